@@ -1,0 +1,35 @@
+// Exponential backoff with full jitter, written here because jsr:@std/async cannot be reached.
+
+/** How a retry loop waits between attempts. */
+export interface BackoffOptions {
+  /** First delay in milliseconds. @default {100} */
+  minDelayMs?: number;
+  /** Largest delay in milliseconds. @default {2000} */
+  maxDelayMs?: number;
+  /** Growth factor per attempt. @default {2} */
+  multiplier?: number;
+}
+
+/** The delay before retry number `attempt` (0-based): a random share of the capped exponential. */
+export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
+  const { minDelayMs = 100, maxDelayMs = 2000, multiplier = 2 } = options;
+  const ceiling = Math.min(maxDelayMs, minDelayMs * multiplier ** attempt);
+  // Full jitter spreads retries of racing writers apart instead of lining them up.
+  return ceiling / 2 + Math.random() * ceiling / 2;
+}
+
+/** Sleeps `ms`, rejecting with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

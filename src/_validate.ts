@@ -1,0 +1,165 @@
+// Input checks that run before anything is sent: DynamoDB would reject these half-way, or worse,
+// store something other than what the caller gave.
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+
+const encoder = new TextEncoder();
+
+/** UTF-8 length of a string. */
+export function utf8Length(text: string): number {
+  return encoder.encode(text).length;
+}
+
+/** DynamoDB's limits, from the developer guide's "Quotas" page. */
+export const LIMITS = {
+  partitionKeyBytes: 2048,
+  sortKeyBytes: 1024,
+  itemBytes: 400 * 1024,
+  transactionItems: 100,
+  transactionBytes: 4 * 1024 * 1024,
+  batchWriteItems: 25,
+  batchGetKeys: 100,
+} as const;
+
+/**
+ * A non-empty, well-formed string of at most `maxBytes` UTF-8 bytes: what DynamoDB takes as a
+ * key. A lone surrogate would be stored as U+FFFD, silently naming another item.
+ */
+export function checkKey(field: string, value: unknown, maxBytes: number): string {
+  if (typeof value !== "string") {
+    throw new TypeError(`${field} must be a string, got ${describe(value)}`);
+  }
+  if (value.length === 0) throw new TypeError(`${field} must not be empty`);
+  if (!value.isWellFormed()) {
+    throw new TypeError(`${field} contains a lone UTF-16 surrogate; it cannot be stored as UTF-8`);
+  }
+  const bytes = utf8Length(value);
+  if (bytes > maxBytes) {
+    throw new RangeError(
+      `${field} is ${bytes} bytes of UTF-8; DynamoDB keys allow at most ${maxBytes}`,
+    );
+  }
+  return value;
+}
+
+/** A finite, non-negative number of seconds (an epoch time or a duration). */
+export function checkTime(field: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new RangeError(
+      `${field} must be a finite number of seconds >= 0, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A whole number in [min, max]. */
+export function checkInteger(field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(
+      `${field} must be an integer from ${min} to ${max}, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A plain object (not null, not an array). */
+export function checkObject(field: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`${field} must be an object, got ${describe(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A short, printable description of a value for error messages. */
+export function describe(value: unknown): string {
+  if (typeof value === "string") {
+    return value.length > 60 ? `a ${value.length}-character string` : JSON.stringify(value);
+  }
+  if (typeof value === "bigint") return `${value}n (a BigInt)`;
+  if (typeof value === "number" || typeof value === "boolean" || value == null) {
+    return String(value);
+  }
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}
+
+/**
+ * `JSON.stringify` that refuses what JSON cannot carry instead of silently changing it:
+ * NaN and ±Infinity (would become null), BigInt, functions, symbols, `undefined` in
+ * arrays, and cycles. The error names the path of the bad value.
+ */
+export function toJson(field: string, value: unknown): string {
+  const seen = new Set<object>();
+  const visit = (v: unknown, path: string): unknown => {
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+        return v;
+      case "number":
+        if (!Number.isFinite(v)) throw new TypeError(`${path} is ${v}, which JSON cannot carry`);
+        return v;
+      case "object": {
+        if (v === null) return v;
+        if (seen.has(v)) throw new TypeError(`${path} refers back to itself (a cycle)`);
+        const json = (v as { toJSON?: unknown }).toJSON;
+        if (typeof json === "function") return visit(json.call(v), path);
+        seen.add(v);
+        if (Array.isArray(v)) {
+          v.forEach((item, i) => {
+            if (item === undefined) {
+              throw new TypeError(`${path}[${i}] is undefined, which JSON cannot carry`);
+            }
+            visit(item, `${path}[${i}]`);
+          });
+        } else {
+          for (const [k, item] of Object.entries(v)) {
+            if (item !== undefined) visit(item, `${path}.${k}`);
+          }
+        }
+        seen.delete(v);
+        return v;
+      }
+      default:
+        throw new TypeError(`${path} is ${describe(v)}, which JSON cannot carry`);
+    }
+  };
+  visit(value, field);
+  return JSON.stringify(value);
+}
+
+/**
+ * The stored size of an item as DynamoDB counts it: attribute names plus values, with the
+ * documented overheads for numbers, maps and lists. Errs a little high, never low.
+ */
+export function itemSize(item: Record<string, AttributeValue>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(item)) total += utf8Length(name) + valueSize(value);
+  return total;
+}
+
+function valueSize(value: AttributeValue): number {
+  if (value.S !== undefined) return utf8Length(value.S);
+  if (value.N !== undefined) return Math.ceil(value.N.replace(/[^0-9]/g, "").length / 2) + 1;
+  if (value.B !== undefined) return value.B.length;
+  if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
+  if (value.M !== undefined) {
+    let size = 3;
+    for (const [k, v] of Object.entries(value.M)) size += utf8Length(k) + valueSize(v) + 1;
+    return size;
+  }
+  if (value.L !== undefined) return value.L.reduce((size, v) => size + valueSize(v) + 1, 3);
+  if (value.SS !== undefined) return value.SS.reduce((size, s) => size + utf8Length(s), 0);
+  if (value.NS !== undefined) return value.NS.reduce((size, n) => size + n.length, 0);
+  if (value.BS !== undefined) return value.BS.reduce((size, b) => size + b.length, 0);
+  return 0;
+}
+
+/** Throws when an item would exceed DynamoDB's 400 KB item limit. */
+export function checkItemSize(field: string, item: Record<string, AttributeValue>): number {
+  const size = itemSize(item);
+  if (size > LIMITS.itemBytes) {
+    throw new RangeError(
+      `${field} would be a ${size}-byte item; DynamoDB items hold at most ${LIMITS.itemBytes} bytes (400 KB)`,
+    );
+  }
+  return size;
+}

@@ -1,0 +1,144 @@
+/**
+ * Building a DynamoDB client and waiting until its endpoint answers.
+ *
+ * @module
+ */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { backoffDelay, type BackoffOptions, sleep } from "./_backoff.ts";
+import { EndpointUnreachable } from "./errors.ts";
+
+export type { BackoffOptions };
+
+/**
+ * How `create()` reaches DynamoDB: which endpoint, which region, and how long to
+ * wait for it to answer.
+ */
+export interface ConnectOptions {
+  /**
+   * A DynamoDB-compatible endpoint (DynamoDB Local, LocalStack), or `null` /
+   * absent for AWS itself with the SDK's default credential chain.
+   * @default {null}
+   */
+  endpoint?: string | null;
+  /**
+   * The AWS region. With an endpoint and no region, `"us-east-1"`; without an
+   * endpoint, the SDK resolves it (`AWS_REGION`, profile).
+   * @default {undefined}
+   */
+  region?: string;
+  /** Aborts the wait for the endpoint. @default {undefined} */
+  signal?: AbortSignal;
+  /** How long to keep retrying an endpoint that does not answer, in ms. @default {30000} */
+  deadlineMs?: number;
+  /** The backoff between attempts while the endpoint does not answer. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
+  backoff?: BackoffOptions;
+}
+
+/** The credentials DynamoDB Local and LocalStack accept when the environment has none. */
+const DUMMY_CREDENTIALS = { accessKeyId: "test", secretAccessKey: "test" } as const;
+
+function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // no --allow-env: behave as if unset
+  }
+}
+
+/**
+ * Builds the client `create()` uses: an endpoint gets the environment's AWS
+ * credentials when both keys are set, else the dummy pair `test`/`test`; no
+ * endpoint means AWS with the SDK's default credential chain.
+ */
+export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
+  const endpoint = options.endpoint ?? null;
+  if (endpoint === null) return new DynamoDBClient({ region: options.region });
+  if (!URL.canParse(endpoint)) {
+    throw new TypeError(
+      `endpoint must be an absolute URL such as "http://127.0.0.1:8000", got ${
+        JSON.stringify(endpoint)
+      }`,
+    );
+  }
+  const accessKeyId = envVar("AWS_ACCESS_KEY_ID");
+  const secretAccessKey = envVar("AWS_SECRET_ACCESS_KEY");
+  const sessionToken = envVar("AWS_SESSION_TOKEN");
+  const credentials = accessKeyId && secretAccessKey
+    ? { accessKeyId, secretAccessKey, sessionToken }
+    : DUMMY_CREDENTIALS;
+  return new DynamoDBClient({
+    endpoint,
+    region: options.region ?? envVar("AWS_REGION") ?? "us-east-1",
+    credentials,
+  });
+}
+
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET",
+]);
+const NOT_READY_NAMES = new Set([
+  "TimeoutError",
+  "RequestTimeout",
+  "RequestTimeoutException",
+  "ServiceUnavailable",
+  "ServiceUnavailableException",
+  "InternalServerError",
+  "InternalFailure",
+]);
+
+/**
+ * True for errors that mean "cannot reach DynamoDB, or it is not ready yet":
+ * connection failures, timeouts and 5xx answers. Auth and validation errors are
+ * false: waiting longer does not fix them.
+ */
+export function isUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const e = error as Error & {
+    code?: string;
+    $metadata?: { httpStatusCode?: number };
+  };
+  if (e.code !== undefined && UNREACHABLE_CODES.has(e.code)) return true;
+  if (NOT_READY_NAMES.has(e.name)) return true;
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 500) return true;
+  return e.cause !== undefined && e.cause !== e && isUnreachable(e.cause);
+}
+
+/**
+ * Runs `attempt` until it succeeds, retrying with backoff only while the
+ * endpoint is unreachable, until the deadline or the signal ends the wait.
+ */
+export async function retryUntilReachable<T>(
+  attempt: () => Promise<T>,
+  options: ConnectOptions = {},
+): Promise<T> {
+  const { deadlineMs = 30_000, signal } = options;
+  if (!(Number.isFinite(deadlineMs) && deadlineMs >= 0)) {
+    throw new RangeError(`deadlineMs must be a finite number >= 0, got ${deadlineMs}`);
+  }
+  const started = Date.now();
+  for (let n = 0;; n++) {
+    signal?.throwIfAborted();
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isUnreachable(error)) throw error;
+      const left = deadlineMs - (Date.now() - started);
+      if (left <= 0) {
+        throw new EndpointUnreachable(options.endpoint ?? null, Date.now() - started, {
+          cause: error,
+        });
+      }
+      await sleep(Math.min(left, backoffDelay(n, options.backoff)), signal);
+    }
+  }
+}

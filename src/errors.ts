@@ -1,0 +1,143 @@
+/**
+ * The named errors this module throws.
+ *
+ * @module
+ */
+
+/**
+ * A commit lost its optimistic-concurrency check: the stored execution is not at
+ * the version the caller loaded. Nothing of the losing commit was written.
+ *
+ * @example Telling a lost race from a fault
+ * ```ts
+ * import { StoreConflict } from "@harel/dynamodb";
+ *
+ * const error: unknown = new StoreConflict("exe-1", 3, 4);
+ * if (error instanceof StoreConflict) {
+ *   console.log(`${error.executionId}: expected v${error.expected}, found v${error.found}`);
+ * }
+ * ```
+ */
+export class StoreConflict extends Error {
+  override name = "StoreConflict";
+  /** The id of the execution whose commit lost. */
+  readonly executionId: string;
+  /** The version the commit expected to replace (0 = an insert). */
+  readonly expected: number;
+  /** The stored version, or `null` when the item is absent. */
+  readonly found: number | null;
+
+  /**
+   * @param executionId The execution whose commit lost.
+   * @param expected The version the commit expected.
+   * @param found The stored version, or `null` when no item is stored.
+   * @param options The error's `cause`, when there is one.
+   */
+  constructor(
+    executionId: string,
+    expected: number,
+    found: number | null,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `execution ${JSON.stringify(executionId)}: expected version ${expected}, found ${
+        found === null ? "no stored item" : `version ${found}`
+      }`,
+      options,
+    );
+    this.executionId = executionId;
+    this.expected = expected;
+    this.found = found;
+  }
+}
+
+/**
+ * A commit may or may not have been applied: the request reached (or may have
+ * reached) DynamoDB, but no answer came back, also after retries with the same
+ * idempotency token. Read the execution back to learn which.
+ *
+ * @example Reading back after an unknown outcome
+ * ```ts
+ * import { CommitOutcomeUnknown } from "@harel/dynamodb";
+ *
+ * const error: unknown = new CommitOutcomeUnknown("exe-1", 4);
+ * if (error instanceof CommitOutcomeUnknown) {
+ *   console.log(`reload ${error.executionId}: applied if it is at version ${error.attemptedVersion}`);
+ * }
+ * ```
+ */
+export class CommitOutcomeUnknown extends Error {
+  override name = "CommitOutcomeUnknown";
+  /** The id of the execution whose commit has an unknown outcome. */
+  readonly executionId: string;
+  /** The version the execution holds if the commit was applied. */
+  readonly attemptedVersion: number;
+
+  /**
+   * @param executionId The execution whose commit has an unknown outcome.
+   * @param attemptedVersion The version the commit would have written.
+   * @param options The last transport error, as `cause`.
+   */
+  constructor(executionId: string, attemptedVersion: number, options?: ErrorOptions) {
+    super(
+      `execution ${
+        JSON.stringify(executionId)
+      }: the commit to version ${attemptedVersion} may or may not have been applied (no answer from DynamoDB); load the execution to find out`,
+      options,
+    );
+    this.executionId = executionId;
+    this.attemptedVersion = attemptedVersion;
+  }
+}
+
+/**
+ * A list cursor that this module did not produce, or produced for another
+ * listing.
+ *
+ * @example Handling a forged cursor
+ * ```ts
+ * import { InvalidCursor } from "@harel/dynamodb";
+ *
+ * const error: unknown = new InvalidCursor("not base64url");
+ * console.log(error instanceof TypeError && error.name); // "InvalidCursor"
+ * ```
+ */
+export class InvalidCursor extends TypeError {
+  override name = "InvalidCursor";
+
+  /**
+   * @param reason What is wrong with the cursor.
+   * @param options The decoding error, as `cause`.
+   */
+  constructor(reason: string, options?: ErrorOptions) {
+    super(`invalid cursor: ${reason}; pass null or a nextCursor returned by this store`, options);
+  }
+}
+
+/**
+ * `create()` gave up: DynamoDB did not answer before the deadline (or the
+ * signal aborted the wait). The last connection error is the `cause`.
+ *
+ * @example Giving DynamoDB more time
+ * ```ts
+ * import { EndpointUnreachable } from "@harel/dynamodb";
+ *
+ * const error: unknown = new EndpointUnreachable("http://127.0.0.1:8000", 30_000);
+ * if (error instanceof EndpointUnreachable) console.log(error.message);
+ * ```
+ */
+export class EndpointUnreachable extends Error {
+  override name = "EndpointUnreachable";
+
+  /**
+   * @param endpoint The endpoint that did not answer (`null` = AWS).
+   * @param waitedMs How long `create()` waited.
+   * @param options The last connection error, as `cause`.
+   */
+  constructor(endpoint: string | null, waitedMs: number, options?: ErrorOptions) {
+    super(
+      `DynamoDB at ${endpoint ?? "AWS"} did not answer within ${waitedMs} ms`,
+      options,
+    );
+  }
+}

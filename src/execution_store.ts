@@ -1,0 +1,1242 @@
+/**
+ * `DynamoDBStore`: the harel engine's durable execution store.
+ *
+ * @module
+ */
+import {
+  type AttributeValue,
+  BatchGetItemCommand,
+  BatchWriteItemCommand,
+  type CancellationReason,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  type KeysAndAttributes,
+  QueryCommand,
+  ScanCommand,
+  type ScanCommandInput,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
+  type WriteRequest,
+} from "@aws-sdk/client-dynamodb";
+import { backoffDelay, sleep } from "./_backoff.ts";
+import { Lru } from "./_lru.ts";
+import { SeqBlocks } from "./_seq_blocks.ts";
+import {
+  checkInteger,
+  checkItemSize,
+  checkKey,
+  checkObject,
+  checkTime,
+  describe,
+  LIMITS,
+  toJson,
+} from "./_validate.ts";
+import { buildClient, type ConnectOptions, isUnreachable, retryUntilReachable } from "./connect.ts";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import {
+  type Event,
+  type Execution,
+  type ExecutionSummary,
+  type Status,
+  STATUSES,
+  summarize,
+} from "./documents.ts";
+import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
+import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
+
+/** Options of {@linkcode DynamoDBStore}. */
+export interface DynamoDBStoreOptions {
+  /** Table name prefix: the tables are `{prefix}_executions`, `{prefix}_outbox`, ... @default {"harel"} */
+  prefix?: string;
+  /** How many trace steps each execution keeps (a ring); 0 keeps every step. @default {200} */
+  traceMax?: number;
+  /** Read executions, dedupe marks and relay tables with strongly consistent reads. @default {true} */
+  consistentReads?: boolean;
+  /**
+   * Lifetime of dedupe marks in seconds: marks carry a `ttl` attribute, `ensureTables`
+   * enables TTL on the processed table, and expired marks read as absent. `null` keeps
+   * marks forever.
+   * @default {null}
+   */
+  processedTtlSeconds?: number | null;
+  /** How many outbox (and spawn) seqs one counter call reserves for this store. @default {100} */
+  seqBlockSize?: number;
+  /** How often a commit is retried when DynamoDB reports a transaction conflict. @default {8} */
+  conflictRetries?: number;
+  /** How often a commit whose answer was lost is re-sent with the same idempotency token. @default {3} */
+  ambiguousRetries?: number;
+}
+
+/** Options of {@linkcode DynamoDBStore.create}: the store's options plus where DynamoDB is. */
+export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {}
+
+/** An event to put in the outbox, for `target` (an execution id) or for nobody in particular (`null`). */
+export interface Emit {
+  /** The execution the relay delivers the event to, or `null`. */
+  target: string | null;
+  /** The event. */
+  event: Event;
+}
+
+/** A timer change inside a commit. Two changes of one path in one commit: the last one counts. */
+export type TimerChange =
+  | {
+    /** Schedule (or re-schedule) the timer at `path`. */
+    action: "schedule";
+    /** The state path the timer belongs to. */
+    path: string;
+    /** When it fires, in epoch seconds (may be fractional). */
+    fireAt: number;
+  }
+  | {
+    /** Cancel the timer at `path` (no error if there is none). */
+    action: "cancel";
+    /** The state path the timer belongs to. */
+    path: string;
+  };
+
+/** An orthogonal-fork spawn intent: a child execution the relay should start. */
+export interface SpawnIntent {
+  /** The id the child execution gets. */
+  childId: string;
+  /** The state path the child starts from. */
+  rootPath: string;
+  /** The child's initial context. */
+  context: Record<string, unknown>;
+}
+
+/** Everything a commit writes besides the execution itself. */
+export interface CommitChanges {
+  /** Events for the outbox. */
+  emits?: Emit[];
+  /** The id of the event this commit handled: a dedupe mark is written for it. */
+  processedEventId?: string;
+  /** Timer schedules and cancellations. */
+  timers?: TimerChange[];
+  /** Child executions to spawn. */
+  spawns?: SpawnIntent[];
+  /** One trace step, when tracing. */
+  trace?: Record<string, unknown>;
+}
+
+/** What a successful commit wrote. */
+export interface CommitResult {
+  /** The execution's new version. */
+  version: number;
+  /** The outbox seqs of the emits, in the order given. */
+  outbox: number[];
+  /** The spawn seqs of the spawns, in the order given. */
+  spawns: number[];
+}
+
+/** Filters and paging of {@linkcode DynamoDBStore.listExecutions}. */
+export interface ListOptions {
+  /** Only these statuses. @default {undefined} */
+  status?: Status | Status[];
+  /** Only this definition. @default {undefined} */
+  definitionId?: string;
+  /** Only executions without a parent. @default {false} */
+  rootsOnly?: boolean;
+  /** Matches per page, 1 to 1000. @default {100} */
+  limit?: number;
+  /** Where to continue: a `nextCursor` from the previous page. @default {null} */
+  cursor?: string | null;
+}
+
+/** One page of {@linkcode DynamoDBStore.listExecutions}. */
+export interface ListPage {
+  /** The matching executions of this page. */
+  items: ExecutionSummary[];
+  /** The cursor of the next page, or `null` when there is none. */
+  nextCursor: string | null;
+}
+
+/** An outbox entry waiting for the relay. */
+export interface OutboxEntry {
+  /** Its seq; pass it to `ackOutbox` once delivered. */
+  seq: number;
+  /** The target execution, or `null`. */
+  targetId: string | null;
+  /** The event. */
+  event: Event;
+}
+
+/** A spawn intent waiting for the relay. */
+export interface PendingSpawn {
+  /** Its seq; pass it to `ackSpawn` once the child is started. */
+  seq: number;
+  /** The parent execution. */
+  parentId: string;
+  /** The child's id. */
+  childId: string;
+  /** The state path the child starts from. */
+  rootPath: string;
+  /** The child's initial context. */
+  context: Record<string, unknown>;
+}
+
+/** A durable timer. */
+export interface Timer {
+  /** The execution it belongs to. */
+  executionId: string;
+  /** Its state path. */
+  path: string;
+  /** When it fires, in epoch seconds. */
+  fireAt: number;
+}
+
+/** What `loadForEvent` returns. */
+export interface LoadForEventResult {
+  /** The execution, or `null` when there is none. */
+  execution: Execution | null;
+  /** Whether the event was already handled (a live dedupe mark exists). */
+  processed: boolean;
+}
+
+type Item = Record<string, AttributeValue>;
+type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
+
+/** A commit checked and encoded, before seqs and the trace index are known. */
+interface CommitPlan {
+  id: string;
+  expected: number;
+  next: number;
+  data: string;
+  definitionId: string;
+  emits: { target: string | null; event: string }[];
+  spawns: { childId: string; rootPath: string; context: string }[];
+  processedEventId?: string;
+  timers: Map<string, number | null>; // path → fireAt, or null to cancel
+  trace?: string;
+}
+
+/** Where the trace ring ends: the last index (0 = empty) and, when just read, the first. */
+interface TraceHead {
+  last: number;
+  first?: number;
+}
+
+const S = (value: string): AttributeValue => ({ S: value });
+const N = (value: number): AttributeValue => ({ N: String(value) });
+/** The largest seq's encoding, for size checks made before seqs are known. */
+const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
+
+function errorName(error: unknown): string | undefined {
+  return error instanceof Error ? error.name : undefined;
+}
+
+function parseJson<T>(text: string | undefined, what: string): T {
+  if (text === undefined) throw new Error(`${what} has no JSON text`);
+  return JSON.parse(text) as T;
+}
+
+/**
+ * The durable execution store: executions with optimistic concurrency, their outbox,
+ * spawn intents, dedupe marks, timers and trace, in seven DynamoDB tables shared with
+ * the Python engine. Every commit is one `TransactWriteItems`: all of it or none of it.
+ *
+ * @example Load, commit, relay
+ * ```ts
+ * import { DynamoDBStore, newEvent, newExecution } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.commit(exe, { emits: [{ target: null, event: newEvent("order.created") }] });
+ * for (const entry of await store.pendingOutbox()) {
+ *   // deliver entry.event to entry.targetId, then:
+ *   await store.ackOutbox(entry.seq);
+ * }
+ * ```
+ */
+export class DynamoDBStore implements AsyncDisposable {
+  /** The ring size of each execution's trace; 0 = keep every step. */
+  readonly traceMax: number;
+  /** The seven tables this store uses. */
+  readonly tables: ExecutionTables;
+  readonly #client: DynamoDBClient;
+  readonly #ownsClient: boolean;
+  readonly #consistent: boolean;
+  readonly #processedTtl: number | null;
+  readonly #conflictRetries: number;
+  readonly #ambiguousRetries: number;
+  readonly #outboxSeqs: SeqBlocks;
+  readonly #spawnSeqs: SeqBlocks;
+  readonly #traceHeads = new Lru<string, number>(10_000);
+  #closed = false;
+
+  /**
+   * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
+   * {@linkcode DynamoDBStore.create}. The client stays the caller's to destroy.
+   *
+   * @param client Any DynamoDB client (anything with `send()`).
+   * @param options Prefix, trace ring size and tuning.
+   */
+  constructor(client: DynamoDBClient, options: DynamoDBStoreOptions = {}) {
+    if (typeof (client as { send?: unknown })?.send !== "function") {
+      throw new TypeError(
+        `client must be a DynamoDB client (with send()), got ${describe(client)}`,
+      );
+    }
+    const {
+      prefix = "harel",
+      traceMax = 200,
+      consistentReads = true,
+      processedTtlSeconds = null,
+      seqBlockSize = 100,
+      conflictRetries = 8,
+      ambiguousRetries = 3,
+    } = options;
+    this.tables = executionTables(prefix);
+    this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
+    this.#consistent = consistentReads;
+    this.#processedTtl = processedTtlSeconds === null
+      ? null
+      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
+    this.#conflictRetries = checkInteger("conflictRetries", conflictRetries, 0, 100);
+    this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
+    const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
+    this.#client = client;
+    this.#ownsClient = (options as { [OWNS_CLIENT]?: boolean })[OWNS_CLIENT] === true;
+    this.#outboxSeqs = new SeqBlocks(client, this.tables.counters.name, "outbox", block);
+    this.#spawnSeqs = new SeqBlocks(client, this.tables.counters.name, "spawn", block);
+  }
+
+  /**
+   * Builds a client for `endpoint` (dummy credentials `test`/`test` unless the
+   * environment has AWS keys; no endpoint = AWS with the default credential chain),
+   * waits with backoff until DynamoDB answers, and ensures the tables. The store owns
+   * that client: `close()` destroys it.
+   *
+   * @example Against DynamoDB Local
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({
+   *   endpoint: "http://127.0.0.1:8000",
+   *   prefix: "demo",
+   *   deadlineMs: 10_000,
+   * });
+   * ```
+   *
+   * @param options Where DynamoDB is, how long to wait for it, and the store's options.
+   * @returns A store whose tables exist.
+   */
+  static async create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
+    const client = buildClient(options);
+    try {
+      const store = new DynamoDBStore(
+        client,
+        { ...options, [OWNS_CLIENT]: true } as DynamoDBStoreOptions,
+      );
+      await retryUntilReachable(() => store.ensureTables(), options);
+      return store;
+    } catch (error) {
+      client.destroy();
+      throw error;
+    }
+  }
+
+  /**
+   * Creates the seven tables where missing (PAY_PER_REQUEST) and waits until they are
+   * active; enables TTL on the processed table when `processedTtlSeconds` is set.
+   * Idempotent.
+   *
+   * @example Creating the tables once at deploy time
+   * ```ts
+   * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * const store = new DynamoDBStore(new DynamoDBClient({}), { prefix: "prod" });
+   * await store.ensureTables();
+   * ```
+   */
+  async ensureTables(): Promise<void> {
+    await Promise.all(Object.values(this.tables).map((spec) => ensureTable(this.#client, spec)));
+    if (this.#processedTtl !== null) {
+      await ensureTtl(this.#client, this.tables.processed.name, "ttl");
+    }
+  }
+
+  /**
+   * The execution with this id, or `null`.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const exe = await store.load("0123456789abcdef0123456789abcdef");
+   * console.log(exe?.status ?? "no such execution");
+   * ```
+   */
+  async load(id: string): Promise<Execution | null> {
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    const result = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.tables.executions.name,
+        Key: { id: S(id) },
+        ProjectionExpression: "#d",
+        ExpressionAttributeNames: { "#d": "data" },
+        ConsistentRead: this.#consistent,
+      }),
+    );
+    return result.Item ? parseJson<Execution>(result.Item.data?.S, `execution ${id}`) : null;
+  }
+
+  /**
+   * The execution and whether `eventId` was already handled, in one call.
+   *
+   * @example Dropping a duplicate delivery
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
+   * if (execution && !processed) {
+   *   // apply the event, then commit with processedEventId: "event-1"
+   * }
+   * ```
+   */
+  async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    checkKey("eventId", eventId, LIMITS.sortKeyBytes);
+    const { executions, processed } = this.tables;
+    let request: Record<string, KeysAndAttributes> = {
+      [executions.name]: {
+        Keys: [{ id: S(id) }],
+        ProjectionExpression: "#d",
+        ExpressionAttributeNames: { "#d": "data" },
+        ConsistentRead: this.#consistent,
+      },
+      [processed.name]: {
+        Keys: [{ execution_id: S(id), event_id: S(eventId) }],
+        ConsistentRead: this.#consistent,
+      },
+    };
+    let execution: Execution | null = null;
+    let mark: Item | undefined;
+    for (let attempt = 0; Object.keys(request).length > 0; attempt++) {
+      if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
+      const result = await this.#client.send(new BatchGetItemCommand({ RequestItems: request }));
+      const exeItem = result.Responses?.[executions.name]?.[0];
+      if (exeItem) execution = parseJson<Execution>(exeItem.data?.S, `execution ${id}`);
+      mark ??= result.Responses?.[processed.name]?.[0];
+      request = result.UnprocessedKeys ?? {};
+    }
+    return { execution, processed: mark !== undefined && isLiveMark(mark) };
+  }
+
+  /**
+   * Whether `eventId` was already handled by execution `id`.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * console.log(await store.isProcessed("exe-1", "event-1"));
+   * ```
+   */
+  async isProcessed(id: string, eventId: string): Promise<boolean> {
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    checkKey("eventId", eventId, LIMITS.sortKeyBytes);
+    const result = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.tables.processed.name,
+        Key: { execution_id: S(id), event_id: S(eventId) },
+        ConsistentRead: this.#consistent,
+      }),
+    );
+    return result.Item !== undefined && isLiveMark(result.Item);
+  }
+
+  /**
+   * Saves the execution alone: `commit(exe)`.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.save(exe);
+   * console.log(exe.version); // 1
+   * ```
+   */
+  async save(exe: Execution): Promise<void> {
+    await this.commit(exe);
+  }
+
+  /**
+   * Writes the execution and everything it caused in one transaction, all or nothing,
+   * if the stored version still equals `exe.version` (0 = insert). On success
+   * `exe.version` is bumped in place; on a lost race it throws {@linkcode StoreConflict},
+   * `exe.version` is unchanged and nothing of the commit is written. Input DynamoDB would
+   * reject is refused with a `TypeError`/`RangeError` before anything is sent.
+   *
+   * @example Handling an event
+   * ```ts
+   * import { DynamoDBStore, newEvent, newExecution, StoreConflict } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+   * const paid = newEvent("order.paid");
+   * try {
+   *   const { version, outbox } = await store.commit(exe, {
+   *     processedEventId: paid.id,
+   *     emits: [{ target: null, event: newEvent("order.ship") }],
+   *     timers: [{ action: "schedule", path: "order.waiting", fireAt: Date.now() / 1000 + 60 }],
+   *     trace: { event: paid.kind },
+   *   });
+   *   console.log(version, outbox);
+   * } catch (error) {
+   *   if (!(error instanceof StoreConflict)) throw error;
+   *   // someone else moved the execution on: reload and apply the event again
+   * }
+   * ```
+   *
+   * @param exe The execution at the version it was loaded at.
+   * @param changes Outbox events, dedupe mark, timer changes, spawns and a trace step.
+   * @returns The new version and the seqs of the outbox entries and spawns.
+   */
+  async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+    const plan = this.#plan(exe, changes);
+    const [outbox0, spawns0, head0] = await Promise.all([
+      this.#outboxSeqs.take(plan.emits.length),
+      this.#spawnSeqs.take(plan.spawns.length),
+      plan.trace === undefined ? undefined : this.#traceHead(plan.id),
+    ]);
+    let outbox = outbox0, spawns = spawns0, head = head0;
+    let freshOutbox = false, freshSpawns = false;
+    let conflicts = 0;
+    for (;;) {
+      const { items, roles } = this.#transaction(
+        plan,
+        outbox,
+        spawns,
+        head,
+        freshOutbox,
+        freshSpawns,
+      );
+      const reasons = await this.#send(items, plan);
+      if (reasons === null) {
+        exe.version = plan.next;
+        if (head !== undefined) this.#traceHeads.set(plan.id, head.last + 1);
+        return { version: plan.next, outbox, spawns };
+      }
+      const failed = (role: Role, code: string) =>
+        reasons.some((r, i) => roles[i] === role && r.Code === code);
+      const execution = reasons[0];
+      if (execution?.Code === "ConditionalCheckFailed") {
+        const found = execution.Item?.version?.N === undefined
+          ? null
+          : Number(execution.Item.version.N);
+        if (plan.expected === 0 || found !== plan.expected) {
+          throw new StoreConflict(plan.id, plan.expected, found);
+        }
+        // The version matched, so a seq watermark did not: this execution was last written
+        // with seqs from a later block (another process) or by a writer that keeps none.
+        const stale = (seqs: number[], hwm: AttributeValue | undefined) =>
+          seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
+        const staleOutbox = !freshOutbox && stale(outbox, execution.Item?.outbox_hwm);
+        const staleSpawns = !freshSpawns && stale(spawns, execution.Item?.spawn_hwm);
+        if (!staleOutbox && !staleSpawns) throw new StoreConflict(plan.id, plan.expected, found);
+        if (staleOutbox) {
+          outbox = await this.#outboxSeqs.fresh(plan.emits.length);
+          freshOutbox = true;
+        }
+        if (staleSpawns) {
+          spawns = await this.#spawnSeqs.fresh(plan.spawns.length);
+          freshSpawns = true;
+        }
+        continue;
+      }
+      if (failed("trace", "ConditionalCheckFailed")) {
+        // Another process appended steps since we cached where the ring ends.
+        this.#traceHeads.delete(plan.id);
+        head = await this.#readTraceHead(plan.id);
+        continue;
+      }
+      if (
+        reasons.some((r) => r.Code === "TransactionConflict") && conflicts < this.#conflictRetries
+      ) {
+        await sleep(backoffDelay(conflicts++, { minDelayMs: 20, maxDelayMs: 1000 }));
+        continue;
+      }
+      if (reasons.some((r) => r.Code === "TransactionConflict")) {
+        // Out of retries: if the version moved on, this commit lost the race.
+        const stored = await this.load(plan.id);
+        const found = stored?.version ?? null;
+        if (found !== plan.expected) throw new StoreConflict(plan.id, plan.expected, found);
+      }
+      throw new Error(
+        `commit of execution ${JSON.stringify(plan.id)} was cancelled by DynamoDB: ${
+          reasons.map((r, i) => `${roles[i]}: ${r.Code}${r.Message ? ` (${r.Message})` : ""}`)
+            .filter((line) => !line.endsWith(": None")).join("; ")
+        }`,
+      );
+    }
+  }
+
+  /** Sends one transaction: null on success, the cancellation reasons when cancelled. */
+  async #send(items: TransactWriteItem[], plan: CommitPlan): Promise<CancellationReason[] | null> {
+    // The same token on every re-send: if an earlier send was applied but its answer
+    // lost, DynamoDB answers success again instead of applying it twice.
+    const token = crypto.randomUUID();
+    for (let attempt = 0;; attempt++) {
+      try {
+        await this.#client.send(
+          new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: token }),
+        );
+        return null;
+      } catch (error) {
+        if (errorName(error) === "TransactionCanceledException") {
+          return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ??
+            [];
+        }
+        const inProgress = errorName(error) === "TransactionInProgressException";
+        if (!inProgress && !isUnreachable(error)) throw error;
+        if (attempt >= this.#ambiguousRetries) {
+          this.#traceHeads.delete(plan.id);
+          throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
+        }
+        await sleep(backoffDelay(attempt, { minDelayMs: 200, maxDelayMs: 2000 }));
+      }
+    }
+  }
+
+  /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
+  #plan(exe: Execution, changes: CommitChanges): CommitPlan {
+    checkObject("exe", exe);
+    const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
+    const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
+    const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
+    checkObject("changes", changes);
+    const list = <T>(field: string, value: T[] | undefined): T[] => {
+      if (value === undefined) return [];
+      if (!Array.isArray(value)) {
+        throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
+      }
+      return value;
+    };
+    const plan: CommitPlan = {
+      id,
+      expected,
+      next: expected + 1,
+      data: toJson("exe", { ...exe, version: expected + 1 }),
+      definitionId,
+      emits: list("emits", changes.emits).map((emit, i) => {
+        const field = `changes.emits[${i}]`;
+        checkObject(field, emit);
+        const target = emit.target === null
+          ? null
+          : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
+        const event = checkObject(`${field}.event`, emit.event);
+        checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+        return { target, event: toJson(`${field}.event`, event) };
+      }),
+      spawns: list("spawns", changes.spawns).map((spawn, i) => {
+        const field = `changes.spawns[${i}]`;
+        checkObject(field, spawn);
+        if (typeof spawn.rootPath !== "string") {
+          throw new TypeError(
+            `${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`,
+          );
+        }
+        return {
+          childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
+          rootPath: spawn.rootPath,
+          context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
+        };
+      }),
+      timers: new Map(),
+    };
+    if (changes.processedEventId !== undefined) {
+      plan.processedEventId = checkKey(
+        "changes.processedEventId",
+        changes.processedEventId,
+        LIMITS.sortKeyBytes,
+      );
+    }
+    list("timers", changes.timers).forEach((timer, i) => {
+      const field = `changes.timers[${i}]`;
+      checkObject(field, timer);
+      const path = checkKey(`${field}.path`, timer.path, LIMITS.sortKeyBytes);
+      plan.timers.delete(path); // keep the order of last mention
+      if (timer.action === "schedule") {
+        plan.timers.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
+      } else if (timer.action === "cancel") plan.timers.set(path, null);
+      else {
+        throw new TypeError(
+          `${field}.action must be "schedule" or "cancel", got ${
+            describe((timer as { action: unknown }).action)
+          }`,
+        );
+      }
+    });
+    if (changes.trace !== undefined) {
+      plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
+    }
+
+    // Checked on the largest encoding each item can get, so no send can fail on size.
+    const max = Number.MAX_SAFE_INTEGER;
+    const { items } = this.#transaction(
+      plan,
+      plan.emits.map(() => max),
+      plan.spawns.map(() => max),
+      plan.trace === undefined ? undefined : { last: max - 1 },
+      false,
+      false,
+    );
+    const count = items.length;
+    if (count > LIMITS.transactionItems) {
+      throw new RangeError(
+        `commit of execution ${
+          JSON.stringify(id)
+        } needs ${count} transaction items (1 execution, ${plan.emits.length} emits, ${plan.spawns.length} spawns, ${
+          plan.processedEventId ? 1 : 0
+        } dedupe mark, ${plan.timers.size} timers, ${
+          count - 1 - plan.emits.length - plan.spawns.length - (plan.processedEventId ? 1 : 0) -
+          plan.timers.size
+        } trace); a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
+      );
+    }
+    let total = 0;
+    items.forEach((item, i) => {
+      const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
+        item.ConditionCheck?.Key ?? {};
+      const extra: Item = item.Update
+        ? {
+          data: S(plan.data),
+          definition_id: S(plan.definitionId),
+          version: N(max),
+          outbox_hwm: SEQ_PLACEHOLDER,
+          spawn_hwm: SEQ_PLACEHOLDER,
+        }
+        : {};
+      total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
+    });
+    if (total > LIMITS.transactionBytes) {
+      throw new RangeError(
+        `commit of execution ${
+          JSON.stringify(id)
+        } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
+      );
+    }
+    return plan;
+  }
+
+  /** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
+  #transaction(
+    plan: CommitPlan,
+    outbox: number[],
+    spawns: number[],
+    head: TraceHead | undefined,
+    freshOutbox: boolean,
+    freshSpawns: boolean,
+  ): { items: TransactWriteItem[]; roles: Role[] } {
+    const t = this.tables;
+    const items: TransactWriteItem[] = [];
+    const roles: Role[] = [];
+    const add = (role: Role, item: TransactWriteItem) => {
+      items.push(item);
+      roles.push(role);
+    };
+
+    const names: Record<string, string> = {
+      "#d": "data",
+      "#v": "version",
+      "#def": "definition_id",
+    };
+    const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
+    const sets = ["#d = :d", "#v = :v", "#def = :def"];
+    const conditions: string[] = [];
+    if (plan.expected === 0) {
+      names["#id"] = "id";
+      conditions.push("attribute_not_exists(#id)");
+    } else {
+      values[":ov"] = N(plan.expected);
+      conditions.push("#v = :ov");
+    }
+    // Per-execution seq order across processes: each execution remembers its highest seq,
+    // and a commit must bring higher ones (or a block reserved after it saw that item).
+    const watermark = (attr: string, alias: string, seqs: number[], fresh: boolean) => {
+      if (seqs.length === 0 && plan.expected !== 0) return;
+      names[`#${alias}`] = attr;
+      values[`:${alias}`] = N(seqs.at(-1) ?? 0);
+      sets.push(`#${alias} = :${alias}`);
+      if (seqs.length > 0 && plan.expected !== 0 && !fresh) {
+        values[`:${alias}f`] = N(seqs[0]!);
+        conditions.push(`#${alias} < :${alias}f`);
+      }
+    };
+    watermark("outbox_hwm", "oh", outbox, freshOutbox);
+    watermark("spawn_hwm", "sh", spawns, freshSpawns);
+    add("execution", {
+      Update: {
+        TableName: t.executions.name,
+        Key: { id: S(plan.id) },
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: conditions.join(" AND "),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    });
+    plan.emits.forEach((emit, i) =>
+      add("outbox", {
+        Put: {
+          TableName: t.outbox.name,
+          Item: {
+            seq: N(outbox[i]!),
+            target_id: emit.target === null ? { NULL: true } : S(emit.target),
+            event: S(emit.event),
+          },
+        },
+      })
+    );
+    plan.spawns.forEach((spawn, i) =>
+      add("spawn", {
+        Put: {
+          TableName: t.spawns.name,
+          Item: {
+            seq: N(spawns[i]!),
+            parent_id: S(plan.id),
+            child_id: S(spawn.childId),
+            root_path: S(spawn.rootPath),
+            context: S(spawn.context),
+          },
+        },
+      })
+    );
+    if (plan.processedEventId !== undefined) {
+      const item: Item = { execution_id: S(plan.id), event_id: S(plan.processedEventId) };
+      if (this.#processedTtl !== null) {
+        item.ttl = N(Math.floor(Date.now() / 1000) + this.#processedTtl);
+      }
+      add("processed", { Put: { TableName: t.processed.name, Item: item } });
+    }
+    for (const [path, fireAt] of plan.timers) {
+      const key = { execution_id: S(plan.id), path: S(path) };
+      add(
+        "timer",
+        fireAt === null
+          ? { Delete: { TableName: t.timers.name, Key: key } }
+          : { Put: { TableName: t.timers.name, Item: { ...key, fire_at: N(fireAt) } } },
+      );
+    }
+    if (plan.trace !== undefined && head !== undefined) {
+      for (const item of this.#traceItems(plan.id, head, plan.trace)) add("trace", item);
+    }
+    return { items, roles };
+  }
+
+  /**
+   * The items that append one trace step after `head.last`, guarded so that a stale head
+   * fails the transaction instead of leaving a gap or overwriting a step:
+   * the new index must be free, and either the step that drops out of the ring or the
+   * previous step must exist. With contiguous indexes, that pins `head.last` as the end.
+   */
+  #traceItems(id: string, head: TraceHead, entry: string): TransactWriteItem[] {
+    const table = this.tables.trace.name;
+    const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
+    const exists = {
+      ConditionExpression: "attribute_exists(#i)",
+      ExpressionAttributeNames: { "#i": "idx" },
+    };
+    const index = head.last + 1;
+    const items: TransactWriteItem[] = [{
+      Put: {
+        TableName: table,
+        Item: { ...key(index), entry: S(entry) },
+        ConditionExpression: "attribute_not_exists(#i)",
+        ExpressionAttributeNames: { "#i": "idx" },
+      },
+    }];
+    const drop = index - this.traceMax;
+    if (this.traceMax > 0 && drop >= 1 && (head.first === undefined || head.first <= drop)) {
+      items.push({ Delete: { TableName: table, Key: key(drop), ...exists } });
+    } else if (head.last >= 1 && this.traceMax > 0) {
+      items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...exists } });
+    }
+    return items;
+  }
+
+  /** Where the execution's trace ring ends: cached after our own writes, else read. */
+  async #traceHead(id: string): Promise<TraceHead> {
+    const last = this.#traceHeads.get(id);
+    return last === undefined ? await this.#readTraceHead(id) : { last };
+  }
+
+  async #readTraceHead(id: string): Promise<TraceHead> {
+    const edge = async (forward: boolean) => {
+      const result = await this.#client.send(
+        new QueryCommand({
+          TableName: this.tables.trace.name,
+          KeyConditionExpression: "execution_id = :id",
+          ExpressionAttributeValues: { ":id": S(id) },
+          ProjectionExpression: "idx",
+          ScanIndexForward: forward,
+          Limit: 1,
+          ConsistentRead: true,
+        }),
+      );
+      return result.Items?.[0]?.idx?.N;
+    };
+    const [first, last] = await Promise.all([edge(true), edge(false)]);
+    return last === undefined ? { last: 0 } : { last: Number(last), first: Number(first) };
+  }
+
+  /**
+   * Appends one trace step outside a commit (the ring keeps the last `traceMax`).
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await store.appendTrace("exe-1", { note: "operator retried the payment" });
+   * ```
+   */
+  async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    const json = toJson("entry", checkObject("entry", entry));
+    checkItemSize("entry", { execution_id: S(id), idx: SEQ_PLACEHOLDER, entry: S(json) });
+    let head = await this.#traceHead(id);
+    for (let attempt = 0;; attempt++) {
+      try {
+        await this.#client.send(
+          new TransactWriteItemsCommand({ TransactItems: this.#traceItems(id, head, json) }),
+        );
+        this.#traceHeads.set(id, head.last + 1);
+        return;
+      } catch (error) {
+        if (
+          errorName(error) !== "TransactionCanceledException" || attempt >= this.#conflictRetries
+        ) {
+          throw error;
+        }
+        // Someone else appended first: find the new end and try again.
+        this.#traceHeads.delete(id);
+        await sleep(backoffDelay(attempt, { minDelayMs: 10, maxDelayMs: 500 }));
+        head = await this.#readTraceHead(id);
+      }
+    }
+  }
+
+  /**
+   * The execution's trace, oldest step first, each with its `index`.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * for (const step of await store.readTrace("exe-1")) console.log(step.index, step);
+   * ```
+   */
+  async readTrace(id: string): Promise<Record<string, unknown>[]> {
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    const steps: Record<string, unknown>[] = [];
+    let start: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new QueryCommand({
+          TableName: this.tables.trace.name,
+          KeyConditionExpression: "execution_id = :id",
+          ExpressionAttributeValues: { ":id": S(id) },
+          ScanIndexForward: true,
+          ConsistentRead: this.#consistent,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        steps.push({
+          ...parseJson<object>(item.entry?.S, `trace step of ${id}`),
+          index: Number(item.idx?.N),
+        });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return steps;
+  }
+
+  /**
+   * One page of executions, filtered. The listing follows DynamoDB's scan order (not
+   * sorted); a page holds exactly `limit` matches unless the table is exhausted.
+   *
+   * @example Walking every running order
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * let cursor: string | null = null;
+   * do {
+   *   const page = await store.listExecutions({ definitionId: "order", status: "RUNNING", cursor });
+   *   for (const summary of page.items) console.log(summary.id, summary.version);
+   *   cursor = page.nextCursor;
+   * } while (cursor);
+   * ```
+   */
+  async listExecutions(options: ListOptions = {}): Promise<ListPage> {
+    checkObject("options", options);
+    const { definitionId, rootsOnly = false, limit = 100, cursor = null } = options;
+    checkInteger("limit", limit, 1, 1000);
+    const statuses = options.status === undefined
+      ? null
+      : new Set(Array.isArray(options.status) ? options.status : [options.status]);
+    for (const status of statuses ?? []) {
+      if (!STATUSES.includes(status)) {
+        throw new TypeError(
+          `status must be one of ${STATUSES.join(", ")}, got ${describe(status)}`,
+        );
+      }
+    }
+    const input: ScanCommandInput = {
+      TableName: this.tables.executions.name,
+      ProjectionExpression: "#d, #v",
+      ExpressionAttributeNames: { "#d": "data", "#v": "version" },
+      ConsistentRead: this.#consistent,
+    };
+    if (definitionId !== undefined) {
+      checkKey("definitionId", definitionId, LIMITS.itemBytes);
+      input.FilterExpression = "#def = :def";
+      input.ExpressionAttributeNames!["#def"] = "definition_id";
+      input.ExpressionAttributeValues = { ":def": S(definitionId) };
+    }
+    let start: Item | undefined = cursor === null ? undefined : { id: S(decodeCursor(cursor)) };
+    const items: ExecutionSummary[] = [];
+    for (;;) {
+      const page = await this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+      const found = page.Items ?? [];
+      for (let i = 0; i < found.length; i++) {
+        const exe = parseJson<Execution>(found[i]!.data?.S, "execution");
+        if (statuses && !statuses.has(exe.status)) continue;
+        if (rootsOnly && (exe.parent_id ?? null) !== null) continue;
+        items.push(summarize(exe));
+        if (items.length === limit) {
+          const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
+          return { items, nextCursor: more ? encodeCursor(exe.id) : null };
+        }
+      }
+      start = page.LastEvaluatedKey;
+      if (!start) return { items, nextCursor: null };
+    }
+  }
+
+  /**
+   * Every outbox entry not yet acknowledged, by seq.
+   *
+   * @example A relay pass
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const entries = await store.pendingOutbox();
+   * // deliver each entry.event to entry.targetId, then:
+   * await store.ackOutbox(entries.map((entry) => entry.seq));
+   * ```
+   */
+  async pendingOutbox(): Promise<OutboxEntry[]> {
+    const items = await this.#scanAll({ TableName: this.tables.outbox.name });
+    return items.map((item) => ({
+      seq: Number(item.seq?.N),
+      targetId: item.target_id?.S ?? null,
+      event: parseJson<Event>(item.event?.S, `outbox entry ${item.seq?.N}`),
+    })).sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await store.ackOutbox([1, 2, 3]);
+   * ```
+   */
+  async ackOutbox(seq: number | number[]): Promise<void> {
+    await this.#deleteSeqs(this.tables.outbox.name, "seq", seq);
+  }
+
+  /**
+   * Every spawn intent not yet acknowledged, by seq.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * for (const spawn of await store.pendingSpawns()) {
+   *   // start spawn.childId at spawn.rootPath with spawn.context, then:
+   *   await store.ackSpawn(spawn.seq);
+   * }
+   * ```
+   */
+  async pendingSpawns(): Promise<PendingSpawn[]> {
+    const items = await this.#scanAll({ TableName: this.tables.spawns.name });
+    return items.map((item) => ({
+      seq: Number(item.seq?.N),
+      parentId: item.parent_id?.S ?? "",
+      childId: item.child_id?.S ?? "",
+      rootPath: item.root_path?.S ?? "",
+      context: parseJson<Record<string, unknown>>(item.context?.S, `spawn ${item.seq?.N}`),
+    })).sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Removes started spawn intents (one seq or many).
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await store.ackSpawn(7);
+   * ```
+   */
+  async ackSpawn(seq: number | number[]): Promise<void> {
+    await this.#deleteSeqs(this.tables.spawns.name, "seq", seq);
+  }
+
+  /**
+   * Every timer due at `now` (epoch seconds), earliest first.
+   *
+   * @example A timer sweep
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * for (const timer of await store.dueTimers(Date.now() / 1000)) {
+   *   if (await store.deleteTimer(timer.executionId, timer.path, timer.fireAt)) {
+   *     // deliver the timeout event to timer.executionId
+   *   }
+   * }
+   * ```
+   */
+  async dueTimers(now: number): Promise<Timer[]> {
+    checkTime("now", now);
+    const items = await this.#scanAll({
+      TableName: this.tables.timers.name,
+      FilterExpression: "#f <= :now",
+      ExpressionAttributeNames: { "#f": "fire_at" },
+      ExpressionAttributeValues: { ":now": N(now) },
+    });
+    return items.map((item) => ({
+      executionId: item.execution_id?.S ?? "",
+      path: item.path?.S ?? "",
+      fireAt: Number(item.fire_at?.N),
+    })).sort((a, b) =>
+      a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId) ||
+      a.path.localeCompare(b.path)
+    );
+  }
+
+  /**
+   * Deletes a timer only if it still fires at `fireAt`: `false` means it was
+   * re-scheduled (or cancelled) meanwhile, and must not fire.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
+   * console.log(won ? "fire it" : "a re-schedule won");
+   * ```
+   */
+  async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
+    checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
+    checkKey("path", path, LIMITS.sortKeyBytes);
+    checkTime("fireAt", fireAt);
+    try {
+      await this.#client.send(
+        new DeleteItemCommand({
+          TableName: this.tables.timers.name,
+          Key: { execution_id: S(executionId), path: S(path) },
+          ConditionExpression: "#f = :f",
+          ExpressionAttributeNames: { "#f": "fire_at" },
+          ExpressionAttributeValues: { ":f": N(fireAt) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (errorName(error) === "ConditionalCheckFailedException") return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Releases the client if `create()` built it; a client passed to the constructor stays
+   * the caller's. Idempotent.
+   *
+   * @example
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * const store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await store.close();
+   * ```
+   */
+  close(): Promise<void> {
+    if (!this.#closed && this.#ownsClient) this.#client.destroy();
+    this.#closed = true;
+    return Promise.resolve();
+  }
+
+  /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #scanAll(input: ScanCommandInput): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new ScanCommand({ ...input, ConsistentRead: this.#consistent, ExclusiveStartKey: start }),
+      );
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  /** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
+  async #deleteSeqs(table: string, key: string, seq: number | number[]): Promise<void> {
+    const seqs = [...new Set(Array.isArray(seq) ? seq : [seq])];
+    seqs.forEach((s, i) =>
+      checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
+    );
+    const batches: WriteRequest[][] = [];
+    for (let i = 0; i < seqs.length; i += LIMITS.batchWriteItems) {
+      batches.push(
+        seqs.slice(i, i + LIMITS.batchWriteItems).map((s) => ({
+          DeleteRequest: { Key: { [key]: N(s) } },
+        })),
+      );
+    }
+    await Promise.all(batches.map(async (batch) => {
+      let pending: WriteRequest[] = batch;
+      for (let attempt = 0; pending.length > 0; attempt++) {
+        if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
+        const result = await this.#client.send(
+          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
+        );
+        pending = result.UnprocessedItems?.[table] ?? [];
+      }
+    }));
+  }
+}
+
+/** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
+function isLiveMark(item: Item): boolean {
+  const ttl = item.ttl?.N;
+  return ttl === undefined || Number(ttl) > Date.now() / 1000;
+}
+
+/** Marks a store built by `create()`: it owns (and on close destroys) its client. */
+const OWNS_CLIENT = Symbol("ownsClient");

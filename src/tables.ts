@@ -1,0 +1,146 @@
+/**
+ * The tables both stores keep, and creating them idempotently.
+ *
+ * @module
+ */
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  type DynamoDBClient,
+  type KeySchemaElement,
+  UpdateTimeToLiveCommand,
+} from "@aws-sdk/client-dynamodb";
+import { sleep } from "./_backoff.ts";
+
+/** A table's name and key. */
+export interface TableSpec {
+  /** The full table name. */
+  name: string;
+  /** HASH key attribute and type. */
+  hash: [string, "S" | "N"];
+  /** RANGE key attribute and type, if any. */
+  range?: [string, "S" | "N"];
+}
+
+/** The seven execution-store tables, by their role. */
+export interface ExecutionTables {
+  executions: TableSpec;
+  outbox: TableSpec;
+  spawns: TableSpec;
+  timers: TableSpec;
+  processed: TableSpec;
+  counters: TableSpec;
+  trace: TableSpec;
+}
+
+const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
+
+/** Throws unless `name` is a valid DynamoDB table name. */
+export function checkTableName(field: string, name: unknown): string {
+  if (typeof name !== "string" || !TABLE_NAME.test(name)) {
+    throw new TypeError(
+      `${field} must be 3 to 255 characters of A-Z a-z 0-9 _ - . (a DynamoDB table name), got ${
+        JSON.stringify(name)
+      }`,
+    );
+  }
+  return name;
+}
+
+/** The seven tables named `{prefix}_{name}`, laid out as the wire format says. */
+export function executionTables(prefix: string): ExecutionTables {
+  if (typeof prefix !== "string" || !/^[A-Za-z0-9_.-]{1,200}$/.test(prefix)) {
+    throw new TypeError(
+      `prefix must be 1 to 200 characters of A-Z a-z 0-9 _ - . (it starts DynamoDB table names), got ${
+        JSON.stringify(prefix)
+      }`,
+    );
+  }
+  const table = (name: string, hash: TableSpec["hash"], range?: TableSpec["range"]) => ({
+    name: `${prefix}_${name}`,
+    hash,
+    range,
+  });
+  return {
+    executions: table("executions", ["id", "S"]),
+    outbox: table("outbox", ["seq", "N"]),
+    spawns: table("spawns", ["seq", "N"]),
+    timers: table("timers", ["execution_id", "S"], ["path", "S"]),
+    processed: table("processed", ["execution_id", "S"], ["event_id", "S"]),
+    counters: table("counters", ["id", "S"]),
+    trace: table("trace", ["execution_id", "S"], ["idx", "N"]),
+  };
+}
+
+function isNamed(error: unknown, name: string): boolean {
+  return error instanceof Error && error.name === name;
+}
+
+/**
+ * Creates the table unless it exists (PAY_PER_REQUEST), then waits until it is ACTIVE.
+ * "Already exists" is fine; every other error is real.
+ */
+export async function ensureTable(client: DynamoDBClient, spec: TableSpec): Promise<void> {
+  const describe = () => client.send(new DescribeTableCommand({ TableName: spec.name }));
+  let status: string | undefined;
+  try {
+    status = (await describe()).Table?.TableStatus;
+  } catch (error) {
+    if (!isNamed(error, "ResourceNotFoundException")) throw error;
+    const keys: [string, "S" | "N", "HASH" | "RANGE"][] = [[...spec.hash, "HASH"]];
+    if (spec.range) keys.push([...spec.range, "RANGE"]);
+    try {
+      const created = await client.send(
+        new CreateTableCommand({
+          TableName: spec.name,
+          BillingMode: "PAY_PER_REQUEST",
+          AttributeDefinitions: keys.map(([AttributeName, AttributeType]): AttributeDefinition => ({
+            AttributeName,
+            AttributeType,
+          })),
+          KeySchema: keys.map(([AttributeName, , KeyType]): KeySchemaElement => ({
+            AttributeName,
+            KeyType,
+          })),
+        }),
+      );
+      status = created.TableDescription?.TableStatus;
+    } catch (createError) {
+      if (!isNamed(createError, "ResourceInUseException")) throw createError;
+    }
+  }
+  // On AWS a new table is CREATING for a few seconds; writes before ACTIVE fail.
+  for (let n = 0; status !== "ACTIVE"; n++) {
+    if (n > 0) await sleep(Math.min(2000, 100 * 2 ** n));
+    status = (await describe()).Table?.TableStatus;
+  }
+}
+
+/** Turns on DynamoDB's TTL on `attribute` unless it is already on. */
+export async function ensureTtl(
+  client: DynamoDBClient,
+  tableName: string,
+  attribute: string,
+): Promise<void> {
+  const current = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+  const description = current.TimeToLiveDescription;
+  if (
+    description?.AttributeName === attribute &&
+    (description.TimeToLiveStatus === "ENABLED" || description.TimeToLiveStatus === "ENABLING")
+  ) return;
+  try {
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: attribute, Enabled: true },
+      }),
+    );
+  } catch (error) {
+    // Two processes enabling it at once: the loser is told it is already enabled.
+    if (!(isNamed(error, "ValidationException") && /already enabled/i.test(String(error)))) {
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,39 @@
+// Shared test plumbing: the DynamoDB every test talks to, and unique table names.
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { buildClient } from "../src/connect.ts";
+import { DynamoDBStore, type DynamoDBStoreOptions } from "../mod.ts";
+
+/** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */
+export function endpoint(): string {
+  const value = Deno.env.get("DYNAMODB_ENDPOINT");
+  if (!value) {
+    throw new Error(
+      "DYNAMODB_ENDPOINT is not set: run the tests with `deno task test`, which starts a DynamoDB",
+    );
+  }
+  return value;
+}
+
+/** A fresh client on the test endpoint. */
+export function testClient(): DynamoDBClient {
+  return buildClient({ endpoint: endpoint() });
+}
+
+let counter = 0;
+/** A name no other test uses, valid as a table name or prefix. */
+export function uniqueName(stem: string): string {
+  return `${stem}_${Date.now().toString(36)}_${(counter++).toString(36)}_${
+    crypto.randomUUID().slice(0, 6)
+  }`;
+}
+
+/** A store on fresh tables (a unique prefix) of the test DynamoDB. */
+export async function freshStore(
+  options: DynamoDBStoreOptions = {},
+): Promise<DynamoDBStore> {
+  return await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix: uniqueName("t"),
+    ...options,
+  });
+}
