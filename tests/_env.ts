@@ -1,7 +1,7 @@
 // Shared test plumbing: the DynamoDB every test talks to, and unique table names.
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { buildClient } from "../src/connect.ts";
-import { DynamoDBStore, type DynamoDBStoreOptions } from "../mod.ts";
+import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../mod.ts";
 
 /** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */
 export function endpoint(): string {
@@ -36,4 +36,14 @@ export async function freshStore(
     prefix: uniqueName("t"),
     ...options,
   });
+}
+
+/** A state store on a fresh table of the test DynamoDB. */
+export async function freshStateStore(): Promise<DynamoDBStateStore> {
+  return await DynamoDBStateStore.create({ endpoint: endpoint(), tableName: uniqueName("state") });
+}
+
+/** Waits `ms` milliseconds. */
+export function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
