@@ -19,3 +19,4 @@ export * from "./src/execution_store.ts";
 export type { BackoffOptions, ConnectOptions } from "./src/connect.ts";
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
+export type { ExecutionTables, TableSpec } from "./src/tables.ts";

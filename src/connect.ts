@@ -53,9 +53,9 @@ function envVar(name: string): string | undefined {
 export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
   const endpoint = options.endpoint ?? null;
   if (endpoint === null) return new DynamoDBClient({ region: options.region });
-  if (!URL.canParse(endpoint)) {
+  if (!/^https?:$/.test(URL.parse(endpoint)?.protocol ?? "")) {
     throw new TypeError(
-      `endpoint must be an absolute URL such as "http://127.0.0.1:8000", got ${
+      `endpoint must be an http(s) URL such as "http://127.0.0.1:8000", got ${
         JSON.stringify(endpoint)
       }`,
     );

@@ -19,6 +19,7 @@
  * ```
  */
 export class StoreConflict extends Error {
+  /** Always `"StoreConflict"`. */
   override name = "StoreConflict";
   /** The id of the execution whose commit lost. */
   readonly executionId: string;
@@ -28,6 +29,8 @@ export class StoreConflict extends Error {
   readonly found: number | null;
 
   /**
+   * Builds the error for a lost commit.
+   *
    * @param executionId The execution whose commit lost.
    * @param expected The version the commit expected.
    * @param found The stored version, or `null` when no item is stored.
@@ -67,6 +70,7 @@ export class StoreConflict extends Error {
  * ```
  */
 export class CommitOutcomeUnknown extends Error {
+  /** Always `"CommitOutcomeUnknown"`. */
   override name = "CommitOutcomeUnknown";
   /** The id of the execution whose commit has an unknown outcome. */
   readonly executionId: string;
@@ -74,6 +78,8 @@ export class CommitOutcomeUnknown extends Error {
   readonly attemptedVersion: number;
 
   /**
+   * Builds the error for a commit whose outcome is unknown.
+   *
    * @param executionId The execution whose commit has an unknown outcome.
    * @param attemptedVersion The version the commit would have written.
    * @param options The last transport error, as `cause`.
@@ -103,9 +109,12 @@ export class CommitOutcomeUnknown extends Error {
  * ```
  */
 export class InvalidCursor extends TypeError {
+  /** Always `"InvalidCursor"`. */
   override name = "InvalidCursor";
 
   /**
+   * Builds the error for a cursor that cannot be used.
+   *
    * @param reason What is wrong with the cursor.
    * @param options The decoding error, as `cause`.
    */
@@ -127,9 +136,12 @@ export class InvalidCursor extends TypeError {
  * ```
  */
 export class EndpointUnreachable extends Error {
+  /** Always `"EndpointUnreachable"`. */
   override name = "EndpointUnreachable";
 
   /**
+   * Builds the error for an endpoint that did not answer in time.
+   *
    * @param endpoint The endpoint that did not answer (`null` = AWS).
    * @param waitedMs How long `create()` waited.
    * @param options The last connection error, as `cause`.

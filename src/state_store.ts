@@ -114,7 +114,9 @@ export class DynamoDBStateStore implements AsyncDisposable {
    */
   constructor(client: DynamoDBClient, options: DynamoDBStateStoreOptions = {}) {
     if (typeof (client as { send?: unknown })?.send !== "function") {
-      throw new TypeError(`client must be a DynamoDB client (with send()), got ${describe(client)}`);
+      throw new TypeError(
+        `client must be a DynamoDB client (with send()), got ${describe(client)}`,
+      );
     }
     this.tableName = checkTableName("tableName", options.tableName ?? "harel_state");
     this.#consistent = options.consistentReads ?? true;
@@ -490,7 +492,9 @@ export class DynamoDBStateStore implements AsyncDisposable {
         if (seeded !== undefined) return seeded;
       }
     }
-    throw new Error(`hset ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`);
+    throw new Error(
+      `hset ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
+    );
   }
 
   /**
@@ -517,7 +521,9 @@ export class DynamoDBStateStore implements AsyncDisposable {
       const input: UpdateItemCommandInput = {
         TableName: this.tableName,
         Key: { pk: S(key) },
-        UpdateExpression: `REMOVE ${unique.map((_, i) => `#h.#f${i}`).join(", ")} SET updated_at = :at`,
+        UpdateExpression: `REMOVE ${
+          unique.map((_, i) => `#h.#f${i}`).join(", ")
+        } SET updated_at = :at`,
         ConditionExpression: `attribute_type(#h, :map) AND ${LIVE}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: { ":at": N(Math.floor(now)), ":map": S("M"), ":now": N(now) },
@@ -539,7 +545,9 @@ export class DynamoDBStateStore implements AsyncDisposable {
         if (removed !== undefined) return removed;
       }
     }
-    throw new Error(`hdel ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`);
+    throw new Error(
+      `hdel ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
+    );
   }
 
   /**
@@ -583,9 +591,7 @@ export class DynamoDBStateStore implements AsyncDisposable {
           }),
         );
       } else {
-        const unchanged = old.value === undefined
-          ? "attribute_not_exists(#v)"
-          : "#v = :old";
+        const unchanged = old.value === undefined ? "attribute_not_exists(#v)" : "#v = :old";
         const values: Item = { ":m": { M: map }, ":at": N(Math.floor(now)) };
         if (old.value !== undefined) values[":old"] = old.value;
         await this.#client.send(
@@ -593,7 +599,8 @@ export class DynamoDBStateStore implements AsyncDisposable {
             TableName: this.tableName,
             Key: { pk: S(key) },
             UpdateExpression: "SET #h = :m, updated_at = :at REMOVE #v",
-            ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(#h) AND ${unchanged}`,
+            ConditionExpression:
+              `attribute_exists(pk) AND attribute_not_exists(#h) AND ${unchanged}`,
             ExpressionAttributeNames: { "#h": "hash", "#v": "value" },
             ExpressionAttributeValues: values,
           }),

@@ -26,12 +26,19 @@ export interface TableSpec {
 
 /** The seven execution-store tables, by their role. */
 export interface ExecutionTables {
+  /** Execution documents, key `id`. */
   executions: TableSpec;
+  /** Outbox entries, key `seq`. */
   outbox: TableSpec;
+  /** Spawn intents, key `seq`. */
   spawns: TableSpec;
+  /** Durable timers, key `execution_id` + `path`. */
   timers: TableSpec;
+  /** Dedupe marks, key `execution_id` + `event_id`. */
   processed: TableSpec;
+  /** Seq counters (`outbox`, `spawn`), key `id`. */
   counters: TableSpec;
+  /** Trace steps, key `execution_id` + `idx`. */
   trace: TableSpec;
 }
 

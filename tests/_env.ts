@@ -47,3 +47,17 @@ export async function freshStateStore(): Promise<DynamoDBStateStore> {
 export function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** A client on the test endpoint that records the name of every command it sends. */
+export function countingClient(): { client: DynamoDBClient; calls: string[] } {
+  const client = testClient();
+  const calls: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      calls.push(context.commandName as string);
+      return next(args);
+    },
+    { step: "initialize", name: "countCalls" },
+  );
+  return { client, calls };
+}

@@ -1,0 +1,294 @@
+import assert from "node:assert/strict";
+import {
+  type CommitChanges,
+  DynamoDBStateStore,
+  DynamoDBStore,
+  type Execution,
+  InvalidCursor,
+  newEvent,
+  newExecution,
+} from "../mod.ts";
+import { countingClient, freshStore, uniqueName } from "./_env.ts";
+
+/** Everything a DynamoDBStore holds, to show a refused call changed nothing. */
+async function snapshot(store: DynamoDBStore, ids: string[]) {
+  return {
+    executions: await Promise.all(ids.map((id) => store.load(id))),
+    traces: await Promise.all(ids.map((id) => store.readTrace(id))),
+    outbox: await store.pendingOutbox(),
+    spawns: await store.pendingSpawns(),
+    timers: await store.dueTimers(1e12),
+  };
+}
+
+const big = (bytes: number) => "x".repeat(bytes);
+
+Deno.test("commit() refuses input DynamoDB would reject, before sending anything, and the store is unchanged", async (t) => {
+  const { client, calls } = countingClient();
+  const prefix = uniqueName("bad");
+  const store = new DynamoDBStore(client, { prefix, traceMax: 5 });
+  try {
+    await store.ensureTables();
+    const exe = newExecution({ definition_id: "d" });
+    await store.commit(exe, { trace: { n: 1 }, emits: [{ target: null, event: newEvent("ok") }] });
+    const before = await snapshot(store, [exe.id]);
+
+    const cases: [
+      string,
+      (e: Execution) => [Execution, CommitChanges?],
+      RegExp,
+      typeof TypeError,
+    ][] = [
+      [
+        "101 transaction items",
+        (
+          e,
+        ) => [e, {
+          emits: Array.from({ length: 100 }, () => ({ target: null, event: newEvent("e") })),
+        }],
+        /101 transaction items.*at most 100/,
+        RangeError,
+      ],
+      [
+        "an execution over 400 KB",
+        (e) => [{ ...e, context: { blob: big(410_000) } }],
+        /exe would be a \d+-byte item.*400 KB/,
+        RangeError,
+      ],
+      [
+        "an outbox item over 400 KB",
+        (
+          e,
+        ) => [e, {
+          emits: [{ target: null, event: { ...newEvent("e"), data: { blob: big(410_000) } } }],
+        }],
+        /commit item 1 would be.*400 KB/,
+        RangeError,
+      ],
+      [
+        "a commit over 4 MB",
+        (
+          e,
+        ) => [e, {
+          emits: Array.from(
+            { length: 12 },
+            () => ({ target: null, event: { ...newEvent("e"), data: { blob: big(390_000) } } }),
+          ),
+        }],
+        /bytes; a DynamoDB transaction holds at most 4194304 bytes \(4 MB\)/,
+        RangeError,
+      ],
+      [
+        "a BigInt in the context",
+        (e) => [{ ...e, context: { n: 10n } }],
+        /exe\.context\.n is 10n \(a BigInt\)/,
+        TypeError,
+      ],
+      [
+        "a cycle in the context",
+        (e) => {
+          const context: Record<string, unknown> = {};
+          context.self = context;
+          return [{ ...e, context }];
+        },
+        /exe\.context\.self refers back to itself/,
+        TypeError,
+      ],
+      [
+        "NaN in an event",
+        (e) => [e, { emits: [{ target: null, event: { ...newEvent("e"), data: { x: NaN } } }] }],
+        /changes\.emits\[0\]\.event\.data\.x is NaN/,
+        TypeError,
+      ],
+      [
+        "a function in a spawn context",
+        (e) => [e, { spawns: [{ childId: "c", rootPath: "r", context: { f: () => 1 } }] }],
+        /changes\.spawns\[0\]\.context\.f is a function/,
+        TypeError,
+      ],
+      [
+        "a NaN fireAt",
+        (e) => [e, { timers: [{ action: "schedule", path: "p", fireAt: NaN }] }],
+        /changes\.timers\[0\]\.fireAt must be a finite number of seconds >= 0, got NaN/,
+        RangeError,
+      ],
+      [
+        "an Infinity fireAt",
+        (e) => [e, { timers: [{ action: "schedule", path: "p", fireAt: Infinity }] }],
+        /fireAt must be a finite/,
+        RangeError,
+      ],
+      [
+        "a negative fireAt",
+        (e) => [e, { timers: [{ action: "schedule", path: "p", fireAt: -1 }] }],
+        /fireAt must be a finite number of seconds >= 0, got -1/,
+        RangeError,
+      ],
+      [
+        "an unknown timer action",
+        (e) => [e, { timers: [{ action: "snooze", path: "p" } as never] }],
+        /action must be "schedule" or "cancel", got "snooze"/,
+        TypeError,
+      ],
+      ["an empty execution id", (e) => [{ ...e, id: "" }], /exe\.id must not be empty/, TypeError],
+      [
+        "an execution id over 2048 bytes",
+        (e) => [{ ...e, id: "é".repeat(1025) }],
+        /exe\.id is 2050 bytes of UTF-8; DynamoDB keys allow at most 2048/,
+        RangeError,
+      ],
+      [
+        "a lone surrogate in the id",
+        (e) => [{ ...e, id: "a\uD800b" }],
+        /exe\.id contains a lone UTF-16 surrogate/,
+        TypeError,
+      ],
+      [
+        "an empty processedEventId",
+        (e) => [e, { processedEventId: "" }],
+        /processedEventId must not be empty/,
+        TypeError,
+      ],
+      [
+        "an empty timer path",
+        (e) => [e, { timers: [{ action: "cancel", path: "" }] }],
+        /changes\.timers\[0\]\.path must not be empty/,
+        TypeError,
+      ],
+      [
+        "a timer path over 1024 bytes",
+        (e) => [e, { timers: [{ action: "cancel", path: big(1025) }] }],
+        /at most 1024/,
+        RangeError,
+      ],
+      [
+        "an empty emit target",
+        (e) => [e, { emits: [{ target: "", event: newEvent("e") }] }],
+        /changes\.emits\[0\]\.target must not be empty/,
+        TypeError,
+      ],
+      [
+        "an event without an id",
+        (e) => [e, { emits: [{ target: null, event: { kind: "e", data: {} } as never }] }],
+        /changes\.emits\[0\]\.event\.id must be a string, got undefined/,
+        TypeError,
+      ],
+      [
+        "an empty spawn childId",
+        (e) => [e, { spawns: [{ childId: "", rootPath: "r", context: {} }] }],
+        /childId must not be empty/,
+        TypeError,
+      ],
+      [
+        "a negative version",
+        (e) => [{ ...e, version: -1 }],
+        /exe\.version must be an integer from 0/,
+        RangeError,
+      ],
+      [
+        "a fractional version",
+        (e) => [{ ...e, version: 1.5 }],
+        /exe\.version must be an integer/,
+        RangeError,
+      ],
+      [
+        "emits that are not an array",
+        (e) => [e, { emits: "x" as never }],
+        /changes\.emits must be an array/,
+        TypeError,
+      ],
+    ];
+    for (const [name, make, message, type] of cases) {
+      await t.step(`${name}: ${type.name}`, async () => {
+        const [input, changes] = make(structuredClone({ ...exe, context: {} }) as Execution);
+        const version = input.version;
+        const sent = calls.length;
+        await assert.rejects(store.commit(input, changes), (error: Error) => {
+          assert.ok(error instanceof type, `${error.name}: ${error.message}`);
+          assert.match(error.message, message);
+          return true;
+        });
+        assert.equal(calls.length, sent, "nothing was sent");
+        assert.equal(input.version, version);
+      });
+    }
+    assert.deepEqual(await snapshot(store, [exe.id]), before);
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("a lone surrogate inside a JSON document round-trips", async () => {
+  await using store = await freshStore();
+  const exe = newExecution({ definition_id: "d", context: { odd: "a\uDC00b" } });
+  await store.save(exe);
+  assert.equal((await store.load(exe.id))?.context.odd, "a\uDC00b");
+});
+
+Deno.test("constructors refuse bad options", () => {
+  const { client } = countingClient();
+  try {
+    assert.throws(
+      () => new DynamoDBStore(client, { traceMax: -1 }),
+      /traceMax must be an integer from 0/,
+    );
+    assert.throws(() => new DynamoDBStore(client, { traceMax: 2.5 }), RangeError);
+    assert.throws(
+      () => new DynamoDBStore(client, { prefix: "bad prefix!" }),
+      /prefix must be 1 to 200 characters/,
+    );
+    assert.throws(() => new DynamoDBStore(client, { prefix: "" }), TypeError);
+    assert.throws(() => new DynamoDBStore(client, { processedTtlSeconds: 0 }), RangeError);
+    assert.throws(() => new DynamoDBStore({} as never), /client must be a DynamoDB client/);
+    assert.throws(
+      () => new DynamoDBStateStore(client, { tableName: "x" }),
+      /tableName must be 3 to 255/,
+    );
+    assert.throws(() => new DynamoDBStateStore(client, { tableName: "no/slash" }), TypeError);
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("listExecutions() refuses forged cursors with InvalidCursor and bad filters with a clear error", async () => {
+  await using store = await freshStore();
+  await store.save(newExecution({ definition_id: "d" }));
+  const b64 = (text: string) =>
+    new TextEncoder().encode(text).toBase64({ alphabet: "base64url", omitPadding: true });
+  const random = crypto.getRandomValues(new Uint8Array(24)).toBase64({ alphabet: "base64url" });
+  const forged = {
+    "not base64url": "!!not*base64!!",
+    "random bytes": random,
+    "valid base64url of non-JSON": b64("hello"),
+    "JSON of the wrong shape": b64("[1,2,3]"),
+    "an id that is not a string": b64('{"id":5}'),
+    "an extra field": b64('{"id":"a","x":1}'),
+    "a key of another table": b64('{"execution_id":"a","path":"p"}'),
+    "an empty id": b64('{"id":""}'),
+  };
+  for (const [name, cursor] of Object.entries(forged)) {
+    await assert.rejects(store.listExecutions({ cursor }), (error: Error) => {
+      assert.ok(error instanceof InvalidCursor, `${name}: ${error}`);
+      assert.equal(error.name, "InvalidCursor");
+      return true;
+    });
+  }
+  await assert.rejects(
+    store.listExecutions({ limit: 0 }),
+    /limit must be an integer from 1 to 1000/,
+  );
+  await assert.rejects(
+    store.listExecutions({ status: "SLEEPING" as never }),
+    /status must be one of/,
+  );
+});
+
+Deno.test("reads refuse bad keys and times before sending", async () => {
+  await using store = await freshStore();
+  await assert.rejects(store.load(""), /id must not be empty/);
+  await assert.rejects(store.load(5 as never), /id must be a string, got 5/);
+  await assert.rejects(store.dueTimers(NaN), /now must be a finite number/);
+  await assert.rejects(store.deleteTimer("e", "p", -5), /fireAt must be a finite/);
+  await assert.rejects(store.ackOutbox([1, 1.5]), /seq\[1\] must be an integer/);
+  await assert.rejects(store.appendTrace("e", { x: 1n }), /entry\.x is 1n/);
+});

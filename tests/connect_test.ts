@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { DynamoDBStateStore, DynamoDBStore, EndpointUnreachable, newExecution } from "../mod.ts";
+import { freePort, startDynamoDBLocal } from "../scripts/local_dynamodb.ts";
+import { countingClient, uniqueName } from "./_env.ts";
+
+Deno.test("create() gives up on an endpoint that never answers once its deadline passes", async () => {
+  const endpoint = `http://127.0.0.1:${freePort()}`;
+  const started = Date.now();
+  const error = await DynamoDBStore.create({ endpoint, deadlineMs: 1500 }).then(
+    () => null,
+    (e) => e,
+  );
+  const waited = Date.now() - started;
+  assert.ok(error instanceof EndpointUnreachable, String(error));
+  assert.match(error.message, new RegExp(`DynamoDB at ${endpoint} did not answer within \\d+ ms`));
+  assert.equal((error.cause as { code?: string }).code, "ECONNREFUSED");
+  assert.ok(waited >= 1500 && waited < 6000, `waited ${waited} ms`);
+});
+
+Deno.test("create() stops waiting as soon as its signal aborts", async () => {
+  const endpoint = `http://127.0.0.1:${freePort()}`;
+  const started = Date.now();
+  await assert.rejects(
+    DynamoDBStateStore.create({ endpoint, deadlineMs: 60_000, signal: AbortSignal.timeout(700) }),
+    (error: Error) => error.name === "TimeoutError",
+  );
+  assert.ok(Date.now() - started < 5000);
+});
+
+Deno.test("create() does not retry an error that waiting cannot fix", async () => {
+  // An endpoint that answers every call like AWS answers a bad access key.
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json(
+        {
+          __type: "com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",
+          message: "The security token included in the request is invalid.",
+        },
+        { status: 400, headers: { "content-type": "application/x-amz-json-1.0" } },
+      ),
+  );
+  const started = Date.now();
+  await assert.rejects(
+    DynamoDBStore.create({ endpoint: `http://127.0.0.1:${server.addr.port}`, deadlineMs: 30_000 }),
+    (error: Error) => error.name === "UnrecognizedClientException",
+  );
+  assert.ok(Date.now() - started < 5000, "failed fast instead of waiting for the deadline");
+});
+
+Deno.test("create() started while DynamoDB is down waits for it to come up", async () => {
+  const port = freePort();
+  const creating = DynamoDBStore.create({
+    endpoint: `http://127.0.0.1:${port}`,
+    prefix: uniqueName("late"),
+    deadlineMs: 60_000,
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const dynamodb = await startDynamoDBLocal({ port });
+  try {
+    await using store = await creating;
+    const exe = newExecution({ definition_id: "late" });
+    await store.save(exe);
+    assert.equal((await store.load(exe.id))?.version, 1);
+  } finally {
+    await dynamodb.stop();
+  }
+});
+
+Deno.test("create() rejects an endpoint that is not a URL", async () => {
+  await assert.rejects(
+    DynamoDBStore.create({ endpoint: "localhost:8000 " }),
+    /endpoint must be an http\(s\) URL/,
+  );
+});
+
+Deno.test("the constructor sends nothing and close() leaves an injected client usable", async () => {
+  const { client, calls } = countingClient();
+  try {
+    const store = new DynamoDBStore(client, { prefix: uniqueName("own") });
+    assert.deepEqual(calls, []);
+    await store.ensureTables();
+    await store.close();
+    await store.close();
+    assert.equal(await store.load("x"), null, "the caller's client still works");
+  } finally {
+    client.destroy();
+  }
+});
