@@ -60,7 +60,7 @@ export interface DynamoDBStoreOptions {
    * @default {null}
    */
   processedTtlSeconds?: number | null;
-  /** How many outbox (and spawn) seqs one counter call reserves for this store. @default {100} */
+  /** How many outbox (and spawn) seqs one counter call reserves for this store. @default {1000} */
   seqBlockSize?: number;
   /** How often a commit is retried when DynamoDB reports a transaction conflict. @default {8} */
   conflictRetries?: number;
@@ -283,7 +283,7 @@ export class DynamoDBStore implements AsyncDisposable {
       traceMax = 200,
       consistentReads = true,
       processedTtlSeconds = null,
-      seqBlockSize = 100,
+      seqBlockSize = 1000,
       conflictRetries = 8,
       ambiguousRetries = 3,
     } = options;

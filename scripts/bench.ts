@@ -1,0 +1,316 @@
+// deno task bench [--json FILE] [--rounds N]
+// Commit throughput next to a bare TransactWriteItems of the same items, relay drain, calls per
+// operation and hash-store throughput, against $DYNAMODB_ENDPOINT (deno task bench starts one).
+import {
+  type DynamoDBClient,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
+} from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand } from "@aws-sdk/client-dynamodb";
+import { buildClient } from "../src/connect.ts";
+import {
+  type CommitChanges,
+  DynamoDBStateStore,
+  DynamoDBStore,
+  type Execution,
+  newEvent,
+  newExecution,
+} from "../mod.ts";
+
+const args = Deno.args;
+const jsonPath = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
+const rounds = args.includes("--rounds") ? Number(args[args.indexOf("--rounds") + 1]) : 5;
+const endpoint = Deno.env.get("DYNAMODB_ENDPOINT");
+if (!endpoint) throw new Error("DYNAMODB_ENDPOINT is not set: run `deno task bench`");
+
+const progress = (line: string) => console.error(`[bench] ${line}`);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+function countingClient(): { client: DynamoDBClient; calls: string[] } {
+  const client = buildClient({ endpoint });
+  const calls: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => (input) => {
+      calls.push(context.commandName as string);
+      return next(input);
+    },
+    { step: "initialize", name: "benchCalls" },
+  );
+  return { client, calls };
+}
+
+const prefix = `bench_${Date.now().toString(36)}`;
+const { client, calls } = countingClient();
+const store = new DynamoDBStore(client, { prefix });
+await store.ensureTables();
+const t = store.tables;
+
+/** What every benchmarked commit carries: 2 emits, a dedupe mark, a timer, a trace step. */
+function changes(i: number): CommitChanges {
+  return {
+    emits: [
+      { target: "peer", event: newEvent("order.step", { i }) },
+      { target: null, event: newEvent("order.audit", { i }) },
+    ],
+    processedEventId: crypto.randomUUID(),
+    timers: [{ action: "schedule", path: "order.waiting", fireAt: 2e9 + i }],
+    trace: { event: "order.step", i },
+  };
+}
+
+/** The same items as a store commit, hand-built and sent bare: the floor. */
+class BareWriter {
+  version = 0;
+  traceIdx = 0;
+  constructor(readonly exe: Execution, readonly seqBase: number) {}
+
+  async commit(i: number): Promise<void> {
+    const c = changes(i);
+    const next = this.version + 1;
+    const data = JSON.stringify({ ...this.exe, version: next });
+    const seq = this.seqBase + next * 2;
+    const idx = ++this.traceIdx;
+    const items: TransactWriteItem[] = [
+      {
+        Update: {
+          TableName: t.executions.name,
+          Key: { id: { S: this.exe.id } },
+          UpdateExpression: "SET #d = :d, #v = :v, #def = :def, #oh = :oh",
+          ConditionExpression: this.version === 0 ? "attribute_not_exists(#v)" : "#v = :ov",
+          ExpressionAttributeNames: {
+            "#d": "data",
+            "#v": "version",
+            "#def": "definition_id",
+            "#oh": "outbox_hwm",
+          },
+          ExpressionAttributeValues: {
+            ":d": { S: data },
+            ":v": { N: String(next) },
+            ":def": { S: this.exe.definition_id },
+            ":oh": { N: String(seq + 1) },
+            ...(this.version === 0 ? {} : { ":ov": { N: String(this.version) } }),
+          },
+        },
+      },
+      ...c.emits!.map((emit, k): TransactWriteItem => ({
+        Put: {
+          TableName: t.outbox.name,
+          Item: {
+            seq: { N: String(seq + k) },
+            target_id: emit.target === null ? { NULL: true } : { S: emit.target },
+            event: { S: JSON.stringify(emit.event) },
+          },
+        },
+      })),
+      {
+        Put: {
+          TableName: t.processed.name,
+          Item: { execution_id: { S: this.exe.id }, event_id: { S: c.processedEventId! } },
+        },
+      },
+      {
+        Put: {
+          TableName: t.timers.name,
+          Item: {
+            execution_id: { S: this.exe.id },
+            path: { S: "order.waiting" },
+            fire_at: { N: String(2e9 + i) },
+          },
+        },
+      },
+      {
+        Put: {
+          TableName: t.trace.name,
+          Item: {
+            execution_id: { S: this.exe.id },
+            idx: { N: String(idx) },
+            entry: { S: JSON.stringify(c.trace) },
+          },
+          ConditionExpression: "attribute_not_exists(idx)",
+        },
+      },
+    ];
+    if (idx > 1) {
+      items.push({
+        ConditionCheck: {
+          TableName: t.trace.name,
+          Key: { execution_id: { S: this.exe.id }, idx: { N: String(idx - 1) } },
+          ConditionExpression: "attribute_exists(idx)",
+        },
+      });
+    }
+    await client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+    this.version = next;
+  }
+}
+
+const doc = () =>
+  newExecution({
+    definition_id: "order",
+    status: "RUNNING",
+    context: { customer: "c-1", lines: [{ sku: "a", qty: 2 }, { sku: "b", qty: 1 }], total: 42 },
+  });
+
+/** Commits per second with `writers` concurrent writers, each on its own execution. */
+async function throughput(
+  writers: number,
+  perWriter: number,
+  commit: (w: number, i: number) => Promise<void>,
+): Promise<number> {
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      for (let i = 0; i < perWriter; i++) await commit(w, i);
+    }),
+  );
+  return (writers * perWriter) / ((performance.now() - started) / 1000);
+}
+
+const levels = [
+  { writers: 1, perWriter: 200 },
+  { writers: 8, perWriter: 50 },
+  { writers: 32, perWriter: 15 },
+];
+const commitRuns = new Map<number, { store: number[]; bare: number[] }>(
+  levels.map(({ writers }) => [writers, { store: [], bare: [] }]),
+);
+let seqBase = 1e12;
+for (let round = 1; round <= rounds; round++) {
+  for (const { writers, perWriter } of levels) {
+    progress(`round ${round}/${rounds}: commits with ${writers} writer(s)`);
+    // Warm executions: the first commits reserve seq blocks and read the trace end.
+    const exes = Array.from({ length: writers }, doc);
+    for (const exe of exes) await store.commit(exe, changes(0));
+    const bare = Array.from({ length: writers }, () => new BareWriter(doc(), seqBase += 1e6));
+    for (const writer of bare) await writer.commit(0);
+    // Alternate which one goes first, so neither always meets a warmer DynamoDB.
+    const runStore = () =>
+      throughput(writers, perWriter, (w, i) => store.commit(exes[w]!, changes(i)).then(() => {}));
+    const runBare = () => throughput(writers, perWriter, (w, i) => bare[w]!.commit(i + 1));
+    const runs = commitRuns.get(writers)!;
+    if (round % 2) {
+      runs.store.push(await runStore());
+      runs.bare.push(await runBare());
+    } else {
+      runs.bare.push(await runBare());
+      runs.store.push(await runStore());
+    }
+  }
+}
+
+// Calls per operation in the steady state.
+const perOp = async (n: number, op: (i: number) => Promise<unknown>) => {
+  calls.length = 0;
+  for (let i = 0; i < n; i++) await op(i);
+  return calls.length / n;
+};
+progress("counting calls per operation");
+const counted = doc();
+await store.commit(counted, changes(0));
+const callsPerOp: Record<string, number> = {
+  commit: await perOp(50, (i) => store.commit(counted, changes(i))),
+  loadForEvent: await perOp(20, () => store.loadForEvent(counted.id, "e")),
+};
+
+// Relay drain: 2 000 entries, batched acks next to one DeleteItem per entry.
+async function fillOutbox(n: number): Promise<void> {
+  const exe = doc();
+  for (let made = 0; made < n; made += 25) {
+    await store.commit(exe, {
+      emits: Array.from({ length: 25 }, () => ({ target: null, event: newEvent("relay") })),
+    });
+  }
+}
+const drain = { batched: [] as number[], perItem: [] as number[] };
+const relayRounds = Math.max(1, Math.ceil(rounds / 2));
+for (let round = 1; round <= relayRounds; round++) {
+  progress(`round ${round}/${relayRounds}: relay drain of 2000 entries`);
+  await fillOutbox(2000);
+  let started = performance.now();
+  calls.length = 0;
+  const pending = await store.pendingOutbox();
+  await store.ackOutbox(pending.map((e) => e.seq));
+  drain.batched.push(pending.length / ((performance.now() - started) / 1000));
+  callsPerOp["ackOutbox of 2000 (calls)"] = calls.filter((c) =>
+    c === "BatchWriteItemCommand"
+  ).length;
+
+  await fillOutbox(2000);
+  started = performance.now();
+  const again = await store.pendingOutbox();
+  for (const entry of again) {
+    await client.send(
+      new DeleteItemCommand({ TableName: t.outbox.name, Key: { seq: { N: String(entry.seq) } } }),
+    );
+  }
+  drain.perItem.push(again.length / ((performance.now() - started) / 1000));
+}
+
+// Hash store.
+const state = new DynamoDBStateStore(client, { tableName: `${prefix}_state` });
+await state.ensureTable();
+const hash = { hset: [] as number[], hgetall: [] as number[] };
+for (let round = 1; round <= rounds; round++) {
+  progress(`round ${round}/${rounds}: hash store`);
+  const key = `session:${round}`;
+  await state.hset(key, "seed", 0);
+  let started = performance.now();
+  for (let i = 0; i < 200; i++) await state.hset(key, `f${i % 20}`, i);
+  hash.hset.push(200 / ((performance.now() - started) / 1000));
+  started = performance.now();
+  for (let i = 0; i < 200; i++) await state.hgetall(key);
+  hash.hgetall.push(200 / ((performance.now() - started) / 1000));
+}
+callsPerOp.hset = await perOp(50, (i) => state.hset("session:1", `f${i}`, i));
+callsPerOp.hdel = await perOp(20, (i) => state.hdel("session:1", `f${i}`));
+callsPerOp.hgetall = await perOp(20, () => state.hgetall("session:1"));
+
+// Report.
+const machine =
+  `${navigator.hardwareConcurrency} cores, ${cpu}, ${Deno.build.os} ${Deno.osRelease()}, Deno ${Deno.version.deno}`;
+const commits = levels.map(({ writers }) => {
+  const runs = commitRuns.get(writers)!;
+  const storeRate = median(runs.store), bareRate = median(runs.bare);
+  return { writers, store: storeRate, bare: bareRate, ratio: storeRate / bareRate };
+});
+const results = {
+  endpoint,
+  machine,
+  rounds,
+  commits,
+  relay: {
+    batched: median(drain.batched),
+    perItem: median(drain.perItem),
+    ratio: median(drain.batched) / median(drain.perItem),
+  },
+  hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) },
+  callsPerOp,
+};
+const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
+console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
+console.log(
+  "| commit (2 emits, dedupe, timer, trace) | store commits/s | bare TransactWriteItems/s | ratio |",
+);
+console.log("| --- | --- | --- | --- |");
+for (const c of commits) {
+  console.log(`| ${c.writers} writer(s) | ${f(c.store)} | ${f(c.bare)} | ${c.ratio.toFixed(2)} |`);
+}
+console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
+console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);
+console.log(`| pendingOutbox + one DeleteItem each | ${f(results.relay.perItem)} |`);
+console.log(`| ratio | ${results.relay.ratio.toFixed(2)} |`);
+console.log("\n| hash store (1 client, sequential) | ops/s |\n| --- | --- |");
+console.log(
+  `| hset (existing key) | ${f(results.hash.hset)} |\n| hgetall | ${f(results.hash.hgetall)} |`,
+);
+console.log("\n| DynamoDB calls per operation (steady state) | calls |\n| --- | --- |");
+for (const [op, n] of Object.entries(callsPerOp)) console.log(`| ${op} | ${n} |`);
+if (jsonPath) {
+  await Deno.writeTextFile(jsonPath, JSON.stringify(results, null, 2) + "\n");
+  progress(`wrote ${jsonPath}`);
+}
+client.destroy();

@@ -1,0 +1,105 @@
+// The Performance targets, asserted as DynamoDB call counts (never as times).
+import assert from "node:assert/strict";
+import { DynamoDBStateStore, DynamoDBStore, newEvent, newExecution } from "../mod.ts";
+import { countingClient, uniqueName } from "./_env.ts";
+
+Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent and batch of 25 acks", async (t) => {
+  const { client, calls } = countingClient();
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls") });
+  try {
+    await store.ensureTables();
+    const exe = newExecution({ definition_id: "d" });
+    // The first commits of an execution in a process reserve seq blocks and read the trace end.
+    await store.commit(exe, {
+      emits: [{ target: null, event: newEvent("warm") }],
+      spawns: [{ childId: "c0", rootPath: "r", context: {} }],
+      trace: { n: 0 },
+    });
+    const measure = async (action: () => Promise<unknown>) => {
+      calls.length = 0;
+      await action();
+      return [...calls];
+    };
+
+    await t.step(
+      "a commit with emits, spawns, timers, a dedupe mark and a trace step: 1 call",
+      async () => {
+        for (let i = 1; i <= 5; i++) {
+          const sent = await measure(() =>
+            store.commit(exe, {
+              emits: [{ target: "x", event: newEvent("e") }, {
+                target: null,
+                event: newEvent("f"),
+              }],
+              spawns: [{ childId: `c${i}`, rootPath: "fork", context: { i } }],
+              processedEventId: `event-${i}`,
+              timers: [
+                { action: "schedule", path: "a", fireAt: 100 + i },
+                { action: "cancel", path: "b" },
+              ],
+              trace: { n: i },
+            })
+          );
+          assert.deepEqual(sent, ["TransactWriteItemsCommand"]);
+        }
+        assert.deepEqual(await measure(() => store.save(exe)), ["TransactWriteItemsCommand"]);
+      },
+    );
+
+    await t.step("loadForEvent: 1 call", async () => {
+      assert.deepEqual(await measure(() => store.loadForEvent(exe.id, "event-1")), [
+        "BatchGetItemCommand",
+      ]);
+    });
+
+    await t.step("ackOutbox / ackSpawn of n seqs: ceil(n / 25) calls", async () => {
+      const seqs: number[] = [];
+      const spawnSeqs: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const { outbox, spawns } = await store.commit(exe, {
+          emits: Array.from({ length: 10 }, () => ({ target: null, event: newEvent("bulk") })),
+          spawns: Array.from(
+            { length: 5 },
+            (_, j) => ({ childId: `s${i}-${j}`, rootPath: "r", context: {} }),
+          ),
+        });
+        seqs.push(...outbox);
+        spawnSeqs.push(...spawns);
+      }
+      const pending = (await store.pendingOutbox()).map((e) => e.seq);
+      assert.equal(pending.length, 71);
+      const sent = await measure(() => store.ackOutbox(pending));
+      assert.deepEqual(sent, Array(3).fill("BatchWriteItemCommand"));
+      assert.deepEqual(await store.pendingOutbox(), []);
+      const spawnsSent = await measure(() => store.ackSpawn(spawnSeqs));
+      assert.deepEqual(spawnsSent, Array(2).fill("BatchWriteItemCommand"));
+    });
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("DynamoDBStateStore makes one call per hset on a live hash, hdel, hget and hgetall", async () => {
+  const { client, calls } = countingClient();
+  const state = new DynamoDBStateStore(client, { tableName: uniqueName("calls") });
+  try {
+    await state.ensureTable();
+    await state.hset("k", "seed", 1);
+    const measure = async (action: () => Promise<unknown>) => {
+      calls.length = 0;
+      await action();
+      return [...calls];
+    };
+    assert.deepEqual(await measure(() => state.hset("k", "a", 1)), ["UpdateItemCommand"]);
+    assert.deepEqual(await measure(() => state.hset("k", "a", 2)), ["UpdateItemCommand"]);
+    assert.deepEqual(await measure(() => state.hdel("k", "a", "b")), ["UpdateItemCommand"]);
+    assert.deepEqual(await measure(() => state.hget("k", "seed")), ["GetItemCommand"]);
+    assert.deepEqual(await measure(() => state.hgetall("k")), ["GetItemCommand"]);
+    assert.deepEqual(await measure(() => state.hset("new-key", "a", 1)), [
+      "UpdateItemCommand",
+      "PutItemCommand",
+    ], "a first write: the failed update tells what is there, the seed writes the field");
+  } finally {
+    client.destroy();
+  }
+});
