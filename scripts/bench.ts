@@ -271,7 +271,7 @@ callsPerOp.hgetall = await perOp(20, () => state.hgetall("session:1"));
 
 // Report.
 const machine =
-  `${navigator.hardwareConcurrency} cores, ${cpu}, ${Deno.build.os} ${Deno.osRelease()}, Deno ${Deno.version.deno}`;
+  `${navigator.hardwareConcurrency} cores, ${Deno.build.os} ${Deno.build.arch}, Deno ${Deno.version.deno}`;
 const commits = levels.map(({ writers }) => {
   const runs = commitRuns.get(writers)!;
   const storeRate = median(runs.store), bareRate = median(runs.bare);
