@@ -292,3 +292,45 @@ Deno.test("reads refuse bad keys and times before sending", async () => {
   await assert.rejects(store.ackOutbox([1, 1.5]), /seq\[1\] must be an integer/);
   await assert.rejects(store.appendTrace("e", { x: 1n }), /entry\.x is 1n/);
 });
+
+Deno.test("the state store refuses hostile input with clear errors and stores nothing", async () => {
+  const { client, calls } = countingClient();
+  const state = new DynamoDBStateStore(client, { tableName: uniqueName("hostile") });
+  try {
+    await state.ensureTable();
+    const sent = calls.length;
+    await assert.rejects(state.set("", 1), /key must not be empty/);
+    await assert.rejects(
+      state.set("k".repeat(2049), 1),
+      /key is 2049 bytes of UTF-8; DynamoDB keys allow at most 2048/,
+    );
+    await assert.rejects(state.set("a\uD800", 1), /lone UTF-16 surrogate/);
+    await assert.rejects(state.set("k", undefined), /value is undefined, which JSON cannot carry/);
+    await assert.rejects(state.set("k", { n: NaN }), /value\.n is NaN/);
+    await assert.rejects(
+      state.set("k", 1, { ttl: -5 }),
+      /options\.ttl must be a finite number of seconds >= 0, got -5/,
+    );
+    await assert.rejects(state.set("k", 1, { ttl: 0 }), /options\.ttl must be more than 0 seconds/);
+    await assert.rejects(state.hset("k", "", 1), /field must not be empty/);
+    await assert.rejects(state.hset("k", "f", 10n), /value is 10n \(a BigInt\)/);
+    await assert.rejects(state.hdel("k", "ok", ""), /fields\[1\] must not be empty/);
+    await assert.rejects(state.expire("k", NaN), /seconds must be a finite number/);
+    await assert.rejects(state.keys(5 as never), /pattern must be a glob string/);
+    assert.equal(calls.length, sent, "nothing was sent");
+    assert.deepEqual(await state.keys(), []);
+
+    // Regex metacharacters are literal, and a 10,000-character field is just a field.
+    await state.set("a.b", 1);
+    await state.set("a+b", 1);
+    for (const pattern of [".*", "a.+", "^a", "a|b", "(a)", "a{1}", "$", "\\d"]) {
+      assert.deepEqual(await state.keys(pattern), [], pattern);
+    }
+    assert.deepEqual(await state.keys("a.b"), ["a.b"]);
+    const long = "f".repeat(10_000);
+    assert.equal(await state.hset("h", long, 1), 1);
+    assert.equal(await state.hget("h", long), 1);
+  } finally {
+    client.destroy();
+  }
+});
