@@ -38,12 +38,35 @@ import {
   type Event,
   type Execution,
   type ExecutionSummary,
-  type Status,
   STATUSES,
   summarize,
 } from "./documents.ts";
 import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
 import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
+import {
+  buildTransaction,
+  type CommitPlan,
+  type Item,
+  N,
+  planCommit,
+  type Role,
+  S,
+  SEQ_PLACEHOLDER,
+  type TraceHead,
+  traceItems,
+  type TxContext,
+} from "./_transaction.ts";
+import type {
+  CommitChanges,
+  CommitResult,
+  ExecutionStore,
+  ListOptions,
+  ListPage,
+  LoadForEventResult,
+  OutboxEntry,
+  PendingSpawn,
+  Timer,
+} from "./types.ts";
 
 /** Options of {@linkcode DynamoDBStore}. */
 export interface DynamoDBStoreOptions {
@@ -70,157 +93,6 @@ export interface DynamoDBStoreOptions {
 
 /** Options of {@linkcode DynamoDBStore.create}: the store's options plus where DynamoDB is. */
 export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {}
-
-/** An event to put in the outbox, for `target` (an execution id) or for nobody in particular (`null`). */
-export interface Emit {
-  /** The execution the relay delivers the event to, or `null`. */
-  target: string | null;
-  /** The event. */
-  event: Event;
-}
-
-/** A timer change inside a commit. Two changes of one path in one commit: the last one counts. */
-export type TimerChange =
-  | {
-    /** Schedule (or re-schedule) the timer at `path`. */
-    action: "schedule";
-    /** The state path the timer belongs to. */
-    path: string;
-    /** When it fires, in epoch seconds (may be fractional). */
-    fireAt: number;
-  }
-  | {
-    /** Cancel the timer at `path` (no error if there is none). */
-    action: "cancel";
-    /** The state path the timer belongs to. */
-    path: string;
-  };
-
-/** An orthogonal-fork spawn intent: a child execution the relay should start. */
-export interface SpawnIntent {
-  /** The id the child execution gets. */
-  childId: string;
-  /** The state path the child starts from. */
-  rootPath: string;
-  /** The child's initial context. */
-  context: Record<string, unknown>;
-}
-
-/** Everything a commit writes besides the execution itself. */
-export interface CommitChanges {
-  /** Events for the outbox. */
-  emits?: Emit[];
-  /** The id of the event this commit handled: a dedupe mark is written for it. */
-  processedEventId?: string;
-  /** Timer schedules and cancellations. */
-  timers?: TimerChange[];
-  /** Child executions to spawn. */
-  spawns?: SpawnIntent[];
-  /** One trace step, when tracing. */
-  trace?: Record<string, unknown>;
-}
-
-/** What a successful commit wrote. */
-export interface CommitResult {
-  /** The execution's new version. */
-  version: number;
-  /** The outbox seqs of the emits, in the order given. */
-  outbox: number[];
-  /** The spawn seqs of the spawns, in the order given. */
-  spawns: number[];
-}
-
-/** Filters and paging of {@linkcode DynamoDBStore.listExecutions}. */
-export interface ListOptions {
-  /** Only these statuses. @default {undefined} */
-  status?: Status | Status[];
-  /** Only this definition. @default {undefined} */
-  definitionId?: string;
-  /** Only executions without a parent. @default {false} */
-  rootsOnly?: boolean;
-  /** Matches per page, 1 to 1000. @default {100} */
-  limit?: number;
-  /** Where to continue: a `nextCursor` from the previous page. @default {null} */
-  cursor?: string | null;
-}
-
-/** One page of {@linkcode DynamoDBStore.listExecutions}. */
-export interface ListPage {
-  /** The matching executions of this page. */
-  items: ExecutionSummary[];
-  /** The cursor of the next page, or `null` when there is none. */
-  nextCursor: string | null;
-}
-
-/** An outbox entry waiting for the relay. */
-export interface OutboxEntry {
-  /** Its seq; pass it to `ackOutbox` once delivered. */
-  seq: number;
-  /** The target execution, or `null`. */
-  targetId: string | null;
-  /** The event. */
-  event: Event;
-}
-
-/** A spawn intent waiting for the relay. */
-export interface PendingSpawn {
-  /** Its seq; pass it to `ackSpawn` once the child is started. */
-  seq: number;
-  /** The parent execution. */
-  parentId: string;
-  /** The child's id. */
-  childId: string;
-  /** The state path the child starts from. */
-  rootPath: string;
-  /** The child's initial context. */
-  context: Record<string, unknown>;
-}
-
-/** A durable timer. */
-export interface Timer {
-  /** The execution it belongs to. */
-  executionId: string;
-  /** Its state path. */
-  path: string;
-  /** When it fires, in epoch seconds. */
-  fireAt: number;
-}
-
-/** What `loadForEvent` returns. */
-export interface LoadForEventResult {
-  /** The execution, or `null` when there is none. */
-  execution: Execution | null;
-  /** Whether the event was already handled (a live dedupe mark exists). */
-  processed: boolean;
-}
-
-type Item = Record<string, AttributeValue>;
-type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
-
-/** A commit checked and encoded, before seqs and the trace index are known. */
-interface CommitPlan {
-  id: string;
-  expected: number;
-  next: number;
-  data: string;
-  definitionId: string;
-  emits: { target: string | null; event: string }[];
-  spawns: { childId: string; rootPath: string; context: string }[];
-  processedEventId?: string;
-  timers: Map<string, number | null>; // path → fireAt, or null to cancel
-  trace?: string;
-}
-
-/** Where the trace ring ends: the last index (0 = empty) and, when just read, the first. */
-interface TraceHead {
-  last: number;
-  first?: number;
-}
-
-const S = (value: string): AttributeValue => ({ S: value });
-const N = (value: number): AttributeValue => ({ N: String(value) });
-/** The largest seq's encoding, for size checks made before seqs are known. */
-const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
 
 function errorName(error: unknown): string | undefined {
   return error instanceof Error ? error.name : undefined;
@@ -249,7 +121,7 @@ function parseJson<T>(text: string | undefined, what: string): T {
  * }
  * ```
  */
-export class DynamoDBStore implements AsyncDisposable {
+export class DynamoDBStore implements ExecutionStore {
   /** The ring size of each execution's trace; 0 = keep every step. */
   readonly traceMax: number;
   /** The seven tables this store uses. */
@@ -263,6 +135,7 @@ export class DynamoDBStore implements AsyncDisposable {
   readonly #outboxSeqs: SeqBlocks;
   readonly #spawnSeqs: SeqBlocks;
   readonly #traceHeads = new Lru<string, number>(10_000);
+  readonly #tx: TxContext;
   #closed = false;
 
   /**
@@ -298,6 +171,7 @@ export class DynamoDBStore implements AsyncDisposable {
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
     this.#client = client;
     this.#ownsClient = (options as { [OWNS_CLIENT]?: boolean })[OWNS_CLIENT] === true;
+    this.#tx = { tables: this.tables, traceMax: this.traceMax, processedTtl: this.#processedTtl };
     this.#outboxSeqs = new SeqBlocks(client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(client, this.tables.counters.name, "spawn", block);
   }
@@ -501,7 +375,7 @@ export class DynamoDBStore implements AsyncDisposable {
    * @returns The new version and the seqs of the outbox entries and spawns.
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
-    const plan = this.#plan(exe, changes);
+    const plan = planCommit(this.#tx, exe, changes);
     const [outbox0, spawns0, head0] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
@@ -511,7 +385,8 @@ export class DynamoDBStore implements AsyncDisposable {
     let freshOutbox = false, freshSpawns = false;
     let conflicts = 0;
     for (;;) {
-      const { items, roles } = this.#transaction(
+      const { items, roles } = buildTransaction(
+        this.#tx,
         plan,
         outbox,
         spawns,
@@ -606,263 +481,6 @@ export class DynamoDBStore implements AsyncDisposable {
     }
   }
 
-  /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
-  #plan(exe: Execution, changes: CommitChanges): CommitPlan {
-    checkObject("exe", exe);
-    const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
-    const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
-    const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
-    checkObject("changes", changes);
-    const list = <T>(field: string, value: T[] | undefined): T[] => {
-      if (value === undefined) return [];
-      if (!Array.isArray(value)) {
-        throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
-      }
-      return value;
-    };
-    const plan: CommitPlan = {
-      id,
-      expected,
-      next: expected + 1,
-      data: toJson("exe", { ...exe, version: expected + 1 }),
-      definitionId,
-      emits: list("emits", changes.emits).map((emit, i) => {
-        const field = `changes.emits[${i}]`;
-        checkObject(field, emit);
-        const target = emit.target === null
-          ? null
-          : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
-        const event = checkObject(`${field}.event`, emit.event);
-        checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
-        return { target, event: toJson(`${field}.event`, event) };
-      }),
-      spawns: list("spawns", changes.spawns).map((spawn, i) => {
-        const field = `changes.spawns[${i}]`;
-        checkObject(field, spawn);
-        if (typeof spawn.rootPath !== "string") {
-          throw new TypeError(
-            `${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`,
-          );
-        }
-        return {
-          childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
-          rootPath: spawn.rootPath,
-          context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
-        };
-      }),
-      timers: new Map(),
-    };
-    if (changes.processedEventId !== undefined) {
-      plan.processedEventId = checkKey(
-        "changes.processedEventId",
-        changes.processedEventId,
-        LIMITS.sortKeyBytes,
-      );
-    }
-    list("timers", changes.timers).forEach((timer, i) => {
-      const field = `changes.timers[${i}]`;
-      checkObject(field, timer);
-      const path = checkKey(`${field}.path`, timer.path, LIMITS.sortKeyBytes);
-      plan.timers.delete(path); // keep the order of last mention
-      if (timer.action === "schedule") {
-        plan.timers.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
-      } else if (timer.action === "cancel") plan.timers.set(path, null);
-      else {
-        throw new TypeError(
-          `${field}.action must be "schedule" or "cancel", got ${
-            describe((timer as { action: unknown }).action)
-          }`,
-        );
-      }
-    });
-    if (changes.trace !== undefined) {
-      plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
-    }
-
-    // Checked on the largest encoding each item can get, so no send can fail on size.
-    const max = Number.MAX_SAFE_INTEGER;
-    const { items } = this.#transaction(
-      plan,
-      plan.emits.map(() => max),
-      plan.spawns.map(() => max),
-      plan.trace === undefined ? undefined : { last: max - 1 },
-      false,
-      false,
-    );
-    const count = items.length;
-    if (count > LIMITS.transactionItems) {
-      throw new RangeError(
-        `commit of execution ${
-          JSON.stringify(id)
-        } needs ${count} transaction items (1 execution, ${plan.emits.length} emits, ${plan.spawns.length} spawns, ${
-          plan.processedEventId ? 1 : 0
-        } dedupe mark, ${plan.timers.size} timers, ${
-          count - 1 - plan.emits.length - plan.spawns.length - (plan.processedEventId ? 1 : 0) -
-          plan.timers.size
-        } trace); a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
-      );
-    }
-    let total = 0;
-    items.forEach((item, i) => {
-      const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
-        item.ConditionCheck?.Key ?? {};
-      const extra: Item = item.Update
-        ? {
-          data: S(plan.data),
-          definition_id: S(plan.definitionId),
-          version: N(max),
-          outbox_hwm: SEQ_PLACEHOLDER,
-          spawn_hwm: SEQ_PLACEHOLDER,
-        }
-        : {};
-      total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
-    });
-    if (total > LIMITS.transactionBytes) {
-      throw new RangeError(
-        `commit of execution ${
-          JSON.stringify(id)
-        } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
-      );
-    }
-    return plan;
-  }
-
-  /** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
-  #transaction(
-    plan: CommitPlan,
-    outbox: number[],
-    spawns: number[],
-    head: TraceHead | undefined,
-    freshOutbox: boolean,
-    freshSpawns: boolean,
-  ): { items: TransactWriteItem[]; roles: Role[] } {
-    const t = this.tables;
-    const items: TransactWriteItem[] = [];
-    const roles: Role[] = [];
-    const add = (role: Role, item: TransactWriteItem) => {
-      items.push(item);
-      roles.push(role);
-    };
-
-    const names: Record<string, string> = {
-      "#d": "data",
-      "#v": "version",
-      "#def": "definition_id",
-    };
-    const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
-    const sets = ["#d = :d", "#v = :v", "#def = :def"];
-    const conditions: string[] = [];
-    if (plan.expected === 0) {
-      names["#id"] = "id";
-      conditions.push("attribute_not_exists(#id)");
-    } else {
-      values[":ov"] = N(plan.expected);
-      conditions.push("#v = :ov");
-    }
-    // Per-execution seq order across processes: each execution remembers its highest seq,
-    // and a commit must bring higher ones (or a block reserved after it saw that item).
-    const watermark = (attr: string, alias: string, seqs: number[], fresh: boolean) => {
-      if (seqs.length === 0 && plan.expected !== 0) return;
-      names[`#${alias}`] = attr;
-      values[`:${alias}`] = N(seqs.at(-1) ?? 0);
-      sets.push(`#${alias} = :${alias}`);
-      if (seqs.length > 0 && plan.expected !== 0 && !fresh) {
-        values[`:${alias}f`] = N(seqs[0]!);
-        conditions.push(`#${alias} < :${alias}f`);
-      }
-    };
-    watermark("outbox_hwm", "oh", outbox, freshOutbox);
-    watermark("spawn_hwm", "sh", spawns, freshSpawns);
-    add("execution", {
-      Update: {
-        TableName: t.executions.name,
-        Key: { id: S(plan.id) },
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: conditions.join(" AND "),
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      },
-    });
-    plan.emits.forEach((emit, i) =>
-      add("outbox", {
-        Put: {
-          TableName: t.outbox.name,
-          Item: {
-            seq: N(outbox[i]!),
-            target_id: emit.target === null ? { NULL: true } : S(emit.target),
-            event: S(emit.event),
-          },
-        },
-      })
-    );
-    plan.spawns.forEach((spawn, i) =>
-      add("spawn", {
-        Put: {
-          TableName: t.spawns.name,
-          Item: {
-            seq: N(spawns[i]!),
-            parent_id: S(plan.id),
-            child_id: S(spawn.childId),
-            root_path: S(spawn.rootPath),
-            context: S(spawn.context),
-          },
-        },
-      })
-    );
-    if (plan.processedEventId !== undefined) {
-      const item: Item = { execution_id: S(plan.id), event_id: S(plan.processedEventId) };
-      if (this.#processedTtl !== null) {
-        item.ttl = N(Math.floor(Date.now() / 1000) + this.#processedTtl);
-      }
-      add("processed", { Put: { TableName: t.processed.name, Item: item } });
-    }
-    for (const [path, fireAt] of plan.timers) {
-      const key = { execution_id: S(plan.id), path: S(path) };
-      add(
-        "timer",
-        fireAt === null
-          ? { Delete: { TableName: t.timers.name, Key: key } }
-          : { Put: { TableName: t.timers.name, Item: { ...key, fire_at: N(fireAt) } } },
-      );
-    }
-    if (plan.trace !== undefined && head !== undefined) {
-      for (const item of this.#traceItems(plan.id, head, plan.trace)) add("trace", item);
-    }
-    return { items, roles };
-  }
-
-  /**
-   * The items that append one trace step after `head.last`, guarded so that a stale head
-   * fails the transaction instead of leaving a gap or overwriting a step:
-   * the new index must be free, and either the step that drops out of the ring or the
-   * previous step must exist. With contiguous indexes, that pins `head.last` as the end.
-   */
-  #traceItems(id: string, head: TraceHead, entry: string): TransactWriteItem[] {
-    const table = this.tables.trace.name;
-    const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-    const exists = {
-      ConditionExpression: "attribute_exists(#i)",
-      ExpressionAttributeNames: { "#i": "idx" },
-    };
-    const index = head.last + 1;
-    const items: TransactWriteItem[] = [{
-      Put: {
-        TableName: table,
-        Item: { ...key(index), entry: S(entry) },
-        ConditionExpression: "attribute_not_exists(#i)",
-        ExpressionAttributeNames: { "#i": "idx" },
-      },
-    }];
-    const drop = index - this.traceMax;
-    if (this.traceMax > 0 && drop >= 1 && (head.first === undefined || head.first <= drop)) {
-      items.push({ Delete: { TableName: table, Key: key(drop), ...exists } });
-    } else if (head.last >= 1 && this.traceMax > 0) {
-      items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...exists } });
-    }
-    return items;
-  }
-
   /** Where the execution's trace ring ends: cached after our own writes, else read. */
   async #traceHead(id: string): Promise<TraceHead> {
     const last = this.#traceHeads.get(id);
@@ -907,7 +525,7 @@ export class DynamoDBStore implements AsyncDisposable {
     for (let attempt = 0;; attempt++) {
       try {
         await this.#client.send(
-          new TransactWriteItemsCommand({ TransactItems: this.#traceItems(id, head, json) }),
+          new TransactWriteItemsCommand({ TransactItems: traceItems(this.#tx, id, head, json) }),
         );
         this.#traceHeads.set(id, head.last + 1);
         return;

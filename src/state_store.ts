@@ -18,6 +18,7 @@ import { checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
 import { buildClient, type ConnectOptions, retryUntilReachable } from "./connect.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
+import type { SetOptions, StateStore } from "./types.ts";
 
 /** Options of {@linkcode DynamoDBStateStore}. */
 export interface DynamoDBStateStoreOptions {
@@ -29,12 +30,6 @@ export interface DynamoDBStateStoreOptions {
 
 /** Options of {@linkcode DynamoDBStateStore.create}: the store's options plus where DynamoDB is. */
 export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {}
-
-/** Options of {@linkcode DynamoDBStateStore.set}. */
-export interface SetOptions {
-  /** Seconds until the key expires; absent = never. @default {undefined} */
-  ttl?: number;
-}
 
 type Item = Record<string, AttributeValue>;
 
@@ -97,7 +92,7 @@ function checkField(field: unknown, name = "field"): string {
  * console.log(await state.hgetall("session:abc")); // { step: 2 }
  * ```
  */
-export class DynamoDBStateStore implements AsyncDisposable {
+export class DynamoDBStateStore implements StateStore {
   /** The table this store uses. */
   readonly tableName: string;
   readonly #client: DynamoDBClient;

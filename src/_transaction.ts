@@ -1,0 +1,315 @@
+// The commit's transaction: checking the input, then laying out its items. Shared by
+// DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
+import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import {
+  checkInteger,
+  checkItemSize,
+  checkKey,
+  checkObject,
+  checkTime,
+  describe,
+  LIMITS,
+  toJson,
+} from "./_validate.ts";
+import type { Execution } from "./documents.ts";
+import type { ExecutionTables } from "./tables.ts";
+import type { CommitChanges } from "./types.ts";
+
+/** What laying out a commit depends on besides the commit itself. */
+export interface TxContext {
+  tables: ExecutionTables;
+  traceMax: number;
+  processedTtl: number | null;
+}
+
+export type Item = Record<string, AttributeValue>;
+export type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
+
+/** A commit checked and encoded, before seqs and the trace index are known. */
+export interface CommitPlan {
+  id: string;
+  expected: number;
+  next: number;
+  data: string;
+  definitionId: string;
+  emits: { target: string | null; event: string }[];
+  spawns: { childId: string; rootPath: string; context: string }[];
+  processedEventId?: string;
+  timers: Map<string, number | null>; // path → fireAt, or null to cancel
+  trace?: string;
+}
+
+/** Where the trace ring ends: the last index (0 = empty) and, when just read, the first. */
+export interface TraceHead {
+  last: number;
+  first?: number;
+}
+
+export const S = (value: string): AttributeValue => ({ S: value });
+export const N = (value: number): AttributeValue => ({ N: String(value) });
+/** The largest seq's encoding, for size checks made before seqs are known. */
+export const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
+
+/** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
+export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
+  checkObject("exe", exe);
+  const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
+  const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
+  const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
+  checkObject("changes", changes);
+  const list = <T>(field: string, value: T[] | undefined): T[] => {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) {
+      throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
+    }
+    return value;
+  };
+  const plan: CommitPlan = {
+    id,
+    expected,
+    next: expected + 1,
+    data: toJson("exe", { ...exe, version: expected + 1 }),
+    definitionId,
+    emits: list("emits", changes.emits).map((emit, i) => {
+      const field = `changes.emits[${i}]`;
+      checkObject(field, emit);
+      const target = emit.target === null
+        ? null
+        : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
+      const event = checkObject(`${field}.event`, emit.event);
+      checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+      return { target, event: toJson(`${field}.event`, event) };
+    }),
+    spawns: list("spawns", changes.spawns).map((spawn, i) => {
+      const field = `changes.spawns[${i}]`;
+      checkObject(field, spawn);
+      if (typeof spawn.rootPath !== "string") {
+        throw new TypeError(
+          `${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`,
+        );
+      }
+      return {
+        childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
+        rootPath: spawn.rootPath,
+        context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
+      };
+    }),
+    timers: new Map(),
+  };
+  if (changes.processedEventId !== undefined) {
+    plan.processedEventId = checkKey(
+      "changes.processedEventId",
+      changes.processedEventId,
+      LIMITS.sortKeyBytes,
+    );
+  }
+  list("timers", changes.timers).forEach((timer, i) => {
+    const field = `changes.timers[${i}]`;
+    checkObject(field, timer);
+    const path = checkKey(`${field}.path`, timer.path, LIMITS.sortKeyBytes);
+    plan.timers.delete(path); // keep the order of last mention
+    if (timer.action === "schedule") {
+      plan.timers.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
+    } else if (timer.action === "cancel") plan.timers.set(path, null);
+    else {
+      throw new TypeError(
+        `${field}.action must be "schedule" or "cancel", got ${
+          describe((timer as { action: unknown }).action)
+        }`,
+      );
+    }
+  });
+  if (changes.trace !== undefined) {
+    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
+  }
+
+  // Checked on the largest encoding each item can get, so no send can fail on size.
+  const max = Number.MAX_SAFE_INTEGER;
+  const { items } = buildTransaction(
+    ctx,
+    plan,
+    plan.emits.map(() => max),
+    plan.spawns.map(() => max),
+    plan.trace === undefined ? undefined : { last: max - 1 },
+    false,
+    false,
+  );
+  const count = items.length;
+  if (count > LIMITS.transactionItems) {
+    throw new RangeError(
+      `commit of execution ${
+        JSON.stringify(id)
+      } needs ${count} transaction items (1 execution, ${plan.emits.length} emits, ${plan.spawns.length} spawns, ${
+        plan.processedEventId ? 1 : 0
+      } dedupe mark, ${plan.timers.size} timers, ${
+        count - 1 - plan.emits.length - plan.spawns.length - (plan.processedEventId ? 1 : 0) -
+        plan.timers.size
+      } trace); a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
+    );
+  }
+  let total = 0;
+  items.forEach((item, i) => {
+    const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
+      item.ConditionCheck?.Key ?? {};
+    const extra: Item = item.Update
+      ? {
+        data: S(plan.data),
+        definition_id: S(plan.definitionId),
+        version: N(max),
+        outbox_hwm: SEQ_PLACEHOLDER,
+        spawn_hwm: SEQ_PLACEHOLDER,
+      }
+      : {};
+    total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
+  });
+  if (total > LIMITS.transactionBytes) {
+    throw new RangeError(
+      `commit of execution ${
+        JSON.stringify(id)
+      } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
+    );
+  }
+  return plan;
+}
+
+/** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
+export function buildTransaction(
+  ctx: TxContext,
+  plan: CommitPlan,
+  outbox: number[],
+  spawns: number[],
+  head: TraceHead | undefined,
+  freshOutbox: boolean,
+  freshSpawns: boolean,
+): { items: TransactWriteItem[]; roles: Role[] } {
+  const t = ctx.tables;
+  const items: TransactWriteItem[] = [];
+  const roles: Role[] = [];
+  const add = (role: Role, item: TransactWriteItem) => {
+    items.push(item);
+    roles.push(role);
+  };
+
+  const names: Record<string, string> = {
+    "#d": "data",
+    "#v": "version",
+    "#def": "definition_id",
+  };
+  const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
+  const sets = ["#d = :d", "#v = :v", "#def = :def"];
+  const conditions: string[] = [];
+  if (plan.expected === 0) {
+    names["#id"] = "id";
+    conditions.push("attribute_not_exists(#id)");
+  } else {
+    values[":ov"] = N(plan.expected);
+    conditions.push("#v = :ov");
+  }
+  // Per-execution seq order across processes: each execution remembers its highest seq,
+  // and a commit must bring higher ones (or a block reserved after it saw that item).
+  const watermark = (attr: string, alias: string, seqs: number[], fresh: boolean) => {
+    if (seqs.length === 0 && plan.expected !== 0) return;
+    names[`#${alias}`] = attr;
+    values[`:${alias}`] = N(seqs.at(-1) ?? 0);
+    sets.push(`#${alias} = :${alias}`);
+    if (seqs.length > 0 && plan.expected !== 0 && !fresh) {
+      values[`:${alias}f`] = N(seqs[0]!);
+      conditions.push(`#${alias} < :${alias}f`);
+    }
+  };
+  watermark("outbox_hwm", "oh", outbox, freshOutbox);
+  watermark("spawn_hwm", "sh", spawns, freshSpawns);
+  add("execution", {
+    Update: {
+      TableName: t.executions.name,
+      Key: { id: S(plan.id) },
+      UpdateExpression: `SET ${sets.join(", ")}`,
+      ConditionExpression: conditions.join(" AND "),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+  });
+  plan.emits.forEach((emit, i) =>
+    add("outbox", {
+      Put: {
+        TableName: t.outbox.name,
+        Item: {
+          seq: N(outbox[i]!),
+          target_id: emit.target === null ? { NULL: true } : S(emit.target),
+          event: S(emit.event),
+        },
+      },
+    })
+  );
+  plan.spawns.forEach((spawn, i) =>
+    add("spawn", {
+      Put: {
+        TableName: t.spawns.name,
+        Item: {
+          seq: N(spawns[i]!),
+          parent_id: S(plan.id),
+          child_id: S(spawn.childId),
+          root_path: S(spawn.rootPath),
+          context: S(spawn.context),
+        },
+      },
+    })
+  );
+  if (plan.processedEventId !== undefined) {
+    const item: Item = { execution_id: S(plan.id), event_id: S(plan.processedEventId) };
+    if (ctx.processedTtl !== null) {
+      item.ttl = N(Math.floor(Date.now() / 1000) + ctx.processedTtl);
+    }
+    add("processed", { Put: { TableName: t.processed.name, Item: item } });
+  }
+  for (const [path, fireAt] of plan.timers) {
+    const key = { execution_id: S(plan.id), path: S(path) };
+    add(
+      "timer",
+      fireAt === null
+        ? { Delete: { TableName: t.timers.name, Key: key } }
+        : { Put: { TableName: t.timers.name, Item: { ...key, fire_at: N(fireAt) } } },
+    );
+  }
+  if (plan.trace !== undefined && head !== undefined) {
+    for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
+  }
+  return { items, roles };
+}
+
+/**
+ * The items that append one trace step after `head.last`, guarded so that a stale head
+ * fails the transaction instead of leaving a gap or overwriting a step:
+ * the new index must be free, and either the step that drops out of the ring or the
+ * previous step must exist. With contiguous indexes, that pins `head.last` as the end.
+ */
+export function traceItems(
+  ctx: TxContext,
+  id: string,
+  head: TraceHead,
+  entry: string,
+): TransactWriteItem[] {
+  const table = ctx.tables.trace.name;
+  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
+  const exists = {
+    ConditionExpression: "attribute_exists(#i)",
+    ExpressionAttributeNames: { "#i": "idx" },
+  };
+  const index = head.last + 1;
+  const items: TransactWriteItem[] = [{
+    Put: {
+      TableName: table,
+      Item: { ...key(index), entry: S(entry) },
+      ConditionExpression: "attribute_not_exists(#i)",
+      ExpressionAttributeNames: { "#i": "idx" },
+    },
+  }];
+  const drop = index - ctx.traceMax;
+  if (ctx.traceMax > 0 && drop >= 1 && (head.first === undefined || head.first <= drop)) {
+    items.push({ Delete: { TableName: table, Key: key(drop), ...exists } });
+  } else if (head.last >= 1 && ctx.traceMax > 0) {
+    items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...exists } });
+  }
+  return items;
+}

@@ -1,0 +1,227 @@
+/**
+ * The shapes both stores take and return, and the interfaces a backend implements.
+ *
+ * @module
+ */
+import type { Event, Execution, ExecutionSummary, Status } from "./documents.ts";
+
+/** An event to put in the outbox, for `target` (an execution id) or for nobody in particular (`null`). */
+export interface Emit {
+  /** The execution the relay delivers the event to, or `null`. */
+  target: string | null;
+  /** The event. */
+  event: Event;
+}
+
+/** A timer change inside a commit. Two changes of one path in one commit: the last one counts. */
+export type TimerChange =
+  | {
+    /** Schedule (or re-schedule) the timer at `path`. */
+    action: "schedule";
+    /** The state path the timer belongs to. */
+    path: string;
+    /** When it fires, in epoch seconds (may be fractional). */
+    fireAt: number;
+  }
+  | {
+    /** Cancel the timer at `path` (no error if there is none). */
+    action: "cancel";
+    /** The state path the timer belongs to. */
+    path: string;
+  };
+
+/** An orthogonal-fork spawn intent: a child execution the relay should start. */
+export interface SpawnIntent {
+  /** The id the child execution gets. */
+  childId: string;
+  /** The state path the child starts from. */
+  rootPath: string;
+  /** The child's initial context. */
+  context: Record<string, unknown>;
+}
+
+/** Everything a commit writes besides the execution itself. */
+export interface CommitChanges {
+  /** Events for the outbox. */
+  emits?: Emit[];
+  /** The id of the event this commit handled: a dedupe mark is written for it. */
+  processedEventId?: string;
+  /** Timer schedules and cancellations. */
+  timers?: TimerChange[];
+  /** Child executions to spawn. */
+  spawns?: SpawnIntent[];
+  /** One trace step, when tracing. */
+  trace?: Record<string, unknown>;
+}
+
+/** What a successful commit wrote. */
+export interface CommitResult {
+  /** The execution's new version. */
+  version: number;
+  /** The outbox seqs of the emits, in the order given. */
+  outbox: number[];
+  /** The spawn seqs of the spawns, in the order given. */
+  spawns: number[];
+}
+
+/** Filters and paging of {@linkcode DynamoDBStore.listExecutions}. */
+export interface ListOptions {
+  /** Only these statuses. @default {undefined} */
+  status?: Status | Status[];
+  /** Only this definition. @default {undefined} */
+  definitionId?: string;
+  /** Only executions without a parent. @default {false} */
+  rootsOnly?: boolean;
+  /** Matches per page, 1 to 1000. @default {100} */
+  limit?: number;
+  /** Where to continue: a `nextCursor` from the previous page. @default {null} */
+  cursor?: string | null;
+}
+
+/** One page of {@linkcode DynamoDBStore.listExecutions}. */
+export interface ListPage {
+  /** The matching executions of this page. */
+  items: ExecutionSummary[];
+  /** The cursor of the next page, or `null` when there is none. */
+  nextCursor: string | null;
+}
+
+/** An outbox entry waiting for the relay. */
+export interface OutboxEntry {
+  /** Its seq; pass it to `ackOutbox` once delivered. */
+  seq: number;
+  /** The target execution, or `null`. */
+  targetId: string | null;
+  /** The event. */
+  event: Event;
+}
+
+/** A spawn intent waiting for the relay. */
+export interface PendingSpawn {
+  /** Its seq; pass it to `ackSpawn` once the child is started. */
+  seq: number;
+  /** The parent execution. */
+  parentId: string;
+  /** The child's id. */
+  childId: string;
+  /** The state path the child starts from. */
+  rootPath: string;
+  /** The child's initial context. */
+  context: Record<string, unknown>;
+}
+
+/** A durable timer. */
+export interface Timer {
+  /** The execution it belongs to. */
+  executionId: string;
+  /** Its state path. */
+  path: string;
+  /** When it fires, in epoch seconds. */
+  fireAt: number;
+}
+
+/** What `loadForEvent` returns. */
+export interface LoadForEventResult {
+  /** The execution, or `null` when there is none. */
+  execution: Execution | null;
+  /** Whether the event was already handled (a live dedupe mark exists). */
+  processed: boolean;
+}
+
+/**
+ * The execution store's contract: what `DynamoDBStore` and the memory twin
+ * (`MemoryStore` from `@harel/dynamodb/testing`) both implement, with the same semantics.
+ *
+ * @example Code that works on either backend
+ * ```ts
+ * import type { ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function relay(store: ExecutionStore, deliver: (kind: string) => void): Promise<void> {
+ *   const entries = await store.pendingOutbox();
+ *   for (const entry of entries) deliver(entry.event.kind);
+ *   await store.ackOutbox(entries.map((entry) => entry.seq));
+ * }
+ * ```
+ */
+export interface ExecutionStore extends AsyncDisposable {
+  /** The ring size of each execution's trace; 0 = keep every step. */
+  readonly traceMax: number;
+  /** The execution with this id, or `null`. */
+  load(id: string): Promise<Execution | null>;
+  /** The execution and whether `eventId` was already handled. */
+  loadForEvent(id: string, eventId: string): Promise<LoadForEventResult>;
+  /** Whether `eventId` was already handled by execution `id`. */
+  isProcessed(id: string, eventId: string): Promise<boolean>;
+  /** `commit(exe)`. */
+  save(exe: Execution): Promise<void>;
+  /** Writes the execution and what it caused, all or nothing, if its version still matches. */
+  commit(exe: Execution, changes?: CommitChanges): Promise<CommitResult>;
+  /** One page of execution summaries. */
+  listExecutions(options?: ListOptions): Promise<ListPage>;
+  /** Outbox entries not yet acknowledged, by seq. */
+  pendingOutbox(): Promise<OutboxEntry[]>;
+  /** Removes delivered outbox entries. */
+  ackOutbox(seq: number | number[]): Promise<void>;
+  /** Spawn intents not yet acknowledged, by seq. */
+  pendingSpawns(): Promise<PendingSpawn[]>;
+  /** Removes started spawn intents. */
+  ackSpawn(seq: number | number[]): Promise<void>;
+  /** Timers due at `now` (epoch seconds), earliest first. */
+  dueTimers(now: number): Promise<Timer[]>;
+  /** Deletes a timer if it still fires at `fireAt`. */
+  deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean>;
+  /** The execution's trace, oldest first, each step with its `index`. */
+  readTrace(id: string): Promise<Record<string, unknown>[]>;
+  /** Appends one trace step outside a commit. */
+  appendTrace(id: string, entry: Record<string, unknown>): Promise<void>;
+  /** Releases what the store holds. */
+  close(): Promise<void>;
+}
+
+/** Options of {@linkcode StateStore.set}. */
+export interface SetOptions {
+  /** Seconds until the key expires; absent = never. @default {undefined} */
+  ttl?: number;
+}
+
+/**
+ * The hash-state store's contract: what `DynamoDBStateStore` and the memory twin
+ * (`MemoryStateStore` from `@harel/dynamodb/testing`) both implement.
+ *
+ * @example Code that works on either backend
+ * ```ts
+ * import type { StateStore } from "@harel/dynamodb";
+ *
+ * async function nextStep(state: StateStore, session: string): Promise<number> {
+ *   const step = Number(await state.hget(session, "step") ?? 0) + 1;
+ *   await state.hset(session, "step", step);
+ *   return step;
+ * }
+ * ```
+ */
+export interface StateStore extends AsyncDisposable {
+  /** The value of `key`, or `null`. */
+  get(key: string): Promise<unknown | null>;
+  /** Stores a JSON value, replacing the whole item. */
+  set(key: string, value: unknown, options?: SetOptions): Promise<void>;
+  /** Removes `key`; `true` if a live key was removed. */
+  delete(key: string): Promise<boolean>;
+  /** Whether `key` exists and has not expired. */
+  exists(key: string): Promise<boolean>;
+  /** Live keys matching a glob. */
+  keys(pattern?: string): Promise<string[]>;
+  /** Whole seconds until `key` expires, or `null`. */
+  ttl(key: string): Promise<number | null>;
+  /** Sets `key` to expire in `seconds`; `false` when missing or expired. */
+  expire(key: string, seconds: number): Promise<boolean>;
+  /** A hash field's value, or `null`. */
+  hget(key: string, field: string): Promise<unknown | null>;
+  /** Sets a hash field: 1 if new, 0 if updated. */
+  hset(key: string, field: string, value: unknown): Promise<number>;
+  /** Every field of the hash, `{}` when missing or expired. */
+  hgetall(key: string): Promise<Record<string, unknown>>;
+  /** Removes hash fields; the number that existed. */
+  hdel(key: string, ...fields: string[]): Promise<number>;
+  /** Releases what the store holds. */
+  close(): Promise<void>;
+}
