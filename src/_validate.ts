@@ -41,6 +41,20 @@ export function checkKey(field: string, value: unknown, maxBytes: number): strin
   return value;
 }
 
+/** A hash field name: a Map key, which DynamoDB takes long (64 KB) but never empty. */
+export function checkField(field: unknown, name = "field"): string {
+  return checkKey(name, field, 65_535);
+}
+
+/** Runs `body` now and hands back its result as a promise: errors become rejections. */
+export function settle<T>(body: () => T): Promise<T> {
+  try {
+    return Promise.resolve(body());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** A finite, non-negative number of seconds (an epoch time or a duration). */
 export function checkTime(field: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {

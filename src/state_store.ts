@@ -14,7 +14,7 @@ import {
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
-import { checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
+import { checkField, checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
 import { buildClient, type ConnectOptions, retryUntilReachable } from "./connect.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
@@ -68,11 +68,6 @@ function legacyHash(item: Item): Record<string, unknown> | undefined {
   return typeof value === "object" && value !== null && !Array.isArray(value)
     ? value as Record<string, unknown>
     : undefined;
-}
-
-function checkField(field: unknown, name = "field"): string {
-  // Field names are map keys, not table keys: DynamoDB takes long ones, never empty ones.
-  return checkKey(name, field, 65_535);
 }
 
 /**

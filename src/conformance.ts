@@ -1,0 +1,589 @@
+/**
+ * The conformance suites: the behaviour every {@linkcode ExecutionStore} and
+ * {@linkcode StateStore} must show, as `Deno.test` steps. They run against DynamoDB and
+ * the memory twins alike; a new backend runs them too.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { type Execution, newEvent, newExecution } from "./documents.ts";
+import { InvalidCursor, StoreConflict } from "./errors.ts";
+import type { CommitChanges, ExecutionStore, ListOptions, StateStore } from "./types.ts";
+
+/** Makes a fresh, empty execution store with the given trace ring size. */
+export type ExecutionStoreFactory = (options: { traceMax?: number }) => Promise<ExecutionStore>;
+
+/** A fresh, empty state store and a way to let `seconds` pass for it. */
+export interface StateStoreHarness {
+  /** The store under test. */
+  store: StateStore;
+  /** Lets time pass: a real sleep for a real backend, a clock move for a fake one. */
+  advance(seconds: number): Promise<void>;
+}
+
+/** Makes a fresh, empty state store with its clock. */
+export type StateStoreFactory = () => Promise<StateStoreHarness>;
+
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new assert.AssertionError({ message: "expected a rejection" });
+}
+
+async function everything(store: ExecutionStore, ids: string[]) {
+  return {
+    executions: await Promise.all(ids.map((id) => store.load(id))),
+    traces: await Promise.all(ids.map((id) => store.readTrace(id))),
+    outbox: await store.pendingOutbox(),
+    spawns: await store.pendingSpawns(),
+    timers: await store.dueTimers(1e12),
+  };
+}
+
+async function walk(store: ExecutionStore, options: ListOptions) {
+  const seen: string[] = [];
+  const sizes: number[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await store.listExecutions({ ...options, cursor });
+    seen.push(...page.items.map((s) => s.id));
+    sizes.push(page.items.length);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return { seen, sizes };
+}
+
+/**
+ * Runs the execution-store conformance suite as steps of the calling test.
+ *
+ * @example Checking a backend
+ * ```ts
+ * import { executionStoreConformance, MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * Deno.test("MemoryStore conforms", (t) =>
+ *   executionStoreConformance(t, (options) => Promise.resolve(new MemoryStore(options))));
+ * ```
+ *
+ * @param t The calling test's context.
+ * @param factory Makes a fresh, empty store for each step.
+ */
+export async function executionStoreConformance(
+  t: Deno.TestContext,
+  factory: ExecutionStoreFactory,
+): Promise<void> {
+  const step = (name: string, body: (store: ExecutionStore) => Promise<void>, traceMax?: number) =>
+    t.step(name, async () => {
+      await using store = await factory({ traceMax });
+      await body(store);
+    });
+
+  await step("save() inserts at version 1 and sequential saves reach version 3", async (store) => {
+    const exe = newExecution({ definition_id: "order" });
+    await store.save(exe);
+    assert.equal(exe.version, 1);
+    assert.equal((await store.load(exe.id))?.version, 1);
+    await store.save(exe);
+    await store.save(exe);
+    assert.equal(exe.version, 3);
+    assert.equal((await store.load(exe.id))?.version, 3);
+  });
+
+  await step(
+    "load() round-trips context and unknown fields, and is null for a missing id",
+    async (store) => {
+      const exe = newExecution({
+        definition_id: "order",
+        context: {
+          total: 42.5,
+          items: [{ sku: "a", qty: 2 }],
+          note: "ünïcødé \u{1F600}",
+          none: null,
+        },
+        history: { "order.shipping": "order.shipping.packed" },
+        future_field: { from: "a newer engine", list: [1, 2, 3] },
+      });
+      await store.save(exe);
+      const loaded = await store.load(exe.id);
+      assert.deepEqual(loaded, { ...exe });
+      assert.notEqual(loaded, exe);
+      assert.equal(await store.load("no-such-id"), null);
+    },
+  );
+
+  await step(
+    "a stale save raises StoreConflict with expected and found, and leaves the winner's document",
+    async (store) => {
+      const exe = newExecution({ definition_id: "order" });
+      await store.save(exe);
+      const a = (await store.load(exe.id))!;
+      const b = (await store.load(exe.id))!;
+      a.context = { winner: "a" };
+      await store.save(a);
+      b.context = { winner: "b" };
+      const error = await rejection(store.save(b));
+      assert.ok(error instanceof StoreConflict, String(error));
+      assert.deepEqual([error.executionId, error.expected, error.found], [exe.id, 1, 2]);
+      assert.equal(b.version, 1);
+      assert.deepEqual((await store.load(exe.id))?.context, { winner: "a" });
+    },
+  );
+
+  await step("a second insert of one id conflicts", async (store) => {
+    const exe = newExecution({ definition_id: "order" });
+    await store.save(exe);
+    const twin = newExecution({ definition_id: "order", id: exe.id });
+    const error = await rejection(store.save(twin));
+    assert.ok(error instanceof StoreConflict);
+    assert.deepEqual([error.expected, error.found, twin.version], [0, 1, 0]);
+  });
+
+  await step(
+    "commit() writes outbox entries and the dedupe mark also on the first insert",
+    async (store) => {
+      const exe = newExecution({ definition_id: "order" });
+      const event = newEvent("order.created", { n: 1 });
+      const result = await store.commit(exe, {
+        emits: [{ target: "other", event }],
+        processedEventId: "incoming-1",
+      });
+      assert.equal(result.version, 1);
+      assert.deepEqual(await store.pendingOutbox(), [{
+        seq: result.outbox[0],
+        targetId: "other",
+        event,
+      }]);
+      assert.equal(await store.isProcessed(exe.id, "incoming-1"), true);
+      assert.equal(await store.isProcessed(exe.id, "incoming-2"), false);
+      for (const eventId of ["incoming-1", "incoming-2"]) {
+        const { execution, processed } = await store.loadForEvent(exe.id, eventId);
+        assert.deepEqual(execution, { ...exe });
+        assert.equal(processed, await store.isProcessed(exe.id, eventId));
+      }
+      assert.deepEqual(await store.loadForEvent("unknown", "e"), {
+        execution: null,
+        processed: false,
+      });
+    },
+  );
+
+  await step(
+    "the outbox comes back ordered by seq across executions, and a null target round-trips",
+    async (store) => {
+      const a = newExecution({ definition_id: "d" });
+      const b = newExecution({ definition_id: "d" });
+      const seqs: number[] = [];
+      for (const exe of [a, b, a, b]) {
+        const { outbox } = await store.commit(exe, {
+          emits: [{ target: null, event: newEvent("x") }, { target: exe.id, event: newEvent("y") }],
+        });
+        assert.ok(outbox[0]! < outbox[1]!);
+        seqs.push(...outbox);
+      }
+      const pending = await store.pendingOutbox();
+      assert.deepEqual(pending.map((e) => e.seq), [...seqs].sort((x, y) => x - y));
+      assert.equal(new Set(seqs).size, 8);
+      assert.equal(pending.filter((e) => e.targetId === null).length, 4);
+      await store.ackOutbox(pending[0]!.seq);
+      await store.ackOutbox(pending.map((e) => e.seq));
+      assert.deepEqual(await store.pendingOutbox(), []);
+    },
+  );
+
+  await step(
+    "a lost CAS leaks no outbox entry, spawn, dedupe mark, timer or trace step",
+    async (store) => {
+      const exe = newExecution({ definition_id: "order" });
+      await store.commit(exe, { trace: { step: 1 } });
+      const stale = structuredClone(exe);
+      await store.save(exe);
+      const before = await everything(store, [exe.id]);
+      const error = await rejection(store.commit(stale, {
+        emits: [{ target: null, event: newEvent("leak") }],
+        spawns: [{ childId: "child-1", rootPath: "fork.a", context: { x: 1 } }],
+        processedEventId: "evt-leak",
+        timers: [{ action: "schedule", path: "wait", fireAt: 1 }],
+        trace: { step: "leak" },
+      }));
+      assert.ok(error instanceof StoreConflict);
+      assert.equal(stale.version, 1);
+      assert.deepEqual(await everything(store, [exe.id]), before);
+      assert.equal(await store.isProcessed(exe.id, "evt-leak"), false);
+    },
+  );
+
+  await step("spawns round-trip in seq order and ackSpawn removes them", async (store) => {
+    const parent = newExecution({ definition_id: "fork" });
+    const { spawns } = await store.commit(parent, {
+      spawns: [
+        { childId: "c1", rootPath: "fork.left", context: { side: "left" } },
+        { childId: "c2", rootPath: "fork.right", context: { side: "right", n: [1, 2] } },
+      ],
+    });
+    assert.deepEqual(await store.pendingSpawns(), [
+      {
+        seq: spawns[0],
+        parentId: parent.id,
+        childId: "c1",
+        rootPath: "fork.left",
+        context: { side: "left" },
+      },
+      {
+        seq: spawns[1],
+        parentId: parent.id,
+        childId: "c2",
+        rootPath: "fork.right",
+        context: { side: "right", n: [1, 2] },
+      },
+    ]);
+    await store.ackSpawn(spawns[0]!);
+    assert.deepEqual((await store.pendingSpawns()).map((s) => s.childId), ["c2"]);
+    await store.ackSpawn([spawns[1]!]);
+    assert.deepEqual(await store.pendingSpawns(), []);
+  });
+
+  await step(
+    "timers: schedule, not due, due, re-schedule, guarded delete, cancel, last change wins",
+    async (store) => {
+      const exe = newExecution({ definition_id: "t" });
+      await store.save(exe);
+      await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 100.5 }] });
+      assert.deepEqual(await store.dueTimers(100), []);
+      assert.deepEqual(await store.dueTimers(100.5), [{
+        executionId: exe.id,
+        path: "wait",
+        fireAt: 100.5,
+      }]);
+      await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 200 }] });
+      assert.deepEqual(await store.dueTimers(150), []);
+      assert.equal(await store.deleteTimer(exe.id, "wait", 100.5), false);
+      assert.equal(await store.deleteTimer(exe.id, "wait", 200), true);
+      assert.deepEqual(await store.dueTimers(1e9), []);
+      await store.commit(exe, {
+        timers: [
+          { action: "schedule", path: "a", fireAt: 10 },
+          { action: "schedule", path: "b", fireAt: 5 },
+          { action: "cancel", path: "a" },
+          { action: "schedule", path: "c", fireAt: 1 },
+          { action: "schedule", path: "c", fireAt: 3 },
+        ],
+      });
+      assert.deepEqual(await store.dueTimers(1e9), [
+        { executionId: exe.id, path: "c", fireAt: 3 },
+        { executionId: exe.id, path: "b", fireAt: 5 },
+      ]);
+      await store.commit(exe, {
+        timers: [{ action: "cancel", path: "b" }, { action: "cancel", path: "never-set" }],
+      });
+      assert.deepEqual((await store.dueTimers(1e9)).map((x) => x.path), ["c"]);
+    },
+  );
+
+  await step(
+    "the trace ring with traceMax 2 keeps [2, 3], then [3, 4]; a cancelled commit leaves no gap",
+    async (store) => {
+      assert.equal(store.traceMax, 2);
+      const exe = newExecution({ definition_id: "t" });
+      await store.save(exe);
+      assert.deepEqual(await store.readTrace(exe.id), []);
+      for (let i = 1; i <= 3; i++) await store.commit(exe, { trace: { step: i } });
+      assert.deepEqual(await store.readTrace(exe.id), [{ step: 2, index: 2 }, {
+        step: 3,
+        index: 3,
+      }]);
+      const stale = structuredClone(exe);
+      await store.commit(exe, { trace: { step: 4 } });
+      await assert.rejects(store.commit(stale, { trace: { step: "lost" } }), StoreConflict);
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [3, 4]);
+      await store.appendTrace(exe.id, { step: 5 });
+      assert.deepEqual(await store.readTrace(exe.id), [{ step: 4, index: 4 }, {
+        step: 5,
+        index: 5,
+      }]);
+    },
+    2,
+  );
+
+  await step("traceMax 0 keeps every step", async (store) => {
+    const exe = newExecution({ definition_id: "t" });
+    for (let i = 1; i <= 5; i++) await store.commit(exe, { trace: { i } });
+    await store.appendTrace(exe.id, { i: 6 });
+    assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [1, 2, 3, 4, 5, 6]);
+  }, 0);
+
+  await step(
+    "of 16 concurrent commits from one version exactly one wins and one emit lands",
+    async (store) => {
+      const exe = newExecution({ definition_id: "race" });
+      await store.save(exe);
+      const results = await Promise.allSettled(
+        Array.from({ length: 16 }, (_, i) =>
+          store.commit(structuredClone(exe), {
+            emits: [{ target: null, event: newEvent("won", { i }) }],
+            processedEventId: `e-${i}`,
+            trace: { i },
+          })),
+      );
+      assert.equal(
+        results.filter((r) => r.status === "fulfilled").length,
+        1,
+      );
+      for (const r of results) {
+        if (r.status === "rejected") assert.ok(r.reason instanceof StoreConflict, String(r.reason));
+      }
+      assert.equal((await store.pendingOutbox()).length, 1);
+      assert.equal((await store.readTrace(exe.id)).length, 1);
+      assert.equal((await store.load(exe.id))?.version, 2);
+    },
+  );
+
+  await step(
+    "listExecutions() pages exactly, covers every match once, and filters",
+    async (store) => {
+      const all: Execution[] = Array.from({ length: 30 }, (_, i) =>
+        newExecution({
+          definition_id: i % 3 === 0 ? "billing" : "order",
+          status: (["RUNNING", "DONE", "FAILED"] as const)[i % 3 === 0 ? 0 : i % 2 + 1],
+          parent_id: i % 5 === 0 ? "parent" : null,
+        }));
+      await Promise.all(all.map((exe) => store.save(exe)));
+      const ids = (pred: (e: Execution) => boolean) => all.filter(pred).map((e) => e.id).sort();
+      const { seen, sizes } = await walk(store, { limit: 7 });
+      assert.deepEqual([...seen].sort(), ids(() => true));
+      assert.deepEqual(sizes, [7, 7, 7, 7, 2]);
+      assert.deepEqual(
+        (await walk(store, { definitionId: "billing", limit: 4 })).seen.sort(),
+        ids((e) => e.definition_id === "billing"),
+      );
+      assert.deepEqual(
+        (await walk(store, { status: "DONE", limit: 3 })).seen.sort(),
+        ids((e) => e.status === "DONE"),
+      );
+      assert.deepEqual(
+        (await walk(store, { status: ["DONE", "FAILED"], limit: 5 })).seen.sort(),
+        ids((e) => e.status === "DONE" || e.status === "FAILED"),
+      );
+      assert.deepEqual(
+        (await walk(store, { rootsOnly: true, limit: 6 })).seen.sort(),
+        ids((e) => e.parent_id === null),
+      );
+      const combined = await walk(store, {
+        definitionId: "order",
+        status: "FAILED",
+        rootsOnly: true,
+        limit: 2,
+      });
+      assert.deepEqual(
+        combined.seen.sort(),
+        ids((e) => e.definition_id === "order" && e.status === "FAILED" && e.parent_id === null),
+      );
+      const page = await store.listExecutions({ definitionId: "billing", limit: 1 });
+      const exe = all.find((e) => e.id === page.items[0]!.id)!;
+      assert.deepEqual(page.items[0], {
+        id: exe.id,
+        definition_id: "billing",
+        status: "RUNNING",
+        outcome: null,
+        active_path: null,
+        version: 1,
+        parent_id: exe.parent_id,
+      });
+      const forged = new TextEncoder().encode('{"seq":1}').toBase64({ alphabet: "base64url" });
+      for (const cursor of ["!!", forged]) {
+        assert.ok((await rejection(store.listExecutions({ cursor }))) instanceof InvalidCursor);
+      }
+    },
+  );
+
+  await step("input DynamoDB would reject is refused and changes nothing", async (store) => {
+    const exe = newExecution({ definition_id: "d" });
+    await store.commit(exe, { trace: { n: 1 } });
+    const before = await everything(store, [exe.id]);
+    const cases: [Execution, CommitChanges, typeof TypeError][] = [
+      [
+        exe,
+        { emits: Array.from({ length: 100 }, () => ({ target: null, event: newEvent("e") })) },
+        RangeError,
+      ],
+      [{ ...exe, context: { blob: "x".repeat(410_000) } }, {}, RangeError],
+      [{ ...exe, context: { n: 1n } }, {}, TypeError],
+      [exe, { timers: [{ action: "schedule", path: "p", fireAt: NaN }] }, RangeError],
+      [{ ...exe, id: "" }, {}, TypeError],
+      [exe, { processedEventId: "a\uD800" }, TypeError],
+    ];
+    for (const [input, changes, type] of cases) {
+      const error = await rejection(
+        store.commit(structuredClone({ ...input, context: { ...input.context } }), changes),
+      );
+      assert.ok(error instanceof type, `${error.name}: ${error.message}`);
+    }
+    await assert.rejects(store.dueTimers(-1), RangeError);
+    await assert.rejects(store.load(""), TypeError);
+    assert.deepEqual(await everything(store, [exe.id]), before);
+  });
+}
+
+/**
+ * Runs the state-store conformance suite as steps of the calling test.
+ *
+ * @example Checking a backend
+ * ```ts
+ * import { MemoryStateStore, stateStoreConformance } from "@harel/dynamodb/testing";
+ *
+ * Deno.test("MemoryStateStore conforms", (t) =>
+ *   stateStoreConformance(t, () => {
+ *     let now = Date.now();
+ *     const store = new MemoryStateStore({ now: () => now });
+ *     return Promise.resolve({ store, advance: (s) => Promise.resolve(void (now += s * 1000)) });
+ *   }));
+ * ```
+ *
+ * @param t The calling test's context.
+ * @param factory Makes a fresh, empty store (and its clock) for each step.
+ */
+export async function stateStoreConformance(
+  t: Deno.TestContext,
+  factory: StateStoreFactory,
+): Promise<void> {
+  const step = (name: string, body: (h: StateStoreHarness) => Promise<void>) =>
+    t.step(name, async () => {
+      const harness = await factory();
+      await using _ = harness.store;
+      await body(harness);
+    });
+
+  await step("set() and get() round-trip every JSON type with its type", async ({ store }) => {
+    const values: [string, unknown][] = [
+      ["object", { a: 1, nested: { list: [1, "two", null, true] } }],
+      ["array", [1, 2, { three: 3 }]],
+      ["int", 42],
+      ["float", -0.125],
+      ["true", true],
+      ["false", false],
+      ["string-42", "42"],
+      ["empty", ""],
+      ["null", null],
+    ];
+    for (const [key, value] of values) await store.set(key, value);
+    for (const [key, value] of values) assert.deepEqual(await store.get(key), value, key);
+    assert.equal(await store.get("missing"), null);
+  });
+
+  await step(
+    "an expired key is absent on every read path and for writes",
+    async ({ store, advance }) => {
+      await store.set("short", { v: 1 }, { ttl: 1 });
+      await store.hset("hshort", "f", 1);
+      assert.equal(await store.expire("hshort", 1), true);
+      assert.equal(await store.exists("short"), true);
+      await advance(2.1);
+      assert.equal(await store.get("short"), null);
+      assert.equal(await store.exists("short"), false);
+      assert.deepEqual(await store.keys("*short"), []);
+      assert.equal(await store.ttl("short"), null);
+      assert.equal(await store.hget("hshort", "f"), null);
+      assert.deepEqual(await store.hgetall("hshort"), {});
+      assert.equal(await store.hdel("hshort", "f"), 0);
+      assert.equal(await store.expire("short", 100), false);
+      assert.equal(await store.delete("short"), false);
+      assert.equal(await store.hset("hshort", "new", 2), 1, "an expired hash restarts fresh");
+      assert.deepEqual(await store.hgetall("hshort"), { new: 2 });
+      assert.equal(await store.ttl("hshort"), null);
+    },
+  );
+
+  await step("ttl(), expire() and delete()", async ({ store }) => {
+    await store.set("k", 1, { ttl: 100 });
+    const left = await store.ttl("k");
+    assert.ok(left === 99 || left === 100, `ttl ${left}`);
+    await store.set("k", 2);
+    assert.equal(await store.ttl("k"), null, "set() replaces the TTL too");
+    assert.equal(await store.ttl("missing"), null);
+    assert.equal(await store.expire("k", 50), true);
+    assert.equal(await store.expire("missing", 50), false);
+    assert.equal(await store.exists("missing"), false);
+    assert.equal(await store.expire("k", 0), true);
+    assert.equal(await store.exists("k"), false);
+    await store.set("d", 1);
+    assert.equal(await store.delete("d"), true);
+    assert.equal(await store.delete("d"), false);
+  });
+
+  await step("keys() matches globs, never as a regex", async ({ store }) => {
+    for (const key of ["session:1", "session:22", "user.1", "user.x", "userx1", "a+b"]) {
+      await store.set(key, 1);
+    }
+    assert.deepEqual((await store.keys("session:*")).sort(), ["session:1", "session:22"]);
+    assert.deepEqual((await store.keys("session:?")).sort(), ["session:1"]);
+    assert.deepEqual((await store.keys("user.[0-9]")).sort(), ["user.1"]);
+    assert.deepEqual(await store.keys("a+b"), ["a+b"]);
+    assert.deepEqual(await store.keys(".*"), []);
+    assert.equal((await store.keys()).length, 6);
+  });
+
+  await step(
+    "hset() counts new fields, hget/hgetall read them, hdel counts exactly",
+    async ({ store }) => {
+      assert.equal(await store.hset("h", "a", 1), 1);
+      assert.equal(await store.hset("h", "b", { deep: [1, 2] }), 1);
+      assert.equal(await store.hset("h", "a", "one"), 0);
+      assert.equal(await store.hget("h", "a"), "one");
+      assert.equal(await store.hget("h", "c"), null);
+      assert.deepEqual(await store.hgetall("h"), { a: "one", b: { deep: [1, 2] } });
+      assert.equal(await store.get("h"), null, "a key holding only a hash has no value");
+      assert.equal(await store.hdel("h", "a", "zz", "a"), 1);
+      assert.equal(await store.hdel("h", "b"), 1);
+      assert.equal(await store.hdel("h", "b"), 0);
+      assert.equal(await store.hdel("missing", "a"), 0);
+      await assert.rejects(store.hdel("h"), TypeError);
+    },
+  );
+
+  await step(
+    "concurrent hsets on different fields all land; concurrent hdels of one field count 1",
+    async ({ store }) => {
+      await store.hset("existing", "seed", 0);
+      for (const key of ["existing", "brand-new"]) {
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => store.hset(key, `f${i}`, i)),
+        );
+        assert.deepEqual(results, Array(40).fill(1));
+        const all = await store.hgetall(key);
+        for (let i = 0; i < 40; i++) assert.equal(all[`f${i}`], i);
+      }
+      const counts = await Promise.all(
+        Array.from({ length: 10 }, () => store.hdel("existing", "f0")),
+      );
+      assert.equal(counts.reduce((a, b) => a + b, 0), 1);
+    },
+  );
+
+  await step("special field names are plain names", async ({ store }) => {
+    const fields = ["a.b", "#x", ":y", "ttl", "value", "hash", "with space", "[0]", "ü\u{1F600}"];
+    for (const [i, field] of fields.entries()) {
+      assert.equal(await store.hset("h", field, i), 1, field);
+    }
+    for (const [i, field] of fields.entries()) assert.equal(await store.hget("h", field), i, field);
+    assert.equal(await store.ttl("h"), null);
+  });
+
+  await step(
+    "hash writes refuse a plain value; set() replaces a hash; bad input is refused",
+    async ({ store }) => {
+      await store.set("plain", "text");
+      await assert.rejects(store.hset("plain", "f", 1), TypeError);
+      assert.equal(await store.get("plain"), "text");
+      await store.hset("h", "f", 1);
+      await store.set("h", [1]);
+      assert.deepEqual(await store.hgetall("h"), {});
+      await assert.rejects(store.set("", 1), TypeError);
+      await assert.rejects(store.set("k", undefined), TypeError);
+      await assert.rejects(store.set("k", 1, { ttl: -1 }), RangeError);
+      await assert.rejects(store.hset("k", "", 1), TypeError);
+      await assert.rejects(store.hset("k", "f", NaN), TypeError);
+      assert.equal(await store.exists("k"), false);
+    },
+  );
+}

@@ -1,0 +1,452 @@
+/**
+ * `MemoryStore`: the execution store's in-memory twin, for tests without DynamoDB.
+ *
+ * @module
+ */
+import { planCommit, type TxContext } from "./_transaction.ts";
+import {
+  checkInteger,
+  checkItemSize,
+  checkKey,
+  checkObject,
+  checkTime,
+  describe,
+  LIMITS,
+  settle,
+  toJson,
+} from "./_validate.ts";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { type Event, type Execution, STATUSES, summarize } from "./documents.ts";
+import { StoreConflict } from "./errors.ts";
+import { executionTables } from "./tables.ts";
+import type {
+  CommitChanges,
+  CommitResult,
+  ExecutionStore,
+  ListOptions,
+  ListPage,
+  LoadForEventResult,
+  OutboxEntry,
+  PendingSpawn,
+  Timer,
+} from "./types.ts";
+
+/** Options of {@linkcode MemoryStore}. */
+export interface MemoryStoreOptions {
+  /** How many trace steps each execution keeps; 0 keeps every step. @default {200} */
+  traceMax?: number;
+  /** Lifetime of dedupe marks in seconds; `null` keeps them forever. @default {null} */
+  processedTtlSeconds?: number | null;
+  /** The clock, in epoch milliseconds (for dedupe-mark expiry). @default {Date.now} */
+  now?: () => number;
+}
+
+const keyOf = (a: string, b: string) => `${a}\u0000${b}`;
+
+/** Runs `body` now, as the DynamoDB store would: errors become rejections, never throws. */
+
+/**
+ * An in-memory {@linkcode ExecutionStore} with DynamoDBStore's semantics: CAS on
+ * `version`, all-or-nothing commits, seqs rising in commit order, the trace ring, timers
+ * and dedupe marks — and the same refusals of input DynamoDB would reject. Documents are
+ * stored as JSON, so what you load is never the object you saved.
+ *
+ * @example A unit test without DynamoDB
+ * ```ts
+ * import { newExecution } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * await using store = new MemoryStore({ traceMax: 10 });
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.commit(exe, { trace: { step: "created" } });
+ * console.log(exe.version, (await store.readTrace(exe.id)).length); // 1 1
+ * ```
+ */
+export class MemoryStore implements ExecutionStore {
+  /** The ring size of each execution's trace; 0 = keep every step. */
+  readonly traceMax: number;
+  readonly #tx: TxContext;
+  readonly #now: () => number;
+  readonly #executions = new Map<string, string>(); // id → data JSON
+  readonly #outbox = new Map<number, { targetId: string | null; event: string }>();
+  readonly #spawns = new Map<number, Omit<PendingSpawn, "context" | "seq"> & { context: string }>();
+  readonly #timers = new Map<string, Timer>();
+  readonly #processed = new Map<string, number | null>(); // → expiry (epoch s) or null
+  readonly #trace = new Map<string, Map<number, string>>();
+  #seq = 0;
+
+  /**
+   * An empty store.
+   *
+   * @param options Trace ring size, dedupe-mark lifetime and clock.
+   */
+  constructor(options: MemoryStoreOptions = {}) {
+    const { traceMax = 200, processedTtlSeconds = null, now = Date.now } = options;
+    this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
+    const processedTtl = processedTtlSeconds === null
+      ? null
+      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
+    this.#tx = { tables: executionTables("harel"), traceMax: this.traceMax, processedTtl };
+    this.#now = now;
+  }
+
+  /**
+   * The execution with this id, or `null`.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().load("missing")); // null
+   * ```
+   */
+  load(id: string): Promise<Execution | null> {
+    return settle(() => {
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const data = this.#executions.get(id);
+      return data === undefined ? null : JSON.parse(data);
+    });
+  }
+
+  /**
+   * The execution and whether `eventId` was already handled.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().loadForEvent("x", "e")); // { execution: null, processed: false }
+   * ```
+   */
+  async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+    const processed = await this.isProcessed(id, eventId);
+    return { execution: await this.load(id), processed };
+  }
+
+  /**
+   * Whether `eventId` was already handled by execution `id` (an expired mark is absent).
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().isProcessed("x", "e")); // false
+   * ```
+   */
+  isProcessed(id: string, eventId: string): Promise<boolean> {
+    return settle(() => {
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      checkKey("eventId", eventId, LIMITS.sortKeyBytes);
+      const expiry = this.#processed.get(keyOf(id, eventId));
+      return expiry !== undefined && (expiry === null || expiry > this.#now() / 1000);
+    });
+  }
+
+  /**
+   * `commit(exe)`.
+   *
+   * @example
+   * ```ts
+   * import { newExecution } from "@harel/dynamodb";
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const exe = newExecution({ definition_id: "d" });
+   * await new MemoryStore().save(exe);
+   * ```
+   */
+  async save(exe: Execution): Promise<void> {
+    await this.commit(exe);
+  }
+
+  /**
+   * Writes the execution and what it caused, all or nothing, if the stored version still
+   * equals `exe.version`; {@linkcode StoreConflict} otherwise.
+   *
+   * @example
+   * ```ts
+   * import { newEvent, newExecution } from "@harel/dynamodb";
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const store = new MemoryStore();
+   * const exe = newExecution({ definition_id: "d" });
+   * const { outbox } = await store.commit(exe, { emits: [{ target: null, event: newEvent("go") }] });
+   * console.log(outbox.length); // 1
+   * ```
+   */
+  commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+    return settle(() => {
+      const plan = planCommit(this.#tx, exe, changes);
+      const stored = this.#executions.get(plan.id);
+      const found = stored === undefined ? null : (JSON.parse(stored) as Execution).version;
+      if (plan.expected === 0 ? found !== null : found !== plan.expected) {
+        throw new StoreConflict(plan.id, plan.expected, found);
+      }
+      // Everything below is synchronous: no other call can see half of it.
+      this.#executions.set(plan.id, plan.data);
+      const outbox = plan.emits.map((emit) => {
+        const seq = ++this.#seq;
+        this.#outbox.set(seq, { targetId: emit.target, event: emit.event });
+        return seq;
+      });
+      const spawns = plan.spawns.map((spawn) => {
+        const seq = ++this.#seq;
+        this.#spawns.set(seq, { parentId: plan.id, ...spawn });
+        return seq;
+      });
+      if (plan.processedEventId !== undefined) {
+        const ttl = this.#tx.processedTtl;
+        this.#processed.set(
+          keyOf(plan.id, plan.processedEventId),
+          ttl === null ? null : Math.floor(this.#now() / 1000) + ttl,
+        );
+      }
+      for (const [path, fireAt] of plan.timers) {
+        if (fireAt === null) this.#timers.delete(keyOf(plan.id, path));
+        else this.#timers.set(keyOf(plan.id, path), { executionId: plan.id, path, fireAt });
+      }
+      if (plan.trace !== undefined) this.#append(plan.id, plan.trace);
+      exe.version = plan.next;
+      return ({ version: plan.next, outbox, spawns });
+    });
+  }
+
+  #append(id: string, entry: string): void {
+    const ring = this.#trace.get(id) ?? new Map<number, string>();
+    this.#trace.set(id, ring);
+    const index = Math.max(0, ...ring.keys()) + 1;
+    ring.set(index, entry);
+    if (this.traceMax > 0) ring.delete(index - this.traceMax);
+  }
+
+  /**
+   * One page of executions, in id order.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const { items, nextCursor } = await new MemoryStore().listExecutions({ limit: 10 });
+   * console.log(items.length, nextCursor); // 0 null
+   * ```
+   */
+  listExecutions(options: ListOptions = {}): Promise<ListPage> {
+    return settle(() => {
+      checkObject("options", options);
+      const { definitionId, rootsOnly = false, limit = 100, cursor = null } = options;
+      checkInteger("limit", limit, 1, 1000);
+      const statuses = options.status === undefined
+        ? null
+        : new Set(Array.isArray(options.status) ? options.status : [options.status]);
+      for (const status of statuses ?? []) {
+        if (!STATUSES.includes(status)) {
+          throw new TypeError(
+            `status must be one of ${STATUSES.join(", ")}, got ${describe(status)}`,
+          );
+        }
+      }
+      if (definitionId !== undefined) checkKey("definitionId", definitionId, LIMITS.itemBytes);
+      const after = cursor === null ? null : decodeCursor(cursor);
+      const ids = [...this.#executions.keys()].sort().filter((id) => after === null || id > after);
+      const items = [];
+      for (const [i, id] of ids.entries()) {
+        const exe = JSON.parse(this.#executions.get(id)!) as Execution;
+        if (definitionId !== undefined && exe.definition_id !== definitionId) continue;
+        if (statuses && !statuses.has(exe.status)) continue;
+        if (rootsOnly && (exe.parent_id ?? null) !== null) continue;
+        items.push(summarize(exe));
+        if (items.length === limit) {
+          return ({ items, nextCursor: i < ids.length - 1 ? encodeCursor(id) : null });
+        }
+      }
+      return ({ items, nextCursor: null });
+    });
+  }
+
+  /**
+   * Outbox entries not yet acknowledged, by seq.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().pendingOutbox()); // []
+   * ```
+   */
+  pendingOutbox(): Promise<OutboxEntry[]> {
+    return Promise.resolve(
+      [...this.#outbox].sort(([a], [b]) => a - b).map(([seq, entry]) => ({
+        seq,
+        targetId: entry.targetId,
+        event: JSON.parse(entry.event) as Event,
+      })),
+    );
+  }
+
+  /**
+   * Removes delivered outbox entries.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * await new MemoryStore().ackOutbox([1, 2]);
+   * ```
+   */
+  ackOutbox(seq: number | number[]): Promise<void> {
+    return this.#ack(this.#outbox, seq);
+  }
+
+  /**
+   * Spawn intents not yet acknowledged, by seq.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().pendingSpawns()); // []
+   * ```
+   */
+  pendingSpawns(): Promise<PendingSpawn[]> {
+    return Promise.resolve(
+      [...this.#spawns].sort(([a], [b]) => a - b).map(([seq, spawn]) => ({
+        seq,
+        parentId: spawn.parentId,
+        childId: spawn.childId,
+        rootPath: spawn.rootPath,
+        context: JSON.parse(spawn.context),
+      })),
+    );
+  }
+
+  /**
+   * Removes started spawn intents.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * await new MemoryStore().ackSpawn(1);
+   * ```
+   */
+  ackSpawn(seq: number | number[]): Promise<void> {
+    return this.#ack(this.#spawns, seq);
+  }
+
+  #ack(table: Map<number, unknown>, seq: number | number[]): Promise<void> {
+    return settle(() => {
+      const seqs = Array.isArray(seq) ? seq : [seq];
+      seqs.forEach((s, i) =>
+        checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
+      );
+      for (const s of seqs) table.delete(s);
+      return;
+    });
+  }
+
+  /**
+   * Timers due at `now` (epoch seconds), earliest first.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().dueTimers(Date.now() / 1000)); // []
+   * ```
+   */
+  dueTimers(now: number): Promise<Timer[]> {
+    return settle(() => {
+      checkTime("now", now);
+      return ([...this.#timers.values()].filter((t) => t.fireAt <= now).map((t) => ({ ...t })).sort(
+        (a, b) =>
+          a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId) ||
+          a.path.localeCompare(b.path),
+      ));
+    });
+  }
+
+  /**
+   * Deletes a timer if it still fires at `fireAt`; `false` when a re-schedule won.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().deleteTimer("x", "p", 1)); // false
+   * ```
+   */
+  deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
+    return settle(() => {
+      checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
+      checkKey("path", path, LIMITS.sortKeyBytes);
+      checkTime("fireAt", fireAt);
+      const key = keyOf(executionId, path);
+      if (this.#timers.get(key)?.fireAt !== fireAt) return (false);
+      this.#timers.delete(key);
+      return (true);
+    });
+  }
+
+  /**
+   * The execution's trace, oldest first, each step with its `index`.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * console.log(await new MemoryStore().readTrace("x")); // []
+   * ```
+   */
+  readTrace(id: string): Promise<Record<string, unknown>[]> {
+    return settle(() => {
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const ring = this.#trace.get(id) ?? new Map<number, string>();
+      return ([...ring].sort(([a], [b]) => a - b).map(([index, entry]) => ({
+        ...JSON.parse(entry),
+        index,
+      })));
+    });
+  }
+
+  /**
+   * Appends one trace step outside a commit.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * await new MemoryStore().appendTrace("x", { note: "hello" });
+   * ```
+   */
+  appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
+    return settle(() => {
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const json = toJson("entry", checkObject("entry", entry));
+      checkItemSize("entry", {
+        execution_id: { S: id },
+        idx: { N: "9007199254740991" },
+        entry: { S: json },
+      });
+      this.#append(id, json);
+      return;
+    });
+  }
+
+  /**
+   * Nothing to release; here for the interface.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * await new MemoryStore().close();
+   * ```
+   */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Same as {@linkcode MemoryStore.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
