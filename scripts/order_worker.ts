@@ -1,0 +1,223 @@
+// A Deno Deploy worker for a small order workflow, runnable locally: `deno task example`.
+//
+//   POST /executions                  {"customer": "...", "total": 42}   start an order
+//   POST /executions/:id/events       {"id"?: "...", "kind": "...", "data"?: {}}   deliver an event
+//   GET  /executions?limit&cursor&status                                  list, with cursors
+//   GET  /executions/:id                                                  the document and its trace
+//
+// A relay (outbox) and a timer sweep run in the background: Deno.cron where the runtime has it
+// (Deno Deploy), and an interval (the only way to go below a minute) everywhere.
+import {
+  DynamoDBStore,
+  type Event,
+  type Execution,
+  type ExecutionStore,
+  InvalidCursor,
+  newEvent,
+  newExecution,
+  type Status,
+  StoreConflict,
+} from "../mod.ts";
+import type { CommitChanges } from "../mod.ts";
+
+/** Options of the order worker. */
+export interface OrderWorkerOptions {
+  /** Seconds an order waits for its payment before it is cancelled. */
+  paymentTimeoutSeconds?: number;
+  /** How often the relay and the timer sweep run, in ms. */
+  tickMs?: number;
+}
+
+interface Transition {
+  to: string;
+  status: Status;
+  outcome?: string;
+  changes: CommitChanges;
+}
+
+/** The workflow: which event moves an order from which state, and what that causes. */
+function transition(exe: Execution, event: Event): Transition | null {
+  const at = exe.active_path;
+  if (at === "order.awaiting_payment" && event.kind === "payment.received") {
+    return {
+      to: "order.shipping",
+      status: "RUNNING",
+      changes: {
+        timers: [{ action: "cancel", path: "order.awaiting_payment" }],
+        emits: [{ target: null, event: newEvent("order.ship", { orderId: exe.id }) }],
+      },
+    };
+  }
+  if (at === "order.awaiting_payment" && event.kind === "payment.timeout") {
+    return { to: "order.cancelled", status: "CANCELLED", outcome: "payment_timeout", changes: {} };
+  }
+  if (at === "order.shipping" && event.kind === "shipment.delivered") {
+    return {
+      to: "order.delivered",
+      status: "DONE",
+      outcome: "delivered",
+      changes: {
+        emits: [{ target: null, event: newEvent("order.completed", { orderId: exe.id }) }],
+      },
+    };
+  }
+  return null;
+}
+
+const json = (body: unknown, status = 200) => Response.json(body, { status });
+
+/** The worker: an HTTP handler, plus the relay and timer sweep it runs in the background. */
+export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOptions = {}) {
+  const { paymentTimeoutSeconds = 30, tickMs = 1000 } = options;
+  /** Events the relay sent out to other services (null targets), for a look from outside. */
+  const delivered: Event[] = [];
+
+  /** loadForEvent → transition → commit, again from the top when another worker won. */
+  async function deliver(id: string, event: Event): Promise<Response> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const { execution: exe, processed } = await store.loadForEvent(id, event.id);
+      if (!exe) return json({ error: `no execution ${id}` }, 404);
+      if (processed) return json({ duplicate: true, execution: exe });
+      const next = transition(exe, event);
+      if (!next) {
+        return json({ error: `${event.kind} is not accepted in ${exe.active_path}` }, 409);
+      }
+      const from = exe.active_path;
+      exe.active_path = next.to;
+      exe.status = next.status;
+      exe.outcome = next.outcome ?? exe.outcome ?? null;
+      exe.processed_events += 1;
+      try {
+        await store.commit(exe, {
+          ...next.changes,
+          processedEventId: event.id,
+          trace: { event: event.kind, from, to: next.to },
+        });
+        return json({ duplicate: false, execution: exe });
+      } catch (error) {
+        if (!(error instanceof StoreConflict)) throw error;
+      }
+    }
+    return json({ error: "too much contention, try again" }, 503);
+  }
+
+  async function start(body: { customer?: string; total?: number }): Promise<Response> {
+    const exe = newExecution({
+      definition_id: "order",
+      status: "RUNNING",
+      active_path: "order.awaiting_payment",
+      context: { customer: body.customer ?? null, total: body.total ?? 0 },
+    });
+    await store.commit(exe, {
+      timers: [{
+        action: "schedule",
+        path: "order.awaiting_payment",
+        fireAt: Date.now() / 1000 + paymentTimeoutSeconds,
+      }],
+      trace: { event: "start", to: exe.active_path },
+    });
+    return json({ execution: exe }, 201);
+  }
+
+  async function handler(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const parts = url.pathname.split("/").filter(Boolean);
+    try {
+      if (parts[0] !== "executions" || parts.length > 3) return json({ error: "not found" }, 404);
+      if (request.method === "POST" && parts.length === 1) {
+        return await start(await request.json().catch(() => ({})));
+      }
+      if (request.method === "POST" && parts.length === 3 && parts[2] === "events") {
+        const body = await request.json().catch(() => null);
+        if (typeof body?.kind !== "string") return json({ error: "body needs a string kind" }, 400);
+        const event = {
+          ...newEvent(body.kind, body.data ?? {}),
+          ...(body.id ? { id: String(body.id) } : {}),
+        };
+        return await deliver(decodeURIComponent(parts[1]!), event);
+      }
+      if (request.method === "GET" && parts.length === 1) {
+        const status = url.searchParams.get("status") as Status | null;
+        const page = await store.listExecutions({
+          limit: Number(url.searchParams.get("limit") ?? 20),
+          cursor: url.searchParams.get("cursor"),
+          ...(status ? { status } : {}),
+        });
+        return json(page);
+      }
+      if (request.method === "GET" && parts.length === 2) {
+        const id = decodeURIComponent(parts[1]!);
+        const execution = await store.load(id);
+        if (!execution) return json({ error: `no execution ${id}` }, 404);
+        return json({ execution, trace: await store.readTrace(id) });
+      }
+      return json({ error: "not found" }, 404);
+    } catch (error) {
+      if (
+        error instanceof InvalidCursor || error instanceof TypeError || error instanceof RangeError
+      ) {
+        return json({ error: error.message }, 400);
+      }
+      throw error;
+    }
+  }
+
+  /** One pass of the relay and the timer sweep. */
+  async function tick(): Promise<void> {
+    const entries = await store.pendingOutbox();
+    for (const entry of entries) {
+      if (entry.targetId === null) delivered.push(entry.event);
+      else await deliver(entry.targetId, entry.event);
+    }
+    await store.ackOutbox(entries.map((entry) => entry.seq));
+    for (const timer of await store.dueTimers(Date.now() / 1000)) {
+      if (!(await store.deleteTimer(timer.executionId, timer.path, timer.fireAt))) continue;
+      // A stable id: a sweep that dies after deleting the timer and retries is deduplicated.
+      const id = `timer:${timer.executionId}:${timer.path}:${timer.fireAt}`;
+      await deliver(timer.executionId, { ...newEvent("payment.timeout"), id });
+    }
+  }
+
+  let running: Promise<void> | null = null;
+  let interval: ReturnType<typeof setInterval> | undefined;
+  const safeTick = () => {
+    running ??= tick().catch((error) => console.error("relay/sweep failed:", error)).finally(() => {
+      running = null;
+    });
+    return running;
+  };
+
+  return {
+    handler,
+    tick,
+    delivered,
+    /** Starts the background relay and sweep. */
+    start(): void {
+      interval ??= setInterval(safeTick, tickMs);
+    },
+    /** Stops them and waits for a pass under way. */
+    async stop(): Promise<void> {
+      clearInterval(interval);
+      interval = undefined;
+      await running;
+    },
+  };
+}
+
+if (import.meta.main) {
+  const endpoint = Deno.env.get("DYNAMODB_ENDPOINT") ?? null; // none: AWS itself
+  // Build the client once per isolate; create() waits for DynamoDB and ensures the tables.
+  const store = await DynamoDBStore.create({
+    endpoint,
+    prefix: Deno.env.get("HAREL_PREFIX") ?? "harel",
+  });
+  const worker = createOrderWorker(store, { paymentTimeoutSeconds: 30 });
+  worker.start();
+  const cron = (Deno as unknown as {
+    cron?: (name: string, schedule: string, fn: () => Promise<void>) => void;
+  }).cron;
+  if (typeof cron === "function") cron("harel relay and sweep", "* * * * *", () => worker.tick());
+  const port = Number(Deno.env.get("PORT") ?? 8787);
+  Deno.serve({ port }, worker.handler);
+  console.error(`order worker on http://localhost:${port}, DynamoDB at ${endpoint ?? "AWS"}`);
+}
