@@ -837,7 +837,8 @@ export class DynamoDBStore implements ExecutionStore {
         })),
       );
     }
-    await Promise.all(batches.map(async (batch) => {
+    // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
+    await eachConcurrently(batches, ACK_CONCURRENCY, async (batch) => {
       let pending: WriteRequest[] = batch;
       for (let attempt = 0; pending.length > 0; attempt++) {
         if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
@@ -846,8 +847,24 @@ export class DynamoDBStore implements ExecutionStore {
         );
         pending = result.UnprocessedItems?.[table] ?? [];
       }
-    }));
+    });
   }
+}
+
+/** How many BatchWriteItem calls an ack keeps in flight. */
+const ACK_CONCURRENCY = 16;
+
+/** Runs `task` on every item, at most `limit` at a time; rejects with the first failure. */
+async function eachConcurrently<T>(
+  items: T[],
+  limit: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution } from "../mod.ts";
 import { endpoint, freshStore, testClient } from "./_env.ts";
 
@@ -146,4 +146,41 @@ Deno.test("expired dedupe marks read as absent when processedTtlSeconds is set",
   await new Promise((r) => setTimeout(r, 2100));
   assert.equal(await store.isProcessed(exe.id, "e1"), false);
   assert.equal((await store.loadForEvent(exe.id, "e1")).processed, false);
+});
+
+Deno.test("the trace stays contiguous around steps appended by a writer using the seed's algorithm", async () => {
+  await using store = await freshStore({ traceMax: 3 });
+  const exe = newExecution({ definition_id: "py" });
+  await store.commit(exe, { trace: { by: "deno", n: 1 } });
+  const client = testClient();
+  try {
+    // The seed's writer: Query the highest index, Put K, Delete K - traceMax, no guards.
+    for (const k of [2, 3, 4]) {
+      await client.send(
+        new PutItemCommand({
+          TableName: store.tables.trace.name,
+          Item: {
+            execution_id: { S: exe.id },
+            idx: { N: String(k) },
+            entry: { S: JSON.stringify({ by: "python", n: k }) },
+          },
+        }),
+      );
+      if (k > 3) {
+        await client.send(
+          new DeleteItemCommand({
+            TableName: store.tables.trace.name,
+            Key: { execution_id: { S: exe.id }, idx: { N: String(k - 3) } },
+          }),
+        );
+      }
+    }
+    await store.commit(exe, { trace: { by: "deno", n: 5 } });
+    assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.by]), [[3, "python"], [
+      4,
+      "python",
+    ], [5, "deno"]]);
+  } finally {
+    client.destroy();
+  }
 });
