@@ -8,7 +8,15 @@
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "./documents.ts";
 import { InvalidCursor, StoreConflict } from "./errors.ts";
-import type { CommitChanges, ExecutionStore, ListOptions, StateStore } from "./types.ts";
+import type {
+  CommitChanges,
+  ExecutionStore,
+  ListOptions,
+  OutboxEntry,
+  PendingSpawn,
+  StateStore,
+  Timer,
+} from "./types.ts";
 
 /** Makes a fresh, empty execution store with the given trace ring size. */
 export type ExecutionStoreFactory = (options: { traceMax?: number }) => Promise<ExecutionStore>;
@@ -33,7 +41,38 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
   throw new assert.AssertionError({ message: "expected a rejection" });
 }
 
-async function everything(store: ExecutionStore, ids: string[]) {
+/** Everything an execution store holds about `ids`, and all it holds pending. */
+export interface StoreSnapshot {
+  /** The executions, in the order of the ids (`null` when absent). */
+  executions: (Execution | null)[];
+  /** Their traces. */
+  traces: Record<string, unknown>[][];
+  /** The whole outbox. */
+  outbox: OutboxEntry[];
+  /** Every spawn intent. */
+  spawns: PendingSpawn[];
+  /** Every timer. */
+  timers: Timer[];
+}
+
+/**
+ * A snapshot of a store, to show with `deepEqual` that a call changed nothing.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, snapshotStore } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const before = await snapshotStore(store, ["exe-1"]);
+ * await store.commit({ id: "" } as never).catch(() => {});
+ * console.log(JSON.stringify(await snapshotStore(store, ["exe-1"])) === JSON.stringify(before));
+ * ```
+ *
+ * @param store The store.
+ * @param ids The executions whose document and trace to include.
+ * @returns The snapshot.
+ */
+export async function snapshotStore(store: ExecutionStore, ids: string[]): Promise<StoreSnapshot> {
   return {
     executions: await Promise.all(ids.map((id) => store.load(id))),
     traces: await Promise.all(ids.map((id) => store.readTrace(id))),
@@ -199,7 +238,7 @@ export async function executionStoreConformance(
       await store.commit(exe, { trace: { step: 1 } });
       const stale = structuredClone(exe);
       await store.save(exe);
-      const before = await everything(store, [exe.id]);
+      const before = await snapshotStore(store, [exe.id]);
       const error = await rejection(store.commit(stale, {
         emits: [{ target: null, event: newEvent("leak") }],
         spawns: [{ childId: "child-1", rootPath: "fork.a", context: { x: 1 } }],
@@ -209,7 +248,7 @@ export async function executionStoreConformance(
       }));
       assert.ok(error instanceof StoreConflict);
       assert.equal(stale.version, 1);
-      assert.deepEqual(await everything(store, [exe.id]), before);
+      assert.deepEqual(await snapshotStore(store, [exe.id]), before);
       assert.equal(await store.isProcessed(exe.id, "evt-leak"), false);
     },
   );
@@ -400,7 +439,7 @@ export async function executionStoreConformance(
   await step("input DynamoDB would reject is refused and changes nothing", async (store) => {
     const exe = newExecution({ definition_id: "d" });
     await store.commit(exe, { trace: { n: 1 } });
-    const before = await everything(store, [exe.id]);
+    const before = await snapshotStore(store, [exe.id]);
     const cases: [Execution, CommitChanges, typeof TypeError][] = [
       [
         exe,
@@ -421,7 +460,7 @@ export async function executionStoreConformance(
     }
     await assert.rejects(store.dueTimers(-1), RangeError);
     await assert.rejects(store.load(""), TypeError);
-    assert.deepEqual(await everything(store, [exe.id]), before);
+    assert.deepEqual(await snapshotStore(store, [exe.id]), before);
   });
 }
 

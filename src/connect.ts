@@ -142,3 +142,34 @@ export async function retryUntilReachable<T>(
     }
   }
 }
+
+/** Clients built by {@linkcode connectStore}, until the store made on them claims them. */
+const unclaimed = new WeakSet<object>();
+
+/** True (once) when `client` was built by `connectStore` for the store now being made. */
+export function claimClient(client: object): boolean {
+  return unclaimed.delete(client);
+}
+
+/**
+ * What `create()` does for both stores: builds a client, makes the store on it (the store
+ * owns it), and retries `ready` until DynamoDB answers. The client is destroyed on failure.
+ */
+export async function connectStore<T>(
+  options: ConnectOptions,
+  make: (client: DynamoDBClient) => T,
+  ready: (store: T) => Promise<void>,
+): Promise<T> {
+  const client = buildClient(options);
+  unclaimed.add(client);
+  try {
+    const store = make(client);
+    await retryUntilReachable(() => ready(store), options);
+    return store;
+  } catch (error) {
+    client.destroy();
+    throw error;
+  } finally {
+    unclaimed.delete(client);
+  }
+}

@@ -32,7 +32,7 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import { buildClient, type ConnectOptions, isUnreachable, retryUntilReachable } from "./connect.ts";
+import { claimClient, type ConnectOptions, connectStore, isUnreachable } from "./connect.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import {
   type Event,
@@ -170,7 +170,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
     this.#client = client;
-    this.#ownsClient = (options as { [OWNS_CLIENT]?: boolean })[OWNS_CLIENT] === true;
+    this.#ownsClient = claimClient(client);
     this.#tx = { tables: this.tables, traceMax: this.traceMax, processedTtl: this.#processedTtl };
     this.#outboxSeqs = new SeqBlocks(client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(client, this.tables.counters.name, "spawn", block);
@@ -196,19 +196,12 @@ export class DynamoDBStore implements ExecutionStore {
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose tables exist.
    */
-  static async create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
-    const client = buildClient(options);
-    try {
-      const store = new DynamoDBStore(
-        client,
-        { ...options, [OWNS_CLIENT]: true } as DynamoDBStoreOptions,
-      );
-      await retryUntilReachable(() => store.ensureTables(), options);
-      return store;
-    } catch (error) {
-      client.destroy();
-      throw error;
-    }
+  static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
+    return connectStore(
+      options,
+      (client) => new DynamoDBStore(client, options),
+      (store) => store.ensureTables(),
+    );
   }
 
   /**
@@ -872,6 +865,3 @@ function isLiveMark(item: Item): boolean {
   const ttl = item.ttl?.N;
   return ttl === undefined || Number(ttl) > Date.now() / 1000;
 }
-
-/** Marks a store built by `create()`: it owns (and on close destroys) its client. */
-const OWNS_CLIENT = Symbol("ownsClient");

@@ -15,7 +15,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { checkField, checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
-import { buildClient, type ConnectOptions, retryUntilReachable } from "./connect.ts";
+import { claimClient, type ConnectOptions, connectStore } from "./connect.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
@@ -111,7 +111,7 @@ export class DynamoDBStateStore implements StateStore {
     this.tableName = checkTableName("tableName", options.tableName ?? "harel_state");
     this.#consistent = options.consistentReads ?? true;
     this.#client = client;
-    this.#ownsClient = (options as { [OWNS_CLIENT]?: boolean })[OWNS_CLIENT] === true;
+    this.#ownsClient = claimClient(client);
   }
 
   /**
@@ -131,19 +131,12 @@ export class DynamoDBStateStore implements StateStore {
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose table exists with TTL enabled.
    */
-  static async create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
-    const client = buildClient(options);
-    try {
-      const store = new DynamoDBStateStore(
-        client,
-        { ...options, [OWNS_CLIENT]: true } as DynamoDBStateStoreOptions,
-      );
-      await retryUntilReachable(() => store.ensureTable(), options);
-      return store;
-    } catch (error) {
-      client.destroy();
-      throw error;
-    }
+  static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
+    return connectStore(
+      options,
+      (client) => new DynamoDBStateStore(client, options),
+      (store) => store.ensureTable(),
+    );
   }
 
   /**
@@ -625,6 +618,3 @@ export class DynamoDBStateStore implements StateStore {
     return this.close();
   }
 }
-
-/** Marks a store built by `create()`: it owns (and on close destroys) its client. */
-const OWNS_CLIENT = Symbol("ownsClient");

@@ -61,3 +61,15 @@ export function countingClient(): { client: DynamoDBClient; calls: string[] } {
   );
   return { client, calls };
 }
+
+/** A local endpoint that answers every call the way AWS answers a bad access key. */
+export function rejectingEndpoint(): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
+    Response.json(
+      {
+        __type: "com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",
+        message: "The security token included in the request is invalid.",
+      },
+      { status: 400, headers: { "content-type": "application/x-amz-json-1.0" } },
+    ));
+}

@@ -8,18 +8,8 @@ import {
   newEvent,
   newExecution,
 } from "../mod.ts";
+import { snapshotStore } from "../src/testing.ts";
 import { countingClient, freshStore, uniqueName } from "./_env.ts";
-
-/** Everything a DynamoDBStore holds, to show a refused call changed nothing. */
-async function snapshot(store: DynamoDBStore, ids: string[]) {
-  return {
-    executions: await Promise.all(ids.map((id) => store.load(id))),
-    traces: await Promise.all(ids.map((id) => store.readTrace(id))),
-    outbox: await store.pendingOutbox(),
-    spawns: await store.pendingSpawns(),
-    timers: await store.dueTimers(1e12),
-  };
-}
 
 const big = (bytes: number) => "x".repeat(bytes);
 
@@ -31,7 +21,7 @@ Deno.test("commit() refuses input DynamoDB would reject, before sending anything
     await store.ensureTables();
     const exe = newExecution({ definition_id: "d" });
     await store.commit(exe, { trace: { n: 1 }, emits: [{ target: null, event: newEvent("ok") }] });
-    const before = await snapshot(store, [exe.id]);
+    const before = await snapshotStore(store, [exe.id]);
 
     const cases: [
       string,
@@ -212,7 +202,7 @@ Deno.test("commit() refuses input DynamoDB would reject, before sending anything
         assert.equal(input.version, version);
       });
     }
-    assert.deepEqual(await snapshot(store, [exe.id]), before);
+    assert.deepEqual(await snapshotStore(store, [exe.id]), before);
   } finally {
     client.destroy();
   }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DynamoDBStateStore, DynamoDBStore, EndpointUnreachable, newExecution } from "../mod.ts";
 import { freePort, startDynamoDBLocal } from "../scripts/local_dynamodb.ts";
-import { countingClient, uniqueName } from "./_env.ts";
+import { countingClient, rejectingEndpoint, uniqueName } from "./_env.ts";
 
 Deno.test("create() gives up on an endpoint that never answers once its deadline passes", async () => {
   const endpoint = `http://127.0.0.1:${freePort()}`;
@@ -28,18 +28,7 @@ Deno.test("create() stops waiting as soon as its signal aborts", async () => {
 });
 
 Deno.test("create() does not retry an error that waiting cannot fix", async () => {
-  // An endpoint that answers every call like AWS answers a bad access key.
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json(
-        {
-          __type: "com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",
-          message: "The security token included in the request is invalid.",
-        },
-        { status: 400, headers: { "content-type": "application/x-amz-json-1.0" } },
-      ),
-  );
+  await using server = rejectingEndpoint();
   const started = Date.now();
   await assert.rejects(
     DynamoDBStore.create({ endpoint: `http://127.0.0.1:${server.addr.port}`, deadlineMs: 30_000 }),

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStateStore, DynamoDBStore, newExecution } from "../mod.ts";
 import { freePort } from "../scripts/local_dynamodb.ts";
-import { endpoint, uniqueName } from "./_env.ts";
+import { endpoint, rejectingEndpoint, uniqueName } from "./_env.ts";
 import { FaultProxy } from "./_fault_proxy.ts";
 
 const ACCESS_KEY = "AKIDHARELLEAKCHECK";
@@ -59,17 +59,7 @@ Deno.test("no error path leaks the secret access key into errors or logs", async
     await collect(() =>
       DynamoDBStore.create({ endpoint: `http://127.0.0.1:${freePort()}`, deadlineMs: 300 })
     );
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      () =>
-        Response.json(
-          {
-            __type: "com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",
-            message: "The security token included in the request is invalid.",
-          },
-          { status: 400, headers: { "content-type": "application/x-amz-json-1.0" } },
-        ),
-    );
+    await using server = rejectingEndpoint();
     await collect(() =>
       DynamoDBStateStore.create({ endpoint: `http://127.0.0.1:${server.addr.port}` })
     );
