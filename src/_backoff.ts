@@ -1,6 +1,18 @@
 // Exponential backoff with full jitter, written here because jsr:@std/async cannot be reached.
 
-/** How a retry loop waits between attempts. */
+/**
+ * How a retry loop waits between attempts.
+ *
+ * @example Waiting longer between attempts
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: "http://127.0.0.1:8000",
+ *   backoff: { minDelayMs: 250, maxDelayMs: 5000, multiplier: 2 },
+ * });
+ * ```
+ */
 export interface BackoffOptions {
   /** First delay in milliseconds. @default {100} */
   minDelayMs?: number;

@@ -18,10 +18,32 @@ import type {
   Timer,
 } from "./types.ts";
 
-/** Makes a fresh, empty execution store with the given trace ring size. */
+/**
+ * Makes a fresh, empty execution store with the given trace ring size.
+ *
+ * @example A factory for the memory twin
+ * ```ts
+ * import { type ExecutionStoreFactory, MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const factory: ExecutionStoreFactory = (options) => Promise.resolve(new MemoryStore(options));
+ * ```
+ */
 export type ExecutionStoreFactory = (options: { traceMax?: number }) => Promise<ExecutionStore>;
 
-/** A fresh, empty state store and a way to let `seconds` pass for it. */
+/**
+ * A fresh, empty state store and a way to let `seconds` pass for it.
+ *
+ * @example A harness with a fake clock
+ * ```ts
+ * import { MemoryStateStore, type StateStoreHarness } from "@harel/dynamodb/testing";
+ *
+ * let now = Date.now();
+ * const harness: StateStoreHarness = {
+ *   store: new MemoryStateStore({ now: () => now }),
+ *   advance: (seconds) => Promise.resolve(void (now += seconds * 1000)),
+ * };
+ * ```
+ */
 export interface StateStoreHarness {
   /** The store under test. */
   store: StateStore;
@@ -29,7 +51,22 @@ export interface StateStoreHarness {
   advance(seconds: number): Promise<void>;
 }
 
-/** Makes a fresh, empty state store with its clock. */
+/**
+ * Makes a fresh, empty state store with its clock.
+ *
+ * @example A factory for the memory twin
+ * ```ts
+ * import { MemoryStateStore, type StateStoreFactory } from "@harel/dynamodb/testing";
+ *
+ * const factory: StateStoreFactory = () => {
+ *   let now = Date.now();
+ *   return Promise.resolve({
+ *     store: new MemoryStateStore({ now: () => now }),
+ *     advance: (seconds) => Promise.resolve(void (now += seconds * 1000)),
+ *   });
+ * };
+ * ```
+ */
 export type StateStoreFactory = () => Promise<StateStoreHarness>;
 
 async function rejection(promise: Promise<unknown>): Promise<Error> {
@@ -41,7 +78,18 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
   throw new assert.AssertionError({ message: "expected a rejection" });
 }
 
-/** Everything an execution store holds about `ids`, and all it holds pending. */
+/**
+ * Everything an execution store holds about `ids`, and all it holds pending.
+ *
+ * @example Comparing two snapshots
+ * ```ts
+ * import { MemoryStore, snapshotStore, type StoreSnapshot } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const before: StoreSnapshot = await snapshotStore(store, []);
+ * console.log(before.outbox.length); // 0
+ * ```
+ */
 export interface StoreSnapshot {
   /** The executions, in the order of the ids (`null` when absent). */
   executions: (Execution | null)[];
@@ -58,7 +106,7 @@ export interface StoreSnapshot {
 /**
  * A snapshot of a store, to show with `deepEqual` that a call changed nothing.
  *
- * @example
+ * @example Showing that a refused commit changed nothing
  * ```ts
  * import { MemoryStore, snapshotStore } from "@harel/dynamodb/testing";
  *

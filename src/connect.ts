@@ -12,6 +12,18 @@ export type { BackoffOptions };
 /**
  * How `create()` reaches DynamoDB: which endpoint, which region, and how long to
  * wait for it to answer.
+ *
+ * @example Giving a slow DynamoDB time to start
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: "http://127.0.0.1:8000",
+ *   region: "eu-west-1",
+ *   deadlineMs: 60_000,
+ *   signal: AbortSignal.timeout(90_000),
+ * });
+ * ```
  */
 export interface ConnectOptions {
   /**

@@ -5,7 +5,19 @@
  * @module
  */
 
-/** Where an execution is in its life. */
+/**
+ * Where an execution is in its life.
+ *
+ * @example Filtering on statuses
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import type { Status } from "@harel/dynamodb";
+ *
+ * const open: Status[] = ["PENDING", "RUNNING", "SUSPENDED"];
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const page = await store.listExecutions({ status: open });
+ * ```
+ */
 export type Status =
   | "PENDING"
   | "RUNNING"
@@ -15,7 +27,17 @@ export type Status =
   | "CANCELLING"
   | "FAILED";
 
-/** Every status, in the engine's order. */
+/**
+ * Every status, in the engine's order.
+ *
+ * @example Validating a status from a query string
+ * ```ts
+ * import { STATUSES, type Status } from "@harel/dynamodb";
+ *
+ * const given = "RUNNING";
+ * const status = STATUSES.includes(given as Status) ? given as Status : undefined;
+ * ```
+ */
 export const STATUSES: readonly Status[] = [
   "PENDING",
   "RUNNING",
@@ -26,7 +48,16 @@ export const STATUSES: readonly Status[] = [
   "FAILED",
 ];
 
-/** An event delivered to an execution. Its `id` is the dedupe key. */
+/**
+ * An event delivered to an execution. Its `id` is the dedupe key.
+ *
+ * @example Writing an event by hand
+ * ```ts
+ * import type { Event } from "@harel/dynamodb";
+ *
+ * const event: Event = { id: "order-1-paid", kind: "order.paid", data: { amount: 42 } };
+ * ```
+ */
 export interface Event {
   /** Unique id; the store's dedupe marks are keyed on it. */
   id: string;
@@ -42,7 +73,18 @@ export interface Event {
   [extra: string]: unknown;
 }
 
-/** The state of an invoked child machine, as its parent sees it. */
+/**
+ * The state of an invoked child machine, as its parent sees it.
+ *
+ * @example Reading an invoked child's state
+ * ```ts
+ * import type { ChildState, Execution } from "@harel/dynamodb";
+ *
+ * function finishedChildren(exe: Execution): ChildState[] {
+ *   return Object.values(exe.children).filter((child) => child.finished);
+ * }
+ * ```
+ */
 export interface ChildState {
   /** The child's root state path. */
   root_path: string;
@@ -60,7 +102,18 @@ export interface ChildState {
   [extra: string]: unknown;
 }
 
-/** One running (or finished) statechart instance: the document the store keeps. */
+/**
+ * One running (or finished) statechart instance: the document the store keeps.
+ *
+ * @example Moving an execution to its next state
+ * ```ts
+ * import { type Execution, newExecution } from "@harel/dynamodb";
+ *
+ * const exe: Execution = newExecution({ definition_id: "order" });
+ * exe.status = "RUNNING";
+ * exe.active_path = "order.awaiting_payment";
+ * ```
+ */
 export interface Execution {
   /** Unique id (32 lowercase hex characters when made by {@linkcode newExecution}). */
   id: string;
@@ -102,7 +155,19 @@ export interface Execution {
   [extra: string]: unknown;
 }
 
-/** What `listExecutions` returns per execution. */
+/**
+ * What `listExecutions` returns per execution.
+ *
+ * @example Printing a page of summaries
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import type { ExecutionSummary } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const { items }: { items: ExecutionSummary[] } = await store.listExecutions({ limit: 10 });
+ * for (const s of items) console.log(s.id, s.status, s.version);
+ * ```
+ */
 export interface ExecutionSummary {
   /** The execution's id. */
   id: string;
@@ -120,7 +185,16 @@ export interface ExecutionSummary {
   parent_id: string | null;
 }
 
-/** A new id: 32 lowercase hex characters, like a uuid4 without dashes. */
+/**
+ * A new id: 32 lowercase hex characters, like a uuid4 without dashes.
+ *
+ * @example A fresh id for an execution or event
+ * ```ts
+ * import { newId } from "@harel/dynamodb";
+ *
+ * console.log(newId()); // e.g. "3f2b9c0e8d7a4b1c9e6f5a4b3c2d1e0f"
+ * ```
+ */
 export function newId(): string {
   return crypto.randomUUID().replaceAll("-", "");
 }
@@ -183,7 +257,16 @@ export function newEvent(kind: string, data: Record<string, unknown> = {}): Even
   };
 }
 
-/** The summary of an execution document. */
+/**
+ * The summary of an execution document.
+ *
+ * @example The summary of a loaded execution
+ * ```ts
+ * import { newExecution, summarize } from "@harel/dynamodb";
+ *
+ * console.log(summarize(newExecution({ definition_id: "order" })).status); // "PENDING"
+ * ```
+ */
 export function summarize(exe: Execution): ExecutionSummary {
   return {
     id: exe.id,

@@ -68,7 +68,21 @@ import type {
   Timer,
 } from "./types.ts";
 
-/** Options of {@linkcode DynamoDBStore}. */
+/**
+ * Options of {@linkcode DynamoDBStore}.
+ *
+ * @example A store with a short trace and expiring dedupe marks
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ *
+ * const store = new DynamoDBStore(new DynamoDBClient({}), {
+ *   prefix: "orders",
+ *   traceMax: 50,
+ *   processedTtlSeconds: 7 * 86_400,
+ * });
+ * ```
+ */
 export interface DynamoDBStoreOptions {
   /** Table name prefix: the tables are `{prefix}_executions`, `{prefix}_outbox`, ... @default {"harel"} */
   prefix?: string;
@@ -91,7 +105,20 @@ export interface DynamoDBStoreOptions {
   ambiguousRetries?: number;
 }
 
-/** Options of {@linkcode DynamoDBStore.create}: the store's options plus where DynamoDB is. */
+/**
+ * Options of {@linkcode DynamoDBStore.create}: the store's options plus where DynamoDB is.
+ *
+ * @example Connecting and configuring in one call
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: "http://127.0.0.1:8000",
+ *   prefix: "orders",
+ *   traceMax: 50,
+ * });
+ * ```
+ */
 export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {}
 
 function errorName(error: unknown): string | undefined {
@@ -228,7 +255,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * The execution with this id, or `null`.
    *
-   * @example
+   * @example Loading an execution
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -297,7 +324,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Whether `eventId` was already handled by execution `id`.
    *
-   * @example
+   * @example Checking a dedupe mark
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -321,7 +348,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Saves the execution alone: `commit(exe)`.
    *
-   * @example
+   * @example Saving an execution
    * ```ts
    * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
    *
@@ -502,7 +529,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Appends one trace step outside a commit (the ring keeps the last `traceMax`).
    *
-   * @example
+   * @example Appending an operator note
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -539,7 +566,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * The execution's trace, oldest step first, each with its `index`.
    *
-   * @example
+   * @example Reading a trace
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -661,7 +688,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
    *
-   * @example
+   * @example Acknowledging delivered entries
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -676,7 +703,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Every spawn intent not yet acknowledged, by seq.
    *
-   * @example
+   * @example Reading spawn intents
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -701,7 +728,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Removes started spawn intents (one seq or many).
    *
-   * @example
+   * @example Acknowledging a started child
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -750,7 +777,7 @@ export class DynamoDBStore implements ExecutionStore {
    * Deletes a timer only if it still fires at `fireAt`: `false` means it was
    * re-scheduled (or cancelled) meanwhile, and must not fire.
    *
-   * @example
+   * @example Claiming a due timer
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
@@ -784,7 +811,7 @@ export class DynamoDBStore implements ExecutionStore {
    * Releases the client if `create()` built it; a client passed to the constructor stays
    * the caller's. Idempotent.
    *
-   * @example
+   * @example Closing a store
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *

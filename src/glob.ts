@@ -10,7 +10,7 @@
  * `[abc]`, `[a-z]`, `[!a]` / `[^a]` one of (not) a set, `\x` a literal `x`. Every other
  * character, regex metacharacters included, matches itself. An unclosed `[` is a literal.
  *
- * @example
+ * @example Matching keys
  * ```ts
  * import { globMatch } from "@harel/dynamodb";
  *

@@ -7,7 +7,18 @@ import { checkField, checkKey, checkTime, describe, LIMITS, settle, toJson } fro
 import { globMatch } from "./glob.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 
-/** Options of {@linkcode MemoryStateStore}. */
+/**
+ * Options of {@linkcode MemoryStateStore}.
+ *
+ * @example A fake clock
+ * ```ts
+ * import { MemoryStateStore } from "@harel/dynamodb/testing";
+ *
+ * let now = 0;
+ * const state = new MemoryStateStore({ now: () => now });
+ * now += 5_000; // five seconds later
+ * ```
+ */
 export interface MemoryStateStoreOptions {
   /** The clock, in epoch milliseconds: tests move it instead of sleeping. @default {Date.now} */
   now?: () => number;
@@ -84,7 +95,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * The value of `key`, or `null`.
    *
-   * @example
+   * @example Reading a value
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -101,7 +112,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Stores a JSON value, replacing the whole item.
    *
-   * @example
+   * @example Setting a value with a TTL
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -120,7 +131,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Removes `key`; `true` if a live key was removed.
    *
-   * @example
+   * @example Deleting a key
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -134,7 +145,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Whether `key` exists and has not expired.
    *
-   * @example
+   * @example Checking a key
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -148,7 +159,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Live keys matching a glob.
    *
-   * @example
+   * @example Listing keys by pattern
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -169,7 +180,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Whole seconds until `key` expires, or `null`.
    *
-   * @example
+   * @example Reading the time left
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -186,7 +197,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing.
    *
-   * @example
+   * @example Setting a TTL
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -210,7 +221,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * A hash field's value, or `null`.
    *
-   * @example
+   * @example Reading one field
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -228,7 +239,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Every field of the hash at `key`.
    *
-   * @example
+   * @example Reading every field
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -266,7 +277,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Sets a hash field: 1 if new, 0 if updated.
    *
-   * @example
+   * @example Setting a field
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -288,7 +299,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Removes hash fields; the number that existed.
    *
-   * @example
+   * @example Deleting fields
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
@@ -310,7 +321,7 @@ export class MemoryStateStore implements StateStore {
   /**
    * Nothing to release; here for the interface.
    *
-   * @example
+   * @example Closing a store
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *

@@ -31,7 +31,18 @@ import type {
   Timer,
 } from "./types.ts";
 
-/** Options of {@linkcode MemoryStore}. */
+/**
+ * Options of {@linkcode MemoryStore}.
+ *
+ * @example A store whose dedupe marks expire on a fake clock
+ * ```ts
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * let now = Date.now();
+ * const store = new MemoryStore({ traceMax: 5, processedTtlSeconds: 60, now: () => now });
+ * now += 61_000;
+ * ```
+ */
 export interface MemoryStoreOptions {
   /** How many trace steps each execution keeps; 0 keeps every step. @default {200} */
   traceMax?: number;
@@ -93,7 +104,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * The execution with this id, or `null`.
    *
-   * @example
+   * @example Loading an execution
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -111,7 +122,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * The execution and whether `eventId` was already handled.
    *
-   * @example
+   * @example Loading with the dedupe mark
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -126,7 +137,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Whether `eventId` was already handled by execution `id` (an expired mark is absent).
    *
-   * @example
+   * @example Checking a dedupe mark
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -145,7 +156,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * `commit(exe)`.
    *
-   * @example
+   * @example Saving an execution
    * ```ts
    * import { newExecution } from "@harel/dynamodb";
    * import { MemoryStore } from "@harel/dynamodb/testing";
@@ -162,7 +173,7 @@ export class MemoryStore implements ExecutionStore {
    * Writes the execution and what it caused, all or nothing, if the stored version still
    * equals `exe.version`; {@linkcode StoreConflict} otherwise.
    *
-   * @example
+   * @example Committing with an emit
    * ```ts
    * import { newEvent, newExecution } from "@harel/dynamodb";
    * import { MemoryStore } from "@harel/dynamodb/testing";
@@ -221,7 +232,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * One page of executions, in id order.
    *
-   * @example
+   * @example Listing a page
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -265,7 +276,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Outbox entries not yet acknowledged, by seq.
    *
-   * @example
+   * @example Reading the outbox
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -285,7 +296,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Removes delivered outbox entries.
    *
-   * @example
+   * @example Acknowledging delivered entries
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -299,7 +310,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Spawn intents not yet acknowledged, by seq.
    *
-   * @example
+   * @example Reading spawn intents
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -321,7 +332,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Removes started spawn intents.
    *
-   * @example
+   * @example Acknowledging a started child
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -346,7 +357,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Timers due at `now` (epoch seconds), earliest first.
    *
-   * @example
+   * @example Reading due timers
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -367,7 +378,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Deletes a timer if it still fires at `fireAt`; `false` when a re-schedule won.
    *
-   * @example
+   * @example Claiming a due timer
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -389,7 +400,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * The execution's trace, oldest first, each step with its `index`.
    *
-   * @example
+   * @example Reading a trace
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -410,7 +421,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Appends one trace step outside a commit.
    *
-   * @example
+   * @example Appending an operator note
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
@@ -434,7 +445,7 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Nothing to release; here for the interface.
    *
-   * @example
+   * @example Closing a store
    * ```ts
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *

@@ -20,7 +20,20 @@ import { globMatch } from "./glob.ts";
 import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 
-/** Options of {@linkcode DynamoDBStateStore}. */
+/**
+ * Options of {@linkcode DynamoDBStateStore}.
+ *
+ * @example A state table of your own
+ * ```ts
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * const state = new DynamoDBStateStore(new DynamoDBClient({}), {
+ *   tableName: "agents_state",
+ *   consistentReads: false,
+ * });
+ * ```
+ */
 export interface DynamoDBStateStoreOptions {
   /** The table's name. @default {"harel_state"} */
   tableName?: string;
@@ -28,7 +41,19 @@ export interface DynamoDBStateStoreOptions {
   consistentReads?: boolean;
 }
 
-/** Options of {@linkcode DynamoDBStateStore.create}: the store's options plus where DynamoDB is. */
+/**
+ * Options of {@linkcode DynamoDBStateStore.create}: the store's options plus where DynamoDB is.
+ *
+ * @example Connecting to LocalStack
+ * ```ts
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * await using state = await DynamoDBStateStore.create({
+ *   endpoint: "http://localhost:4566",
+ *   tableName: "agents_state",
+ * });
+ * ```
+ */
 export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {}
 
 type Item = Record<string, AttributeValue>;
@@ -118,7 +143,7 @@ export class DynamoDBStateStore implements StateStore {
    * Builds a client (as {@linkcode DynamoDBStore.create} does), waits with backoff until
    * DynamoDB answers, and ensures the table. The store owns that client.
    *
-   * @example
+   * @example Creating a store
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -143,7 +168,7 @@ export class DynamoDBStateStore implements StateStore {
    * Creates the table where missing (key `pk`, PAY_PER_REQUEST) and enables TTL on `ttl`.
    * Idempotent.
    *
-   * @example
+   * @example Creating the table at deploy time
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
@@ -181,7 +206,7 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * The value of `key`, or `null` when it is missing, expired, or holds only a hash.
    *
-   * @example
+   * @example Reading a value
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -201,7 +226,7 @@ export class DynamoDBStateStore implements StateStore {
    * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
    * included — like Redis SET. With `ttl`, the key expires after that many seconds.
    *
-   * @example
+   * @example Setting a value with a TTL
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -231,7 +256,7 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Removes `key`; `true` if a live key was removed.
    *
-   * @example
+   * @example Deleting a key
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -254,7 +279,7 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Whether `key` exists and has not expired.
    *
-   * @example
+   * @example Checking a key
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -271,7 +296,7 @@ export class DynamoDBStateStore implements StateStore {
    * Every live key matching the glob `pattern` (`*`, `?`, `[...]`), across all scan pages.
    * Reads only keys and TTLs, never values. The order is DynamoDB's scan order.
    *
-   * @example
+   * @example Listing keys by pattern
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -311,7 +336,7 @@ export class DynamoDBStateStore implements StateStore {
    * Whole seconds until `key` expires (rounded down), or `null` when it has no TTL or
    * does not exist.
    *
-   * @example
+   * @example Reading the time left
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -330,7 +355,7 @@ export class DynamoDBStateStore implements StateStore {
    * Sets `key` to expire in `seconds`; `false` when the key is missing or expired.
    * `seconds <= 0` expires it now (it is removed).
    *
-   * @example
+   * @example Setting a TTL
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -384,7 +409,7 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * The hash field's value, or `null` when the field, the key or its life is gone.
    *
-   * @example
+   * @example Reading one field
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -411,7 +436,7 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Every field of the hash at `key`; `{}` when the key is missing or expired.
    *
-   * @example
+   * @example Reading every field
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -429,7 +454,7 @@ export class DynamoDBStateStore implements StateStore {
    * the hash exists; an expired key starts a fresh hash (without TTL), and a legacy item
    * migrates to a native Map keeping its fields.
    *
-   * @example
+   * @example Setting a field
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -484,7 +509,7 @@ export class DynamoDBStateStore implements StateStore {
    * Removes hash fields; returns exactly how many existed (from the write's own
    * answer, so two concurrent `hdel`s of one field count 1 in total).
    *
-   * @example
+   * @example Deleting fields
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
@@ -599,7 +624,7 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Releases the client if `create()` built it. Idempotent.
    *
-   * @example
+   * @example Closing a store
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *

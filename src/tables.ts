@@ -14,7 +14,18 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { sleep } from "./_backoff.ts";
 
-/** A table's name and key. */
+/**
+ * A table's name and key.
+ *
+ * @example Reading a table's key
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const { name, hash, range } = store.tables.timers;
+ * console.log(name, hash, range); // harel_timers ["execution_id", "S"] ["path", "S"]
+ * ```
+ */
 export interface TableSpec {
   /** The full table name. */
   name: string;
@@ -24,7 +35,17 @@ export interface TableSpec {
   range?: [string, "S" | "N"];
 }
 
-/** The seven execution-store tables, by their role. */
+/**
+ * The seven execution-store tables, by their role.
+ *
+ * @example Naming the tables of a prefix
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000", prefix: "prod" });
+ * console.log(store.tables.executions.name); // "prod_executions"
+ * ```
+ */
 export interface ExecutionTables {
   /** Execution documents, key `id`. */
   executions: TableSpec;

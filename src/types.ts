@@ -5,7 +5,16 @@
  */
 import type { Event, Execution, ExecutionSummary, Status } from "./documents.ts";
 
-/** An event to put in the outbox, for `target` (an execution id) or for nobody in particular (`null`). */
+/**
+ * An event to put in the outbox, for `target` (an execution id) or for nobody in particular (`null`).
+ *
+ * @example An event for another execution
+ * ```ts
+ * import { type Emit, newEvent } from "@harel/dynamodb";
+ *
+ * const emit: Emit = { target: "parent-execution-id", event: newEvent("child.done") };
+ * ```
+ */
 export interface Emit {
   /** The execution the relay delivers the event to, or `null`. */
   target: string | null;
@@ -13,7 +22,19 @@ export interface Emit {
   event: Event;
 }
 
-/** A timer change inside a commit. Two changes of one path in one commit: the last one counts. */
+/**
+ * A timer change inside a commit. Two changes of one path in one commit: the last one counts.
+ *
+ * @example Scheduling one timer and cancelling another
+ * ```ts
+ * import type { TimerChange } from "@harel/dynamodb";
+ *
+ * const timers: TimerChange[] = [
+ *   { action: "schedule", path: "order.awaiting_payment", fireAt: Date.now() / 1000 + 900 },
+ *   { action: "cancel", path: "order.reminder" },
+ * ];
+ * ```
+ */
 export type TimerChange =
   | {
     /** Schedule (or re-schedule) the timer at `path`. */
@@ -30,7 +51,19 @@ export type TimerChange =
     path: string;
   };
 
-/** An orthogonal-fork spawn intent: a child execution the relay should start. */
+/**
+ * An orthogonal-fork spawn intent: a child execution the relay should start.
+ *
+ * @example Forking two children
+ * ```ts
+ * import type { SpawnIntent } from "@harel/dynamodb";
+ *
+ * const spawns: SpawnIntent[] = [
+ *   { childId: "child-a", rootPath: "fork.left", context: {} },
+ *   { childId: "child-b", rootPath: "fork.right", context: {} },
+ * ];
+ * ```
+ */
 export interface SpawnIntent {
   /** The id the child execution gets. */
   childId: string;
@@ -40,7 +73,21 @@ export interface SpawnIntent {
   context: Record<string, unknown>;
 }
 
-/** Everything a commit writes besides the execution itself. */
+/**
+ * Everything a commit writes besides the execution itself.
+ *
+ * @example Everything one event caused
+ * ```ts
+ * import { type CommitChanges, newEvent } from "@harel/dynamodb";
+ *
+ * const changes: CommitChanges = {
+ *   processedEventId: "event-1",
+ *   emits: [{ target: null, event: newEvent("order.ship") }],
+ *   timers: [{ action: "cancel", path: "order.awaiting_payment" }],
+ *   trace: { event: "order.paid", to: "order.shipping" },
+ * };
+ * ```
+ */
 export interface CommitChanges {
   /** Events for the outbox. */
   emits?: Emit[];
@@ -54,7 +101,21 @@ export interface CommitChanges {
   trace?: Record<string, unknown>;
 }
 
-/** What a successful commit wrote. */
+/**
+ * What a successful commit wrote.
+ *
+ * @example Reading what a commit wrote
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import { newEvent, newExecution } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const { version, outbox } = await store.commit(newExecution({ definition_id: "d" }), {
+ *   emits: [{ target: null, event: newEvent("hello") }],
+ * });
+ * console.log(version, outbox); // 1 [seq]
+ * ```
+ */
 export interface CommitResult {
   /** The execution's new version. */
   version: number;
@@ -64,7 +125,19 @@ export interface CommitResult {
   spawns: number[];
 }
 
-/** Filters and paging of {@linkcode DynamoDBStore.listExecutions}. */
+/**
+ * Filters and paging of {@linkcode DynamoDBStore.listExecutions}.
+ *
+ * @example Root executions of one definition
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import type { ListOptions } from "@harel/dynamodb";
+ *
+ * const options: ListOptions = { definitionId: "order", rootsOnly: true, limit: 50 };
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const page = await store.listExecutions(options);
+ * ```
+ */
 export interface ListOptions {
   /** Only these statuses. @default {undefined} */
   status?: Status | Status[];
@@ -78,7 +151,20 @@ export interface ListOptions {
   cursor?: string | null;
 }
 
-/** One page of {@linkcode DynamoDBStore.listExecutions}. */
+/**
+ * One page of {@linkcode DynamoDBStore.listExecutions}.
+ *
+ * @example Following the cursor
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const first = await store.listExecutions({ limit: 10 });
+ * const second = first.nextCursor
+ *   ? await store.listExecutions({ limit: 10, cursor: first.nextCursor })
+ *   : null;
+ * ```
+ */
 export interface ListPage {
   /** The matching executions of this page. */
   items: ExecutionSummary[];
@@ -86,7 +172,18 @@ export interface ListPage {
   nextCursor: string | null;
 }
 
-/** An outbox entry waiting for the relay. */
+/**
+ * An outbox entry waiting for the relay.
+ *
+ * @example Delivering one entry
+ * ```ts
+ * import type { OutboxEntry } from "@harel/dynamodb";
+ *
+ * function route(entry: OutboxEntry): string {
+ *   return entry.targetId === null ? `broadcast ${entry.event.kind}` : `to ${entry.targetId}`;
+ * }
+ * ```
+ */
 export interface OutboxEntry {
   /** Its seq; pass it to `ackOutbox` once delivered. */
   seq: number;
@@ -96,7 +193,24 @@ export interface OutboxEntry {
   event: Event;
 }
 
-/** A spawn intent waiting for the relay. */
+/**
+ * A spawn intent waiting for the relay.
+ *
+ * @example Starting a spawned child
+ * ```ts
+ * import { newExecution, type PendingSpawn } from "@harel/dynamodb";
+ *
+ * function childOf(spawn: PendingSpawn) {
+ *   return newExecution({
+ *     id: spawn.childId,
+ *     definition_id: "order",
+ *     root_path: spawn.rootPath,
+ *     parent_id: spawn.parentId,
+ *     context: spawn.context,
+ *   });
+ * }
+ * ```
+ */
 export interface PendingSpawn {
   /** Its seq; pass it to `ackSpawn` once the child is started. */
   seq: number;
@@ -110,7 +224,19 @@ export interface PendingSpawn {
   context: Record<string, unknown>;
 }
 
-/** A durable timer. */
+/**
+ * A durable timer.
+ *
+ * @example Firing a timer
+ * ```ts
+ * import type { Timer } from "@harel/dynamodb";
+ *
+ * function timeoutEventId(timer: Timer): string {
+ *   // Stable, so a sweep that retries is deduplicated.
+ *   return `timer:${timer.executionId}:${timer.path}:${timer.fireAt}`;
+ * }
+ * ```
+ */
 export interface Timer {
   /** The execution it belongs to. */
   executionId: string;
@@ -120,7 +246,19 @@ export interface Timer {
   fireAt: number;
 }
 
-/** What `loadForEvent` returns. */
+/**
+ * What `loadForEvent` returns.
+ *
+ * @example Skipping what was handled
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
+ * if (!execution) console.log("no such execution");
+ * else if (processed) console.log("already handled");
+ * ```
+ */
 export interface LoadForEventResult {
   /** The execution, or `null` when there is none. */
   execution: Execution | null;
@@ -178,7 +316,18 @@ export interface ExecutionStore extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** Options of {@linkcode StateStore.set}. */
+/**
+ * Options of {@linkcode StateStore.set}.
+ *
+ * @example A key that lives five minutes
+ * ```ts
+ * import { DynamoDBStateStore, type SetOptions } from "@harel/dynamodb";
+ *
+ * const options: SetOptions = { ttl: 300 };
+ * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await state.set("otp:alice", "493021", options);
+ * ```
+ */
 export interface SetOptions {
   /** Seconds until the key expires; absent = never. @default {undefined} */
   ttl?: number;
