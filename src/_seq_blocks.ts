@@ -1,6 +1,7 @@
 // Outbox and spawn seqs come from a shared counter item; taking them in blocks makes the
 // steady-state commit a single call. Seqs a store hands out only ever rise.
-import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBSender } from "./connect.ts";
 
 export class SeqBlocks {
   #next = 1;
@@ -8,7 +9,7 @@ export class SeqBlocks {
   #refill: Promise<void> | null = null;
 
   constructor(
-    private readonly client: DynamoDBClient,
+    private readonly client: DynamoDBSender,
     private readonly table: string,
     private readonly counterId: string,
     private readonly blockSize: number,

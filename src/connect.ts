@@ -46,6 +46,9 @@ export interface ConnectOptions {
   backoff?: BackoffOptions;
 }
 
+/** What the stores need of a client: its `send()` (they check for it at run time). */
+export type DynamoDBSender = Pick<DynamoDBClient, "send">;
+
 /** The credentials DynamoDB Local and LocalStack accept when the environment has none. */
 const DUMMY_CREDENTIALS = { accessKeyId: "test", secretAccessKey: "test" } as const;
 
@@ -158,9 +161,12 @@ export async function retryUntilReachable<T>(
 /** Clients built by {@linkcode connectStore}, until the store made on them claims them. */
 const unclaimed = new WeakSet<object>();
 
-/** True (once) when `client` was built by `connectStore` for the store now being made. */
-export function claimClient(client: object): boolean {
-  return unclaimed.delete(client);
+/**
+ * The client to destroy on close when `client` was built by `connectStore` for the store
+ * now being made (once), else null: a caller's client stays the caller's.
+ */
+export function claimClient(client: DynamoDBSender): DynamoDBClient | null {
+  return unclaimed.delete(client) ? client as DynamoDBClient : null;
 }
 
 /**

@@ -32,7 +32,13 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import { claimClient, type ConnectOptions, connectStore, isUnreachable } from "./connect.ts";
+import {
+  claimClient,
+  type ConnectOptions,
+  connectStore,
+  type DynamoDBSender,
+  isUnreachable,
+} from "./connect.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import {
   type Event,
@@ -153,8 +159,8 @@ export class DynamoDBStore implements ExecutionStore {
   readonly traceMax: number;
   /** The seven tables this store uses. */
   readonly tables: ExecutionTables;
-  readonly #client: DynamoDBClient;
-  readonly #ownsClient: boolean;
+  readonly #client: DynamoDBSender;
+  readonly #ownedClient: DynamoDBClient | null;
   readonly #consistent: boolean;
   readonly #processedTtl: number | null;
   readonly #conflictRetries: number;
@@ -197,7 +203,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
     this.#client = client;
-    this.#ownsClient = claimClient(client);
+    this.#ownedClient = claimClient(client);
     this.#tx = { tables: this.tables, traceMax: this.traceMax, processedTtl: this.#processedTtl };
     this.#outboxSeqs = new SeqBlocks(client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(client, this.tables.counters.name, "spawn", block);
@@ -820,7 +826,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   close(): Promise<void> {
-    if (!this.#closed && this.#ownsClient) this.#client.destroy();
+    if (!this.#closed) this.#ownedClient?.destroy();
     this.#closed = true;
     return Promise.resolve();
   }

@@ -15,7 +15,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { checkField, checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
-import { claimClient, type ConnectOptions, connectStore } from "./connect.ts";
+import { claimClient, type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
@@ -115,9 +115,9 @@ function legacyHash(item: Item): Record<string, unknown> | undefined {
 export class DynamoDBStateStore implements StateStore {
   /** The table this store uses. */
   readonly tableName: string;
-  readonly #client: DynamoDBClient;
+  readonly #client: DynamoDBSender;
   readonly #consistent: boolean;
-  readonly #ownsClient: boolean;
+  readonly #ownedClient: DynamoDBClient | null;
   #closed = false;
 
   /**
@@ -136,7 +136,7 @@ export class DynamoDBStateStore implements StateStore {
     this.tableName = checkTableName("tableName", options.tableName ?? "harel_state");
     this.#consistent = options.consistentReads ?? true;
     this.#client = client;
-    this.#ownsClient = claimClient(client);
+    this.#ownedClient = claimClient(client);
   }
 
   /**
@@ -633,7 +633,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   close(): Promise<void> {
-    if (!this.#closed && this.#ownsClient) this.#client.destroy();
+    if (!this.#closed) this.#ownedClient?.destroy();
     this.#closed = true;
     return Promise.resolve();
   }

@@ -8,11 +8,11 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
-  type DynamoDBClient,
   type KeySchemaElement,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
 import { sleep } from "./_backoff.ts";
+import type { DynamoDBSender } from "./connect.ts";
 
 /**
  * A table's name and key.
@@ -110,7 +110,7 @@ function isNamed(error: unknown, name: string): boolean {
  * Creates the table unless it exists (PAY_PER_REQUEST), then waits until it is ACTIVE.
  * "Already exists" is fine; every other error is real.
  */
-export async function ensureTable(client: DynamoDBClient, spec: TableSpec): Promise<void> {
+export async function ensureTable(client: DynamoDBSender, spec: TableSpec): Promise<void> {
   const describe = () => client.send(new DescribeTableCommand({ TableName: spec.name }));
   let status: string | undefined;
   try {
@@ -148,7 +148,7 @@ export async function ensureTable(client: DynamoDBClient, spec: TableSpec): Prom
 
 /** Turns on DynamoDB's TTL on `attribute` unless it is already on. */
 export async function ensureTtl(
-  client: DynamoDBClient,
+  client: DynamoDBSender,
   tableName: string,
   attribute: string,
 ): Promise<void> {
