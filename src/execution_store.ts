@@ -39,12 +39,12 @@ import {
   type DynamoDBSender,
   isUnreachable,
 } from "./connect.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { encodeCursor } from "./cursor.ts";
+import { planListing } from "./_listing.ts";
 import {
   type Event,
   type Execution,
   type ExecutionSummary,
-  STATUSES,
   summarize,
 } from "./documents.ts";
 import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
@@ -624,42 +624,28 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
-    checkObject("options", options);
-    const { definitionId, rootsOnly = false, limit = 100, cursor = null } = options;
-    checkInteger("limit", limit, 1, 1000);
-    const statuses = options.status === undefined
-      ? null
-      : new Set(Array.isArray(options.status) ? options.status : [options.status]);
-    for (const status of statuses ?? []) {
-      if (!STATUSES.includes(status)) {
-        throw new TypeError(
-          `status must be one of ${STATUSES.join(", ")}, got ${describe(status)}`,
-        );
-      }
-    }
+    const listing = planListing(options);
     const input: ScanCommandInput = {
       TableName: this.tables.executions.name,
       ProjectionExpression: "#d, #v",
       ExpressionAttributeNames: { "#d": "data", "#v": "version" },
       ConsistentRead: this.#consistent,
     };
-    if (definitionId !== undefined) {
-      checkKey("definitionId", definitionId, LIMITS.itemBytes);
+    if (listing.definitionId !== undefined) {
       input.FilterExpression = "#def = :def";
       input.ExpressionAttributeNames!["#def"] = "definition_id";
-      input.ExpressionAttributeValues = { ":def": S(definitionId) };
+      input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
     }
-    let start: Item | undefined = cursor === null ? undefined : { id: S(decodeCursor(cursor)) };
+    let start: Item | undefined = listing.after === null ? undefined : { id: S(listing.after) };
     const items: ExecutionSummary[] = [];
     for (;;) {
       const page = await this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
       const found = page.Items ?? [];
       for (let i = 0; i < found.length; i++) {
         const exe = parseJson<Execution>(found[i]!.data?.S, "execution");
-        if (statuses && !statuses.has(exe.status)) continue;
-        if (rootsOnly && (exe.parent_id ?? null) !== null) continue;
+        if (!listing.matches(exe)) continue;
         items.push(summarize(exe));
-        if (items.length === limit) {
+        if (items.length === listing.limit) {
           const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
           return { items, nextCursor: more ? encodeCursor(exe.id) : null };
         }

@@ -10,13 +10,13 @@ import {
   checkKey,
   checkObject,
   checkTime,
-  describe,
   LIMITS,
   settle,
   toJson,
 } from "./_validate.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { type Event, type Execution, STATUSES, summarize } from "./documents.ts";
+import { encodeCursor } from "./cursor.ts";
+import { planListing } from "./_listing.ts";
+import { type Event, type Execution, summarize } from "./documents.ts";
 import { StoreConflict } from "./errors.ts";
 import { executionTables } from "./tables.ts";
 import type {
@@ -242,28 +242,12 @@ export class MemoryStore implements ExecutionStore {
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
     return settle(() => {
-      checkObject("options", options);
-      const { definitionId, rootsOnly = false, limit = 100, cursor = null } = options;
-      checkInteger("limit", limit, 1, 1000);
-      const statuses = options.status === undefined
-        ? null
-        : new Set(Array.isArray(options.status) ? options.status : [options.status]);
-      for (const status of statuses ?? []) {
-        if (!STATUSES.includes(status)) {
-          throw new TypeError(
-            `status must be one of ${STATUSES.join(", ")}, got ${describe(status)}`,
-          );
-        }
-      }
-      if (definitionId !== undefined) checkKey("definitionId", definitionId, LIMITS.itemBytes);
-      const after = cursor === null ? null : decodeCursor(cursor);
+      const { after, limit, matches } = planListing(options);
       const ids = [...this.#executions.keys()].sort().filter((id) => after === null || id > after);
       const items = [];
       for (const [i, id] of ids.entries()) {
         const exe = JSON.parse(this.#executions.get(id)!) as Execution;
-        if (definitionId !== undefined && exe.definition_id !== definitionId) continue;
-        if (statuses && !statuses.has(exe.status)) continue;
-        if (rootsOnly && (exe.parent_id ?? null) !== null) continue;
+        if (!matches(exe)) continue;
         items.push(summarize(exe));
         if (items.length === limit) {
           return ({ items, nextCursor: i < ids.length - 1 ? encodeCursor(id) : null });
