@@ -41,12 +41,7 @@ import {
 } from "./connect.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
-import {
-  type Event,
-  type Execution,
-  type ExecutionSummary,
-  summarize,
-} from "./documents.ts";
+import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
 import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
 import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
 import {
