@@ -42,6 +42,13 @@ export interface ConnectOptions {
   signal?: AbortSignal;
   /** How long to keep retrying an endpoint that does not answer, in ms. @default {30000} */
   deadlineMs?: number;
+  /**
+   * How long one request may wait for an answer (and 5 s for a connection) before it
+   * counts as unanswered — then retried, or, for a commit, resent with its idempotency
+   * token. The SDK itself sets no limit.
+   * @default {30000}
+   */
+  requestTimeoutMs?: number;
   /** The backoff between attempts while the endpoint does not answer. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
   backoff?: BackoffOptions;
 }
@@ -67,7 +74,16 @@ function envVar(name: string): string | undefined {
  */
 export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
   const endpoint = options.endpoint ?? null;
-  if (endpoint === null) return new DynamoDBClient({ region: options.region });
+  const { requestTimeoutMs = 30_000 } = options;
+  if (!(Number.isFinite(requestTimeoutMs) && requestTimeoutMs > 0)) {
+    throw new RangeError(`requestTimeoutMs must be a finite number > 0, got ${requestTimeoutMs}`);
+  }
+  const requestHandler = {
+    connectionTimeout: 5_000,
+    requestTimeout: requestTimeoutMs,
+    throwOnRequestTimeout: true,
+  };
+  if (endpoint === null) return new DynamoDBClient({ region: options.region, requestHandler });
   if (!/^https?:$/.test(URL.parse(endpoint)?.protocol ?? "")) {
     throw new TypeError(
       `endpoint must be an http(s) URL such as "http://127.0.0.1:8000", got ${
@@ -85,6 +101,7 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
     endpoint,
     region: options.region ?? envVar("AWS_REGION") ?? "us-east-1",
     credentials,
+    requestHandler,
   });
 }
 
@@ -141,21 +158,42 @@ export async function retryUntilReachable<T>(
     throw new RangeError(`deadlineMs must be a finite number >= 0, got ${deadlineMs}`);
   }
   const started = Date.now();
+  const unreachable = (cause: unknown) =>
+    new EndpointUnreachable(options.endpoint ?? null, Date.now() - started, { cause });
+  let lastError: unknown = new Error("no answer before the deadline");
   for (let n = 0;; n++) {
     signal?.throwIfAborted();
     try {
-      return await attempt();
+      // An endpoint that accepts connections but never answers would hold an attempt forever
+      // (the SDK sets no request timeout): the deadline and the signal end the wait anyway.
+      return await within(attempt(), deadlineMs - (Date.now() - started), signal);
     } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (error === DEADLINE) throw unreachable(lastError);
       if (!isUnreachable(error)) throw error;
+      lastError = error;
       const left = deadlineMs - (Date.now() - started);
-      if (left <= 0) {
-        throw new EndpointUnreachable(options.endpoint ?? null, Date.now() - started, {
-          cause: error,
-        });
-      }
+      if (left <= 0) throw unreachable(error);
       await sleep(Math.min(left, backoffDelay(n, options.backoff)), signal);
     }
   }
+}
+
+const DEADLINE = Symbol("deadline");
+
+/** `work`, unless `ms` pass (rejects with DEADLINE) or the signal aborts first. */
+function within<T>(work: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => finish(() => reject(signal!.reason));
+    const timer = setTimeout(() => finish(() => reject(DEADLINE)), Math.max(0, ms));
+    const finish = (settle: () => void) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      settle();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    work.then((value) => finish(() => resolve(value)), (error) => finish(() => reject(error)));
+  });
 }
 
 /** Clients built by {@linkcode connectStore}, until the store made on them claims them. */

@@ -7,6 +7,7 @@ import {
   newEvent,
   newExecution,
 } from "../mod.ts";
+import { buildClient } from "../src/connect.ts";
 import { endpoint, freshStore, uniqueName } from "./_env.ts";
 import { type Fault, FaultProxy } from "./_fault_proxy.ts";
 
@@ -160,5 +161,28 @@ Deno.test("a transaction that DynamoDB cancels for a conflict is retried with a 
     for (const r of results) {
       if (r.status === "rejected") assert.equal((r.reason as Error).name, "StoreConflict");
     }
+  }
+});
+
+Deno.test("a commit whose answer comes later than the request timeout is applied once", async () => {
+  const direct = await freshStore();
+  await using proxy = new FaultProxy(endpoint());
+  const client = buildClient({ endpoint: proxy.endpoint, requestTimeoutMs: 300 });
+  try {
+    const prefix = direct.tables.executions.name.replace(/_executions$/, "");
+    const store = new DynamoDBStore(client, { prefix });
+    const exe = await started(store);
+    // The first send reaches DynamoDB only after the client gave up on it; the re-send with
+    // the same token must not apply the commit a second time.
+    proxy.script = onCommits({ kind: "delay", ms: 600 }, 1);
+    const result = await store.commit(exe, changes("slow"));
+    assert.equal(result.version, 2);
+    await new Promise((r) => setTimeout(r, 700)); // let the slow first send land
+    assert.equal((await direct.load(exe.id))?.version, 2);
+    assert.equal((await direct.pendingOutbox()).length, 4);
+    assert.equal((await direct.pendingSpawns()).length, 2);
+  } finally {
+    client.destroy();
+    await direct.close();
   }
 });

@@ -76,3 +76,24 @@ Deno.test("the constructor sends nothing and close() leaves an injected client u
     client.destroy();
   }
 });
+
+Deno.test("create() keeps to its deadline when the endpoint accepts connections but never answers", async () => {
+  const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of silent) held.push(conn); // never read, never answer
+  })();
+  try {
+    const started = Date.now();
+    const error = await DynamoDBStore.create({
+      endpoint: `http://127.0.0.1:${silent.addr.port}`,
+      deadlineMs: 1000,
+    }).then(() => null, (e) => e);
+    assert.ok(error instanceof EndpointUnreachable, String(error));
+    assert.ok(Date.now() - started < 4000, `waited ${Date.now() - started} ms`);
+  } finally {
+    silent.close();
+    held.forEach((conn) => conn.close());
+    await accepting.catch(() => {});
+  }
+});
