@@ -397,14 +397,13 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
     const plan = planCommit(this.#tx, exe, changes);
-    const [outbox0, spawns0, head0] = await Promise.all([
+    let [outbox, spawns, head] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
       plan.trace === undefined ? undefined : this.#traceHead(plan.id),
     ]);
-    let outbox = outbox0, spawns = spawns0, head = head0;
     let freshOutbox = false, freshSpawns = false;
-    let conflicts = 0;
+    let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
     for (;;) {
       const { items, roles } = buildTransaction(
         this.#tx,
@@ -448,7 +447,7 @@ export class DynamoDBStore implements ExecutionStore {
         }
         continue;
       }
-      if (failed("trace", "ConditionalCheckFailed")) {
+      if (failed("trace", "ConditionalCheckFailed") && conflicts++ < this.#conflictRetries) {
         // Another process appended steps since we cached where the ring ends.
         this.#traceHeads.delete(plan.id);
         head = await this.#readTraceHead(plan.id);
