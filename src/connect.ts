@@ -105,6 +105,11 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
   });
 }
 
+/** Whether `error` is an Error named `name` (the SDK names its service errors this way). */
+export function isNamed(error: unknown, name: string): boolean {
+  return error instanceof Error && error.name === name;
+}
+
 const UNREACHABLE_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",

@@ -37,6 +37,7 @@ import {
   type ConnectOptions,
   connectStore,
   type DynamoDBSender,
+  isNamed,
   isUnreachable,
 } from "./connect.ts";
 import { encodeCursor } from "./cursor.ts";
@@ -121,10 +122,6 @@ export interface DynamoDBStoreOptions {
  * ```
  */
 export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {}
-
-function errorName(error: unknown): string | undefined {
-  return error instanceof Error ? error.name : undefined;
-}
 
 function parseJson<T>(text: string | undefined, what: string): T {
   if (text === undefined) throw new Error(`${what} has no JSON text`);
@@ -486,11 +483,11 @@ export class DynamoDBStore implements ExecutionStore {
         );
         return null;
       } catch (error) {
-        if (errorName(error) === "TransactionCanceledException") {
+        if (isNamed(error, "TransactionCanceledException")) {
           return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ??
             [];
         }
-        const inProgress = errorName(error) === "TransactionInProgressException";
+        const inProgress = isNamed(error, "TransactionInProgressException");
         if (!inProgress && !isUnreachable(error)) throw error;
         if (attempt >= this.#ambiguousRetries) {
           this.#traceHeads.delete(plan.id);
@@ -551,7 +548,7 @@ export class DynamoDBStore implements ExecutionStore {
         return;
       } catch (error) {
         if (
-          errorName(error) !== "TransactionCanceledException" || attempt >= this.#conflictRetries
+          !isNamed(error, "TransactionCanceledException") || attempt >= this.#conflictRetries
         ) {
           throw error;
         }
@@ -788,7 +785,7 @@ export class DynamoDBStore implements ExecutionStore {
       );
       return true;
     } catch (error) {
-      if (errorName(error) === "ConditionalCheckFailedException") return false;
+      if (isNamed(error, "ConditionalCheckFailedException")) return false;
       throw error;
     }
   }

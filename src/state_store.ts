@@ -15,7 +15,13 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { checkField, checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
-import { claimClient, type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import {
+  claimClient,
+  type ConnectOptions,
+  connectStore,
+  type DynamoDBSender,
+  isNamed,
+} from "./connect.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
@@ -67,7 +73,7 @@ const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
 const MAX_RACES = 20;
 
 function isConditionFailure(error: unknown): error is Error & { Item?: Item } {
-  return error instanceof Error && error.name === "ConditionalCheckFailedException";
+  return isNamed(error, "ConditionalCheckFailedException");
 }
 
 function isLive(item: Item | undefined, now: number): item is Item {

@@ -12,7 +12,7 @@ import {
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
 import { sleep } from "./_backoff.ts";
-import type { DynamoDBSender } from "./connect.ts";
+import { type DynamoDBSender, isNamed } from "./connect.ts";
 
 /**
  * A table's name and key.
@@ -100,10 +100,6 @@ export function executionTables(prefix: string): ExecutionTables {
     counters: table("counters", ["id", "S"]),
     trace: table("trace", ["execution_id", "S"], ["idx", "N"]),
   };
-}
-
-function isNamed(error: unknown, name: string): boolean {
-  return error instanceof Error && error.name === name;
 }
 
 /**
