@@ -12,7 +12,7 @@ import {
   toJson,
 } from "./_validate.ts";
 import type { Execution } from "./documents.ts";
-import type { ExecutionTables } from "./tables.ts";
+import type { ExecutionTables } from "./table_specs.ts";
 import type { CommitChanges } from "./types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */

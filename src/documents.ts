@@ -58,13 +58,13 @@ export const STATUSES: readonly Status[] = [
  * const event: Event = { id: "order-1-paid", kind: "order.paid", data: { amount: 42 } };
  * ```
  */
-export interface Event {
+export interface Event<D extends Record<string, unknown> = Record<string, unknown>> {
   /** Unique id; the store's dedupe marks are keyed on it. */
   id: string;
   /** What happened, e.g. `"order.paid"`. */
   kind: string;
-  /** The event's payload. */
-  data: Record<string, unknown>;
+  /** The event's payload (its type is `D`, e.g. what {@linkcode newEvent} was given). */
+  data: D;
   /** When the event was created (ISO 8601), if known. */
   created_time?: string | null;
   /** When the event was received (ISO 8601), if known. */
@@ -114,7 +114,7 @@ export interface ChildState {
  * exe.active_path = "order.awaiting_payment";
  * ```
  */
-export interface Execution {
+export interface Execution<C extends Record<string, unknown> = Record<string, unknown>> {
   /** Unique id (32 lowercase hex characters when made by {@linkcode newExecution}). */
   id: string;
   /** The statechart definition this execution runs. */
@@ -133,8 +133,8 @@ export interface Execution {
   active_path?: string | null;
   /** History states: compound state path → last active child. */
   history: Record<string, string>;
-  /** The execution's extended state. */
-  context: Record<string, unknown>;
+  /** The execution's extended state (its type is `C`, e.g. what {@linkcode newExecution} was given). */
+  context: C;
   /** How many events the execution has handled. */
   processed_events: number;
   /** The optimistic-concurrency token: 0 = never saved; each commit adds 1. */
@@ -202,6 +202,7 @@ export function newId(): string {
 /**
  * A new Execution with the engine's defaults: a fresh id, status `PENDING`,
  * version 0 (never saved), priority 2, empty history, context and children.
+ * The context's type flows from `fields.context` (`Record<string, unknown>` without one).
  *
  * @example Starting an execution
  * ```ts
@@ -209,11 +210,12 @@ export function newId(): string {
  *
  * const exe = newExecution({ definition_id: "order", context: { total: 42 } });
  * console.log(exe.id.length, exe.version); // 32 0
+ * const total: number = exe.context.total;
  * ```
  */
-export function newExecution(
-  fields: { definition_id: string } & Partial<Execution>,
-): Execution {
+export function newExecution<C extends Record<string, unknown> = Record<string, unknown>>(
+  fields: { definition_id: string } & Partial<Execution<C>>,
+): Execution<C> {
   return {
     id: newId(),
     definition_fqn: null,
@@ -223,7 +225,7 @@ export function newExecution(
     error: null,
     active_path: null,
     history: {},
-    context: {},
+    context: {} as C, // replaced by fields.context when given
     processed_events: 0,
     version: 0,
     priority: 2,
@@ -237,7 +239,8 @@ export function newExecution(
 }
 
 /**
- * A new Event with a fresh id and `created_time` set to now.
+ * A new Event with a fresh id and `created_time` set to now. The payload's type flows
+ * from `data` (`Record<string, unknown>` without one).
  *
  * @example Making an event
  * ```ts
@@ -245,9 +248,13 @@ export function newExecution(
  *
  * const paid = newEvent("order.paid", { amount: 42 });
  * console.log(paid.kind, paid.data.amount); // order.paid 42
+ * const amount: number = paid.data.amount;
  * ```
  */
-export function newEvent(kind: string, data: Record<string, unknown> = {}): Event {
+export function newEvent<D extends Record<string, unknown> = Record<string, unknown>>(
+  kind: string,
+  data: D = {} as D,
+): Event<D> {
   return {
     id: newId(),
     kind,

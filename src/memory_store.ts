@@ -18,7 +18,7 @@ import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, summarize } from "./documents.ts";
 import { StoreConflict } from "./errors.ts";
-import { executionTables } from "./tables.ts";
+import { executionTables } from "./table_specs.ts";
 import type {
   CommitChanges,
   CommitResult,

@@ -1,11 +1,12 @@
 /**
  * Test helpers for code built on `@harel/dynamodb`: in-memory twins of both stores, with
- * the same semantics as the DynamoDB ones, and the conformance suites both pass.
+ * the same semantics as the DynamoDB ones, and the conformance suites both pass. It also
+ * re-exports the documents (`newExecution`, `newEvent`, ...), the errors and the types, and
+ * loads no AWS SDK: a unit test that imports only this module runs with no permissions.
  *
  * @example Unit-testing a worker without DynamoDB
  * ```ts
- * import { newExecution } from "@harel/dynamodb";
- * import { MemoryStateStore, MemoryStore } from "@harel/dynamodb/testing";
+ * import { MemoryStateStore, MemoryStore, newExecution } from "@harel/dynamodb/testing";
  *
  * const store = new MemoryStore();
  * const state = new MemoryStateStore();
@@ -18,3 +19,6 @@
 export * from "./memory_store.ts";
 export * from "./memory_state_store.ts";
 export * from "./conformance.ts";
+export * from "./documents.ts";
+export * from "./errors.ts";
+export type * from "./types.ts";

@@ -1,0 +1,93 @@
+/**
+ * The tables' names and keys (no AWS SDK here, so the in-memory twins load without it).
+ *
+ * @module
+ */
+
+/**
+ * A table's name and key.
+ *
+ * @example Reading a table's key
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const { name, hash, range } = store.tables.timers;
+ * console.log(name, hash, range); // harel_timers ["execution_id", "S"] ["path", "S"]
+ * ```
+ */
+export interface TableSpec {
+  /** The full table name. */
+  name: string;
+  /** HASH key attribute and type. */
+  hash: [string, "S" | "N"];
+  /** RANGE key attribute and type, if any. */
+  range?: [string, "S" | "N"];
+}
+
+/**
+ * The seven execution-store tables, by their role.
+ *
+ * @example Naming the tables of a prefix
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000", prefix: "prod" });
+ * console.log(store.tables.executions.name); // "prod_executions"
+ * ```
+ */
+export interface ExecutionTables {
+  /** Execution documents, key `id`. */
+  executions: TableSpec;
+  /** Outbox entries, key `seq`. */
+  outbox: TableSpec;
+  /** Spawn intents, key `seq`. */
+  spawns: TableSpec;
+  /** Durable timers, key `execution_id` + `path`. */
+  timers: TableSpec;
+  /** Dedupe marks, key `execution_id` + `event_id`. */
+  processed: TableSpec;
+  /** Seq counters (`outbox`, `spawn`), key `id`. */
+  counters: TableSpec;
+  /** Trace steps, key `execution_id` + `idx`. */
+  trace: TableSpec;
+}
+
+const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
+
+/** Throws unless `name` is a valid DynamoDB table name. */
+export function checkTableName(field: string, name: unknown): string {
+  if (typeof name !== "string" || !TABLE_NAME.test(name)) {
+    throw new TypeError(
+      `${field} must be 3 to 255 characters of A-Z a-z 0-9 _ - . (a DynamoDB table name), got ${
+        JSON.stringify(name)
+      }`,
+    );
+  }
+  return name;
+}
+
+/** The seven tables named `{prefix}_{name}`, laid out as the wire format says. */
+export function executionTables(prefix: string): ExecutionTables {
+  if (typeof prefix !== "string" || !/^[A-Za-z0-9_.-]{1,200}$/.test(prefix)) {
+    throw new TypeError(
+      `prefix must be 1 to 200 characters of A-Z a-z 0-9 _ - . (it starts DynamoDB table names), got ${
+        JSON.stringify(prefix)
+      }`,
+    );
+  }
+  const table = (name: string, hash: TableSpec["hash"], range?: TableSpec["range"]) => ({
+    name: `${prefix}_${name}`,
+    hash,
+    range,
+  });
+  return {
+    executions: table("executions", ["id", "S"]),
+    outbox: table("outbox", ["seq", "N"]),
+    spawns: table("spawns", ["seq", "N"]),
+    timers: table("timers", ["execution_id", "S"], ["path", "S"]),
+    processed: table("processed", ["execution_id", "S"], ["event_id", "S"]),
+    counters: table("counters", ["id", "S"]),
+    trace: table("trace", ["execution_id", "S"], ["idx", "N"]),
+  };
+}
