@@ -3,9 +3,9 @@
  *
  * @module
  */
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, type BackoffOptions, sleep } from "./_backoff.ts";
-import { EndpointUnreachable } from "./errors.ts";
+import { EndpointUnreachable, MissingSetup } from "./errors.ts";
 
 export type { BackoffOptions };
 
@@ -51,9 +51,34 @@ export interface ConnectOptions {
   requestTimeoutMs?: number;
   /** The backoff between attempts while the endpoint does not answer. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
   backoff?: BackoffOptions;
+  /**
+   * Settings passed through to `new DynamoDBClient` (`maxAttempts`, `logger`,
+   * `requestHandler`, `credentials`, ...); they win over the ones `create()` derives
+   * from the options above.
+   * @default {{}}
+   */
+  clientConfig?: DynamoDBClientConfig;
 }
 
-/** What the stores need of a client: its `send()` (they check for it at run time). */
+/**
+ * What the stores need of a client: its `send()` (they check for it at run time). A
+ * `DynamoDBClient` is one; so is any wrapper that forwards `send()`.
+ *
+ * @example A client wrapped to log every command
+ * ```ts
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * import { DynamoDBStore, type DynamoDBSender } from "@harel/dynamodb";
+ *
+ * const client = new DynamoDBClient({ endpoint: "http://127.0.0.1:8000", region: "us-east-1" });
+ * const logged: DynamoDBSender = {
+ *   send: ((command: { constructor: { name: string } }) => {
+ *     console.log(command.constructor.name);
+ *     return client.send(command as never);
+ *   }) as DynamoDBSender["send"],
+ * };
+ * const store = new DynamoDBStore(logged);
+ * ```
+ */
 export type DynamoDBSender = Pick<DynamoDBClient, "send">;
 
 /** The credentials DynamoDB Local and LocalStack accept when the environment has none. */
@@ -83,7 +108,10 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
     requestTimeout: requestTimeoutMs,
     throwOnRequestTimeout: true,
   };
-  if (endpoint === null) return new DynamoDBClient({ region: options.region, requestHandler });
+  const clientConfig = options.clientConfig ?? {};
+  if (endpoint === null) {
+    return new DynamoDBClient({ region: options.region, requestHandler, ...clientConfig });
+  }
   if (!/^https?:$/.test(URL.parse(endpoint)?.protocol ?? "")) {
     throw new TypeError(
       `endpoint must be an http(s) URL such as "http://127.0.0.1:8000", got ${
@@ -102,7 +130,56 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
     region: options.region ?? envVar("AWS_REGION") ?? "us-east-1",
     credentials,
     requestHandler,
+    ...clientConfig,
   });
+}
+
+/**
+ * The endpoint a client of `options` talks to, for error messages: the `endpoint` option,
+ * else the SDK's `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`, else AWS's regional one.
+ */
+export function endpointInUse(options: ConnectOptions, region: string | undefined): string {
+  const configured = options.clientConfig?.endpoint ?? options.endpoint;
+  if (typeof configured === "string") return configured;
+  if (configured) return "the clientConfig endpoint";
+  if (!envVar("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) {
+    const fromEnv = envVar("AWS_ENDPOINT_URL_DYNAMODB") ?? envVar("AWS_ENDPOINT_URL");
+    if (fromEnv) return fromEnv;
+  }
+  return region ? `https://dynamodb.${region}.amazonaws.com` : "AWS";
+}
+
+const REGION_HINT = "set the `region` option or the AWS_REGION environment variable for AWS, " +
+  'or pass `endpoint` (e.g. `endpoint: Deno.env.get("DYNAMODB_ENDPOINT")`) for a local DynamoDB';
+const CREDENTIALS_HINT = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN " +
+  "for temporary keys), AWS_PROFILE with a shared credentials file, or pass " +
+  "`clientConfig.credentials`; for a local DynamoDB pass `endpoint` instead";
+
+/**
+ * Resolves the client's region and credentials once, before any request, so missing setup
+ * fails at once with what to set — instead of the SDK's raw error, or of a retry loop that
+ * takes a credential provider's failed connection for an endpoint that is not up yet.
+ */
+async function checkSetup(client: DynamoDBClient): Promise<string | undefined> {
+  let region: string | undefined;
+  try {
+    region = await client.config.region();
+  } catch (cause) {
+    if (isPermissionError(cause)) throw cause; // says which permission; not missing setup
+    throw new MissingSetup("region", `no AWS region: ${REGION_HINT}`, { cause });
+  }
+  if (!region) throw new MissingSetup("region", `no AWS region: ${REGION_HINT}`);
+  try {
+    await client.config.credentials();
+  } catch (cause) {
+    if (isPermissionError(cause)) throw cause;
+    throw new MissingSetup("credentials", `no AWS credentials: ${CREDENTIALS_HINT}`, { cause });
+  }
+  return region;
+}
+
+function isPermissionError(error: unknown): boolean {
+  return error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied;
 }
 
 /** Whether `error` is an Error named `name` (the SDK names its service errors this way). */
@@ -157,6 +234,7 @@ export function isUnreachable(error: unknown): boolean {
 export async function retryUntilReachable<T>(
   attempt: () => Promise<T>,
   options: ConnectOptions = {},
+  region?: string,
 ): Promise<T> {
   const { deadlineMs = 30_000, signal } = options;
   if (!(Number.isFinite(deadlineMs) && deadlineMs >= 0)) {
@@ -164,7 +242,7 @@ export async function retryUntilReachable<T>(
   }
   const started = Date.now();
   const unreachable = (cause: unknown) =>
-    new EndpointUnreachable(options.endpoint ?? null, Date.now() - started, { cause });
+    new EndpointUnreachable(endpointInUse(options, region), Date.now() - started, { cause });
   let lastError: unknown = new Error("no answer before the deadline");
   for (let n = 0;; n++) {
     signal?.throwIfAborted();
@@ -225,7 +303,8 @@ export async function connectStore<T>(
   unclaimed.add(client);
   try {
     const store = make(client);
-    await retryUntilReachable(() => ready(store), options);
+    const region = await checkSetup(client);
+    await retryUntilReachable(() => ready(store), options, region);
     return store;
   } catch (error) {
     client.destroy();

@@ -138,11 +138,18 @@ export class InvalidCursor extends TypeError {
 export class EndpointUnreachable extends Error {
   /** Always `"EndpointUnreachable"`. */
   override name = "EndpointUnreachable";
+  /**
+   * The endpoint that did not answer: the `endpoint` option, `AWS_ENDPOINT_URL_DYNAMODB`,
+   * or the region's AWS endpoint.
+   */
+  readonly endpoint: string;
+  /** How long `create()` waited, in ms. */
+  readonly waitedMs: number;
 
   /**
    * Builds the error for an endpoint that did not answer in time.
    *
-   * @param endpoint The endpoint that did not answer (`null` = AWS).
+   * @param endpoint The endpoint that did not answer (`null` = AWS, region unknown).
    * @param waitedMs How long `create()` waited.
    * @param options The last connection error, as `cause`.
    */
@@ -151,5 +158,38 @@ export class EndpointUnreachable extends Error {
       `DynamoDB at ${endpoint ?? "AWS"} did not answer within ${waitedMs} ms`,
       options,
     );
+    this.endpoint = endpoint ?? "AWS";
+    this.waitedMs = waitedMs;
+  }
+}
+
+/**
+ * `create()` cannot start: without an endpoint it needs an AWS region and credentials, and
+ * one is missing. Thrown before any request; the message says what to set.
+ *
+ * @example Telling missing setup from an unreachable DynamoDB
+ * ```ts
+ * import { MissingSetup } from "@harel/dynamodb";
+ *
+ * const error: unknown = new MissingSetup("region", "no AWS region: set AWS_REGION");
+ * if (error instanceof MissingSetup) console.log(error.missing, error.message);
+ * ```
+ */
+export class MissingSetup extends TypeError {
+  /** Always `"MissingSetup"`. */
+  override name = "MissingSetup";
+  /** What is missing. */
+  readonly missing: "region" | "credentials";
+
+  /**
+   * Builds the error for missing setup.
+   *
+   * @param missing What is missing.
+   * @param message What to set.
+   * @param options The SDK's error, as `cause`.
+   */
+  constructor(missing: "region" | "credentials", message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.missing = missing;
   }
 }
