@@ -160,7 +160,7 @@ const CREDENTIALS_HINT = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and A
  * fails at once with what to set — instead of the SDK's raw error, or of a retry loop that
  * takes a credential provider's failed connection for an endpoint that is not up yet.
  */
-async function checkSetup(client: DynamoDBClient): Promise<string | undefined> {
+export async function checkSetup(client: DynamoDBClient): Promise<string | undefined> {
   let region: string | undefined;
   try {
     region = await client.config.region();
