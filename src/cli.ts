@@ -23,7 +23,7 @@
 import { parseArgs } from "node:util";
 import {
   type AttributeValue,
-  DynamoDBClient,
+  type DynamoDBClient,
   QueryCommand,
   ScanCommand,
   type ScanCommandInput,

@@ -119,3 +119,12 @@ Deno.test("the README's least-privilege IAM policy grants exactly the actions th
   assert.deepEqual(missing, [], "actions the code uses that the README's policy lacks");
   assert.deepEqual(unused, [], "actions the README's policy grants that the code never uses");
 });
+
+Deno.test("the README's IAM policy is the one the CLI's `policy` command prints", async () => {
+  const { leastPrivilegePolicy } = await import("../src/cli.ts");
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("## Least-privilege IAM policy"));
+  const json = section.match(/```json\n([\s\S]*?)\n```/)?.[1];
+  assert.ok(json, "the README has a JSON IAM policy under its IAM section");
+  assert.deepEqual(JSON.parse(json), leastPrivilegePolicy());
+});
