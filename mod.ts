@@ -17,7 +17,7 @@ export * from "./src/documents.ts";
 export * from "./src/errors.ts";
 export * from "./src/execution_store.ts";
 export * from "./src/types.ts";
-export type { BackoffOptions, ConnectOptions, DynamoDBSender } from "./src/connect.ts";
+export type { BackoffOptions, ClientConfig, ConnectOptions } from "./src/connect.ts";
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/tables.ts";

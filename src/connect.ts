@@ -57,28 +57,42 @@ export interface ConnectOptions {
    * from the options above.
    * @default {{}}
    */
-  clientConfig?: DynamoDBClientConfig;
+  clientConfig?: ClientConfig;
 }
 
 /**
- * What the stores need of a client: its `send()` (they check for it at run time). A
- * `DynamoDBClient` is one; so is any wrapper that forwards `send()`.
+ * Settings for `new DynamoDBClient` (the SDK's `DynamoDBClientConfig`), passed through by
+ * `create()`. The common ones are typed here; any other setting is passed as given.
  *
- * @example A client wrapped to log every command
+ * @example Fewer retries and a logger
  * ```ts
- * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
- * import { DynamoDBStore, type DynamoDBSender } from "@harel/dynamodb";
+ * import { DynamoDBStore } from "@harel/dynamodb";
  *
- * const client = new DynamoDBClient({ endpoint: "http://127.0.0.1:8000", region: "us-east-1" });
- * const logged: DynamoDBSender = {
- *   send: ((command: { constructor: { name: string } }) => {
- *     console.log(command.constructor.name);
- *     return client.send(command as never);
- *   }) as DynamoDBSender["send"],
- * };
- * const store = new DynamoDBStore(logged);
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   clientConfig: { maxAttempts: 2, logger: console },
+ * });
  * ```
  */
+export interface ClientConfig {
+  /** How many times the SDK tries a request (1 = no retries). @default {3} */
+  maxAttempts?: number;
+  /** Where the SDK logs each command. @default {undefined} */
+  logger?: {
+    debug(...content: unknown[]): void;
+    info(...content: unknown[]): void;
+    warn(...content: unknown[]): void;
+    error(...content: unknown[]): void;
+  };
+  /** The SDK's HTTP handler (e.g. a `NodeHttpHandler` with its own agent). @default {undefined} */
+  requestHandler?: unknown;
+  /** Credentials or a credential provider, instead of the default chain. @default {undefined} */
+  credentials?: unknown;
+  /** Any other `DynamoDBClientConfig` setting. */
+  [setting: string]: unknown;
+}
+
+/** What the stores need of a client: its `send()` (they check for it at run time). */
 export type DynamoDBSender = Pick<DynamoDBClient, "send">;
 
 /** The credentials DynamoDB Local and LocalStack accept when the environment has none. */
@@ -108,7 +122,7 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
     requestTimeout: requestTimeoutMs,
     throwOnRequestTimeout: true,
   };
-  const clientConfig = options.clientConfig ?? {};
+  const clientConfig = (options.clientConfig ?? {}) as DynamoDBClientConfig;
   if (endpoint === null) {
     return new DynamoDBClient({ region: options.region, requestHandler, ...clientConfig });
   }

@@ -170,7 +170,7 @@ export class DynamoDBStore implements ExecutionStore {
    * @param client Any DynamoDB client (anything with `send()`).
    * @param options Prefix, trace ring size and tuning.
    */
-  constructor(client: DynamoDBSender, options: DynamoDBStoreOptions = {}) {
+  constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
     if (typeof (client as { send?: unknown })?.send !== "function") {
       throw new TypeError(
         `client must be a DynamoDB client (with send()), got ${describe(client)}`,

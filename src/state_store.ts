@@ -133,7 +133,7 @@ export class DynamoDBStateStore implements StateStore {
    * @param client Any DynamoDB client (anything with `send()`).
    * @param options The table name and read consistency.
    */
-  constructor(client: DynamoDBSender, options: DynamoDBStateStoreOptions = {}) {
+  constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStateStoreOptions = {}) {
     if (typeof (client as { send?: unknown })?.send !== "function") {
       throw new TypeError(
         `client must be a DynamoDB client (with send()), got ${describe(client)}`,
