@@ -230,7 +230,12 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       );
     } else if (command === "show") {
       const id = rest[0]!;
-      const execution = await onTable(tables.executions.name, reader.load(id));
+      const execution = await onTable(
+        tables.executions.name,
+        reader.load(id).catch((error) => {
+          throw error instanceof TypeError ? new UsageError(error.message) : error;
+        }),
+      );
       if (!execution) {
         throw new CliError(`no execution ${JSON.stringify(id)} in ${tables.executions.name}`);
       }

@@ -157,6 +157,7 @@ Deno.test("the CLI refuses bad usage with exit code 2 and a message", async (t) 
     [["executions", "--status", "SLEEPING"], /--status "SLEEPING" is not a status/],
     [["timers", "--status", "RUNNING"], /--status does not apply to timers/],
     [["executions", "--prefix", "no spaces"], /prefix must be/],
+    [["show", ""], /id must/],
   ];
   for (const [args, message] of cases) {
     await t.step(args.join(" ") || "(nothing)", async () => {

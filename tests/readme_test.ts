@@ -82,3 +82,17 @@ Deno.test("the README's testing example uses assertions that can fail", () => {
   assert.match(code, /from "node:assert\/strict"/);
   assert.doesNotMatch(code, /from "@harel\/dynamodb"/, "imports only the testing module");
 });
+
+Deno.test("the published files leave out deno.lock", async () => {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["publish", "--dry-run", "--allow-dirty"],
+    cwd: ROOT.pathname,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const output = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  assert.equal(code, 0, output);
+  assert.match(output, /README\.md/);
+  assert.doesNotMatch(output, /deno\.lock/);
+});
