@@ -14,7 +14,7 @@ interface Run {
 
 /** Runs the CLI with the permissions the README gives it, and DYNAMODB_ENDPOINT set. */
 async function cli(...args: string[]): Promise<Run> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+  const { code, stdout, stderr } = await new Deno.Command("deno", {
     args: [
       "run",
       "--no-prompt",

@@ -20,7 +20,7 @@ async function runQuickStart(permissions: string[]): Promise<{ code: number; out
   try {
     const file = `${dir}/quick_start.ts`;
     await Deno.writeTextFile(file, block("## Quick start", "ts"));
-    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    const { code, stdout, stderr } = await new Deno.Command("deno", {
       // --config: "@harel/dynamodb" is this package, as after `deno add jsr:@harel/dynamodb`.
       args: [
         "run",
@@ -84,7 +84,7 @@ Deno.test("the README's testing example uses assertions that can fail", () => {
 });
 
 Deno.test("the published files leave out deno.lock", async () => {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+  const { code, stdout, stderr } = await new Deno.Command("deno", {
     args: ["publish", "--dry-run", "--allow-dirty"],
     cwd: ROOT.pathname,
     env: { NO_COLOR: "1" },

@@ -39,7 +39,7 @@ async function createInChild(
       }`;
     const file = `${home}/child.ts`;
     await Deno.writeTextFile(file, script);
-    const { stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    const { stdout, stderr } = await new Deno.Command("deno", {
       args: [
         "run",
         "--no-prompt",
@@ -67,7 +67,7 @@ async function createInChild(
 /** The child's HOME is empty: it must still find the packages already in Deno's cache. */
 const DENO_DIR = (JSON.parse(
   new TextDecoder().decode(
-    (await new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped" })
+    (await new Deno.Command("deno", { args: ["info", "--json"], stdout: "piped" })
       .output())
       .stdout,
   ),

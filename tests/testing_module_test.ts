@@ -51,7 +51,7 @@ Deno.test("a test importing only @harel/dynamodb/testing passes with no permissi
   try {
     const file = `${dir}/user_test.ts`;
     await Deno.writeTextFile(file, USER_TEST);
-    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    const { code, stdout, stderr } = await new Deno.Command("deno", {
       // --config: resolve "@harel/dynamodb/testing" to this package, as a user's import map would.
       args: ["test", "--no-prompt", "--config", new URL("deno.json", ROOT).pathname, file],
       cwd: dir,
