@@ -194,7 +194,8 @@ function parseJson(text: string, exact: boolean): { value: unknown } | undefined
     if (typeof v !== "number") return v;
     if (!Number.isFinite(v)) return null;
     const source = context?.source;
-    if (exact && source !== undefined && !Number.isSafeInteger(v) && validNumberText(source)) {
+    const big = Number.isInteger(v) && !Number.isSafeInteger(v);
+    if (exact && big && source !== undefined && validNumberText(source)) {
       return new ExactNumber(source, v);
     }
     return v;
@@ -242,7 +243,10 @@ export function legacyFields(
 ): Record<string, unknown> | undefined {
   if (text === undefined) return undefined;
   const value = parseJson(text, exact)?.value;
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  if (
+    typeof value !== "object" || value === null || Array.isArray(value) ||
+    value instanceof ExactNumber
+  ) return undefined;
   const fields = fieldRecord();
   for (const [k, v] of Object.entries(value)) setOwn(fields, k, v);
   return fields;

@@ -118,6 +118,16 @@ function isPresent(item: Item | undefined, now: number): item is Item {
   return isLive(item, now) && holds(item);
 }
 
+/**
+ * A lost condition whose `ALL_OLD` item the SDK could not read back: its response parser
+ * throws a `TypeError` on a map key named `__proto__` (a field name we allow). Such a write
+ * re-reads the item instead.
+ */
+function isUnreadableFailure(error: unknown): boolean {
+  return error instanceof TypeError &&
+    (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
+}
+
 /** DynamoDB's refusal of an update that would grow an item past 400 KB. */
 function isItemTooLarge(error: unknown): boolean {
   return isNamed(error, "ValidationException") &&
@@ -576,9 +586,9 @@ export class DynamoDBStateStore implements StateStore {
         return old && Object.hasOwn(old, field) ? 0 : 1;
       } catch (error) {
         if (isItemTooLarge(error)) throw tooLarge(key, error);
-        if (!isConditionFailure(error)) throw error;
+        const old = await this.#lostCondition(key, error);
         // No live Map yet: seed one (from the legacy hash if any) holding the field.
-        const seeded = await this.#seed(key, error.Item, now, (fields) => {
+        const seeded = await this.#seed(key, old, now, (fields) => {
           const isNew = !Object.hasOwn(fields, field);
           setOwn(fields, field, plain);
           return isNew ? 1 : 0;
@@ -641,9 +651,9 @@ export class DynamoDBStateStore implements StateStore {
         }
         return removed;
       } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-        if (!isPresent(error.Item, now)) return 0;
-        const removed = await this.#seed(key, error.Item, now, (legacy) => {
+        const old = await this.#lostCondition(key, error);
+        if (!isPresent(old, now)) return 0;
+        const removed = await this.#seed(key, old, now, (legacy) => {
           const present = unique.filter((f) => Object.hasOwn(legacy, f));
           for (const f of present) delete legacy[f];
           return present.length;
@@ -654,6 +664,16 @@ export class DynamoDBStateStore implements StateStore {
     throw new Error(
       `hdel ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
     );
+  }
+
+  /** The item a conditional write found (its `ALL_OLD`); rethrows any other error. */
+  async #lostCondition(key: string, error: unknown): Promise<Item | undefined> {
+    if (isConditionFailure(error)) return error.Item;
+    if (!isUnreadableFailure(error)) throw error;
+    const result = await this.#client.send(
+      new GetItemCommand({ TableName: this.tableName, Key: { pk: S(key) }, ConsistentRead: true }),
+    );
+    return result.Item;
   }
 
   /**

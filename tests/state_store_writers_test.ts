@@ -192,3 +192,19 @@ Deno.test("an item left with an empty Map and no value is absent for every metho
     assert.equal(await raw(client, state.tableName, "empty"), undefined, "the item is deleted");
   });
 });
+
+Deno.test("hset() on an expired item whose Map has a __proto__ field starts afresh", async () => {
+  await withTable(async (state, client) => {
+    // The SDK cannot parse such an item back out of a failed condition: the store re-reads.
+    await put(client, state.tableName, {
+      pk: { S: "old" },
+      hash: { M: { y: { M: JSON.parse('{"__proto__": {"N": "1"}}') } } },
+      ttl: { N: String(Math.floor(Date.now() / 1000) - 100) },
+    });
+    assert.equal(await state.hset("old", "a", 1), 1);
+    assert.deepEqual({ ...await state.hgetall("old") }, { a: 1 });
+    await state.hset("old", "__proto__", { __proto__: 1 } as unknown);
+    assert.equal(await state.expire("old", 1000), true);
+    assert.equal(await state.hdel("old", "a"), 1);
+  });
+});
