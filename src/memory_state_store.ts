@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { type AttributeValue } from "@aws-sdk/client-dynamodb";
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { checkField, checkItemSize, checkKey, describe, LIMITS, settle } from "./_validate.ts";
 import {
   checkMigrating,
