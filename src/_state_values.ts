@@ -39,9 +39,24 @@ class ExactNumber {
  * properties dropped), refusing what JSON would silently change — Map, Set, BigInt, NaN,
  * ±Infinity, functions, symbols, `undefined` in arrays or on its own, cycles — with a
  * `TypeError` naming the path. `native` adds DynamoDB's own rules for a hash field (a number
- * in DynamoDB's range, at most 32 levels of nesting), as a `RangeError`.
+ * in DynamoDB's range, at most 32 levels of nesting), as a `RangeError`. `where` (say, which
+ * hash field) is added to the message.
  */
-export function plainValue(field: string, value: unknown, native: boolean): unknown {
+export function plainValue(
+  field: string,
+  value: unknown,
+  native: boolean,
+  where = "",
+): unknown {
+  try {
+    return plainPath(field, value, native);
+  } catch (error) {
+    if (where && error instanceof Error) error.message += ` (${where})`;
+    throw error;
+  }
+}
+
+function plainPath(field: string, value: unknown, native: boolean): unknown {
   const seen = new Set<object>();
   const visit = (v: unknown, path: string, depth: number): unknown => {
     if (
@@ -277,18 +292,23 @@ export const MAX_TTL_SECONDS = 1e125;
 
 /** Seconds of life for `set`'s `ttl` or `expire`: finite, and an expiry DynamoDB can store. */
 export function checkTtlSeconds(field: string, seconds: unknown, allowZero: boolean): number {
-  if (typeof seconds !== "number" || !Number.isFinite(seconds)) {
-    throw new RangeError(`${field} must be a finite number of seconds, got ${describe(seconds)}`);
+  if (allowZero && (typeof seconds !== "number" || !Number.isFinite(seconds))) {
+    throw new RangeError(`${field} must be a finite number, got ${describe(seconds)}`);
   }
-  if (!allowZero && seconds <= 0) {
-    throw new RangeError(`${field} must be more than 0 seconds, got ${seconds}`);
+  if (!allowZero) {
+    if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
+      throw new RangeError(
+        `${field} must be a finite number of seconds >= 0, got ${describe(seconds)}`,
+      );
+    }
+    if (seconds === 0) throw new RangeError(`${field} must be more than 0 seconds, got 0`);
   }
-  if (seconds > MAX_TTL_SECONDS) {
+  if ((seconds as number) > MAX_TTL_SECONDS) {
     throw new RangeError(
       `${field} is ${seconds} seconds; at most ${MAX_TTL_SECONDS} (a DynamoDB number holds less than 1e126)`,
     );
   }
-  return seconds;
+  return seconds as number;
 }
 
 /** The TTL in `set`'s options (`null`/`undefined` options mean none), checked. */

@@ -324,7 +324,9 @@ export class MemoryStateStore implements StateStore {
     return settle(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
-      const json = plainJson(plainValue(`field ${JSON.stringify(field)}`, value, true));
+      const json = plainJson(
+        plainValue("value", value, true, `hash field ${JSON.stringify(field)}`),
+      );
       const entry = this.#live(key);
       const hash = entry ? this.#hashOf(key, entry) : new Map<string, string>();
       const isNew = !hash.has(field);

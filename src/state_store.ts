@@ -9,7 +9,6 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
-  QueryCommand,
   ScanCommand,
   UpdateItemCommand,
   type UpdateItemCommandInput,
@@ -102,15 +101,17 @@ function isLive(item: Item | undefined, now: number): item is Item {
   return ttl === undefined || Number(ttl) > now;
 }
 
-/** Whether an item holds a value or a hash field (what HOLDS checks on the server). */
+/**
+ * Whether an item holds a value or a hash field: what HOLDS checks on the server, where
+ * `size()` of a number, boolean or null is no size at all.
+ */
 function holds(item: Item): boolean {
   if (item.value !== undefined) return true;
   const hash = item.hash;
   if (hash === undefined) return false;
-  if (hash.M !== undefined) return Object.keys(hash.M).length > 0;
-  if (hash.L !== undefined) return hash.L.length > 0;
-  if (hash.S !== undefined) return hash.S.length > 0;
-  return true;
+  const sized = hash.M ? Object.keys(hash.M) : hash.L ?? hash.S ?? hash.B ?? hash.SS ?? hash.NS ??
+    hash.BS;
+  return (sized?.length ?? 0) > 0;
 }
 
 /** Live and holding something: what every method treats as an existing key. */
@@ -324,24 +325,13 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * The key's `pk` and `ttl` when it is live and holds a value or a hash field. One Query:
-   * the server tests what the item holds, so neither value nor hash travels.
+   * The live item at `key` when it holds a value or a hash field. A GetItem of the whole
+   * item (a Query could filter on the server, but would need one more IAM action than the
+   * store's policy has always granted).
    */
   async #present(key: string): Promise<Item | undefined> {
-    const now = nowSeconds();
-    const result = await this.#client.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: "pk = :pk",
-        FilterExpression: `${LIVE} AND ${HOLDS}`,
-        ProjectionExpression: "pk, #t",
-        ExpressionAttributeNames: PRESENT_NAMES,
-        ExpressionAttributeValues: { ":pk": S(key), ":now": N(now), ":zero": ZERO },
-        ConsistentRead: this.#consistent,
-      }),
-    );
-    const item = result.Items?.[0];
-    return isLive(item, nowSeconds()) ? item : undefined;
+    const item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    return item && holds(item) ? item : undefined;
   }
 
   /**
@@ -556,7 +546,7 @@ export class DynamoDBStateStore implements StateStore {
   async hset(key: string, field: string, value: unknown): Promise<number> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
-    const plain = plainValue(`field ${JSON.stringify(field)}`, value, true);
+    const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
     const native = toAttribute(plain);
     const single: Item = { pk: S(key), hash: { M: {} }, updated_at: N(0), ttl: N(0) };
     setOwn(single.hash!.M as Record<string, unknown>, field, native);
