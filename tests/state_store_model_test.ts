@@ -3,7 +3,7 @@
 // lazy migration and its REMOVE of a field, a foreign native Map, an expired leftover), run
 // against DynamoDB Local and MemoryStateStore and compared step by step.
 //
-// Fixed seed and 400 runs by default (about 20 s against DynamoDB Local on an idle machine).
+// Fixed seed and 400 runs by default (7-20 s against DynamoDB Local here, by machine load).
 // STATE_MODEL_RUNS=5000 runs more; STATE_MODEL_SEED=n picks another seed.
 //
 // Time: DynamoDB Local runs on the real clock, so every TTL is far ahead (10^6 s) or already
