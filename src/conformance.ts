@@ -571,12 +571,12 @@ export async function stateStoreConformance(
       assert.deepEqual(await store.keys("*short"), []);
       assert.equal(await store.ttl("short"), null);
       assert.equal(await store.hget("hshort", "f"), null);
-      assert.deepEqual(await store.hgetall("hshort"), {});
+      assert.deepEqual({ ...await store.hgetall("hshort") }, {});
       assert.equal(await store.hdel("hshort", "f"), 0);
       assert.equal(await store.expire("short", 100), false);
       assert.equal(await store.delete("short"), false);
       assert.equal(await store.hset("hshort", "new", 2), 1, "an expired hash restarts fresh");
-      assert.deepEqual(await store.hgetall("hshort"), { new: 2 });
+      assert.deepEqual({ ...await store.hgetall("hshort") }, { new: 2 });
       assert.equal(await store.ttl("hshort"), null);
     },
   );
@@ -618,7 +618,7 @@ export async function stateStoreConformance(
       assert.equal(await store.hset("h", "a", "one"), 0);
       assert.equal(await store.hget("h", "a"), "one");
       assert.equal(await store.hget("h", "c"), null);
-      assert.deepEqual(await store.hgetall("h"), { a: "one", b: { deep: [1, 2] } });
+      assert.deepEqual({ ...await store.hgetall("h") }, { a: "one", b: { deep: [1, 2] } });
       assert.equal(await store.get("h"), null, "a key holding only a hash has no value");
       assert.equal(await store.hdel("h", "a", "zz", "a"), 1);
       assert.equal(await store.hdel("h", "b"), 1);
@@ -664,13 +664,144 @@ export async function stateStoreConformance(
       assert.equal(await store.get("plain"), "text");
       await store.hset("h", "f", 1);
       await store.set("h", [1]);
-      assert.deepEqual(await store.hgetall("h"), {});
+      assert.deepEqual({ ...await store.hgetall("h") }, {});
       await assert.rejects(store.set("", 1), TypeError);
       await assert.rejects(store.set("k", undefined), TypeError);
       await assert.rejects(store.set("k", 1, { ttl: -1 }), RangeError);
       await assert.rejects(store.hset("k", "", 1), TypeError);
       await assert.rejects(store.hset("k", "f", NaN), TypeError);
       assert.equal(await store.exists("k"), false);
+    },
+  );
+  await step(
+    "field names that are Object.prototype members are plain fields",
+    async ({ store }) => {
+      const names = ["toString", "constructor", "__proto__", "hasOwnProperty", "valueOf"];
+      await store.set("legacy", { a: 1 });
+      await store.hset("native", "a", 1);
+      for (const key of ["legacy", "native"]) {
+        for (const name of names) assert.equal(await store.hget(key, name), null, `${key} ${name}`);
+        const all = await store.hgetall(key);
+        assert.equal(Object.getPrototypeOf(all), null, "hgetall() inherits nothing");
+        assert.equal(all.toString, undefined);
+      }
+      assert.equal(await store.hdel("native", "toString", "constructor"), 0);
+      for (const [i, name] of names.entries()) {
+        assert.equal(await store.hset(`fresh-${i}`, name, i), 1, name);
+        assert.equal(await store.hset("native", name, i), 1, name);
+      }
+      for (const [i, name] of names.entries()) {
+        assert.equal(await store.hget("native", name), i, name);
+      }
+      const all = await store.hgetall("native");
+      assert.deepEqual(Object.keys(all).sort(), ["a", ...names].sort());
+      assert.equal(Object.hasOwn(all, "__proto__"), true);
+      assert.equal(all["__proto__"], 2);
+      assert.equal(await store.hdel("native", ...names), names.length);
+      assert.deepEqual({ ...await store.hgetall("native") }, { a: 1 });
+    },
+  );
+
+  await step(
+    "hash values follow set()'s JSON rule, keep big integers and refuse what JSON would change",
+    async ({ store }) => {
+      const kept: [string, unknown, unknown][] = [
+        ["big", 2 ** 60, 2 ** 60],
+        ["e21", 1e21, 1e21],
+        ["negative-big", -(2 ** 70), -(2 ** 70)],
+        ["tiny", 1e-130, 1e-130],
+        ["huge", 9.99e125, 9.99e125],
+        ["date", new Date(0), "1970-01-01T00:00:00.000Z"],
+        ["to-json", { toJSON: () => ({ via: "toJSON" }) }, { via: "toJSON" }],
+        ["nested", { a: { b: [1, "", null, { c: false }] }, skip: undefined }, {
+          a: { b: [1, "", null, { c: false }] },
+        }],
+        ["empty-string", "", ""],
+      ];
+      for (const [field, value] of kept) await store.hset("h", field, value);
+      for (const [field, , read] of kept) {
+        assert.deepEqual(await store.hget("h", field), read, field);
+      }
+      const refused: [unknown, ErrorConstructor][] = [
+        [new Map([[1, 2]]), TypeError],
+        [new Set([1, 2]), TypeError],
+        [{ deep: new Set([1]) }, TypeError],
+        [10n, TypeError],
+        [NaN, TypeError],
+        [Infinity, TypeError],
+        [[1, -Infinity], TypeError],
+        [() => 1, TypeError],
+        [undefined, TypeError],
+        [1e300, RangeError],
+        [5e-324, RangeError],
+      ];
+      for (const [value, kind] of refused) {
+        await assert.rejects(store.hset("refused", "the-field", value), (error: Error) => {
+          assert.ok(error instanceof kind, `${error}`);
+          assert.match(error.message, /the-field/);
+          return true;
+        });
+      }
+      assert.equal(await store.exists("refused"), false, "a refused write sends nothing");
+      await assert.rejects(store.set("refused", new Map()), TypeError);
+      await assert.rejects(store.set("refused", { s: new Set() }), TypeError);
+      assert.equal(await store.exists("refused"), false);
+
+      // A legacy hash holding an id from another system migrates on its first write.
+      await store.set("legacy-id", { id: 12345678901234567890, name: "x" });
+      assert.equal(await store.hset("legacy-id", "name", "y"), 0);
+      assert.equal(await store.hget("legacy-id", "id"), 12345678901234567890);
+      assert.equal(await store.hdel("legacy-id", "name"), 1);
+      assert.deepEqual({ ...await store.hgetall("legacy-id") }, { id: 12345678901234567890 });
+    },
+  );
+
+  await step("an emptied hash is deleted, as in Redis", async ({ store }) => {
+    await store.hset("h", "a", 1);
+    await store.hset("h", "b", 2);
+    assert.equal(await store.expire("h", 1000), true);
+    assert.equal(await store.hdel("h", "a"), 1);
+    assert.equal(await store.exists("h"), true);
+    assert.equal(await store.hdel("h", "b", "a"), 1);
+    assert.equal(await store.exists("h"), false);
+    assert.deepEqual(await store.keys("h"), []);
+    assert.equal(await store.ttl("h"), null);
+    assert.equal(await store.expire("h", 100), false);
+    assert.equal(await store.delete("h"), false);
+    assert.deepEqual({ ...await store.hgetall("h") }, {});
+    assert.equal(await store.hset("h", "c", 3), 1, "a later hset starts afresh");
+    assert.equal(await store.ttl("h"), null, "without the old TTL");
+    assert.deepEqual({ ...await store.hgetall("h") }, { c: 3 });
+
+    await store.set("legacy", { a: 1 });
+    assert.equal(await store.hdel("legacy", "a"), 1);
+    assert.equal(await store.exists("legacy"), false);
+    assert.equal(await store.get("legacy"), null);
+  });
+
+  await step(
+    "TTLs DynamoDB cannot store, null options and items over 400 KB are refused before sending",
+    async ({ store }) => {
+      await store.set("k", 1, null);
+      await store.set("k2", 2, undefined);
+      assert.equal(await store.get("k"), 1);
+      assert.equal(await store.ttl("k"), null);
+      await assert.rejects(store.set("k", 3, { ttl: 1e300 }), RangeError);
+      await assert.rejects(store.expire("k", 1e300), /seconds/);
+      await assert.rejects(store.expire("k", Infinity), RangeError);
+      assert.equal(await store.get("k"), 1);
+      assert.equal(await store.ttl("k"), null);
+      assert.equal(await store.expire("k", 1e9), true);
+      assert.ok((await store.ttl("k"))! >= 1e9 - 2);
+
+      const big = "x".repeat(410 * 1024);
+      await assert.rejects(store.set("big", big), /400 KB/);
+      await assert.rejects(store.hset("big", "f", big), /400 KB/);
+      assert.equal(await store.exists("big"), false);
+      const half = "y".repeat(250 * 1024);
+      assert.equal(await store.hset("big", "a", half), 1);
+      await assert.rejects(store.hset("big", "b", half), /400 KB/);
+      assert.deepEqual(Object.keys(await store.hgetall("big")), ["a"]);
     },
   );
 }

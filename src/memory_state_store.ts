@@ -3,7 +3,22 @@
  *
  * @module
  */
-import { checkField, checkKey, checkTime, describe, LIMITS, settle, toJson } from "./_validate.ts";
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { checkField, checkItemSize, checkKey, describe, LIMITS, settle } from "./_validate.ts";
+import {
+  checkMigrating,
+  checkTtlSeconds,
+  decodeValue,
+  fieldRecord,
+  legacyFields,
+  plainJson,
+  plainValue,
+  setOwn,
+  setTtl,
+  stateEntries,
+  type StateEntry as Entry,
+  toAttribute,
+} from "./_state_values.ts";
 import { globMatch } from "./glob.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 
@@ -24,10 +39,29 @@ export interface MemoryStateStoreOptions {
   now?: () => number;
 }
 
-interface Entry {
-  value?: string; // JSON text
-  hash?: Map<string, string>; // field → JSON text
-  ttl?: number; // epoch seconds
+/** Whether an entry holds a value or a hash field: an emptied hash is no key, as in Redis. */
+function holds(entry: Entry): boolean {
+  return entry.value !== undefined || (entry.hash?.size ?? 0) > 0;
+}
+
+/** The entry as the DynamoDB item it stands for, for the 400 KB check. */
+function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
+  const item: Record<string, AttributeValue> = { pk: { S: key }, updated_at: { N: "1000000000" } };
+  if (entry.value !== undefined) item.value = { S: entry.value };
+  if (entry.ttl !== undefined) item.ttl = { N: String(entry.ttl) };
+  if (entry.hash) {
+    const map: Record<string, AttributeValue> = {};
+    for (const [field, json] of entry.hash) {
+      Object.defineProperty(map, field, {
+        value: toAttribute(JSON.parse(json)),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    item.hash = { M: map };
+  }
+  return item;
 }
 
 /**
@@ -57,55 +91,56 @@ export class MemoryStateStore implements StateStore {
    */
   constructor(options: MemoryStateStoreOptions = {}) {
     this.#now = options.now ?? Date.now;
+    stateEntries.set(this, this.#items);
   }
 
   #seconds(): number {
     return this.#now() / 1000;
   }
 
-  /** The live entry at `key`; an expired one is dropped, as DynamoDB eventually does. */
+  /**
+   * The live entry at `key`; an expired or emptied one is dropped (DynamoDB eventually
+   * deletes the first; every method treats the second as absent).
+   */
   #live(key: string): Entry | undefined {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const entry = this.#items.get(key);
-    if (entry?.ttl !== undefined && entry.ttl <= this.#seconds()) {
+    if (!entry) return undefined;
+    if ((entry.ttl !== undefined && entry.ttl <= this.#seconds()) || !holds(entry)) {
       this.#items.delete(key);
       return undefined;
     }
     return entry;
   }
 
-  #expiry(field: string, seconds: number): number {
-    if (checkTime(field, seconds) === 0) {
-      throw new RangeError(`${field} must be more than 0 seconds, got 0`);
-    }
-    return Math.ceil(this.#seconds() + seconds);
-  }
-
-  /** The fields of an entry: its hash, else a legacy hash in its value. */
+  /** The fields of an entry: its hash once it has one, else a legacy hash in its value. */
   #fields(entry: Entry | undefined): Map<string, string> | undefined {
     if (!entry) return undefined;
     if (entry.hash) return entry.hash;
-    if (entry.value === undefined) return undefined;
-    const value = JSON.parse(entry.value);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? new Map(Object.entries(value).map(([k, v]) => [k, JSON.stringify(v)]))
-      : undefined;
+    const legacy = legacyFields(entry.value, true);
+    return legacy && new Map(Object.entries(legacy).map(([k, v]) => [k, plainJson(v)]));
+  }
+
+  /** Stores `entry` at `key` unless it would be over 400 KB. */
+  #store(key: string, entry: Entry, what: string): void {
+    checkItemSize(what, asItem(key, entry));
+    this.#items.set(key, entry);
   }
 
   /**
-   * The value of `key`, or `null`.
+   * The value of `key`, or `null`; `T` names the stored type (not checked).
    *
    * @example Reading a value
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
-   * console.log(await new MemoryStateStore().get("k")); // null
+   * console.log(await new MemoryStateStore().get<string>("k")); // null
    * ```
    */
-  get(key: string): Promise<unknown | null> {
+  get<T = unknown>(key: string): Promise<T | null> {
     return settle(() => {
       const value = this.#live(key)?.value;
-      return value === undefined ? null : JSON.parse(value);
+      return value === undefined ? null : decodeValue(value) as T;
     });
   }
 
@@ -119,12 +154,13 @@ export class MemoryStateStore implements StateStore {
    * await new MemoryStateStore().set("k", { a: 1 }, { ttl: 10 });
    * ```
    */
-  set(key: string, value: unknown, options: SetOptions = {}): Promise<void> {
+  set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     return settle(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
-      const entry: Entry = { value: toJson("value", value) };
-      if (options.ttl !== undefined) entry.ttl = this.#expiry("options.ttl", options.ttl);
-      this.#items.set(key, entry);
+      const ttl = setTtl(options);
+      const entry: Entry = { value: plainJson(plainValue("value", value, false)) };
+      if (ttl !== undefined) entry.ttl = Math.ceil(this.#seconds() + ttl);
+      this.#store(key, entry, `set ${JSON.stringify(key.slice(0, 40))}`);
     });
   }
 
@@ -207,37 +243,36 @@ export class MemoryStateStore implements StateStore {
   expire(key: string, seconds: number): Promise<boolean> {
     return settle(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
-      if (typeof seconds !== "number" || !Number.isFinite(seconds)) {
-        throw new RangeError(`seconds must be a finite number, got ${describe(seconds)}`);
-      }
+      checkTtlSeconds("seconds", seconds, true);
       const entry = this.#live(key);
       if (!entry) return false;
       if (seconds <= 0) this.#items.delete(key);
-      else entry.ttl = this.#expiry("seconds", seconds);
+      else entry.ttl = Math.ceil(this.#seconds() + seconds);
       return true;
     });
   }
 
   /**
-   * A hash field's value, or `null`.
+   * A hash field's value, or `null`; `T` names the stored type (not checked).
    *
    * @example Reading one field
    * ```ts
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
-   * console.log(await new MemoryStateStore().hget("k", "f")); // null
+   * console.log(await new MemoryStateStore().hget<number>("k", "f")); // null
    * ```
    */
-  hget(key: string, field: string): Promise<unknown | null> {
+  hget<T = unknown>(key: string, field: string): Promise<T | null> {
     return settle(() => {
+      checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
       const value = this.#fields(this.#live(key))?.get(field);
-      return value === undefined ? null : JSON.parse(value);
+      return value === undefined ? null : JSON.parse(value) as T;
     });
   }
 
   /**
-   * Every field of the hash at `key`.
+   * Every field of the hash at `key`, as an object with no prototype.
    *
    * @example Reading every field
    * ```ts
@@ -246,32 +281,33 @@ export class MemoryStateStore implements StateStore {
    * console.log(await new MemoryStateStore().hgetall("k")); // {}
    * ```
    */
-  hgetall(key: string): Promise<Record<string, unknown>> {
+  hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     return settle(() => {
-      const fields = this.#fields(this.#live(key)) ?? new Map();
-      return Object.fromEntries([...fields].map(([k, v]) => [k, JSON.parse(v)]));
+      const all = fieldRecord();
+      for (const [k, v] of this.#fields(this.#live(key)) ?? []) setOwn(all, k, JSON.parse(v));
+      return all as Record<string, T>;
     });
   }
 
-  /** The entry's hash, migrating a legacy one; refuses to overwrite a plain value. */
-  #hashFor(key: string, entry: Entry | undefined): Map<string, string> {
-    if (!entry) {
-      const hash = new Map<string, string>();
-      this.#items.set(key, { hash });
-      return hash;
+  /** A copy of the hash an entry's write goes to: its own, or its legacy hash. */
+  #hashOf(key: string, entry: Entry): Map<string, string> {
+    if (entry.hash) return new Map(entry.hash);
+    const legacy = legacyFields(entry.value, true);
+    if (!legacy) {
+      throw new TypeError(
+        `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
+      );
     }
-    const fields = this.#fields(entry);
-    if (!fields) {
-      if (entry.value !== undefined) {
-        throw new TypeError(
-          `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
-        );
-      }
-      return (entry.hash = new Map());
+    return new Map(Object.entries(legacy).map(([k, v]) => [k, plainJson(v)]));
+  }
+
+  /** The entry after a hash write: a legacy one migrates (its fields must be storable). */
+  #after(key: string, entry: Entry | undefined, hash: Map<string, string>): Entry {
+    if (entry?.hash) return { ...entry, hash };
+    if (entry) {
+      for (const [field, json] of hash) checkMigrating(key, field, JSON.parse(json));
     }
-    entry.hash = fields;
-    delete entry.value;
-    return fields;
+    return entry?.ttl === undefined ? { hash } : { hash, ttl: entry.ttl };
   }
 
   /**
@@ -288,16 +324,21 @@ export class MemoryStateStore implements StateStore {
     return settle(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
-      const json = toJson("value", value);
-      const hash = this.#hashFor(key, this.#live(key));
+      const json = plainJson(
+        plainValue("value", value, true, `hash field ${JSON.stringify(field)}`),
+      );
+      const entry = this.#live(key);
+      const hash = entry ? this.#hashOf(key, entry) : new Map<string, string>();
       const isNew = !hash.has(field);
       hash.set(field, json);
+      this.#store(key, this.#after(key, entry, hash), `key ${JSON.stringify(key.slice(0, 40))}`);
       return isNew ? 1 : 0;
     });
   }
 
   /**
-   * Removes hash fields; the number that existed.
+   * Removes hash fields; the number that existed. Removing the last field of a key that
+   * holds no value deletes the key, as in Redis.
    *
    * @example Deleting fields
    * ```ts
@@ -313,11 +354,14 @@ export class MemoryStateStore implements StateStore {
       const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
       const entry = this.#live(key);
       if (!entry) return 0;
-      const hash = this.#hashFor(key, entry);
-      return unique.filter((f) => hash.delete(f)).length;
+      const hash = this.#hashOf(key, entry);
+      const removed = unique.filter((f) => hash.delete(f)).length;
+      const next = this.#after(key, entry, hash);
+      if (holds(next)) this.#items.set(key, next);
+      else this.#items.delete(key);
+      return removed;
     });
   }
-
   /**
    * Nothing to release; here for the interface.
    *

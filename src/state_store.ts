@@ -13,8 +13,22 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
-import { checkField, checkKey, checkTime, describe, LIMITS, toJson } from "./_validate.ts";
+import { checkField, checkItemSize, checkKey, describe, LIMITS } from "./_validate.ts";
+import {
+  checkMigrating,
+  checkTtlSeconds,
+  decodeValue,
+  fieldRecord,
+  fromAttribute,
+  fromMap,
+  legacyFields,
+  numberText,
+  plainJson,
+  plainValue,
+  setOwn,
+  setTtl,
+  toAttribute,
+} from "./_state_values.ts";
 import {
   claimClient,
   type ConnectOptions,
@@ -65,10 +79,15 @@ export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, Conn
 type Item = Record<string, AttributeValue>;
 
 const S = (value: string): AttributeValue => ({ S: value });
-const N = (value: number): AttributeValue => ({ N: String(value) });
+const N = (value: number): AttributeValue => ({ N: numberText(value) });
 const nowSeconds = () => Date.now() / 1000;
 /** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */
 const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
+/** `#v` is `value`, `#h` is `hash`: a key holding neither a value nor a hash field is absent. */
+const HOLDS = "(attribute_exists(#v) OR size(#h) > :zero)";
+/** The names and values LIVE and HOLDS use. */
+const PRESENT_NAMES = { "#t": "ttl", "#v": "value", "#h": "hash" } as const;
+const ZERO: AttributeValue = { N: "0" };
 /** How often a write re-reads after losing a race against another writer's migration. */
 const MAX_RACES = 20;
 
@@ -82,23 +101,48 @@ function isLive(item: Item | undefined, now: number): item is Item {
   return ttl === undefined || Number(ttl) > now;
 }
 
-/** A stored `value`: JSON text, or (legacy writers) a raw string that reads back as itself. */
-function decodeValue(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+/**
+ * Whether an item holds a value or a hash field: what HOLDS checks on the server, where
+ * `size()` of a number, boolean or null is no size at all.
+ */
+function holds(item: Item): boolean {
+  if (item.value !== undefined) return true;
+  const hash = item.hash;
+  if (hash === undefined) return false;
+  const sized = hash.M ? Object.keys(hash.M) : hash.L ?? hash.S ?? hash.B ?? hash.SS ?? hash.NS ??
+    hash.BS;
+  return (sized?.length ?? 0) > 0;
 }
 
-/** The legacy hash a `value` holds (a JSON object), else undefined. */
-function legacyHash(item: Item): Record<string, unknown> | undefined {
-  const text = item.value?.S;
-  if (text === undefined) return undefined;
-  const value = decodeValue(text);
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
+/** Live and holding something: what every method treats as an existing key. */
+function isPresent(item: Item | undefined, now: number): item is Item {
+  return isLive(item, now) && holds(item);
+}
+
+/**
+ * A lost condition whose `ALL_OLD` item the SDK could not read back: its response parser
+ * throws a `TypeError` on a map key named `__proto__` (a field name we allow). Such a write
+ * re-reads the item instead.
+ */
+function isUnreadableFailure(error: unknown): boolean {
+  return error instanceof TypeError &&
+    (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
+}
+
+/** DynamoDB's refusal of an update that would grow an item past 400 KB. */
+function isItemTooLarge(error: unknown): boolean {
+  return isNamed(error, "ValidationException") &&
+    /item size.*exceed|exceed.*item size/i.test((error as Error).message);
+}
+
+/** DynamoDB's 400 KB refusal of a hash write, as the RangeError a check before sending gives. */
+function tooLarge(key: string, cause: unknown): RangeError {
+  return new RangeError(
+    `key ${
+      JSON.stringify(key.slice(0, 40))
+    }: the item would exceed DynamoDB's ${LIMITS.itemBytes}-byte (400 KB) item limit`,
+    { cause },
+  );
 }
 
 /**
@@ -210,7 +254,8 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * The value of `key`, or `null` when it is missing, expired, or holds only a hash.
+   * The value of `key`, or `null` when it is missing, expired, or holds only a hash. `T`
+   * names the type you stored (it is not checked, as with Deno KV's `get<T>()`).
    *
    * @example Reading a value
    * ```ts
@@ -218,19 +263,22 @@ export class DynamoDBStateStore implements StateStore {
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
    * await state.set("greeting", { text: "hi" });
-   * console.log(await state.get("greeting")); // { text: "hi" }
+   * const greeting = await state.get<{ text: string }>("greeting");
+   * console.log(greeting?.text); // "hi"
    * ```
    */
-  async get(key: string): Promise<unknown | null> {
+  async get<T = unknown>(key: string): Promise<T | null> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const item = await this.#read(key, [["value"], ["ttl"]]);
     const text = item?.value?.S;
-    return text === undefined ? null : decodeValue(text);
+    return text === undefined ? null : decodeValue(text) as T;
   }
 
   /**
    * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
    * included — like Redis SET. With `ttl`, the key expires after that many seconds.
+   * Values JSON would silently change (Map, Set, BigInt, NaN, functions) and items over
+   * 400 KB are refused before anything is sent.
    *
    * @example Setting a value with a TTL
    * ```ts
@@ -240,23 +288,17 @@ export class DynamoDBStateStore implements StateStore {
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * ```
    */
-  async set(key: string, value: unknown, options: SetOptions = {}): Promise<void> {
+  async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
+    const ttl = setTtl(options);
     const item: Item = {
       pk: S(key),
-      value: S(toJson("value", value)),
+      value: S(plainJson(plainValue("value", value, false))),
       updated_at: N(Math.floor(nowSeconds())),
     };
-    if (options.ttl !== undefined) item.ttl = N(this.#expiry("options.ttl", options.ttl));
+    if (ttl !== undefined) item.ttl = N(Math.ceil(nowSeconds() + ttl));
+    checkItemSize(`set ${JSON.stringify(key.slice(0, 40))}`, item);
     await this.#client.send(new PutItemCommand({ TableName: this.tableName, Item: item }));
-  }
-
-  /** Epoch second at which a key set now with `seconds` of life expires (never early). */
-  #expiry(field: string, seconds: number): number {
-    if (checkTime(field, seconds) === 0) {
-      throw new RangeError(`${field} must be more than 0 seconds, got 0`);
-    }
-    return Math.ceil(nowSeconds() + seconds);
   }
 
   /**
@@ -279,11 +321,22 @@ export class DynamoDBStateStore implements StateStore {
         ReturnValues: "ALL_OLD",
       }),
     );
-    return isLive(result.Attributes, nowSeconds());
+    return isPresent(result.Attributes, nowSeconds());
   }
 
   /**
-   * Whether `key` exists and has not expired.
+   * The live item at `key` when it holds a value or a hash field. A GetItem of the whole
+   * item (a Query could filter on the server, but would need one more IAM action than the
+   * store's policy has always granted).
+   */
+  async #present(key: string): Promise<Item | undefined> {
+    const item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    return item && holds(item) ? item : undefined;
+  }
+
+  /**
+   * Whether `key` exists and has not expired. A key whose hash was emptied (and that holds
+   * no value) does not exist, as in Redis.
    *
    * @example Checking a key
    * ```ts
@@ -295,7 +348,7 @@ export class DynamoDBStateStore implements StateStore {
    */
   async exists(key: string): Promise<boolean> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    return (await this.#read(key, [["pk"], ["ttl"]])) !== undefined;
+    return (await this.#present(key)) !== undefined;
   }
 
   /**
@@ -322,9 +375,9 @@ export class DynamoDBStateStore implements StateStore {
         new ScanCommand({
           TableName: this.tableName,
           ProjectionExpression: "pk, #t",
-          FilterExpression: LIVE,
-          ExpressionAttributeNames: { "#t": "ttl" },
-          ExpressionAttributeValues: { ":now": N(now) },
+          FilterExpression: `${LIVE} AND ${HOLDS}`,
+          ExpressionAttributeNames: PRESENT_NAMES,
+          ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           ConsistentRead: this.#consistent,
           ExclusiveStartKey: start,
         }),
@@ -353,13 +406,14 @@ export class DynamoDBStateStore implements StateStore {
    */
   async ttl(key: string): Promise<number | null> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const ttl = (await this.#read(key, [["pk"], ["ttl"]]))?.ttl?.N;
+    const ttl = (await this.#present(key))?.ttl?.N;
     return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
   }
 
   /**
    * Sets `key` to expire in `seconds`; `false` when the key is missing or expired.
-   * `seconds <= 0` expires it now (it is removed).
+   * `seconds <= 0` expires it now (it is removed). At most 1e125 seconds (the expiry must
+   * be a number DynamoDB can store).
    *
    * @example Setting a TTL
    * ```ts
@@ -372,13 +426,11 @@ export class DynamoDBStateStore implements StateStore {
    */
   async expire(key: string, seconds: number): Promise<boolean> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    if (typeof seconds !== "number" || !Number.isFinite(seconds)) {
-      throw new RangeError(`seconds must be a finite number, got ${describe(seconds)}`);
-    }
+    checkTtlSeconds("seconds", seconds, true);
     const now = nowSeconds();
-    const live = {
-      ConditionExpression: `attribute_exists(pk) AND ${LIVE}`,
-      ExpressionAttributeNames: { "#t": "ttl" },
+    const present = {
+      ConditionExpression: `attribute_exists(pk) AND ${LIVE} AND ${HOLDS}`,
+      ExpressionAttributeNames: PRESENT_NAMES,
     };
     try {
       if (seconds <= 0) {
@@ -386,8 +438,8 @@ export class DynamoDBStateStore implements StateStore {
           new DeleteItemCommand({
             TableName: this.tableName,
             Key: { pk: S(key) },
-            ...live,
-            ExpressionAttributeValues: { ":now": N(now) },
+            ...present,
+            ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           }),
         );
       } else {
@@ -396,10 +448,11 @@ export class DynamoDBStateStore implements StateStore {
             TableName: this.tableName,
             Key: { pk: S(key) },
             UpdateExpression: "SET #t = :ttl, updated_at = :at",
-            ...live,
+            ...present,
             ExpressionAttributeValues: {
               ":now": N(now),
-              ":ttl": N(this.#expiry("seconds", seconds)),
+              ":zero": ZERO,
+              ":ttl": N(Math.ceil(now + seconds)),
               ":at": N(Math.floor(now)),
             },
           }),
@@ -413,7 +466,8 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * The hash field's value, or `null` when the field, the key or its life is gone.
+   * The hash field's value, or `null` when the field, the key or its life is gone. `T`
+   * names the type you stored (not checked).
    *
    * @example Reading one field
    * ```ts
@@ -421,44 +475,64 @@ export class DynamoDBStateStore implements StateStore {
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
    * await state.hset("session:abc", "step", 2);
-   * console.log(await state.hget("session:abc", "step")); // 2
+   * const step = await state.hget<number>("session:abc", "step");
+   * console.log(step); // 2
    * ```
    */
-  async hget(key: string, field: string): Promise<unknown | null> {
+  async hget<T = unknown>(key: string, field: string): Promise<T | null> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
     // `hash.<field>` reads just that field; `value` is there for legacy items.
-    const item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash", field]]);
-    return this.#fields(item)?.[field] ?? null;
+    let item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash", field]]);
+    const native = item?.hash?.M;
+    if (native && Object.hasOwn(native, field)) return fromAttribute(native[field]!) as T;
+    // A legacy value naming the field counts only if no Map exists (the projection of a
+    // Map lacking the field is empty): look at the whole item once to know.
+    if (item && native === undefined && Object.hasOwn(legacyFields(item.value?.S) ?? {}, field)) {
+      item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    } else if (native === undefined) {
+      return null;
+    }
+    const fields = this.#fields(item);
+    return fields && Object.hasOwn(fields, field) ? fields[field] as T : null;
   }
 
-  /** The fields of a live item: its native Map, else its legacy JSON hash. */
+  /** The fields of a live item: its native Map once it has a `hash`, else its legacy hash. */
   #fields(item: Item | undefined): Record<string, unknown> | undefined {
     if (!item) return undefined;
-    if (item.hash?.M) return unmarshall(item.hash.M);
-    return item.hash === undefined ? legacyHash(item) : undefined;
+    if (item.hash !== undefined) {
+      return item.hash.M ? fromMap(item.hash.M, fieldRecord()) : undefined;
+    }
+    return legacyFields(item.value?.S);
   }
 
   /**
-   * Every field of the hash at `key`; `{}` when the key is missing or expired.
+   * Every field of the hash at `key`; `{}` when the key is missing or expired. The result
+   * has no prototype: every property is a field (`toString` only if you stored one). `T`
+   * names the fields' type (not checked).
    *
    * @example Reading every field
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
-   * console.log(await state.hgetall("session:abc"));
+   * const fields = await state.hgetall<number>("session:abc");
+   * console.log(fields.step);
    * ```
    */
-  async hgetall(key: string): Promise<Record<string, unknown>> {
+  async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    return this.#fields(await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]])) ?? {};
+    const fields = this.#fields(await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]));
+    return (fields ?? fieldRecord()) as Record<string, T>;
   }
 
   /**
    * Sets one hash field: `1` if the field is new, `0` if it was updated. One call when
-   * the hash exists; an expired key starts a fresh hash (without TTL), and a legacy item
-   * migrates to a native Map keeping its fields.
+   * the hash exists; a missing, expired or emptied key starts a fresh hash (without TTL),
+   * and a legacy item migrates to a native Map keeping its fields. The value follows
+   * `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
+   * DynamoDB value: integers beyond 2^53 keep their decimal digits; numbers of magnitude
+   * 1e126 or more (or below 1e-130) are refused.
    *
    * @example Setting a field
    * ```ts
@@ -472,8 +546,11 @@ export class DynamoDBStateStore implements StateStore {
   async hset(key: string, field: string, value: unknown): Promise<number> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
-    toJson("value", value); // refuses what JSON cannot carry, as `set` does
-    const native = marshall({ v: value }, { removeUndefinedValues: true }).v!;
+    const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
+    const native = toAttribute(plain);
+    const single: Item = { pk: S(key), hash: { M: {} }, updated_at: N(0), ttl: N(0) };
+    setOwn(single.hash!.M as Record<string, unknown>, field, native);
+    checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
     for (let race = 0; race < MAX_RACES; race++) {
       const now = nowSeconds();
       try {
@@ -482,25 +559,28 @@ export class DynamoDBStateStore implements StateStore {
             TableName: this.tableName,
             Key: { pk: S(key) },
             UpdateExpression: "SET #h.#f = :v, updated_at = :at",
-            ConditionExpression: `attribute_type(#h, :map) AND ${LIVE}`,
-            ExpressionAttributeNames: { "#h": "hash", "#f": field, "#t": "ttl" },
+            ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
+            ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field },
             ExpressionAttributeValues: {
               ":v": native,
               ":at": N(Math.floor(now)),
               ":map": S("M"),
               ":now": N(now),
+              ":zero": ZERO,
             },
             ReturnValues: "UPDATED_OLD",
             ReturnValuesOnConditionCheckFailure: "ALL_OLD",
           }),
         );
-        return result.Attributes?.hash?.M?.[field] === undefined ? 1 : 0;
+        const old = result.Attributes?.hash?.M;
+        return old && Object.hasOwn(old, field) ? 0 : 1;
       } catch (error) {
-        if (!isConditionFailure(error)) throw error;
+        if (isItemTooLarge(error)) throw tooLarge(key, error);
+        const old = await this.#lostCondition(key, error);
         // No live Map yet: seed one (from the legacy hash if any) holding the field.
-        const seeded = await this.#seed(key, error.Item, now, (fields) => {
-          const isNew = !(field in fields);
-          fields[field] = value;
+        const seeded = await this.#seed(key, old, now, (fields) => {
+          const isNew = !Object.hasOwn(fields, field);
+          setOwn(fields, field, plain);
           return isNew ? 1 : 0;
         });
         if (seeded !== undefined) return seeded;
@@ -513,7 +593,8 @@ export class DynamoDBStateStore implements StateStore {
 
   /**
    * Removes hash fields; returns exactly how many existed (from the write's own
-   * answer, so two concurrent `hdel`s of one field count 1 in total).
+   * answer, so two concurrent `hdel`s of one field count 1 in total). Removing the last
+   * field of a key that holds no value deletes the key, as in Redis.
    *
    * @example Deleting fields
    * ```ts
@@ -528,7 +609,7 @@ export class DynamoDBStateStore implements StateStore {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     if (fields.length === 0) throw new TypeError("hdel needs at least one field");
     const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
-    const names: Record<string, string> = { "#h": "hash", "#t": "ttl" };
+    const names: Record<string, string> = { ...PRESENT_NAMES };
     unique.forEach((f, i) => names[`#f${i}`] = f);
     for (let race = 0; race < MAX_RACES; race++) {
       const now = nowSeconds();
@@ -538,21 +619,32 @@ export class DynamoDBStateStore implements StateStore {
         UpdateExpression: `REMOVE ${
           unique.map((_, i) => `#h.#f${i}`).join(", ")
         } SET updated_at = :at`,
-        ConditionExpression: `attribute_type(#h, :map) AND ${LIVE}`,
+        ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
         ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ":at": N(Math.floor(now)), ":map": S("M"), ":now": N(now) },
-        ReturnValues: "UPDATED_OLD",
+        ExpressionAttributeValues: {
+          ":at": N(Math.floor(now)),
+          ":map": S("M"),
+          ":now": N(now),
+          ":zero": ZERO,
+        },
+        // The whole old item: which fields existed, and whether none is left.
+        ReturnValues: "ALL_OLD",
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       };
       try {
         const result = await this.#client.send(new UpdateItemCommand(input));
         const old = result.Attributes?.hash?.M ?? {};
-        return unique.filter((f) => old[f] !== undefined).length;
+        const removed = unique.filter((f) => Object.hasOwn(old, f)).length;
+        const emptied = Object.keys(old).every((f) => unique.includes(f));
+        if (removed > 0 && emptied && result.Attributes?.value === undefined) {
+          await this.#dropEmpty(key);
+        }
+        return removed;
       } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-        if (!isLive(error.Item, now)) return 0;
-        const removed = await this.#seed(key, error.Item, now, (legacy) => {
-          const present = unique.filter((f) => f in legacy);
+        const old = await this.#lostCondition(key, error);
+        if (!isPresent(old, now)) return 0;
+        const removed = await this.#seed(key, old, now, (legacy) => {
+          const present = unique.filter((f) => Object.hasOwn(legacy, f));
           for (const f of present) delete legacy[f];
           return present.length;
         });
@@ -564,12 +656,43 @@ export class DynamoDBStateStore implements StateStore {
     );
   }
 
+  /** The item a conditional write found (its `ALL_OLD`); rethrows any other error. */
+  async #lostCondition(key: string, error: unknown): Promise<Item | undefined> {
+    if (isConditionFailure(error)) return error.Item;
+    if (!isUnreadableFailure(error)) throw error;
+    const result = await this.#client.send(
+      new GetItemCommand({ TableName: this.tableName, Key: { pk: S(key) }, ConsistentRead: true }),
+    );
+    return result.Item;
+  }
+
+  /**
+   * Deletes the item if its hash is (still) empty and it holds no value: Redis deletes an
+   * emptied hash. A concurrent `hset` that got there first wins; readers treat an empty
+   * leftover as absent anyway.
+   */
+  async #dropEmpty(key: string): Promise<void> {
+    try {
+      await this.#client.send(
+        new DeleteItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(key) },
+          ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
+          ExpressionAttributeNames: { "#v": "value", "#h": "hash" },
+          ExpressionAttributeValues: { ":zero": ZERO },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
   /**
    * Writes a native hash Map where the item `old` (from ALL_OLD) had none: a fresh one
-   * when the key is missing or expired, else the legacy hash migrated out of `value`.
-   * `change` edits the fields and gives the result. The write is conditioned on the
-   * item being as `old` showed it, so it never clobbers a concurrent seeder; `undefined`
-   * means it lost that race and the caller starts over.
+   * when the key is missing, expired or emptied, else the legacy hash migrated out of
+   * `value`. `change` edits the fields and gives the result. The write is conditioned on
+   * the item being as `old` showed it, so it never clobbers a concurrent seeder;
+   * `undefined` means it lost that race and the caller starts over.
    */
   async #seed(
     key: string,
@@ -577,52 +700,76 @@ export class DynamoDBStateStore implements StateStore {
     now: number,
     change: (fields: Record<string, unknown>) => number,
   ): Promise<number | undefined> {
-    const live = isLive(old, now);
-    if (live && old.hash !== undefined) {
+    const present = isPresent(old, now);
+    if (present && old.hash !== undefined) {
+      // A Map that the condition did not see was written after it ran: start over.
+      if (old.hash.M !== undefined) return undefined;
       throw new TypeError(
         `key ${JSON.stringify(key)} has a "hash" attribute that is not a Map; not overwriting it`,
       );
     }
-    const legacy = live ? legacyHash(old) : undefined;
-    if (live && old.value !== undefined && legacy === undefined) {
+    const legacy = present ? legacyFields(old.value?.S, true) : undefined;
+    if (present && legacy === undefined) {
       throw new TypeError(
         `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
       );
     }
-    const fields = legacy ?? {};
+    const fields = legacy ?? fieldRecord();
     const result = change(fields);
-    const map = marshall(fields, { removeUndefinedValues: true });
+    for (const [field, value] of Object.entries(fields)) checkMigrating(key, field, value);
+    const map = toAttribute(fields).M!;
     try {
-      if (!live) {
-        // Missing or expired: a fresh item, no TTL. Only if still nothing live is there.
+      if (!present) {
+        // Missing, expired or emptied: a fresh item, no TTL, only if that is still so.
+        const item: Item = { pk: S(key), hash: { M: map }, updated_at: N(Math.floor(now)) };
+        checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, item);
         await this.#client.send(
           new PutItemCommand({
             TableName: this.tableName,
-            Item: { pk: S(key), hash: { M: map }, updated_at: N(Math.floor(now)) },
-            ConditionExpression: "attribute_not_exists(pk) OR #t <= :now",
-            ExpressionAttributeNames: { "#t": "ttl" },
-            ExpressionAttributeValues: { ":now": N(now) },
+            Item: item,
+            ConditionExpression: `attribute_not_exists(pk) OR NOT (${LIVE} AND ${HOLDS})`,
+            ExpressionAttributeNames: PRESENT_NAMES,
+            ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           }),
         );
-      } else {
-        const unchanged = old.value === undefined ? "attribute_not_exists(#v)" : "#v = :old";
-        const values: Item = { ":m": { M: map }, ":at": N(Math.floor(now)) };
-        if (old.value !== undefined) values[":old"] = old.value;
+        return result;
+      }
+      const unchanged = {
+        ConditionExpression: "attribute_exists(pk) AND attribute_not_exists(#h) AND #v = :old",
+        ExpressionAttributeNames: { "#h": "hash", "#v": "value" },
+      };
+      if (Object.keys(fields).length === 0) {
+        // hdel took the legacy hash's last field: the key is gone, as in Redis.
         await this.#client.send(
-          new UpdateItemCommand({
+          new DeleteItemCommand({
             TableName: this.tableName,
             Key: { pk: S(key) },
-            UpdateExpression: "SET #h = :m, updated_at = :at REMOVE #v",
-            ConditionExpression:
-              `attribute_exists(pk) AND attribute_not_exists(#h) AND ${unchanged}`,
-            ExpressionAttributeNames: { "#h": "hash", "#v": "value" },
-            ExpressionAttributeValues: values,
+            ...unchanged,
+            ExpressionAttributeValues: { ":old": old.value! },
           }),
         );
+        return result;
       }
+      const migrated: Item = { ...old, hash: { M: map }, updated_at: N(Math.floor(now)) };
+      delete migrated.value;
+      checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, migrated);
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(key) },
+          UpdateExpression: "SET #h = :m, updated_at = :at REMOVE #v",
+          ...unchanged,
+          ExpressionAttributeValues: {
+            ":m": { M: map },
+            ":at": N(Math.floor(now)),
+            ":old": old.value!,
+          },
+        }),
+      );
       return result;
     } catch (error) {
       if (isConditionFailure(error)) return undefined;
+      if (isItemTooLarge(error)) throw tooLarge(key, error);
       throw error;
     }
   }

@@ -349,10 +349,10 @@ export interface SetOptions {
  * ```
  */
 export interface StateStore extends AsyncDisposable {
-  /** The value of `key`, or `null`. */
-  get(key: string): Promise<unknown | null>;
-  /** Stores a JSON value, replacing the whole item. */
-  set(key: string, value: unknown, options?: SetOptions): Promise<void>;
+  /** The value of `key`, or `null`; `T` names the stored type (not checked). */
+  get<T = unknown>(key: string): Promise<T | null>;
+  /** Stores a JSON value, replacing the whole item; `null` options mean none. */
+  set(key: string, value: unknown, options?: SetOptions | null): Promise<void>;
   /** Removes `key`; `true` if a live key was removed. */
   delete(key: string): Promise<boolean>;
   /** Whether `key` exists and has not expired. */
@@ -363,12 +363,12 @@ export interface StateStore extends AsyncDisposable {
   ttl(key: string): Promise<number | null>;
   /** Sets `key` to expire in `seconds`; `false` when missing or expired. */
   expire(key: string, seconds: number): Promise<boolean>;
-  /** A hash field's value, or `null`. */
-  hget(key: string, field: string): Promise<unknown | null>;
+  /** A hash field's value, or `null`; `T` names the stored type (not checked). */
+  hget<T = unknown>(key: string, field: string): Promise<T | null>;
   /** Sets a hash field: 1 if new, 0 if updated. */
   hset(key: string, field: string, value: unknown): Promise<number>;
-  /** Every field of the hash, `{}` when missing or expired. */
-  hgetall(key: string): Promise<Record<string, unknown>>;
+  /** Every field of the hash (an object with no prototype), `{}` when missing or expired. */
+  hgetall<T = unknown>(key: string): Promise<Record<string, T>>;
   /** Removes hash fields; the number that existed. */
   hdel(key: string, ...fields: string[]): Promise<number>;
   /** Releases what the store holds. */

@@ -99,6 +99,14 @@ Deno.test("DynamoDBStateStore makes one call per hset on a live hash, hdel, hget
       "UpdateItemCommand",
       "PutItemCommand",
     ], "a first write: the failed update tells what is there, the seed writes the field");
+    assert.deepEqual(await measure(() => state.hget("k", "absent")), ["GetItemCommand"]);
+    assert.deepEqual(await measure(() => state.exists("k")), ["GetItemCommand"]);
+    assert.deepEqual(await measure(() => state.ttl("k")), ["GetItemCommand"]);
+    assert.deepEqual(await measure(() => state.expire("k", 100)), ["UpdateItemCommand"]);
+    assert.deepEqual(await measure(() => state.hdel("new-key", "a")), [
+      "UpdateItemCommand",
+      "DeleteItemCommand",
+    ], "removing the last field also deletes the emptied key");
   } finally {
     client.destroy();
   }

@@ -1,0 +1,337 @@
+// The one rule for what the hash-state store keeps, shared by DynamoDBStateStore and its twin:
+// how a value is checked before sending, how a hash field becomes a native DynamoDB value, and
+// how what other writers left (Python's JSON dialect, numbers beyond a double) reads back.
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { describe } from "./_validate.ts";
+import type { SetOptions } from "./types.ts";
+
+/** DynamoDB numbers: 38 significant digits, magnitudes in [1e-130, 1e126). */
+export const NUMBER_LIMITS = { digits: 38, min: 1e-130, max: 1e126 } as const;
+
+/** DynamoDB nests maps and lists at most 32 levels deep. */
+const MAX_DEPTH = 32;
+
+/**
+ * A number as the text a DynamoDB `N` holds: integers beyond 2^53 as their exact decimal
+ * digits (when 38 digits carry them), everything else as JavaScript's shortest round-trip form.
+ */
+export function numberText(n: number): string {
+  if (Number.isInteger(n) && !Number.isSafeInteger(n)) {
+    const exact = BigInt(n).toString();
+    if (exact.replace(/^-/, "").replace(/0+$/, "").length <= NUMBER_LIMITS.digits) return exact;
+  }
+  return String(n);
+}
+
+/** Whether DynamoDB can store `n` as a number. */
+function storable(n: number): boolean {
+  const size = Math.abs(n);
+  return size === 0 || (size >= NUMBER_LIMITS.min && size < NUMBER_LIMITS.max);
+}
+
+/** A number token of legacy JSON whose digits are kept exactly when a key migrates. */
+class ExactNumber {
+  constructor(readonly text: string, readonly value: number) {}
+}
+
+/**
+ * A value as the store keeps it: JSON's own view of it (`toJSON` honoured, `undefined`
+ * properties dropped), refusing what JSON would silently change — Map, Set, BigInt, NaN,
+ * ±Infinity, functions, symbols, `undefined` in arrays or on its own, cycles — with a
+ * `TypeError` naming the path. `native` adds DynamoDB's own rules for a hash field (a number
+ * in DynamoDB's range, at most 32 levels of nesting), as a `RangeError`. `where` (say, which
+ * hash field) is added to the message.
+ */
+export function plainValue(
+  field: string,
+  value: unknown,
+  native: boolean,
+  where = "",
+): unknown {
+  try {
+    return plainPath(field, value, native);
+  } catch (error) {
+    if (where && error instanceof Error) error.message += ` (${where})`;
+    throw error;
+  }
+}
+
+function plainPath(field: string, value: unknown, native: boolean): unknown {
+  const seen = new Set<object>();
+  const visit = (v: unknown, path: string, depth: number): unknown => {
+    if (
+      v !== null && typeof v === "object" &&
+      typeof (v as { toJSON?: unknown }).toJSON === "function"
+    ) {
+      v = (v as { toJSON: () => unknown }).toJSON();
+    }
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+        return v;
+      case "number":
+        if (!Number.isFinite(v)) throw new TypeError(`${path} is ${v}, which JSON cannot carry`);
+        if (native && !storable(v)) {
+          throw new RangeError(
+            `${path} is ${v}; a DynamoDB number's magnitude must be 0 or from 1e-130 to below 1e126`,
+          );
+        }
+        return v;
+      case "object": {
+        if (v === null) return null;
+        if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof WeakSet) {
+          throw new TypeError(
+            `${path} is a ${v.constructor.name}, which JSON would store as {}; pass a plain object or an array`,
+          );
+        }
+        if (seen.has(v)) throw new TypeError(`${path} refers back to itself (a cycle)`);
+        if (native && depth >= MAX_DEPTH) {
+          throw new RangeError(`${path} nests deeper than DynamoDB's ${MAX_DEPTH} levels`);
+        }
+        seen.add(v);
+        let result: unknown;
+        if (Array.isArray(v)) {
+          result = v.map((item, i) => {
+            if (item === undefined) {
+              throw new TypeError(`${path}[${i}] is undefined, which JSON cannot carry`);
+            }
+            return visit(item, `${path}[${i}]`, depth + 1);
+          });
+        } else {
+          const out: Record<string, unknown> = {};
+          for (const [k, item] of Object.entries(v)) {
+            if (item === undefined) continue;
+            const plain = visit(item, `${path}.${k}`, depth + 1);
+            Object.defineProperty(out, k, {
+              value: plain,
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+          }
+          result = out;
+        }
+        seen.delete(v);
+        return result;
+      }
+      default:
+        throw new TypeError(`${path} is ${describe(v)}, which JSON cannot carry`);
+    }
+  };
+  return visit(value, field, 0);
+}
+
+/** JSON text of a plain value, the exact digits of legacy big numbers kept. */
+export function plainJson(plain: unknown): string {
+  return JSON.stringify(plain, (_key, v) => v instanceof ExactNumber ? rawJson(v.text) : v);
+}
+
+/** `JSON.rawJSON` (V8 has it; TypeScript's lib does not declare it yet). */
+const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+
+/** A plain value (from {@linkcode plainValue} or legacy JSON) as a native DynamoDB value. */
+export function toAttribute(plain: unknown): AttributeValue {
+  if (plain === null) return { NULL: true };
+  if (plain instanceof ExactNumber) return { N: plain.text };
+  switch (typeof plain) {
+    case "string":
+      return { S: plain };
+    case "boolean":
+      return { BOOL: plain };
+    case "number":
+      return { N: numberText(plain) };
+  }
+  if (Array.isArray(plain)) return { L: plain.map(toAttribute) };
+  const map: Record<string, AttributeValue> = {};
+  for (const [k, v] of Object.entries(plain as object)) {
+    Object.defineProperty(map, k, {
+      value: toAttribute(v),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return { M: map };
+}
+
+/** An object with no prototype: a field named `toString` or `__proto__` is just a field. */
+export function fieldRecord(): Record<string, unknown> {
+  return Object.create(null);
+}
+
+/** Sets an own property, whatever its name (`__proto__` included). */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+}
+
+/**
+ * A native DynamoDB value as JSON reads it. Never throws on what another writer stored: a
+ * number reads as the nearest JavaScript number, sets as arrays, binary as base64.
+ */
+export function fromAttribute(value: AttributeValue): unknown {
+  if (value.S !== undefined) return value.S;
+  if (value.N !== undefined) return Number(value.N);
+  if (value.BOOL !== undefined) return value.BOOL;
+  if (value.NULL !== undefined) return null;
+  if (value.L !== undefined) return value.L.map(fromAttribute);
+  if (value.M !== undefined) return fromMap(value.M, {});
+  if (value.SS !== undefined) return [...value.SS];
+  if (value.NS !== undefined) return value.NS.map(Number);
+  if (value.B !== undefined) return value.B.toBase64();
+  if (value.BS !== undefined) return value.BS.map((b) => b.toBase64());
+  return null;
+}
+
+/** A native Map's entries as own properties of `target`. */
+export function fromMap(
+  map: Record<string, AttributeValue>,
+  target: Record<string, unknown>,
+): Record<string, unknown> {
+  for (const [k, v] of Object.entries(map)) setOwn(target, k, fromAttribute(v));
+  return target;
+}
+
+/** Python's `json.dumps` writes NaN, Infinity and -Infinity as bare words; JSON has no such. */
+const PYTHON_WORDS = /"(?:[^"\\]|\\.)*"|-?Infinity|NaN/g;
+
+/**
+ * Parses JSON text, reading Python's bare NaN/Infinity words and numbers beyond a double's
+ * range as `null` (JSON's own word for them). With `exact`, big number tokens keep their
+ * digits (for a migration to write back unchanged). Undefined when the text is not JSON.
+ */
+function parseJson(text: string, exact: boolean): { value: unknown } | undefined {
+  const reviver = function (_key: string, v: unknown, context?: { source?: string }): unknown {
+    if (typeof v !== "number") return v;
+    if (!Number.isFinite(v)) return null;
+    const source = context?.source;
+    const big = Number.isInteger(v) && !Number.isSafeInteger(v);
+    if (exact && big && source !== undefined && validNumberText(source)) {
+      return new ExactNumber(source, v);
+    }
+    return v;
+  };
+  try {
+    return { value: JSON.parse(text, reviver as (key: string, value: unknown) => unknown) };
+  } catch {
+    // Python's dialect only ever appears inside a document (an object or an array).
+    if (!/^\s*[[{]/.test(text)) return undefined;
+    try {
+      const replaced = text.replace(
+        PYTHON_WORDS,
+        (match) => match.startsWith('"') ? match : "null",
+      );
+      return { value: JSON.parse(replaced, reviver as (key: string, value: unknown) => unknown) };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Whether a JSON number token can be a DynamoDB number as it is. */
+function validNumberText(source: string): boolean {
+  const digits = source.replace(/^-/, "").replace(/[eE].*$/, "").replace(".", "")
+    .replace(/^0+/, "").replace(/0+$/, "");
+  return digits.length <= NUMBER_LIMITS.digits && storable(Number(source));
+}
+
+/**
+ * A stored `value` as `get` reads it: JSON (Python's NaN/Infinity read as null), or — legacy
+ * writers — a raw string that reads back as itself.
+ */
+export function decodeValue(text: string): unknown {
+  const parsed = parseJson(text, false);
+  return parsed === undefined ? text : parsed.value;
+}
+
+/**
+ * The legacy hash a `value` holds (a JSON object) as an object with no prototype, else
+ * undefined. With `exact`, big numbers keep their digits for a migration.
+ */
+export function legacyFields(
+  text: string | undefined,
+  exact = false,
+): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  const value = parseJson(text, exact)?.value;
+  if (
+    typeof value !== "object" || value === null || Array.isArray(value) ||
+    value instanceof ExactNumber
+  ) return undefined;
+  const fields = fieldRecord();
+  for (const [k, v] of Object.entries(value)) setOwn(fields, k, v);
+  return fields;
+}
+
+/**
+ * A legacy field about to migrate to a native value: a number DynamoDB cannot store is
+ * refused naming the field, rather than changed.
+ */
+export function checkMigrating(key: string, field: string, plain: unknown): void {
+  const visit = (v: unknown): void => {
+    if (typeof v === "number" && !storable(v)) {
+      throw new RangeError(
+        `key ${JSON.stringify(key)}: legacy field ${
+          JSON.stringify(field)
+        } holds ${v}, which a DynamoDB number cannot carry (magnitude 0 or from 1e-130 to below 1e126); it cannot migrate to a native Map`,
+      );
+    }
+    if (typeof v === "object" && v !== null && !(v instanceof ExactNumber)) {
+      Object.values(v).forEach(visit);
+    }
+  };
+  visit(plain);
+}
+
+/** Most seconds a TTL may run: the expiry must stay a number DynamoDB can store. */
+export const MAX_TTL_SECONDS = 1e125;
+
+/** Seconds of life for `set`'s `ttl` or `expire`: finite, and an expiry DynamoDB can store. */
+export function checkTtlSeconds(field: string, seconds: unknown, allowZero: boolean): number {
+  if (allowZero && (typeof seconds !== "number" || !Number.isFinite(seconds))) {
+    throw new RangeError(`${field} must be a finite number, got ${describe(seconds)}`);
+  }
+  if (!allowZero) {
+    if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
+      throw new RangeError(
+        `${field} must be a finite number of seconds >= 0, got ${describe(seconds)}`,
+      );
+    }
+    if (seconds === 0) throw new RangeError(`${field} must be more than 0 seconds, got 0`);
+  }
+  if ((seconds as number) > MAX_TTL_SECONDS) {
+    throw new RangeError(
+      `${field} is ${seconds} seconds; at most ${MAX_TTL_SECONDS} (a DynamoDB number holds less than 1e126)`,
+    );
+  }
+  return seconds as number;
+}
+
+/** The TTL in `set`'s options (`null`/`undefined` options mean none), checked. */
+export function setTtl(options: SetOptions | null | undefined): number | undefined {
+  if (options === null || options === undefined) return undefined;
+  if (typeof options !== "object") {
+    throw new TypeError(`options must be an object like { ttl: 60 }, got ${describe(options)}`);
+  }
+  return options.ttl === undefined ? undefined : checkTtlSeconds("options.ttl", options.ttl, false);
+}
+
+/** What `MemoryStateStore` keeps per key: the stored layout, with fields as JSON text. */
+export interface StateEntry {
+  /** `value`: JSON text (or a legacy raw string). */
+  value?: string;
+  /** `hash`: field → JSON text of its plain value. */
+  hash?: Map<string, string>;
+  /** `ttl`: epoch seconds. */
+  ttl?: number;
+}
+
+/**
+ * Each `MemoryStateStore`'s entries, for tests that play another writer (a legacy value,
+ * the seed's migration) against the twin as they do against the table.
+ */
+export const stateEntries: WeakMap<object, Map<string, StateEntry>> = new WeakMap();
