@@ -2,6 +2,7 @@
 // DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import {
+  checkExecution,
   checkInteger,
   checkItemSize,
   checkKey,
@@ -11,7 +12,7 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import type { Execution } from "./documents.ts";
+import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./tables.ts";
 import type { CommitChanges } from "./types.ts";
 
@@ -39,10 +40,30 @@ export interface CommitPlan {
   trace?: string;
 }
 
-/** Where the trace ring ends: the last index (0 = empty) and, when just read, the first. */
+/** Where the trace ring ends: its highest index, -1 when the ring is empty. */
 export interface TraceHead {
   last: number;
-  first?: number;
+}
+
+// Executions whose commit has not finished, in any store of this process: a second commit of
+// the same object (a missing `await`) would carry the same version and lose a confusing race.
+const committing = new WeakSet<object>();
+
+/**
+ * Marks `exe` as being committed until `release` is called; refuses it with a TypeError when
+ * a commit of this very object is already in flight.
+ */
+export function claimCommit(exe: unknown): () => void {
+  if (typeof exe !== "object" || exe === null) return () => {};
+  if (committing.has(exe)) {
+    throw new TypeError(
+      `exe (execution ${
+        JSON.stringify((exe as { id?: unknown }).id)
+      }) is already being committed: await the first commit() before committing the same object again`,
+    );
+  }
+  committing.add(exe);
+  return () => committing.delete(exe);
 }
 
 export const S = (value: string): AttributeValue => ({ S: value });
@@ -56,6 +77,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
   const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
   const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
+  checkExecution(exe, STATUSES);
   checkObject("changes", changes);
   const list = <T>(field: string, value: T[] | undefined): T[] => {
     if (value === undefined) return [];
@@ -130,7 +152,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
     plan,
     plan.emits.map(() => max),
     plan.spawns.map(() => max),
-    plan.trace === undefined ? undefined : { last: max - 1 },
+    plan.trace === undefined ? undefined : { last: max - 2 },
     false,
     false,
   );
@@ -279,10 +301,12 @@ export function buildTransaction(
 }
 
 /**
- * The items that append one trace step after `head.last`, guarded so that a stale head
- * fails the transaction instead of leaving a gap or overwriting a step:
- * the new index must be free, and either the step that drops out of the ring or the
- * previous step must exist. With contiguous indexes, that pins `head.last` as the end.
+ * The items that append one trace step after `head.last` (index `head.last + 1`; 0 on an
+ * empty ring, as the seed). Guarded so that a stale head fails the transaction instead of
+ * leaving a gap or overwriting a step: the new index must be free and the previous step must
+ * exist. The step that falls out of this store's window is deleted whether or not it still
+ * exists: another writer with a smaller ring (another `traceMax`, the Python seed's
+ * `trace_max`) may have deleted it already, and that must never block us.
  */
 export function traceItems(
   ctx: TxContext,
@@ -292,24 +316,47 @@ export function traceItems(
 ): TransactWriteItem[] {
   const table = ctx.tables.trace.name;
   const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-  const exists = {
-    ConditionExpression: "attribute_exists(#i)",
-    ExpressionAttributeNames: { "#i": "idx" },
-  };
+  const names = { "#i": "idx" };
   const index = head.last + 1;
   const items: TransactWriteItem[] = [{
     Put: {
       TableName: table,
       Item: { ...key(index), entry: S(entry) },
       ConditionExpression: "attribute_not_exists(#i)",
-      ExpressionAttributeNames: { "#i": "idx" },
+      ExpressionAttributeNames: names,
     },
   }];
-  const drop = index - ctx.traceMax;
-  if (ctx.traceMax > 0 && drop >= 1 && (head.first === undefined || head.first <= drop)) {
-    items.push({ Delete: { TableName: table, Key: key(drop), ...exists } });
-  } else if (head.last >= 1 && ctx.traceMax > 0) {
-    items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...exists } });
+  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  const previous = { ConditionExpression: "attribute_exists(#i)", ExpressionAttributeNames: names };
+  if (head.last >= 0 && drop === head.last) {
+    // traceMax 1: the step to drop is the previous one (one operation per item).
+    items.push({ Delete: { TableName: table, Key: key(head.last), ...previous } });
+  } else {
+    if (head.last >= 0) {
+      items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...previous } });
+    }
+    if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   }
+  return items;
+}
+
+/**
+ * The items that write one trace step at an index the caller chose (`entry.index`, as the
+ * seed's `entry.get("index", ...)`): written as given, like the seed, and the step that falls
+ * out of this store's window from there deleted.
+ */
+export function tracePutAt(
+  ctx: TxContext,
+  id: string,
+  index: number,
+  entry: string,
+): TransactWriteItem[] {
+  const table = ctx.tables.trace.name;
+  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
+  const items: TransactWriteItem[] = [{
+    Put: { TableName: table, Item: { ...key(index), entry: S(entry) } },
+  }];
+  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   return items;
 }

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "./documents.ts";
 import { InvalidCursor, StoreConflict } from "./errors.ts";
+import { MAX_EPOCH_SECONDS } from "./_validate.ts";
 import type {
   CommitChanges,
   ExecutionStore,
@@ -126,7 +127,7 @@ export async function snapshotStore(store: ExecutionStore, ids: string[]): Promi
     traces: await Promise.all(ids.map((id) => store.readTrace(id))),
     outbox: await store.pendingOutbox(),
     spawns: await store.pendingSpawns(),
-    timers: await store.dueTimers(1e12),
+    timers: await store.dueTimers(MAX_EPOCH_SECONDS),
   };
 }
 
@@ -369,25 +370,25 @@ export async function executionStoreConformance(
   );
 
   await step(
-    "the trace ring with traceMax 2 keeps [2, 3], then [3, 4]; a cancelled commit leaves no gap",
+    "the trace ring with traceMax 2 keeps [1, 2], then [2, 3]; a cancelled commit leaves no gap",
     async (store) => {
       assert.equal(store.traceMax, 2);
       const exe = newExecution({ definition_id: "t" });
       await store.save(exe);
       assert.deepEqual(await store.readTrace(exe.id), []);
-      for (let i = 1; i <= 3; i++) await store.commit(exe, { trace: { step: i } });
-      assert.deepEqual(await store.readTrace(exe.id), [{ step: 2, index: 2 }, {
-        step: 3,
-        index: 3,
+      for (let i = 0; i <= 2; i++) await store.commit(exe, { trace: { step: i } });
+      assert.deepEqual(await store.readTrace(exe.id), [{ step: 1, index: 1 }, {
+        step: 2,
+        index: 2,
       }]);
       const stale = structuredClone(exe);
-      await store.commit(exe, { trace: { step: 4 } });
+      await store.commit(exe, { trace: { step: 3 } });
       await assert.rejects(store.commit(stale, { trace: { step: "lost" } }), StoreConflict);
-      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [3, 4]);
-      await store.appendTrace(exe.id, { step: 5 });
-      assert.deepEqual(await store.readTrace(exe.id), [{ step: 4, index: 4 }, {
-        step: 5,
-        index: 5,
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [2, 3]);
+      await store.appendTrace(exe.id, { step: 4 });
+      assert.deepEqual(await store.readTrace(exe.id), [{ step: 3, index: 3 }, {
+        step: 4,
+        index: 4,
       }]);
     },
     2,
@@ -395,9 +396,9 @@ export async function executionStoreConformance(
 
   await step("traceMax 0 keeps every step", async (store) => {
     const exe = newExecution({ definition_id: "t" });
-    for (let i = 1; i <= 5; i++) await store.commit(exe, { trace: { i } });
-    await store.appendTrace(exe.id, { i: 6 });
-    assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [1, 2, 3, 4, 5, 6]);
+    for (let i = 0; i <= 4; i++) await store.commit(exe, { trace: { i } });
+    await store.appendTrace(exe.id, { i: 5 });
+    assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [0, 1, 2, 3, 4, 5]);
   }, 0);
 
   await step(
