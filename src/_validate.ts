@@ -242,11 +242,13 @@ export function checkExecution(
     }
     return value as Record<string, unknown>;
   };
-  string("root_path");
   if (!statuses.includes(exe.status as string)) {
     fail("status", `one of ${statuses.join(", ")}`, exe.status);
   }
-  for (const field of ["definition_fqn", "outcome", "error", "active_path", "parent_id", "child_id"]) {
+  string("root_path");
+  for (
+    const field of ["definition_fqn", "outcome", "error", "active_path", "parent_id", "child_id"]
+  ) {
     optionalString(field);
   }
   for (const [key, value] of Object.entries(record("history"))) {
