@@ -40,10 +40,22 @@ export interface CommitPlan {
   trace?: string;
 }
 
-/** Where the trace ring ends: its highest index, -1 when the ring is empty. */
+/**
+ * Where the trace ring ends: its highest index, -1 when the ring is empty. `cached` when it
+ * comes from this store's memory rather than a read: the commit then also requires the
+ * execution's `trace_end` to still say so (an append outside a commit changes it).
+ */
 export interface TraceHead {
   last: number;
+  cached?: boolean;
 }
+
+/**
+ * The execution item's attribute naming the index of the last trace step a writer of this
+ * module appended (-1: unknown, after a step written at a caller's index). Commits that trust
+ * a cached ring end check it; the seed neither writes nor reads it.
+ */
+export const TRACE_END = "trace_end";
 
 // Executions whose commit has not finished, in any store of this process: a second commit of
 // the same object (a missing `await`) would carry the same version and lose a confusing race.
@@ -180,6 +192,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
         version: N(max),
         outbox_hwm: SEQ_PLACEHOLDER,
         spawn_hwm: SEQ_PLACEHOLDER,
+        [TRACE_END]: SEQ_PLACEHOLDER,
       }
       : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
@@ -241,6 +254,15 @@ export function buildTransaction(
   };
   watermark("outbox_hwm", "oh", outbox, freshOutbox);
   watermark("spawn_hwm", "sh", spawns, freshSpawns);
+  if (plan.trace !== undefined && head !== undefined) {
+    names["#te"] = TRACE_END;
+    values[":te"] = N(head.last + 1);
+    sets.push("#te = :te");
+    if (head.cached) {
+      values[":tc"] = N(head.last);
+      conditions.push("#te = :tc");
+    }
+  }
   add("execution", {
     Update: {
       TableName: t.executions.name,

@@ -55,6 +55,7 @@ import {
   type Role,
   S,
   SEQ_PLACEHOLDER,
+  TRACE_END,
   type TraceHead,
   traceItems,
   tracePutAt,
@@ -440,8 +441,12 @@ export class DynamoDBStore implements ExecutionStore {
       const reasons = await this.#send(items, plan);
       if (reasons === null) {
         exe.version = plan.next;
+        const cached = this.#traceHeads.get(plan.id);
         if (head !== undefined) {
           this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
+        } else if (cached?.version === plan.expected) {
+          // An untraced commit leaves the ring's end where it was.
+          this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
         }
         return { version: plan.next, outbox, spawns };
       }
@@ -454,6 +459,19 @@ export class DynamoDBStore implements ExecutionStore {
           : Number(execution.Item.version.N);
         if (plan.expected === 0 || found !== plan.expected) {
           throw new StoreConflict(plan.id, plan.expected, found);
+        }
+        if (head?.cached && execution.Item?.[TRACE_END]?.N !== String(head.last)) {
+          // A step was appended outside a commit since this store cached the ring's end.
+          if (conflicts++ >= this.#conflictRetries) {
+            throw new Error(
+              `commit of execution ${
+                JSON.stringify(plan.id)
+              }: the trace ring kept moving under it (${this.#conflictRetries} retries)`,
+            );
+          }
+          this.#traceHeads.delete(plan.id);
+          head = await this.#readTraceHead(plan.id);
+          continue;
         }
         // The version matched, so a seq watermark did not: this execution was last written
         // with seqs from a later block (another process) or by a writer that keeps none.
@@ -534,7 +552,7 @@ export class DynamoDBStore implements ExecutionStore {
   async #traceHead(id: string, expected: number): Promise<TraceHead> {
     const cached = this.#traceHeads.get(id);
     return cached !== undefined && cached.version === expected
-      ? { last: cached.last }
+      ? { last: cached.last, cached: true }
       : await this.#readTraceHead(id);
   }
 
@@ -575,24 +593,30 @@ export class DynamoDBStore implements ExecutionStore {
       : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
     const json = toJson("entry", entry);
     checkItemSize("entry", { execution_id: S(id), idx: SEQ_PLACEHOLDER, entry: S(json) });
-    if (index !== undefined) {
-      // The caller chose the index (as the seed's entry.get("index", ...)): write it there.
-      await this.#client.send(
-        new TransactWriteItemsCommand({ TransactItems: tracePutAt(this.#tx, id, index, json) }),
-      );
-      this.#traceHeads.delete(id);
-      return;
-    }
-    // Always read the end: steps appended outside commits do not move the version, so no
-    // cache can prove it current.
-    let head = await this.#readTraceHead(id);
+    // Steps appended outside commits do not move the version, so the end is always read here,
+    // and the execution's trace_end is moved so that no store's cached end is trusted past it.
+    let head = index === undefined ? await this.#readTraceHead(id) : undefined;
+    let markExecution = true; // false once we know there is no execution item to mark
     for (let attempt = 0;; attempt++) {
+      const items = head === undefined
+        ? tracePutAt(this.#tx, id, index!, json)
+        : traceItems(this.#tx, id, head, json);
+      if (markExecution) {
+        items.push({
+          Update: {
+            TableName: this.tables.executions.name,
+            Key: { id: S(id) },
+            UpdateExpression: "SET #te = :te",
+            ConditionExpression: "attribute_exists(#id)",
+            ExpressionAttributeNames: { "#te": TRACE_END, "#id": "id" },
+            ExpressionAttributeValues: { ":te": N(head === undefined ? -1 : head.last + 1) },
+          },
+        });
+      }
       try {
-        await this.#client.send(
-          new TransactWriteItemsCommand({ TransactItems: traceItems(this.#tx, id, head, json) }),
-        );
+        await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
         const cached = this.#traceHeads.get(id);
-        if (cached?.last === head.last) {
+        if (head !== undefined && cached?.last === head.last) {
           this.#traceHeads.set(id, { last: head.last + 1, version: cached.version });
         } else this.#traceHeads.delete(id);
         return;
@@ -602,10 +626,16 @@ export class DynamoDBStore implements ExecutionStore {
         ) {
           throw error;
         }
+        const reasons = (error as { CancellationReasons?: CancellationReason[] })
+          .CancellationReasons ?? [];
+        if (markExecution && reasons.at(-1)?.Code === "ConditionalCheckFailed") {
+          markExecution = false; // no such execution: nothing caches its ring's end
+          continue;
+        }
         // Someone else appended first: find the new end and try again.
         this.#traceHeads.delete(id);
         await sleep(backoffDelay(attempt, { minDelayMs: 10, maxDelayMs: 500 }));
-        head = await this.#readTraceHead(id);
+        if (head !== undefined) head = await this.#readTraceHead(id);
       }
     }
   }
