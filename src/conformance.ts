@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "./documents.ts";
-import { InvalidCursor, StoreConflict } from "./errors.ts";
+import { InvalidCursor, StoreClosed, StoreConflict } from "./errors.ts";
 import { MAX_EPOCH_SECONDS } from "./_validate.ts";
 import type {
   CommitChanges,
@@ -482,6 +482,74 @@ export async function executionStoreConformance(
       for (const cursor of ["!!", forged]) {
         assert.ok((await rejection(store.listExecutions({ cursor }))) instanceof InvalidCursor);
       }
+    },
+  );
+
+  await step(
+    "trace indexes start at 0 and appendTrace() honours entry.index, as the seed",
+    async (store) => {
+      const exe = newExecution({ definition_id: "t" });
+      await store.commit(exe, { trace: { n: 0 } });
+      await store.appendTrace(exe.id, { n: 1, index: 5 });
+      await store.appendTrace(exe.id, { n: 2 });
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.n]), [
+        [0, 0],
+        [5, 1],
+        [6, 2],
+      ]);
+    },
+  );
+
+  await step(
+    "mistakes are refused with errors that say what to do, and change nothing",
+    async (store) => {
+      const exe = newExecution({ definition_id: "d" });
+      await store.save(exe);
+      const before = await snapshotStore(store, [exe.id]);
+      const nowMs = Date.now();
+      const cases: [string, () => Promise<unknown>, RegExp][] = [
+        [
+          "a time in milliseconds",
+          () => store.commit(exe, { timers: [{ action: "schedule", path: "p", fireAt: nowMs }] }),
+          /epoch seconds/,
+        ],
+        ["dueTimers(Date.now())", () => store.dueTimers(nowMs), /epoch seconds/],
+        ["a number DynamoDB cannot store", () => store.dueTimers(5e-324), /cannot store/],
+        [
+          "a document without status",
+          () => store.save({ id: "x", definition_id: "d", version: 0 } as unknown as Execution),
+          /exe\.status.*newExecution\(\)/,
+        ],
+        [
+          "a Map in context",
+          () => store.save({ ...exe, context: { tags: new Map() } }),
+          /context\.tags is a Map/,
+        ],
+        ["a bad seq after duplicates", () => store.ackOutbox([3, 3, 3, -1]), /seq\[3\]/],
+        [
+          "a cursor of another listing",
+          () =>
+            store.listExecutions({
+              cursor: new TextEncoder().encode('{"table":"elsewhere_executions","id":"x"}')
+                .toBase64({ alphabet: "base64url" }),
+            }),
+          /another listing/,
+        ],
+      ];
+      for (const [what, call, message] of cases) {
+        const error = await rejection(call());
+        assert.match(error.message, message, what);
+      }
+      const first = store.commit(exe);
+      const error = await rejection(store.commit(exe));
+      assert.ok(error instanceof TypeError && /already being committed/.test(error.message));
+      await first;
+      assert.equal(exe.version, 2);
+      before.executions[0] = await store.load(exe.id);
+      assert.deepEqual(await snapshotStore(store, [exe.id]), before);
+      await store.close();
+      assert.ok((await rejection(store.load(exe.id))) instanceof StoreClosed);
+      assert.ok((await rejection(store.commit(exe))) instanceof StoreClosed);
     },
   );
 
