@@ -382,7 +382,8 @@ export class DynamoDBStore implements ExecutionStore {
    * if the stored version still equals `exe.version` (0 = insert). On success
    * `exe.version` is bumped in place; on a lost race it throws {@linkcode StoreConflict},
    * `exe.version` is unchanged and nothing of the commit is written. Input DynamoDB would
-   * reject is refused with a `TypeError`/`RangeError` before anything is sent.
+   * reject is refused with a `TypeError`/`RangeError` before anything is sent, and so is a
+   * second commit of the same object while the first has not settled (a missing `await`).
    *
    * @example Handling an event
    * ```ts
@@ -574,7 +575,10 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * Appends one trace step outside a commit (the ring keeps the last `traceMax`).
+   * Appends one trace step outside a commit, at the ring's highest index + 1 (0 on an empty
+   * ring), or at `entry.index` when the entry carries one (as the Python seed); the step that
+   * falls out of this store's window (`traceMax`) is deleted. Two calls: the ring's end is
+   * always read first.
    *
    * @example Appending an operator note
    * ```ts

@@ -427,7 +427,8 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * Appends one trace step outside a commit.
+   * Appends one trace step outside a commit: at the highest index + 1 (0 on an empty ring), or
+   * at `entry.index` when the entry carries one, as the Python seed.
    *
    * @example Appending an operator note
    * ```ts
