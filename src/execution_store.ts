@@ -202,12 +202,16 @@ export class DynamoDBStore implements ExecutionStore {
     // Every call goes through this gate: a closed store refuses instead of letting the SDK
     // reopen sockets on a destroyed client (or keep using one the caller still owns).
     this.#client = {
-      send: ((command: { constructor: { name: string } }) =>
-        this.#closed
-          ? Promise.reject(
-            new StoreClosed("DynamoDBStore", command.constructor.name.replace(/Command$/, "")),
-          )
-          : client.send(command as never)) as DynamoDBSender["send"],
+      send:
+        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
+          this.#closed
+            ? Promise.reject(
+              new StoreClosed("DynamoDBStore", command.constructor.name.replace(/Command$/, "")),
+            )
+            : (client.send as (...args: unknown[]) => Promise<unknown>)(
+              command,
+              ...rest,
+            )) as DynamoDBSender["send"],
     };
     this.#ownedClient = claimClient(client);
     this.#tx = { tables: this.tables, traceMax: this.traceMax, processedTtl: this.#processedTtl };
@@ -534,6 +538,11 @@ export class DynamoDBStore implements ExecutionStore {
         if (isNamed(error, "TransactionCanceledException")) {
           return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ??
             [];
+        }
+        if (error instanceof StoreClosed && attempt > 0) {
+          // Closed while re-sending: an earlier send may have been applied.
+          this.#traceHeads.delete(plan.id);
+          throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
         }
         const inProgress = isNamed(error, "TransactionInProgressException");
         if (!inProgress && !isUnreachable(error)) throw error;
