@@ -409,3 +409,31 @@ Deno.test("committing one Execution object again before the first commit finishe
     }
   }
 });
+
+Deno.test("a traceMax 1 store and a traceMax 3 store share one ring without blocking", async () => {
+  const one = await freshStore({ traceMax: 1, conflictRetries: 2 });
+  await using three = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix: prefixOf(one),
+    traceMax: 3,
+    conflictRetries: 2,
+  });
+  try {
+    const exe = newExecution({ definition_id: "one" });
+    for (let n = 0; n < 8; n++) {
+      const store = n % 3 === 0 ? three : one;
+      const current = (await store.load(exe.id)) ?? exe;
+      await store.commit(current, { trace: { n } });
+      if (n % 2) await (n % 4 === 1 ? one : three).appendTrace(exe.id, { n, extra: true });
+    }
+    const trace = await one.readTrace(exe.id);
+    const last = trace.at(-1)!.index as number;
+    assert.equal(last, 11, "8 commits and 4 appends: indexes 0..11");
+    assert.equal(trace.at(-1)!.n, 7);
+    assert.ok(
+      trace.every((s, i) => i === 0 || (s.index as number) > (trace[i - 1]!.index as number)),
+    );
+  } finally {
+    await one.close();
+  }
+});
