@@ -16,8 +16,11 @@ export interface Listing {
   matches(exe: Execution): boolean;
 }
 
-/** Checks `listExecutions` options; refuses bad ones with a TypeError/RangeError/InvalidCursor. */
-export function planListing(options: ListOptions): Listing {
+/**
+ * Checks `listExecutions` options of a listing of `table`; refuses bad ones with a
+ * TypeError/RangeError, and a cursor that is not this table's with InvalidCursor.
+ */
+export function planListing(options: ListOptions, table: string): Listing {
   checkObject("options", options);
   const { definitionId, rootsOnly = false, limit = 100, cursor = null } = options;
   checkInteger("limit", limit, 1, 1000);
@@ -33,7 +36,7 @@ export function planListing(options: ListOptions): Listing {
   return {
     definitionId,
     limit,
-    after: cursor === null ? null : decodeCursor(cursor),
+    after: cursor === null ? null : decodeCursor(cursor, table),
     matches: (exe) =>
       (definitionId === undefined || exe.definition_id === definitionId) &&
       (statuses === null || statuses.has(exe.status)) &&

@@ -2,6 +2,7 @@
 // DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import {
+  checkExecution,
   checkInteger,
   checkItemSize,
   checkKey,
@@ -11,7 +12,7 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import type { Execution } from "./documents.ts";
+import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./table_specs.ts";
 import type { CommitChanges } from "./types.ts";
 
@@ -39,10 +40,42 @@ export interface CommitPlan {
   trace?: string;
 }
 
-/** Where the trace ring ends: the last index (0 = empty) and, when just read, the first. */
+/**
+ * Where the trace ring ends: its highest index, -1 when the ring is empty. `cached` when it
+ * comes from this store's memory rather than a read: the commit then also requires the
+ * execution's `trace_end` to still say so (an append outside a commit changes it).
+ */
 export interface TraceHead {
   last: number;
-  first?: number;
+  cached?: boolean;
+}
+
+/**
+ * The execution item's attribute naming the index of the last trace step a writer of this
+ * module appended (-1: unknown, after a step written at a caller's index). Commits that trust
+ * a cached ring end check it; the seed neither writes nor reads it.
+ */
+export const TRACE_END = "trace_end";
+
+// Executions whose commit has not finished, in any store of this process: a second commit of
+// the same object (a missing `await`) would carry the same version and lose a confusing race.
+const committing = new WeakSet<object>();
+
+/**
+ * Marks `exe` as being committed until `release` is called; refuses it with a TypeError when
+ * a commit of this very object is already in flight.
+ */
+export function claimCommit(exe: unknown): () => void {
+  if (typeof exe !== "object" || exe === null) return () => {};
+  if (committing.has(exe)) {
+    throw new TypeError(
+      `exe (execution ${
+        JSON.stringify((exe as { id?: unknown }).id)
+      }) is already being committed: await the first commit() before committing the same object again`,
+    );
+  }
+  committing.add(exe);
+  return () => committing.delete(exe);
 }
 
 export const S = (value: string): AttributeValue => ({ S: value });
@@ -56,6 +89,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
   const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
   const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
+  checkExecution(exe, STATUSES);
   checkObject("changes", changes);
   const list = <T>(field: string, value: T[] | undefined): T[] => {
     if (value === undefined) return [];
@@ -130,7 +164,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
     plan,
     plan.emits.map(() => max),
     plan.spawns.map(() => max),
-    plan.trace === undefined ? undefined : { last: max - 1 },
+    plan.trace === undefined ? undefined : { last: max - 2 },
     false,
     false,
   );
@@ -158,6 +192,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
         version: N(max),
         outbox_hwm: SEQ_PLACEHOLDER,
         spawn_hwm: SEQ_PLACEHOLDER,
+        [TRACE_END]: SEQ_PLACEHOLDER,
       }
       : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
@@ -219,6 +254,15 @@ export function buildTransaction(
   };
   watermark("outbox_hwm", "oh", outbox, freshOutbox);
   watermark("spawn_hwm", "sh", spawns, freshSpawns);
+  if (plan.trace !== undefined && head !== undefined) {
+    names["#te"] = TRACE_END;
+    values[":te"] = N(head.last + 1);
+    sets.push("#te = :te");
+    if (head.cached) {
+      values[":tc"] = N(head.last);
+      conditions.push("#te = :tc");
+    }
+  }
   add("execution", {
     Update: {
       TableName: t.executions.name,
@@ -279,10 +323,12 @@ export function buildTransaction(
 }
 
 /**
- * The items that append one trace step after `head.last`, guarded so that a stale head
- * fails the transaction instead of leaving a gap or overwriting a step:
- * the new index must be free, and either the step that drops out of the ring or the
- * previous step must exist. With contiguous indexes, that pins `head.last` as the end.
+ * The items that append one trace step after `head.last` (index `head.last + 1`; 0 on an
+ * empty ring, as the seed). Guarded so that a stale head fails the transaction instead of
+ * leaving a gap or overwriting a step: the new index must be free and the previous step must
+ * exist. The step that falls out of this store's window is deleted whether or not it still
+ * exists: another writer with a smaller ring (another `traceMax`, the Python seed's
+ * `trace_max`) may have deleted it already, and that must never block us.
  */
 export function traceItems(
   ctx: TxContext,
@@ -292,24 +338,47 @@ export function traceItems(
 ): TransactWriteItem[] {
   const table = ctx.tables.trace.name;
   const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-  const exists = {
-    ConditionExpression: "attribute_exists(#i)",
-    ExpressionAttributeNames: { "#i": "idx" },
-  };
+  const names = { "#i": "idx" };
   const index = head.last + 1;
   const items: TransactWriteItem[] = [{
     Put: {
       TableName: table,
       Item: { ...key(index), entry: S(entry) },
       ConditionExpression: "attribute_not_exists(#i)",
-      ExpressionAttributeNames: { "#i": "idx" },
+      ExpressionAttributeNames: names,
     },
   }];
-  const drop = index - ctx.traceMax;
-  if (ctx.traceMax > 0 && drop >= 1 && (head.first === undefined || head.first <= drop)) {
-    items.push({ Delete: { TableName: table, Key: key(drop), ...exists } });
-  } else if (head.last >= 1 && ctx.traceMax > 0) {
-    items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...exists } });
+  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  const previous = { ConditionExpression: "attribute_exists(#i)", ExpressionAttributeNames: names };
+  if (head.last >= 0 && drop === head.last) {
+    // traceMax 1: the step to drop is the previous one (one operation per item).
+    items.push({ Delete: { TableName: table, Key: key(head.last), ...previous } });
+  } else {
+    if (head.last >= 0) {
+      items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...previous } });
+    }
+    if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   }
+  return items;
+}
+
+/**
+ * The items that write one trace step at an index the caller chose (`entry.index`, as the
+ * seed's `entry.get("index", ...)`): written as given, like the seed, and the step that falls
+ * out of this store's window from there deleted.
+ */
+export function tracePutAt(
+  ctx: TxContext,
+  id: string,
+  index: number,
+  entry: string,
+): TransactWriteItem[] {
+  const table = ctx.tables.trace.name;
+  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
+  const items: TransactWriteItem[] = [{
+    Put: { TableName: table, Item: { ...key(index), entry: S(entry) } },
+  }];
+  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   return items;
 }

@@ -55,11 +55,37 @@ export function settle<T>(body: () => T): Promise<T> {
   }
 }
 
-/** A finite, non-negative number of seconds (an epoch time or a duration). */
+/** The latest time DynamoDB-stored epoch seconds may hold: 9999-12-31T23:59:59Z. */
+export const MAX_EPOCH_SECONDS = 253_402_300_799;
+
+/**
+ * Whether DynamoDB can store `value` as a number: 0, or a magnitude from 1e-130 up to (not
+ * including) 1e126. A JS number never has more than DynamoDB's 38 significant digits.
+ */
+export function isStorableNumber(value: number): boolean {
+  const size = Math.abs(value);
+  return Number.isFinite(value) && (size === 0 || (size >= 1e-130 && size < 1e126));
+}
+
+/**
+ * A finite, non-negative number of seconds (an epoch time or a duration) that DynamoDB can
+ * store, at most {@linkcode MAX_EPOCH_SECONDS}: a larger one is almost surely milliseconds
+ * (`Date.now()`), which would fire thousands of years late.
+ */
 export function checkTime(field: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
     throw new RangeError(
       `${field} must be a finite number of seconds >= 0, got ${describe(value)}`,
+    );
+  }
+  if (value > MAX_EPOCH_SECONDS) {
+    throw new RangeError(
+      `${field} is ${value}, after 9999-12-31T23:59:59Z (${MAX_EPOCH_SECONDS}): times are epoch seconds, and this is probably milliseconds (use Date.now() / 1000)`,
+    );
+  }
+  if (!isStorableNumber(value)) {
+    throw new RangeError(
+      `${field} is ${value}, which DynamoDB cannot store as a number (0, or 1e-130 to 1e126 in magnitude)`,
     );
   }
   return value;
@@ -116,6 +142,15 @@ export function toJson(field: string, value: unknown): string {
         if (seen.has(v)) throw new TypeError(`${path} refers back to itself (a cycle)`);
         const json = (v as { toJSON?: unknown }).toJSON;
         if (typeof json === "function") return visit(json.call(v), path);
+        const proto = Object.getPrototypeOf(v);
+        if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
+          // A Map or Set would be stored as {}, a class instance without its class.
+          const kind = (proto as { constructor?: { name?: string } }).constructor?.name ||
+            "non-plain object";
+          throw new TypeError(
+            `${path} is a ${kind}, which JSON would store changed (as a plain object); convert it (e.g. Object.fromEntries, [...set])`,
+          );
+        }
         seen.add(v);
         if (Array.isArray(v)) {
           v.forEach((item, i) => {
@@ -176,4 +211,71 @@ export function checkItemSize(field: string, item: Record<string, AttributeValue
     );
   }
   return size;
+}
+
+const HINT = "build executions with newExecution() and change the fields you need";
+
+/**
+ * Checks that `exe` is an Execution document: the fields the engine writes, with their types
+ * (DESIGN.md's `Execution`), `status` one of the seven. Unknown extra fields are left alone
+ * (they round-trip). Keys (`id`, `definition_id`) and `version` are checked by the caller.
+ */
+export function checkExecution(
+  exe: Record<string, unknown>,
+  statuses: readonly string[],
+): void {
+  const fail = (field: string, wanted: string, value: unknown): never => {
+    throw new TypeError(`exe.${field} must be ${wanted}, got ${describe(value)} (${HINT})`);
+  };
+  const string = (field: string) => {
+    if (typeof exe[field] !== "string") fail(field, "a string", exe[field]);
+  };
+  const optionalString = (field: string) => {
+    const value = exe[field];
+    if (value !== undefined && value !== null && typeof value !== "string") {
+      fail(field, "a string or null", value);
+    }
+  };
+  const record = (field: string, value: unknown = exe[field]) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      fail(field, "an object", value);
+    }
+    return value as Record<string, unknown>;
+  };
+  if (!statuses.includes(exe.status as string)) {
+    fail("status", `one of ${statuses.join(", ")}`, exe.status);
+  }
+  string("root_path");
+  for (
+    const field of ["definition_fqn", "outcome", "error", "active_path", "parent_id", "child_id"]
+  ) {
+    optionalString(field);
+  }
+  for (const [key, value] of Object.entries(record("history"))) {
+    if (typeof value !== "string") fail(`history.${key}`, "a string", value);
+  }
+  record("context");
+  const processed = exe.processed_events;
+  if (typeof processed !== "number" || !Number.isSafeInteger(processed) || processed < 0) {
+    fail("processed_events", "an integer >= 0", processed);
+  }
+  const priority = exe.priority;
+  if (typeof priority !== "number" || !Number.isInteger(priority) || priority < 0 || priority > 4) {
+    fail("priority", "an integer from 0 to 4", priority);
+  }
+  if (!Array.isArray(exe.deferred)) fail("deferred", "an array of events", exe.deferred);
+  (exe.deferred as unknown[]).forEach((event, i) => {
+    const e = record(`deferred[${i}]`, event);
+    if (typeof e.id !== "string") fail(`deferred[${i}].id`, "a string", e.id);
+    if (typeof e.kind !== "string") fail(`deferred[${i}].kind`, "a string", e.kind);
+    record(`deferred[${i}].data`, e.data);
+  });
+  for (const [key, child] of Object.entries(record("children"))) {
+    record(`children.${key}`, child);
+  }
+  for (const [key, value] of Object.entries(record("invoke_seq"))) {
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      fail(`invoke_seq.${key}`, "a number", value);
+    }
+  }
 }

@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "./documents.ts";
-import { InvalidCursor, StoreConflict } from "./errors.ts";
+import { InvalidCursor, StoreClosed, StoreConflict } from "./errors.ts";
+import { MAX_EPOCH_SECONDS } from "./_validate.ts";
 import type {
   CommitChanges,
   ExecutionStore,
@@ -126,7 +127,7 @@ export async function snapshotStore(store: ExecutionStore, ids: string[]): Promi
     traces: await Promise.all(ids.map((id) => store.readTrace(id))),
     outbox: await store.pendingOutbox(),
     spawns: await store.pendingSpawns(),
-    timers: await store.dueTimers(1e12),
+    timers: await store.dueTimers(MAX_EPOCH_SECONDS),
   };
 }
 
@@ -369,25 +370,25 @@ export async function executionStoreConformance(
   );
 
   await step(
-    "the trace ring with traceMax 2 keeps [2, 3], then [3, 4]; a cancelled commit leaves no gap",
+    "the trace ring with traceMax 2 keeps [1, 2], then [2, 3]; a cancelled commit leaves no gap",
     async (store) => {
       assert.equal(store.traceMax, 2);
       const exe = newExecution({ definition_id: "t" });
       await store.save(exe);
       assert.deepEqual(await store.readTrace(exe.id), []);
-      for (let i = 1; i <= 3; i++) await store.commit(exe, { trace: { step: i } });
-      assert.deepEqual(await store.readTrace(exe.id), [{ step: 2, index: 2 }, {
-        step: 3,
-        index: 3,
+      for (let i = 0; i <= 2; i++) await store.commit(exe, { trace: { step: i } });
+      assert.deepEqual(await store.readTrace(exe.id), [{ step: 1, index: 1 }, {
+        step: 2,
+        index: 2,
       }]);
       const stale = structuredClone(exe);
-      await store.commit(exe, { trace: { step: 4 } });
+      await store.commit(exe, { trace: { step: 3 } });
       await assert.rejects(store.commit(stale, { trace: { step: "lost" } }), StoreConflict);
-      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [3, 4]);
-      await store.appendTrace(exe.id, { step: 5 });
-      assert.deepEqual(await store.readTrace(exe.id), [{ step: 4, index: 4 }, {
-        step: 5,
-        index: 5,
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [2, 3]);
+      await store.appendTrace(exe.id, { step: 4 });
+      assert.deepEqual(await store.readTrace(exe.id), [{ step: 3, index: 3 }, {
+        step: 4,
+        index: 4,
       }]);
     },
     2,
@@ -395,9 +396,9 @@ export async function executionStoreConformance(
 
   await step("traceMax 0 keeps every step", async (store) => {
     const exe = newExecution({ definition_id: "t" });
-    for (let i = 1; i <= 5; i++) await store.commit(exe, { trace: { i } });
-    await store.appendTrace(exe.id, { i: 6 });
-    assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [1, 2, 3, 4, 5, 6]);
+    for (let i = 0; i <= 4; i++) await store.commit(exe, { trace: { i } });
+    await store.appendTrace(exe.id, { i: 5 });
+    assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [0, 1, 2, 3, 4, 5]);
   }, 0);
 
   await step(
@@ -481,6 +482,74 @@ export async function executionStoreConformance(
       for (const cursor of ["!!", forged]) {
         assert.ok((await rejection(store.listExecutions({ cursor }))) instanceof InvalidCursor);
       }
+    },
+  );
+
+  await step(
+    "trace indexes start at 0 and appendTrace() honours entry.index, as the seed",
+    async (store) => {
+      const exe = newExecution({ definition_id: "t" });
+      await store.commit(exe, { trace: { n: 0 } });
+      await store.appendTrace(exe.id, { n: 1, index: 5 });
+      await store.appendTrace(exe.id, { n: 2 });
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.n]), [
+        [0, 0],
+        [5, 1],
+        [6, 2],
+      ]);
+    },
+  );
+
+  await step(
+    "mistakes are refused with errors that say what to do, and change nothing",
+    async (store) => {
+      const exe = newExecution({ definition_id: "d" });
+      await store.save(exe);
+      const before = await snapshotStore(store, [exe.id]);
+      const nowMs = Date.now();
+      const cases: [string, () => Promise<unknown>, RegExp][] = [
+        [
+          "a time in milliseconds",
+          () => store.commit(exe, { timers: [{ action: "schedule", path: "p", fireAt: nowMs }] }),
+          /epoch seconds/,
+        ],
+        ["dueTimers(Date.now())", () => store.dueTimers(nowMs), /epoch seconds/],
+        ["a number DynamoDB cannot store", () => store.dueTimers(5e-324), /cannot store/],
+        [
+          "a document without status",
+          () => store.save({ id: "x", definition_id: "d", version: 0 } as unknown as Execution),
+          /exe\.status.*newExecution\(\)/,
+        ],
+        [
+          "a Map in context",
+          () => store.save({ ...exe, context: { tags: new Map() } }),
+          /context\.tags is a Map/,
+        ],
+        ["a bad seq after duplicates", () => store.ackOutbox([3, 3, 3, -1]), /seq\[3\]/],
+        [
+          "a cursor of another listing",
+          () =>
+            store.listExecutions({
+              cursor: new TextEncoder().encode('{"table":"elsewhere_executions","id":"x"}')
+                .toBase64({ alphabet: "base64url" }),
+            }),
+          /another listing/,
+        ],
+      ];
+      for (const [what, call, message] of cases) {
+        const error = await rejection(call());
+        assert.match(error.message, message, what);
+      }
+      const first = store.commit(exe);
+      const error = await rejection(store.commit(exe));
+      assert.ok(error instanceof TypeError && /already being committed/.test(error.message));
+      await first;
+      assert.equal(exe.version, 2);
+      before.executions[0] = await store.load(exe.id);
+      assert.deepEqual(await snapshotStore(store, [exe.id]), before);
+      await store.close();
+      assert.ok((await rejection(store.load(exe.id))) instanceof StoreClosed);
+      assert.ok((await rejection(store.commit(exe))) instanceof StoreClosed);
     },
   );
 

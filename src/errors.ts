@@ -193,3 +193,36 @@ export class MissingSetup extends TypeError {
     this.missing = missing;
   }
 }
+
+/**
+ * The store was closed: `close()` (or `await using`) ended it, and it refuses every call
+ * after that instead of reopening connections. Make a new store to go on.
+ *
+ * @example Telling a closed store from other failures
+ * ```ts
+ * import { newExecution, StoreClosed } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * await store.close();
+ * try {
+ *   await store.save(newExecution({ definition_id: "d" }));
+ * } catch (error) {
+ *   if (error instanceof StoreClosed) console.log(error.message);
+ * }
+ * ```
+ */
+export class StoreClosed extends Error {
+  /** Always `"StoreClosed"`. */
+  override name = "StoreClosed";
+
+  /**
+   * Builds the error for a call made after `close()`.
+   *
+   * @param store The store's class name, e.g. `"DynamoDBStore"`.
+   * @param method The method that was called.
+   */
+  constructor(store: string, method: string) {
+    super(`${store}.${method}() was called after the store was closed; make a new store`);
+  }
+}

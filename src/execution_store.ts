@@ -43,10 +43,11 @@ import {
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
-import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
+import { CommitOutcomeUnknown, StoreClosed, StoreConflict } from "./errors.ts";
 import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
 import {
   buildTransaction,
+  claimCommit,
   type CommitPlan,
   type Item,
   N,
@@ -54,8 +55,10 @@ import {
   type Role,
   S,
   SEQ_PLACEHOLDER,
+  TRACE_END,
   type TraceHead,
   traceItems,
+  tracePutAt,
   type TxContext,
 } from "./_transaction.ts";
 import type {
@@ -159,7 +162,9 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #ambiguousRetries: number;
   readonly #outboxSeqs: SeqBlocks;
   readonly #spawnSeqs: SeqBlocks;
-  readonly #traceHeads = new Lru<string, number>(10_000);
+  // Where each execution's trace ring ends, as of the version this store last committed it
+  // at: a commit from that version can trust it (anyone else's commit moved the version).
+  readonly #traceHeads = new Lru<string, { last: number; version: number | null }>(10_000);
   readonly #tx: TxContext;
   #closed = false;
 
@@ -194,11 +199,24 @@ export class DynamoDBStore implements ExecutionStore {
     this.#conflictRetries = checkInteger("conflictRetries", conflictRetries, 0, 100);
     this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
-    this.#client = client;
+    // Every call goes through this gate: a closed store refuses instead of letting the SDK
+    // reopen sockets on a destroyed client (or keep using one the caller still owns).
+    this.#client = {
+      send:
+        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
+          this.#closed
+            ? Promise.reject(
+              new StoreClosed("DynamoDBStore", command.constructor.name.replace(/Command$/, "")),
+            )
+            : (client.send as (...args: unknown[]) => Promise<unknown>)(
+              command,
+              ...rest,
+            )) as DynamoDBSender["send"],
+    };
     this.#ownedClient = claimClient(client);
     this.#tx = { tables: this.tables, traceMax: this.traceMax, processedTtl: this.#processedTtl };
-    this.#outboxSeqs = new SeqBlocks(client, this.tables.counters.name, "outbox", block);
-    this.#spawnSeqs = new SeqBlocks(client, this.tables.counters.name, "spawn", block);
+    this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
+    this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
   }
 
   /**
@@ -263,6 +281,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async load(id: string): Promise<Execution | null> {
+    this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     const result = await this.#client.send(
       new GetItemCommand({
@@ -291,6 +310,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+    this.#open("loadForEvent");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
     const { executions, processed } = this.tables;
@@ -331,6 +351,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async isProcessed(id: string, eventId: string): Promise<boolean> {
+    this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
     const result = await this.#client.send(
@@ -365,7 +386,8 @@ export class DynamoDBStore implements ExecutionStore {
    * if the stored version still equals `exe.version` (0 = insert). On success
    * `exe.version` is bumped in place; on a lost race it throws {@linkcode StoreConflict},
    * `exe.version` is unchanged and nothing of the commit is written. Input DynamoDB would
-   * reject is refused with a `TypeError`/`RangeError` before anything is sent.
+   * reject is refused with a `TypeError`/`RangeError` before anything is sent, and so is a
+   * second commit of the same object while the first has not settled (a missing `await`).
    *
    * @example Handling an event
    * ```ts
@@ -393,11 +415,21 @@ export class DynamoDBStore implements ExecutionStore {
    * @returns The new version and the seqs of the outbox entries and spawns.
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+    this.#open("commit");
+    const release = claimCommit(exe);
+    try {
+      return await this.#commit(exe, changes);
+    } finally {
+      release();
+    }
+  }
+
+  async #commit(exe: Execution, changes: CommitChanges): Promise<CommitResult> {
     const plan = planCommit(this.#tx, exe, changes);
     let [outbox, spawns, head] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
-      plan.trace === undefined ? undefined : this.#traceHead(plan.id),
+      plan.trace === undefined ? undefined : this.#traceHead(plan.id, plan.expected),
     ]);
     let freshOutbox = false, freshSpawns = false;
     let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
@@ -414,7 +446,13 @@ export class DynamoDBStore implements ExecutionStore {
       const reasons = await this.#send(items, plan);
       if (reasons === null) {
         exe.version = plan.next;
-        if (head !== undefined) this.#traceHeads.set(plan.id, head.last + 1);
+        const cached = this.#traceHeads.get(plan.id);
+        if (head !== undefined) {
+          this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
+        } else if (cached?.version === plan.expected) {
+          // An untraced commit leaves the ring's end where it was.
+          this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
+        }
         return { version: plan.next, outbox, spawns };
       }
       const failed = (role: Role, code: string) =>
@@ -426,6 +464,19 @@ export class DynamoDBStore implements ExecutionStore {
           : Number(execution.Item.version.N);
         if (plan.expected === 0 || found !== plan.expected) {
           throw new StoreConflict(plan.id, plan.expected, found);
+        }
+        if (head?.cached && execution.Item?.[TRACE_END]?.N !== String(head.last)) {
+          // A step was appended outside a commit since this store cached the ring's end.
+          if (conflicts++ >= this.#conflictRetries) {
+            throw new Error(
+              `commit of execution ${
+                JSON.stringify(plan.id)
+              }: the trace ring kept moving under it (${this.#conflictRetries} retries)`,
+            );
+          }
+          this.#traceHeads.delete(plan.id);
+          head = await this.#readTraceHead(plan.id);
+          continue;
         }
         // The version matched, so a seq watermark did not: this execution was last written
         // with seqs from a later block (another process) or by a writer that keeps none.
@@ -445,7 +496,8 @@ export class DynamoDBStore implements ExecutionStore {
         continue;
       }
       if (failed("trace", "ConditionalCheckFailed") && conflicts++ < this.#conflictRetries) {
-        // Another process appended steps since we cached where the ring ends.
+        // Another writer appended (or trimmed) steps outside a commit since we cached where
+        // the ring ends: read it again.
         this.#traceHeads.delete(plan.id);
         head = await this.#readTraceHead(plan.id);
         continue;
@@ -487,6 +539,11 @@ export class DynamoDBStore implements ExecutionStore {
           return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ??
             [];
         }
+        if (error instanceof StoreClosed && attempt > 0) {
+          // Closed while re-sending: an earlier send may have been applied.
+          this.#traceHeads.delete(plan.id);
+          throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
+        }
         const inProgress = isNamed(error, "TransactionInProgressException");
         if (!inProgress && !isUnreachable(error)) throw error;
         if (attempt >= this.#ambiguousRetries) {
@@ -498,33 +555,39 @@ export class DynamoDBStore implements ExecutionStore {
     }
   }
 
-  /** Where the execution's trace ring ends: cached after our own writes, else read. */
-  async #traceHead(id: string): Promise<TraceHead> {
-    const last = this.#traceHeads.get(id);
-    return last === undefined ? await this.#readTraceHead(id) : { last };
+  /**
+   * Where the execution's trace ring ends, for a commit from version `expected`: cached when
+   * this store committed that version itself, else read.
+   */
+  async #traceHead(id: string, expected: number): Promise<TraceHead> {
+    const cached = this.#traceHeads.get(id);
+    return cached !== undefined && cached.version === expected
+      ? { last: cached.last, cached: true }
+      : await this.#readTraceHead(id);
   }
 
+  /** The ring's highest index (-1 when empty): one Query, whoever wrote the ring. */
   async #readTraceHead(id: string): Promise<TraceHead> {
-    const edge = async (forward: boolean) => {
-      const result = await this.#client.send(
-        new QueryCommand({
-          TableName: this.tables.trace.name,
-          KeyConditionExpression: "execution_id = :id",
-          ExpressionAttributeValues: { ":id": S(id) },
-          ProjectionExpression: "idx",
-          ScanIndexForward: forward,
-          Limit: 1,
-          ConsistentRead: true,
-        }),
-      );
-      return result.Items?.[0]?.idx?.N;
-    };
-    const [first, last] = await Promise.all([edge(true), edge(false)]);
-    return last === undefined ? { last: 0 } : { last: Number(last), first: Number(first) };
+    const result = await this.#client.send(
+      new QueryCommand({
+        TableName: this.tables.trace.name,
+        KeyConditionExpression: "execution_id = :id",
+        ExpressionAttributeValues: { ":id": S(id) },
+        ProjectionExpression: "idx",
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    const last = result.Items?.[0]?.idx?.N;
+    return { last: last === undefined ? -1 : Number(last) };
   }
 
   /**
-   * Appends one trace step outside a commit (the ring keeps the last `traceMax`).
+   * Appends one trace step outside a commit, at the ring's highest index + 1 (0 on an empty
+   * ring), or at `entry.index` when the entry carries one (as the Python seed); the step that
+   * falls out of this store's window (`traceMax`) is deleted. Two calls: the ring's end is
+   * always read first.
    *
    * @example Appending an operator note
    * ```ts
@@ -535,16 +598,40 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
+    this.#open("appendTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    const json = toJson("entry", checkObject("entry", entry));
+    checkObject("entry", entry);
+    const index = entry.index === undefined
+      ? undefined
+      : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
+    const json = toJson("entry", entry);
     checkItemSize("entry", { execution_id: S(id), idx: SEQ_PLACEHOLDER, entry: S(json) });
-    let head = await this.#traceHead(id);
+    // Steps appended outside commits do not move the version, so the end is always read here,
+    // and the execution's trace_end is moved so that no store's cached end is trusted past it.
+    let head = index === undefined ? await this.#readTraceHead(id) : undefined;
+    let markExecution = true; // false once we know there is no execution item to mark
     for (let attempt = 0;; attempt++) {
+      const items = head === undefined
+        ? tracePutAt(this.#tx, id, index!, json)
+        : traceItems(this.#tx, id, head, json);
+      if (markExecution) {
+        items.push({
+          Update: {
+            TableName: this.tables.executions.name,
+            Key: { id: S(id) },
+            UpdateExpression: "SET #te = :te",
+            ConditionExpression: "attribute_exists(#id)",
+            ExpressionAttributeNames: { "#te": TRACE_END, "#id": "id" },
+            ExpressionAttributeValues: { ":te": N(head === undefined ? -1 : head.last + 1) },
+          },
+        });
+      }
       try {
-        await this.#client.send(
-          new TransactWriteItemsCommand({ TransactItems: traceItems(this.#tx, id, head, json) }),
-        );
-        this.#traceHeads.set(id, head.last + 1);
+        await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+        const cached = this.#traceHeads.get(id);
+        if (head !== undefined && cached?.last === head.last) {
+          this.#traceHeads.set(id, { last: head.last + 1, version: cached.version });
+        } else this.#traceHeads.delete(id);
         return;
       } catch (error) {
         if (
@@ -552,10 +639,16 @@ export class DynamoDBStore implements ExecutionStore {
         ) {
           throw error;
         }
+        const reasons = (error as { CancellationReasons?: CancellationReason[] })
+          .CancellationReasons ?? [];
+        if (markExecution && reasons.at(-1)?.Code === "ConditionalCheckFailed") {
+          markExecution = false; // no such execution: nothing caches its ring's end
+          continue;
+        }
         // Someone else appended first: find the new end and try again.
         this.#traceHeads.delete(id);
         await sleep(backoffDelay(attempt, { minDelayMs: 10, maxDelayMs: 500 }));
-        head = await this.#readTraceHead(id);
+        if (head !== undefined) head = await this.#readTraceHead(id);
       }
     }
   }
@@ -572,6 +665,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
+    this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     const steps: Record<string, unknown>[] = [];
     let start: Item | undefined;
@@ -615,7 +709,8 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
-    const listing = planListing(options);
+    this.#open("listExecutions");
+    const listing = planListing(options, this.tables.executions.name);
     const input: ScanCommandInput = {
       TableName: this.tables.executions.name,
       ProjectionExpression: "#d, #v",
@@ -638,7 +733,10 @@ export class DynamoDBStore implements ExecutionStore {
         items.push(summarize(exe));
         if (items.length === listing.limit) {
           const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
-          return { items, nextCursor: more ? encodeCursor(exe.id) : null };
+          return {
+            items,
+            nextCursor: more ? encodeCursor(this.tables.executions.name, exe.id) : null,
+          };
         }
       }
       start = page.LastEvaluatedKey;
@@ -680,6 +778,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
+    this.#open("ackOutbox");
     await this.#deleteSeqs(this.tables.outbox.name, "seq", seq);
   }
 
@@ -720,6 +819,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async ackSpawn(seq: number | number[]): Promise<void> {
+    this.#open("ackSpawn");
     await this.#deleteSeqs(this.tables.spawns.name, "seq", seq);
   }
 
@@ -770,6 +870,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
+    this.#open("deleteTimer");
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
@@ -803,6 +904,8 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   close(): Promise<void> {
+    // The client stays the caller's when it was injected: only a client create() built is
+    // destroyed. Either way this store refuses every later call (StoreClosed).
     if (!this.#closed) this.#ownedClient?.destroy();
     this.#closed = true;
     return Promise.resolve();
@@ -811,6 +914,11 @@ export class DynamoDBStore implements ExecutionStore {
   /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    if (this.#closed) throw new StoreClosed("DynamoDBStore", method);
   }
 
   async #scanAll(input: ScanCommandInput): Promise<Item[]> {
@@ -828,10 +936,12 @@ export class DynamoDBStore implements ExecutionStore {
 
   /** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
   async #deleteSeqs(table: string, key: string, seq: number | number[]): Promise<void> {
-    const seqs = [...new Set(Array.isArray(seq) ? seq : [seq])];
-    seqs.forEach((s, i) =>
+    const given = Array.isArray(seq) ? seq : [seq];
+    // Checked before removing duplicates, so the error names the caller's own position.
+    given.forEach((s, i) =>
       checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
     );
+    const seqs = [...new Set(given)];
     const batches: WriteRequest[][] = [];
     for (let i = 0; i < seqs.length; i += LIMITS.batchWriteItems) {
       batches.push(

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { planCommit, type TxContext } from "./_transaction.ts";
+import { claimCommit, planCommit, type TxContext } from "./_transaction.ts";
 import {
   checkInteger,
   checkItemSize,
@@ -17,7 +17,7 @@ import {
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, summarize } from "./documents.ts";
-import { StoreConflict } from "./errors.ts";
+import { StoreClosed, StoreConflict } from "./errors.ts";
 import { executionTables } from "./table_specs.ts";
 import type {
   CommitChanges,
@@ -54,8 +54,6 @@ export interface MemoryStoreOptions {
 
 const keyOf = (a: string, b: string) => `${a}\u0000${b}`;
 
-/** Runs `body` now, as the DynamoDB store would: errors become rejections, never throws. */
-
 /**
  * An in-memory {@linkcode ExecutionStore} with DynamoDBStore's semantics: CAS on
  * `version`, all-or-nothing commits, seqs rising in commit order, the trace ring, timers
@@ -85,6 +83,7 @@ export class MemoryStore implements ExecutionStore {
   readonly #processed = new Map<string, number | null>(); // → expiry (epoch s) or null
   readonly #trace = new Map<string, Map<number, string>>();
   #seq = 0;
+  #closed = false;
 
   /**
    * An empty store.
@@ -113,6 +112,7 @@ export class MemoryStore implements ExecutionStore {
    */
   load(id: string): Promise<Execution | null> {
     return settle(() => {
+      this.#open("load");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       const data = this.#executions.get(id);
       return data === undefined ? null : JSON.parse(data);
@@ -130,6 +130,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+    this.#open("loadForEvent");
     const processed = await this.isProcessed(id, eventId);
     return { execution: await this.load(id), processed };
   }
@@ -146,6 +147,7 @@ export class MemoryStore implements ExecutionStore {
    */
   isProcessed(id: string, eventId: string): Promise<boolean> {
     return settle(() => {
+      this.#open("isProcessed");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkKey("eventId", eventId, LIMITS.sortKeyBytes);
       const expiry = this.#processed.get(keyOf(id, eventId));
@@ -184,9 +186,15 @@ export class MemoryStore implements ExecutionStore {
    * console.log(outbox.length); // 1
    * ```
    */
-  commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
-    return settle(() => {
+  async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+    this.#open("commit");
+    const release = claimCommit(exe);
+    try {
       const plan = planCommit(this.#tx, exe, changes);
+      // Applied a turn later, as a network store would: a second commit() of the same object
+      // made without awaiting the first is refused, here as on DynamoDB.
+      await Promise.resolve();
+      this.#open("commit");
       const stored = this.#executions.get(plan.id);
       const found = stored === undefined ? null : (JSON.parse(stored) as Execution).version;
       if (plan.expected === 0 ? found !== null : found !== plan.expected) {
@@ -217,16 +225,24 @@ export class MemoryStore implements ExecutionStore {
       }
       if (plan.trace !== undefined) this.#append(plan.id, plan.trace);
       exe.version = plan.next;
-      return ({ version: plan.next, outbox, spawns });
-    });
+      return { version: plan.next, outbox, spawns };
+    } finally {
+      release();
+    }
   }
 
-  #append(id: string, entry: string): void {
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    if (this.#closed) throw new StoreClosed("MemoryStore", method);
+  }
+
+  /** The seed's append: at `index`, else the highest index (or -1) plus 1; trims our window. */
+  #append(id: string, entry: string, index?: number): void {
     const ring = this.#trace.get(id) ?? new Map<number, string>();
     this.#trace.set(id, ring);
-    const index = Math.max(0, ...ring.keys()) + 1;
-    ring.set(index, entry);
-    if (this.traceMax > 0) ring.delete(index - this.traceMax);
+    const at = index ?? Math.max(-1, ...ring.keys()) + 1;
+    ring.set(at, entry);
+    if (this.traceMax > 0) ring.delete(at - this.traceMax);
   }
 
   /**
@@ -242,7 +258,9 @@ export class MemoryStore implements ExecutionStore {
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
     return settle(() => {
-      const { after, limit, matches } = planListing(options);
+      this.#open("listExecutions");
+      const table = this.#tx.tables.executions.name;
+      const { after, limit, matches } = planListing(options, table);
       const ids = [...this.#executions.keys()].sort().filter((id) => after === null || id > after);
       const items = [];
       for (const [i, id] of ids.entries()) {
@@ -250,7 +268,7 @@ export class MemoryStore implements ExecutionStore {
         if (!matches(exe)) continue;
         items.push(summarize(exe));
         if (items.length === limit) {
-          return ({ items, nextCursor: i < ids.length - 1 ? encodeCursor(id) : null });
+          return ({ items, nextCursor: i < ids.length - 1 ? encodeCursor(table, id) : null });
         }
       }
       return ({ items, nextCursor: null });
@@ -268,6 +286,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   pendingOutbox(): Promise<OutboxEntry[]> {
+    if (this.#closed) return Promise.reject(new StoreClosed("MemoryStore", "pendingOutbox"));
     return Promise.resolve(
       [...this.#outbox].sort(([a], [b]) => a - b).map(([seq, entry]) => ({
         seq,
@@ -288,7 +307,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   ackOutbox(seq: number | number[]): Promise<void> {
-    return this.#ack(this.#outbox, seq);
+    return this.#ack(this.#outbox, seq, "ackOutbox");
   }
 
   /**
@@ -302,6 +321,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   pendingSpawns(): Promise<PendingSpawn[]> {
+    if (this.#closed) return Promise.reject(new StoreClosed("MemoryStore", "pendingSpawns"));
     return Promise.resolve(
       [...this.#spawns].sort(([a], [b]) => a - b).map(([seq, spawn]) => ({
         seq,
@@ -324,11 +344,12 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   ackSpawn(seq: number | number[]): Promise<void> {
-    return this.#ack(this.#spawns, seq);
+    return this.#ack(this.#spawns, seq, "ackSpawn");
   }
 
-  #ack(table: Map<number, unknown>, seq: number | number[]): Promise<void> {
+  #ack(table: Map<number, unknown>, seq: number | number[], method: string): Promise<void> {
     return settle(() => {
+      this.#open(method);
       const seqs = Array.isArray(seq) ? seq : [seq];
       seqs.forEach((s, i) =>
         checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
@@ -350,6 +371,7 @@ export class MemoryStore implements ExecutionStore {
    */
   dueTimers(now: number): Promise<Timer[]> {
     return settle(() => {
+      this.#open("dueTimers");
       checkTime("now", now);
       return ([...this.#timers.values()].filter((t) => t.fireAt <= now).map((t) => ({ ...t })).sort(
         (a, b) =>
@@ -371,6 +393,7 @@ export class MemoryStore implements ExecutionStore {
    */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
     return settle(() => {
+      this.#open("deleteTimer");
       checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
       checkKey("path", path, LIMITS.sortKeyBytes);
       checkTime("fireAt", fireAt);
@@ -393,6 +416,7 @@ export class MemoryStore implements ExecutionStore {
    */
   readTrace(id: string): Promise<Record<string, unknown>[]> {
     return settle(() => {
+      this.#open("readTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       const ring = this.#trace.get(id) ?? new Map<number, string>();
       return ([...ring].sort(([a], [b]) => a - b).map(([index, entry]) => ({
@@ -403,7 +427,8 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * Appends one trace step outside a commit.
+   * Appends one trace step outside a commit: at the highest index + 1 (0 on an empty ring), or
+   * at `entry.index` when the entry carries one, as the Python seed.
    *
    * @example Appending an operator note
    * ```ts
@@ -414,20 +439,26 @@ export class MemoryStore implements ExecutionStore {
    */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     return settle(() => {
+      this.#open("appendTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
-      const json = toJson("entry", checkObject("entry", entry));
+      checkObject("entry", entry);
+      const index = entry.index === undefined
+        ? undefined
+        : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
+      const json = toJson("entry", entry);
       checkItemSize("entry", {
         execution_id: { S: id },
         idx: { N: "9007199254740991" },
         entry: { S: json },
       });
-      this.#append(id, json);
+      this.#append(id, json, index);
       return;
     });
   }
 
   /**
-   * Nothing to release; here for the interface.
+   * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
+   * DynamoDBStore's are. Idempotent.
    *
    * @example Closing a store
    * ```ts
@@ -437,6 +468,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   close(): Promise<void> {
+    this.#closed = true;
     return Promise.resolve();
   }
 

@@ -77,7 +77,7 @@ for (
       assert.equal(outbox.length, 4, "no second copy of the outbox entries");
       assert.deepEqual(outbox.slice(2).map((e) => e.seq), result.outbox);
       assert.equal((await env.direct.pendingSpawns()).length, 2);
-      assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [1, 2]);
+      assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [0, 1]);
       // The same store carries on.
       await env.store.commit(exe, changes("third"));
       assert.equal((await env.direct.load(exe.id))?.version, 3);
@@ -101,11 +101,11 @@ Deno.test("when every answer is lost, commit() throws CommitOutcomeUnknown and t
   assert.equal((await env.direct.pendingOutbox()).length, 4);
   assert.equal((await env.direct.pendingSpawns()).length, 2);
   assert.equal(await env.direct.isProcessed(exe.id, "event-second"), true);
-  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [1, 2]);
+  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [0, 1]);
   // Carry on from what was read back.
   env.proxy.script = { request: () => ({ kind: "pass" }) };
   await env.store.commit(stored!, changes("third"));
-  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [1, 2, 3]);
+  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [0, 1, 2]);
 });
 
 Deno.test("when no request gets through, commit() throws CommitOutcomeUnknown and nothing of it is written", async () => {
@@ -117,10 +117,10 @@ Deno.test("when no request gets through, commit() throws CommitOutcomeUnknown an
   assert.equal((await env.direct.pendingOutbox()).length, 2);
   assert.equal((await env.direct.pendingSpawns()).length, 1);
   assert.equal(await env.direct.isProcessed(exe.id, "event-second"), false);
-  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [1]);
+  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [0]);
   env.proxy.script = { request: () => ({ kind: "pass" }) };
   await env.store.commit(exe, changes("again"));
-  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [1, 2]);
+  assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [0, 1]);
 });
 
 Deno.test("delays, resets and refused connections on reads are retried without changing answers", async () => {

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { DynamoDBStateStore, DynamoDBStore, newEvent, newExecution } from "../mod.ts";
 import { countingClient, uniqueName } from "./_env.ts";
+import { seedAppendTrace } from "./_seed.ts";
 
 Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent and batch of 25 acks", async (t) => {
   const { client, calls } = countingClient();
@@ -73,6 +74,40 @@ Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent an
       assert.deepEqual(await store.pendingOutbox(), []);
       const spawnsSent = await measure(() => store.ackSpawn(spawnSeqs));
       assert.deepEqual(spawnsSent, Array(2).fill("BatchWriteItemCommand"));
+    });
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("a traced commit of a new execution takes 2 calls with no cached trace end, and still continues a ring another writer started", async (t) => {
+  const { client, calls } = countingClient();
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls"), traceMax: 3 });
+  try {
+    await store.ensureTables();
+    await t.step(
+      "a new execution: one Query for the ring's end, then the transaction",
+      async () => {
+        const exe = newExecution({ definition_id: "d" });
+        calls.length = 0;
+        await store.commit(exe, { trace: { n: 0 } });
+        assert.deepEqual(calls, ["QueryCommand", "TransactWriteItemsCommand"]);
+        assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [0]);
+      },
+    );
+    await t.step("a ring the seed already started for that id goes on from its end", async () => {
+      const exe = newExecution({ definition_id: "d" });
+      for (let n = 0; n < 5; n++) {
+        await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py" }, 2);
+      }
+      calls.length = 0;
+      await store.commit(exe, { trace: { by: "deno" } });
+      assert.deepEqual(calls, ["QueryCommand", "TransactWriteItemsCommand"]);
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.by]), [
+        [3, "py"],
+        [4, "py"],
+        [5, "deno"],
+      ]);
     });
   } finally {
     client.destroy();

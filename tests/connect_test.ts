@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { DynamoDBStateStore, DynamoDBStore, EndpointUnreachable, newExecution } from "../mod.ts";
+import {
+  DynamoDBStateStore,
+  DynamoDBStore,
+  EndpointUnreachable,
+  newExecution,
+  StoreClosed,
+} from "../mod.ts";
 import { freePort, startDynamoDBLocal } from "../scripts/local_dynamodb.ts";
 import { countingClient, rejectingEndpoint, uniqueName } from "./_env.ts";
 
@@ -71,7 +77,10 @@ Deno.test("the constructor sends nothing and close() leaves an injected client u
     await store.ensureTables();
     await store.close();
     await store.close();
-    assert.equal(await store.load("x"), null, "the caller's client still works");
+    // Closed means closed (issue #10): the store refuses, the caller's client still works.
+    await assert.rejects(store.load("x"), StoreClosed);
+    const again = new DynamoDBStore(client, { prefix: store.tables.executions.name.slice(0, -11) });
+    assert.equal(await again.load("x"), null, "the caller's client still works");
   } finally {
     client.destroy();
   }

@@ -90,9 +90,9 @@ Deno.test("the order worker: events, a timer that fires, a deduplicated duplicat
 
     const { body: shown } = await call("GET", `/executions/${paid}`);
     assert.deepEqual(shown.trace.map((s: { event: string; index: number }) => [s.index, s.event]), [
-      [1, "start"],
-      [2, "payment.received"],
-      [3, "shipment.delivered"],
+      [0, "start"],
+      [1, "payment.received"],
+      [2, "shipment.delivered"],
     ]);
 
     const seen: string[] = [];
