@@ -17,6 +17,7 @@ export * from "./src/documents.ts";
 export * from "./src/errors.ts";
 export * from "./src/execution_store.ts";
 export * from "./src/types.ts";
+export * from "./src/relay.ts";
 export type { BackoffOptions, ConnectOptions } from "./src/connect.ts";
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
