@@ -22,3 +22,4 @@ export type { BackoffOptions, ConnectOptions } from "./src/connect.ts";
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/tables.ts";
+export { TableNotFound } from "./src/tables.ts";

@@ -44,7 +44,13 @@ import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
 import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
-import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
+import {
+  checkTableExists,
+  ensureTable,
+  ensureTtl,
+  type ExecutionTables,
+  executionTables,
+} from "./tables.ts";
 import {
   buildTransaction,
   type CommitPlan,
@@ -123,7 +129,16 @@ export interface DynamoDBStoreOptions {
  * });
  * ```
  */
-export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {}
+export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
+  /**
+   * Create the tables where missing (seven DescribeTable calls, more for a new table).
+   * `false` for a cold start that goes straight to work: one DescribeTable of the
+   * executions table checks that DynamoDB answers and the tables were created (at deploy
+   * time, with `ensureTables()`); a missing table is an immediate {@linkcode TableNotFound}.
+   * @default {true}
+   */
+  ensureTables?: boolean;
+}
 
 function parseJson<T>(text: string | undefined, what: string): T {
   if (text === undefined) throw new Error(`${what} has no JSON text`);
@@ -206,8 +221,9 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Builds a client for `endpoint` (dummy credentials `test`/`test` unless the
    * environment has AWS keys; no endpoint = AWS with the default credential chain),
-   * waits with backoff until DynamoDB answers, and ensures the tables. The store owns
-   * that client: `close()` destroys it.
+   * waits with backoff until DynamoDB answers, and ensures the tables — or, with
+   * `ensureTables: false`, only checks with one DescribeTable that they exist. The store
+   * owns that client: `close()` destroys it.
    *
    * @example Against DynamoDB Local
    * ```ts
@@ -224,10 +240,23 @@ export class DynamoDBStore implements ExecutionStore {
    * @returns A store whose tables exist.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
+    const ensure = options?.ensureTables ?? true;
+    if (typeof ensure !== "boolean") {
+      return Promise.reject(
+        new TypeError(`ensureTables must be true or false, got ${describe(ensure)}`),
+      );
+    }
+    let client: DynamoDBSender;
     return connectStore(
       options,
-      (client) => new DynamoDBStore(client, options),
-      (store) => store.ensureTables(),
+      (built) => new DynamoDBStore(client = built, options),
+      (store) =>
+        ensure ? store.ensureTables() : checkTableExists(
+          client,
+          store.tables.executions.name,
+          "create the tables once at deploy time with `await store.ensureTables()` (or call " +
+            "create() without ensureTables: false, which creates them)",
+        ),
     );
   }
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { DEFAULT_READ_LIMIT, readLimit } from "./_bounded.ts";
+import { readLimit } from "./_bounded.ts";
 import { pythonFloatRepr } from "./_py_repr.ts";
 import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
 import { type Event, newEvent } from "./documents.ts";
@@ -297,7 +297,7 @@ function checkOptions(field: string, callback: unknown, options: RelayOptions): 
     throw new TypeError(`onError must be a function, got ${describe(onError)}`);
   }
   return {
-    limit: readLimit({ limit: options.limit ?? DEFAULT_READ_LIMIT }),
+    limit: readLimit({ limit: options.limit }),
     concurrency: checkInteger("concurrency", concurrency, 1, 1000),
     signal,
     onError,
