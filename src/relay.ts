@@ -70,8 +70,8 @@ export interface SweepOptions extends RelayOptions {
   now?: number;
 }
 
-/** Acknowledgements go out in batches of one BatchWriteItem, at most this many at once. */
-const ACKS_IN_FLIGHT = 8;
+/** Acknowledgements go out in batches of one BatchWriteItem, at most this many at once (as ackOutbox). */
+const ACKS_IN_FLIGHT = 16;
 
 /**
  * harel's `Timeout` event for a timer, identical to the Python engine's `timeout_event`: id

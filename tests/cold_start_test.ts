@@ -9,30 +9,7 @@ import {
   TableNotFound,
 } from "../mod.ts";
 import { endpoint, uniqueName } from "./_env.ts";
-
-/** A proxy to the test DynamoDB recording each operation; `failFirst` requests answer 503. */
-function countingProxy(failFirst = 0) {
-  const calls: string[] = [];
-  let failures = failFirst;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
-    calls.push((request.headers.get("x-amz-target") ?? "?").replace(/^DynamoDB_\d+\./, ""));
-    if (failures > 0) {
-      failures--;
-      return new Response("busy", { status: 503 });
-    }
-    const url = new URL(request.url);
-    const upstream = await fetch(new URL(url.pathname + url.search, endpoint()), {
-      method: request.method,
-      headers: request.headers,
-      body: await request.arrayBuffer(),
-    });
-    return new Response(await upstream.arrayBuffer(), {
-      status: upstream.status,
-      headers: upstream.headers,
-    });
-  });
-  return { calls, url: `http://127.0.0.1:${server.addr.port}`, server };
-}
+import { countingProxy } from "./_counting_proxy.ts";
 
 Deno.test("a cold DynamoDBStore.create({ ensureTables: false }) makes 1 call, its first commit 2", async (t) => {
   const prefix = uniqueName("cold");
@@ -44,12 +21,15 @@ Deno.test("a cold DynamoDBStore.create({ ensureTables: false }) makes 1 call, it
   await t.step("create(): one DescribeTable", () => {
     assert.deepEqual(calls, ["DescribeTable"]);
   });
-  await t.step("the first untraced commit with emits: a seq block and the transaction", async () => {
-    calls.length = 0;
-    const exe = newExecution({ definition_id: "cold" });
-    await store.commit(exe, { emits: [{ target: null, event: newEvent("hello") }] });
-    assert.deepEqual(calls, ["UpdateItem", "TransactWriteItems"]);
-  });
+  await t.step(
+    "the first untraced commit with emits: a seq block and the transaction",
+    async () => {
+      calls.length = 0;
+      const exe = newExecution({ definition_id: "cold" });
+      await store.commit(exe, { emits: [{ target: null, event: newEvent("hello") }] });
+      assert.deepEqual(calls, ["UpdateItem", "TransactWriteItems"]);
+    },
+  );
   await t.step("the next commit: the transaction alone", async () => {
     calls.length = 0;
     const exe = newExecution({ definition_id: "cold" });

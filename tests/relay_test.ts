@@ -111,25 +111,28 @@ for (const [backend, make] of backends) {
       }, { concurrency: 2, limit: 12 });
       assert.equal(maxConcurrent, 2);
     });
-    await t.step("an aborted signal stops between entries; what was delivered is acked", async () => {
-      const before = await store.pendingOutbox();
-      const controller = new AbortController();
-      let calls = 0;
-      const report = await relayOutbox(store, () => {
-        if (++calls === 3) controller.abort();
-        return Promise.resolve();
-      }, { concurrency: 1, signal: controller.signal });
-      assert.deepEqual(report, { delivered: 3, failed: 0 });
-      // One lane: the first target's first three entries went out and were acknowledged.
-      const sent = before.filter((e) => e.targetId === before[0]!.targetId).slice(0, 3);
-      assert.deepEqual(await store.pendingOutbox(), before.filter((e) => !sent.includes(e)));
-      assert.deepEqual(
-        await relayOutbox(store, () => Promise.reject(new Error("never")), {
-          signal: AbortSignal.abort(),
-        }),
-        { delivered: 0, failed: 0 },
-      );
-    });
+    await t.step(
+      "an aborted signal stops between entries; what was delivered is acked",
+      async () => {
+        const before = await store.pendingOutbox();
+        const controller = new AbortController();
+        let calls = 0;
+        const report = await relayOutbox(store, () => {
+          if (++calls === 3) controller.abort();
+          return Promise.resolve();
+        }, { concurrency: 1, signal: controller.signal });
+        assert.deepEqual(report, { delivered: 3, failed: 0 });
+        // One lane: the first target's first three entries went out and were acknowledged.
+        const sent = before.filter((e) => e.targetId === before[0]!.targetId).slice(0, 3);
+        assert.deepEqual(await store.pendingOutbox(), before.filter((e) => !sent.includes(e)));
+        assert.deepEqual(
+          await relayOutbox(store, () => Promise.reject(new Error("never")), {
+            signal: AbortSignal.abort(),
+          }),
+          { delivered: 0, failed: 0 },
+        );
+      },
+    );
     await t.step("bad options are refused before anything is read", async () => {
       const left = await store.pendingOutbox();
       const noop = () => Promise.resolve();
@@ -249,10 +252,37 @@ async function pythonReprs(values: number[]): Promise<string[]> {
 
 Deno.test("the timeout id formats fire_at exactly as Python's repr of a float", async (t) => {
   const fixed = [
-    0, 1, 1_700_000_001, 1_700_000_002.25, 1_700_000_000.123456, 253_402_300_799, 0.5, 0.1,
-    0.0001, 0.00012, 0.00001, 1.5e-5, 1e-7, 1.234e-7, 5e-324, 2.2250738585072014e-308,
-    1e15, 999_999_999_999_999.9, 1e16, 1.5e16, 2 ** 53, 2 ** 53 + 2, 9_999_999_999_999_998,
-    1e21, 1e22, 1.2345678901234568e18, 1.7976931348623157e308, 123.456, 100, 1e-4, 9.5e-5,
+    0,
+    1,
+    1_700_000_001,
+    1_700_000_002.25,
+    1_700_000_000.123456,
+    253_402_300_799,
+    0.5,
+    0.1,
+    0.0001,
+    0.00012,
+    0.00001,
+    1.5e-5,
+    1e-7,
+    1.234e-7,
+    5e-324,
+    2.2250738585072014e-308,
+    1e15,
+    999_999_999_999_999.9,
+    1e16,
+    1.5e16,
+    2 ** 53,
+    2 ** 53 + 2,
+    9_999_999_999_999_998,
+    1e21,
+    1e22,
+    1.2345678901234568e18,
+    1.7976931348623157e308,
+    123.456,
+    100,
+    1e-4,
+    9.5e-5,
   ];
   await t.step("whole, fractional, tiny and large values", async () => {
     const python = await pythonReprs(fixed);
