@@ -193,20 +193,23 @@ export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOpt
 
   let running: Promise<void> | null = null;
   let interval: ReturnType<typeof setInterval> | undefined;
-  const safeTick = () => {
-    running ??= tick().catch((error) => console.error("relay/sweep failed:", error)).finally(() => {
-      running = null;
-    });
+  /** One pass unless one is under way (the interval and the cron never overlap). */
+  const safeTick = (signal?: AbortSignal) => {
+    running ??= tick(signal).catch((error) => console.error("relay/sweep failed:", error))
+      .finally(() => {
+        running = null;
+      });
     return running;
   };
 
   return {
     handler,
     tick,
+    pass: safeTick,
     delivered,
     /** Starts the background relay and sweep. */
     start(): void {
-      interval ??= setInterval(safeTick, tickMs);
+      interval ??= setInterval(() => safeTick(), tickMs);
     },
     /** Stops them and waits for a pass under way. */
     async stop(): Promise<void> {
@@ -235,7 +238,7 @@ if (import.meta.main) {
   }).cron;
   if (typeof cron === "function") {
     // A pass stops before the next minute's starts.
-    cron("harel relay and sweep", "* * * * *", () => worker.tick(AbortSignal.timeout(50_000)));
+    cron("harel relay and sweep", "* * * * *", () => worker.pass(AbortSignal.timeout(50_000)));
   }
   const port = Number(Deno.env.get("PORT") ?? 8787);
   Deno.serve({ port }, worker.handler);
