@@ -1,12 +1,16 @@
 // deno task bench [--json FILE] [--rounds N]
-// Commit throughput next to a bare TransactWriteItems of the same items, relay drain, calls per
-// operation and hash-store throughput, against $DYNAMODB_ENDPOINT (deno task bench starts one).
+// Commit throughput next to a bare TransactWriteItems of the same items, relay drain (bare and
+// relayOutbox), heap of a bounded read of a 20,000-entry backlog, calls from a cold create() to
+// the first commit, calls per operation and hash-store throughput, against $DYNAMODB_ENDPOINT
+// (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure).
 import {
   DeleteItemCommand,
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
-import { countingClient } from "../tests/_env.ts";
+import { countingClient, testClient } from "../tests/_env.ts";
+import { countingProxy } from "../tests/_counting_proxy.ts";
+import { heapProbe, seedOutbox } from "../tests/_heap.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -14,6 +18,7 @@ import {
   type Execution,
   newEvent,
   newExecution,
+  relayOutbox,
 } from "../mod.ts";
 
 const args = Deno.args;
@@ -202,40 +207,135 @@ const callsPerOp: Record<string, number> = {
   loadForEvent: await perOp(20, () => store.loadForEvent(counted.id, "e")),
 };
 
-// Relay drain: 2 000 entries, batched acks next to one DeleteItem per entry.
+// Relay drain: 2 000 entries over 50 targets, batched acks next to one DeleteItem per entry,
+// and the package's relayOutbox (no-op deliver) next to the bare batched drain.
 async function fillOutbox(n: number): Promise<void> {
   const exe = doc();
   for (let made = 0; made < n; made += 25) {
     await store.commit(exe, {
-      emits: Array.from({ length: 25 }, () => ({ target: null, event: newEvent("relay") })),
+      emits: Array.from({ length: 25 }, (_, k) => ({
+        target: `target-${(made + k) % 50}`,
+        event: newEvent("relay"),
+      })),
     });
   }
 }
-const drain = { batched: [] as number[], perItem: [] as number[] };
+const drain = {
+  batched: [] as number[],
+  perItem: [] as number[],
+  relay: [] as number[],
+  batchedBounded: [] as number[],
+  relayPasses: [] as number[],
+};
+const all = { limit: Infinity };
+const noop = () => Promise.resolve();
 // The commit rounds left their emits in the outbox: clear them, so each round drains 2 000.
-await store.ackOutbox((await store.pendingOutbox()).map((e) => e.seq));
-const relayRounds = Math.max(1, Math.ceil(rounds / 2));
+await store.ackOutbox((await store.pendingOutbox(all)).map((e) => e.seq));
+const relayRounds = Math.max(3, Math.ceil(rounds / 2));
 for (let round = 1; round <= relayRounds; round++) {
   progress(`round ${round}/${relayRounds}: relay drain of 2000 entries`);
-  await fillOutbox(2000);
-  let started = performance.now();
-  calls.length = 0;
-  const pending = await store.pendingOutbox();
-  await store.ackOutbox(pending.map((e) => e.seq));
-  drain.batched.push(pending.length / ((performance.now() - started) / 1000));
-  callsPerOp["ackOutbox of 2000 (calls)"] = calls.filter((c) =>
-    c === "BatchWriteItemCommand"
-  ).length;
+  const bareDrain = async () => {
+    await fillOutbox(2000);
+    const started = performance.now();
+    calls.length = 0;
+    const pending = await store.pendingOutbox(all);
+    await store.ackOutbox(pending.map((e) => e.seq));
+    drain.batched.push(pending.length / ((performance.now() - started) / 1000));
+    callsPerOp["ackOutbox of 2000 (calls)"] = calls.filter((c) =>
+      c === "BatchWriteItemCommand"
+    ).length;
+  };
+  // relayOutbox over the same read (limit: Infinity), so the ratio is the runner's cost.
+  const relayDrain = async () => {
+    await fillOutbox(2000);
+    const started = performance.now();
+    const report = await relayOutbox(store, noop, all);
+    drain.relay.push(report.delivered / ((performance.now() - started) / 1000));
+  };
+  // Alternate which one goes first, so neither always meets a warmer DynamoDB.
+  if (round % 2) await bareDrain().then(relayDrain);
+  else await relayDrain().then(bareDrain);
+  // Both again with the default bounded read (1000 a pass: a keys-only scan, then
+  // BatchGetItem), in passes until the outbox is empty.
+  const bareBounded = async () => {
+    await fillOutbox(2000);
+    const started = performance.now();
+    let drained = 0;
+    for (let got = -1; got !== 0;) {
+      const pending = await store.pendingOutbox();
+      await store.ackOutbox(pending.map((e) => e.seq));
+      drained += got = pending.length;
+    }
+    drain.batchedBounded.push(drained / ((performance.now() - started) / 1000));
+  };
+  const relayBounded = async () => {
+    await fillOutbox(2000);
+    const started = performance.now();
+    let delivered = 0;
+    for (let got = -1; got !== 0;) delivered += got = (await relayOutbox(store, noop)).delivered;
+    drain.relayPasses.push(delivered / ((performance.now() - started) / 1000));
+  };
+  if (round % 2) await bareBounded().then(relayBounded);
+  else await relayBounded().then(bareBounded);
 
   await fillOutbox(2000);
-  started = performance.now();
-  const again = await store.pendingOutbox();
+  const started = performance.now();
+  const again = await store.pendingOutbox(all);
   for (const entry of again) {
     await client.send(
       new DeleteItemCommand({ TableName: t.outbox.name, Key: { seq: { N: String(entry.seq) } } }),
     );
   }
   drain.perItem.push(again.length / ((performance.now() - started) / 1000));
+}
+
+// Heap grown by a bounded read of a 20 000-entry backlog (after a full gc around every
+// request, see tests/_heap.ts), next to reading the backlog whole.
+progress("heap of a bounded read of a 20000-entry backlog");
+const heapClient = testClient();
+const heapStore = new DynamoDBStore(heapClient, { prefix: `${prefix}_heap` });
+const probe = heapProbe(heapClient);
+await heapStore.ensureTables();
+await seedOutbox(heapClient, heapStore.tables.outbox.name, 20_000);
+const heap = {
+  limit100: (await probe.measure(() => heapStore.pendingOutbox({ limit: 100 }))).grownBytes,
+  whole: (await probe.measure(() => heapStore.pendingOutbox(all))).grownBytes,
+};
+heapClient.destroy();
+
+// Calls from a cold create() to the first commit, counted by a proxy (create() builds its client).
+progress("calls from a cold create() to the first commit");
+const coldStart: Record<string, number> = {};
+{
+  const proxy = countingProxy();
+  const measureCalls = async (label: string, action: () => Promise<unknown>) => {
+    proxy.calls.length = 0;
+    await action();
+    coldStart[label] = proxy.calls.length;
+  };
+  const cold = (ensureTables: boolean) =>
+    DynamoDBStore.create({ endpoint: proxy.url, prefix, ensureTables });
+  let coldStore = await cold(true);
+  await coldStore.close();
+  await measureCalls("create() (ensureTables, tables exist)", async () => {
+    coldStore = await cold(true);
+  });
+  await coldStore.close();
+  await measureCalls("create({ ensureTables: false })", async () => {
+    coldStore = await cold(false);
+  });
+  await measureCalls(
+    "first untraced commit with an emit",
+    () => coldStore.commit(doc(), { emits: [{ target: null, event: newEvent("cold") }] }),
+  );
+  await coldStore.close();
+  coldStore = await cold(false);
+  await measureCalls(
+    "first traced commit of a new execution",
+    () => coldStore.commit(doc(), { trace: { event: "start" } }),
+  );
+  await coldStore.close();
+  await proxy.server.shutdown();
 }
 
 // Hash store.
@@ -274,7 +374,14 @@ const results = {
     batched: median(drain.batched),
     perItem: median(drain.perItem),
     ratio: median(drain.batched) / median(drain.perItem),
+    relayOutbox: median(drain.relay),
+    relayOutboxRatio: median(drain.relay) / median(drain.batched),
+    batchedBounded: median(drain.batchedBounded),
+    relayOutboxPasses: median(drain.relayPasses),
+    relayOutboxPassesRatio: median(drain.relayPasses) / median(drain.batchedBounded),
   },
+  heap,
+  coldStart,
   hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) },
   callsPerOp,
 };
@@ -291,6 +398,34 @@ console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
 console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);
 console.log(`| pendingOutbox + one DeleteItem each | ${f(results.relay.perItem)} |`);
 console.log(`| ratio | ${results.relay.ratio.toFixed(2)} |`);
+console.log(
+  "\n| relay drain of 2000 entries over 50 targets, no-op deliver | entries/s | ratio |",
+);
+console.log("| --- | --- | --- |");
+console.log(
+  `| limit: Infinity: pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} | |`,
+);
+console.log(
+  `| limit: Infinity: relayOutbox (one pass) | ${f(results.relay.relayOutbox)} | ${
+    results.relay.relayOutboxRatio.toFixed(2)
+  } |`,
+);
+console.log(
+  `| default limit 1000, passes until empty: pendingOutbox + batched ackOutbox | ${
+    f(results.relay.batchedBounded)
+  } | |`,
+);
+console.log(
+  `| default limit 1000, passes until empty: relayOutbox | ${
+    f(results.relay.relayOutboxPasses)
+  } | ${results.relay.relayOutboxPassesRatio.toFixed(2)} |`,
+);
+const mb = (bytes: number) => (bytes / 1e6).toFixed(2);
+console.log("\n| heap grown, 20 000-entry outbox backlog | MB |\n| --- | --- |");
+console.log(`| pendingOutbox({ limit: 100 }) | ${mb(heap.limit100)} |`);
+console.log(`| pendingOutbox({ limit: Infinity }) (the whole backlog) | ${mb(heap.whole)} |`);
+console.log("\n| cold start (calls, counted by a proxy) | calls |\n| --- | --- |");
+for (const [op, n] of Object.entries(coldStart)) console.log(`| ${op} | ${n} |`);
 console.log("\n| hash store (1 client, sequential) | ops/s |\n| --- | --- |");
 console.log(
   `| hset (existing key) | ${f(results.hash.hset)} |\n| hgetall | ${f(results.hash.hgetall)} |`,

@@ -5,8 +5,10 @@
 //   GET  /executions?limit&cursor&status                                  list, with cursors
 //   GET  /executions/:id                                                  the document and its trace
 //
-// A relay (outbox) and a timer sweep run in the background: Deno.cron where the runtime has it
-// (Deno Deploy), and an interval (the only way to go below a minute) everywhere.
+// The package's relay (relayOutbox) and sweeper (sweepTimers) run in the background: on
+// Deno.cron where the runtime has it (Deno Deploy; locally with --unstable-cron), and on an
+// interval (the only way to go below a minute) everywhere. A timer fires harel's Timeout event,
+// whose stable id makes a sweep that retries one effect.
 import {
   DynamoDBStore,
   type Event,
@@ -15,8 +17,10 @@ import {
   InvalidCursor,
   newEvent,
   newExecution,
+  relayOutbox,
   type Status,
   StoreConflict,
+  sweepTimers,
 } from "../mod.ts";
 import type { CommitChanges } from "../mod.ts";
 
@@ -48,7 +52,10 @@ function transition(exe: Execution, event: Event): Transition | null {
       },
     };
   }
-  if (at === "order.awaiting_payment" && event.kind === "payment.timeout") {
+  if (
+    at === "order.awaiting_payment" && event.kind === "Timeout" &&
+    event.data.path === "order.awaiting_payment"
+  ) {
     return { to: "order.cancelled", status: "CANCELLED", outcome: "payment_timeout", changes: {} };
   }
   if (at === "order.shipping" && event.kind === "shipment.delivered") {
@@ -162,38 +169,47 @@ export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOpt
     }
   }
 
-  /** One pass of the relay and the timer sweep. */
-  async function tick(): Promise<void> {
-    const entries = await store.pendingOutbox();
-    for (const entry of entries) {
+  /** Delivers for the relay and the sweeper: throws (the entry stays) when it may work later. */
+  async function deliverOrRetry(id: string, event: Event): Promise<void> {
+    const response = await deliver(id, event);
+    // 404 (no such order) and 409 (not accepted now) will not change: drop the entry.
+    if (response.status >= 500) throw new Error(`${event.kind} to ${id}: ${response.status}`);
+  }
+
+  const onError = (error: unknown) => console.error("relay/sweep:", error);
+
+  /** One pass of the relay and the timer sweep; the signal stops it between entries. */
+  async function tick(signal?: AbortSignal): Promise<void> {
+    await relayOutbox(store, async (entry) => {
       if (entry.targetId === null) delivered.push(entry.event);
-      else await deliver(entry.targetId, entry.event);
-    }
-    await store.ackOutbox(entries.map((entry) => entry.seq));
-    for (const timer of await store.dueTimers(Date.now() / 1000)) {
-      if (!(await store.deleteTimer(timer.executionId, timer.path, timer.fireAt))) continue;
-      // A stable id: a sweep that dies after deleting the timer and retries is deduplicated.
-      const id = `timer:${timer.executionId}:${timer.path}:${timer.fireAt}`;
-      await deliver(timer.executionId, { ...newEvent("payment.timeout"), id });
-    }
+      else await deliverOrRetry(entry.targetId, entry.event);
+    }, { signal, onError });
+    await sweepTimers(
+      store,
+      (timer, event) => deliverOrRetry(timer.executionId, event),
+      { signal, onError },
+    );
   }
 
   let running: Promise<void> | null = null;
   let interval: ReturnType<typeof setInterval> | undefined;
-  const safeTick = () => {
-    running ??= tick().catch((error) => console.error("relay/sweep failed:", error)).finally(() => {
-      running = null;
-    });
+  /** One pass unless one is under way (the interval and the cron never overlap). */
+  const safeTick = (signal?: AbortSignal) => {
+    running ??= tick(signal).catch((error) => console.error("relay/sweep failed:", error))
+      .finally(() => {
+        running = null;
+      });
     return running;
   };
 
   return {
     handler,
     tick,
+    pass: safeTick,
     delivered,
     /** Starts the background relay and sweep. */
     start(): void {
-      interval ??= setInterval(safeTick, tickMs);
+      interval ??= setInterval(() => safeTick(), tickMs);
     },
     /** Stops them and waits for a pass under way. */
     async stop(): Promise<void> {
@@ -206,17 +222,24 @@ export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOpt
 
 if (import.meta.main) {
   const endpoint = Deno.env.get("DYNAMODB_ENDPOINT") ?? null; // none: AWS itself
-  // Build the client once per isolate; create() waits for DynamoDB and ensures the tables.
+  // Build the client once per isolate. On Deno Deploy the tables were created at deploy time
+  // (ensureTables()), so a cold isolate only checks they exist: one call, then straight to
+  // work. Locally (a fresh DynamoDB Local) create() creates them.
   const store = await DynamoDBStore.create({
     endpoint,
     prefix: Deno.env.get("HAREL_PREFIX") ?? "harel",
+    ensureTables: Deno.env.get("DENO_DEPLOYMENT_ID") === undefined,
   });
   const worker = createOrderWorker(store, { paymentTimeoutSeconds: 30 });
   worker.start();
+  // Deno Deploy runs the cron; locally it needs --unstable-cron (deno task example passes it).
   const cron = (Deno as unknown as {
-    cron?: (name: string, schedule: string, fn: () => Promise<void>) => void;
+    cron?: (name: string, schedule: string, fn: () => Promise<void>) => Promise<void>;
   }).cron;
-  if (typeof cron === "function") cron("harel relay and sweep", "* * * * *", () => worker.tick());
+  if (typeof cron === "function") {
+    // A pass stops before the next minute's starts.
+    cron("harel relay and sweep", "* * * * *", () => worker.pass(AbortSignal.timeout(50_000)));
+  }
   const port = Number(Deno.env.get("PORT") ?? 8787);
   Deno.serve({ port }, worker.handler);
   console.error(`order worker on http://localhost:${port}, DynamoDB at ${endpoint ?? "AWS"}`);

@@ -370,6 +370,62 @@ export async function executionStoreConformance(
   );
 
   await step(
+    "bounded reads return the limit lowest seqs and earliest due timers, in order",
+    async (store) => {
+      const exe = newExecution({ definition_id: "bounded" });
+      await store.save(exe);
+      for (let round = 0; round < 3; round++) {
+        await store.commit(exe, {
+          emits: Array.from({ length: 10 }, (_, i) => ({
+            target: `t${i % 3}`,
+            event: newEvent("e", { round, i }),
+          })),
+          spawns: [{ childId: `c${round}`, rootPath: "r", context: { round } }],
+          timers: [
+            { action: "schedule", path: `p${round}`, fireAt: 100 - round },
+            { action: "schedule", path: `q${round}`, fireAt: 200 + round },
+          ],
+        });
+      }
+      const outbox = await store.pendingOutbox({ limit: Infinity });
+      assert.equal(outbox.length, 30);
+      assert.deepEqual(outbox.map((e) => e.seq), outbox.map((e) => e.seq).sort((a, b) => a - b));
+      assert.deepEqual(await store.pendingOutbox(), outbox, "the default limit (1000) covers 30");
+      assert.deepEqual(await store.pendingOutbox({}), outbox);
+      for (const limit of [1, 7, 29, 30, 31]) {
+        assert.deepEqual(await store.pendingOutbox({ limit }), outbox.slice(0, limit));
+      }
+      const spawns = await store.pendingSpawns({ limit: Infinity });
+      assert.deepEqual(spawns.map((s) => s.childId), ["c0", "c1", "c2"]);
+      assert.deepEqual(await store.pendingSpawns({ limit: 2 }), spawns.slice(0, 2));
+      const timers = await store.dueTimers(1e9, { limit: Infinity });
+      assert.deepEqual(timers.map((x) => x.fireAt), [98, 99, 100, 200, 201, 202]);
+      assert.deepEqual(await store.dueTimers(1e9, { limit: 4 }), timers.slice(0, 4));
+      assert.deepEqual(await store.dueTimers(150, { limit: 2 }), timers.slice(0, 2));
+      assert.deepEqual(await store.dueTimers(150, { limit: 5 }), timers.slice(0, 3));
+      await store.ackOutbox(outbox.slice(0, 5).map((e) => e.seq));
+      assert.deepEqual(await store.pendingOutbox({ limit: 3 }), outbox.slice(5, 8));
+    },
+  );
+
+  await step("a bad limit is refused with a RangeError naming it", async (store) => {
+    for (const limit of [0, -1, 1.5, NaN, -Infinity, 2 ** 53, "5", null]) {
+      const reads = [
+        store.pendingOutbox({ limit: limit as number }),
+        store.pendingSpawns({ limit: limit as number }),
+        store.dueTimers(1, { limit: limit as number }),
+      ];
+      for (const read of reads) {
+        const error = await rejection(read);
+        assert.ok(error instanceof RangeError, `${limit}: ${error.name}`);
+        assert.match(error.message, /limit must be a positive integer or Infinity/);
+      }
+    }
+    const error = await rejection(store.pendingOutbox(5 as unknown as { limit: number }));
+    assert.ok(error instanceof TypeError, error.message);
+  });
+
+  await step(
     "the trace ring with traceMax 2 keeps [1, 2], then [2, 3]; a cancelled commit leaves no gap",
     async (store) => {
       assert.equal(store.traceMax, 2);

@@ -44,7 +44,13 @@ import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
 import { CommitOutcomeUnknown, StoreClosed, StoreConflict } from "./errors.ts";
-import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
+import {
+  checkTableExists,
+  ensureTable,
+  ensureTtl,
+  type ExecutionTables,
+  executionTables,
+} from "./tables.ts";
 import {
   buildTransaction,
   claimCommit,
@@ -70,8 +76,10 @@ import type {
   LoadForEventResult,
   OutboxEntry,
   PendingSpawn,
+  ReadLimitOptions,
   Timer,
 } from "./types.ts";
+import { byFireAt, bySeq, Lowest, readLimit } from "./_bounded.ts";
 
 /**
  * Options of {@linkcode DynamoDBStore}.
@@ -124,7 +132,16 @@ export interface DynamoDBStoreOptions {
  * });
  * ```
  */
-export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {}
+export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
+  /**
+   * Create the tables where missing (seven DescribeTable calls, more for a new table).
+   * `false` for a cold start that goes straight to work: one DescribeTable of the
+   * executions table checks that DynamoDB answers and the tables were created (at deploy
+   * time, with `ensureTables()`); a missing table is an immediate {@linkcode TableNotFound}.
+   * @default {true}
+   */
+  ensureTables?: boolean;
+}
 
 function parseJson<T>(text: string | undefined, what: string): T {
   if (text === undefined) throw new Error(`${what} has no JSON text`);
@@ -222,8 +239,9 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Builds a client for `endpoint` (dummy credentials `test`/`test` unless the
    * environment has AWS keys; no endpoint = AWS with the default credential chain),
-   * waits with backoff until DynamoDB answers, and ensures the tables. The store owns
-   * that client: `close()` destroys it.
+   * waits with backoff until DynamoDB answers, and ensures the tables — or, with
+   * `ensureTables: false`, only checks with one DescribeTable that they exist. The store
+   * owns that client: `close()` destroys it.
    *
    * @example Against DynamoDB Local
    * ```ts
@@ -240,10 +258,23 @@ export class DynamoDBStore implements ExecutionStore {
    * @returns A store whose tables exist.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
+    const ensure = options?.ensureTables ?? true;
+    if (typeof ensure !== "boolean") {
+      return Promise.reject(
+        new TypeError(`ensureTables must be true or false, got ${describe(ensure)}`),
+      );
+    }
+    let client: DynamoDBSender;
     return connectStore(
       options,
-      (client) => new DynamoDBStore(client, options),
-      (store) => store.ensureTables(),
+      (built) => new DynamoDBStore(client = built, options),
+      (store) =>
+        ensure ? store.ensureTables() : checkTableExists(
+          client,
+          store.tables.executions.name,
+          "create the tables once at deploy time with `await store.ensureTables()` (or call " +
+            "create() without ensureTables: false, which creates them)",
+        ),
     );
   }
 
@@ -745,25 +776,27 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * Every outbox entry not yet acknowledged, by seq.
+   * The `limit` lowest-seq outbox entries not yet acknowledged (default 1000, `Infinity`
+   * for all), by seq. Memory grows with `limit`, not with the backlog: a keys-only scan
+   * keeps the lowest seqs in a bounded heap, then `BatchGetItem` reads their bodies.
    *
    * @example A relay pass
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
-   * const entries = await store.pendingOutbox();
+   * const entries = await store.pendingOutbox({ limit: 500 });
    * // deliver each entry.event to entry.targetId, then:
    * await store.ackOutbox(entries.map((entry) => entry.seq));
    * ```
    */
-  async pendingOutbox(): Promise<OutboxEntry[]> {
-    const items = await this.#scanAll({ TableName: this.tables.outbox.name });
+  async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
+    const items = await this.#lowestSeqItems(this.tables.outbox.name, readLimit(options));
     return items.map((item) => ({
       seq: Number(item.seq?.N),
       targetId: item.target_id?.S ?? null,
       event: parseJson<Event>(item.event?.S, `outbox entry ${item.seq?.N}`),
-    })).sort((a, b) => a.seq - b.seq);
+    }));
   }
 
   /**
@@ -783,28 +816,29 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * Every spawn intent not yet acknowledged, by seq.
+   * The `limit` lowest-seq spawn intents not yet acknowledged (default 1000, `Infinity`
+   * for all), by seq; memory grows with `limit`, not with the backlog.
    *
    * @example Reading spawn intents
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
-   * for (const spawn of await store.pendingSpawns()) {
+   * for (const spawn of await store.pendingSpawns({ limit: 100 })) {
    *   // start spawn.childId at spawn.rootPath with spawn.context, then:
    *   await store.ackSpawn(spawn.seq);
    * }
    * ```
    */
-  async pendingSpawns(): Promise<PendingSpawn[]> {
-    const items = await this.#scanAll({ TableName: this.tables.spawns.name });
+  async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
+    const items = await this.#lowestSeqItems(this.tables.spawns.name, readLimit(options));
     return items.map((item) => ({
       seq: Number(item.seq?.N),
       parentId: item.parent_id?.S ?? "",
       childId: item.child_id?.S ?? "",
       rootPath: item.root_path?.S ?? "",
       context: parseJson<Record<string, unknown>>(item.context?.S, `spawn ${item.seq?.N}`),
-    })).sort((a, b) => a.seq - b.seq);
+    }));
   }
 
   /**
@@ -824,36 +858,24 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * Every timer due at `now` (epoch seconds), earliest first.
+   * The `limit` earliest timers due at `now` (epoch seconds; default 1000, `Infinity` for
+   * all), earliest first; memory grows with `limit`, not with the number of timers.
    *
    * @example A timer sweep
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
-   * for (const timer of await store.dueTimers(Date.now() / 1000)) {
+   * for (const timer of await store.dueTimers(Date.now() / 1000, { limit: 100 })) {
    *   if (await store.deleteTimer(timer.executionId, timer.path, timer.fireAt)) {
    *     // deliver the timeout event to timer.executionId
    *   }
    * }
    * ```
    */
-  async dueTimers(now: number): Promise<Timer[]> {
+  async dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
     checkTime("now", now);
-    const items = await this.#scanAll({
-      TableName: this.tables.timers.name,
-      FilterExpression: "#f <= :now",
-      ExpressionAttributeNames: { "#f": "fire_at" },
-      ExpressionAttributeValues: { ":now": N(now) },
-    });
-    return items.map((item) => ({
-      executionId: item.execution_id?.S ?? "",
-      path: item.path?.S ?? "",
-      fireAt: Number(item.fire_at?.N),
-    })).sort((a, b) =>
-      a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId) ||
-      a.path.localeCompare(b.path)
-    );
+    return await this.#dueTimersByScan(now, readLimit(options));
   }
 
   /**
@@ -921,17 +943,80 @@ export class DynamoDBStore implements ExecutionStore {
     if (this.#closed) throw new StoreClosed("DynamoDBStore", method);
   }
 
-  async #scanAll(input: ScanCommandInput): Promise<Item[]> {
-    const items: Item[] = [];
+  /**
+   * The items of the `limit` lowest seqs of a seq-keyed table, ascending. A keys-only scan
+   * keeps the lowest seqs in a bounded heap (one page and `limit` numbers in memory), then
+   * BatchGetItem reads their bodies; an entry acknowledged in between is left out.
+   */
+  async #lowestSeqItems(table: string, limit: number): Promise<Item[]> {
+    if (limit === Infinity) {
+      const all: Item[] = [];
+      await this.#scanPages({ TableName: table }, (items) => all.push(...items));
+      return all.sort((a, b) => Number(a.seq?.N) - Number(b.seq?.N));
+    }
+    const lowest = new Lowest(limit, bySeq);
+    await this.#scanPages(
+      { TableName: table, ProjectionExpression: "#s", ExpressionAttributeNames: { "#s": "seq" } },
+      (items) => {
+        for (const item of items) lowest.offer(Number(item.seq?.N));
+      },
+    );
+    const seqs = lowest.sorted();
+    const found = new Map<number, Item>();
+    const chunks: number[][] = [];
+    for (let i = 0; i < seqs.length; i += LIMITS.batchGetKeys) {
+      chunks.push(seqs.slice(i, i + LIMITS.batchGetKeys));
+    }
+    await eachConcurrently(chunks, GET_CONCURRENCY, async (chunk) => {
+      let keys: Item[] = chunk.map((seq) => ({ seq: N(seq) }));
+      for (let attempt = 0; keys.length > 0; attempt++) {
+        if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
+        const result = await this.#client.send(
+          new BatchGetItemCommand({
+            RequestItems: { [table]: { Keys: keys, ConsistentRead: this.#consistent } },
+          }),
+        );
+        for (const item of result.Responses?.[table] ?? []) found.set(Number(item.seq?.N), item);
+        keys = result.UnprocessedKeys?.[table]?.Keys ?? [];
+      }
+    });
+    return seqs.flatMap((seq): Item[] => {
+      const item = found.get(seq);
+      return item ? [item] : [];
+    });
+  }
+
+  /** Due timers by a projected scan of the timers table, the `limit` earliest kept in a heap. */
+  async #dueTimersByScan(now: number, limit: number): Promise<Timer[]> {
+    const due = new Lowest<Timer>(limit, byFireAt);
+    await this.#scanPages({
+      TableName: this.tables.timers.name,
+      ProjectionExpression: "#e, #p, #f",
+      FilterExpression: "#f <= :now",
+      ExpressionAttributeNames: { "#e": "execution_id", "#p": "path", "#f": "fire_at" },
+      ExpressionAttributeValues: { ":now": N(now) },
+    }, (items) => {
+      for (const item of items) {
+        due.offer({
+          executionId: item.execution_id?.S ?? "",
+          path: item.path?.S ?? "",
+          fireAt: Number(item.fire_at?.N),
+        });
+      }
+    });
+    return due.sorted();
+  }
+
+  /** Scans the whole table, handing each page to `take` (a page is dropped before the next). */
+  async #scanPages(input: ScanCommandInput, take: (items: Item[]) => void): Promise<void> {
     let start: Item | undefined;
     do {
       const page = await this.#client.send(
         new ScanCommand({ ...input, ConsistentRead: this.#consistent, ExclusiveStartKey: start }),
       );
-      items.push(...(page.Items ?? []));
+      take(page.Items ?? []);
       start = page.LastEvaluatedKey;
     } while (start);
-    return items;
   }
 
   /** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
@@ -966,6 +1051,8 @@ export class DynamoDBStore implements ExecutionStore {
 
 /** How many BatchWriteItem calls an ack keeps in flight. */
 const ACK_CONCURRENCY = 16;
+/** How many BatchGetItem calls a bounded read keeps in flight. */
+const GET_CONCURRENCY = 4;
 
 /** Runs `task` on every item, at most `limit` at a time; rejects with the first failure. */
 async function eachConcurrently<T>(

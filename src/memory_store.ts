@@ -28,8 +28,10 @@ import type {
   LoadForEventResult,
   OutboxEntry,
   PendingSpawn,
+  ReadLimitOptions,
   Timer,
 } from "./types.ts";
+import { byFireAt, bySeq, Lowest, readLimit } from "./_bounded.ts";
 
 /**
  * Options of {@linkcode MemoryStore}.
@@ -276,7 +278,8 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * Outbox entries not yet acknowledged, by seq.
+   * The `limit` (default 1000, `Infinity`: all) lowest-seq outbox entries not yet
+   * acknowledged, by seq.
    *
    * @example Reading the outbox
    * ```ts
@@ -285,15 +288,14 @@ export class MemoryStore implements ExecutionStore {
    * console.log(await new MemoryStore().pendingOutbox()); // []
    * ```
    */
-  pendingOutbox(): Promise<OutboxEntry[]> {
-    if (this.#closed) return Promise.reject(new StoreClosed("MemoryStore", "pendingOutbox"));
-    return Promise.resolve(
-      [...this.#outbox].sort(([a], [b]) => a - b).map(([seq, entry]) => ({
-        seq,
-        targetId: entry.targetId,
-        event: JSON.parse(entry.event) as Event,
-      })),
-    );
+  pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
+    return settle(() => {
+      this.#open("pendingOutbox");
+      return lowestSeqs(this.#outbox.keys(), readLimit(options)).map((seq) => {
+        const entry = this.#outbox.get(seq)!;
+        return { seq, targetId: entry.targetId, event: JSON.parse(entry.event) as Event };
+      });
+    });
   }
 
   /**
@@ -311,7 +313,8 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * Spawn intents not yet acknowledged, by seq.
+   * The `limit` (default 1000, `Infinity`: all) lowest-seq spawn intents not yet
+   * acknowledged, by seq.
    *
    * @example Reading spawn intents
    * ```ts
@@ -320,17 +323,20 @@ export class MemoryStore implements ExecutionStore {
    * console.log(await new MemoryStore().pendingSpawns()); // []
    * ```
    */
-  pendingSpawns(): Promise<PendingSpawn[]> {
-    if (this.#closed) return Promise.reject(new StoreClosed("MemoryStore", "pendingSpawns"));
-    return Promise.resolve(
-      [...this.#spawns].sort(([a], [b]) => a - b).map(([seq, spawn]) => ({
-        seq,
-        parentId: spawn.parentId,
-        childId: spawn.childId,
-        rootPath: spawn.rootPath,
-        context: JSON.parse(spawn.context),
-      })),
-    );
+  pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
+    return settle(() => {
+      this.#open("pendingSpawns");
+      return lowestSeqs(this.#spawns.keys(), readLimit(options)).map((seq) => {
+        const spawn = this.#spawns.get(seq)!;
+        return {
+          seq,
+          parentId: spawn.parentId,
+          childId: spawn.childId,
+          rootPath: spawn.rootPath,
+          context: JSON.parse(spawn.context),
+        };
+      });
+    });
   }
 
   /**
@@ -360,7 +366,8 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * Timers due at `now` (epoch seconds), earliest first.
+   * The `limit` (default 1000, `Infinity`: all) earliest timers due at `now` (epoch
+   * seconds), earliest first.
    *
    * @example Reading due timers
    * ```ts
@@ -369,15 +376,13 @@ export class MemoryStore implements ExecutionStore {
    * console.log(await new MemoryStore().dueTimers(Date.now() / 1000)); // []
    * ```
    */
-  dueTimers(now: number): Promise<Timer[]> {
+  dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
     return settle(() => {
       this.#open("dueTimers");
       checkTime("now", now);
-      return ([...this.#timers.values()].filter((t) => t.fireAt <= now).map((t) => ({ ...t })).sort(
-        (a, b) =>
-          a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId) ||
-          a.path.localeCompare(b.path),
-      ));
+      const due = new Lowest<Timer>(readLimit(options), byFireAt);
+      for (const timer of this.#timers.values()) if (timer.fireAt <= now) due.offer(timer);
+      return due.sorted().map((timer) => ({ ...timer }));
     });
   }
 
@@ -476,4 +481,11 @@ export class MemoryStore implements ExecutionStore {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** The `limit` lowest of `seqs`, ascending. */
+function lowestSeqs(seqs: Iterable<number>, limit: number): number[] {
+  const lowest = new Lowest(limit, bySeq);
+  for (const seq of seqs) lowest.offer(seq);
+  return lowest.sorted();
 }

@@ -37,7 +37,7 @@ import {
   isNamed,
 } from "./connect.ts";
 import { globMatch } from "./glob.ts";
-import { checkTableName, ensureTable, ensureTtl } from "./tables.ts";
+import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 
 /**
@@ -74,7 +74,16 @@ export interface DynamoDBStateStoreOptions {
  * });
  * ```
  */
-export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {}
+export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {
+  /**
+   * Create the table where missing and enable TTL on it. `false` for a cold start that goes
+   * straight to work: one DescribeTable checks that DynamoDB answers and the table was
+   * created (at deploy time, with `ensureTable()`); a missing table is an immediate
+   * {@linkcode TableNotFound}.
+   * @default {true}
+   */
+  ensureTable?: boolean;
+}
 
 type Item = Record<string, AttributeValue>;
 
@@ -191,7 +200,8 @@ export class DynamoDBStateStore implements StateStore {
 
   /**
    * Builds a client (as {@linkcode DynamoDBStore.create} does), waits with backoff until
-   * DynamoDB answers, and ensures the table. The store owns that client.
+   * DynamoDB answers, and ensures the table — or, with `ensureTable: false`, only checks
+   * with one DescribeTable that it exists. The store owns that client.
    *
    * @example Creating a store
    * ```ts
@@ -207,10 +217,23 @@ export class DynamoDBStateStore implements StateStore {
    * @returns A store whose table exists with TTL enabled.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
+    const ensure = options?.ensureTable ?? true;
+    if (typeof ensure !== "boolean") {
+      return Promise.reject(
+        new TypeError(`ensureTable must be true or false, got ${describe(ensure)}`),
+      );
+    }
+    let client: DynamoDBSender;
     return connectStore(
       options,
-      (client) => new DynamoDBStateStore(client, options),
-      (store) => store.ensureTable(),
+      (built) => new DynamoDBStateStore(client = built, options),
+      (store) =>
+        ensure ? store.ensureTable() : checkTableExists(
+          client,
+          store.tableName,
+          "create it once at deploy time with `await state.ensureTable()` (or call create() " +
+            "without ensureTable: false, which creates it)",
+        ),
     );
   }
 

@@ -88,3 +88,57 @@ export async function ensureTtl(
     }
   }
 }
+
+/**
+ * A table a store was told exists (`create()` with `ensureTables: false` or
+ * `ensureTable: false`) and does not: create it at deploy time, or let `create()` do it.
+ *
+ * @example Telling a missing table from an unreachable DynamoDB
+ * ```ts
+ * import { DynamoDBStore, TableNotFound } from "@harel/dynamodb";
+ *
+ * try {
+ *   await using _store = await DynamoDBStore.create({
+ *     endpoint: "http://127.0.0.1:8000",
+ *     ensureTables: false,
+ *   });
+ * } catch (error) {
+ *   if (error instanceof TableNotFound) console.error(error.table, error.message);
+ *   else throw error;
+ * }
+ * ```
+ */
+export class TableNotFound extends Error {
+  /** Always `"TableNotFound"`. */
+  override name = "TableNotFound";
+
+  /**
+   * Builds the error for a missing table.
+   *
+   * @param table The table that does not exist.
+   * @param remedy How to create it.
+   * @param options DynamoDB's ResourceNotFoundException, as `cause`.
+   */
+  constructor(readonly table: string, remedy: string, options?: ErrorOptions) {
+    super(`table ${table} does not exist: ${remedy}`, options);
+  }
+}
+
+/**
+ * One DescribeTable of table `name`: resolves when the table exists (which also proves DynamoDB
+ * answers), throws {@linkcode TableNotFound} with `remedy` when it does not.
+ */
+export async function checkTableExists(
+  client: DynamoDBSender,
+  name: string,
+  remedy: string,
+): Promise<void> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: name }));
+  } catch (error) {
+    if (isNamed(error, "ResourceNotFoundException")) {
+      throw new TableNotFound(name, remedy, { cause: error });
+    }
+    throw error;
+  }
+}

@@ -247,6 +247,29 @@ export interface Timer {
 }
 
 /**
+ * Options of the bounded reads `pendingOutbox`, `pendingSpawns` and `dueTimers`.
+ *
+ * @example Reading the 100 oldest outbox entries
+ * ```ts
+ * import type { ExecutionStore, ReadLimitOptions } from "@harel/dynamodb";
+ *
+ * async function oldest(store: ExecutionStore): Promise<number[]> {
+ *   const options: ReadLimitOptions = { limit: 100 };
+ *   return (await store.pendingOutbox(options)).map((entry) => entry.seq);
+ * }
+ * ```
+ */
+export interface ReadLimitOptions {
+  /**
+   * How many entries (the lowest seqs, the earliest timers) one read returns at most: a
+   * positive integer, or `Infinity` for all of them. Memory grows with `limit`, not with
+   * the backlog.
+   * @default {1000}
+   */
+  limit?: number;
+}
+
+/**
  * What `loadForEvent` returns.
  *
  * @example Skipping what was handled
@@ -296,16 +319,16 @@ export interface ExecutionStore extends AsyncDisposable {
   commit(exe: Execution, changes?: CommitChanges): Promise<CommitResult>;
   /** One page of execution summaries. */
   listExecutions(options?: ListOptions): Promise<ListPage>;
-  /** Outbox entries not yet acknowledged, by seq. */
-  pendingOutbox(): Promise<OutboxEntry[]>;
+  /** The `limit` lowest-seq outbox entries not yet acknowledged, by seq. */
+  pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]>;
   /** Removes delivered outbox entries. */
   ackOutbox(seq: number | number[]): Promise<void>;
-  /** Spawn intents not yet acknowledged, by seq. */
-  pendingSpawns(): Promise<PendingSpawn[]>;
+  /** The `limit` lowest-seq spawn intents not yet acknowledged, by seq. */
+  pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]>;
   /** Removes started spawn intents. */
   ackSpawn(seq: number | number[]): Promise<void>;
-  /** Timers due at `now` (epoch seconds), earliest first. */
-  dueTimers(now: number): Promise<Timer[]>;
+  /** The `limit` earliest timers due at `now` (epoch seconds), earliest first. */
+  dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]>;
   /** Deletes a timer if it still fires at `fireAt`. */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean>;
   /** The execution's trace, oldest first, each step with its `index`. */

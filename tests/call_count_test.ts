@@ -1,6 +1,6 @@
 // The Performance targets, asserted as DynamoDB call counts (never as times).
 import assert from "node:assert/strict";
-import { DynamoDBStateStore, DynamoDBStore, newEvent, newExecution } from "../mod.ts";
+import { DynamoDBStateStore, DynamoDBStore, newEvent, newExecution, relayOutbox } from "../mod.ts";
 import { countingClient, uniqueName } from "./_env.ts";
 import { seedAppendTrace } from "./_seed.ts";
 
@@ -142,6 +142,38 @@ Deno.test("DynamoDBStateStore makes one call per hset on a live hash, hdel, hget
       "UpdateItemCommand",
       "DeleteItemCommand",
     ], "removing the last field also deletes the emptied key");
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("a relayOutbox pass of n entries is one keys-only Scan, ceil(n / 100) BatchGetItem and ceil(n / 25) BatchWriteItem calls", async () => {
+  const { client, calls } = countingClient();
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls") });
+  try {
+    await store.ensureTables();
+    const exe = newExecution({ definition_id: "d" });
+    for (let i = 0; i < 6; i++) {
+      await store.commit(exe, {
+        emits: Array.from({ length: 20 }, (_, k) => ({
+          target: `t${k % 4}`,
+          event: newEvent("e"),
+        })),
+      });
+    }
+    calls.length = 0;
+    assert.deepEqual(await relayOutbox(store, () => Promise.resolve()), {
+      delivered: 120,
+      failed: 0,
+    });
+    assert.deepEqual(
+      calls.sort(),
+      [
+        ...Array(5).fill("BatchWriteItemCommand"),
+        ...Array(2).fill("BatchGetItemCommand"),
+        "ScanCommand",
+      ].sort(),
+    );
   } finally {
     client.destroy();
   }

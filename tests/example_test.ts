@@ -68,6 +68,12 @@ Deno.test("the order worker: events, a timer that fires, a deduplicated duplicat
       return body.execution.status === "CANCELLED" ? body.execution : undefined;
     });
     assert.equal(cancelled.outcome, "payment_timeout");
+    const { body: timedOut } = await call("GET", `/executions/${unpaid}`);
+    assert.deepEqual(
+      timedOut.trace.map((s: { event: string }) => s.event),
+      ["start", "Timeout"],
+      "sweepTimers delivered harel's Timeout event",
+    );
     assert.equal(
       (await call("GET", `/executions/${paid}`)).body.execution.status,
       "RUNNING",

@@ -194,7 +194,7 @@ Deno.test(`8 store instances x 200 commits over 40 executions with injected faul
 
     // Outbox: exactly the emits of applied commits, none lost, none twice; seqs rise per
     // execution in commit order.
-    const outbox = await direct.pendingOutbox();
+    const outbox = await direct.pendingOutbox({ limit: Infinity });
     assert.equal(new Set(outbox.map((e) => e.seq)).size, outbox.length, "outbox seqs are unique");
     const emitted = new Map<string, number>();
     for (const entry of outbox) {
@@ -228,7 +228,7 @@ Deno.test(`8 store instances x 200 commits over 40 executions with injected faul
     );
 
     // Spawns: the same.
-    const spawns = await direct.pendingSpawns();
+    const spawns = await direct.pendingSpawns({ limit: Infinity });
     assert.equal(new Set(spawns.map((s) => s.seq)).size, spawns.length);
     const spawned = Map.groupBy(spawns, (s) => (s.context as { commitId: string }).commitId);
     for (const c of appliedById.values()) {
@@ -254,7 +254,7 @@ Deno.test(`8 store instances x 200 commits over 40 executions with injected faul
     }
 
     // Timers: the last change of each path, in commit order.
-    const timers = await direct.dueTimers(1e11);
+    const timers = await direct.dueTimers(1e11, { limit: Infinity });
     for (const [id, commits] of applied) {
       const model = new Map<string, number>();
       for (const c of commits) {

@@ -1,0 +1,355 @@
+/**
+ * The relay and the timer sweeper: one bounded pass each over the outbox, the spawn intents
+ * and the due timers of any {@linkcode ExecutionStore}, ready for `Deno.cron` or an interval.
+ *
+ * @module
+ */
+import { readLimit } from "./_bounded.ts";
+import { pythonFloatRepr } from "./_py_repr.ts";
+import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
+import { type Event, newEvent } from "./documents.ts";
+import type { ExecutionStore, OutboxEntry, PendingSpawn, Timer } from "./types.ts";
+
+/**
+ * What one relay or sweep pass did. Entries counted in neither (held behind a failure of
+ * the same target, or not started before the signal aborted) stay pending for the next pass.
+ *
+ * @example Logging a pass
+ * ```ts
+ * import { relayOutbox, type RelayReport } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const report: RelayReport = await relayOutbox(new MemoryStore(), async () => {});
+ * console.log(`${report.delivered} delivered, ${report.failed} failed`);
+ * ```
+ */
+export interface RelayReport {
+  /** Entries handled and acknowledged (timers: fired; then deleted unless re-scheduled). */
+  delivered: number;
+  /** Entries whose callback threw: they stay pending and come again next pass. */
+  failed: number;
+}
+
+/**
+ * Options of {@linkcode relayOutbox} and {@linkcode relaySpawns}.
+ *
+ * @example A pass that gives up after 50 seconds
+ * ```ts
+ * import { relayOutbox, type RelayOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const options: RelayOptions = { limit: 500, concurrency: 8, signal: AbortSignal.timeout(50_000) };
+ * await relayOutbox(new MemoryStore(), async (entry) => console.log(entry.event.kind), options);
+ * ```
+ */
+export interface RelayOptions {
+  /** How many entries this pass reads (the lowest seqs); `Infinity` for all. @default {1000} */
+  limit?: number;
+  /** How many callbacks run at once (outbox: how many targets are delivered to in parallel). @default {16} */
+  concurrency?: number;
+  /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
+  signal?: AbortSignal;
+  /** Called with each error a callback throws (the entry stays pending). @default {undefined} */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * Options of {@linkcode sweepTimers}.
+ *
+ * @example Sweeping what is due in the next second too
+ * ```ts
+ * import { sweepTimers, type SweepOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const options: SweepOptions = { now: Date.now() / 1000 + 1, limit: 200 };
+ * await sweepTimers(new MemoryStore(), async (timer, event) => console.log(timer.path, event.id), options);
+ * ```
+ */
+export interface SweepOptions extends RelayOptions {
+  /** The time timers are due at, in epoch seconds. @default {Date.now() / 1000} */
+  now?: number;
+}
+
+/** Acknowledgements go out in batches of one BatchWriteItem, at most this many at once (as ackOutbox). */
+const ACKS_IN_FLIGHT = 16;
+
+/**
+ * harel's `Timeout` event for a timer, identical to the Python engine's `timeout_event`: id
+ * `timeout:{executionId}:{path}:{fireAt}` with `fireAt` as Python's `repr` of a float
+ * (`1700000001` → `1700000001.0`), kind `"Timeout"`, data `{ path }`. A Python and a Deno
+ * sweeper firing the same timer produce the same id, so the receiver's dedupe mark makes
+ * it one effect. `created_time` is now and `received_time` null, as in `newEvent`.
+ *
+ * @example The event of a timer
+ * ```ts
+ * import { timeoutEvent } from "@harel/dynamodb";
+ *
+ * const event = timeoutEvent("exe-1", "order.waiting", 1_700_000_001);
+ * console.log(event.id); // "timeout:exe-1:order.waiting:1700000001.0"
+ * ```
+ *
+ * @param executionId The execution the timer belongs to.
+ * @param path The timer's state path.
+ * @param fireAt When it was due, in epoch seconds.
+ * @returns The Timeout event.
+ */
+export function timeoutEvent(executionId: string, path: string, fireAt: number): Event {
+  checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
+  checkKey("path", path, LIMITS.sortKeyBytes);
+  checkTime("fireAt", fireAt);
+  return {
+    ...newEvent("Timeout", { path }),
+    id: `timeout:${executionId}:${path}:${pythonFloatRepr(fireAt)}`,
+  };
+}
+
+/**
+ * One relay pass over the outbox: reads the `limit` lowest seqs, delivers them in seq
+ * order per `targetId` (one delivery in flight per target, up to `concurrency` targets in
+ * parallel) and acknowledges delivered entries in batches. An entry whose `deliver` throws
+ * stays pending, and so does every later entry of the same target in this pass, so a
+ * target never sees an entry before an earlier one; other targets go on. Delivery is
+ * at least once: a pass that dies between `deliver` and the acknowledgement delivers the
+ * entry again, so receivers dedupe on `event.id`.
+ *
+ * @example A relay pass every few seconds
+ * ```ts
+ * import { DynamoDBStore, relayOutbox } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * const report = await relayOutbox(store, async (entry) => {
+ *   await fetch(`https://example.com/executions/${entry.targetId}/events`, {
+ *     method: "POST",
+ *     body: JSON.stringify(entry.event),
+ *   });
+ * });
+ * console.log(report.delivered, report.failed);
+ * ```
+ *
+ * @param store Any execution store.
+ * @param deliver Delivers one entry; throwing leaves it pending.
+ * @param options How many entries, how many at once, and a signal to stop.
+ * @returns How many entries were delivered and how many failed.
+ */
+export async function relayOutbox(
+  store: ExecutionStore,
+  deliver: (entry: OutboxEntry) => Promise<void>,
+  options: RelayOptions = {},
+): Promise<RelayReport> {
+  const { limit, concurrency, signal, onError } = checkOptions("deliver", deliver, options);
+  if (signal?.aborted) return { delivered: 0, failed: 0 };
+  const entries = await store.pendingOutbox({ limit });
+  const byTarget = new Map<string | null, OutboxEntry[]>();
+  for (const entry of entries) {
+    const queue = byTarget.get(entry.targetId);
+    if (queue) queue.push(entry);
+    else byTarget.set(entry.targetId, [entry]);
+  }
+  const acks = new Acks((seqs) => store.ackOutbox(seqs));
+  const report = { delivered: 0, failed: 0 };
+  await inLanes([...byTarget.values()], concurrency, signal, async (queue) => {
+    for (const entry of queue) {
+      if (signal?.aborted) return;
+      try {
+        await deliver(entry);
+      } catch (error) {
+        report.failed++;
+        onError?.(error);
+        return; // the rest of this target waits for the next pass, in order
+      }
+      report.delivered++;
+      await acks.add(entry.seq);
+    }
+  });
+  await acks.flush();
+  return report;
+}
+
+/**
+ * One relay pass over the spawn intents: reads the `limit` lowest seqs, calls `start` on
+ * them in parallel (up to `concurrency` at once) and acknowledges started ones in batches;
+ * a spawn whose `start` throws stays pending. At least once, like {@linkcode relayOutbox}:
+ * `start` must tolerate a child that already exists.
+ *
+ * @example Starting spawned children
+ * ```ts
+ * import { DynamoDBStore, newExecution, relaySpawns, StoreConflict } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await relaySpawns(store, async (spawn) => {
+ *   const child = newExecution({
+ *     id: spawn.childId,
+ *     definition_id: "child",
+ *     parent_id: spawn.parentId,
+ *     root_path: spawn.rootPath,
+ *     context: spawn.context,
+ *   });
+ *   try {
+ *     await store.save(child);
+ *   } catch (error) {
+ *     if (!(error instanceof StoreConflict)) throw error; // started by an earlier pass
+ *   }
+ * });
+ * ```
+ *
+ * @param store Any execution store.
+ * @param start Starts one child; throwing leaves the intent pending.
+ * @param options How many intents, how many at once, and a signal to stop.
+ * @returns How many spawns were started and how many failed.
+ */
+export async function relaySpawns(
+  store: ExecutionStore,
+  start: (spawn: PendingSpawn) => Promise<void>,
+  options: RelayOptions = {},
+): Promise<RelayReport> {
+  const { limit, concurrency, signal, onError } = checkOptions("start", start, options);
+  if (signal?.aborted) return { delivered: 0, failed: 0 };
+  const spawns = await store.pendingSpawns({ limit });
+  const acks = new Acks((seqs) => store.ackSpawn(seqs));
+  const report = { delivered: 0, failed: 0 };
+  await inLanes(spawns, concurrency, signal, async (spawn) => {
+    try {
+      await start(spawn);
+    } catch (error) {
+      report.failed++;
+      onError?.(error);
+      return;
+    }
+    report.delivered++;
+    await acks.add(spawn.seq);
+  });
+  await acks.flush();
+  return report;
+}
+
+/**
+ * One sweep of the due timers: reads the `limit` earliest timers due at `now`, and for
+ * each (up to `concurrency` at once) calls `fire(timer, timeoutEvent(...))` first, then
+ * the guarded `deleteTimer`. A timer whose `fire` throws stays, and fires again next pass
+ * with the same event id, so the receiver's dedupe mark makes it one effect; a timer
+ * re-scheduled while it fired is kept at its new time.
+ *
+ * @example A sweep on Deno.cron
+ * ```ts
+ * import { DynamoDBStore, sweepTimers } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await sweepTimers(store, async (timer, event) => {
+ *   // load timer.executionId, skip if event.id was processed, apply, commit with
+ *   // processedEventId: event.id
+ *   console.log(timer.executionId, event.id);
+ * });
+ * ```
+ *
+ * @param store Any execution store.
+ * @param fire Delivers the Timeout event of one timer; throwing keeps the timer.
+ * @param options The time, how many timers, how many at once, and a signal to stop.
+ * @returns How many timers fired and how many failed.
+ */
+export async function sweepTimers(
+  store: ExecutionStore,
+  fire: (timer: Timer, event: Event) => Promise<void>,
+  options: SweepOptions = {},
+): Promise<RelayReport> {
+  const { limit, concurrency, signal, onError } = checkOptions("fire", fire, options);
+  const now = checkTime("now", options.now ?? Date.now() / 1000);
+  if (signal?.aborted) return { delivered: 0, failed: 0 };
+  const timers = await store.dueTimers(now, { limit });
+  const report = { delivered: 0, failed: 0 };
+  await inLanes(timers, concurrency, signal, async (timer) => {
+    try {
+      await fire(timer, timeoutEvent(timer.executionId, timer.path, timer.fireAt));
+    } catch (error) {
+      report.failed++;
+      onError?.(error);
+      return;
+    }
+    report.delivered++;
+    try {
+      // Guarded: false means a commit re-scheduled it meanwhile; the new timer stays.
+      await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
+    } catch (error) {
+      onError?.(error); // it fires again next pass, with the same event id
+    }
+  });
+  return report;
+}
+
+interface CheckedOptions {
+  limit: number;
+  concurrency: number;
+  signal: AbortSignal | undefined;
+  onError: ((error: unknown) => void) | undefined;
+}
+
+function checkOptions(field: string, callback: unknown, options: RelayOptions): CheckedOptions {
+  if (typeof callback !== "function") {
+    throw new TypeError(`${field} must be a function, got ${describe(callback)}`);
+  }
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(`options must be an object, got ${describe(options)}`);
+  }
+  const { concurrency = 16, signal, onError } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  if (onError !== undefined && typeof onError !== "function") {
+    throw new TypeError(`onError must be a function, got ${describe(onError)}`);
+  }
+  return {
+    limit: readLimit({ limit: options.limit }),
+    concurrency: checkInteger("concurrency", concurrency, 1, 1000),
+    signal,
+    onError,
+  };
+}
+
+/** Runs `task` on every item, `lanes` at a time, starting nothing new once `signal` aborts. */
+async function inLanes<T>(
+  items: T[],
+  lanes: number,
+  signal: AbortSignal | undefined,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length && !signal?.aborted) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+}
+
+/**
+ * Acknowledges seqs in batches of one BatchWriteItem (25), a few batches in flight; `add`
+ * waits when too many are, so a fast pass does not flood the client's sockets.
+ */
+class Acks {
+  #batch: number[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  #error: { cause: unknown } | null = null;
+
+  constructor(readonly ack: (seqs: number[]) => Promise<void>) {}
+
+  async add(seq: number): Promise<void> {
+    this.#batch.push(seq);
+    if (this.#batch.length < LIMITS.batchWriteItems) return;
+    this.#send();
+    while (this.#inFlight.size >= ACKS_IN_FLIGHT) await Promise.race(this.#inFlight);
+  }
+
+  /** Sends what is left and waits for every batch; rejects with the first failure. */
+  async flush(): Promise<void> {
+    this.#send();
+    await Promise.all(this.#inFlight);
+    if (this.#error) throw this.#error.cause;
+  }
+
+  #send(): void {
+    if (this.#batch.length === 0) return;
+    const seqs = this.#batch;
+    this.#batch = [];
+    const sent: Promise<void> = this.ack(seqs).catch((error) => {
+      this.#error ??= { cause: error };
+    }).finally(() => this.#inFlight.delete(sent));
+    this.#inFlight.add(sent);
+  }
+}
