@@ -13,10 +13,12 @@ import {
   GetItemCommand,
   type KeysAndAttributes,
   QueryCommand,
+  type QueryCommandOutput,
   ScanCommand,
   type ScanCommandInput,
   type TransactWriteItem,
   TransactWriteItemsCommand,
+  UpdateItemCommand,
   type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
@@ -44,7 +46,14 @@ import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
 import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
-import { ensureTable, ensureTtl, type ExecutionTables, executionTables } from "./tables.ts";
+import {
+  ensureIndex,
+  ensureTable,
+  ensureTtl,
+  type ExecutionTables,
+  executionTables,
+} from "./tables.ts";
+import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
 import {
   buildTransaction,
   type CommitPlan,
@@ -105,6 +114,20 @@ export interface DynamoDBStoreOptions {
   conflictRetries?: number;
   /** How often a commit whose answer was lost is re-sent with the same idempotency token. @default {3} */
   ambiguousRetries?: number;
+  /**
+   * Sweep timers through a sparse index of due times instead of scanning every armed timer:
+   * `ensureTables` adds the index (and marks the timers already there), `dueTimers` reads
+   * only what is due. Timers written without the index attribute (the Python store) are
+   * not in it: keep this off in mixed fleets, or sweep with `{ scan: true }` now and then.
+   * @default {false}
+   */
+  timerIndex?: boolean;
+  /**
+   * How many index shards timers spread over (about 8,000 timers armed per second for 16);
+   * raise it on sweepers first, then on writers, and never lower it (see the README).
+   * @default {16}
+   */
+  timerShards?: number;
 }
 
 /**
@@ -161,6 +184,7 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #spawnSeqs: SeqBlocks;
   readonly #traceHeads = new Lru<string, number>(10_000);
   readonly #tx: TxContext;
+  readonly #timerIndex: boolean;
   #closed = false;
 
   /**
@@ -184,6 +208,8 @@ export class DynamoDBStore implements ExecutionStore {
       seqBlockSize = 1000,
       conflictRetries = 8,
       ambiguousRetries = 3,
+      timerIndex = false,
+      timerShards = DEFAULT_TIMER_SHARDS,
     } = options;
     this.tables = executionTables(prefix);
     this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
@@ -196,7 +222,16 @@ export class DynamoDBStore implements ExecutionStore {
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
     this.#client = client;
     this.#ownedClient = claimClient(client);
-    this.#tx = { tables: this.tables, traceMax: this.traceMax, processedTtl: this.#processedTtl };
+    if (typeof timerIndex !== "boolean") {
+      throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
+    }
+    this.#timerIndex = timerIndex;
+    this.#tx = {
+      tables: this.tables,
+      traceMax: this.traceMax,
+      processedTtl: this.#processedTtl,
+      timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
+    };
     this.#outboxSeqs = new SeqBlocks(client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(client, this.tables.counters.name, "spawn", block);
   }
@@ -231,8 +266,9 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Creates the seven tables where missing (PAY_PER_REQUEST) and waits until they are
-   * active; enables TTL on the processed table when `processedTtlSeconds` is set.
-   * Idempotent.
+   * active; enables TTL on the processed table when `processedTtlSeconds` is set. With
+   * `timerIndex`, adds the timer index, waits until it is active and gives the timers
+   * armed without it their shard (a scan of the timers table). Idempotent.
    *
    * @example Creating the tables once at deploy time
    * ```ts
@@ -248,6 +284,54 @@ export class DynamoDBStore implements ExecutionStore {
     if (this.#processedTtl !== null) {
       await ensureTtl(this.#client, this.tables.processed.name, "ttl");
     }
+    if (this.#timerIndex) {
+      await ensureIndex(this.#client, this.tables.timers.name, TIMER_INDEX);
+      await this.#backfillTimerShards();
+    }
+  }
+
+  /**
+   * Writes `timer_shard` onto timers armed without it (by older deploys or the Python store),
+   * each guarded by its `fire_at`: a timer re-scheduled or cancelled meanwhile is left alone,
+   * never clobbered or brought back.
+   */
+  async #backfillTimerShards(): Promise<void> {
+    const names = { "#e": "execution_id", "#p": "path", "#f": "fire_at", "#s": "timer_shard" };
+    let start: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new ScanCommand({
+          TableName: this.tables.timers.name,
+          FilterExpression: "attribute_not_exists(#s)",
+          ProjectionExpression: "#e, #p, #f",
+          ExpressionAttributeNames: names,
+          ConsistentRead: this.#consistent,
+          ExclusiveStartKey: start,
+        }),
+      );
+      await eachConcurrently(page.Items ?? [], ACK_CONCURRENCY, async (item) => {
+        const executionId = item.execution_id?.S, path = item.path?.S, fireAt = item.fire_at;
+        if (executionId === undefined || path === undefined || fireAt?.N === undefined) return;
+        try {
+          await this.#client.send(
+            new UpdateItemCommand({
+              TableName: this.tables.timers.name,
+              Key: { execution_id: S(executionId), path: S(path) },
+              UpdateExpression: "SET #s = :s",
+              ConditionExpression: "#f = :f AND attribute_not_exists(#s)",
+              ExpressionAttributeNames: { "#f": "fire_at", "#s": "timer_shard" },
+              ExpressionAttributeValues: {
+                ":f": fireAt,
+                ":s": N(timerShard(executionId, path, this.#tx.timerShards)),
+              },
+            }),
+          );
+        } catch (error) {
+          if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+        }
+      });
+      start = page.LastEvaluatedKey;
+    } while (start);
   }
 
   /**
@@ -738,7 +822,8 @@ export class DynamoDBStore implements ExecutionStore {
    * }
    * ```
    */
-  async dueTimers(now: number): Promise<Timer[]> {
+  async dueTimers(now: number, options: { limit?: number; scan?: boolean } = {}): Promise<Timer[]> {
+    if (this.#timerIndex && !options?.scan) return await this.#dueFromIndex(now, options);
     checkTime("now", now);
     const items = await this.#scanAll({
       TableName: this.tables.timers.name,
@@ -754,6 +839,64 @@ export class DynamoDBStore implements ExecutionStore {
       a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId) ||
       a.path.localeCompare(b.path)
     );
+  }
+
+  /**
+   * The `limit` earliest due timers, read from the timer index: one Query per shard (in
+   * parallel), each reading at most `limit` index entries, merged by due time. The index is
+   * eventually consistent: a timer may show a sweep late, or still show after a re-schedule
+   * or cancel; `deleteTimer`'s guard on `fire_at` makes the stale entry lose.
+   */
+  async #dueFromIndex(now: number, options: { limit?: number }): Promise<Timer[]> {
+    checkTime("now", now);
+    const { limit = 1000 } = options;
+    if (limit !== Infinity) checkInteger("options.limit", limit, 1, Number.MAX_SAFE_INTEGER);
+    const shards = Array.from({ length: this.#tx.timerShards }, (_, shard) => shard);
+    const due: Timer[] = [];
+    await eachConcurrently(shards, ACK_CONCURRENCY, async (shard) => {
+      let start: Item | undefined;
+      let found = 0;
+      do {
+        const page = await this.#queryIndex(
+          new QueryCommand({
+            TableName: this.tables.timers.name,
+            IndexName: TIMER_INDEX.name,
+            KeyConditionExpression: "#s = :s AND #f <= :now",
+            ExpressionAttributeNames: { "#s": "timer_shard", "#f": "fire_at" },
+            ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
+            Limit: limit === Infinity ? undefined : limit - found,
+            ExclusiveStartKey: start,
+          }),
+        );
+        for (const item of page.Items ?? []) {
+          due.push({
+            executionId: item.execution_id?.S ?? "",
+            path: item.path?.S ?? "",
+            fireAt: Number(item.fire_at?.N),
+          });
+          found++;
+        }
+        start = page.LastEvaluatedKey;
+      } while (start && found < limit);
+    });
+    return due.sort((a, b) =>
+      a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId) ||
+      a.path.localeCompare(b.path)
+    ).slice(0, limit);
+  }
+
+  async #queryIndex(query: QueryCommand): Promise<QueryCommandOutput> {
+    try {
+      return await this.#client.send(query);
+    } catch (error) {
+      if (!(isNamed(error, "ValidationException") && /specified index/.test(String(error)))) {
+        throw error;
+      }
+      throw new Error(
+        `the timers table ${this.tables.timers.name} has no index ${TIMER_INDEX.name}: run ensureTables() of a store with timerIndex: true`,
+        { cause: error },
+      );
+    }
   }
 
   /**
@@ -856,6 +999,9 @@ export class DynamoDBStore implements ExecutionStore {
 
 /** How many BatchWriteItem calls an ack keeps in flight. */
 const ACK_CONCURRENCY = 16;
+
+/** The most timer shards: a sweep pays one Query per shard. */
+const MAX_TIMER_SHARDS = 1000;
 
 /** Runs `task` on every item, at most `limit` at a time; rejects with the first failure. */
 async function eachConcurrently<T>(
