@@ -54,6 +54,7 @@ import {
   executionTables,
 } from "./tables.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
+import { countCommitSend, instrument } from "./_telemetry.ts";
 import {
   buildTransaction,
   type CommitPlan,
@@ -562,6 +563,7 @@ export class DynamoDBStore implements ExecutionStore {
     const token = crypto.randomUUID();
     for (let attempt = 0;; attempt++) {
       try {
+        countCommitSend();
         await this.#client.send(
           new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: token }),
         );
@@ -1021,3 +1023,6 @@ function isLiveMark(item: Item): boolean {
   const ttl = item.ttl?.N;
   return ttl === undefined || Number(ttl) > Date.now() / 1000;
 }
+
+// Every public method in a span `DynamoDBStore.{method}` (see _telemetry.ts).
+instrument(DynamoDBStore, { executionIds: true });
