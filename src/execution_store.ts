@@ -825,7 +825,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async dueTimers(now: number, options: { limit?: number; scan?: boolean } = {}): Promise<Timer[]> {
-    if (this.#timerIndex && !options?.scan) return await this.#dueFromIndex(now, options);
+    if (this.#timerIndex && !options?.scan) return await this.#dueFromIndex(now, options ?? {});
     checkTime("now", now);
     const items = await this.#scanAll({
       TableName: this.tables.timers.name,
