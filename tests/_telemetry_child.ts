@@ -7,8 +7,10 @@ import { endpoint, uniqueName } from "./_env.ts";
 import { FaultProxy } from "./_fault_proxy.ts";
 
 const prefix = uniqueName("otel");
-await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-await using other = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+// A long deadline: create() also creates the tables, which a loaded DynamoDB Local takes long over.
+const deadlineMs = 180_000;
+await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, deadlineMs });
+await using other = await DynamoDBStore.create({ endpoint: endpoint(), prefix, deadlineMs });
 
 // Committed at the first send.
 const plain = newExecution({ definition_id: "otel" });
@@ -33,6 +35,7 @@ await store.commit(again, { trace: { step: 3 } });
 await using state = await DynamoDBStateStore.create({
   endpoint: endpoint(),
   tableName: uniqueName("otel_state"),
+  deadlineMs,
 });
 await state.set("k", 1);
 await state.get("k");

@@ -7,9 +7,14 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { type CommitChanges, DynamoDBStore, newExecution } from "../mod.ts";
+import {
+  type CommitChanges,
+  DynamoDBStore,
+  type DynamoDBStoreOptions,
+  newExecution,
+} from "../mod.ts";
 import { capacityClient } from "./_capacity.ts";
-import { countingClient, endpoint, testClient, uniqueName } from "./_env.ts";
+import { countingClient, testClient, uniqueName } from "./_env.ts";
 
 const NOT_DUE = 2e9; // 2033: armed, never due in these tests
 type TimerChange = NonNullable<CommitChanges["timers"]>[number];
@@ -30,8 +35,18 @@ async function arm(store: DynamoDBStore, count: number, due = 0, tag = "t"): Pro
   await Promise.all(commits);
 }
 
-function prefixOf(store: DynamoDBStore): string {
-  return store.tables.timers.name.replace(/_timers$/, "");
+/**
+ * Stores on one client and one fresh prefix, the first with its tables ensured. Not create():
+ * its deadline counts the table creation, which a loaded DynamoDB Local can take long over.
+ */
+async function storesOn(
+  ...options: DynamoDBStoreOptions[]
+): Promise<{ stores: DynamoDBStore[]; prefix: string } & AsyncDisposable> {
+  const client = testClient();
+  const prefix = uniqueName("tix");
+  const stores = options.map((each) => new DynamoDBStore(client, { prefix, ...each }));
+  await stores[0]!.ensureTables();
+  return { stores, prefix, [Symbol.asyncDispose]: () => Promise.resolve(client.destroy()) };
 }
 
 Deno.test("dueTimers() with timerIndex costs O(due): more armed timers do not raise its read capacity", async () => {
@@ -112,16 +127,8 @@ Deno.test("dueTimers() with timerIndex returns the limit earliest due timers, ea
 });
 
 Deno.test("a stale index listing loses to deleteTimer()'s fire_at guard", async () => {
-  await using sweeper = await DynamoDBStore.create({
-    endpoint: endpoint(),
-    prefix: uniqueName("tix"),
-    timerIndex: true,
-  });
-  await using writer = await DynamoDBStore.create({
-    endpoint: endpoint(),
-    prefix: prefixOf(sweeper),
-    timerIndex: true,
-  });
+  await using env = await storesOn({ timerIndex: true }, { timerIndex: true });
+  const [sweeper, writer] = env.stores as [DynamoDBStore, DynamoDBStore];
   const exe = newExecution({ definition_id: "d" });
   await writer.commit(exe, {
     timers: [
@@ -151,8 +158,9 @@ Deno.test("a stale index listing loses to deleteTimer()'s fire_at guard", async 
 });
 
 Deno.test("ensureTables() with timerIndex adds the index to an existing timers table and marks the timers already there", async (t) => {
-  const prefix = uniqueName("tix");
-  await using before = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using env = await storesOn({});
+  const { prefix } = env;
+  const before = env.stores[0]!;
   const raw = testClient();
   try {
     const put = (execution_id: string, path: string, fireAt: number) =>
@@ -260,9 +268,9 @@ Deno.test("ensureTables() with timerIndex adds the index to an existing timers t
 });
 
 Deno.test("ensureTables() with timerIndex is safe when several processes run it at once", async () => {
-  const prefix = uniqueName("tix");
-  await using first = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  await first.commit(newExecution({ definition_id: "d" }), {
+  await using env = await storesOn({});
+  const { prefix } = env;
+  await env.stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
   });
   const client = testClient();
@@ -279,19 +287,11 @@ Deno.test("ensureTables() with timerIndex is safe when several processes run it 
 });
 
 Deno.test("a sweeper with more timer shards finds the timers of writers with fewer", async () => {
-  const prefix = uniqueName("tix");
-  await using few = await DynamoDBStore.create({
-    endpoint: endpoint(),
-    prefix,
-    timerIndex: true,
-    timerShards: 2,
-  });
-  await using many = await DynamoDBStore.create({
-    endpoint: endpoint(),
-    prefix,
-    timerIndex: true,
-    timerShards: 64,
-  });
+  await using env = await storesOn(
+    { timerIndex: true, timerShards: 2 },
+    { timerIndex: true, timerShards: 64 },
+  );
+  const [few, many] = env.stores as [DynamoDBStore, DynamoDBStore];
   await arm(few, 50, 50);
   assert.equal((await many.dueTimers(5000)).length, 50);
 });
