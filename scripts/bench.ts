@@ -11,6 +11,8 @@ import {
 import { countingClient, testClient } from "../tests/_env.ts";
 import { countingProxy } from "../tests/_counting_proxy.ts";
 import { heapProbe, seedOutbox } from "../tests/_heap.ts";
+import { capacityClient } from "../tests/_capacity.ts";
+import { setSpansEnabled } from "../src/_telemetry.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -192,6 +194,66 @@ for (let round = 1; round <= rounds; round++) {
     }
   }
 }
+
+// Spans: commit throughput with the store's spans on (no exporter: Deno without OTEL_DENO, so
+// @opentelemetry/api's no-op tracer) and with them switched off inside the module.
+const spanLevels = [{ writers: 1, perWriter: 200 }, { writers: 8, perWriter: 50 }];
+const spanRuns = new Map(
+  spanLevels.map(({ writers }) => [writers, { on: [] as number[], off: [] as number[] }]),
+);
+for (let round = 1; round <= rounds; round++) {
+  for (const { writers, perWriter } of spanLevels) {
+    progress(`round ${round}/${rounds}: commits with spans on and off, ${writers} writer(s)`);
+    const exes = Array.from({ length: writers }, doc);
+    for (const exe of exes) await store.commit(exe, changes(0));
+    const run = (on: boolean) => {
+      setSpansEnabled(on);
+      return throughput(
+        writers,
+        perWriter,
+        (w, i) => store.commit(exes[w]!, changes(i)).then(() => {}),
+      );
+    };
+    const runs = spanRuns.get(writers)!;
+    for (const on of round % 2 ? [true, false] : [false, true]) {
+      (on ? runs.on : runs.off).push(await run(on));
+    }
+  }
+}
+setSpansEnabled(true);
+
+// Timer sweep: read capacity of one dueTimers with 5 000 armed timers (10 due), scan vs index,
+// then with 5 000 more armed (none due), as DynamoDB reports it (ReturnConsumedCapacity).
+progress("timer sweep capacity, scan vs index");
+const metered = capacityClient();
+const timerStore = new DynamoDBStore(metered.client, { prefix: `${prefix}_tix`, timerIndex: true });
+await timerStore.ensureTables();
+async function armTimers(count: number, due: number, tag: string): Promise<void> {
+  const timers = Array.from({ length: count }, (_, i) => ({
+    action: "schedule" as const,
+    path: `${tag}.${i}`,
+    fireAt: i < due ? 1000 + i : 2e9 + i,
+  }));
+  for (let i = 0; i < timers.length; i += 90 * 8) {
+    await Promise.all(
+      Array.from({ length: 8 }, (_, k) => timers.slice(i + k * 90, i + (k + 1) * 90)).filter((
+        part,
+      ) => part.length > 0).map((part) => timerStore.commit(doc(), { timers: part })),
+    );
+  }
+}
+async function sweepCost(scan: boolean): Promise<{ units: number; calls: number; due: number }> {
+  metered.capacity.units = 0;
+  metered.capacity.calls.length = 0;
+  const due = await timerStore.dueTimers(5000, { scan });
+  return { units: metered.capacity.units, calls: metered.capacity.calls.length, due: due.length };
+}
+await armTimers(5000, 10, "a");
+const sweeps = { scan5000: await sweepCost(true), index5000: await sweepCost(false) };
+await armTimers(5000, 0, "b");
+const sweeps10000 = { scan10000: await sweepCost(true), index10000: await sweepCost(false) };
+const timerSweep = { ...sweeps, ...sweeps10000 };
+metered.client.destroy();
 
 // Calls per operation in the steady state.
 const perOp = async (n: number, op: (i: number) => Promise<unknown>) => {
@@ -384,6 +446,16 @@ const results = {
   coldStart,
   hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) },
   callsPerOp,
+  spans: spanLevels.map(({ writers }) => {
+    const runs = spanRuns.get(writers)!;
+    return {
+      writers,
+      on: median(runs.on),
+      off: median(runs.off),
+      ratio: median(runs.on) / median(runs.off),
+    };
+  }),
+  timerSweep,
 };
 const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
 console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
@@ -393,6 +465,17 @@ console.log(
 console.log("| --- | --- | --- | --- |");
 for (const c of commits) {
   console.log(`| ${c.writers} writer(s) | ${f(c.store)} | ${f(c.bare)} | ${c.ratio.toFixed(2)} |`);
+}
+console.log("\n| commits, no exporter | spans on (commits/s) | spans off (commits/s) | ratio |");
+console.log("| --- | --- | --- | --- |");
+for (const c of results.spans) {
+  console.log(`| ${c.writers} writer(s) | ${f(c.on)} | ${f(c.off)} | ${c.ratio.toFixed(2)} |`);
+}
+console.log(
+  "\n| one timer sweep (10 due) | read capacity units | calls | due |\n| --- | --- | --- | --- |",
+);
+for (const [label, cost] of Object.entries(timerSweep)) {
+  console.log(`| ${label} | ${cost.units} | ${cost.calls} | ${cost.due} |`);
 }
 console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
 console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);

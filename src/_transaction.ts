@@ -14,6 +14,7 @@ import {
 } from "./_validate.ts";
 import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./table_specs.ts";
+import { timerShard } from "./_timer_index.ts";
 import type { CommitChanges } from "./types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */
@@ -21,6 +22,8 @@ export interface TxContext {
   tables: ExecutionTables;
   traceMax: number;
   processedTtl: number | null;
+  /** How many shards of the timer index a scheduled timer's `timer_shard` picks from. */
+  timerShards: number;
 }
 
 export type Item = Record<string, AttributeValue>;
@@ -311,9 +314,18 @@ export function buildTransaction(
     const key = { execution_id: S(plan.id), path: S(path) };
     add(
       "timer",
-      fireAt === null
-        ? { Delete: { TableName: t.timers.name, Key: key } }
-        : { Put: { TableName: t.timers.name, Item: { ...key, fire_at: N(fireAt) } } },
+      fireAt === null ? { Delete: { TableName: t.timers.name, Key: key } } : {
+        Put: {
+          TableName: t.timers.name,
+          // timer_shard: the timer index's key, written even with the index off, so that a
+          // rolling deploy turning it on finds every timer this module armed.
+          Item: {
+            ...key,
+            fire_at: N(fireAt),
+            timer_shard: N(timerShard(plan.id, path, ctx.timerShards)),
+          },
+        },
+      },
     );
   }
   if (plan.trace !== undefined && head !== undefined) {

@@ -4,6 +4,7 @@
  * @module
  */
 import { claimCommit, planCommit, type TxContext } from "./_transaction.ts";
+import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
 import {
   checkInteger,
   checkItemSize,
@@ -98,7 +99,13 @@ export class MemoryStore implements ExecutionStore {
     const processedTtl = processedTtlSeconds === null
       ? null
       : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
-    this.#tx = { tables: executionTables("harel"), traceMax: this.traceMax, processedTtl };
+    // The default shard count, so commits are sized (and refused) exactly as DynamoDBStore's.
+    this.#tx = {
+      tables: executionTables("harel"),
+      traceMax: this.traceMax,
+      processedTtl,
+      timerShards: DEFAULT_TIMER_SHARDS,
+    };
     this.#now = now;
   }
 

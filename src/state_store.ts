@@ -39,6 +39,7 @@ import {
 import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
+import { instrument } from "./_telemetry.ts";
 
 /**
  * Options of {@linkcode DynamoDBStateStore}.
@@ -819,3 +820,6 @@ export class DynamoDBStateStore implements StateStore {
     return this.close();
   }
 }
+
+// Every public method in a span `DynamoDBStateStore.{method}` (see _telemetry.ts).
+instrument(DynamoDBStateStore);

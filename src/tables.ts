@@ -9,6 +9,8 @@ import {
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   type KeySchemaElement,
+  type TableDescription,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
 import { sleep } from "./_backoff.ts";
@@ -141,4 +143,80 @@ export async function checkTableExists(
     }
     throw error;
   }
+}
+
+/** A global secondary index: its name and key, projecting keys only. */
+export interface IndexSpec {
+  /** The index name. */
+  name: string;
+  /** HASH key attribute and type. */
+  hash: readonly [string, "S" | "N"];
+  /** RANGE key attribute and type. */
+  range: readonly [string, "S" | "N"];
+}
+
+/**
+ * Adds a keys-only global secondary index to an existing table unless it has it, then waits
+ * until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
+ * can take minutes). Safe when several processes do it at once.
+ */
+export async function ensureIndex(
+  client: DynamoDBSender,
+  tableName: string,
+  index: IndexSpec,
+): Promise<void> {
+  for (let n = 0;; n++) {
+    if (n > 0) await sleep(Math.min(2000, 100 * 2 ** Math.min(n, 5)));
+    const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+    const found = table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === index.name);
+    if (found) {
+      if (found.IndexStatus === "ACTIVE" && !found.Backfilling) return;
+      continue;
+    }
+    // One index change at a time per table: wait while the table is busy with another.
+    if (table?.TableStatus !== "ACTIVE") continue;
+    try {
+      await client.send(
+        new UpdateTableCommand({
+          TableName: tableName,
+          AttributeDefinitions: [index.hash, index.range].map(([AttributeName, AttributeType]) => ({
+            AttributeName,
+            AttributeType,
+          })),
+          GlobalSecondaryIndexUpdates: [{
+            Create: {
+              IndexName: index.name,
+              KeySchema: [
+                { AttributeName: index.hash[0], KeyType: "HASH" },
+                { AttributeName: index.range[0], KeyType: "RANGE" },
+              ],
+              Projection: { ProjectionType: "KEYS_ONLY" },
+              ...provisioned(table),
+            },
+          }],
+        }),
+      );
+    } catch (error) {
+      // Another process is adding it (or another index) right now: look again.
+      if (
+        !isNamed(error, "ResourceInUseException") && !isNamed(error, "LimitExceededException")
+      ) throw error;
+    }
+  }
+}
+
+/** A provisioned table's index needs its own throughput: the table's. On-demand needs none. */
+function provisioned(table: TableDescription | undefined) {
+  const throughput = table?.ProvisionedThroughput;
+  if (
+    table?.BillingModeSummary?.BillingMode === "PAY_PER_REQUEST" || !throughput?.ReadCapacityUnits
+  ) {
+    return {};
+  }
+  return {
+    ProvisionedThroughput: {
+      ReadCapacityUnits: throughput.ReadCapacityUnits,
+      WriteCapacityUnits: throughput.WriteCapacityUnits ?? 1,
+    },
+  };
 }

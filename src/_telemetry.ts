@@ -1,0 +1,142 @@
+// OpenTelemetry spans around the stores' public methods. With no tracer provider registered
+// (Deno without OTEL_DENO=true), @opentelemetry/api hands out no-op spans: next to nothing.
+import {
+  type Attributes,
+  INVALID_SPAN_CONTEXT,
+  type Span,
+  SpanStatusCode,
+  trace,
+  type Tracer,
+} from "@opentelemetry/api";
+import { CommitOutcomeUnknown, StoreConflict } from "./errors.ts";
+
+const tracer: Tracer = trace.getTracer("@harel/dynamodb");
+
+/** Span attribute names. */
+export const ATTR = {
+  executionId: "harel.execution_id",
+  outcome: "harel.commit.outcome",
+  retries: "harel.commit.retries",
+} as const;
+
+let enabled = true;
+
+/** Turns the spans off (and on again): for measuring what they cost. */
+export function setSpansEnabled(on: boolean): void {
+  enabled = on;
+}
+
+/**
+ * Runs `fn` in an active span named `name`: errors are recorded on it (exception event and
+ * status ERROR) and rethrown; the span ends when `fn` settles. For runners such as
+ * `sweepTimers`: `withSpan("sweepTimers", {}, async (span) => { ...; span.setAttribute(...) })`.
+ */
+export function withSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span) => T,
+): T {
+  if (!enabled) return fn(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  return tracer.startActiveSpan(name, { attributes }, (span) => {
+    let result: T;
+    try {
+      result = fn(span);
+    } catch (error) {
+      fail(span, error);
+      span.end();
+      throw error;
+    }
+    if (!(result instanceof Promise)) {
+      span.end();
+      return result;
+    }
+    return result.then(
+      (value) => {
+        span.end();
+        return value;
+      },
+      (error) => {
+        fail(span, error);
+        span.end();
+        throw error;
+      },
+    ) as T;
+  });
+}
+
+function fail(span: Span, error: unknown): void {
+  if (error instanceof StoreConflict) span.setAttribute(ATTR.outcome, "conflict");
+  else if (error instanceof CommitOutcomeUnknown) span.setAttribute(ATTR.outcome, "unknown");
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({
+    code: SpanStatusCode.ERROR,
+    message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+  });
+}
+
+/**
+ * Called by a commit before each send of its transaction: the sends after the first (a lost
+ * trace-end race, fresh seqs, a transaction conflict, an answer lost in transit) are its
+ * retries, counted on the active span.
+ */
+export function countCommitSend(): void {
+  const span = trace.getActiveSpan();
+  if (span === undefined || !span.isRecording()) return;
+  const sends = (sendCounts.get(span) ?? 0) + 1;
+  sendCounts.set(span, sends);
+  span.setAttribute(ATTR.retries, sends - 1);
+}
+const sendCounts = new WeakMap<Span, number>();
+
+/**
+ * Wraps every public method of `cls` (its prototype's, and its static ones but the
+ * constructor's) in a span `{Class}.{method}`. A first argument that is a string, or an
+ * object with a string `id`, is the execution id when `executionIds` says so.
+ */
+// deno-lint-ignore no-explicit-any
+export function instrument(cls: abstract new (...args: any[]) => unknown, options: {
+  executionIds?: boolean;
+} = {}): void {
+  const className = cls.name;
+  const wrap = (target: object, name: string) => {
+    const original = Object.getOwnPropertyDescriptor(target, name)?.value;
+    if (typeof original !== "function") return; // getters and fields stay as they are
+    const label = `${className}.${name}`;
+    const wrapped = function (this: unknown, ...args: unknown[]) {
+      const attributes: Attributes = {};
+      if (options.executionIds) {
+        const id = executionIdOf(args[0]);
+        if (id !== undefined) attributes[ATTR.executionId] = id;
+      }
+      return withSpan(label, attributes, (span) => {
+        const result = original.apply(this, args);
+        if (name !== "commit" || !(result instanceof Promise)) return result;
+        return result.then((value) => {
+          span.setAttribute(ATTR.outcome, "committed");
+          return value;
+        });
+      });
+    };
+    Object.defineProperty(wrapped, "name", { value: name });
+    Object.defineProperty(target, name, {
+      value: wrapped,
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
+  };
+  for (const name of Object.getOwnPropertyNames(cls.prototype)) {
+    if (name !== "constructor") wrap(cls.prototype, name);
+  }
+  for (const name of Object.getOwnPropertyNames(cls)) {
+    if (!["length", "name", "prototype"].includes(name)) wrap(cls, name);
+  }
+}
+
+function executionIdOf(arg: unknown): string | undefined {
+  if (typeof arg === "string") return arg;
+  if (typeof arg === "object" && arg !== null && typeof (arg as { id?: unknown }).id === "string") {
+    return (arg as { id: string }).id;
+  }
+  return undefined;
+}

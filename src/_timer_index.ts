@@ -1,0 +1,34 @@
+// The timers table's sparse index of due times: which shard a timer is written to and the
+// index's layout. Private: the wire format is the attribute `timer_shard` (a number) next to
+// the timer's `execution_id`, `path` and `fire_at`, described in the README.
+
+/** The global secondary index on the timers table: `timer_shard` (HASH) + `fire_at` (RANGE). */
+export const TIMER_INDEX = {
+  name: "timer_shard-fire_at",
+  hash: ["timer_shard", "N"],
+  range: ["fire_at", "N"],
+} as const;
+
+/**
+ * How many shards timers spread over by default. An index partition key takes about 1,000
+ * writes/s and a timer costs it two (armed, then fired or cancelled), so 16 shards carry
+ * about 8,000 timers armed per second; a sweep pays one Query per shard.
+ */
+export const DEFAULT_TIMER_SHARDS = 16;
+
+const encoder = new TextEncoder();
+
+/**
+ * The shard of a timer: FNV-1a (32 bit) over the UTF-8 of `executionId`, a 0 byte and `path`,
+ * modulo `shards`. Deterministic, so every writer (any process, any language) agrees.
+ */
+export function timerShard(executionId: string, path: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  const mix = (bytes: Uint8Array) => {
+    for (const byte of bytes) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  };
+  mix(encoder.encode(executionId));
+  mix(new Uint8Array(1));
+  mix(encoder.encode(path));
+  return hash % shards;
+}

@@ -1,0 +1,64 @@
+// Run by telemetry_test.ts as a child `deno run` with OTEL_DENO=true: store calls whose spans
+// the test's OTLP receiver must see. Prints the execution ids it used, as JSON, on stdout.
+import { DynamoDBStateStore, DynamoDBStore, newExecution, StoreConflict } from "../mod.ts";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { CommitOutcomeUnknown } from "../mod.ts";
+import { endpoint, uniqueName } from "./_env.ts";
+import { FaultProxy } from "./_fault_proxy.ts";
+
+const prefix = uniqueName("otel");
+// A long deadline: create() also creates the tables, which a loaded DynamoDB Local takes long over.
+const deadlineMs = 180_000;
+await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, deadlineMs });
+await using other = await DynamoDBStore.create({ endpoint: endpoint(), prefix, deadlineMs });
+
+// Committed at the first send.
+const plain = newExecution({ definition_id: "otel" });
+await store.commit(plain, { trace: { step: 1 } });
+await store.load(plain.id);
+
+// A conflict: a copy at the old version loses.
+const stale = { ...plain, version: 0 };
+try {
+  await store.commit(stale);
+  throw new Error("the stale commit was not refused");
+} catch (error) {
+  if (!(error instanceof StoreConflict)) throw error;
+}
+
+// A retry: another store appends a trace step, so this store's cached trace end is stale.
+const moved = (await other.load(plain.id))!;
+await other.commit(moved, { trace: { step: 2 } });
+const again = (await store.load(plain.id))!;
+await store.commit(again, { trace: { step: 3 } });
+
+await using state = await DynamoDBStateStore.create({
+  endpoint: endpoint(),
+  tableName: uniqueName("otel_state"),
+  deadlineMs,
+});
+await state.set("k", 1);
+await state.get("k");
+
+// Unknown: every answer to the commit is lost, and so is the one re-send.
+await using proxy = new FaultProxy(endpoint(), {
+  request: ({ operation }) =>
+    operation === "TransactWriteItems" ? { kind: "drop-response" } : { kind: "pass" },
+});
+const lossy = new DynamoDBClient({
+  endpoint: proxy.endpoint,
+  region: "us-east-1",
+  credentials: { accessKeyId: "test", secretAccessKey: "test" },
+  maxAttempts: 1,
+});
+const lost = newExecution({ definition_id: "otel" });
+try {
+  await new DynamoDBStore(lossy, { prefix, ambiguousRetries: 1 }).commit(lost);
+  throw new Error("the lost commit did not report an unknown outcome");
+} catch (error) {
+  if (!(error instanceof CommitOutcomeUnknown)) throw error;
+} finally {
+  lossy.destroy();
+}
+
+console.log(JSON.stringify({ executionId: plain.id, lostId: lost.id }));
