@@ -64,7 +64,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelOutboxAndSpawns",
     roles: ["outbox", "spawns"],
-    actions: ["DescribeTable", "CreateTable", "PutItem", "Scan", "BatchWriteItem"],
+    actions: ["DescribeTable", "CreateTable", "PutItem", "Scan", "BatchGetItem", "BatchWriteItem"],
   },
   {
     sid: "HarelTimers",

@@ -1,6 +1,12 @@
 // Run by telemetry_test.ts as a child `deno run` with OTEL_DENO=true: store calls whose spans
 // the test's OTLP receiver must see. Prints the execution ids it used, as JSON, on stdout.
-import { DynamoDBStateStore, DynamoDBStore, newExecution, StoreConflict } from "../mod.ts";
+import {
+  DynamoDBStateStore,
+  DynamoDBStore,
+  newEvent,
+  newExecution,
+  StoreConflict,
+} from "../mod.ts";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CommitOutcomeUnknown } from "../mod.ts";
 import { endpoint, uniqueName } from "./_env.ts";
@@ -14,7 +20,8 @@ await using other = await DynamoDBStore.create({ endpoint: endpoint(), prefix, d
 
 // Committed at the first send.
 const plain = newExecution({ definition_id: "otel" });
-await store.commit(plain, { trace: { step: 1 } });
+// Its emit reserves this store's seq block before the other store reserves a later one.
+await store.commit(plain, { trace: { step: 1 }, emits: [{ target: null, event: newEvent("a") }] });
 await store.load(plain.id);
 
 // A conflict: a copy at the old version loses.
@@ -26,11 +33,12 @@ try {
   if (!(error instanceof StoreConflict)) throw error;
 }
 
-// A retry: another store appends a trace step, so this store's cached trace end is stale.
+// A retry: another store (a later seq block) emitted last, so this store's next emit fails the
+// execution's seq watermark and is re-sent with a fresh block.
 const moved = (await other.load(plain.id))!;
-await other.commit(moved, { trace: { step: 2 } });
+await other.commit(moved, { trace: { step: 2 }, emits: [{ target: null, event: newEvent("b") }] });
 const again = (await store.load(plain.id))!;
-await store.commit(again, { trace: { step: 3 } });
+await store.commit(again, { trace: { step: 3 }, emits: [{ target: null, event: newEvent("c") }] });
 
 await using state = await DynamoDBStateStore.create({
   endpoint: endpoint(),

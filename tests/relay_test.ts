@@ -18,6 +18,7 @@ import {
 } from "../mod.ts";
 import { MemoryStore } from "../src/testing.ts";
 import { pythonFloatRepr } from "../src/_py_repr.ts";
+import { MAX_EPOCH_SECONDS } from "../src/_validate.ts";
 import { freshStore, pause } from "./_env.ts";
 
 const backends: [string, () => Promise<ExecutionStore>][] = [
@@ -287,11 +288,19 @@ Deno.test("the timeout id formats fire_at exactly as Python's repr of a float", 
   await t.step("whole, fractional, tiny and large values", async () => {
     const python = await pythonReprs(fixed);
     assert.deepEqual(fixed.map(pythonFloatRepr), python);
+    // A timer's fire_at is a time DynamoDB can store; timeoutEvent refuses the others.
+    const storable = fixed.map((x, i) => [x, python[i]!] as const).filter(([x]) =>
+      x === 0 || (x >= 1e-130 && x <= MAX_EPOCH_SECONDS)
+    );
+    assert.ok(storable.length >= 10, `${storable.length} storable values`);
     assert.deepEqual(
-      fixed.map((x) => timeoutEvent("e", "p", x).id),
-      python.map((r) => `timeout:e:p:${r}`),
+      storable.map(([x]) => timeoutEvent("e", "p", x).id),
+      storable.map(([, r]) => `timeout:e:p:${r}`),
       "as the id's fire_at",
     );
+    for (const x of [5e-324, 1.7976931348623157e308, Date.now()]) {
+      assert.throws(() => timeoutEvent("e", "p", x), RangeError, `${x}`);
+    }
   });
   await t.step("random doubles of every magnitude, and random epoch times", async () => {
     const runs = Number(Deno.env.get("HAREL_REPR_RUNS") ?? 2000);
