@@ -17,6 +17,8 @@ export const ATTR = {
   executionId: "harel.execution_id",
   outcome: "harel.commit.outcome",
   retries: "harel.commit.retries",
+  delivered: "harel.relay.delivered",
+  failed: "harel.relay.failed",
 } as const;
 
 let enabled = true;

@@ -5,6 +5,7 @@
  * @module
  */
 import { readLimit } from "./_bounded.ts";
+import { ATTR, withSpan } from "./_telemetry.ts";
 import { pythonFloatRepr } from "./_py_repr.ts";
 import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
 import { type Event, newEvent } from "./documents.ts";
@@ -131,10 +132,18 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  * @param options How many entries, how many at once, and a signal to stop.
  * @returns How many entries were delivered and how many failed.
  */
-export async function relayOutbox(
+export function relayOutbox(
   store: ExecutionStore,
   deliver: (entry: OutboxEntry) => Promise<void>,
   options: RelayOptions = {},
+): Promise<RelayReport> {
+  return inSpan("relayOutbox", () => relayOutboxPass(store, deliver, options));
+}
+
+async function relayOutboxPass(
+  store: ExecutionStore,
+  deliver: (entry: OutboxEntry) => Promise<void>,
+  options: RelayOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("deliver", deliver, options);
   if (signal?.aborted) return { delivered: 0, failed: 0 };
@@ -197,10 +206,18 @@ export async function relayOutbox(
  * @param options How many intents, how many at once, and a signal to stop.
  * @returns How many spawns were started and how many failed.
  */
-export async function relaySpawns(
+export function relaySpawns(
   store: ExecutionStore,
   start: (spawn: PendingSpawn) => Promise<void>,
   options: RelayOptions = {},
+): Promise<RelayReport> {
+  return inSpan("relaySpawns", () => relaySpawnsPass(store, start, options));
+}
+
+async function relaySpawnsPass(
+  store: ExecutionStore,
+  start: (spawn: PendingSpawn) => Promise<void>,
+  options: RelayOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("start", start, options);
   if (signal?.aborted) return { delivered: 0, failed: 0 };
@@ -246,10 +263,18 @@ export async function relaySpawns(
  * @param options The time, how many timers, how many at once, and a signal to stop.
  * @returns How many timers fired and how many failed.
  */
-export async function sweepTimers(
+export function sweepTimers(
   store: ExecutionStore,
   fire: (timer: Timer, event: Event) => Promise<void>,
   options: SweepOptions = {},
+): Promise<RelayReport> {
+  return inSpan("sweepTimers", () => sweepTimersPass(store, fire, options));
+}
+
+async function sweepTimersPass(
+  store: ExecutionStore,
+  fire: (timer: Timer, event: Event) => Promise<void>,
+  options: SweepOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("fire", fire, options);
   const now = checkTime("now", options.now ?? Date.now() / 1000);
@@ -273,6 +298,15 @@ export async function sweepTimers(
     }
   });
   return report;
+}
+
+/** Runs one pass in a span named after its runner, with what the pass did as attributes. */
+function inSpan(name: string, pass: () => Promise<RelayReport>): Promise<RelayReport> {
+  return withSpan(name, {}, async (span) => {
+    const report = await pass();
+    span.setAttributes({ [ATTR.delivered]: report.delivered, [ATTR.failed]: report.failed });
+    return report;
+  });
 }
 
 interface CheckedOptions {

@@ -5,6 +5,7 @@ import {
   DynamoDBStore,
   newEvent,
   newExecution,
+  relayOutbox,
   StoreConflict,
 } from "../mod.ts";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -39,6 +40,12 @@ const moved = (await other.load(plain.id))!;
 await other.commit(moved, { trace: { step: 2 }, emits: [{ target: null, event: newEvent("b") }] });
 const again = (await store.load(plain.id))!;
 await store.commit(again, { trace: { step: 3 }, emits: [{ target: null, event: newEvent("c") }] });
+
+// A relay pass: the three emits above are delivered, one of them fails.
+let deliveries = 0;
+await relayOutbox(store, async () => {
+  if (deliveries++ === 1) throw new Error("the receiver is down");
+}, { limit: Infinity, concurrency: 1 });
 
 await using state = await DynamoDBStateStore.create({
   endpoint: endpoint(),

@@ -141,4 +141,15 @@ Deno.test("store methods export OpenTelemetry spans with the execution id, commi
     const exception = conflict.events.find((event) => event.name === "exception");
     assert.equal(attrs(exception?.attributes ?? [])["exception.type"], "StoreConflict");
   });
+
+  await t.step("a relay pass has a span with what it delivered and what failed", () => {
+    const passes = named("relayOutbox").map((span) => attrs(span.attributes));
+    // All three emits share the broadcast target: the failure holds back the third.
+    assert.deepEqual(passes, [{ "harel.relay.delivered": 1, "harel.relay.failed": 1 }]);
+    const pass = named("relayOutbox")[0]!;
+    assert.ok(
+      named("DynamoDBStore.pendingOutbox").some((span) => span.parentSpanId === pass.spanId),
+      "the pass's reads run inside its span",
+    );
+  });
 });
