@@ -4,7 +4,7 @@
 // against DynamoDB Local and MemoryStateStore and compared step by step.
 //
 // Fixed seed and 400 runs by default (7-20 s against DynamoDB Local here, by machine load).
-// STATE_MODEL_RUNS=5000 runs more; STATE_MODEL_SEED=n picks another seed.
+// HAREL_PROPERTY_RUNS=5000 runs more; HAREL_PROPERTY_SEED=n picks another seed.
 //
 // Time: DynamoDB Local runs on the real clock, so every TTL is far ahead (10^6 s) or already
 // past (an expired leftover, `expire(k, 0)`): no comparison depends on when a step runs, and
@@ -29,8 +29,8 @@ import {
 } from "../src/_state_values.ts";
 import { freshStateStore, testClient } from "./_env.ts";
 
-const RUNS = Number(Deno.env.get("STATE_MODEL_RUNS") ?? 400);
-const SEED = Number(Deno.env.get("STATE_MODEL_SEED") ?? 20261130);
+const RUNS = Number(Deno.env.get("HAREL_PROPERTY_RUNS") ?? 400);
+const SEED = Number(Deno.env.get("HAREL_PROPERTY_SEED") ?? 20261130);
 
 const FIELDS = [
   "f",
