@@ -43,8 +43,9 @@ await store.commit(again, { trace: { step: 3 }, emits: [{ target: null, event: n
 
 // A relay pass: the three emits above are delivered, one of them fails.
 let deliveries = 0;
-await relayOutbox(store, async () => {
-  if (deliveries++ === 1) throw new Error("the receiver is down");
+await relayOutbox(store, () => {
+  if (deliveries++ === 1) return Promise.reject(new Error("the receiver is down"));
+  return Promise.resolve();
 }, { limit: Infinity, concurrency: 1 });
 
 await using state = await DynamoDBStateStore.create({
