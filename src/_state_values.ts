@@ -232,6 +232,21 @@ function parseJson(text: string, exact: boolean): { value: unknown } | undefined
   }
 }
 
+/**
+ * A JSON document another writer stored (an execution, event, context or trace step): plain
+ * JSON as it is, else Python's dialect with NaN/Infinity/-Infinity read as `null`. Throws the
+ * original SyntaxError when it is neither.
+ */
+export function parseDocument(text: string): unknown {
+  try {
+    return JSON.parse(text); // what we write: no reviver's cost on the common path
+  } catch (error) {
+    const parsed = parseJson(text, false);
+    if (parsed === undefined) throw error;
+    return parsed.value;
+  }
+}
+
 /** Whether a JSON number token can be a DynamoDB number as it is. */
 function validNumberText(source: string): boolean {
   const digits = source.replace(/^-/, "").replace(/[eE].*$/, "").replace(".", "")

@@ -2,6 +2,7 @@
 // DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import {
+  checkEventBody,
   checkExecution,
   checkInteger,
   checkItemSize,
@@ -81,6 +82,25 @@ export function claimCommit(exe: unknown): () => void {
   return () => committing.delete(exe);
 }
 
+/**
+ * Refuses, before anything is sent, an execution whose `version` a successful commit could
+ * not bump in place (a frozen object, as Immer makes): everything would be written, then the
+ * bump would throw, and the caller's retry would meet a StoreConflict.
+ */
+function checkVersionWritable(exe: object): void {
+  const slot = Object.getOwnPropertyDescriptor(exe, "version");
+  const writable = slot === undefined
+    ? Object.isExtensible(exe)
+    : slot.writable === true || slot.set !== undefined;
+  if (!writable) {
+    throw new TypeError(
+      `exe (execution ${
+        JSON.stringify((exe as { id?: unknown }).id)
+      }) is frozen or its version is read-only: commit() bumps exe.version in place, so commit a mutable copy (e.g. structuredClone(exe)) and use its version`,
+    );
+  }
+}
+
 export const S = (value: string): AttributeValue => ({ S: value });
 export const N = (value: number): AttributeValue => ({ N: String(value) });
 /** The largest seq's encoding, for size checks made before seqs are known. */
@@ -91,6 +111,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
   checkObject("exe", exe);
   const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
   const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
+  checkVersionWritable(exe);
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
   checkObject("changes", changes);
@@ -115,6 +136,7 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
         : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
       const event = checkObject(`${field}.event`, emit.event);
       checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+      checkEventBody(`${field}.event`, event);
       return { target, event: toJson(`${field}.event`, event) };
     }),
     spawns: list("spawns", changes.spawns).map((spawn, i) => {

@@ -109,6 +109,23 @@ export function checkObject(field: string, value: unknown): Record<string, unkno
   return value as Record<string, unknown>;
 }
 
+/** An event's `kind` (a string) and `data` (an object), as `exe.deferred[i]` has them. */
+export function checkEventBody(field: string, event: Record<string, unknown>): void {
+  if (typeof event.kind !== "string") {
+    throw new TypeError(`${field}.kind must be a string, got ${describe(event.kind)}`);
+  }
+  checkObject(`${field}.data`, event.data);
+}
+
+/** A store's options: `null` or `undefined` mean none; anything else must be an object. */
+export function checkOptions<T extends object>(options: T | null | undefined): Partial<T> {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== "object") {
+    throw new TypeError(`options must be an object, got ${describe(options)}`);
+  }
+  return options;
+}
+
 /** A short, printable description of a value for error messages. */
 export function describe(value: unknown): string {
   if (typeof value === "string") {

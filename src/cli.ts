@@ -33,6 +33,7 @@ import { type Status, STATUSES } from "./documents.ts";
 import { DynamoDBStateStore } from "./state_store.ts";
 import { DynamoDBStore } from "./execution_store.ts";
 import { MissingSetup } from "./errors.ts";
+import { parseDocument } from "./_state_values.ts";
 import { leastPrivilegePolicy } from "./iam_policy.ts";
 
 export { leastPrivilegePolicy, type PolicyDocument, type PolicyOptions } from "./iam_policy.ts";
@@ -208,7 +209,10 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
           definitionId: values.definition as string | undefined,
           cursor: values.cursor as string | undefined ?? null,
         }).catch((error) => {
-          throw error instanceof TypeError ? new UsageError(error.message) : error;
+          // Input validation (before any request): a TypeError or RangeError is usage.
+          throw error instanceof TypeError || error instanceof RangeError
+            ? new UsageError(error.message)
+            : error;
         }),
       );
       if (json) return print(page);
@@ -233,7 +237,10 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       const execution = await onTable(
         tables.executions.name,
         reader.load(id).catch((error) => {
-          throw error instanceof TypeError ? new UsageError(error.message) : error;
+          // Input validation (before any request): a TypeError or RangeError is usage.
+          throw error instanceof TypeError || error instanceof RangeError
+            ? new UsageError(error.message)
+            : error;
         }),
       );
       if (!execution) {
@@ -260,7 +267,7 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
         .map((item) => ({
           seq: Number(item.seq?.N),
           targetId: item.target_id?.S ?? null,
-          event: JSON.parse(item.event?.S ?? "null") as { id?: string; kind?: string } | null,
+          event: parseDocument(item.event?.S ?? "null") as { id?: string; kind?: string } | null,
         }))
         .sort((a, b) => a.seq - b.seq)
         .slice(0, limit);

@@ -23,12 +23,15 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
 import { Lru } from "./_lru.ts";
+import { parseDocument } from "./_state_values.ts";
+import { fireAtGuard } from "./_fire_at.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
   checkInteger,
   checkItemSize,
   checkKey,
   checkObject,
+  checkOptions,
   checkTime,
   describe,
   LIMITS,
@@ -190,7 +193,7 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
 
 function parseJson<T>(text: string | undefined, what: string): T {
   if (text === undefined) throw new Error(`${what} has no JSON text`);
-  return JSON.parse(text) as T;
+  return parseDocument(text) as T;
 }
 
 /**
@@ -254,9 +257,12 @@ export class DynamoDBStore implements ExecutionStore {
       ambiguousRetries = 3,
       timerIndex = false,
       timerShards = DEFAULT_TIMER_SHARDS,
-    } = options;
+    } = checkOptions(options);
     this.tables = executionTables(prefix);
     this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
+    if (typeof consistentReads !== "boolean") {
+      throw new TypeError(`consistentReads must be a boolean, got ${describe(consistentReads)}`);
+    }
     this.#consistent = consistentReads;
     this.#processedTtl = processedTtlSeconds === null
       ? null
@@ -315,6 +321,7 @@ export class DynamoDBStore implements ExecutionStore {
    * @returns A store whose tables exist.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
+    options ??= {}; // null: no options, as in the constructor
     const ensure = options?.ensureTables ?? true;
     if (typeof ensure !== "boolean") {
       return Promise.reject(
@@ -898,6 +905,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
+    this.#open("pendingOutbox");
     const items = await this.#lowestSeqItems(this.tables.outbox.name, readLimit(options));
     return items.map((item) => ({
       seq: Number(item.seq?.N),
@@ -938,6 +946,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
+    this.#open("pendingSpawns");
     const items = await this.#lowestSeqItems(this.tables.spawns.name, readLimit(options));
     return items.map((item) => ({
       seq: Number(item.seq?.N),
@@ -981,6 +990,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
+    this.#open("dueTimers");
     checkTime("now", now);
     const limit = readLimit(options);
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
@@ -1010,7 +1020,8 @@ export class DynamoDBStore implements ExecutionStore {
             KeyConditionExpression: "#s = :s AND #f <= :now",
             ExpressionAttributeNames: { "#s": "timer_shard", "#f": "fire_at" },
             ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
-            Limit: limit === Infinity ? undefined : limit - found,
+            // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
+            Limit: limit === Infinity ? undefined : Math.min(limit - found, 1000),
             ExclusiveStartKey: start,
           }),
         );
@@ -1060,14 +1071,17 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
+    // Not `fire_at = :f`: a fire_at stored with more digits than a double reads back as
+    // fireAt yet never equals it (it would fire on every sweep).
+    const guard = fireAtGuard(fireAt);
     try {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.tables.timers.name,
           Key: { execution_id: S(executionId), path: S(path) },
-          ConditionExpression: "#f = :f",
+          ConditionExpression: guard.condition,
           ExpressionAttributeNames: { "#f": "fire_at" },
-          ExpressionAttributeValues: { ":f": N(fireAt) },
+          ExpressionAttributeValues: guard.values,
         }),
       );
       return true;

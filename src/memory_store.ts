@@ -10,7 +10,9 @@ import {
   checkItemSize,
   checkKey,
   checkObject,
+  checkOptions,
   checkTime,
+  describe,
   LIMITS,
   settle,
   toJson,
@@ -94,7 +96,10 @@ export class MemoryStore implements ExecutionStore {
    * @param options Trace ring size, dedupe-mark lifetime and clock.
    */
   constructor(options: MemoryStoreOptions = {}) {
-    const { traceMax = 200, processedTtlSeconds = null, now = Date.now } = options;
+    const { traceMax = 200, processedTtlSeconds = null, now = Date.now } = checkOptions(options);
+    if (typeof now !== "function") {
+      throw new TypeError(`now must be a function (epoch milliseconds), got ${describe(now)}`);
+    }
     this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
     const processedTtl = processedTtlSeconds === null
       ? null
