@@ -300,7 +300,8 @@ export function checkMigrating(key: string, field: string, plain: unknown): void
   try {
     checkField(field, "its name");
   } catch (error) {
-    refuse(`has a name DynamoDB cannot store (${(error as Error).message})`, TypeError);
+    const kind = error instanceof RangeError ? RangeError : TypeError;
+    refuse(`has a name DynamoDB cannot store (${(error as Error).message})`, kind);
   }
   const visit = (v: unknown, depth: number): void => {
     if (typeof v === "number" && !storable(v)) {

@@ -93,7 +93,7 @@ export class MemoryStateStore implements StateStore {
    * @param options The clock.
    */
   constructor(options: MemoryStateStoreOptions = {}) {
-    const { now = Date.now } = stateOptions(options);
+    const now = stateOptions(options).now ?? Date.now;
     if (typeof now !== "function") {
       throw new TypeError(`now must be a function giving epoch milliseconds, got ${describe(now)}`);
     }

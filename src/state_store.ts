@@ -231,8 +231,9 @@ export class DynamoDBStateStore implements StateStore {
         `client must be a DynamoDB client (with send()), got ${describe(client)}`,
       );
     }
-    const { tableName = "harel_state", consistentReads = true } = stateOptions(options);
-    this.tableName = checkTableName("tableName", tableName);
+    const given = stateOptions(options);
+    this.tableName = checkTableName("tableName", given.tableName ?? "harel_state");
+    const consistentReads = given.consistentReads ?? true;
     if (typeof consistentReads !== "boolean") {
       throw new TypeError(
         `consistentReads must be true or false, got ${describe(consistentReads)}`,
@@ -631,7 +632,9 @@ export class DynamoDBStateStore implements StateStore {
    * and a legacy item migrates to a native Map keeping its fields. The value follows
    * `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
    * DynamoDB value: integers beyond 2^53 keep their decimal digits; numbers of magnitude
-   * 1e126 or more (or below 1e-130) are refused.
+   * 1e126 or more (or below 1e-130), more than 30 levels of maps and lists (DynamoDB's 32
+   * count the `hash` Map and the innermost value) and empty keys inside are refused (a
+   * `RangeError`/`TypeError` naming the field); holes in arrays are stored as null.
    *
    * @example Setting a field
    * ```ts
