@@ -629,8 +629,10 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Sets one hash field: `1` if the field is new, `0` if it was updated. One call when
    * the hash exists; a missing, expired or emptied key starts a fresh hash (without TTL),
-   * and a legacy item migrates to a native Map keeping its fields. The value follows
-   * `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
+   * and a legacy item migrates to a native Map keeping its fields (one a Map cannot hold —
+   * an empty field name, nesting too deep — is refused naming the field and left as it is:
+   * it reads as before; `hdel` of that field, `set` or `delete` gets it going). The value
+   * follows `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
    * DynamoDB value: integers beyond 2^53 keep their decimal digits; numbers of magnitude
    * 1e126 or more (or below 1e-130), more than 30 levels of maps and lists (DynamoDB's 32
    * count the `hash` Map and the innermost value) and empty keys inside are refused (a
