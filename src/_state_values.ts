@@ -2,7 +2,7 @@
 // how a value is checked before sending, how a hash field becomes a native DynamoDB value, and
 // how what other writers left (Python's JSON dialect, numbers beyond a double) reads back.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { describe } from "./_validate.ts";
+import { checkField, describe } from "./_validate.ts";
 import type { SetOptions } from "./types.ts";
 
 /** DynamoDB numbers: 38 significant digits, magnitudes in [1e-130, 1e126). */
@@ -10,6 +10,13 @@ export const NUMBER_LIMITS = { digits: 38, min: 1e-130, max: 1e126 } as const;
 
 /** DynamoDB nests maps and lists at most 32 levels deep. */
 const MAX_DEPTH = 32;
+
+/**
+ * Levels of maps and lists a hash field's value may hold. DynamoDB's 32 levels count the
+ * item's `hash` Map (level 1) and the innermost value (a scalar or an empty map) as levels of
+ * their own: DynamoDB Local refuses 31 nested maps under `hash`, takes 30.
+ */
+const FIELD_DEPTH = MAX_DEPTH - 2;
 
 /**
  * A number as the text a DynamoDB `N` holds: integers beyond 2^53 as their exact decimal
@@ -85,13 +92,18 @@ function plainPath(field: string, value: unknown, native: boolean): unknown {
           );
         }
         if (seen.has(v)) throw new TypeError(`${path} refers back to itself (a cycle)`);
-        if (native && depth >= MAX_DEPTH) {
-          throw new RangeError(`${path} nests deeper than DynamoDB's ${MAX_DEPTH} levels`);
+        if (native && depth >= FIELD_DEPTH) {
+          throw new RangeError(
+            `${path} nests deeper than ${FIELD_DEPTH} levels of maps and lists: DynamoDB's ${MAX_DEPTH} levels count the hash Map and the innermost value`,
+          );
         }
         seen.add(v);
         let result: unknown;
         if (Array.isArray(v)) {
-          result = v.map((item, i) => {
+          // Array.from visits holes (`new Array(3)`, `[1, , 3]`) that map() would keep as
+          // holes: JSON, and so set(), reads them as null.
+          result = Array.from(v, (item, i) => {
+            if (!(i in v)) return null;
             if (item === undefined) {
               throw new TypeError(`${path}[${i}] is undefined, which JSON cannot carry`);
             }
@@ -101,6 +113,9 @@ function plainPath(field: string, value: unknown, native: boolean): unknown {
           const out: Record<string, unknown> = {};
           for (const [k, item] of Object.entries(v)) {
             if (item === undefined) continue;
+            if (native && k === "") {
+              throw new TypeError(`${path} has an empty key "", which a DynamoDB map cannot hold`);
+            }
             const plain = visit(item, `${path}.${k}`, depth + 1);
             Object.defineProperty(out, k, {
               value: plain,
@@ -283,23 +298,47 @@ export function legacyFields(
 }
 
 /**
- * A legacy field about to migrate to a native value: a number DynamoDB cannot store is
- * refused naming the field, rather than changed.
+ * A legacy field about to migrate to a native value: what a DynamoDB Map cannot hold — a
+ * number out of DynamoDB's range, an empty (or unpaired-surrogate, or over 64 KB) name, values
+ * nested deeper than a hash field may be — is refused naming the field, rather than changed
+ * or sent for DynamoDB to refuse. Such a key keeps its legacy hash: it reads as before, and
+ * `set()` or `delete()` replaces it.
  */
 export function checkMigrating(key: string, field: string, plain: unknown): void {
-  const visit = (v: unknown): void => {
+  const refuse = (what: string, kind: typeof TypeError = RangeError): never => {
+    throw new kind(
+      `key ${JSON.stringify(key)}: legacy field ${
+        JSON.stringify(field)
+      } ${what}; it cannot migrate to a native Map (read it, then rewrite the key with set() or delete it)`,
+    );
+  };
+  try {
+    checkField(field, "its name");
+  } catch (error) {
+    const kind = error instanceof RangeError ? RangeError : TypeError;
+    refuse(`has a name DynamoDB cannot store (${(error as Error).message})`, kind);
+  }
+  const visit = (v: unknown, depth: number): void => {
     if (typeof v === "number" && !storable(v)) {
-      throw new RangeError(
-        `key ${JSON.stringify(key)}: legacy field ${
-          JSON.stringify(field)
-        } holds ${v}, which a DynamoDB number cannot carry (magnitude 0 or from 1e-130 to below 1e126); it cannot migrate to a native Map`,
+      refuse(
+        `holds ${v}, which a DynamoDB number cannot carry (magnitude 0 or from 1e-130 to below 1e126)`,
       );
     }
     if (typeof v === "object" && v !== null && !(v instanceof ExactNumber)) {
-      Object.values(v).forEach(visit);
+      if (depth >= FIELD_DEPTH) {
+        refuse(
+          `nests deeper than ${FIELD_DEPTH} levels of maps and lists (DynamoDB's ${MAX_DEPTH} levels count the hash Map and the innermost value)`,
+        );
+      }
+      for (const [k, item] of Object.entries(v)) {
+        if (k === "" && !Array.isArray(v)) {
+          refuse(`holds an empty key "", which a DynamoDB map cannot hold`, TypeError);
+        }
+        visit(item, depth + 1);
+      }
     }
   };
-  visit(plain);
+  visit(plain, 0);
 }
 
 /** Most seconds a TTL may run: the expiry must stay a number DynamoDB can store. */
@@ -350,3 +389,15 @@ export interface StateEntry {
  * the seed's migration) against the twin as they do against the table.
  */
 export const stateEntries: WeakMap<object, Map<string, StateEntry>> = new WeakMap();
+
+/**
+ * A state store's constructor options: `null` and `undefined` mean none (as for `set()`),
+ * anything but an object is refused.
+ */
+export function stateOptions<T extends object>(options: T | null | undefined): Partial<T> {
+  if (options === null || options === undefined) return {};
+  if (typeof options !== "object") {
+    throw new TypeError(`options must be an object, got ${describe(options)}`);
+  }
+  return options;
+}

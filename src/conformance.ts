@@ -929,4 +929,30 @@ export async function stateStoreConformance(
       assert.deepEqual(Object.keys(await store.hgetall("big")), ["a"]);
     },
   );
+
+  await step(
+    "hash values as a DynamoDB Map holds them: holes as null, 30 levels, no empty key",
+    async ({ store }) => {
+      const holes: unknown[] = [1];
+      holes[2] = 3; // [1, <hole>, 3]
+      assert.equal(await store.hset("h", "holes", holes), 1);
+      assert.deepEqual(await store.hget("h", "holes"), [1, null, 3]);
+      let deep: unknown = 1;
+      for (let i = 0; i < 30; i++) deep = [deep];
+      assert.equal(await store.hset("h", "deep", deep), 1);
+      await assert.rejects(store.hset("h", "deeper", [deep]), RangeError);
+      await assert.rejects(store.hset("h", "empty", { "": 1 }), TypeError);
+      assert.deepEqual(Object.keys(await store.hgetall("h")).sort(), ["deep", "holes"]);
+    },
+  );
+
+  await step("a closed store refuses every call with StoreClosed", async ({ store }) => {
+    await store.hset("h", "f", 1);
+    await store.close();
+    for (
+      const call of [() => store.get("k"), () => store.set("k", 1), () => store.hset("h", "f", 2)]
+    ) {
+      assert.ok((await rejection(call())) instanceof StoreClosed);
+    }
+  });
 }

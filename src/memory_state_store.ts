@@ -17,8 +17,10 @@ import {
   setTtl,
   stateEntries,
   type StateEntry as Entry,
+  stateOptions,
   toAttribute,
 } from "./_state_values.ts";
+import { StoreClosed } from "./errors.ts";
 import { globMatch } from "./glob.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 
@@ -83,6 +85,7 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
 export class MemoryStateStore implements StateStore {
   readonly #now: () => number;
   readonly #items = new Map<string, Entry>();
+  #closed = false;
 
   /**
    * An empty store.
@@ -90,7 +93,11 @@ export class MemoryStateStore implements StateStore {
    * @param options The clock.
    */
   constructor(options: MemoryStateStoreOptions = {}) {
-    this.#now = options.now ?? Date.now;
+    const now = stateOptions(options).now ?? Date.now;
+    if (typeof now !== "function") {
+      throw new TypeError(`now must be a function giving epoch milliseconds, got ${describe(now)}`);
+    }
+    this.#now = now;
     stateEntries.set(this, this.#items);
   }
 
@@ -139,6 +146,7 @@ export class MemoryStateStore implements StateStore {
    */
   get<T = unknown>(key: string): Promise<T | null> {
     return settle(() => {
+      this.#open("get");
       const value = this.#live(key)?.value;
       return value === undefined ? null : decodeValue(value) as T;
     });
@@ -156,6 +164,7 @@ export class MemoryStateStore implements StateStore {
    */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     return settle(() => {
+      this.#open("set");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       const ttl = setTtl(options);
       const entry: Entry = { value: plainJson(plainValue("value", value, false)) };
@@ -175,7 +184,10 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   delete(key: string): Promise<boolean> {
-    return settle(() => this.#live(key) !== undefined && this.#items.delete(key));
+    return settle(() => {
+      this.#open("delete");
+      return this.#live(key) !== undefined && this.#items.delete(key);
+    });
   }
 
   /**
@@ -189,7 +201,10 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   exists(key: string): Promise<boolean> {
-    return settle(() => this.#live(key) !== undefined);
+    return settle(() => {
+      this.#open("exists");
+      return this.#live(key) !== undefined;
+    });
   }
 
   /**
@@ -204,6 +219,7 @@ export class MemoryStateStore implements StateStore {
    */
   keys(pattern = "*"): Promise<string[]> {
     return settle(() => {
+      this.#open("keys");
       if (typeof pattern !== "string") {
         throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
       }
@@ -225,6 +241,7 @@ export class MemoryStateStore implements StateStore {
    */
   ttl(key: string): Promise<number | null> {
     return settle(() => {
+      this.#open("ttl");
       const ttl = this.#live(key)?.ttl;
       return ttl === undefined ? null : Math.max(0, Math.floor(ttl - this.#seconds()));
     });
@@ -242,6 +259,7 @@ export class MemoryStateStore implements StateStore {
    */
   expire(key: string, seconds: number): Promise<boolean> {
     return settle(() => {
+      this.#open("expire");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkTtlSeconds("seconds", seconds, true);
       const entry = this.#live(key);
@@ -264,6 +282,7 @@ export class MemoryStateStore implements StateStore {
    */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
     return settle(() => {
+      this.#open("hget");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
       const value = this.#fields(this.#live(key))?.get(field);
@@ -283,6 +302,7 @@ export class MemoryStateStore implements StateStore {
    */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     return settle(() => {
+      this.#open("hgetall");
       const all = fieldRecord();
       for (const [k, v] of this.#fields(this.#live(key)) ?? []) setOwn(all, k, JSON.parse(v));
       return all as Record<string, T>;
@@ -322,6 +342,7 @@ export class MemoryStateStore implements StateStore {
    */
   hset(key: string, field: string, value: unknown): Promise<number> {
     return settle(() => {
+      this.#open("hset");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
       const json = plainJson(
@@ -349,6 +370,7 @@ export class MemoryStateStore implements StateStore {
    */
   hdel(key: string, ...fields: string[]): Promise<number> {
     return settle(() => {
+      this.#open("hdel");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       if (fields.length === 0) throw new TypeError("hdel needs at least one field");
       const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
@@ -363,7 +385,8 @@ export class MemoryStateStore implements StateStore {
     });
   }
   /**
-   * Nothing to release; here for the interface.
+   * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
+   * DynamoDBStateStore's are. Idempotent.
    *
    * @example Closing a store
    * ```ts
@@ -373,11 +396,17 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   close(): Promise<void> {
+    this.#closed = true;
     return Promise.resolve();
   }
 
   /** Same as {@linkcode MemoryStateStore.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    if (this.#closed) throw new StoreClosed("MemoryStateStore", method);
   }
 }

@@ -13,7 +13,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { checkField, checkItemSize, checkKey, describe, LIMITS } from "./_validate.ts";
+import { checkField, checkItemSize, checkKey, describe, LIMITS, utf8Length } from "./_validate.ts";
 import {
   checkMigrating,
   checkTtlSeconds,
@@ -27,8 +27,10 @@ import {
   plainValue,
   setOwn,
   setTtl,
+  stateOptions,
   toAttribute,
 } from "./_state_values.ts";
+import { StoreClosed } from "./errors.ts";
 import {
   claimClient,
   type ConnectOptions,
@@ -145,6 +147,42 @@ function isItemTooLarge(error: unknown): boolean {
     /item size.*exceed|exceed.*item size/i.test((error as Error).message);
 }
 
+/** DynamoDB's limits on one request's expressions (the developer guide's "Constraints"). */
+const EXPRESSION_BYTES = 4 * 1024;
+/** The sum of a request's ExpressionAttributeNames and ExpressionAttributeValues: 2 MB. */
+const SUBSTITUTION_BYTES = 2 * 1024 * 1024;
+/**
+ * An expression with its names substituted: DynamoDB Local refuses one over 1 MB as "Expression
+ * size has exceeded the maximum allowed size" (measured; the guide does not say), so we keep
+ * to it too.
+ */
+const SUBSTITUTED_BYTES = 1024 * 1024;
+
+/**
+ * Where the batch of `hdel` fields from `start` ends: as many as one UpdateItem can name
+ * within EXPRESSION_BYTES (some 400 short fields), SUBSTITUTION_BYTES and SUBSTITUTED_BYTES
+ * (some 16 fields of 64 KB); at least one. Counted in UTF-8 bytes, the fixed parts generously.
+ */
+function hdelBatchEnd(fields: string[], start: number): number {
+  let expression = "REMOVE  SET updated_at = :at".length;
+  let substitution = 256; // PRESENT_NAMES and the four values
+  let substituted = expression;
+  let end = start;
+  for (; end < fields.length; end++) {
+    const alias = `#f${end - start}`;
+    const path = `#h.${alias}, `.length;
+    const bytes = utf8Length(fields[end]!);
+    const full = expression + path > EXPRESSION_BYTES ||
+      substitution + alias.length + bytes > SUBSTITUTION_BYTES ||
+      substituted + "hash., ".length + bytes > SUBSTITUTED_BYTES;
+    if (full && end > start) break;
+    expression += path;
+    substitution += alias.length + bytes;
+    substituted += "hash., ".length + bytes;
+  }
+  return end;
+}
+
 /** DynamoDB's 400 KB refusal of a hash write, as the RangeError a check before sending gives. */
 function tooLarge(key: string, cause: unknown): RangeError {
   return new RangeError(
@@ -193,9 +231,32 @@ export class DynamoDBStateStore implements StateStore {
         `client must be a DynamoDB client (with send()), got ${describe(client)}`,
       );
     }
-    this.tableName = checkTableName("tableName", options.tableName ?? "harel_state");
-    this.#consistent = options.consistentReads ?? true;
-    this.#client = client;
+    const given = stateOptions(options);
+    this.tableName = checkTableName("tableName", given.tableName ?? "harel_state");
+    const consistentReads = given.consistentReads ?? true;
+    if (typeof consistentReads !== "boolean") {
+      throw new TypeError(
+        `consistentReads must be true or false, got ${describe(consistentReads)}`,
+      );
+    }
+    this.#consistent = consistentReads;
+    // Every call goes through this gate: a closed store refuses instead of letting the SDK
+    // reopen sockets on a destroyed client (or keep using one the caller still owns).
+    this.#client = {
+      send:
+        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
+          this.#closed
+            ? Promise.reject(
+              new StoreClosed(
+                "DynamoDBStateStore",
+                command.constructor.name.replace(/Command$/, ""),
+              ),
+            )
+            : (client.send as (...args: unknown[]) => Promise<unknown>)(
+              command,
+              ...rest,
+            )) as DynamoDBSender["send"],
+    };
     this.#ownedClient = claimClient(client);
   }
 
@@ -218,7 +279,12 @@ export class DynamoDBStateStore implements StateStore {
    * @returns A store whose table exists with TTL enabled.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
-    const ensure = options?.ensureTable ?? true;
+    try {
+      options = stateOptions(options); // null is no options
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const ensure = options.ensureTable ?? true;
     if (typeof ensure !== "boolean") {
       return Promise.reject(
         new TypeError(`ensureTable must be true or false, got ${describe(ensure)}`),
@@ -251,6 +317,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async ensureTable(): Promise<void> {
+    this.#open("ensureTable");
     await ensureTable(this.#client, { name: this.tableName, hash: ["pk", "S"] });
     await ensureTtl(this.#client, this.tableName, "ttl");
   }
@@ -292,6 +359,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async get<T = unknown>(key: string): Promise<T | null> {
+    this.#open("get");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const item = await this.#read(key, [["value"], ["ttl"]]);
     const text = item?.value?.S;
@@ -313,6 +381,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
+    this.#open("set");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const ttl = setTtl(options);
     const item: Item = {
@@ -337,6 +406,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async delete(key: string): Promise<boolean> {
+    this.#open("delete");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const result = await this.#client.send(
       new DeleteItemCommand({
@@ -371,6 +441,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async exists(key: string): Promise<boolean> {
+    this.#open("exists");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     return (await this.#present(key)) !== undefined;
   }
@@ -388,6 +459,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async keys(pattern = "*"): Promise<string[]> {
+    this.#open("keys");
     if (typeof pattern !== "string") {
       throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
     }
@@ -429,6 +501,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async ttl(key: string): Promise<number | null> {
+    this.#open("ttl");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const ttl = (await this.#present(key))?.ttl?.N;
     return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
@@ -449,6 +522,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async expire(key: string, seconds: number): Promise<boolean> {
+    this.#open("expire");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkTtlSeconds("seconds", seconds, true);
     const now = nowSeconds();
@@ -504,6 +578,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async hget<T = unknown>(key: string, field: string): Promise<T | null> {
+    this.#open("hget");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
     // `hash.<field>` reads just that field; `value` is there for legacy items.
@@ -545,6 +620,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
+    this.#open("hgetall");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const fields = this.#fields(await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]));
     return (fields ?? fieldRecord()) as Record<string, T>;
@@ -553,10 +629,14 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Sets one hash field: `1` if the field is new, `0` if it was updated. One call when
    * the hash exists; a missing, expired or emptied key starts a fresh hash (without TTL),
-   * and a legacy item migrates to a native Map keeping its fields. The value follows
-   * `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
+   * and a legacy item migrates to a native Map keeping its fields (one a Map cannot hold —
+   * an empty field name, nesting too deep — is refused naming the field and left as it is:
+   * it reads as before; `hdel` of that field, `set` or `delete` gets it going). The value
+   * follows `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
    * DynamoDB value: integers beyond 2^53 keep their decimal digits; numbers of magnitude
-   * 1e126 or more (or below 1e-130) are refused.
+   * 1e126 or more (or below 1e-130), more than 30 levels of maps and lists (DynamoDB's 32
+   * count the `hash` Map and the innermost value) and empty keys inside are refused (a
+   * `RangeError`/`TypeError` naming the field); holes in arrays are stored as null.
    *
    * @example Setting a field
    * ```ts
@@ -568,6 +648,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async hset(key: string, field: string, value: unknown): Promise<number> {
+    this.#open("hset");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
     const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
@@ -618,7 +699,9 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Removes hash fields; returns exactly how many existed (from the write's own
    * answer, so two concurrent `hdel`s of one field count 1 in total). Removing the last
-   * field of a key that holds no value deletes the key, as in Redis.
+   * field of a key that holds no value deletes the key, as in Redis. More fields than one
+   * write can name (DynamoDB's 4 KB expression and 2 MB names limits: some 400 short fields)
+   * are removed a batch at a time, each write counted from its own answer.
    *
    * @example Deleting fields
    * ```ts
@@ -630,9 +713,33 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {
+    this.#open("hdel");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     if (fields.length === 0) throw new TypeError("hdel needs at least one field");
-    const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+    const all = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+    // DynamoDB's expression limits cap the fields one UpdateItem can name: more go a batch at
+    // a time, each counted from its own write's answer.
+    let total = 0;
+    for (let start = 0; start < all.length;) {
+      const end = hdelBatchEnd(all, start);
+      const batch = await this.#hdelBatch(key, all.slice(start, end), all.slice(start));
+      total += batch.removed;
+      if (batch.last) break;
+      start = end;
+    }
+    return total;
+  }
+
+  /**
+   * Removes the hash fields `unique` (one UpdateItem's worth) as one write; `last` when
+   * nothing of the hash is left for later batches: the key emptied or gone, or a legacy hash
+   * migrated without every field of `rest` (this batch and the ones after it).
+   */
+  async #hdelBatch(
+    key: string,
+    unique: string[],
+    rest: string[],
+  ): Promise<{ removed: number; last: boolean }> {
     const names: Record<string, string> = { ...PRESENT_NAMES };
     unique.forEach((f, i) => names[`#f${i}`] = f);
     for (let race = 0; race < MAX_RACES; race++) {
@@ -660,19 +767,20 @@ export class DynamoDBStateStore implements StateStore {
         const old = result.Attributes?.hash?.M ?? {};
         const removed = unique.filter((f) => Object.hasOwn(old, f)).length;
         const emptied = Object.keys(old).every((f) => unique.includes(f));
-        if (removed > 0 && emptied && result.Attributes?.value === undefined) {
+        const last = emptied && result.Attributes?.value === undefined;
+        if (removed > 0 && last) {
           await this.#dropEmpty(key);
         }
-        return removed;
+        return { removed, last };
       } catch (error) {
         const old = await this.#lostCondition(key, error);
-        if (!isPresent(old, now)) return 0;
+        if (!isPresent(old, now)) return { removed: 0, last: true };
         const removed = await this.#seed(key, old, now, (legacy) => {
-          const present = unique.filter((f) => Object.hasOwn(legacy, f));
+          const present = rest.filter((f) => Object.hasOwn(legacy, f));
           for (const f of present) delete legacy[f];
           return present.length;
         });
-        if (removed !== undefined) return removed;
+        if (removed !== undefined) return { removed, last: true };
       }
     }
     throw new Error(
@@ -799,7 +907,9 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Releases the client if `create()` built it. Idempotent.
+   * Releases the client if `create()` built it; a client passed to the constructor stays
+   * the caller's. Either way every later call is refused with {@linkcode StoreClosed}.
+   * Idempotent.
    *
    * @example Closing a store
    * ```ts
@@ -818,6 +928,11 @@ export class DynamoDBStateStore implements StateStore {
   /** Same as {@linkcode DynamoDBStateStore.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    if (this.#closed) throw new StoreClosed("DynamoDBStateStore", method);
   }
 }
 
