@@ -1,6 +1,7 @@
 // The commit's transaction: checking the input, then laying out its items. Shared by
 // DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
-import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { type Item, N, S } from "./_dynamo.ts";
 import {
   checkExecution,
   checkInteger,
@@ -26,7 +27,6 @@ export interface TxContext {
   timerShards: number;
 }
 
-export type Item = Record<string, AttributeValue>;
 export type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
 
 /** A commit checked and encoded, before seqs and the trace index are known. */
@@ -81,8 +81,6 @@ export function claimCommit(exe: unknown): () => void {
   return () => committing.delete(exe);
 }
 
-export const S = (value: string): AttributeValue => ({ S: value });
-export const N = (value: number): AttributeValue => ({ N: String(value) });
 /** The largest seq's encoding, for size checks made before seqs are known. */
 export const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
 

@@ -22,13 +22,13 @@
  */
 import { parseArgs } from "node:util";
 import {
-  type AttributeValue,
   type DynamoDBClient,
   QueryCommand,
   ScanCommand,
   type ScanCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { buildClient, checkSetup, isNamed, isUnreachable } from "./connect.ts";
+import { buildClient, checkSetup } from "./connect.ts";
+import { isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
 import { type Status, STATUSES } from "./documents.ts";
 import { DynamoDBStateStore } from "./state_store.ts";
 import { DynamoDBStore } from "./execution_store.ts";
@@ -69,7 +69,6 @@ class CliError extends Error {
   override name = "CliError";
 }
 
-type Item = Record<string, AttributeValue>;
 type Values = Record<string, string | boolean | undefined>;
 
 /** Where the CLI writes: stdout and stderr by default, capturable in tests. */
@@ -243,7 +242,7 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       const timers = (await queryAll(client, {
         TableName: tables.timers.name,
         KeyConditionExpression: "execution_id = :id",
-        ExpressionAttributeValues: { ":id": { S: id } },
+        ExpressionAttributeValues: { ":id": S(id) },
       })).map(toTimer);
       if (json) return print({ execution, trace, timers });
       out(JSON.stringify(execution, null, 2));
@@ -285,7 +284,7 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
         Object.assign(input, {
           FilterExpression: "#f <= :now",
           ExpressionAttributeNames: { "#f": "fire_at" },
-          ExpressionAttributeValues: { ":now": { N: String(now) } },
+          ExpressionAttributeValues: { ":now": N(now) },
         });
       }
       const all = (await scanAll(client, input)).map(toTimer)
@@ -409,12 +408,9 @@ function scanAll(client: DynamoDBClient, input: ScanCommandInput): Promise<Item[
 
 async function scanPages(client: DynamoDBClient, input: ScanCommandInput): Promise<Item[]> {
   const items: Item[] = [];
-  let start: Item | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
-    items.push(...page.Items ?? []);
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const scan = (start: Item | undefined) =>
+    client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+  for await (const page of pages(scan)) items.push(...page.Items ?? []);
   return items;
 }
 
@@ -430,12 +426,9 @@ async function queryPages(
   input: ConstructorParameters<typeof QueryCommand>[0],
 ): Promise<Item[]> {
   const items: Item[] = [];
-  let start: Item | undefined;
-  do {
-    const page = await client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-    items.push(...page.Items ?? []);
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const query = (start: Item | undefined) =>
+    client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+  for await (const page of pages(query)) items.push(...page.Items ?? []);
   return items;
 }
 
@@ -446,14 +439,11 @@ function count(client: DynamoDBClient, tableName: string): Promise<number> {
 
 async function countPages(client: DynamoDBClient, tableName: string): Promise<number> {
   let total = 0;
-  let start: Item | undefined;
-  do {
-    const page = await client.send(
+  const scan = (start: Item | undefined) =>
+    client.send(
       new ScanCommand({ TableName: tableName, Select: "COUNT", ExclusiveStartKey: start }),
     );
-    total += page.Count ?? 0;
-    start = page.LastEvaluatedKey;
-  } while (start);
+  for await (const page of pages(scan)) total += page.Count ?? 0;
   return total;
 }
 

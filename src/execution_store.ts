@@ -5,13 +5,10 @@
  */
 import {
   type AttributeValue,
-  BatchGetItemCommand,
-  BatchWriteItemCommand,
   type CancellationReason,
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
-  type KeysAndAttributes,
   QueryCommand,
   type QueryCommandOutput,
   ScanCommand,
@@ -19,7 +16,6 @@ import {
   type TransactWriteItem,
   TransactWriteItemsCommand,
   UpdateItemCommand,
-  type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
 import { Lru } from "./_lru.ts";
@@ -34,14 +30,19 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
+import { claimClient, type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
 import {
-  claimClient,
-  type ConnectOptions,
-  connectStore,
-  type DynamoDBSender,
+  batchGet,
+  batchWrite,
+  chunks,
+  eachConcurrently,
   isNamed,
   isUnreachable,
-} from "./connect.ts";
+  type Item,
+  N,
+  pages,
+  S,
+} from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
@@ -60,11 +61,8 @@ import {
   buildTransaction,
   claimCommit,
   type CommitPlan,
-  type Item,
-  N,
   planCommit,
   type Role,
-  S,
   SEQ_PLACEHOLDER,
   TRACE_END,
   type TraceHead,
@@ -368,9 +366,8 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async #backfillTimerShards(): Promise<void> {
     const names = { "#e": "execution_id", "#p": "path", "#f": "fire_at", "#s": "timer_shard" };
-    let start: Item | undefined;
-    do {
-      const page = await this.#client.send(
+    const scan = (start: Item | undefined) =>
+      this.#client.send(
         new ScanCommand({
           TableName: this.tables.timers.name,
           FilterExpression: "attribute_not_exists(#s)",
@@ -380,6 +377,7 @@ export class DynamoDBStore implements ExecutionStore {
           ExclusiveStartKey: start,
         }),
       );
+    for await (const page of pages(scan)) {
       await eachConcurrently(page.Items ?? [], ACK_CONCURRENCY, async (item) => {
         const executionId = item.execution_id?.S, path = item.path?.S, fireAt = item.fire_at;
         if (executionId === undefined || path === undefined || fireAt?.N === undefined) return;
@@ -401,8 +399,7 @@ export class DynamoDBStore implements ExecutionStore {
           if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
         }
       });
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
   }
 
   /**
@@ -451,7 +448,7 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
     const { executions, processed } = this.tables;
-    let request: Record<string, KeysAndAttributes> = {
+    const request = {
       [executions.name]: {
         Keys: [{ id: S(id) }],
         ProjectionExpression: "#d",
@@ -465,14 +462,11 @@ export class DynamoDBStore implements ExecutionStore {
     };
     let execution: Execution | null = null;
     let mark: Item | undefined;
-    for (let attempt = 0; Object.keys(request).length > 0; attempt++) {
-      if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
-      const result = await this.#client.send(new BatchGetItemCommand({ RequestItems: request }));
-      const exeItem = result.Responses?.[executions.name]?.[0];
+    await batchGet(this.#client, request, (responses) => {
+      const exeItem = responses[executions.name]?.[0];
       if (exeItem) execution = parseJson<Execution>(exeItem.data?.S, `execution ${id}`);
-      mark ??= result.Responses?.[processed.name]?.[0];
-      request = result.UnprocessedKeys ?? {};
-    }
+      mark ??= responses[processed.name]?.[0];
+    });
     return { execution, processed: mark !== undefined && isLiveMark(mark) };
   }
 
@@ -806,9 +800,8 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     const steps: Record<string, unknown>[] = [];
-    let start: Item | undefined;
-    do {
-      const page = await this.#client.send(
+    const query = (start: Item | undefined) =>
+      this.#client.send(
         new QueryCommand({
           TableName: this.tables.trace.name,
           KeyConditionExpression: "execution_id = :id",
@@ -818,14 +811,14 @@ export class DynamoDBStore implements ExecutionStore {
           ExclusiveStartKey: start,
         }),
       );
+    for await (const page of pages(query)) {
       for (const item of page.Items ?? []) {
         steps.push({
           ...parseJson<object>(item.entry?.S, `trace step of ${id}`),
           index: Number(item.idx?.N),
         });
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
     return steps;
   }
 
@@ -860,10 +853,11 @@ export class DynamoDBStore implements ExecutionStore {
       input.ExpressionAttributeNames!["#def"] = "definition_id";
       input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
     }
-    let start: Item | undefined = listing.after === null ? undefined : { id: S(listing.after) };
+    const after = listing.after === null ? undefined : { id: S(listing.after) };
+    const scan = (start: Item | undefined) =>
+      this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
     const items: ExecutionSummary[] = [];
-    for (;;) {
-      const page = await this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+    for await (const page of pages(scan, after)) {
       const found = page.Items ?? [];
       for (let i = 0; i < found.length; i++) {
         const exe = parseJson<Execution>(found[i]!.data?.S, "execution");
@@ -877,9 +871,8 @@ export class DynamoDBStore implements ExecutionStore {
           };
         }
       }
-      start = page.LastEvaluatedKey;
-      if (!start) return { items, nextCursor: null };
     }
+    return { items, nextCursor: null };
   }
 
   /**
@@ -1000,10 +993,9 @@ export class DynamoDBStore implements ExecutionStore {
     const shards = Array.from({ length: this.#tx.timerShards }, (_, shard) => shard);
     const due = new Lowest<Timer>(limit, byFireAt);
     await eachConcurrently(shards, ACK_CONCURRENCY, async (shard) => {
-      let start: Item | undefined;
       let found = 0;
-      do {
-        const page = await this.#queryIndex(
+      const query = (start: Item | undefined) =>
+        this.#queryIndex(
           new QueryCommand({
             TableName: this.tables.timers.name,
             IndexName: TIMER_INDEX.name,
@@ -1014,6 +1006,7 @@ export class DynamoDBStore implements ExecutionStore {
             ExclusiveStartKey: start,
           }),
         );
+      for await (const page of pages(query)) {
         for (const item of page.Items ?? []) {
           due.offer({
             executionId: item.execution_id?.S ?? "",
@@ -1022,8 +1015,8 @@ export class DynamoDBStore implements ExecutionStore {
           });
           found++;
         }
-        start = page.LastEvaluatedKey;
-      } while (start && found < limit);
+        if (found >= limit) break;
+      }
     });
     return due.sorted();
   }
@@ -1127,23 +1120,19 @@ export class DynamoDBStore implements ExecutionStore {
     );
     const seqs = lowest.sorted();
     const found = new Map<number, Item>();
-    const chunks: number[][] = [];
-    for (let i = 0; i < seqs.length; i += LIMITS.batchGetKeys) {
-      chunks.push(seqs.slice(i, i + LIMITS.batchGetKeys));
-    }
-    await eachConcurrently(chunks, GET_CONCURRENCY, async (chunk) => {
-      let keys: Item[] = chunk.map((seq) => ({ seq: N(seq) }));
-      for (let attempt = 0; keys.length > 0; attempt++) {
-        if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
-        const result = await this.#client.send(
-          new BatchGetItemCommand({
-            RequestItems: { [table]: { Keys: keys, ConsistentRead: this.#consistent } },
-          }),
-        );
-        for (const item of result.Responses?.[table] ?? []) found.set(Number(item.seq?.N), item);
-        keys = result.UnprocessedKeys?.[table]?.Keys ?? [];
-      }
-    });
+    await eachConcurrently(chunks(seqs, LIMITS.batchGetKeys), GET_CONCURRENCY, (chunk) =>
+      batchGet(
+        this.#client,
+        {
+          [table]: {
+            Keys: chunk.map((seq) => ({ seq: N(seq) })),
+            ConsistentRead: this.#consistent,
+          },
+        },
+        (responses) => {
+          for (const item of responses[table] ?? []) found.set(Number(item.seq?.N), item);
+        },
+      ));
     return seqs.flatMap((seq): Item[] => {
       const item = found.get(seq);
       return item ? [item] : [];
@@ -1173,14 +1162,11 @@ export class DynamoDBStore implements ExecutionStore {
 
   /** Scans the whole table, handing each page to `take` (a page is dropped before the next). */
   async #scanPages(input: ScanCommandInput, take: (items: Item[]) => void): Promise<void> {
-    let start: Item | undefined;
-    do {
-      const page = await this.#client.send(
+    const scan = (start: Item | undefined) =>
+      this.#client.send(
         new ScanCommand({ ...input, ConsistentRead: this.#consistent, ExclusiveStartKey: start }),
       );
-      take(page.Items ?? []);
-      start = page.LastEvaluatedKey;
-    } while (start);
+    for await (const page of pages(scan)) take(page.Items ?? []);
   }
 
   /** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
@@ -1191,25 +1177,17 @@ export class DynamoDBStore implements ExecutionStore {
       checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
     );
     const seqs = [...new Set(given)];
-    const batches: WriteRequest[][] = [];
-    for (let i = 0; i < seqs.length; i += LIMITS.batchWriteItems) {
-      batches.push(
-        seqs.slice(i, i + LIMITS.batchWriteItems).map((s) => ({
-          DeleteRequest: { Key: { [key]: N(s) } },
-        })),
-      );
-    }
     // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
-    await eachConcurrently(batches, ACK_CONCURRENCY, async (batch) => {
-      let pending: WriteRequest[] = batch;
-      for (let attempt = 0; pending.length > 0; attempt++) {
-        if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
-        const result = await this.#client.send(
-          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[table] ?? [];
-      }
-    });
+    await eachConcurrently(
+      chunks(seqs, LIMITS.batchWriteItems),
+      ACK_CONCURRENCY,
+      (batch) =>
+        batchWrite(
+          this.#client,
+          table,
+          batch.map((s) => ({ DeleteRequest: { Key: { [key]: N(s) } } })),
+        ),
+    );
   }
 }
 
@@ -1220,19 +1198,6 @@ const GET_CONCURRENCY = 4;
 
 /** The most timer shards: a sweep pays one Query per shard. */
 const MAX_TIMER_SHARDS = 1000;
-
-/** Runs `task` on every item, at most `limit` at a time; rejects with the first failure. */
-async function eachConcurrently<T>(
-  items: T[],
-  limit: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-}
 
 /** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
 function isLiveMark(item: Item): boolean {

@@ -29,13 +29,8 @@ import {
   setTtl,
   toAttribute,
 } from "./_state_values.ts";
-import {
-  claimClient,
-  type ConnectOptions,
-  connectStore,
-  type DynamoDBSender,
-  isNamed,
-} from "./connect.ts";
+import { claimClient, type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import { isNamed, type Item, pages, S } from "./_dynamo.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
@@ -86,9 +81,7 @@ export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, Conn
   ensureTable?: boolean;
 }
 
-type Item = Record<string, AttributeValue>;
-
-const S = (value: string): AttributeValue => ({ S: value });
+/** A number attribute: here also fractional (`now`) and stored numbers, in DynamoDB's text. */
 const N = (value: number): AttributeValue => ({ N: numberText(value) });
 const nowSeconds = () => Date.now() / 1000;
 /** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */
@@ -392,8 +385,7 @@ export class DynamoDBStateStore implements StateStore {
       throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
     }
     const keys: string[] = [];
-    let start: Item | undefined;
-    do {
+    const scan = async (start: Item | undefined) => {
       const now = nowSeconds();
       const page = await this.#client.send(
         new ScanCommand({
@@ -406,12 +398,14 @@ export class DynamoDBStateStore implements StateStore {
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of page.Items ?? []) {
+      return { ...page, now };
+    };
+    for await (const { Items, now } of pages(scan)) {
+      for (const item of Items ?? []) {
         const key = item.pk?.S;
         if (key !== undefined && isLive(item, now) && globMatch(pattern, key)) keys.push(key);
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
     return keys;
   }
 

@@ -43,6 +43,7 @@ await store.commit(again, { trace: { step: 3 }, emits: [{ target: null, event: n
 
 // A relay pass: the three emits above are delivered, one of them fails.
 let deliveries = 0;
+// deno-lint-ignore require-await -- an async deliver: its failure is a rejection, as a real one
 await relayOutbox(store, async () => {
   if (deliveries++ === 1) throw new Error("the receiver is down");
 }, { limit: Infinity, concurrency: 1 });
