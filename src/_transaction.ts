@@ -160,15 +160,11 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
 
   // Checked on the largest encoding each item can get, so no send can fail on size.
   const max = Number.MAX_SAFE_INTEGER;
-  const { items } = buildTransaction(
-    ctx,
-    plan,
-    plan.emits.map(() => max),
-    plan.spawns.map(() => max),
-    plan.trace === undefined ? undefined : { last: max - 2 },
-    false,
-    false,
-  );
+  const { items } = buildTransaction(ctx, plan, {
+    outbox: { seqs: plan.emits.map(() => max), fresh: false },
+    spawns: { seqs: plan.spawns.map(() => max), fresh: false },
+    head: plan.trace === undefined ? undefined : { last: max - 2 },
+  });
   const count = items.length;
   if (count > LIMITS.transactionItems) {
     throw new RangeError(
@@ -208,15 +204,27 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
   return plan;
 }
 
+/**
+ * Seqs for one kind of entry (outbox or spawn), ascending. `fresh` when they come from a block
+ * reserved after this commit saw the execution's watermark: then they need not exceed it.
+ */
+export interface SeqRun {
+  seqs: number[];
+  fresh: boolean;
+}
+
+/** Where a commit's entries go: their seqs, and the trace ring's end (for a traced commit). */
+export interface Placement {
+  outbox: SeqRun;
+  spawns: SeqRun;
+  head: TraceHead | undefined;
+}
+
 /** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
 export function buildTransaction(
   ctx: TxContext,
   plan: CommitPlan,
-  outbox: number[],
-  spawns: number[],
-  head: TraceHead | undefined,
-  freshOutbox: boolean,
-  freshSpawns: boolean,
+  { outbox, spawns, head }: Placement,
 ): { items: TransactWriteItem[]; roles: Role[] } {
   const t = ctx.tables;
   const items: TransactWriteItem[] = [];
@@ -243,7 +251,7 @@ export function buildTransaction(
   }
   // Per-execution seq order across processes: each execution remembers its highest seq,
   // and a commit must bring higher ones (or a block reserved after it saw that item).
-  const watermark = (attr: string, alias: string, seqs: number[], fresh: boolean) => {
+  const watermark = (attr: string, alias: string, { seqs, fresh }: SeqRun) => {
     if (seqs.length === 0 && plan.expected !== 0) return;
     names[`#${alias}`] = attr;
     values[`:${alias}`] = N(seqs.at(-1) ?? 0);
@@ -253,8 +261,8 @@ export function buildTransaction(
       conditions.push(`#${alias} < :${alias}f`);
     }
   };
-  watermark("outbox_hwm", "oh", outbox, freshOutbox);
-  watermark("spawn_hwm", "sh", spawns, freshSpawns);
+  watermark("outbox_hwm", "oh", outbox);
+  watermark("spawn_hwm", "sh", spawns);
   if (plan.trace !== undefined && head !== undefined) {
     names["#te"] = TRACE_END;
     values[":te"] = N(head.last + 1);
@@ -280,7 +288,7 @@ export function buildTransaction(
       Put: {
         TableName: t.outbox.name,
         Item: {
-          seq: N(outbox[i]!),
+          seq: N(outbox.seqs[i]!),
           target_id: emit.target === null ? { NULL: true } : S(emit.target),
           event: S(emit.event),
         },
@@ -292,7 +300,7 @@ export function buildTransaction(
       Put: {
         TableName: t.spawns.name,
         Item: {
-          seq: N(spawns[i]!),
+          seq: N(spawns.seqs[i]!),
           parent_id: S(plan.id),
           child_id: S(spawn.childId),
           root_path: S(spawn.rootPath),
@@ -330,6 +338,37 @@ export function buildTransaction(
     for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
   }
   return { items, roles };
+}
+
+/** Why the execution item's condition failed (see {@linkcode executionRefusal}). */
+export type ExecutionRefusal =
+  /** The stored version is not the expected one (or the item exists for an insert): a lost race. */
+  | { reason: "version"; found: number | null }
+  /** A trace step was appended outside a commit since this store cached the ring's end. */
+  | { reason: "traceEnd" }
+  /** The execution was last written with later seqs (another process's block, or the seed). */
+  | { reason: "watermark"; outbox: boolean; spawns: boolean };
+
+/**
+ * Why the execution item's condition failed, told from the item DynamoDB found (`ALL_OLD`):
+ * the conditions {@linkcode buildTransaction} wrote, checked in the same order.
+ */
+export function executionRefusal(
+  plan: CommitPlan,
+  { outbox, spawns, head }: Placement,
+  old: Item | undefined,
+): ExecutionRefusal {
+  const found = old?.version?.N === undefined ? null : Number(old.version.N);
+  if (plan.expected === 0 || found !== plan.expected) return { reason: "version", found };
+  if (head?.cached && old?.[TRACE_END]?.N !== String(head.last)) return { reason: "traceEnd" };
+  const stale = ({ seqs, fresh }: SeqRun, hwm: Item[string] | undefined) =>
+    !fresh && seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
+  const watermark = {
+    reason: "watermark" as const,
+    outbox: stale(outbox, old?.outbox_hwm),
+    spawns: stale(spawns, old?.spawn_hwm),
+  };
+  return watermark.outbox || watermark.spawns ? watermark : { reason: "version", found };
 }
 
 /**

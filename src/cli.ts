@@ -310,7 +310,9 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
 }
 
 /** A client the store constructors accept for validating options; never sent on. */
-const PLACEHOLDER = { send: () => Promise.reject(new Error("not connected")) } as never;
+const PLACEHOLDER = {
+  send: () => Promise.reject(new CliError("not connected")),
+} as never;
 
 function usage<T>(check: () => T): T {
   try {

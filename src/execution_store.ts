@@ -4,7 +4,6 @@
  * @module
  */
 import {
-  type AttributeValue,
   type CancellationReason,
   DeleteItemCommand,
   type DynamoDBClient,
@@ -46,7 +45,13 @@ import {
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
-import { CommitOutcomeUnknown, StoreClosed, StoreConflict } from "./errors.ts";
+import {
+  type CancelledItem,
+  CommitCancelled,
+  CommitOutcomeUnknown,
+  StoreClosed,
+  StoreConflict,
+} from "./errors.ts";
 import {
   checkTableExists,
   ensureIndex,
@@ -54,6 +59,7 @@ import {
   ensureTtl,
   type ExecutionTables,
   executionTables,
+  IndexNotFound,
 } from "./tables.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
@@ -61,8 +67,9 @@ import {
   buildTransaction,
   claimCommit,
   type CommitPlan,
+  executionRefusal,
+  type Placement,
   planCommit,
-  type Role,
   SEQ_PLACEHOLDER,
   TRACE_END,
   type TraceHead,
@@ -187,7 +194,7 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
 }
 
 function parseJson<T>(text: string | undefined, what: string): T {
-  if (text === undefined) throw new Error(`${what} has no JSON text`);
+  if (text === undefined) throw new TypeError(`${what} has no JSON text in its data attribute`);
   return JSON.parse(text) as T;
 }
 
@@ -557,101 +564,98 @@ export class DynamoDBStore implements ExecutionStore {
 
   async #commit(exe: Execution, changes: CommitChanges): Promise<CommitResult> {
     const plan = planCommit(this.#tx, exe, changes);
-    let [outbox, spawns, head] = await Promise.all([
+    const [outbox, spawns, head] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
       plan.trace === undefined ? undefined : this.#traceHead(plan.id, plan.expected),
     ]);
-    let freshOutbox = false, freshSpawns = false;
+    const at: Placement = {
+      outbox: { seqs: outbox, fresh: false },
+      spawns: { seqs: spawns, fresh: false },
+      head,
+    };
     let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
     for (;;) {
-      const { items, roles } = buildTransaction(
-        this.#tx,
-        plan,
-        outbox,
-        spawns,
-        head,
-        freshOutbox,
-        freshSpawns,
-      );
+      const { items, roles } = buildTransaction(this.#tx, plan, at);
       const reasons = await this.#send(items, plan);
-      if (reasons === null) {
-        exe.version = plan.next;
-        const cached = this.#traceHeads.get(plan.id);
-        if (head !== undefined) {
-          this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
-        } else if (cached?.version === plan.expected) {
-          // An untraced commit leaves the ring's end where it was.
-          this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
-        }
-        return { version: plan.next, outbox, spawns };
-      }
-      const failed = (role: Role, code: string) =>
-        reasons.some((r, i) => roles[i] === role && r.Code === code);
+      if (reasons === null) return this.#committed(exe, plan, at);
+      const cancelled = (why: CancelledItem[] = []) =>
+        new CommitCancelled(plan.id, [
+          ...reasons.map((r, i) => ({
+            role: roles[i]!,
+            code: r.Code ?? "None",
+            message: r.Message,
+          })),
+          ...why,
+        ]);
+
       const execution = reasons[0];
       if (execution?.Code === "ConditionalCheckFailed") {
-        const found = execution.Item?.version?.N === undefined
-          ? null
-          : Number(execution.Item.version.N);
-        if (plan.expected === 0 || found !== plan.expected) {
-          throw new StoreConflict(plan.id, plan.expected, found);
+        const refusal = executionRefusal(plan, at, execution.Item);
+        if (refusal.reason === "version") {
+          throw new StoreConflict(plan.id, plan.expected, refusal.found);
         }
-        if (head?.cached && execution.Item?.[TRACE_END]?.N !== String(head.last)) {
-          // A step was appended outside a commit since this store cached the ring's end.
+        if (refusal.reason === "traceEnd") {
           if (conflicts++ >= this.#conflictRetries) {
-            throw new Error(
-              `commit of execution ${
-                JSON.stringify(plan.id)
-              }: the trace ring kept moving under it (${this.#conflictRetries} retries)`,
-            );
+            throw cancelled([{
+              role: "trace",
+              code: "RingKeptMoving",
+              message:
+                `steps kept being appended outside commits (${this.#conflictRetries} retries)`,
+            }]);
           }
-          this.#traceHeads.delete(plan.id);
-          head = await this.#readTraceHead(plan.id);
+          at.head = await this.#rereadTraceHead(plan.id);
           continue;
         }
-        // The version matched, so a seq watermark did not: this execution was last written
-        // with seqs from a later block (another process) or by a writer that keeps none.
-        const stale = (seqs: number[], hwm: AttributeValue | undefined) =>
-          seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
-        const staleOutbox = !freshOutbox && stale(outbox, execution.Item?.outbox_hwm);
-        const staleSpawns = !freshSpawns && stale(spawns, execution.Item?.spawn_hwm);
-        if (!staleOutbox && !staleSpawns) throw new StoreConflict(plan.id, plan.expected, found);
-        if (staleOutbox) {
-          outbox = await this.#outboxSeqs.fresh(plan.emits.length);
-          freshOutbox = true;
+        if (refusal.outbox) {
+          at.outbox = { seqs: await this.#outboxSeqs.fresh(plan.emits.length), fresh: true };
         }
-        if (staleSpawns) {
-          spawns = await this.#spawnSeqs.fresh(plan.spawns.length);
-          freshSpawns = true;
+        if (refusal.spawns) {
+          at.spawns = { seqs: await this.#spawnSeqs.fresh(plan.spawns.length), fresh: true };
         }
         continue;
       }
-      if (failed("trace", "ConditionalCheckFailed") && conflicts++ < this.#conflictRetries) {
+
+      const traceMoved = reasons.some((r, i) =>
+        roles[i] === "trace" && r.Code === "ConditionalCheckFailed"
+      );
+      if (traceMoved && conflicts++ < this.#conflictRetries) {
         // Another writer appended (or trimmed) steps outside a commit since we cached where
         // the ring ends: read it again.
-        this.#traceHeads.delete(plan.id);
-        head = await this.#readTraceHead(plan.id);
+        at.head = await this.#rereadTraceHead(plan.id);
         continue;
       }
-      if (
-        reasons.some((r) => r.Code === "TransactionConflict") && conflicts < this.#conflictRetries
-      ) {
-        await sleep(backoffDelay(conflicts++, { minDelayMs: 20, maxDelayMs: 1000 }));
+      const conflict = reasons.some((r) => r.Code === "TransactionConflict");
+      if (conflict && conflicts < this.#conflictRetries) {
+        await sleep(backoffDelay(conflicts++, COMMIT_CONFLICT_BACKOFF));
         continue;
       }
-      if (reasons.some((r) => r.Code === "TransactionConflict")) {
+      if (conflict) {
         // Out of retries: if the version moved on, this commit lost the race.
-        const stored = await this.load(plan.id);
-        const found = stored?.version ?? null;
+        const found = (await this.load(plan.id))?.version ?? null;
         if (found !== plan.expected) throw new StoreConflict(plan.id, plan.expected, found);
       }
-      throw new Error(
-        `commit of execution ${JSON.stringify(plan.id)} was cancelled by DynamoDB: ${
-          reasons.map((r, i) => `${roles[i]}: ${r.Code}${r.Message ? ` (${r.Message})` : ""}`)
-            .filter((line) => !line.endsWith(": None")).join("; ")
-        }`,
-      );
+      throw cancelled();
     }
+  }
+
+  /** A commit went through: the version moves on in place, and the ring's end is cached. */
+  #committed(exe: Execution, plan: CommitPlan, { outbox, spawns, head }: Placement): CommitResult {
+    exe.version = plan.next;
+    const cached = this.#traceHeads.get(plan.id);
+    if (head !== undefined) {
+      this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
+    } else if (cached?.version === plan.expected) {
+      // An untraced commit leaves the ring's end where it was.
+      this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
+    }
+    return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
+  }
+
+  /** Forgets the cached end of the ring and reads it again. */
+  #rereadTraceHead(id: string): Promise<TraceHead> {
+    this.#traceHeads.delete(id);
+    return this.#readTraceHead(id);
   }
 
   /** Sends one transaction: null on success, the cancellation reasons when cancelled. */
@@ -1028,8 +1032,10 @@ export class DynamoDBStore implements ExecutionStore {
       if (!(isNamed(error, "ValidationException") && /specified index/.test(String(error)))) {
         throw error;
       }
-      throw new Error(
-        `the timers table ${this.tables.timers.name} has no index ${TIMER_INDEX.name}: run ensureTables() of a store with timerIndex: true`,
+      throw new IndexNotFound(
+        this.tables.timers.name,
+        TIMER_INDEX.name,
+        "run ensureTables() of a store with timerIndex: true",
         { cause: error },
       );
     }
@@ -1190,6 +1196,9 @@ export class DynamoDBStore implements ExecutionStore {
     );
   }
 }
+
+/** The waits between re-sends of a commit DynamoDB cancelled for a transaction conflict. */
+const COMMIT_CONFLICT_BACKOFF = { minDelayMs: 20, maxDelayMs: 1000 };
 
 /** How many BatchWriteItem calls an ack keeps in flight. */
 const ACK_CONCURRENCY = 16;

@@ -35,6 +35,7 @@ import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 import { instrument } from "./_telemetry.ts";
+import { WriteContention } from "./errors.ts";
 
 /**
  * Options of {@linkcode DynamoDBStateStore}.
@@ -604,9 +605,7 @@ export class DynamoDBStateStore implements StateStore {
         if (seeded !== undefined) return seeded;
       }
     }
-    throw new Error(
-      `hset ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
-    );
+    throw new WriteContention("hset", key, MAX_RACES);
   }
 
   /**
@@ -669,9 +668,7 @@ export class DynamoDBStateStore implements StateStore {
         if (removed !== undefined) return removed;
       }
     }
-    throw new Error(
-      `hdel ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
-    );
+    throw new WriteContention("hdel", key, MAX_RACES);
   }
 
   /** The item a conditional write found (its `ALL_OLD`); rethrows any other error. */

@@ -130,6 +130,42 @@ export class TableNotFound extends Error {
 }
 
 /**
+ * A table lacks a global secondary index a store was told to use (`timerIndex: true` on a
+ * store whose tables were made without it): run `ensureTables()` of such a store once.
+ *
+ * @example Reading which index is missing
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { IndexNotFound } from "@harel/dynamodb";
+ *
+ * const error = new IndexNotFound("harel_timers", "timer_shard-fire_at", "run ensureTables()");
+ * assert.equal(error.index, "timer_shard-fire_at");
+ * assert.match(error.message, /has no index timer_shard-fire_at: run ensureTables\(\)/);
+ * ```
+ */
+export class IndexNotFound extends Error {
+  /** Always `"IndexNotFound"`. */
+  override name = "IndexNotFound";
+
+  /**
+   * Builds the error for a missing index.
+   *
+   * @param table The table without the index.
+   * @param index The index it lacks.
+   * @param remedy How to add it.
+   * @param options DynamoDB's ValidationException, as `cause`.
+   */
+  constructor(
+    readonly table: string,
+    readonly index: string,
+    remedy: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the table ${table} has no index ${index}: ${remedy}`, options);
+  }
+}
+
+/**
  * One DescribeTable of table `name`: resolves when the table exists (which also proves DynamoDB
  * answers), throws {@linkcode TableNotFound} with `remedy` when it does not.
  */
