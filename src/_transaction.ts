@@ -1,7 +1,21 @@
 // The commit's transaction: checking the input, then laying out its items. Shared by
 // DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
-import { type Item, N, S } from "./_dynamo.ts";
+import { type Item, N, S } from "./_attributes.ts";
+import {
+  EXECUTION,
+  executionKey,
+  outboxItem,
+  processedItem,
+  put,
+  SEQ_PLACEHOLDER,
+  spawnItem,
+  timerItem,
+  timerKey,
+  TRACE,
+  traceItem,
+  traceKey,
+} from "./_layout.ts";
 import {
   checkExecution,
   checkInteger,
@@ -58,7 +72,7 @@ export interface TraceHead {
  * module appended (-1: unknown, after a step written at a caller's index). Commits that trust
  * a cached ring end check it; the seed neither writes nor reads it.
  */
-export const TRACE_END = "trace_end";
+export const TRACE_END = EXECUTION.traceEnd;
 
 // Executions whose commit has not finished, in any store of this process: a second commit of
 // the same object (a missing `await`) would carry the same version and lose a confusing race.
@@ -80,9 +94,6 @@ export function claimCommit(exe: unknown): () => void {
   committing.add(exe);
   return () => committing.delete(exe);
 }
-
-/** The largest seq's encoding, for size checks made before seqs are known. */
-export const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
 
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
@@ -184,12 +195,12 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
       item.ConditionCheck?.Key ?? {};
     const extra: Item = item.Update
       ? {
-        data: S(plan.data),
-        definition_id: S(plan.definitionId),
-        version: N(max),
-        outbox_hwm: SEQ_PLACEHOLDER,
-        spawn_hwm: SEQ_PLACEHOLDER,
-        [TRACE_END]: SEQ_PLACEHOLDER,
+        [EXECUTION.data]: S(plan.data),
+        [EXECUTION.definitionId]: S(plan.definitionId),
+        [EXECUTION.version]: N(max),
+        [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
+        [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
+        [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
       }
       : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
@@ -235,15 +246,15 @@ export function buildTransaction(
   };
 
   const names: Record<string, string> = {
-    "#d": "data",
-    "#v": "version",
-    "#def": "definition_id",
+    "#d": EXECUTION.data,
+    "#v": EXECUTION.version,
+    "#def": EXECUTION.definitionId,
   };
   const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
   const sets = ["#d = :d", "#v = :v", "#def = :def"];
   const conditions: string[] = [];
   if (plan.expected === 0) {
-    names["#id"] = "id";
+    names["#id"] = EXECUTION.id;
     conditions.push("attribute_not_exists(#id)");
   } else {
     values[":ov"] = N(plan.expected);
@@ -261,8 +272,8 @@ export function buildTransaction(
       conditions.push(`#${alias} < :${alias}f`);
     }
   };
-  watermark("outbox_hwm", "oh", outbox);
-  watermark("spawn_hwm", "sh", spawns);
+  watermark(EXECUTION.outboxHwm, "oh", outbox);
+  watermark(EXECUTION.spawnHwm, "sh", spawns);
   if (plan.trace !== undefined && head !== undefined) {
     names["#te"] = TRACE_END;
     values[":te"] = N(head.last + 1);
@@ -275,7 +286,7 @@ export function buildTransaction(
   add("execution", {
     Update: {
       TableName: t.executions.name,
-      Key: { id: S(plan.id) },
+      Key: executionKey(plan.id),
       UpdateExpression: `SET ${sets.join(", ")}`,
       ConditionExpression: conditions.join(" AND "),
       ExpressionAttributeNames: names,
@@ -284,54 +295,24 @@ export function buildTransaction(
     },
   });
   plan.emits.forEach((emit, i) =>
-    add("outbox", {
-      Put: {
-        TableName: t.outbox.name,
-        Item: {
-          seq: N(outbox.seqs[i]!),
-          target_id: emit.target === null ? { NULL: true } : S(emit.target),
-          event: S(emit.event),
-        },
-      },
-    })
+    add("outbox", put(t.outbox.name, outboxItem(outbox.seqs[i]!, emit.target, emit.event)))
   );
   plan.spawns.forEach((spawn, i) =>
-    add("spawn", {
-      Put: {
-        TableName: t.spawns.name,
-        Item: {
-          seq: N(spawns.seqs[i]!),
-          parent_id: S(plan.id),
-          child_id: S(spawn.childId),
-          root_path: S(spawn.rootPath),
-          context: S(spawn.context),
-        },
-      },
-    })
+    add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn)))
   );
   if (plan.processedEventId !== undefined) {
-    const item: Item = { execution_id: S(plan.id), event_id: S(plan.processedEventId) };
-    if (ctx.processedTtl !== null) {
-      item.ttl = N(Math.floor(Date.now() / 1000) + ctx.processedTtl);
-    }
-    add("processed", { Put: { TableName: t.processed.name, Item: item } });
+    const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl);
+    add("processed", put(t.processed.name, mark));
   }
   for (const [path, fireAt] of plan.timers) {
-    const key = { execution_id: S(plan.id), path: S(path) };
     add(
       "timer",
-      fireAt === null ? { Delete: { TableName: t.timers.name, Key: key } } : {
-        Put: {
-          TableName: t.timers.name,
-          // timer_shard: the timer index's key, written even with the index off, so that a
-          // rolling deploy turning it on finds every timer this module armed.
-          Item: {
-            ...key,
-            fire_at: N(fireAt),
-            timer_shard: N(timerShard(plan.id, path, ctx.timerShards)),
-          },
-        },
-      },
+      fireAt === null
+        ? { Delete: { TableName: t.timers.name, Key: timerKey(plan.id, path) } }
+        : put(
+          t.timers.name,
+          timerItem(plan.id, path, fireAt, timerShard(plan.id, path, ctx.timerShards)),
+        ),
     );
   }
   if (plan.trace !== undefined && head !== undefined) {
@@ -386,13 +367,13 @@ export function traceItems(
   entry: string,
 ): TransactWriteItem[] {
   const table = ctx.tables.trace.name;
-  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-  const names = { "#i": "idx" };
+  const key = (idx: number) => traceKey(id, idx);
+  const names = { "#i": TRACE.idx };
   const index = head.last + 1;
   const items: TransactWriteItem[] = [{
     Put: {
       TableName: table,
-      Item: { ...key(index), entry: S(entry) },
+      Item: traceItem(id, index, entry),
       ConditionExpression: "attribute_not_exists(#i)",
       ExpressionAttributeNames: names,
     },
@@ -423,10 +404,8 @@ export function tracePutAt(
   entry: string,
 ): TransactWriteItem[] {
   const table = ctx.tables.trace.name;
-  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-  const items: TransactWriteItem[] = [{
-    Put: { TableName: table, Item: { ...key(index), entry: S(entry) } },
-  }];
+  const key = (idx: number) => traceKey(id, idx);
+  const items: TransactWriteItem[] = [put(table, traceItem(id, index, entry))];
   const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
   if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   return items;

@@ -29,6 +29,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { buildClient, checkSetup } from "./connect.ts";
 import { isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
+import { OUTBOX, TIMER, timerFromItem } from "./_layout.ts";
+import type { Timer } from "./types.ts";
 import { type Status, STATUSES } from "./documents.ts";
 import { DynamoDBStateStore } from "./state_store.ts";
 import { DynamoDBStore } from "./execution_store.ts";
@@ -241,9 +243,10 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       const trace = await onTable(tables.trace.name, reader.readTrace(id));
       const timers = (await queryAll(client, {
         TableName: tables.timers.name,
-        KeyConditionExpression: "execution_id = :id",
+        KeyConditionExpression: "#e = :id",
+        ExpressionAttributeNames: { "#e": TIMER.executionId },
         ExpressionAttributeValues: { ":id": S(id) },
-      })).map(toTimer);
+      })).map(timerFromItem);
       if (json) return print({ execution, trace, timers });
       out(JSON.stringify(execution, null, 2));
       out("");
@@ -257,9 +260,12 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       const spawns = await count(client, tables.spawns.name);
       const oldest = (await scanAll(client, { TableName: tables.outbox.name }))
         .map((item) => ({
-          seq: Number(item.seq?.N),
-          targetId: item.target_id?.S ?? null,
-          event: JSON.parse(item.event?.S ?? "null") as { id?: string; kind?: string } | null,
+          // Read leniently (no JSON text shows as no event): this command is for looking.
+          seq: Number(item[OUTBOX.seq]?.N),
+          targetId: item[OUTBOX.targetId]?.S ?? null,
+          event: JSON.parse(item[OUTBOX.event]?.S ?? "null") as
+            | { id?: string; kind?: string }
+            | null,
         }))
         .sort((a, b) => a.seq - b.seq)
         .slice(0, limit);
@@ -283,11 +289,11 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       if (values.due) {
         Object.assign(input, {
           FilterExpression: "#f <= :now",
-          ExpressionAttributeNames: { "#f": "fire_at" },
+          ExpressionAttributeNames: { "#f": TIMER.fireAt },
           ExpressionAttributeValues: { ":now": N(now) },
         });
       }
-      const all = (await scanAll(client, input)).map(toTimer)
+      const all = (await scanAll(client, input)).map(timerFromItem)
         .sort((a, b) => a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId));
       const timers = all.slice(0, limit);
       if (json) return print({ total: all.length, timers });
@@ -449,21 +455,7 @@ async function countPages(client: DynamoDBClient, tableName: string): Promise<nu
   return total;
 }
 
-interface TimerRow {
-  executionId: string;
-  path: string;
-  fireAt: number;
-}
-
-function toTimer(item: Item): TimerRow {
-  return {
-    executionId: item.execution_id?.S ?? "",
-    path: item.path?.S ?? "",
-    fireAt: Number(item.fire_at?.N),
-  };
-}
-
-function timerTable(timers: TimerRow[], now = Date.now() / 1000): string {
+function timerTable(timers: Timer[], now = Date.now() / 1000): string {
   return table(
     ["EXECUTION", "PATH", "FIRE AT", "IN"],
     timers.map((t) => [

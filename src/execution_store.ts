@@ -44,7 +44,7 @@ import {
 } from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
-import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
+import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
 import {
   type CancelledItem,
   CommitCancelled,
@@ -64,13 +64,26 @@ import {
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
 import {
+  EXECUTION,
+  executionFromItem,
+  executionKey,
+  isLiveMark,
+  outboxFromItem,
+  processedKey,
+  spawnFromItem,
+  TIMER,
+  timerFromItem,
+  timerKey,
+  traceItem,
+  traceStepFromItem,
+} from "./_layout.ts";
+import {
   buildTransaction,
   claimCommit,
   type CommitPlan,
   executionRefusal,
   type Placement,
   planCommit,
-  SEQ_PLACEHOLDER,
   TRACE_END,
   type TraceHead,
   traceItems,
@@ -191,11 +204,6 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
    * @default {true}
    */
   ensureTables?: boolean;
-}
-
-function parseJson<T>(text: string | undefined, what: string): T {
-  if (text === undefined) throw new TypeError(`${what} has no JSON text in its data attribute`);
-  return JSON.parse(text) as T;
 }
 
 /**
@@ -372,7 +380,12 @@ export class DynamoDBStore implements ExecutionStore {
    * never clobbered or brought back.
    */
   async #backfillTimerShards(): Promise<void> {
-    const names = { "#e": "execution_id", "#p": "path", "#f": "fire_at", "#s": "timer_shard" };
+    const names = {
+      "#e": TIMER.executionId,
+      "#p": TIMER.path,
+      "#f": TIMER.fireAt,
+      "#s": TIMER.shard,
+    };
     const scan = (start: Item | undefined) =>
       this.#client.send(
         new ScanCommand({
@@ -386,16 +399,16 @@ export class DynamoDBStore implements ExecutionStore {
       );
     for await (const page of pages(scan)) {
       await eachConcurrently(page.Items ?? [], ACK_CONCURRENCY, async (item) => {
-        const executionId = item.execution_id?.S, path = item.path?.S, fireAt = item.fire_at;
-        if (executionId === undefined || path === undefined || fireAt?.N === undefined) return;
+        const { executionId, path } = timerFromItem(item), fireAt = item[TIMER.fireAt];
+        if (executionId === "" || path === "" || fireAt?.N === undefined) return;
         try {
           await this.#client.send(
             new UpdateItemCommand({
               TableName: this.tables.timers.name,
-              Key: { execution_id: S(executionId), path: S(path) },
+              Key: timerKey(executionId, path),
               UpdateExpression: "SET #s = :s",
               ConditionExpression: "#f = :f AND attribute_not_exists(#s)",
-              ExpressionAttributeNames: { "#f": "fire_at", "#s": "timer_shard" },
+              ExpressionAttributeNames: { "#f": TIMER.fireAt, "#s": TIMER.shard },
               ExpressionAttributeValues: {
                 ":f": fireAt,
                 ":s": N(timerShard(executionId, path, this.#tx.timerShards)),
@@ -427,13 +440,13 @@ export class DynamoDBStore implements ExecutionStore {
     const result = await this.#client.send(
       new GetItemCommand({
         TableName: this.tables.executions.name,
-        Key: { id: S(id) },
+        Key: executionKey(id),
         ProjectionExpression: "#d",
-        ExpressionAttributeNames: { "#d": "data" },
+        ExpressionAttributeNames: { "#d": EXECUTION.data },
         ConsistentRead: this.#consistent,
       }),
     );
-    return result.Item ? parseJson<Execution>(result.Item.data?.S, `execution ${id}`) : null;
+    return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
   }
 
   /**
@@ -457,13 +470,13 @@ export class DynamoDBStore implements ExecutionStore {
     const { executions, processed } = this.tables;
     const request = {
       [executions.name]: {
-        Keys: [{ id: S(id) }],
+        Keys: [executionKey(id)],
         ProjectionExpression: "#d",
-        ExpressionAttributeNames: { "#d": "data" },
+        ExpressionAttributeNames: { "#d": EXECUTION.data },
         ConsistentRead: this.#consistent,
       },
       [processed.name]: {
-        Keys: [{ execution_id: S(id), event_id: S(eventId) }],
+        Keys: [processedKey(id, eventId)],
         ConsistentRead: this.#consistent,
       },
     };
@@ -471,7 +484,7 @@ export class DynamoDBStore implements ExecutionStore {
     let mark: Item | undefined;
     await batchGet(this.#client, request, (responses) => {
       const exeItem = responses[executions.name]?.[0];
-      if (exeItem) execution = parseJson<Execution>(exeItem.data?.S, `execution ${id}`);
+      if (exeItem) execution = executionFromItem(exeItem, `execution ${id}`);
       mark ??= responses[processed.name]?.[0];
     });
     return { execution, processed: mark !== undefined && isLiveMark(mark) };
@@ -495,7 +508,7 @@ export class DynamoDBStore implements ExecutionStore {
     const result = await this.#client.send(
       new GetItemCommand({
         TableName: this.tables.processed.name,
-        Key: { execution_id: S(id), event_id: S(eventId) },
+        Key: processedKey(id, eventId),
         ConsistentRead: this.#consistent,
       }),
     );
@@ -741,7 +754,7 @@ export class DynamoDBStore implements ExecutionStore {
       ? undefined
       : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
     const json = toJson("entry", entry);
-    checkItemSize("entry", { execution_id: S(id), idx: SEQ_PLACEHOLDER, entry: S(json) });
+    checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
     // Steps appended outside commits do not move the version, so the end is always read here,
     // and the execution's trace_end is moved so that no store's cached end is trusted past it.
     let head = index === undefined ? await this.#readTraceHead(id) : undefined;
@@ -754,10 +767,10 @@ export class DynamoDBStore implements ExecutionStore {
         items.push({
           Update: {
             TableName: this.tables.executions.name,
-            Key: { id: S(id) },
+            Key: executionKey(id),
             UpdateExpression: "SET #te = :te",
             ConditionExpression: "attribute_exists(#id)",
-            ExpressionAttributeNames: { "#te": TRACE_END, "#id": "id" },
+            ExpressionAttributeNames: { "#te": TRACE_END, "#id": EXECUTION.id },
             ExpressionAttributeValues: { ":te": N(head === undefined ? -1 : head.last + 1) },
           },
         });
@@ -817,10 +830,7 @@ export class DynamoDBStore implements ExecutionStore {
       );
     for await (const page of pages(query)) {
       for (const item of page.Items ?? []) {
-        steps.push({
-          ...parseJson<object>(item.entry?.S, `trace step of ${id}`),
-          index: Number(item.idx?.N),
-        });
+        steps.push(traceStepFromItem(item, id));
       }
     }
     return steps;
@@ -849,12 +859,12 @@ export class DynamoDBStore implements ExecutionStore {
     const input: ScanCommandInput = {
       TableName: this.tables.executions.name,
       ProjectionExpression: "#d, #v",
-      ExpressionAttributeNames: { "#d": "data", "#v": "version" },
+      ExpressionAttributeNames: { "#d": EXECUTION.data, "#v": EXECUTION.version },
       ConsistentRead: this.#consistent,
     };
     if (listing.definitionId !== undefined) {
       input.FilterExpression = "#def = :def";
-      input.ExpressionAttributeNames!["#def"] = "definition_id";
+      input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
       input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
     }
     const after = listing.after === null ? undefined : { id: S(listing.after) };
@@ -864,7 +874,7 @@ export class DynamoDBStore implements ExecutionStore {
     for await (const page of pages(scan, after)) {
       const found = page.Items ?? [];
       for (let i = 0; i < found.length; i++) {
-        const exe = parseJson<Execution>(found[i]!.data?.S, "execution");
+        const exe = executionFromItem(found[i]!);
         if (!listing.matches(exe)) continue;
         items.push(summarize(exe));
         if (items.length === listing.limit) {
@@ -896,11 +906,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     const items = await this.#lowestSeqItems(this.tables.outbox.name, readLimit(options));
-    return items.map((item) => ({
-      seq: Number(item.seq?.N),
-      targetId: item.target_id?.S ?? null,
-      event: parseJson<Event>(item.event?.S, `outbox entry ${item.seq?.N}`),
-    }));
+    return items.map(outboxFromItem);
   }
 
   /**
@@ -936,13 +942,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     const items = await this.#lowestSeqItems(this.tables.spawns.name, readLimit(options));
-    return items.map((item) => ({
-      seq: Number(item.seq?.N),
-      parentId: item.parent_id?.S ?? "",
-      childId: item.child_id?.S ?? "",
-      rootPath: item.root_path?.S ?? "",
-      context: parseJson<Record<string, unknown>>(item.context?.S, `spawn ${item.seq?.N}`),
-    }));
+    return items.map(spawnFromItem);
   }
 
   /**
@@ -1004,7 +1004,7 @@ export class DynamoDBStore implements ExecutionStore {
             TableName: this.tables.timers.name,
             IndexName: TIMER_INDEX.name,
             KeyConditionExpression: "#s = :s AND #f <= :now",
-            ExpressionAttributeNames: { "#s": "timer_shard", "#f": "fire_at" },
+            ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
             ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
             Limit: limit === Infinity ? undefined : limit - found,
             ExclusiveStartKey: start,
@@ -1012,11 +1012,7 @@ export class DynamoDBStore implements ExecutionStore {
         );
       for await (const page of pages(query)) {
         for (const item of page.Items ?? []) {
-          due.offer({
-            executionId: item.execution_id?.S ?? "",
-            path: item.path?.S ?? "",
-            fireAt: Number(item.fire_at?.N),
-          });
+          due.offer(timerFromItem(item));
           found++;
         }
         if (found >= limit) break;
@@ -1063,9 +1059,9 @@ export class DynamoDBStore implements ExecutionStore {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.tables.timers.name,
-          Key: { execution_id: S(executionId), path: S(path) },
+          Key: timerKey(executionId, path),
           ConditionExpression: "#f = :f",
-          ExpressionAttributeNames: { "#f": "fire_at" },
+          ExpressionAttributeNames: { "#f": TIMER.fireAt },
           ExpressionAttributeValues: { ":f": N(fireAt) },
         }),
       );
@@ -1152,15 +1148,11 @@ export class DynamoDBStore implements ExecutionStore {
       TableName: this.tables.timers.name,
       ProjectionExpression: "#e, #p, #f",
       FilterExpression: "#f <= :now",
-      ExpressionAttributeNames: { "#e": "execution_id", "#p": "path", "#f": "fire_at" },
+      ExpressionAttributeNames: { "#e": TIMER.executionId, "#p": TIMER.path, "#f": TIMER.fireAt },
       ExpressionAttributeValues: { ":now": N(now) },
     }, (items) => {
       for (const item of items) {
-        due.offer({
-          executionId: item.execution_id?.S ?? "",
-          path: item.path?.S ?? "",
-          fireAt: Number(item.fire_at?.N),
-        });
+        due.offer(timerFromItem(item));
       }
     });
     return due.sorted();
@@ -1207,12 +1199,6 @@ const GET_CONCURRENCY = 4;
 
 /** The most timer shards: a sweep pays one Query per shard. */
 const MAX_TIMER_SHARDS = 1000;
-
-/** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
-function isLiveMark(item: Item): boolean {
-  const ttl = item.ttl?.N;
-  return ttl === undefined || Number(ttl) > Date.now() / 1000;
-}
 
 // Every public method in a span `DynamoDBStore.{method}` (see _telemetry.ts).
 instrument(DynamoDBStore, { executionIds: true });

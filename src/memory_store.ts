@@ -4,6 +4,7 @@
  * @module
  */
 import { claimCommit, planCommit, type TxContext } from "./_transaction.ts";
+import { traceItem } from "./_layout.ts";
 import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
 import {
   checkInteger,
@@ -458,11 +459,7 @@ export class MemoryStore implements ExecutionStore {
         ? undefined
         : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
       const json = toJson("entry", entry);
-      checkItemSize("entry", {
-        execution_id: { S: id },
-        idx: { N: "9007199254740991" },
-        entry: { S: json },
-      });
+      checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
       this.#append(id, json, index);
       return;
     });
