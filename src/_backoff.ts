@@ -8,7 +8,7 @@
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({
- *   endpoint: "http://127.0.0.1:8000",
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *   backoff: { minDelayMs: 250, maxDelayMs: 5000, multiplier: 2 },
  * });
  * ```

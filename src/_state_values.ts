@@ -2,7 +2,7 @@
 // how a value is checked before sending, how a hash field becomes a native DynamoDB value, and
 // how what other writers left (Python's JSON dialect, numbers beyond a double) reads back.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { describe } from "./_validate.ts";
+import { checkField, describe } from "./_validate.ts";
 import type { SetOptions } from "./types.ts";
 
 /** DynamoDB numbers: 38 significant digits, magnitudes in [1e-130, 1e126). */
@@ -335,3 +335,17 @@ export interface StateEntry {
  * the seed's migration) against the twin as they do against the table.
  */
 export const stateEntries: WeakMap<object, Map<string, StateEntry>> = new WeakMap();
+
+/** A `keys()` pattern: a glob string. */
+export function checkPattern(pattern: unknown): string {
+  if (typeof pattern !== "string") {
+    throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
+  }
+  return pattern;
+}
+
+/** The fields `hdel` removes: at least one, each a valid field name, duplicates dropped. */
+export function checkHdelFields(fields: unknown[]): string[] {
+  if (fields.length === 0) throw new TypeError("hdel needs at least one field");
+  return [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+}

@@ -19,7 +19,7 @@ export type { BackoffOptions };
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({
- *   endpoint: "http://127.0.0.1:8000",
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *   region: "eu-west-1",
  *   deadlineMs: 60_000,
  *   signal: AbortSignal.timeout(90_000),

@@ -20,6 +20,7 @@ import { backoffDelay, sleep } from "./_backoff.ts";
 import { Lru } from "./_lru.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
+  checkExecutionStoreOptions,
   checkInteger,
   checkItemSize,
   checkKey,
@@ -29,7 +30,7 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import { claimClient, type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
 import {
   batchGet,
   batchWrite,
@@ -63,6 +64,7 @@ import {
 } from "./tables.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
+import { checkClient, ClientOwnership } from "./_ownership.ts";
 import {
   EXECUTION,
   executionFromItem,
@@ -189,7 +191,7 @@ export interface DueTimersOptions extends ReadLimitOptions {
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({
- *   endpoint: "http://127.0.0.1:8000",
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *   prefix: "orders",
  *   traceMax: 50,
  * });
@@ -215,7 +217,7 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
  * ```ts
  * import { DynamoDBStore, newEvent, newExecution } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const exe = newExecution({ definition_id: "order" });
  * await store.commit(exe, { emits: [{ target: null, event: newEvent("order.created") }] });
  * for (const entry of await store.pendingOutbox()) {
@@ -230,7 +232,7 @@ export class DynamoDBStore implements ExecutionStore {
   /** The seven tables this store uses. */
   readonly tables: ExecutionTables;
   readonly #client: DynamoDBSender;
-  readonly #ownedClient: DynamoDBClient | null;
+  readonly #ownership: ClientOwnership;
   readonly #consistent: boolean;
   readonly #processedTtl: number | null;
   readonly #conflictRetries: number;
@@ -242,7 +244,6 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #traceHeads = new Lru<string, { last: number; version: number | null }>(10_000);
   readonly #tx: TxContext;
   readonly #timerIndex: boolean;
-  #closed = false;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
@@ -252,11 +253,7 @@ export class DynamoDBStore implements ExecutionStore {
    * @param options Prefix, trace ring size and tuning.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
-    if (typeof (client as { send?: unknown })?.send !== "function") {
-      throw new TypeError(
-        `client must be a DynamoDB client (with send()), got ${describe(client)}`,
-      );
-    }
+    checkClient(client);
     const {
       prefix = "harel",
       traceMax = 200,
@@ -269,29 +266,15 @@ export class DynamoDBStore implements ExecutionStore {
       timerShards = DEFAULT_TIMER_SHARDS,
     } = options;
     this.tables = executionTables(prefix);
-    this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
+    const rules = checkExecutionStoreOptions(traceMax, processedTtlSeconds);
+    this.traceMax = rules.traceMax;
     this.#consistent = consistentReads;
-    this.#processedTtl = processedTtlSeconds === null
-      ? null
-      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
+    this.#processedTtl = rules.processedTtl;
     this.#conflictRetries = checkInteger("conflictRetries", conflictRetries, 0, 100);
     this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
-    // Every call goes through this gate: a closed store refuses instead of letting the SDK
-    // reopen sockets on a destroyed client (or keep using one the caller still owns).
-    this.#client = {
-      send:
-        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
-          this.#closed
-            ? Promise.reject(
-              new StoreClosed("DynamoDBStore", command.constructor.name.replace(/Command$/, "")),
-            )
-            : (client.send as (...args: unknown[]) => Promise<unknown>)(
-              command,
-              ...rest,
-            )) as DynamoDBSender["send"],
-    };
-    this.#ownedClient = claimClient(client);
+    this.#ownership = new ClientOwnership("DynamoDBStore", client);
+    this.#client = this.#ownership.gate(client);
     if (typeof timerIndex !== "boolean") {
       throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
     }
@@ -318,7 +301,7 @@ export class DynamoDBStore implements ExecutionStore {
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({
-   *   endpoint: "http://127.0.0.1:8000",
+   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
    *   prefix: "demo",
    *   deadlineMs: 10_000,
    * });
@@ -429,7 +412,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = await store.load("0123456789abcdef0123456789abcdef");
    * console.log(exe?.status ?? "no such execution");
    * ```
@@ -456,7 +439,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
    * if (execution && !processed) {
    *   // apply the event, then commit with processedEventId: "event-1"
@@ -497,7 +480,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await store.isProcessed("exe-1", "event-1"));
    * ```
    */
@@ -522,7 +505,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = newExecution({ definition_id: "order" });
    * await store.save(exe);
    * console.log(exe.version); // 1
@@ -544,7 +527,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore, newEvent, newExecution, StoreConflict } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = newExecution({ definition_id: "order", status: "RUNNING" });
    * const paid = newEvent("order.paid");
    * try {
@@ -742,7 +725,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.appendTrace("exe-1", { note: "operator retried the payment" });
    * ```
    */
@@ -809,7 +792,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * for (const step of await store.readTrace("exe-1")) console.log(step.index, step);
    * ```
    */
@@ -844,7 +827,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * let cursor: string | null = null;
    * do {
    *   const page = await store.listExecutions({ definitionId: "order", status: "RUNNING", cursor });
@@ -898,7 +881,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const entries = await store.pendingOutbox({ limit: 500 });
    * // deliver each entry.event to entry.targetId, then:
    * await store.ackOutbox(entries.map((entry) => entry.seq));
@@ -916,7 +899,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.ackOutbox([1, 2, 3]);
    * ```
    */
@@ -933,7 +916,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * for (const spawn of await store.pendingSpawns({ limit: 100 })) {
    *   // start spawn.childId at spawn.rootPath with spawn.context, then:
    *   await store.ackSpawn(spawn.seq);
@@ -952,7 +935,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.ackSpawn(7);
    * ```
    */
@@ -969,7 +952,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * for (const timer of await store.dueTimers(Date.now() / 1000, { limit: 100 })) {
    *   if (await store.deleteTimer(timer.executionId, timer.path, timer.fireAt)) {
    *     // deliver the timeout event to timer.executionId
@@ -1045,7 +1028,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
    * console.log(won ? "fire it" : "a re-schedule won");
    * ```
@@ -1080,16 +1063,14 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * const store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.close();
    * ```
    */
   close(): Promise<void> {
     // The client stays the caller's when it was injected: only a client create() built is
     // destroyed. Either way this store refuses every later call (StoreClosed).
-    if (!this.#closed) this.#ownedClient?.destroy();
-    this.#closed = true;
-    return Promise.resolve();
+    return this.#ownership.close();
   }
 
   /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */
@@ -1099,7 +1080,7 @@ export class DynamoDBStore implements ExecutionStore {
 
   /** Refuses a call on a closed store before anything else, input checks included. */
   #open(method: string): void {
-    if (this.#closed) throw new StoreClosed("DynamoDBStore", method);
+    this.#ownership.open(method);
   }
 
   /**

@@ -4,9 +4,11 @@
  * @module
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { checkField, checkItemSize, checkKey, describe, LIMITS, settle } from "./_validate.ts";
+import { checkField, checkItemSize, checkKey, LIMITS } from "./_validate.ts";
 import {
+  checkHdelFields,
   checkMigrating,
+  checkPattern,
   checkTtlSeconds,
   decodeValue,
   fieldRecord,
@@ -138,7 +140,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   get<T = unknown>(key: string): Promise<T | null> {
-    return settle(() => {
+    return Promise.try(() => {
       const value = this.#live(key)?.value;
       return value === undefined ? null : decodeValue(value) as T;
     });
@@ -155,7 +157,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
-    return settle(() => {
+    return Promise.try(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
       const ttl = setTtl(options);
       const entry: Entry = { value: plainJson(plainValue("value", value, false)) };
@@ -175,7 +177,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   delete(key: string): Promise<boolean> {
-    return settle(() => this.#live(key) !== undefined && this.#items.delete(key));
+    return Promise.try(() => this.#live(key) !== undefined && this.#items.delete(key));
   }
 
   /**
@@ -189,7 +191,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   exists(key: string): Promise<boolean> {
-    return settle(() => this.#live(key) !== undefined);
+    return Promise.try(() => this.#live(key) !== undefined);
   }
 
   /**
@@ -203,10 +205,8 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   keys(pattern = "*"): Promise<string[]> {
-    return settle(() => {
-      if (typeof pattern !== "string") {
-        throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
-      }
+    return Promise.try(() => {
+      checkPattern(pattern);
       return [...this.#items.keys()].filter((key) =>
         this.#live(key) !== undefined && globMatch(pattern, key)
       );
@@ -224,7 +224,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   ttl(key: string): Promise<number | null> {
-    return settle(() => {
+    return Promise.try(() => {
       const ttl = this.#live(key)?.ttl;
       return ttl === undefined ? null : Math.max(0, Math.floor(ttl - this.#seconds()));
     });
@@ -241,7 +241,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   expire(key: string, seconds: number): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkTtlSeconds("seconds", seconds, true);
       const entry = this.#live(key);
@@ -263,7 +263,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
-    return settle(() => {
+    return Promise.try(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
       const value = this.#fields(this.#live(key))?.get(field);
@@ -282,7 +282,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
-    return settle(() => {
+    return Promise.try(() => {
       const all = fieldRecord();
       for (const [k, v] of this.#fields(this.#live(key)) ?? []) setOwn(all, k, JSON.parse(v));
       return all as Record<string, T>;
@@ -321,7 +321,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hset(key: string, field: string, value: unknown): Promise<number> {
-    return settle(() => {
+    return Promise.try(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
       const json = plainJson(
@@ -348,10 +348,9 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hdel(key: string, ...fields: string[]): Promise<number> {
-    return settle(() => {
+    return Promise.try(() => {
       checkKey("key", key, LIMITS.partitionKeyBytes);
-      if (fields.length === 0) throw new TypeError("hdel needs at least one field");
-      const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+      const unique = checkHdelFields(fields);
       const entry = this.#live(key);
       if (!entry) return 0;
       const hash = this.#hashOf(key, entry);

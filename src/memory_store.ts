@@ -7,13 +7,13 @@ import { claimCommit, planCommit, type TxContext } from "./_transaction.ts";
 import { traceItem } from "./_layout.ts";
 import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
 import {
+  checkExecutionStoreOptions,
   checkInteger,
   checkItemSize,
   checkKey,
   checkObject,
   checkTime,
   LIMITS,
-  settle,
   toJson,
 } from "./_validate.ts";
 import { encodeCursor } from "./cursor.ts";
@@ -96,10 +96,11 @@ export class MemoryStore implements ExecutionStore {
    */
   constructor(options: MemoryStoreOptions = {}) {
     const { traceMax = 200, processedTtlSeconds = null, now = Date.now } = options;
-    this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
-    const processedTtl = processedTtlSeconds === null
-      ? null
-      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
+    const { traceMax: checked, processedTtl } = checkExecutionStoreOptions(
+      traceMax,
+      processedTtlSeconds,
+    );
+    this.traceMax = checked;
     // The default shard count, so commits are sized (and refused) exactly as DynamoDBStore's.
     this.#tx = {
       tables: executionTables("harel"),
@@ -121,7 +122,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   load(id: string): Promise<Execution | null> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("load");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       const data = this.#executions.get(id);
@@ -156,7 +157,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   isProcessed(id: string, eventId: string): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("isProcessed");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkKey("eventId", eventId, LIMITS.sortKeyBytes);
@@ -267,7 +268,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("listExecutions");
       const table = this.#tx.tables.executions.name;
       const { after, limit, matches } = planListing(options, table);
@@ -297,7 +298,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("pendingOutbox");
       return lowestSeqs(this.#outbox.keys(), readLimit(options)).map((seq) => {
         const entry = this.#outbox.get(seq)!;
@@ -332,7 +333,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("pendingSpawns");
       return lowestSeqs(this.#spawns.keys(), readLimit(options)).map((seq) => {
         const spawn = this.#spawns.get(seq)!;
@@ -362,7 +363,7 @@ export class MemoryStore implements ExecutionStore {
   }
 
   #ack(table: Map<number, unknown>, seq: number | number[], method: string): Promise<void> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open(method);
       const seqs = Array.isArray(seq) ? seq : [seq];
       seqs.forEach((s, i) =>
@@ -385,7 +386,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("dueTimers");
       checkTime("now", now);
       const due = new Lowest<Timer>(readLimit(options), byFireAt);
@@ -405,7 +406,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("deleteTimer");
       checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
       checkKey("path", path, LIMITS.sortKeyBytes);
@@ -428,7 +429,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   readTrace(id: string): Promise<Record<string, unknown>[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("readTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       const ring = this.#trace.get(id) ?? new Map<number, string>();
@@ -451,7 +452,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("appendTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkObject("entry", entry);

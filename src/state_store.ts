@@ -15,7 +15,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { checkField, checkItemSize, checkKey, describe, LIMITS } from "./_validate.ts";
 import {
+  checkHdelFields,
   checkMigrating,
+  checkPattern,
   checkTtlSeconds,
   decodeValue,
   fieldRecord,
@@ -29,12 +31,13 @@ import {
   setTtl,
   toAttribute,
 } from "./_state_values.ts";
-import { claimClient, type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
 import { isNamed, type Item, pages, S } from "./_dynamo.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 import { instrument } from "./_telemetry.ts";
+import { checkClient, ClientOwnership } from "./_ownership.ts";
 import { WriteContention } from "./errors.ts";
 
 /**
@@ -160,7 +163,7 @@ function tooLarge(key: string, cause: unknown): RangeError {
  * ```ts
  * import { DynamoDBStateStore } from "@harel/dynamodb";
  *
- * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await state.hset("session:abc", "step", 2);
  * await state.expire("session:abc", 3600);
  * console.log(await state.hgetall("session:abc")); // { step: 2 }
@@ -171,8 +174,7 @@ export class DynamoDBStateStore implements StateStore {
   readonly tableName: string;
   readonly #client: DynamoDBSender;
   readonly #consistent: boolean;
-  readonly #ownedClient: DynamoDBClient | null;
-  #closed = false;
+  readonly #ownership: ClientOwnership;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTable()` once, or use
@@ -182,15 +184,11 @@ export class DynamoDBStateStore implements StateStore {
    * @param options The table name and read consistency.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStateStoreOptions = {}) {
-    if (typeof (client as { send?: unknown })?.send !== "function") {
-      throw new TypeError(
-        `client must be a DynamoDB client (with send()), got ${describe(client)}`,
-      );
-    }
+    checkClient(client);
     this.tableName = checkTableName("tableName", options.tableName ?? "harel_state");
     this.#consistent = options.consistentReads ?? true;
     this.#client = client;
-    this.#ownedClient = claimClient(client);
+    this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
   }
 
   /**
@@ -203,7 +201,7 @@ export class DynamoDBStateStore implements StateStore {
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({
-   *   endpoint: "http://127.0.0.1:8000",
+   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
    *   tableName: "demo_state",
    * });
    * ```
@@ -279,7 +277,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("greeting", { text: "hi" });
    * const greeting = await state.get<{ text: string }>("greeting");
    * console.log(greeting?.text); // "hi"
@@ -302,7 +300,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * ```
    */
@@ -326,7 +324,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.delete("greeting"));
    * ```
    */
@@ -360,7 +358,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.exists("greeting"));
    * ```
    */
@@ -377,14 +375,12 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.keys("session:*"));
    * ```
    */
   async keys(pattern = "*"): Promise<string[]> {
-    if (typeof pattern !== "string") {
-      throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
-    }
+    checkPattern(pattern);
     const keys: string[] = [];
     const scan = async (start: Item | undefined) => {
       const now = nowSeconds();
@@ -418,7 +414,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * console.log(await state.ttl("otp:alice")); // 299 or 300
    * ```
@@ -438,7 +434,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 1);
    * console.log(await state.expire("session:abc", 3600)); // true
    * ```
@@ -492,7 +488,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 2);
    * const step = await state.hget<number>("session:abc", "step");
    * console.log(step); // 2
@@ -534,7 +530,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const fields = await state.hgetall<number>("session:abc");
    * console.log(fields.step);
    * ```
@@ -557,7 +553,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.hset("session:abc", "step", 1)); // 1 (new field)
    * console.log(await state.hset("session:abc", "step", 2)); // 0 (updated)
    * ```
@@ -617,15 +613,14 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 1);
    * console.log(await state.hdel("session:abc", "step", "absent")); // 1
    * ```
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    if (fields.length === 0) throw new TypeError("hdel needs at least one field");
-    const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+    const unique = checkHdelFields(fields);
     const names: Record<string, string> = { ...PRESENT_NAMES };
     unique.forEach((f, i) => names[`#f${i}`] = f);
     for (let race = 0; race < MAX_RACES; race++) {
@@ -796,14 +791,12 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * const state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.close();
    * ```
    */
   close(): Promise<void> {
-    if (!this.#closed) this.#ownedClient?.destroy();
-    this.#closed = true;
-    return Promise.resolve();
+    return this.#ownership.close();
   }
 
   /** Same as {@linkcode DynamoDBStateStore.close}, for `await using`. */

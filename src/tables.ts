@@ -104,7 +104,7 @@ export async function ensureTtl(
  *
  * try {
  *   await using _store = await DynamoDBStore.create({
- *     endpoint: "http://127.0.0.1:8000",
+ *     endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *     ensureTables: false,
  *   });
  * } catch (error) {
