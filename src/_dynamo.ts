@@ -5,6 +5,8 @@ import {
   BatchGetItemCommand,
   BatchWriteItemCommand,
   type KeysAndAttributes,
+  ScanCommand,
+  type ScanCommandInput,
   type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, type BackoffOptions, sleep } from "./_backoff.ts";
@@ -131,4 +133,15 @@ export async function eachConcurrently<T>(
     while (next < items.length) await task(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+/** Scans the whole table, handing each page to `take` (a page is dropped before the next). */
+export async function scanAll(
+  client: DynamoDBSender,
+  input: ScanCommandInput,
+  take: (items: Item[]) => void,
+): Promise<void> {
+  const scan = (start: Item | undefined) =>
+    client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+  for await (const page of pages(scan)) take(page.Items ?? []);
 }

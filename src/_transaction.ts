@@ -30,7 +30,7 @@ import {
 import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
-import type { CommitChanges } from "./types.ts";
+import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "./types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */
 export interface TxContext {
@@ -97,49 +97,27 @@ export function claimCommit(exe: unknown): () => void {
 
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
+  const plan = encodeCommit(exe, changes);
+  checkCommitLimits(ctx, plan);
+  return plan;
+}
+
+/** Checks the commit's input and encodes it, field by field in the order errors name them. */
+function encodeCommit(exe: Execution, changes: CommitChanges): CommitPlan {
   checkObject("exe", exe);
   const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
   const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
   checkObject("changes", changes);
-  const list = <T>(field: string, value: T[] | undefined): T[] => {
-    if (value === undefined) return [];
-    if (!Array.isArray(value)) {
-      throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
-    }
-    return value;
-  };
   const plan: CommitPlan = {
     id,
     expected,
     next: expected + 1,
     data: toJson("exe", { ...exe, version: expected + 1 }),
     definitionId,
-    emits: list("emits", changes.emits).map((emit, i) => {
-      const field = `changes.emits[${i}]`;
-      checkObject(field, emit);
-      const target = emit.target === null
-        ? null
-        : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
-      const event = checkObject(`${field}.event`, emit.event);
-      checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
-      return { target, event: toJson(`${field}.event`, event) };
-    }),
-    spawns: list("spawns", changes.spawns).map((spawn, i) => {
-      const field = `changes.spawns[${i}]`;
-      checkObject(field, spawn);
-      if (typeof spawn.rootPath !== "string") {
-        throw new TypeError(
-          `${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`,
-        );
-      }
-      return {
-        childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
-        rootPath: spawn.rootPath,
-        context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
-      };
-    }),
+    emits: listOf("emits", changes.emits).map(encodeEmit),
+    spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
     timers: new Map(),
   };
   if (changes.processedEventId !== undefined) {
@@ -149,14 +127,57 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
       LIMITS.sortKeyBytes,
     );
   }
-  list("timers", changes.timers).forEach((timer, i) => {
+  plan.timers = encodeTimers(listOf("timers", changes.timers));
+  if (changes.trace !== undefined) {
+    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
+  }
+  return plan;
+}
+
+/** `changes[field]`: absent is empty, anything but an array is refused. */
+function listOf<T>(field: string, value: T[] | undefined): T[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function encodeEmit(emit: Emit, i: number): CommitPlan["emits"][number] {
+  const field = `changes.emits[${i}]`;
+  checkObject(field, emit);
+  const target = emit.target === null
+    ? null
+    : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
+  const event = checkObject(`${field}.event`, emit.event);
+  checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+  return { target, event: toJson(`${field}.event`, event) };
+}
+
+function encodeSpawn(spawn: SpawnIntent, i: number): CommitPlan["spawns"][number] {
+  const field = `changes.spawns[${i}]`;
+  checkObject(field, spawn);
+  if (typeof spawn.rootPath !== "string") {
+    throw new TypeError(`${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`);
+  }
+  return {
+    childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
+    rootPath: spawn.rootPath,
+    context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
+  };
+}
+
+/** Timer changes by path (the last mention of a path wins): fire time, or null to cancel. */
+function encodeTimers(timers: TimerChange[]): Map<string, number | null> {
+  const byPath = new Map<string, number | null>();
+  timers.forEach((timer, i) => {
     const field = `changes.timers[${i}]`;
     checkObject(field, timer);
     const path = checkKey(`${field}.path`, timer.path, LIMITS.sortKeyBytes);
-    plan.timers.delete(path); // keep the order of last mention
+    byPath.delete(path); // keep the order of last mention
     if (timer.action === "schedule") {
-      plan.timers.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
-    } else if (timer.action === "cancel") plan.timers.set(path, null);
+      byPath.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
+    } else if (timer.action === "cancel") byPath.set(path, null);
     else {
       throw new TypeError(
         `${field}.action must be "schedule" or "cancel", got ${
@@ -165,54 +186,53 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
       );
     }
   });
-  if (changes.trace !== undefined) {
-    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
-  }
+  return byPath;
+}
 
-  // Checked on the largest encoding each item can get, so no send can fail on size.
+/**
+ * Refuses a commit DynamoDB would: more items than a transaction holds, an item over 400 KB,
+ * or more than 4 MB in all. Checked on the largest encoding each item can get (every seq and
+ * index at its maximum), so that no send can fail on size.
+ */
+function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
   const max = Number.MAX_SAFE_INTEGER;
-  const { items } = buildTransaction(ctx, plan, {
+  const { items, roles } = buildTransaction(ctx, plan, {
     outbox: { seqs: plan.emits.map(() => max), fresh: false },
     spawns: { seqs: plan.spawns.map(() => max), fresh: false },
     head: plan.trace === undefined ? undefined : { last: max - 2 },
   });
-  const count = items.length;
-  if (count > LIMITS.transactionItems) {
+  if (items.length > LIMITS.transactionItems) {
+    const count = (role: Role) => roles.filter((r) => r === role).length;
     throw new RangeError(
-      `commit of execution ${
-        JSON.stringify(id)
-      } needs ${count} transaction items (1 execution, ${plan.emits.length} emits, ${plan.spawns.length} spawns, ${
-        plan.processedEventId ? 1 : 0
-      } dedupe mark, ${plan.timers.size} timers, ${
-        count - 1 - plan.emits.length - plan.spawns.length - (plan.processedEventId ? 1 : 0) -
-        plan.timers.size
-      } trace); a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
+      `commit of execution ${JSON.stringify(plan.id)} needs ${items.length} transaction items ` +
+        `(1 execution, ${count("outbox")} emits, ${count("spawn")} spawns, ` +
+        `${count("processed")} dedupe mark, ${count("timer")} timers, ${count("trace")} trace); ` +
+        `a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
     );
   }
+  // The execution item is an Update: sized as the whole item it leaves behind.
+  const executionItem: Item = {
+    [EXECUTION.data]: S(plan.data),
+    [EXECUTION.definitionId]: S(plan.definitionId),
+    [EXECUTION.version]: N(max),
+    [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
+    [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
+    [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
+  };
   let total = 0;
   items.forEach((item, i) => {
     const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
       item.ConditionCheck?.Key ?? {};
-    const extra: Item = item.Update
-      ? {
-        [EXECUTION.data]: S(plan.data),
-        [EXECUTION.definitionId]: S(plan.definitionId),
-        [EXECUTION.version]: N(max),
-        [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
-        [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
-        [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
-      }
-      : {};
+    const extra = item.Update ? executionItem : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
   });
   if (total > LIMITS.transactionBytes) {
     throw new RangeError(
       `commit of execution ${
-        JSON.stringify(id)
+        JSON.stringify(plan.id)
       } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
     );
   }
-  return plan;
 }
 
 /**

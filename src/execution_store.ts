@@ -9,12 +9,10 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   QueryCommand,
-  type QueryCommandOutput,
   ScanCommand,
   type ScanCommandInput,
   type TransactWriteItem,
   TransactWriteItemsCommand,
-  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
 import { Lru } from "./_lru.ts";
@@ -31,18 +29,7 @@ import {
   toJson,
 } from "./_validate.ts";
 import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
-import {
-  batchGet,
-  batchWrite,
-  chunks,
-  eachConcurrently,
-  isNamed,
-  isUnreachable,
-  type Item,
-  N,
-  pages,
-  S,
-} from "./_dynamo.ts";
+import { batchGet, isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
@@ -60,10 +47,18 @@ import {
   ensureTtl,
   type ExecutionTables,
   executionTables,
-  IndexNotFound,
 } from "./tables.ts";
-import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
+import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
+import {
+  backfillTimerShards,
+  deleteSeqs,
+  dueByScan,
+  dueFromIndex,
+  lowestSeqItems,
+  type Reads,
+  type TimerReads,
+} from "./_table_reads.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
 import {
   EXECUTION,
@@ -74,7 +69,6 @@ import {
   processedKey,
   spawnFromItem,
   TIMER,
-  timerFromItem,
   timerKey,
   traceItem,
   traceStepFromItem,
@@ -104,7 +98,7 @@ import type {
   ReadLimitOptions,
   Timer,
 } from "./types.ts";
-import { byFireAt, bySeq, Lowest, readLimit } from "./_bounded.ts";
+import { readLimit } from "./_bounded.ts";
 
 /**
  * Options of {@linkcode DynamoDBStore}.
@@ -243,6 +237,8 @@ export class DynamoDBStore implements ExecutionStore {
   // at: a commit from that version can trust it (anyone else's commit moved the version).
   readonly #traceHeads = new Lru<string, { last: number; version: number | null }>(10_000);
   readonly #tx: TxContext;
+  readonly #reads: Reads;
+  readonly #timerReads: TimerReads;
   readonly #timerIndex: boolean;
 
   /**
@@ -284,6 +280,12 @@ export class DynamoDBStore implements ExecutionStore {
       traceMax: this.traceMax,
       processedTtl: this.#processedTtl,
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
+    };
+    this.#reads = { client: this.#client, consistent: this.#consistent };
+    this.#timerReads = {
+      ...this.#reads,
+      table: this.tables.timers.name,
+      shards: this.#tx.timerShards,
     };
     this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
@@ -353,55 +355,7 @@ export class DynamoDBStore implements ExecutionStore {
     }
     if (this.#timerIndex) {
       await ensureIndex(this.#client, this.tables.timers.name, TIMER_INDEX);
-      await this.#backfillTimerShards();
-    }
-  }
-
-  /**
-   * Writes `timer_shard` onto timers armed without it (by older deploys or the Python store),
-   * each guarded by its `fire_at`: a timer re-scheduled or cancelled meanwhile is left alone,
-   * never clobbered or brought back.
-   */
-  async #backfillTimerShards(): Promise<void> {
-    const names = {
-      "#e": TIMER.executionId,
-      "#p": TIMER.path,
-      "#f": TIMER.fireAt,
-      "#s": TIMER.shard,
-    };
-    const scan = (start: Item | undefined) =>
-      this.#client.send(
-        new ScanCommand({
-          TableName: this.tables.timers.name,
-          FilterExpression: "attribute_not_exists(#s)",
-          ProjectionExpression: "#e, #p, #f",
-          ExpressionAttributeNames: names,
-          ConsistentRead: this.#consistent,
-          ExclusiveStartKey: start,
-        }),
-      );
-    for await (const page of pages(scan)) {
-      await eachConcurrently(page.Items ?? [], ACK_CONCURRENCY, async (item) => {
-        const { executionId, path } = timerFromItem(item), fireAt = item[TIMER.fireAt];
-        if (executionId === "" || path === "" || fireAt?.N === undefined) return;
-        try {
-          await this.#client.send(
-            new UpdateItemCommand({
-              TableName: this.tables.timers.name,
-              Key: timerKey(executionId, path),
-              UpdateExpression: "SET #s = :s",
-              ConditionExpression: "#f = :f AND attribute_not_exists(#s)",
-              ExpressionAttributeNames: { "#f": TIMER.fireAt, "#s": TIMER.shard },
-              ExpressionAttributeValues: {
-                ":f": fireAt,
-                ":s": N(timerShard(executionId, path, this.#tx.timerShards)),
-              },
-            }),
-          );
-        } catch (error) {
-          if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-        }
-      });
+      await backfillTimerShards(this.#timerReads);
     }
   }
 
@@ -888,7 +842,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
-    const items = await this.#lowestSeqItems(this.tables.outbox.name, readLimit(options));
+    const items = await lowestSeqItems(this.#reads, this.tables.outbox.name, readLimit(options));
     return items.map(outboxFromItem);
   }
 
@@ -905,7 +859,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
-    await this.#deleteSeqs(this.tables.outbox.name, "seq", seq);
+    await deleteSeqs(this.#client, this.tables.outbox.name, "seq", seq);
   }
 
   /**
@@ -924,7 +878,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
-    const items = await this.#lowestSeqItems(this.tables.spawns.name, readLimit(options));
+    const items = await lowestSeqItems(this.#reads, this.tables.spawns.name, readLimit(options));
     return items.map(spawnFromItem);
   }
 
@@ -941,7 +895,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
-    await this.#deleteSeqs(this.tables.spawns.name, "seq", seq);
+    await deleteSeqs(this.#client, this.tables.spawns.name, "seq", seq);
   }
 
   /**
@@ -966,58 +920,8 @@ export class DynamoDBStore implements ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    if (this.#timerIndex && !options?.scan) return await this.#dueFromIndex(now, limit);
-    return await this.#dueTimersByScan(now, limit);
-  }
-
-  /**
-   * The `limit` earliest due timers, read from the timer index: one Query per shard (in
-   * parallel), each reading at most `limit` index entries, merged by due time. The index is
-   * eventually consistent: a timer may show a sweep late, or still show after a re-schedule
-   * or cancel; `deleteTimer`'s guard on `fire_at` makes the stale entry lose.
-   */
-  async #dueFromIndex(now: number, limit: number): Promise<Timer[]> {
-    const shards = Array.from({ length: this.#tx.timerShards }, (_, shard) => shard);
-    const due = new Lowest<Timer>(limit, byFireAt);
-    await eachConcurrently(shards, ACK_CONCURRENCY, async (shard) => {
-      let found = 0;
-      const query = (start: Item | undefined) =>
-        this.#queryIndex(
-          new QueryCommand({
-            TableName: this.tables.timers.name,
-            IndexName: TIMER_INDEX.name,
-            KeyConditionExpression: "#s = :s AND #f <= :now",
-            ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
-            ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
-            Limit: limit === Infinity ? undefined : limit - found,
-            ExclusiveStartKey: start,
-          }),
-        );
-      for await (const page of pages(query)) {
-        for (const item of page.Items ?? []) {
-          due.offer(timerFromItem(item));
-          found++;
-        }
-        if (found >= limit) break;
-      }
-    });
-    return due.sorted();
-  }
-
-  async #queryIndex(query: QueryCommand): Promise<QueryCommandOutput> {
-    try {
-      return await this.#client.send(query);
-    } catch (error) {
-      if (!(isNamed(error, "ValidationException") && /specified index/.test(String(error)))) {
-        throw error;
-      }
-      throw new IndexNotFound(
-        this.tables.timers.name,
-        TIMER_INDEX.name,
-        "run ensureTables() of a store with timerIndex: true",
-        { cause: error },
-      );
-    }
+    if (this.#timerIndex && !options?.scan) return await dueFromIndex(this.#timerReads, now, limit);
+    return await dueByScan(this.#timerReads, now, limit);
   }
 
   /**
@@ -1082,101 +986,10 @@ export class DynamoDBStore implements ExecutionStore {
   #open(method: string): void {
     this.#ownership.open(method);
   }
-
-  /**
-   * The items of the `limit` lowest seqs of a seq-keyed table, ascending. A keys-only scan
-   * keeps the lowest seqs in a bounded heap (one page and `limit` numbers in memory), then
-   * BatchGetItem reads their bodies; an entry acknowledged in between is left out.
-   */
-  async #lowestSeqItems(table: string, limit: number): Promise<Item[]> {
-    if (limit === Infinity) {
-      const all: Item[] = [];
-      await this.#scanPages({ TableName: table }, (items) => all.push(...items));
-      return all.sort((a, b) => Number(a.seq?.N) - Number(b.seq?.N));
-    }
-    const lowest = new Lowest(limit, bySeq);
-    await this.#scanPages(
-      { TableName: table, ProjectionExpression: "#s", ExpressionAttributeNames: { "#s": "seq" } },
-      (items) => {
-        for (const item of items) lowest.offer(Number(item.seq?.N));
-      },
-    );
-    const seqs = lowest.sorted();
-    const found = new Map<number, Item>();
-    await eachConcurrently(chunks(seqs, LIMITS.batchGetKeys), GET_CONCURRENCY, (chunk) =>
-      batchGet(
-        this.#client,
-        {
-          [table]: {
-            Keys: chunk.map((seq) => ({ seq: N(seq) })),
-            ConsistentRead: this.#consistent,
-          },
-        },
-        (responses) => {
-          for (const item of responses[table] ?? []) found.set(Number(item.seq?.N), item);
-        },
-      ));
-    return seqs.flatMap((seq): Item[] => {
-      const item = found.get(seq);
-      return item ? [item] : [];
-    });
-  }
-
-  /** Due timers by a projected scan of the timers table, the `limit` earliest kept in a heap. */
-  async #dueTimersByScan(now: number, limit: number): Promise<Timer[]> {
-    const due = new Lowest<Timer>(limit, byFireAt);
-    await this.#scanPages({
-      TableName: this.tables.timers.name,
-      ProjectionExpression: "#e, #p, #f",
-      FilterExpression: "#f <= :now",
-      ExpressionAttributeNames: { "#e": TIMER.executionId, "#p": TIMER.path, "#f": TIMER.fireAt },
-      ExpressionAttributeValues: { ":now": N(now) },
-    }, (items) => {
-      for (const item of items) {
-        due.offer(timerFromItem(item));
-      }
-    });
-    return due.sorted();
-  }
-
-  /** Scans the whole table, handing each page to `take` (a page is dropped before the next). */
-  async #scanPages(input: ScanCommandInput, take: (items: Item[]) => void): Promise<void> {
-    const scan = (start: Item | undefined) =>
-      this.#client.send(
-        new ScanCommand({ ...input, ConsistentRead: this.#consistent, ExclusiveStartKey: start }),
-      );
-    for await (const page of pages(scan)) take(page.Items ?? []);
-  }
-
-  /** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
-  async #deleteSeqs(table: string, key: string, seq: number | number[]): Promise<void> {
-    const given = Array.isArray(seq) ? seq : [seq];
-    // Checked before removing duplicates, so the error names the caller's own position.
-    given.forEach((s, i) =>
-      checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
-    );
-    const seqs = [...new Set(given)];
-    // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
-    await eachConcurrently(
-      chunks(seqs, LIMITS.batchWriteItems),
-      ACK_CONCURRENCY,
-      (batch) =>
-        batchWrite(
-          this.#client,
-          table,
-          batch.map((s) => ({ DeleteRequest: { Key: { [key]: N(s) } } })),
-        ),
-    );
-  }
 }
 
 /** The waits between re-sends of a commit DynamoDB cancelled for a transaction conflict. */
 const COMMIT_CONFLICT_BACKOFF = { minDelayMs: 20, maxDelayMs: 1000 };
-
-/** How many BatchWriteItem calls an ack keeps in flight. */
-const ACK_CONCURRENCY = 16;
-/** How many BatchGetItem calls a bounded read keeps in flight. */
-const GET_CONCURRENCY = 4;
 
 /** The most timer shards: a sweep pays one Query per shard. */
 const MAX_TIMER_SHARDS = 1000;
