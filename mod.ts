@@ -22,4 +22,4 @@ export type { BackoffOptions, ClientConfig, ConnectOptions } from "./src/connect
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/tables.ts";
-export { TableNotFound } from "./src/tables.ts";
+export { IndexNotFound, TableNotFound } from "./src/tables.ts";

@@ -1,4 +1,4 @@
-// Exponential backoff with full jitter, written here because jsr:@std/async cannot be reached.
+// Exponential backoff with equal jitter, written here because jsr:@std/async cannot be reached.
 
 /**
  * How a retry loop waits between attempts.
@@ -8,7 +8,7 @@
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({
- *   endpoint: "http://127.0.0.1:8000",
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *   backoff: { minDelayMs: 250, maxDelayMs: 5000, multiplier: 2 },
  * });
  * ```
@@ -22,11 +22,15 @@ export interface BackoffOptions {
   multiplier?: number;
 }
 
-/** The delay before retry number `attempt` (0-based): a random share of the capped exponential. */
+/**
+ * The delay before retry number `attempt` (0-based): "equal jitter", half the capped
+ * exponential plus a random share of the other half.
+ */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
   const { minDelayMs = 100, maxDelayMs = 2000, multiplier = 2 } = options;
   const ceiling = Math.min(maxDelayMs, minDelayMs * multiplier ** attempt);
-  // Full jitter spreads retries of racing writers apart instead of lining them up.
+  // The random half spreads racing writers apart; the fixed half keeps each wait from
+  // collapsing to nothing, so a retry never hammers a throttled table.
   return ceiling / 2 + Math.random() * ceiling / 2;
 }
 

@@ -2,6 +2,8 @@
 // steady-state commit a single call. Seqs a store hands out only ever rise.
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBSender } from "./connect.ts";
+import { N, S } from "./_dynamo.ts";
+import { COUNTER } from "./_layout.ts";
 
 export class SeqBlocks {
   #next = 1;
@@ -47,14 +49,14 @@ export class SeqBlocks {
     const result = await this.client.send(
       new UpdateItemCommand({
         TableName: this.table,
-        Key: { id: { S: this.counterId } },
+        Key: { [COUNTER.id]: S(this.counterId) },
         UpdateExpression: "ADD #n :k",
-        ExpressionAttributeNames: { "#n": "n" },
-        ExpressionAttributeValues: { ":k": { N: String(size) } },
+        ExpressionAttributeNames: { "#n": COUNTER.n },
+        ExpressionAttributeValues: { ":k": N(size) },
         ReturnValues: "UPDATED_NEW",
       }),
     );
-    const end = Number(result.Attributes?.n?.N);
+    const end = Number(result.Attributes?.[COUNTER.n]?.N);
     // Blocks can come back out of order under concurrency; only a later block replaces ours.
     if (end > this.#end) {
       this.#end = end;

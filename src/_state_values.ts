@@ -401,3 +401,17 @@ export function stateOptions<T extends object>(options: T | null | undefined): P
   }
   return options;
 }
+
+/** A `keys()` pattern: a glob string. */
+export function checkPattern(pattern: unknown): string {
+  if (typeof pattern !== "string") {
+    throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
+  }
+  return pattern;
+}
+
+/** The fields `hdel` removes: at least one, each a valid field name, duplicates dropped. */
+export function checkHdelFields(fields: unknown[]): string[] {
+  if (fields.length === 0) throw new TypeError("hdel needs at least one field");
+  return [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+}

@@ -1,6 +1,21 @@
 // The commit's transaction: checking the input, then laying out its items. Shared by
 // DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
-import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { type Item, N, S } from "./_attributes.ts";
+import {
+  EXECUTION,
+  executionKey,
+  outboxItem,
+  processedItem,
+  put,
+  SEQ_PLACEHOLDER,
+  spawnItem,
+  timerItem,
+  timerKey,
+  TRACE,
+  traceItem,
+  traceKey,
+} from "./_layout.ts";
 import {
   checkEventBody,
   checkExecution,
@@ -16,7 +31,7 @@ import {
 import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
-import type { CommitChanges } from "./types.ts";
+import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "./types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */
 export interface TxContext {
@@ -27,7 +42,6 @@ export interface TxContext {
   timerShards: number;
 }
 
-export type Item = Record<string, AttributeValue>;
 export type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
 
 /** A commit checked and encoded, before seqs and the trace index are known. */
@@ -59,7 +73,7 @@ export interface TraceHead {
  * module appended (-1: unknown, after a step written at a caller's index). Commits that trust
  * a cached ring end check it; the seed neither writes nor reads it.
  */
-export const TRACE_END = "trace_end";
+export const TRACE_END = EXECUTION.traceEnd;
 
 // Executions whose commit has not finished, in any store of this process: a second commit of
 // the same object (a missing `await`) would carry the same version and lose a confusing race.
@@ -101,13 +115,15 @@ function checkVersionWritable(exe: object): void {
   }
 }
 
-export const S = (value: string): AttributeValue => ({ S: value });
-export const N = (value: number): AttributeValue => ({ N: String(value) });
-/** The largest seq's encoding, for size checks made before seqs are known. */
-export const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
-
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
+  const plan = encodeCommit(exe, changes);
+  checkCommitLimits(ctx, plan);
+  return plan;
+}
+
+/** Checks the commit's input and encodes it, field by field in the order errors name them. */
+function encodeCommit(exe: Execution, changes: CommitChanges): CommitPlan {
   checkObject("exe", exe);
   const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
   const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
@@ -115,44 +131,14 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
   checkObject("changes", changes);
-  const list = <T>(field: string, value: T[] | undefined): T[] => {
-    if (value === undefined) return [];
-    if (!Array.isArray(value)) {
-      throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
-    }
-    return value;
-  };
   const plan: CommitPlan = {
     id,
     expected,
     next: expected + 1,
     data: toJson("exe", { ...exe, version: expected + 1 }),
     definitionId,
-    emits: list("emits", changes.emits).map((emit, i) => {
-      const field = `changes.emits[${i}]`;
-      checkObject(field, emit);
-      const target = emit.target === null
-        ? null
-        : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
-      const event = checkObject(`${field}.event`, emit.event);
-      checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
-      checkEventBody(`${field}.event`, event);
-      return { target, event: toJson(`${field}.event`, event) };
-    }),
-    spawns: list("spawns", changes.spawns).map((spawn, i) => {
-      const field = `changes.spawns[${i}]`;
-      checkObject(field, spawn);
-      if (typeof spawn.rootPath !== "string") {
-        throw new TypeError(
-          `${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`,
-        );
-      }
-      return {
-        childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
-        rootPath: spawn.rootPath,
-        context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
-      };
-    }),
+    emits: listOf("emits", changes.emits).map(encodeEmit),
+    spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
     timers: new Map(),
   };
   if (changes.processedEventId !== undefined) {
@@ -162,14 +148,58 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
       LIMITS.sortKeyBytes,
     );
   }
-  list("timers", changes.timers).forEach((timer, i) => {
+  plan.timers = encodeTimers(listOf("timers", changes.timers));
+  if (changes.trace !== undefined) {
+    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
+  }
+  return plan;
+}
+
+/** `changes[field]`: absent is empty, anything but an array is refused. */
+function listOf<T>(field: string, value: T[] | undefined): T[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function encodeEmit(emit: Emit, i: number): CommitPlan["emits"][number] {
+  const field = `changes.emits[${i}]`;
+  checkObject(field, emit);
+  const target = emit.target === null
+    ? null
+    : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
+  const event = checkObject(`${field}.event`, emit.event);
+  checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+  checkEventBody(`${field}.event`, event);
+  return { target, event: toJson(`${field}.event`, event) };
+}
+
+function encodeSpawn(spawn: SpawnIntent, i: number): CommitPlan["spawns"][number] {
+  const field = `changes.spawns[${i}]`;
+  checkObject(field, spawn);
+  if (typeof spawn.rootPath !== "string") {
+    throw new TypeError(`${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`);
+  }
+  return {
+    childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
+    rootPath: spawn.rootPath,
+    context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
+  };
+}
+
+/** Timer changes by path (the last mention of a path wins): fire time, or null to cancel. */
+function encodeTimers(timers: TimerChange[]): Map<string, number | null> {
+  const byPath = new Map<string, number | null>();
+  timers.forEach((timer, i) => {
     const field = `changes.timers[${i}]`;
     checkObject(field, timer);
     const path = checkKey(`${field}.path`, timer.path, LIMITS.sortKeyBytes);
-    plan.timers.delete(path); // keep the order of last mention
+    byPath.delete(path); // keep the order of last mention
     if (timer.action === "schedule") {
-      plan.timers.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
-    } else if (timer.action === "cancel") plan.timers.set(path, null);
+      byPath.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
+    } else if (timer.action === "cancel") byPath.set(path, null);
     else {
       throw new TypeError(
         `${field}.action must be "schedule" or "cancel", got ${
@@ -178,69 +208,76 @@ export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChange
       );
     }
   });
-  if (changes.trace !== undefined) {
-    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
-  }
+  return byPath;
+}
 
-  // Checked on the largest encoding each item can get, so no send can fail on size.
+/**
+ * Refuses a commit DynamoDB would: more items than a transaction holds, an item over 400 KB,
+ * or more than 4 MB in all. Checked on the largest encoding each item can get (every seq and
+ * index at its maximum), so that no send can fail on size.
+ */
+function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
   const max = Number.MAX_SAFE_INTEGER;
-  const { items } = buildTransaction(
-    ctx,
-    plan,
-    plan.emits.map(() => max),
-    plan.spawns.map(() => max),
-    plan.trace === undefined ? undefined : { last: max - 2 },
-    false,
-    false,
-  );
-  const count = items.length;
-  if (count > LIMITS.transactionItems) {
+  const { items, roles } = buildTransaction(ctx, plan, {
+    outbox: { seqs: plan.emits.map(() => max), fresh: false },
+    spawns: { seqs: plan.spawns.map(() => max), fresh: false },
+    head: plan.trace === undefined ? undefined : { last: max - 2 },
+  });
+  if (items.length > LIMITS.transactionItems) {
+    const count = (role: Role) => roles.filter((r) => r === role).length;
     throw new RangeError(
-      `commit of execution ${
-        JSON.stringify(id)
-      } needs ${count} transaction items (1 execution, ${plan.emits.length} emits, ${plan.spawns.length} spawns, ${
-        plan.processedEventId ? 1 : 0
-      } dedupe mark, ${plan.timers.size} timers, ${
-        count - 1 - plan.emits.length - plan.spawns.length - (plan.processedEventId ? 1 : 0) -
-        plan.timers.size
-      } trace); a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
+      `commit of execution ${JSON.stringify(plan.id)} needs ${items.length} transaction items ` +
+        `(1 execution, ${count("outbox")} emits, ${count("spawn")} spawns, ` +
+        `${count("processed")} dedupe mark, ${count("timer")} timers, ${count("trace")} trace); ` +
+        `a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
     );
   }
+  // The execution item is an Update: sized as the whole item it leaves behind.
+  const executionItem: Item = {
+    [EXECUTION.data]: S(plan.data),
+    [EXECUTION.definitionId]: S(plan.definitionId),
+    [EXECUTION.version]: N(max),
+    [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
+    [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
+    [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
+  };
   let total = 0;
   items.forEach((item, i) => {
     const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
       item.ConditionCheck?.Key ?? {};
-    const extra: Item = item.Update
-      ? {
-        data: S(plan.data),
-        definition_id: S(plan.definitionId),
-        version: N(max),
-        outbox_hwm: SEQ_PLACEHOLDER,
-        spawn_hwm: SEQ_PLACEHOLDER,
-        [TRACE_END]: SEQ_PLACEHOLDER,
-      }
-      : {};
+    const extra = item.Update ? executionItem : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
   });
   if (total > LIMITS.transactionBytes) {
     throw new RangeError(
       `commit of execution ${
-        JSON.stringify(id)
+        JSON.stringify(plan.id)
       } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
     );
   }
-  return plan;
+}
+
+/**
+ * Seqs for one kind of entry (outbox or spawn), ascending. `fresh` when they come from a block
+ * reserved after this commit saw the execution's watermark: then they need not exceed it.
+ */
+export interface SeqRun {
+  seqs: number[];
+  fresh: boolean;
+}
+
+/** Where a commit's entries go: their seqs, and the trace ring's end (for a traced commit). */
+export interface Placement {
+  outbox: SeqRun;
+  spawns: SeqRun;
+  head: TraceHead | undefined;
 }
 
 /** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
 export function buildTransaction(
   ctx: TxContext,
   plan: CommitPlan,
-  outbox: number[],
-  spawns: number[],
-  head: TraceHead | undefined,
-  freshOutbox: boolean,
-  freshSpawns: boolean,
+  { outbox, spawns, head }: Placement,
 ): { items: TransactWriteItem[]; roles: Role[] } {
   const t = ctx.tables;
   const items: TransactWriteItem[] = [];
@@ -251,15 +288,15 @@ export function buildTransaction(
   };
 
   const names: Record<string, string> = {
-    "#d": "data",
-    "#v": "version",
-    "#def": "definition_id",
+    "#d": EXECUTION.data,
+    "#v": EXECUTION.version,
+    "#def": EXECUTION.definitionId,
   };
   const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
   const sets = ["#d = :d", "#v = :v", "#def = :def"];
   const conditions: string[] = [];
   if (plan.expected === 0) {
-    names["#id"] = "id";
+    names["#id"] = EXECUTION.id;
     conditions.push("attribute_not_exists(#id)");
   } else {
     values[":ov"] = N(plan.expected);
@@ -267,7 +304,7 @@ export function buildTransaction(
   }
   // Per-execution seq order across processes: each execution remembers its highest seq,
   // and a commit must bring higher ones (or a block reserved after it saw that item).
-  const watermark = (attr: string, alias: string, seqs: number[], fresh: boolean) => {
+  const watermark = (attr: string, alias: string, { seqs, fresh }: SeqRun) => {
     if (seqs.length === 0 && plan.expected !== 0) return;
     names[`#${alias}`] = attr;
     values[`:${alias}`] = N(seqs.at(-1) ?? 0);
@@ -277,8 +314,8 @@ export function buildTransaction(
       conditions.push(`#${alias} < :${alias}f`);
     }
   };
-  watermark("outbox_hwm", "oh", outbox, freshOutbox);
-  watermark("spawn_hwm", "sh", spawns, freshSpawns);
+  watermark(EXECUTION.outboxHwm, "oh", outbox);
+  watermark(EXECUTION.spawnHwm, "sh", spawns);
   if (plan.trace !== undefined && head !== undefined) {
     names["#te"] = TRACE_END;
     values[":te"] = N(head.last + 1);
@@ -291,7 +328,7 @@ export function buildTransaction(
   add("execution", {
     Update: {
       TableName: t.executions.name,
-      Key: { id: S(plan.id) },
+      Key: executionKey(plan.id),
       UpdateExpression: `SET ${sets.join(", ")}`,
       ConditionExpression: conditions.join(" AND "),
       ExpressionAttributeNames: names,
@@ -300,60 +337,61 @@ export function buildTransaction(
     },
   });
   plan.emits.forEach((emit, i) =>
-    add("outbox", {
-      Put: {
-        TableName: t.outbox.name,
-        Item: {
-          seq: N(outbox[i]!),
-          target_id: emit.target === null ? { NULL: true } : S(emit.target),
-          event: S(emit.event),
-        },
-      },
-    })
+    add("outbox", put(t.outbox.name, outboxItem(outbox.seqs[i]!, emit.target, emit.event)))
   );
   plan.spawns.forEach((spawn, i) =>
-    add("spawn", {
-      Put: {
-        TableName: t.spawns.name,
-        Item: {
-          seq: N(spawns[i]!),
-          parent_id: S(plan.id),
-          child_id: S(spawn.childId),
-          root_path: S(spawn.rootPath),
-          context: S(spawn.context),
-        },
-      },
-    })
+    add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn)))
   );
   if (plan.processedEventId !== undefined) {
-    const item: Item = { execution_id: S(plan.id), event_id: S(plan.processedEventId) };
-    if (ctx.processedTtl !== null) {
-      item.ttl = N(Math.floor(Date.now() / 1000) + ctx.processedTtl);
-    }
-    add("processed", { Put: { TableName: t.processed.name, Item: item } });
+    const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl);
+    add("processed", put(t.processed.name, mark));
   }
   for (const [path, fireAt] of plan.timers) {
-    const key = { execution_id: S(plan.id), path: S(path) };
     add(
       "timer",
-      fireAt === null ? { Delete: { TableName: t.timers.name, Key: key } } : {
-        Put: {
-          TableName: t.timers.name,
-          // timer_shard: the timer index's key, written even with the index off, so that a
-          // rolling deploy turning it on finds every timer this module armed.
-          Item: {
-            ...key,
-            fire_at: N(fireAt),
-            timer_shard: N(timerShard(plan.id, path, ctx.timerShards)),
-          },
-        },
-      },
+      fireAt === null
+        ? { Delete: { TableName: t.timers.name, Key: timerKey(plan.id, path) } }
+        : put(
+          t.timers.name,
+          timerItem(plan.id, path, fireAt, timerShard(plan.id, path, ctx.timerShards)),
+        ),
     );
   }
   if (plan.trace !== undefined && head !== undefined) {
     for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
   }
   return { items, roles };
+}
+
+/** Why the execution item's condition failed (see {@linkcode executionRefusal}). */
+export type ExecutionRefusal =
+  /** The stored version is not the expected one (or the item exists for an insert): a lost race. */
+  | { reason: "version"; found: number | null }
+  /** A trace step was appended outside a commit since this store cached the ring's end. */
+  | { reason: "traceEnd" }
+  /** The execution was last written with later seqs (another process's block, or the seed). */
+  | { reason: "watermark"; outbox: boolean; spawns: boolean };
+
+/**
+ * Why the execution item's condition failed, told from the item DynamoDB found (`ALL_OLD`):
+ * the conditions {@linkcode buildTransaction} wrote, checked in the same order.
+ */
+export function executionRefusal(
+  plan: CommitPlan,
+  { outbox, spawns, head }: Placement,
+  old: Item | undefined,
+): ExecutionRefusal {
+  const found = old?.version?.N === undefined ? null : Number(old.version.N);
+  if (plan.expected === 0 || found !== plan.expected) return { reason: "version", found };
+  if (head?.cached && old?.[TRACE_END]?.N !== String(head.last)) return { reason: "traceEnd" };
+  const stale = ({ seqs, fresh }: SeqRun, hwm: Item[string] | undefined) =>
+    !fresh && seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
+  const watermark = {
+    reason: "watermark" as const,
+    outbox: stale(outbox, old?.outbox_hwm),
+    spawns: stale(spawns, old?.spawn_hwm),
+  };
+  return watermark.outbox || watermark.spawns ? watermark : { reason: "version", found };
 }
 
 /**
@@ -371,13 +409,13 @@ export function traceItems(
   entry: string,
 ): TransactWriteItem[] {
   const table = ctx.tables.trace.name;
-  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-  const names = { "#i": "idx" };
+  const key = (idx: number) => traceKey(id, idx);
+  const names = { "#i": TRACE.idx };
   const index = head.last + 1;
   const items: TransactWriteItem[] = [{
     Put: {
       TableName: table,
-      Item: { ...key(index), entry: S(entry) },
+      Item: traceItem(id, index, entry),
       ConditionExpression: "attribute_not_exists(#i)",
       ExpressionAttributeNames: names,
     },
@@ -408,10 +446,8 @@ export function tracePutAt(
   entry: string,
 ): TransactWriteItem[] {
   const table = ctx.tables.trace.name;
-  const key = (idx: number) => ({ execution_id: S(id), idx: N(idx) });
-  const items: TransactWriteItem[] = [{
-    Put: { TableName: table, Item: { ...key(index), entry: S(entry) } },
-  }];
+  const key = (idx: number) => traceKey(id, idx);
+  const items: TransactWriteItem[] = [put(table, traceItem(id, index, entry))];
   const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
   if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   return items;

@@ -46,15 +46,6 @@ export function checkField(field: unknown, name = "field"): string {
   return checkKey(name, field, 65_535);
 }
 
-/** Runs `body` now and hands back its result as a promise: errors become rejections. */
-export function settle<T>(body: () => T): Promise<T> {
-  try {
-    return Promise.resolve(body());
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
 /** The latest time DynamoDB-stored epoch seconds may hold: 9999-12-31T23:59:59Z. */
 export const MAX_EPOCH_SECONDS = 253_402_300_799;
 
@@ -295,4 +286,25 @@ export function checkExecution(
       fail(`invoke_seq.${key}`, "a number", value);
     }
   }
+}
+
+/** The most trace steps a ring keeps (`traceMax`). */
+const MAX_TRACE = 1_000_000;
+/** The longest dedupe-mark lifetime: ten years. */
+const MAX_PROCESSED_TTL = 10 * 365 * 86_400;
+
+/**
+ * The options both execution stores (DynamoDBStore, MemoryStore) take: `traceMax`
+ * (0..1,000,000) and `processedTtlSeconds` (null or 1 s..10 years), checked.
+ */
+export function checkExecutionStoreOptions(
+  traceMax: unknown,
+  processedTtlSeconds: unknown,
+): { traceMax: number; processedTtl: number | null } {
+  return {
+    traceMax: checkInteger("traceMax", traceMax, 0, MAX_TRACE),
+    processedTtl: processedTtlSeconds === null
+      ? null
+      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, MAX_PROCESSED_TTL),
+  };
 }

@@ -22,13 +22,15 @@
  */
 import { parseArgs } from "node:util";
 import {
-  type AttributeValue,
   type DynamoDBClient,
   QueryCommand,
   ScanCommand,
   type ScanCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { buildClient, checkSetup, isNamed, isUnreachable } from "./connect.ts";
+import { buildClient, checkSetup } from "./connect.ts";
+import { isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
+import { OUTBOX, TIMER, timerFromItem } from "./_layout.ts";
+import type { Timer } from "./types.ts";
 import { type Status, STATUSES } from "./documents.ts";
 import { DynamoDBStateStore } from "./state_store.ts";
 import { DynamoDBStore } from "./execution_store.ts";
@@ -70,7 +72,6 @@ class CliError extends Error {
   override name = "CliError";
 }
 
-type Item = Record<string, AttributeValue>;
 type Values = Record<string, string | boolean | undefined>;
 
 /** Where the CLI writes: stdout and stderr by default, capturable in tests. */
@@ -249,9 +250,10 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       const trace = await onTable(tables.trace.name, reader.readTrace(id));
       const timers = (await queryAll(client, {
         TableName: tables.timers.name,
-        KeyConditionExpression: "execution_id = :id",
-        ExpressionAttributeValues: { ":id": { S: id } },
-      })).map(toTimer);
+        KeyConditionExpression: "#e = :id",
+        ExpressionAttributeNames: { "#e": TIMER.executionId },
+        ExpressionAttributeValues: { ":id": S(id) },
+      })).map(timerFromItem);
       if (json) return print({ execution, trace, timers });
       out(JSON.stringify(execution, null, 2));
       out("");
@@ -265,9 +267,12 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       const spawns = await count(client, tables.spawns.name);
       const oldest = (await scanAll(client, { TableName: tables.outbox.name }))
         .map((item) => ({
-          seq: Number(item.seq?.N),
-          targetId: item.target_id?.S ?? null,
-          event: parseDocument(item.event?.S ?? "null") as { id?: string; kind?: string } | null,
+          // Read leniently (no JSON text shows as no event; Python's NaN as null): this command is for looking.
+          seq: Number(item[OUTBOX.seq]?.N),
+          targetId: item[OUTBOX.targetId]?.S ?? null,
+          event: parseDocument(item[OUTBOX.event]?.S ?? "null") as
+            | { id?: string; kind?: string }
+            | null,
         }))
         .sort((a, b) => a.seq - b.seq)
         .slice(0, limit);
@@ -291,11 +296,11 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       if (values.due) {
         Object.assign(input, {
           FilterExpression: "#f <= :now",
-          ExpressionAttributeNames: { "#f": "fire_at" },
-          ExpressionAttributeValues: { ":now": { N: String(now) } },
+          ExpressionAttributeNames: { "#f": TIMER.fireAt },
+          ExpressionAttributeValues: { ":now": N(now) },
         });
       }
-      const all = (await scanAll(client, input)).map(toTimer)
+      const all = (await scanAll(client, input)).map(timerFromItem)
         .sort((a, b) => a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId));
       const timers = all.slice(0, limit);
       if (json) return print({ total: all.length, timers });
@@ -318,7 +323,9 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
 }
 
 /** A client the store constructors accept for validating options; never sent on. */
-const PLACEHOLDER = { send: () => Promise.reject(new Error("not connected")) } as never;
+const PLACEHOLDER = {
+  send: () => Promise.reject(new CliError("not connected")),
+} as never;
 
 function usage<T>(check: () => T): T {
   try {
@@ -416,12 +423,9 @@ function scanAll(client: DynamoDBClient, input: ScanCommandInput): Promise<Item[
 
 async function scanPages(client: DynamoDBClient, input: ScanCommandInput): Promise<Item[]> {
   const items: Item[] = [];
-  let start: Item | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
-    items.push(...page.Items ?? []);
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const scan = (start: Item | undefined) =>
+    client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+  for await (const page of pages(scan)) items.push(...page.Items ?? []);
   return items;
 }
 
@@ -437,12 +441,9 @@ async function queryPages(
   input: ConstructorParameters<typeof QueryCommand>[0],
 ): Promise<Item[]> {
   const items: Item[] = [];
-  let start: Item | undefined;
-  do {
-    const page = await client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-    items.push(...page.Items ?? []);
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const query = (start: Item | undefined) =>
+    client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+  for await (const page of pages(query)) items.push(...page.Items ?? []);
   return items;
 }
 
@@ -453,32 +454,15 @@ function count(client: DynamoDBClient, tableName: string): Promise<number> {
 
 async function countPages(client: DynamoDBClient, tableName: string): Promise<number> {
   let total = 0;
-  let start: Item | undefined;
-  do {
-    const page = await client.send(
+  const scan = (start: Item | undefined) =>
+    client.send(
       new ScanCommand({ TableName: tableName, Select: "COUNT", ExclusiveStartKey: start }),
     );
-    total += page.Count ?? 0;
-    start = page.LastEvaluatedKey;
-  } while (start);
+  for await (const page of pages(scan)) total += page.Count ?? 0;
   return total;
 }
 
-interface TimerRow {
-  executionId: string;
-  path: string;
-  fireAt: number;
-}
-
-function toTimer(item: Item): TimerRow {
-  return {
-    executionId: item.execution_id?.S ?? "",
-    path: item.path?.S ?? "",
-    fireAt: Number(item.fire_at?.N),
-  };
-}
-
-function timerTable(timers: TimerRow[], now = Date.now() / 1000): string {
+function timerTable(timers: Timer[], now = Date.now() / 1000): string {
   return table(
     ["EXECUTION", "PATH", "FIRE AT", "IN"],
     timers.map((t) => [

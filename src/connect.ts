@@ -4,7 +4,8 @@
  * @module
  */
 import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
-import { backoffDelay, type BackoffOptions, sleep } from "./_backoff.ts";
+import type { BackoffOptions } from "./_backoff.ts";
+import { isUnreachable, retry } from "./_dynamo.ts";
 import { EndpointUnreachable, MissingSetup } from "./errors.ts";
 
 export type { BackoffOptions };
@@ -18,7 +19,7 @@ export type { BackoffOptions };
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({
- *   endpoint: "http://127.0.0.1:8000",
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *   region: "eu-west-1",
  *   deadlineMs: 60_000,
  *   signal: AbortSignal.timeout(90_000),
@@ -196,51 +197,6 @@ function isPermissionError(error: unknown): boolean {
   return error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied;
 }
 
-/** Whether `error` is an Error named `name` (the SDK names its service errors this way). */
-export function isNamed(error: unknown, name: string): boolean {
-  return error instanceof Error && error.name === name;
-}
-
-const UNREACHABLE_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EAI_AGAIN",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ECONNABORTED",
-  "UND_ERR_SOCKET",
-]);
-const NOT_READY_NAMES = new Set([
-  "TimeoutError",
-  "RequestTimeout",
-  "RequestTimeoutException",
-  "ServiceUnavailable",
-  "ServiceUnavailableException",
-  "InternalServerError",
-  "InternalFailure",
-]);
-
-/**
- * True for errors that mean "cannot reach DynamoDB, or it is not ready yet":
- * connection failures, timeouts and 5xx answers. Auth and validation errors are
- * false: waiting longer does not fix them.
- */
-export function isUnreachable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const e = error as Error & {
-    code?: string;
-    $metadata?: { httpStatusCode?: number };
-  };
-  if (e.code !== undefined && UNREACHABLE_CODES.has(e.code)) return true;
-  if (NOT_READY_NAMES.has(e.name)) return true;
-  const status = e.$metadata?.httpStatusCode;
-  if (status !== undefined && status >= 500) return true;
-  return e.cause !== undefined && e.cause !== e && isUnreachable(e.cause);
-}
-
 /**
  * Runs `attempt` until it succeeds, retrying with backoff only while the
  * endpoint is unreachable, until the deadline or the signal ends the wait.
@@ -257,39 +213,37 @@ export async function retryUntilReachable<T>(
   const started = Date.now();
   const unreachable = (cause: unknown) =>
     new EndpointUnreachable(endpointInUse(options, region), Date.now() - started, { cause });
-  let lastError: unknown = new Error("no answer before the deadline");
-  for (let n = 0;; n++) {
-    signal?.throwIfAborted();
-    try {
-      // An endpoint that accepts connections but never answers would hold an attempt forever
-      // (the SDK sets no request timeout): the deadline and the signal end the wait anyway.
-      return await within(attempt(), deadlineMs - (Date.now() - started), signal);
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (error === DEADLINE) throw unreachable(lastError);
-      if (!isUnreachable(error)) throw error;
-      lastError = error;
-      const left = deadlineMs - (Date.now() - started);
-      if (left <= 0) throw unreachable(error);
-      await sleep(Math.min(left, backoffDelay(n, options.backoff)), signal);
+  // An endpoint that accepts connections but never answers would hold an attempt forever
+  // (the SDK sets no request timeout): the deadline and the signal end the wait anyway.
+  const deadline = AbortSignal.timeout(deadlineMs);
+  const until = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  let lastError: unknown;
+  try {
+    return await retry(() => abortable(attempt(), until), {
+      isRetriable: (error) => {
+        if (error === until.reason || !isUnreachable(error)) return false;
+        lastError = error;
+        return true;
+      },
+      backoff: options.backoff,
+      signal: until,
+    });
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    if (deadline.aborted && (error === until.reason || isUnreachable(error))) {
+      throw unreachable(error === until.reason ? lastError ?? error : error);
     }
+    throw error;
   }
 }
 
-const DEADLINE = Symbol("deadline");
-
-/** `work`, unless `ms` pass (rejects with DEADLINE) or the signal aborts first. */
-function within<T>(work: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
+/** `work`, unless the signal aborts first (then its reason). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => finish(() => reject(signal!.reason));
-    const timer = setTimeout(() => finish(() => reject(DEADLINE)), Math.max(0, ms));
-    const finish = (settle: () => void) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      settle();
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    work.then((value) => finish(() => resolve(value)), (error) => finish(() => reject(error)));
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
 

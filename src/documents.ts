@@ -14,7 +14,7 @@
  * import type { Status } from "@harel/dynamodb";
  *
  * const open: Status[] = ["PENDING", "RUNNING", "SUSPENDED"];
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const page = await store.listExecutions({ status: open });
  * ```
  */
@@ -163,7 +163,7 @@ export interface Execution<C extends Record<string, unknown> = Record<string, un
  * import { DynamoDBStore } from "@harel/dynamodb";
  * import type { ExecutionSummary } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const { items }: { items: ExecutionSummary[] } = await store.listExecutions({ limit: 10 });
  * for (const s of items) console.log(s.id, s.status, s.version);
  * ```

@@ -226,3 +226,106 @@ export class StoreClosed extends Error {
     super(`${store}.${method}() was called after the store was closed; make a new store`);
   }
 }
+
+/** One item of a cancelled commit: its role in the transaction and DynamoDB's reason code. */
+export interface CancelledItem {
+  /** What the item writes: `"execution"`, `"outbox"`, `"spawn"`, `"processed"`, `"timer"` or `"trace"`. */
+  role: string;
+  /** DynamoDB's cancellation code, e.g. `"ConditionalCheckFailed"`, `"TransactionConflict"`. */
+  code: string;
+  /** DynamoDB's message for it, when it gave one. */
+  message?: string;
+}
+
+/**
+ * DynamoDB cancelled a commit for a reason that is not a lost race ({@linkcode StoreConflict})
+ * and that retrying did not clear: nothing of the commit was written. `items` names each
+ * failing item's role and code (items that did not fail are left out).
+ *
+ * @example Reading why a commit was cancelled
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CommitCancelled } from "@harel/dynamodb";
+ *
+ * const error = new CommitCancelled("exe-1", [
+ *   { role: "execution", code: "None" },
+ *   { role: "outbox", code: "ValidationError", message: "item too large" },
+ * ]);
+ * assert.deepEqual(error.items, [
+ *   { role: "outbox", code: "ValidationError", message: "item too large" },
+ * ]);
+ * assert.match(error.message, /outbox: ValidationError \(item too large\)/);
+ * ```
+ */
+export class CommitCancelled extends Error {
+  /** Always `"CommitCancelled"`. */
+  override name = "CommitCancelled";
+  /** The id of the execution whose commit was cancelled. */
+  readonly executionId: string;
+  /** The items that failed, each with its role and DynamoDB's code. */
+  readonly items: CancelledItem[];
+
+  /**
+   * Builds the error for a cancelled commit.
+   *
+   * @param executionId The execution whose commit was cancelled.
+   * @param items Every item's role and code, in transaction order; those with code `"None"`
+   *   (not the reason) are dropped.
+   * @param options The SDK's TransactionCanceledException, as `cause`, when there is one.
+   */
+  constructor(executionId: string, items: CancelledItem[], options?: ErrorOptions) {
+    const failed = items.filter((item) => item.code !== "None");
+    super(
+      `commit of execution ${JSON.stringify(executionId)} was cancelled by DynamoDB: ${
+        failed.map((item) =>
+          `${item.role}: ${item.code}${item.message ? ` (${item.message})` : ""}`
+        )
+          .join("; ")
+      }`,
+      options,
+    );
+    this.executionId = executionId;
+    this.items = failed;
+  }
+}
+
+/**
+ * A state-store write lost the race to other writers of the same key too many times in a
+ * row (each moved the key between this call's read and its conditional write): nothing of
+ * this call was written. Rare outside a storm of writers on one key; try again later.
+ *
+ * @example Telling contention from other failures
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { WriteContention } from "@harel/dynamodb";
+ *
+ * const error = new WriteContention("hset", "session:abc", 20);
+ * assert.equal(error.key, "session:abc");
+ * assert.equal(error.attempts, 20);
+ * assert.match(error.message, /lost 20 races in a row/);
+ * ```
+ */
+export class WriteContention extends Error {
+  /** Always `"WriteContention"`. */
+  override name = "WriteContention";
+  /** The method that gave up, e.g. `"hset"`. */
+  readonly method: string;
+  /** The key it could not write. */
+  readonly key: string;
+  /** How many conditional writes it tried. */
+  readonly attempts: number;
+
+  /**
+   * Builds the error for a write that kept losing races.
+   *
+   * @param method The method that gave up.
+   * @param key The key it could not write.
+   * @param attempts How many conditional writes it tried.
+   */
+  constructor(method: string, key: string, attempts: number) {
+    super(`${method} ${JSON.stringify(key)}: lost ${attempts} races in a row to other writers`);
+    this.method = method;
+    this.key = key;
+    this.attempts = attempts;
+  }
+}

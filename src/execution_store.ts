@@ -4,29 +4,22 @@
  * @module
  */
 import {
-  type AttributeValue,
-  BatchGetItemCommand,
-  BatchWriteItemCommand,
   type CancellationReason,
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
-  type KeysAndAttributes,
   QueryCommand,
-  type QueryCommandOutput,
   ScanCommand,
   type ScanCommandInput,
   type TransactWriteItem,
   TransactWriteItemsCommand,
-  UpdateItemCommand,
-  type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
 import { Lru } from "./_lru.ts";
-import { parseDocument } from "./_state_values.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
+  checkExecutionStoreOptions,
   checkInteger,
   checkItemSize,
   checkKey,
@@ -37,18 +30,18 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import {
-  claimClient,
-  type ConnectOptions,
-  connectStore,
-  type DynamoDBSender,
-  isNamed,
-  isUnreachable,
-} from "./connect.ts";
+import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import { batchGet, isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
-import { type Event, type Execution, type ExecutionSummary, summarize } from "./documents.ts";
-import { CommitOutcomeUnknown, StoreClosed, StoreConflict } from "./errors.ts";
+import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
+import {
+  type CancelledItem,
+  CommitCancelled,
+  CommitOutcomeUnknown,
+  StoreClosed,
+  StoreConflict,
+} from "./errors.ts";
 import {
   checkTableExists,
   ensureIndex,
@@ -57,18 +50,38 @@ import {
   type ExecutionTables,
   executionTables,
 } from "./tables.ts";
-import { DEFAULT_TIMER_SHARDS, TIMER_INDEX, timerShard } from "./_timer_index.ts";
+import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
+import {
+  backfillTimerShards,
+  deleteSeqs,
+  dueByScan,
+  dueFromIndex,
+  lowestSeqItems,
+  type Reads,
+  type TimerReads,
+} from "./_table_reads.ts";
+import { checkClient, ClientOwnership } from "./_ownership.ts";
+import {
+  EXECUTION,
+  executionFromItem,
+  executionKey,
+  isLiveMark,
+  outboxFromItem,
+  processedKey,
+  spawnFromItem,
+  TIMER,
+  timerKey,
+  traceItem,
+  traceStepFromItem,
+} from "./_layout.ts";
 import {
   buildTransaction,
   claimCommit,
   type CommitPlan,
-  type Item,
-  N,
+  executionRefusal,
+  type Placement,
   planCommit,
-  type Role,
-  S,
-  SEQ_PLACEHOLDER,
   TRACE_END,
   type TraceHead,
   traceItems,
@@ -87,7 +100,7 @@ import type {
   ReadLimitOptions,
   Timer,
 } from "./types.ts";
-import { byFireAt, bySeq, Lowest, readLimit } from "./_bounded.ts";
+import { readLimit } from "./_bounded.ts";
 
 /**
  * Options of {@linkcode DynamoDBStore}.
@@ -174,7 +187,7 @@ export interface DueTimersOptions extends ReadLimitOptions {
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({
- *   endpoint: "http://127.0.0.1:8000",
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *   prefix: "orders",
  *   traceMax: 50,
  * });
@@ -191,11 +204,6 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
   ensureTables?: boolean;
 }
 
-function parseJson<T>(text: string | undefined, what: string): T {
-  if (text === undefined) throw new Error(`${what} has no JSON text`);
-  return parseDocument(text) as T;
-}
-
 /**
  * The durable execution store: executions with optimistic concurrency, their outbox,
  * spawn intents, dedupe marks, timers and trace, in seven DynamoDB tables shared with
@@ -205,7 +213,7 @@ function parseJson<T>(text: string | undefined, what: string): T {
  * ```ts
  * import { DynamoDBStore, newEvent, newExecution } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const exe = newExecution({ definition_id: "order" });
  * await store.commit(exe, { emits: [{ target: null, event: newEvent("order.created") }] });
  * for (const entry of await store.pendingOutbox()) {
@@ -220,7 +228,7 @@ export class DynamoDBStore implements ExecutionStore {
   /** The seven tables this store uses. */
   readonly tables: ExecutionTables;
   readonly #client: DynamoDBSender;
-  readonly #ownedClient: DynamoDBClient | null;
+  readonly #ownership: ClientOwnership;
   readonly #consistent: boolean;
   readonly #processedTtl: number | null;
   readonly #conflictRetries: number;
@@ -231,8 +239,9 @@ export class DynamoDBStore implements ExecutionStore {
   // at: a commit from that version can trust it (anyone else's commit moved the version).
   readonly #traceHeads = new Lru<string, { last: number; version: number | null }>(10_000);
   readonly #tx: TxContext;
+  readonly #reads: Reads;
+  readonly #timerReads: TimerReads;
   readonly #timerIndex: boolean;
-  #closed = false;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
@@ -242,11 +251,7 @@ export class DynamoDBStore implements ExecutionStore {
    * @param options Prefix, trace ring size and tuning.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
-    if (typeof (client as { send?: unknown })?.send !== "function") {
-      throw new TypeError(
-        `client must be a DynamoDB client (with send()), got ${describe(client)}`,
-      );
-    }
+    checkClient(client);
     const {
       prefix = "harel",
       traceMax = 200,
@@ -259,32 +264,18 @@ export class DynamoDBStore implements ExecutionStore {
       timerShards = DEFAULT_TIMER_SHARDS,
     } = checkOptions(options);
     this.tables = executionTables(prefix);
-    this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
+    const rules = checkExecutionStoreOptions(traceMax, processedTtlSeconds);
+    this.traceMax = rules.traceMax;
     if (typeof consistentReads !== "boolean") {
       throw new TypeError(`consistentReads must be a boolean, got ${describe(consistentReads)}`);
     }
     this.#consistent = consistentReads;
-    this.#processedTtl = processedTtlSeconds === null
-      ? null
-      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
+    this.#processedTtl = rules.processedTtl;
     this.#conflictRetries = checkInteger("conflictRetries", conflictRetries, 0, 100);
     this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
     const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
-    // Every call goes through this gate: a closed store refuses instead of letting the SDK
-    // reopen sockets on a destroyed client (or keep using one the caller still owns).
-    this.#client = {
-      send:
-        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
-          this.#closed
-            ? Promise.reject(
-              new StoreClosed("DynamoDBStore", command.constructor.name.replace(/Command$/, "")),
-            )
-            : (client.send as (...args: unknown[]) => Promise<unknown>)(
-              command,
-              ...rest,
-            )) as DynamoDBSender["send"],
-    };
-    this.#ownedClient = claimClient(client);
+    this.#ownership = new ClientOwnership("DynamoDBStore", client);
+    this.#client = this.#ownership.gate(client);
     if (typeof timerIndex !== "boolean") {
       throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
     }
@@ -294,6 +285,12 @@ export class DynamoDBStore implements ExecutionStore {
       traceMax: this.traceMax,
       processedTtl: this.#processedTtl,
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
+    };
+    this.#reads = { client: this.#client, consistent: this.#consistent };
+    this.#timerReads = {
+      ...this.#reads,
+      table: this.tables.timers.name,
+      shards: this.#tx.timerShards,
     };
     this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
@@ -311,7 +308,7 @@ export class DynamoDBStore implements ExecutionStore {
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({
-   *   endpoint: "http://127.0.0.1:8000",
+   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
    *   prefix: "demo",
    *   deadlineMs: 10_000,
    * });
@@ -364,52 +361,8 @@ export class DynamoDBStore implements ExecutionStore {
     }
     if (this.#timerIndex) {
       await ensureIndex(this.#client, this.tables.timers.name, TIMER_INDEX);
-      await this.#backfillTimerShards();
+      await backfillTimerShards(this.#timerReads);
     }
-  }
-
-  /**
-   * Writes `timer_shard` onto timers armed without it (by older deploys or the Python store),
-   * each guarded by its `fire_at`: a timer re-scheduled or cancelled meanwhile is left alone,
-   * never clobbered or brought back.
-   */
-  async #backfillTimerShards(): Promise<void> {
-    const names = { "#e": "execution_id", "#p": "path", "#f": "fire_at", "#s": "timer_shard" };
-    let start: Item | undefined;
-    do {
-      const page = await this.#client.send(
-        new ScanCommand({
-          TableName: this.tables.timers.name,
-          FilterExpression: "attribute_not_exists(#s)",
-          ProjectionExpression: "#e, #p, #f",
-          ExpressionAttributeNames: names,
-          ConsistentRead: this.#consistent,
-          ExclusiveStartKey: start,
-        }),
-      );
-      await eachConcurrently(page.Items ?? [], ACK_CONCURRENCY, async (item) => {
-        const executionId = item.execution_id?.S, path = item.path?.S, fireAt = item.fire_at;
-        if (executionId === undefined || path === undefined || fireAt?.N === undefined) return;
-        try {
-          await this.#client.send(
-            new UpdateItemCommand({
-              TableName: this.tables.timers.name,
-              Key: { execution_id: S(executionId), path: S(path) },
-              UpdateExpression: "SET #s = :s",
-              ConditionExpression: "#f = :f AND attribute_not_exists(#s)",
-              ExpressionAttributeNames: { "#f": "fire_at", "#s": "timer_shard" },
-              ExpressionAttributeValues: {
-                ":f": fireAt,
-                ":s": N(timerShard(executionId, path, this.#tx.timerShards)),
-              },
-            }),
-          );
-        } catch (error) {
-          if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-        }
-      });
-      start = page.LastEvaluatedKey;
-    } while (start);
   }
 
   /**
@@ -419,7 +372,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = await store.load("0123456789abcdef0123456789abcdef");
    * console.log(exe?.status ?? "no such execution");
    * ```
@@ -430,13 +383,13 @@ export class DynamoDBStore implements ExecutionStore {
     const result = await this.#client.send(
       new GetItemCommand({
         TableName: this.tables.executions.name,
-        Key: { id: S(id) },
+        Key: executionKey(id),
         ProjectionExpression: "#d",
-        ExpressionAttributeNames: { "#d": "data" },
+        ExpressionAttributeNames: { "#d": EXECUTION.data },
         ConsistentRead: this.#consistent,
       }),
     );
-    return result.Item ? parseJson<Execution>(result.Item.data?.S, `execution ${id}`) : null;
+    return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
   }
 
   /**
@@ -446,7 +399,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
    * if (execution && !processed) {
    *   // apply the event, then commit with processedEventId: "event-1"
@@ -458,28 +411,25 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
     const { executions, processed } = this.tables;
-    let request: Record<string, KeysAndAttributes> = {
+    const request = {
       [executions.name]: {
-        Keys: [{ id: S(id) }],
+        Keys: [executionKey(id)],
         ProjectionExpression: "#d",
-        ExpressionAttributeNames: { "#d": "data" },
+        ExpressionAttributeNames: { "#d": EXECUTION.data },
         ConsistentRead: this.#consistent,
       },
       [processed.name]: {
-        Keys: [{ execution_id: S(id), event_id: S(eventId) }],
+        Keys: [processedKey(id, eventId)],
         ConsistentRead: this.#consistent,
       },
     };
     let execution: Execution | null = null;
     let mark: Item | undefined;
-    for (let attempt = 0; Object.keys(request).length > 0; attempt++) {
-      if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
-      const result = await this.#client.send(new BatchGetItemCommand({ RequestItems: request }));
-      const exeItem = result.Responses?.[executions.name]?.[0];
-      if (exeItem) execution = parseJson<Execution>(exeItem.data?.S, `execution ${id}`);
-      mark ??= result.Responses?.[processed.name]?.[0];
-      request = result.UnprocessedKeys ?? {};
-    }
+    await batchGet(this.#client, request, (responses) => {
+      const exeItem = responses[executions.name]?.[0];
+      if (exeItem) execution = executionFromItem(exeItem, `execution ${id}`);
+      mark ??= responses[processed.name]?.[0];
+    });
     return { execution, processed: mark !== undefined && isLiveMark(mark) };
   }
 
@@ -490,7 +440,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await store.isProcessed("exe-1", "event-1"));
    * ```
    */
@@ -501,7 +451,7 @@ export class DynamoDBStore implements ExecutionStore {
     const result = await this.#client.send(
       new GetItemCommand({
         TableName: this.tables.processed.name,
-        Key: { execution_id: S(id), event_id: S(eventId) },
+        Key: processedKey(id, eventId),
         ConsistentRead: this.#consistent,
       }),
     );
@@ -515,7 +465,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = newExecution({ definition_id: "order" });
    * await store.save(exe);
    * console.log(exe.version); // 1
@@ -537,7 +487,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore, newEvent, newExecution, StoreConflict } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = newExecution({ definition_id: "order", status: "RUNNING" });
    * const paid = newEvent("order.paid");
    * try {
@@ -570,101 +520,98 @@ export class DynamoDBStore implements ExecutionStore {
 
   async #commit(exe: Execution, changes: CommitChanges): Promise<CommitResult> {
     const plan = planCommit(this.#tx, exe, changes);
-    let [outbox, spawns, head] = await Promise.all([
+    const [outbox, spawns, head] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
       plan.trace === undefined ? undefined : this.#traceHead(plan.id, plan.expected),
     ]);
-    let freshOutbox = false, freshSpawns = false;
+    const at: Placement = {
+      outbox: { seqs: outbox, fresh: false },
+      spawns: { seqs: spawns, fresh: false },
+      head,
+    };
     let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
     for (;;) {
-      const { items, roles } = buildTransaction(
-        this.#tx,
-        plan,
-        outbox,
-        spawns,
-        head,
-        freshOutbox,
-        freshSpawns,
-      );
+      const { items, roles } = buildTransaction(this.#tx, plan, at);
       const reasons = await this.#send(items, plan);
-      if (reasons === null) {
-        exe.version = plan.next;
-        const cached = this.#traceHeads.get(plan.id);
-        if (head !== undefined) {
-          this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
-        } else if (cached?.version === plan.expected) {
-          // An untraced commit leaves the ring's end where it was.
-          this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
-        }
-        return { version: plan.next, outbox, spawns };
-      }
-      const failed = (role: Role, code: string) =>
-        reasons.some((r, i) => roles[i] === role && r.Code === code);
+      if (reasons === null) return this.#committed(exe, plan, at);
+      const cancelled = (why: CancelledItem[] = []) =>
+        new CommitCancelled(plan.id, [
+          ...reasons.map((r, i) => ({
+            role: roles[i]!,
+            code: r.Code ?? "None",
+            message: r.Message,
+          })),
+          ...why,
+        ]);
+
       const execution = reasons[0];
       if (execution?.Code === "ConditionalCheckFailed") {
-        const found = execution.Item?.version?.N === undefined
-          ? null
-          : Number(execution.Item.version.N);
-        if (plan.expected === 0 || found !== plan.expected) {
-          throw new StoreConflict(plan.id, plan.expected, found);
+        const refusal = executionRefusal(plan, at, execution.Item);
+        if (refusal.reason === "version") {
+          throw new StoreConflict(plan.id, plan.expected, refusal.found);
         }
-        if (head?.cached && execution.Item?.[TRACE_END]?.N !== String(head.last)) {
-          // A step was appended outside a commit since this store cached the ring's end.
+        if (refusal.reason === "traceEnd") {
           if (conflicts++ >= this.#conflictRetries) {
-            throw new Error(
-              `commit of execution ${
-                JSON.stringify(plan.id)
-              }: the trace ring kept moving under it (${this.#conflictRetries} retries)`,
-            );
+            throw cancelled([{
+              role: "trace",
+              code: "RingKeptMoving",
+              message:
+                `steps kept being appended outside commits (${this.#conflictRetries} retries)`,
+            }]);
           }
-          this.#traceHeads.delete(plan.id);
-          head = await this.#readTraceHead(plan.id);
+          at.head = await this.#rereadTraceHead(plan.id);
           continue;
         }
-        // The version matched, so a seq watermark did not: this execution was last written
-        // with seqs from a later block (another process) or by a writer that keeps none.
-        const stale = (seqs: number[], hwm: AttributeValue | undefined) =>
-          seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
-        const staleOutbox = !freshOutbox && stale(outbox, execution.Item?.outbox_hwm);
-        const staleSpawns = !freshSpawns && stale(spawns, execution.Item?.spawn_hwm);
-        if (!staleOutbox && !staleSpawns) throw new StoreConflict(plan.id, plan.expected, found);
-        if (staleOutbox) {
-          outbox = await this.#outboxSeqs.fresh(plan.emits.length);
-          freshOutbox = true;
+        if (refusal.outbox) {
+          at.outbox = { seqs: await this.#outboxSeqs.fresh(plan.emits.length), fresh: true };
         }
-        if (staleSpawns) {
-          spawns = await this.#spawnSeqs.fresh(plan.spawns.length);
-          freshSpawns = true;
+        if (refusal.spawns) {
+          at.spawns = { seqs: await this.#spawnSeqs.fresh(plan.spawns.length), fresh: true };
         }
         continue;
       }
-      if (failed("trace", "ConditionalCheckFailed") && conflicts++ < this.#conflictRetries) {
+
+      const traceMoved = reasons.some((r, i) =>
+        roles[i] === "trace" && r.Code === "ConditionalCheckFailed"
+      );
+      if (traceMoved && conflicts++ < this.#conflictRetries) {
         // Another writer appended (or trimmed) steps outside a commit since we cached where
         // the ring ends: read it again.
-        this.#traceHeads.delete(plan.id);
-        head = await this.#readTraceHead(plan.id);
+        at.head = await this.#rereadTraceHead(plan.id);
         continue;
       }
-      if (
-        reasons.some((r) => r.Code === "TransactionConflict") && conflicts < this.#conflictRetries
-      ) {
-        await sleep(backoffDelay(conflicts++, { minDelayMs: 20, maxDelayMs: 1000 }));
+      const conflict = reasons.some((r) => r.Code === "TransactionConflict");
+      if (conflict && conflicts < this.#conflictRetries) {
+        await sleep(backoffDelay(conflicts++, COMMIT_CONFLICT_BACKOFF));
         continue;
       }
-      if (reasons.some((r) => r.Code === "TransactionConflict")) {
+      if (conflict) {
         // Out of retries: if the version moved on, this commit lost the race.
-        const stored = await this.load(plan.id);
-        const found = stored?.version ?? null;
+        const found = (await this.load(plan.id))?.version ?? null;
         if (found !== plan.expected) throw new StoreConflict(plan.id, plan.expected, found);
       }
-      throw new Error(
-        `commit of execution ${JSON.stringify(plan.id)} was cancelled by DynamoDB: ${
-          reasons.map((r, i) => `${roles[i]}: ${r.Code}${r.Message ? ` (${r.Message})` : ""}`)
-            .filter((line) => !line.endsWith(": None")).join("; ")
-        }`,
-      );
+      throw cancelled();
     }
+  }
+
+  /** A commit went through: the version moves on in place, and the ring's end is cached. */
+  #committed(exe: Execution, plan: CommitPlan, { outbox, spawns, head }: Placement): CommitResult {
+    exe.version = plan.next;
+    const cached = this.#traceHeads.get(plan.id);
+    if (head !== undefined) {
+      this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
+    } else if (cached?.version === plan.expected) {
+      // An untraced commit leaves the ring's end where it was.
+      this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
+    }
+    return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
+  }
+
+  /** Forgets the cached end of the ring and reads it again. */
+  #rereadTraceHead(id: string): Promise<TraceHead> {
+    this.#traceHeads.delete(id);
+    return this.#readTraceHead(id);
   }
 
   /** Sends one transaction: null on success, the cancellation reasons when cancelled. */
@@ -738,7 +685,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.appendTrace("exe-1", { note: "operator retried the payment" });
    * ```
    */
@@ -750,7 +697,7 @@ export class DynamoDBStore implements ExecutionStore {
       ? undefined
       : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
     const json = toJson("entry", entry);
-    checkItemSize("entry", { execution_id: S(id), idx: SEQ_PLACEHOLDER, entry: S(json) });
+    checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
     // Steps appended outside commits do not move the version, so the end is always read here,
     // and the execution's trace_end is moved so that no store's cached end is trusted past it.
     let head = index === undefined ? await this.#readTraceHead(id) : undefined;
@@ -763,10 +710,10 @@ export class DynamoDBStore implements ExecutionStore {
         items.push({
           Update: {
             TableName: this.tables.executions.name,
-            Key: { id: S(id) },
+            Key: executionKey(id),
             UpdateExpression: "SET #te = :te",
             ConditionExpression: "attribute_exists(#id)",
-            ExpressionAttributeNames: { "#te": TRACE_END, "#id": "id" },
+            ExpressionAttributeNames: { "#te": TRACE_END, "#id": EXECUTION.id },
             ExpressionAttributeValues: { ":te": N(head === undefined ? -1 : head.last + 1) },
           },
         });
@@ -805,7 +752,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * for (const step of await store.readTrace("exe-1")) console.log(step.index, step);
    * ```
    */
@@ -813,9 +760,8 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     const steps: Record<string, unknown>[] = [];
-    let start: Item | undefined;
-    do {
-      const page = await this.#client.send(
+    const query = (start: Item | undefined) =>
+      this.#client.send(
         new QueryCommand({
           TableName: this.tables.trace.name,
           KeyConditionExpression: "execution_id = :id",
@@ -825,14 +771,11 @@ export class DynamoDBStore implements ExecutionStore {
           ExclusiveStartKey: start,
         }),
       );
+    for await (const page of pages(query)) {
       for (const item of page.Items ?? []) {
-        steps.push({
-          ...parseJson<object>(item.entry?.S, `trace step of ${id}`),
-          index: Number(item.idx?.N),
-        });
+        steps.push(traceStepFromItem(item, id));
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
     return steps;
   }
 
@@ -844,7 +787,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * let cursor: string | null = null;
    * do {
    *   const page = await store.listExecutions({ definitionId: "order", status: "RUNNING", cursor });
@@ -859,21 +802,22 @@ export class DynamoDBStore implements ExecutionStore {
     const input: ScanCommandInput = {
       TableName: this.tables.executions.name,
       ProjectionExpression: "#d, #v",
-      ExpressionAttributeNames: { "#d": "data", "#v": "version" },
+      ExpressionAttributeNames: { "#d": EXECUTION.data, "#v": EXECUTION.version },
       ConsistentRead: this.#consistent,
     };
     if (listing.definitionId !== undefined) {
       input.FilterExpression = "#def = :def";
-      input.ExpressionAttributeNames!["#def"] = "definition_id";
+      input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
       input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
     }
-    let start: Item | undefined = listing.after === null ? undefined : { id: S(listing.after) };
+    const after = listing.after === null ? undefined : { id: S(listing.after) };
+    const scan = (start: Item | undefined) =>
+      this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
     const items: ExecutionSummary[] = [];
-    for (;;) {
-      const page = await this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+    for await (const page of pages(scan, after)) {
       const found = page.Items ?? [];
       for (let i = 0; i < found.length; i++) {
-        const exe = parseJson<Execution>(found[i]!.data?.S, "execution");
+        const exe = executionFromItem(found[i]!);
         if (!listing.matches(exe)) continue;
         items.push(summarize(exe));
         if (items.length === listing.limit) {
@@ -884,9 +828,8 @@ export class DynamoDBStore implements ExecutionStore {
           };
         }
       }
-      start = page.LastEvaluatedKey;
-      if (!start) return { items, nextCursor: null };
     }
+    return { items, nextCursor: null };
   }
 
   /**
@@ -898,7 +841,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const entries = await store.pendingOutbox({ limit: 500 });
    * // deliver each entry.event to entry.targetId, then:
    * await store.ackOutbox(entries.map((entry) => entry.seq));
@@ -906,12 +849,8 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     this.#open("pendingOutbox");
-    const items = await this.#lowestSeqItems(this.tables.outbox.name, readLimit(options));
-    return items.map((item) => ({
-      seq: Number(item.seq?.N),
-      targetId: item.target_id?.S ?? null,
-      event: parseJson<Event>(item.event?.S, `outbox entry ${item.seq?.N}`),
-    }));
+    const items = await lowestSeqItems(this.#reads, this.tables.outbox.name, readLimit(options));
+    return items.map(outboxFromItem);
   }
 
   /**
@@ -921,13 +860,13 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.ackOutbox([1, 2, 3]);
    * ```
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
-    await this.#deleteSeqs(this.tables.outbox.name, "seq", seq);
+    await deleteSeqs(this.#client, this.tables.outbox.name, "seq", seq);
   }
 
   /**
@@ -938,7 +877,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * for (const spawn of await store.pendingSpawns({ limit: 100 })) {
    *   // start spawn.childId at spawn.rootPath with spawn.context, then:
    *   await store.ackSpawn(spawn.seq);
@@ -947,14 +886,8 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     this.#open("pendingSpawns");
-    const items = await this.#lowestSeqItems(this.tables.spawns.name, readLimit(options));
-    return items.map((item) => ({
-      seq: Number(item.seq?.N),
-      parentId: item.parent_id?.S ?? "",
-      childId: item.child_id?.S ?? "",
-      rootPath: item.root_path?.S ?? "",
-      context: parseJson<Record<string, unknown>>(item.context?.S, `spawn ${item.seq?.N}`),
-    }));
+    const items = await lowestSeqItems(this.#reads, this.tables.spawns.name, readLimit(options));
+    return items.map(spawnFromItem);
   }
 
   /**
@@ -964,13 +897,13 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.ackSpawn(7);
    * ```
    */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
-    await this.#deleteSeqs(this.tables.spawns.name, "seq", seq);
+    await deleteSeqs(this.#client, this.tables.spawns.name, "seq", seq);
   }
 
   /**
@@ -981,7 +914,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * for (const timer of await store.dueTimers(Date.now() / 1000, { limit: 100 })) {
    *   if (await store.deleteTimer(timer.executionId, timer.path, timer.fireAt)) {
    *     // deliver the timeout event to timer.executionId
@@ -996,61 +929,8 @@ export class DynamoDBStore implements ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    if (this.#timerIndex && !options?.scan) return await this.#dueFromIndex(now, limit);
-    return await this.#dueTimersByScan(now, limit);
-  }
-
-  /**
-   * The `limit` earliest due timers, read from the timer index: one Query per shard (in
-   * parallel), each reading at most `limit` index entries, merged by due time. The index is
-   * eventually consistent: a timer may show a sweep late, or still show after a re-schedule
-   * or cancel; `deleteTimer`'s guard on `fire_at` makes the stale entry lose.
-   */
-  async #dueFromIndex(now: number, limit: number): Promise<Timer[]> {
-    const shards = Array.from({ length: this.#tx.timerShards }, (_, shard) => shard);
-    const due = new Lowest<Timer>(limit, byFireAt);
-    await eachConcurrently(shards, ACK_CONCURRENCY, async (shard) => {
-      let start: Item | undefined;
-      let found = 0;
-      do {
-        const page = await this.#queryIndex(
-          new QueryCommand({
-            TableName: this.tables.timers.name,
-            IndexName: TIMER_INDEX.name,
-            KeyConditionExpression: "#s = :s AND #f <= :now",
-            ExpressionAttributeNames: { "#s": "timer_shard", "#f": "fire_at" },
-            ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
-            // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
-            Limit: limit === Infinity ? undefined : Math.min(limit - found, 1000),
-            ExclusiveStartKey: start,
-          }),
-        );
-        for (const item of page.Items ?? []) {
-          due.offer({
-            executionId: item.execution_id?.S ?? "",
-            path: item.path?.S ?? "",
-            fireAt: Number(item.fire_at?.N),
-          });
-          found++;
-        }
-        start = page.LastEvaluatedKey;
-      } while (start && found < limit);
-    });
-    return due.sorted();
-  }
-
-  async #queryIndex(query: QueryCommand): Promise<QueryCommandOutput> {
-    try {
-      return await this.#client.send(query);
-    } catch (error) {
-      if (!(isNamed(error, "ValidationException") && /specified index/.test(String(error)))) {
-        throw error;
-      }
-      throw new Error(
-        `the timers table ${this.tables.timers.name} has no index ${TIMER_INDEX.name}: run ensureTables() of a store with timerIndex: true`,
-        { cause: error },
-      );
-    }
+    if (this.#timerIndex && !options?.scan) return await dueFromIndex(this.#timerReads, now, limit);
+    return await dueByScan(this.#timerReads, now, limit);
   }
 
   /**
@@ -1061,7 +941,7 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
    * console.log(won ? "fire it" : "a re-schedule won");
    * ```
@@ -1078,9 +958,9 @@ export class DynamoDBStore implements ExecutionStore {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.tables.timers.name,
-          Key: { execution_id: S(executionId), path: S(path) },
+          Key: timerKey(executionId, path),
           ConditionExpression: guard.condition,
-          ExpressionAttributeNames: { "#f": "fire_at" },
+          ExpressionAttributeNames: { "#f": TIMER.fireAt },
           ExpressionAttributeValues: guard.values,
         }),
       );
@@ -1099,16 +979,14 @@ export class DynamoDBStore implements ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * const store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.close();
    * ```
    */
   close(): Promise<void> {
     // The client stays the caller's when it was injected: only a client create() built is
     // destroyed. Either way this store refuses every later call (StoreClosed).
-    if (!this.#closed) this.#ownedClient?.destroy();
-    this.#closed = true;
-    return Promise.resolve();
+    return this.#ownership.close();
   }
 
   /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */
@@ -1118,141 +996,15 @@ export class DynamoDBStore implements ExecutionStore {
 
   /** Refuses a call on a closed store before anything else, input checks included. */
   #open(method: string): void {
-    if (this.#closed) throw new StoreClosed("DynamoDBStore", method);
-  }
-
-  /**
-   * The items of the `limit` lowest seqs of a seq-keyed table, ascending. A keys-only scan
-   * keeps the lowest seqs in a bounded heap (one page and `limit` numbers in memory), then
-   * BatchGetItem reads their bodies; an entry acknowledged in between is left out.
-   */
-  async #lowestSeqItems(table: string, limit: number): Promise<Item[]> {
-    if (limit === Infinity) {
-      const all: Item[] = [];
-      await this.#scanPages({ TableName: table }, (items) => all.push(...items));
-      return all.sort((a, b) => Number(a.seq?.N) - Number(b.seq?.N));
-    }
-    const lowest = new Lowest(limit, bySeq);
-    await this.#scanPages(
-      { TableName: table, ProjectionExpression: "#s", ExpressionAttributeNames: { "#s": "seq" } },
-      (items) => {
-        for (const item of items) lowest.offer(Number(item.seq?.N));
-      },
-    );
-    const seqs = lowest.sorted();
-    const found = new Map<number, Item>();
-    const chunks: number[][] = [];
-    for (let i = 0; i < seqs.length; i += LIMITS.batchGetKeys) {
-      chunks.push(seqs.slice(i, i + LIMITS.batchGetKeys));
-    }
-    await eachConcurrently(chunks, GET_CONCURRENCY, async (chunk) => {
-      let keys: Item[] = chunk.map((seq) => ({ seq: N(seq) }));
-      for (let attempt = 0; keys.length > 0; attempt++) {
-        if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
-        const result = await this.#client.send(
-          new BatchGetItemCommand({
-            RequestItems: { [table]: { Keys: keys, ConsistentRead: this.#consistent } },
-          }),
-        );
-        for (const item of result.Responses?.[table] ?? []) found.set(Number(item.seq?.N), item);
-        keys = result.UnprocessedKeys?.[table]?.Keys ?? [];
-      }
-    });
-    return seqs.flatMap((seq): Item[] => {
-      const item = found.get(seq);
-      return item ? [item] : [];
-    });
-  }
-
-  /** Due timers by a projected scan of the timers table, the `limit` earliest kept in a heap. */
-  async #dueTimersByScan(now: number, limit: number): Promise<Timer[]> {
-    const due = new Lowest<Timer>(limit, byFireAt);
-    await this.#scanPages({
-      TableName: this.tables.timers.name,
-      ProjectionExpression: "#e, #p, #f",
-      FilterExpression: "#f <= :now",
-      ExpressionAttributeNames: { "#e": "execution_id", "#p": "path", "#f": "fire_at" },
-      ExpressionAttributeValues: { ":now": N(now) },
-    }, (items) => {
-      for (const item of items) {
-        due.offer({
-          executionId: item.execution_id?.S ?? "",
-          path: item.path?.S ?? "",
-          fireAt: Number(item.fire_at?.N),
-        });
-      }
-    });
-    return due.sorted();
-  }
-
-  /** Scans the whole table, handing each page to `take` (a page is dropped before the next). */
-  async #scanPages(input: ScanCommandInput, take: (items: Item[]) => void): Promise<void> {
-    let start: Item | undefined;
-    do {
-      const page = await this.#client.send(
-        new ScanCommand({ ...input, ConsistentRead: this.#consistent, ExclusiveStartKey: start }),
-      );
-      take(page.Items ?? []);
-      start = page.LastEvaluatedKey;
-    } while (start);
-  }
-
-  /** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
-  async #deleteSeqs(table: string, key: string, seq: number | number[]): Promise<void> {
-    const given = Array.isArray(seq) ? seq : [seq];
-    // Checked before removing duplicates, so the error names the caller's own position.
-    given.forEach((s, i) =>
-      checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
-    );
-    const seqs = [...new Set(given)];
-    const batches: WriteRequest[][] = [];
-    for (let i = 0; i < seqs.length; i += LIMITS.batchWriteItems) {
-      batches.push(
-        seqs.slice(i, i + LIMITS.batchWriteItems).map((s) => ({
-          DeleteRequest: { Key: { [key]: N(s) } },
-        })),
-      );
-    }
-    // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
-    await eachConcurrently(batches, ACK_CONCURRENCY, async (batch) => {
-      let pending: WriteRequest[] = batch;
-      for (let attempt = 0; pending.length > 0; attempt++) {
-        if (attempt > 0) await sleep(backoffDelay(attempt - 1, { minDelayMs: 25 }));
-        const result = await this.#client.send(
-          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[table] ?? [];
-      }
-    });
+    this.#ownership.open(method);
   }
 }
 
-/** How many BatchWriteItem calls an ack keeps in flight. */
-const ACK_CONCURRENCY = 16;
-/** How many BatchGetItem calls a bounded read keeps in flight. */
-const GET_CONCURRENCY = 4;
+/** The waits between re-sends of a commit DynamoDB cancelled for a transaction conflict. */
+const COMMIT_CONFLICT_BACKOFF = { minDelayMs: 20, maxDelayMs: 1000 };
 
 /** The most timer shards: a sweep pays one Query per shard. */
 const MAX_TIMER_SHARDS = 1000;
-
-/** Runs `task` on every item, at most `limit` at a time; rejects with the first failure. */
-async function eachConcurrently<T>(
-  items: T[],
-  limit: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-}
-
-/** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
-function isLiveMark(item: Item): boolean {
-  const ttl = item.ttl?.N;
-  return ttl === undefined || Number(ttl) > Date.now() / 1000;
-}
 
 // Every public method in a span `DynamoDBStore.{method}` (see _telemetry.ts).
 instrument(DynamoDBStore, { executionIds: true });

@@ -4,9 +4,11 @@
  * @module
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { checkField, checkItemSize, checkKey, describe, LIMITS, settle } from "./_validate.ts";
+import { checkField, checkItemSize, checkKey, describe, LIMITS } from "./_validate.ts";
 import {
+  checkHdelFields,
   checkMigrating,
+  checkPattern,
   checkTtlSeconds,
   decodeValue,
   fieldRecord,
@@ -145,7 +147,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   get<T = unknown>(key: string): Promise<T | null> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("get");
       const value = this.#live(key)?.value;
       return value === undefined ? null : decodeValue(value) as T;
@@ -163,7 +165,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("set");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       const ttl = setTtl(options);
@@ -184,7 +186,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   delete(key: string): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("delete");
       return this.#live(key) !== undefined && this.#items.delete(key);
     });
@@ -201,7 +203,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   exists(key: string): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("exists");
       return this.#live(key) !== undefined;
     });
@@ -218,11 +220,9 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   keys(pattern = "*"): Promise<string[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("keys");
-      if (typeof pattern !== "string") {
-        throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
-      }
+      checkPattern(pattern);
       return [...this.#items.keys()].filter((key) =>
         this.#live(key) !== undefined && globMatch(pattern, key)
       );
@@ -240,7 +240,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   ttl(key: string): Promise<number | null> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("ttl");
       const ttl = this.#live(key)?.ttl;
       return ttl === undefined ? null : Math.max(0, Math.floor(ttl - this.#seconds()));
@@ -258,7 +258,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   expire(key: string, seconds: number): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("expire");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkTtlSeconds("seconds", seconds, true);
@@ -281,7 +281,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("hget");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
@@ -301,7 +301,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("hgetall");
       const all = fieldRecord();
       for (const [k, v] of this.#fields(this.#live(key)) ?? []) setOwn(all, k, JSON.parse(v));
@@ -341,7 +341,7 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hset(key: string, field: string, value: unknown): Promise<number> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("hset");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
@@ -369,11 +369,10 @@ export class MemoryStateStore implements StateStore {
    * ```
    */
   hdel(key: string, ...fields: string[]): Promise<number> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("hdel");
       checkKey("key", key, LIMITS.partitionKeyBytes);
-      if (fields.length === 0) throw new TypeError("hdel needs at least one field");
-      const unique = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+      const unique = checkHdelFields(fields);
       const entry = this.#live(key);
       if (!entry) return 0;
       const hash = this.#hashOf(key, entry);

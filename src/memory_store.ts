@@ -4,8 +4,10 @@
  * @module
  */
 import { claimCommit, planCommit, type TxContext } from "./_transaction.ts";
+import { traceItem } from "./_layout.ts";
 import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
 import {
+  checkExecutionStoreOptions,
   checkInteger,
   checkItemSize,
   checkKey,
@@ -14,7 +16,6 @@ import {
   checkTime,
   describe,
   LIMITS,
-  settle,
   toJson,
 } from "./_validate.ts";
 import { encodeCursor } from "./cursor.ts";
@@ -100,10 +101,11 @@ export class MemoryStore implements ExecutionStore {
     if (typeof now !== "function") {
       throw new TypeError(`now must be a function (epoch milliseconds), got ${describe(now)}`);
     }
-    this.traceMax = checkInteger("traceMax", traceMax, 0, 1_000_000);
-    const processedTtl = processedTtlSeconds === null
-      ? null
-      : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, 10 * 365 * 86_400);
+    const { traceMax: checked, processedTtl } = checkExecutionStoreOptions(
+      traceMax,
+      processedTtlSeconds,
+    );
+    this.traceMax = checked;
     // The default shard count, so commits are sized (and refused) exactly as DynamoDBStore's.
     this.#tx = {
       tables: executionTables("harel"),
@@ -125,7 +127,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   load(id: string): Promise<Execution | null> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("load");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       const data = this.#executions.get(id);
@@ -160,7 +162,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   isProcessed(id: string, eventId: string): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("isProcessed");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkKey("eventId", eventId, LIMITS.sortKeyBytes);
@@ -271,7 +273,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("listExecutions");
       const table = this.#tx.tables.executions.name;
       const { after, limit, matches } = planListing(options, table);
@@ -301,7 +303,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("pendingOutbox");
       return lowestSeqs(this.#outbox.keys(), readLimit(options)).map((seq) => {
         const entry = this.#outbox.get(seq)!;
@@ -336,7 +338,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("pendingSpawns");
       return lowestSeqs(this.#spawns.keys(), readLimit(options)).map((seq) => {
         const spawn = this.#spawns.get(seq)!;
@@ -366,7 +368,7 @@ export class MemoryStore implements ExecutionStore {
   }
 
   #ack(table: Map<number, unknown>, seq: number | number[], method: string): Promise<void> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open(method);
       const seqs = Array.isArray(seq) ? seq : [seq];
       seqs.forEach((s, i) =>
@@ -389,7 +391,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("dueTimers");
       checkTime("now", now);
       const due = new Lowest<Timer>(readLimit(options), byFireAt);
@@ -409,7 +411,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("deleteTimer");
       checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
       checkKey("path", path, LIMITS.sortKeyBytes);
@@ -432,7 +434,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   readTrace(id: string): Promise<Record<string, unknown>[]> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("readTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       const ring = this.#trace.get(id) ?? new Map<number, string>();
@@ -455,7 +457,7 @@ export class MemoryStore implements ExecutionStore {
    * ```
    */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
-    return settle(() => {
+    return Promise.try(() => {
       this.#open("appendTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkObject("entry", entry);
@@ -463,11 +465,7 @@ export class MemoryStore implements ExecutionStore {
         ? undefined
         : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
       const json = toJson("entry", entry);
-      checkItemSize("entry", {
-        execution_id: { S: id },
-        idx: { N: "9007199254740991" },
-        entry: { S: json },
-      });
+      checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
       this.#append(id, json, index);
       return;
     });

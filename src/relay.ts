@@ -117,7 +117,7 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  * ```ts
  * import { DynamoDBStore, relayOutbox } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const report = await relayOutbox(store, async (entry) => {
  *   await fetch(`https://example.com/executions/${entry.targetId}/events`, {
  *     method: "POST",
@@ -184,7 +184,7 @@ async function relayOutboxPass(
  * ```ts
  * import { DynamoDBStore, newExecution, relaySpawns, StoreConflict } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await relaySpawns(store, async (spawn) => {
  *   const child = newExecution({
  *     id: spawn.childId,
@@ -250,7 +250,7 @@ async function relaySpawnsPass(
  * ```ts
  * import { DynamoDBStore, sweepTimers } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await sweepTimers(store, async (timer, event) => {
  *   // load timer.executionId, skip if event.id was processed, apply, commit with
  *   // processedEventId: event.id

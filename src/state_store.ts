@@ -15,7 +15,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { checkField, checkItemSize, checkKey, describe, LIMITS, utf8Length } from "./_validate.ts";
 import {
+  checkHdelFields,
   checkMigrating,
+  checkPattern,
   checkTtlSeconds,
   decodeValue,
   fieldRecord,
@@ -30,18 +32,14 @@ import {
   stateOptions,
   toAttribute,
 } from "./_state_values.ts";
-import { StoreClosed } from "./errors.ts";
-import {
-  claimClient,
-  type ConnectOptions,
-  connectStore,
-  type DynamoDBSender,
-  isNamed,
-} from "./connect.ts";
+import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import { isNamed, type Item, pages, S } from "./_dynamo.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 import { instrument } from "./_telemetry.ts";
+import { checkClient, ClientOwnership } from "./_ownership.ts";
+import { WriteContention } from "./errors.ts";
 
 /**
  * Options of {@linkcode DynamoDBStateStore}.
@@ -88,9 +86,7 @@ export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, Conn
   ensureTable?: boolean;
 }
 
-type Item = Record<string, AttributeValue>;
-
-const S = (value: string): AttributeValue => ({ S: value });
+/** A number attribute: here also fractional (`now`) and stored numbers, in DynamoDB's text. */
 const N = (value: number): AttributeValue => ({ N: numberText(value) });
 const nowSeconds = () => Date.now() / 1000;
 /** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */
@@ -204,7 +200,7 @@ function tooLarge(key: string, cause: unknown): RangeError {
  * ```ts
  * import { DynamoDBStateStore } from "@harel/dynamodb";
  *
- * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await state.hset("session:abc", "step", 2);
  * await state.expire("session:abc", 3600);
  * console.log(await state.hgetall("session:abc")); // { step: 2 }
@@ -215,8 +211,7 @@ export class DynamoDBStateStore implements StateStore {
   readonly tableName: string;
   readonly #client: DynamoDBSender;
   readonly #consistent: boolean;
-  readonly #ownedClient: DynamoDBClient | null;
-  #closed = false;
+  readonly #ownership: ClientOwnership;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTable()` once, or use
@@ -226,11 +221,7 @@ export class DynamoDBStateStore implements StateStore {
    * @param options The table name and read consistency.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStateStoreOptions = {}) {
-    if (typeof (client as { send?: unknown })?.send !== "function") {
-      throw new TypeError(
-        `client must be a DynamoDB client (with send()), got ${describe(client)}`,
-      );
-    }
+    checkClient(client);
     const given = stateOptions(options);
     this.tableName = checkTableName("tableName", given.tableName ?? "harel_state");
     const consistentReads = given.consistentReads ?? true;
@@ -240,24 +231,8 @@ export class DynamoDBStateStore implements StateStore {
       );
     }
     this.#consistent = consistentReads;
-    // Every call goes through this gate: a closed store refuses instead of letting the SDK
-    // reopen sockets on a destroyed client (or keep using one the caller still owns).
-    this.#client = {
-      send:
-        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
-          this.#closed
-            ? Promise.reject(
-              new StoreClosed(
-                "DynamoDBStateStore",
-                command.constructor.name.replace(/Command$/, ""),
-              ),
-            )
-            : (client.send as (...args: unknown[]) => Promise<unknown>)(
-              command,
-              ...rest,
-            )) as DynamoDBSender["send"],
-    };
-    this.#ownedClient = claimClient(client);
+    this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
+    this.#client = this.#ownership.gate(client);
   }
 
   /**
@@ -270,7 +245,7 @@ export class DynamoDBStateStore implements StateStore {
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({
-   *   endpoint: "http://127.0.0.1:8000",
+   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
    *   tableName: "demo_state",
    * });
    * ```
@@ -352,7 +327,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("greeting", { text: "hi" });
    * const greeting = await state.get<{ text: string }>("greeting");
    * console.log(greeting?.text); // "hi"
@@ -376,7 +351,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * ```
    */
@@ -401,7 +376,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.delete("greeting"));
    * ```
    */
@@ -436,7 +411,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.exists("greeting"));
    * ```
    */
@@ -454,18 +429,15 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.keys("session:*"));
    * ```
    */
   async keys(pattern = "*"): Promise<string[]> {
     this.#open("keys");
-    if (typeof pattern !== "string") {
-      throw new TypeError(`pattern must be a glob string, got ${describe(pattern)}`);
-    }
+    checkPattern(pattern);
     const keys: string[] = [];
-    let start: Item | undefined;
-    do {
+    const scan = async (start: Item | undefined) => {
       const now = nowSeconds();
       const page = await this.#client.send(
         new ScanCommand({
@@ -478,12 +450,14 @@ export class DynamoDBStateStore implements StateStore {
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of page.Items ?? []) {
+      return { ...page, now };
+    };
+    for await (const { Items, now } of pages(scan)) {
+      for (const item of Items ?? []) {
         const key = item.pk?.S;
         if (key !== undefined && isLive(item, now) && globMatch(pattern, key)) keys.push(key);
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
     return keys;
   }
 
@@ -495,7 +469,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * console.log(await state.ttl("otp:alice")); // 299 or 300
    * ```
@@ -516,7 +490,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 1);
    * console.log(await state.expire("session:abc", 3600)); // true
    * ```
@@ -571,7 +545,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 2);
    * const step = await state.hget<number>("session:abc", "step");
    * console.log(step); // 2
@@ -614,7 +588,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const fields = await state.hgetall<number>("session:abc");
    * console.log(fields.step);
    * ```
@@ -642,7 +616,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.hset("session:abc", "step", 1)); // 1 (new field)
    * console.log(await state.hset("session:abc", "step", 2)); // 0 (updated)
    * ```
@@ -691,9 +665,7 @@ export class DynamoDBStateStore implements StateStore {
         if (seeded !== undefined) return seeded;
       }
     }
-    throw new Error(
-      `hset ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
-    );
+    throw new WriteContention("hset", key, MAX_RACES);
   }
 
   /**
@@ -707,7 +679,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 1);
    * console.log(await state.hdel("session:abc", "step", "absent")); // 1
    * ```
@@ -715,8 +687,7 @@ export class DynamoDBStateStore implements StateStore {
   async hdel(key: string, ...fields: string[]): Promise<number> {
     this.#open("hdel");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    if (fields.length === 0) throw new TypeError("hdel needs at least one field");
-    const all = [...new Set(fields.map((f, i) => checkField(f, `fields[${i}]`)))];
+    const all = checkHdelFields(fields);
     // DynamoDB's expression limits cap the fields one UpdateItem can name: more go a batch at
     // a time, each counted from its own write's answer.
     let total = 0;
@@ -783,9 +754,7 @@ export class DynamoDBStateStore implements StateStore {
         if (removed !== undefined) return { removed, last: true };
       }
     }
-    throw new Error(
-      `hdel ${JSON.stringify(key)}: lost ${MAX_RACES} races in a row to other writers`,
-    );
+    throw new WriteContention("hdel", key, MAX_RACES);
   }
 
   /** The item a conditional write found (its `ALL_OLD`); rethrows any other error. */
@@ -915,14 +884,12 @@ export class DynamoDBStateStore implements StateStore {
    * ```ts
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
-   * const state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+   * const state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.close();
    * ```
    */
   close(): Promise<void> {
-    if (!this.#closed) this.#ownedClient?.destroy();
-    this.#closed = true;
-    return Promise.resolve();
+    return this.#ownership.close();
   }
 
   /** Same as {@linkcode DynamoDBStateStore.close}, for `await using`. */
@@ -932,7 +899,7 @@ export class DynamoDBStateStore implements StateStore {
 
   /** Refuses a call on a closed store before anything else, input checks included. */
   #open(method: string): void {
-    if (this.#closed) throw new StoreClosed("DynamoDBStateStore", method);
+    this.#ownership.open(method);
   }
 }
 

@@ -11,7 +11,7 @@
  * ```ts
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const { name, hash, range } = store.tables.timers;
  * console.log(name, hash, range); // harel_timers ["execution_id", "S"] ["path", "S"]
  * ```
@@ -32,7 +32,7 @@ export interface TableSpec {
  * ```ts
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000", prefix: "prod" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT"), prefix: "prod" });
  * console.log(store.tables.executions.name); // "prod_executions"
  * ```
  */

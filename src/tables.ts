@@ -13,8 +13,8 @@ import {
   UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
-import { sleep } from "./_backoff.ts";
-import { type DynamoDBSender, isNamed } from "./connect.ts";
+import type { DynamoDBSender } from "./connect.ts";
+import { isNamed, repeat } from "./_dynamo.ts";
 import type { TableSpec } from "./table_specs.ts";
 
 export {
@@ -58,11 +58,14 @@ export async function ensureTable(client: DynamoDBSender, spec: TableSpec): Prom
     }
   }
   // On AWS a new table is CREATING for a few seconds; writes before ACTIVE fail.
-  for (let n = 0; status !== "ACTIVE"; n++) {
-    if (n > 0) await sleep(Math.min(2000, 100 * 2 ** n));
-    status = (await describe()).Table?.TableStatus;
-  }
+  await repeat(async () => {
+    if (status !== "ACTIVE") status = (await describe()).Table?.TableStatus;
+    return status === "ACTIVE";
+  }, POLL);
 }
+
+/** How often table and index states are polled while DynamoDB changes them. */
+const POLL = { minDelayMs: 200, maxDelayMs: 2000 };
 
 /** Turns on DynamoDB's TTL on `attribute` unless it is already on. */
 export async function ensureTtl(
@@ -101,7 +104,7 @@ export async function ensureTtl(
  *
  * try {
  *   await using _store = await DynamoDBStore.create({
- *     endpoint: "http://127.0.0.1:8000",
+ *     endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
  *     ensureTables: false,
  *   });
  * } catch (error) {
@@ -123,6 +126,42 @@ export class TableNotFound extends Error {
    */
   constructor(readonly table: string, remedy: string, options?: ErrorOptions) {
     super(`table ${table} does not exist: ${remedy}`, options);
+  }
+}
+
+/**
+ * A table lacks a global secondary index a store was told to use (`timerIndex: true` on a
+ * store whose tables were made without it): run `ensureTables()` of such a store once.
+ *
+ * @example Reading which index is missing
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { IndexNotFound } from "@harel/dynamodb";
+ *
+ * const error = new IndexNotFound("harel_timers", "timer_shard-fire_at", "run ensureTables()");
+ * assert.equal(error.index, "timer_shard-fire_at");
+ * assert.match(error.message, /has no index timer_shard-fire_at: run ensureTables\(\)/);
+ * ```
+ */
+export class IndexNotFound extends Error {
+  /** Always `"IndexNotFound"`. */
+  override name = "IndexNotFound";
+
+  /**
+   * Builds the error for a missing index.
+   *
+   * @param table The table without the index.
+   * @param index The index it lacks.
+   * @param remedy How to add it.
+   * @param options DynamoDB's ValidationException, as `cause`.
+   */
+  constructor(
+    readonly table: string,
+    readonly index: string,
+    remedy: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the table ${table} has no index ${index}: ${remedy}`, options);
   }
 }
 
@@ -165,16 +204,12 @@ export async function ensureIndex(
   tableName: string,
   index: IndexSpec,
 ): Promise<void> {
-  for (let n = 0;; n++) {
-    if (n > 0) await sleep(Math.min(2000, 100 * 2 ** Math.min(n, 5)));
+  await repeat(async () => {
     const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
     const found = table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === index.name);
-    if (found) {
-      if (found.IndexStatus === "ACTIVE" && !found.Backfilling) return;
-      continue;
-    }
+    if (found) return found.IndexStatus === "ACTIVE" && !found.Backfilling;
     // One index change at a time per table: wait while the table is busy with another.
-    if (table?.TableStatus !== "ACTIVE") continue;
+    if (table?.TableStatus !== "ACTIVE") return false;
     try {
       await client.send(
         new UpdateTableCommand({
@@ -202,7 +237,8 @@ export async function ensureIndex(
         !isNamed(error, "ResourceInUseException") && !isNamed(error, "LimitExceededException")
       ) throw error;
     }
-  }
+    return false;
+  }, POLL);
 }
 
 /** A provisioned table's index needs its own throughput: the table's. On-demand needs none. */

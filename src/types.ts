@@ -109,7 +109,7 @@ export interface CommitChanges {
  * import { DynamoDBStore } from "@harel/dynamodb";
  * import { newEvent, newExecution } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const { version, outbox } = await store.commit(newExecution({ definition_id: "d" }), {
  *   emits: [{ target: null, event: newEvent("hello") }],
  * });
@@ -134,7 +134,7 @@ export interface CommitResult {
  * import type { ListOptions } from "@harel/dynamodb";
  *
  * const options: ListOptions = { definitionId: "order", rootsOnly: true, limit: 50 };
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const page = await store.listExecutions(options);
  * ```
  */
@@ -158,7 +158,7 @@ export interface ListOptions {
  * ```ts
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const first = await store.listExecutions({ limit: 10 });
  * const second = first.nextCursor
  *   ? await store.listExecutions({ limit: 10, cursor: first.nextCursor })
@@ -276,7 +276,7 @@ export interface ReadLimitOptions {
  * ```ts
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
  * if (!execution) console.log("no such execution");
  * else if (processed) console.log("already handled");
@@ -347,7 +347,7 @@ export interface ExecutionStore extends AsyncDisposable {
  * import { DynamoDBStateStore, type SetOptions } from "@harel/dynamodb";
  *
  * const options: SetOptions = { ttl: 300 };
- * await using state = await DynamoDBStateStore.create({ endpoint: "http://127.0.0.1:8000" });
+ * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await state.set("otp:alice", "493021", options);
  * ```
  */

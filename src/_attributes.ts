@@ -1,0 +1,57 @@
+// Attribute values and error classification: the part of the DynamoDB toolkit (_dynamo.ts)
+// that loads no SDK code, so that the in-memory twins (@harel/dynamodb/testing, which runs
+// without permissions) can share the layout and the commit's checks.
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+
+/** A stored item or key, as the SDK's low-level commands read and write it. */
+export type Item = Record<string, AttributeValue>;
+
+/** A string attribute. */
+export const S = (value: string): AttributeValue => ({ S: value });
+/** A number attribute for an integer (seqs, versions, epoch seconds, indexes). */
+export const N = (value: number): AttributeValue => ({ N: String(value) });
+
+/** Whether `error` is an Error named `name` (the SDK names its service errors this way). */
+export function isNamed(error: unknown, name: string): boolean {
+  return error instanceof Error && error.name === name;
+}
+
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET",
+]);
+const NOT_READY_NAMES = new Set([
+  "TimeoutError",
+  "RequestTimeout",
+  "RequestTimeoutException",
+  "ServiceUnavailable",
+  "ServiceUnavailableException",
+  "InternalServerError",
+  "InternalFailure",
+]);
+
+/**
+ * True for errors that mean "cannot reach DynamoDB, or it is not ready yet":
+ * connection failures, timeouts and 5xx answers. Auth and validation errors are
+ * false: waiting longer does not fix them.
+ */
+export function isUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const e = error as Error & {
+    code?: string;
+    $metadata?: { httpStatusCode?: number };
+  };
+  if (e.code !== undefined && UNREACHABLE_CODES.has(e.code)) return true;
+  if (NOT_READY_NAMES.has(e.name)) return true;
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 500) return true;
+  return e.cause !== undefined && e.cause !== e && isUnreachable(e.cause);
+}

@@ -1,0 +1,62 @@
+// What both DynamoDB stores (executions and state) share about their client, so that it
+// changes in one place: the constructor's check, ownership, closing and the closed refusal.
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { describe } from "./_validate.ts";
+import { StoreClosed } from "./errors.ts";
+import { claimClient, type DynamoDBSender } from "./connect.ts";
+
+/** The `client` a store constructor was given, refused with a TypeError unless it can send. */
+export function checkClient(client: unknown): DynamoDBSender {
+  if (typeof (client as { send?: unknown })?.send !== "function") {
+    throw new TypeError(`client must be a DynamoDB client (with send()), got ${describe(client)}`);
+  }
+  return client as DynamoDBSender;
+}
+
+/**
+ * Whether a store is closed, and the client it destroys on close: only one `create()` built
+ * for it (a client passed to the constructor stays the caller's).
+ */
+export class ClientOwnership {
+  readonly #owned: DynamoDBClient | null;
+  #closed = false;
+
+  constructor(private readonly store: string, client: DynamoDBSender) {
+    this.#owned = claimClient(client);
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Refuses a call on a closed store, before anything else (input checks included). */
+  open(method: string): void {
+    if (this.#closed) throw new StoreClosed(this.store, method);
+  }
+
+  /**
+   * `client` behind a gate every call goes through: once closed, a call is refused
+   * ({@linkcode StoreClosed} naming the command) instead of letting the SDK reopen sockets on
+   * a destroyed client (or keep using one the caller still owns).
+   */
+  gate(client: DynamoDBSender): DynamoDBSender {
+    const send = client.send as (...args: unknown[]) => Promise<unknown>;
+    return {
+      send:
+        ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
+          this.#closed
+            ? Promise.reject(
+              new StoreClosed(this.store, command.constructor.name.replace(/Command$/, "")),
+            )
+            : send.call(client, command, ...rest)) as DynamoDBSender["send"],
+    };
+  }
+
+  /** Closes the store: destroys an owned client, once. */
+  close(): Promise<void> {
+    if (!this.#closed) this.#owned?.destroy();
+    this.#closed = true;
+    return Promise.resolve();
+  }
+}
