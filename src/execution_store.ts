@@ -355,7 +355,17 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    */
   async ensureTables(): Promise<void> {
-    await Promise.all(Object.values(this.tables).map((spec) => ensureTable(this.#client, spec)));
+    const { timers } = this.tables;
+    await Promise.all(
+      Object.values(this.tables).map((spec) =>
+        // A timers table made now gets the index with it; an existing one gets it below.
+        ensureTable(
+          this.#client,
+          spec,
+          this.#timerIndex && spec === timers ? TIMER_INDEX : undefined,
+        )
+      ),
+    );
     if (this.#processedTtl !== null) {
       await ensureTtl(this.#client, this.tables.processed.name, "ttl");
     }

@@ -8,6 +8,7 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
+  type GlobalSecondaryIndex,
   type KeySchemaElement,
   type TableDescription,
   UpdateTableCommand,
@@ -26,9 +27,14 @@ export {
 
 /**
  * Creates the table unless it exists (PAY_PER_REQUEST), then waits until it is ACTIVE.
- * "Already exists" is fine; every other error is real.
+ * "Already exists" is fine; every other error is real. A table created here gets `index`
+ * with it (one call, nothing to backfill); an existing one is left to {@linkcode ensureIndex}.
  */
-export async function ensureTable(client: DynamoDBSender, spec: TableSpec): Promise<void> {
+export async function ensureTable(
+  client: DynamoDBSender,
+  spec: TableSpec,
+  index?: IndexSpec,
+): Promise<void> {
   const describe = () => client.send(new DescribeTableCommand({ TableName: spec.name }));
   let status: string | undefined;
   try {
@@ -37,19 +43,21 @@ export async function ensureTable(client: DynamoDBSender, spec: TableSpec): Prom
     if (!isNamed(error, "ResourceNotFoundException")) throw error;
     const keys: [string, "S" | "N", "HASH" | "RANGE"][] = [[...spec.hash, "HASH"]];
     if (spec.range) keys.push([...spec.range, "RANGE"]);
+    const attributes = new Map(keys.map(([name, type]) => [name, type]));
+    if (index) { for (const [name, type] of [index.hash, index.range]) attributes.set(name, type); }
     try {
       const created = await client.send(
         new CreateTableCommand({
           TableName: spec.name,
           BillingMode: "PAY_PER_REQUEST",
-          AttributeDefinitions: keys.map(([AttributeName, AttributeType]): AttributeDefinition => ({
-            AttributeName,
-            AttributeType,
-          })),
+          AttributeDefinitions: [...attributes].map((
+            [AttributeName, AttributeType],
+          ): AttributeDefinition => ({ AttributeName, AttributeType })),
           KeySchema: keys.map(([AttributeName, , KeyType]): KeySchemaElement => ({
             AttributeName,
             KeyType,
           })),
+          GlobalSecondaryIndexes: index ? [indexDefinition(index)] : undefined,
         }),
       );
       status = created.TableDescription?.TableStatus;
@@ -219,15 +227,7 @@ export async function ensureIndex(
             AttributeType,
           })),
           GlobalSecondaryIndexUpdates: [{
-            Create: {
-              IndexName: index.name,
-              KeySchema: [
-                { AttributeName: index.hash[0], KeyType: "HASH" },
-                { AttributeName: index.range[0], KeyType: "RANGE" },
-              ],
-              Projection: { ProjectionType: "KEYS_ONLY" },
-              ...provisioned(table),
-            },
+            Create: { ...indexDefinition(index), ...provisioned(table) },
           }],
         }),
       );
@@ -254,5 +254,17 @@ function provisioned(table: TableDescription | undefined) {
       ReadCapacityUnits: throughput.ReadCapacityUnits,
       WriteCapacityUnits: throughput.WriteCapacityUnits ?? 1,
     },
+  };
+}
+
+/** A keys-only global secondary index, as CreateTable and UpdateTable take it. */
+function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.hash[0], KeyType: "HASH" },
+      { AttributeName: index.range[0], KeyType: "RANGE" },
+    ],
+    Projection: { ProjectionType: "KEYS_ONLY" },
   };
 }

@@ -8,11 +8,11 @@ interface Consumed {
 }
 
 /** A client on the test endpoint; `capacity.units` sums the capacity of every call since reset. */
-export function capacityClient(): {
+export function capacityClient(region?: string): {
   client: DynamoDBClient;
   capacity: { units: number; calls: string[] };
 } {
-  const client = testClient();
+  const client = testClient(region);
   const capacity = { units: 0, calls: [] as string[] };
   client.middlewareStack.add(
     (next, context) => async (args) => {

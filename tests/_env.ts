@@ -14,9 +14,12 @@ export function endpoint(): string {
   return value;
 }
 
-/** A fresh client on the test endpoint. */
-export function testClient(): DynamoDBClient {
-  return buildClient({ endpoint: endpoint() });
+/**
+ * A fresh client on the test endpoint; another `region` is another database in DynamoDB Local
+ * (one per access key and region).
+ */
+export function testClient(region?: string): DynamoDBClient {
+  return buildClient({ endpoint: endpoint(), region });
 }
 
 let counter = 0;
@@ -49,8 +52,8 @@ export function pause(ms: number): Promise<void> {
 }
 
 /** A client on the test endpoint that records the name of every command it sends. */
-export function countingClient(): { client: DynamoDBClient; calls: string[] } {
-  const client = testClient();
+export function countingClient(region?: string): { client: DynamoDBClient; calls: string[] } {
+  const client = testClient(region);
   const calls: string[] = [];
   client.middlewareStack.add(
     (next, context) => (args) => {

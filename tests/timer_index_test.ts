@@ -35,6 +35,11 @@ async function arm(store: DynamoDBStore, count: number, due = 0, tag = "t"): Pro
   await Promise.all(commits);
 }
 
+// DynamoDB Local keeps one database per access key and region, and adding an index to an
+// existing table there takes time that grows with that whole database (over a minute once the
+// rest of the suite has filled it): these tests keep a database of their own.
+const REGION = "eu-west-3";
+
 /**
  * Stores on one client and one fresh prefix, the first with its tables ensured. Not create():
  * its deadline counts the table creation, which a loaded DynamoDB Local can take long over.
@@ -42,7 +47,7 @@ async function arm(store: DynamoDBStore, count: number, due = 0, tag = "t"): Pro
 async function storesOn(
   ...options: DynamoDBStoreOptions[]
 ): Promise<{ stores: DynamoDBStore[]; prefix: string } & AsyncDisposable> {
-  const client = testClient();
+  const client = testClient(REGION);
   const prefix = uniqueName("tix");
   const stores = options.map((each) => new DynamoDBStore(client, { prefix, ...each }));
   await stores[0]!.ensureTables();
@@ -50,7 +55,7 @@ async function storesOn(
 }
 
 Deno.test("dueTimers() with timerIndex costs O(due): more armed timers do not raise its read capacity", async () => {
-  const { client, capacity } = capacityClient();
+  const { client, capacity } = capacityClient(REGION);
   const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
   try {
     await store.ensureTables();
@@ -80,7 +85,7 @@ Deno.test("dueTimers() with timerIndex costs O(due): more armed timers do not ra
 });
 
 Deno.test("dueTimers() with timerIndex returns the limit earliest due timers, earliest first", async (t) => {
-  const { client, calls } = countingClient();
+  const { client, calls } = countingClient(REGION);
   const store = new DynamoDBStore(client, {
     prefix: uniqueName("tix"),
     timerIndex: true,
@@ -161,7 +166,7 @@ Deno.test("ensureTables() with timerIndex adds the index to an existing timers t
   await using env = await storesOn({});
   const { prefix } = env;
   const before = env.stores[0]!;
-  const raw = testClient();
+  const raw = testClient(REGION);
   try {
     const put = (execution_id: string, path: string, fireAt: number) =>
       raw.send(
@@ -181,7 +186,7 @@ Deno.test("ensureTables() with timerIndex adds the index to an existing timers t
     await before.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 999 }] });
 
     // A re-schedule and a cancel that land while the backfill runs, just before its writes.
-    const { client, calls } = countingClient();
+    const { client, calls } = countingClient(REGION);
     let raced = false;
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -273,7 +278,7 @@ Deno.test("ensureTables() with timerIndex is safe when several processes run it 
   await env.stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
   });
-  const client = testClient();
+  const client = testClient(REGION);
   try {
     const stores = Array.from(
       { length: 3 },
@@ -297,7 +302,7 @@ Deno.test("a sweeper with more timer shards finds the timers of writers with few
 });
 
 Deno.test("timerIndex and timerShards are checked", () => {
-  const client = testClient();
+  const client = testClient(REGION);
   try {
     assert.throws(
       () => new DynamoDBStore(client, { timerIndex: "yes" as unknown as boolean }),
@@ -309,6 +314,29 @@ Deno.test("timerIndex and timerShards are checked", () => {
         (error: Error) => error instanceof RangeError && /timerShards/.test(error.message),
       );
     }
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("ensureTables() with timerIndex creates a new timers table with its index, no UpdateTable", async () => {
+  const { client, calls } = countingClient(REGION);
+  try {
+    const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
+    await store.ensureTables();
+    assert.ok(!calls.includes("UpdateTable"), calls.join(", "));
+    assert.equal(calls.filter((name) => name === "CreateTable").length, 7);
+    const { Table } = await client.send(
+      new DescribeTableCommand({ TableName: store.tables.timers.name }),
+    );
+    assert.deepEqual(
+      Table?.GlobalSecondaryIndexes?.map((index) => [index.IndexName, index.IndexStatus]),
+      [["timer_shard-fire_at", "ACTIVE"]],
+    );
+    // A second run finds everything in place: no table or index is created again.
+    calls.length = 0;
+    await store.ensureTables();
+    assert.ok(!calls.includes("CreateTable") && !calls.includes("UpdateTable"), calls.join());
   } finally {
     client.destroy();
   }
