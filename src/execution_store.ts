@@ -120,22 +120,22 @@ import { readLimit } from "./_bounded.ts";
 export interface DynamoDBStoreOptions {
   /** Table name prefix: the tables are `{prefix}_executions`, `{prefix}_outbox`, ... @default {"harel"} */
   prefix?: string;
-  /** How many trace steps each execution keeps (a ring); 0 keeps every step. @default {200} */
+  /** How many trace steps each execution keeps (a ring), 0 to 1,000,000; 0 keeps every step. @default {200} */
   traceMax?: number;
   /** Read executions, dedupe marks and relay tables with strongly consistent reads. @default {true} */
   consistentReads?: boolean;
   /**
    * Lifetime of dedupe marks in seconds: marks carry a `ttl` attribute, `ensureTables`
-   * enables TTL on the processed table, and expired marks read as absent. `null` keeps
-   * marks forever.
+   * enables TTL on the processed table, and expired marks read as absent. A whole number
+   * of seconds from 1 to 315,360,000 (ten years); `null` keeps marks forever.
    * @default {null}
    */
   processedTtlSeconds?: number | null;
-  /** How many outbox (and spawn) seqs one counter call reserves for this store. @default {1000} */
+  /** How many outbox (and spawn) seqs one counter call reserves for this store, 1 to 1,000,000. @default {1000} */
   seqBlockSize?: number;
-  /** How often a commit is retried when DynamoDB reports a transaction conflict. @default {8} */
+  /** How often a commit is retried when DynamoDB reports a transaction conflict, 0 to 100. @default {8} */
   conflictRetries?: number;
-  /** How often a commit whose answer was lost is re-sent with the same idempotency token. @default {3} */
+  /** How often a commit whose answer was lost is re-sent with the same idempotency token, 0 to 100. @default {3} */
   ambiguousRetries?: number;
   /**
    * Sweep timers through a sparse index of due times instead of scanning every armed timer:
@@ -146,8 +146,9 @@ export interface DynamoDBStoreOptions {
    */
   timerIndex?: boolean;
   /**
-   * How many index shards timers spread over (about 8,000 timers armed per second for 16);
-   * raise it on sweepers first, then on writers, and never lower it (see the README).
+   * How many index shards timers spread over, 1 to 1000 (about 8,000 timers armed per
+   * second for 16); raise it on sweepers first, then on writers, and never lower it (see
+   * the README).
    * @default {16}
    */
   timerShards?: number;
@@ -316,6 +317,12 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose tables exist.
+   *
+   * @throws {TypeError} For options of the wrong type (a `RangeError` for one out of its range),
+   *   before anything is sent.
+   * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
     options ??= {}; // null: no options, as in the constructor
@@ -353,6 +360,10 @@ export class DynamoDBStore implements ExecutionStore {
    * const store = new DynamoDBStore(new DynamoDBClient({}), { prefix: "prod" });
    * await store.ensureTables();
    * ```
+   *
+   * @throws {StoreClosed} After `close()`.
+   * @throws {Error} The SDK's error when a table cannot be created or described (e.g.
+   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
   async ensureTables(): Promise<void> {
     const { timers } = this.tables;
@@ -480,6 +491,8 @@ export class DynamoDBStore implements ExecutionStore {
    * await store.save(exe);
    * console.log(exe.version); // 1
    * ```
+   *
+   * @throws {StoreConflict} As {@linkcode DynamoDBStore.commit}, and every error it throws.
    */
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
@@ -517,6 +530,15 @@ export class DynamoDBStore implements ExecutionStore {
    * @param exe The execution at the version it was loaded at.
    * @param changes Outbox events, dedupe mark, timer changes, spawns and a trace step.
    * @returns The new version and the seqs of the outbox entries and spawns.
+   *
+   * @throws {StoreConflict} When the stored version is not `exe.version` (another writer won).
+   * @throws {CommitOutcomeUnknown} When every send's answer was lost (`ambiguousRetries`
+   *   re-sends): the commit may or may not be stored; reload to know.
+   * @throws {CommitCancelled} When DynamoDB cancelled the transaction for another reason (each
+   *   item's role and code), or transaction conflicts outlasted `conflictRetries`.
+   * @throws {TypeError} For input DynamoDB would reject (a `RangeError` for a value out of its
+   *   range: sizes, times, seqs), or a commit of an object whose commit has not settled.
+   * @throws {StoreClosed} After `close()`.
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
     this.#open("commit");
@@ -698,6 +720,12 @@ export class DynamoDBStore implements ExecutionStore {
    * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.appendTrace("exe-1", { note: "operator retried the payment" });
    * ```
+   *
+   * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
+   *   for an index or size out of range), before anything is sent.
+   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
+   *   for `conflictRetries` attempts.
+   * @throws {StoreClosed} After `close()`.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");
@@ -805,6 +833,11 @@ export class DynamoDBStore implements ExecutionStore {
    *   cursor = page.nextCursor;
    * } while (cursor);
    * ```
+   *
+   * @throws {RangeError} For a `limit` outside 1 to 1000 (a `TypeError` for a filter of the
+   *   wrong type), before anything is sent.
+   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this table's listing.
+   * @throws {StoreClosed} After `close()`.
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
@@ -856,6 +889,9 @@ export class DynamoDBStore implements ExecutionStore {
    * // deliver each entry.event to entry.targetId, then:
    * await store.ackOutbox(entries.map((entry) => entry.seq));
    * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     this.#open("pendingOutbox");
@@ -893,6 +929,9 @@ export class DynamoDBStore implements ExecutionStore {
    *   await store.ackSpawn(spawn.seq);
    * }
    * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     this.#open("pendingSpawns");
@@ -931,6 +970,12 @@ export class DynamoDBStore implements ExecutionStore {
    *   }
    * }
    * ```
+   *
+   * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
+   *   that is not a positive integer or `Infinity`.
+   * @throws {IndexNotFound} With `timerIndex` and no `scan`, when the timers table lacks the
+   *   index (`ensureTables()` was not run by a store with `timerIndex: true`).
+   * @throws {StoreClosed} After `close()`.
    */
   async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
     this.#open("dueTimers");
@@ -955,6 +1000,10 @@ export class DynamoDBStore implements ExecutionStore {
    * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
    * console.log(won ? "fire it" : "a re-schedule won");
    * ```
+   *
+   * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
+   *   DynamoDB would reject), before anything is sent.
+   * @throws {StoreClosed} After `close()`.
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
     this.#open("deleteTimer");

@@ -252,6 +252,11 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose table exists with TTL enabled.
+   *
+   * @throws {TypeError} For options of the wrong type, before anything is sent.
+   * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
     try {
@@ -290,6 +295,10 @@ export class DynamoDBStateStore implements StateStore {
    *
    * await new DynamoDBStateStore(new DynamoDBClient({})).ensureTable();
    * ```
+   *
+   * @throws {StoreClosed} After `close()`.
+   * @throws {Error} The SDK's error when the table cannot be created or described (e.g.
+   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
   async ensureTable(): Promise<void> {
     this.#open("ensureTable");
@@ -354,6 +363,11 @@ export class DynamoDBStateStore implements StateStore {
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * ```
+   *
+   * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
+   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0 (at most
+   *   1e125), or an item over 400 KB.
+   * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     this.#open("set");
@@ -494,6 +508,10 @@ export class DynamoDBStateStore implements StateStore {
    * await state.hset("session:abc", "step", 1);
    * console.log(await state.expire("session:abc", 3600)); // true
    * ```
+   *
+   * @throws {RangeError} For `seconds` that is not a finite number, or above 1e125.
+   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
+   * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
     this.#open("expire");
@@ -550,6 +568,10 @@ export class DynamoDBStateStore implements StateStore {
    * const step = await state.hget<number>("session:abc", "step");
    * console.log(step); // 2
    * ```
+   *
+   * @throws {TypeError} For a key or field that is not a non-empty string (a `RangeError` for
+   *   one too long: 2048 bytes for the key, 65,535 for the field).
+   * @throws {StoreClosed} After `close()`.
    */
   async hget<T = unknown>(key: string, field: string): Promise<T | null> {
     this.#open("hget");
@@ -620,6 +642,11 @@ export class DynamoDBStateStore implements StateStore {
    * console.log(await state.hset("session:abc", "step", 1)); // 1 (new field)
    * console.log(await state.hset("session:abc", "step", 2)); // 0 (updated)
    * ```
+   *
+   * @throws {TypeError} For a key, field or value as described above (a `RangeError` for one
+   *   out of range), before anything is sent.
+   * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {StoreClosed} After `close()`.
    */
   async hset(key: string, field: string, value: unknown): Promise<number> {
     this.#open("hset");
@@ -683,6 +710,10 @@ export class DynamoDBStateStore implements StateStore {
    * await state.hset("session:abc", "step", 1);
    * console.log(await state.hdel("session:abc", "step", "absent")); // 1
    * ```
+   *
+   * @throws {TypeError} For a key or field as `hget` refuses, before anything is sent.
+   * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {StoreClosed} After `close()`.
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {
     this.#open("hdel");
