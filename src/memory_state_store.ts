@@ -31,11 +31,14 @@ import type { SetOptions, StateStore } from "./types.ts";
  *
  * @example A fake clock
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MemoryStateStore } from "@harel/dynamodb/testing";
  *
  * let now = 0;
  * const state = new MemoryStateStore({ now: () => now });
+ * await state.set("otp", "1234", { ttl: 60 });
  * now += 5_000; // five seconds later
+ * assert.equal(await state.ttl("otp"), 55);
  * ```
  */
 export interface MemoryStateStoreOptions {
@@ -75,13 +78,15 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
  *
  * @example Expiring a key by moving the clock
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MemoryStateStore } from "@harel/dynamodb/testing";
  *
  * let now = Date.now();
  * const state = new MemoryStateStore({ now: () => now });
  * await state.set("otp", "1234", { ttl: 60 });
  * now += 61_000;
- * console.log(await state.get("otp")); // null
+ * assert.equal(await state.get("otp"), null);
+ * assert.equal(await state.exists("otp"), false);
  * ```
  */
 export class MemoryStateStore implements StateStore {
@@ -138,13 +143,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * The value of `key`, or `null`; `T` names the stored type (not checked).
-   *
-   * @example Reading a value
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().get<string>("k")); // null
-   * ```
    */
   get<T = unknown>(key: string): Promise<T | null> {
     return Promise.try(() => {
@@ -156,13 +154,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Stores a JSON value, replacing the whole item.
-   *
-   * @example Setting a value with a TTL
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStateStore().set("k", { a: 1 }, { ttl: 10 });
-   * ```
    */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     return Promise.try(() => {
@@ -177,13 +168,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Removes `key`; `true` if a live key was removed.
-   *
-   * @example Deleting a key
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().delete("k")); // false
-   * ```
    */
   delete(key: string): Promise<boolean> {
     return Promise.try(() => {
@@ -194,13 +178,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Whether `key` exists and has not expired.
-   *
-   * @example Checking a key
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().exists("k")); // false
-   * ```
    */
   exists(key: string): Promise<boolean> {
     return Promise.try(() => {
@@ -211,13 +188,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Live keys matching a glob.
-   *
-   * @example Listing keys by pattern
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().keys("session:*")); // []
-   * ```
    */
   keys(pattern = "*"): Promise<string[]> {
     return Promise.try(() => {
@@ -234,9 +204,16 @@ export class MemoryStateStore implements StateStore {
    *
    * @example Reading the time left
    * ```ts
+   * import assert from "node:assert/strict";
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
-   * console.log(await new MemoryStateStore().ttl("k")); // null
+   * let now = Date.now();
+   * const state = new MemoryStateStore({ now: () => now });
+   * await state.hset("session:abc", "step", 1);
+   * assert.equal(await state.ttl("session:abc"), null); // no TTL yet
+   * await state.expire("session:abc", 3600);
+   * now += 600_000; // ten minutes later
+   * assert.equal(await state.ttl("session:abc"), 3000);
    * ```
    */
   ttl(key: string): Promise<number | null> {
@@ -249,13 +226,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing.
-   *
-   * @example Setting a TTL
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().expire("k", 10)); // false
-   * ```
    */
   expire(key: string, seconds: number): Promise<boolean> {
     return Promise.try(() => {
@@ -272,13 +242,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * A hash field's value, or `null`; `T` names the stored type (not checked).
-   *
-   * @example Reading one field
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hget<number>("k", "f")); // null
-   * ```
    */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
     return Promise.try(() => {
@@ -292,13 +255,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Every field of the hash at `key`, as an object with no prototype.
-   *
-   * @example Reading every field
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hgetall("k")); // {}
-   * ```
    */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     return Promise.try(() => {
@@ -332,13 +288,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Sets a hash field: 1 if new, 0 if updated.
-   *
-   * @example Setting a field
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hset("k", "f", 1)); // 1
-   * ```
    */
   hset(key: string, field: string, value: unknown): Promise<number> {
     return Promise.try(() => {
@@ -360,13 +309,6 @@ export class MemoryStateStore implements StateStore {
   /**
    * Removes hash fields; the number that existed. Removing the last field of a key that
    * holds no value deletes the key, as in Redis.
-   *
-   * @example Deleting fields
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hdel("k", "f")); // 0
-   * ```
    */
   hdel(key: string, ...fields: string[]): Promise<number> {
     return Promise.try(() => {
@@ -386,13 +328,6 @@ export class MemoryStateStore implements StateStore {
   /**
    * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
    * DynamoDBStateStore's are. Idempotent.
-   *
-   * @example Closing a store
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStateStore().close();
-   * ```
    */
   close(): Promise<void> {
     this.#closed = true;
