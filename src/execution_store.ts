@@ -484,12 +484,13 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @example Saving an execution
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = newExecution({ definition_id: "order" });
    * await store.save(exe);
-   * console.log(exe.version); // 1
+   * assert.equal(exe.version, 1);
    * ```
    *
    * @throws {StoreConflict} As {@linkcode DynamoDBStore.commit}, and every error it throws.

@@ -83,10 +83,11 @@ const ACKS_IN_FLIGHT = 16;
  *
  * @example The event of a timer
  * ```ts
+ * import assert from "node:assert/strict";
  * import { timeoutEvent } from "@harel/dynamodb";
  *
  * const event = timeoutEvent("exe-1", "order.waiting", 1_700_000_001);
- * console.log(event.id); // "timeout:exe-1:order.waiting:1700000001.0"
+ * assert.equal(event.id, "timeout:exe-1:order.waiting:1700000001.0");
  * ```
  *
  * @param executionId The execution the timer belongs to.

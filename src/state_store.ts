@@ -198,12 +198,13 @@ function tooLarge(key: string, cause: unknown): RangeError {
  *
  * @example Session state
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DynamoDBStateStore } from "@harel/dynamodb";
  *
  * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await state.hset("session:abc", "step", 2);
  * await state.expire("session:abc", 3600);
- * console.log(await state.hgetall("session:abc")); // { step: 2 }
+ * assert.equal((await state.hgetall("session:abc")).step, 2);
  * ```
  */
 export class DynamoDBStateStore implements StateStore {
@@ -334,12 +335,13 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Reading a value
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("greeting", { text: "hi" });
    * const greeting = await state.get<{ text: string }>("greeting");
-   * console.log(greeting?.text); // "hi"
+   * assert.equal(greeting?.text, "hi");
    * ```
    */
   async get<T = unknown>(key: string): Promise<T | null> {
@@ -481,11 +483,13 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Reading the time left
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
-   * console.log(await state.ttl("otp:alice")); // 299 or 300
+   * const left = await state.ttl("otp:alice");
+   * assert.ok(left === 299 || left === 300);
    * ```
    */
   async ttl(key: string): Promise<number | null> {
@@ -502,11 +506,13 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Setting a TTL
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 1);
-   * console.log(await state.expire("session:abc", 3600)); // true
+   * assert.equal(await state.expire("session:abc", 3600), true);
+   * assert.equal(await state.expire("no-such-key", 3600), false);
    * ```
    *
    * @throws {RangeError} For `seconds` that is not a finite number, or above 1e125.
@@ -561,12 +567,13 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Reading one field
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 2);
    * const step = await state.hget<number>("session:abc", "step");
-   * console.log(step); // 2
+   * assert.equal(step, 2);
    * ```
    *
    * @throws {TypeError} For a key or field that is not a non-empty string (a `RangeError` for
@@ -636,11 +643,13 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Setting a field
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * console.log(await state.hset("session:abc", "step", 1)); // 1 (new field)
-   * console.log(await state.hset("session:abc", "step", 2)); // 0 (updated)
+   * await state.delete("session:abc");
+   * assert.equal(await state.hset("session:abc", "step", 1), 1); // a new field
+   * assert.equal(await state.hset("session:abc", "step", 2), 0); // updated
    * ```
    *
    * @throws {TypeError} For a key, field or value as described above (a `RangeError` for one
@@ -704,11 +713,14 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Deleting fields
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.delete("session:abc");
    * await state.hset("session:abc", "step", 1);
-   * console.log(await state.hdel("session:abc", "step", "absent")); // 1
+   * assert.equal(await state.hdel("session:abc", "step", "absent"), 1);
+   * assert.equal(await state.exists("session:abc"), false); // the last field took the key
    * ```
    *
    * @throws {TypeError} For a key or field as `hget` refuses, before anything is sent.
