@@ -25,6 +25,7 @@ import {
 import { StoreClosed } from "./errors.ts";
 import { globMatch } from "./glob.ts";
 import type { SetOptions, StateStore } from "./types.ts";
+import { STATE } from "./_layout.ts";
 
 /**
  * Options of {@linkcode MemoryStateStore}.
@@ -53,9 +54,12 @@ function holds(entry: Entry): boolean {
 
 /** The entry as the DynamoDB item it stands for, for the 400 KB check. */
 function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
-  const item: Record<string, AttributeValue> = { pk: { S: key }, updated_at: { N: "1000000000" } };
-  if (entry.value !== undefined) item.value = { S: entry.value };
-  if (entry.ttl !== undefined) item.ttl = { N: String(entry.ttl) };
+  const item: Record<string, AttributeValue> = {
+    [STATE.key]: { S: key },
+    [STATE.updatedAt]: { N: "1000000000" },
+  };
+  if (entry.value !== undefined) item[STATE.value] = { S: entry.value };
+  if (entry.ttl !== undefined) item[STATE.ttl] = { N: String(entry.ttl) };
   if (entry.hash) {
     const map: Record<string, AttributeValue> = {};
     for (const [field, json] of entry.hash) {
@@ -66,7 +70,7 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
         configurable: true,
       });
     }
-    item.hash = { M: map };
+    item[STATE.hash] = { M: map };
   }
   return item;
 }

@@ -40,6 +40,7 @@ import type { SetOptions, StateStore } from "./types.ts";
 import { instrument } from "./_telemetry.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
 import { WriteContention } from "./errors.ts";
+import { STATE, stateKey } from "./_layout.ts";
 
 /**
  * Options of {@linkcode DynamoDBStateStore}.
@@ -94,7 +95,9 @@ const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
 /** `#v` is `value`, `#h` is `hash`: a key holding neither a value nor a hash field is absent. */
 const HOLDS = "(attribute_exists(#v) OR size(#h) > :zero)";
 /** The names and values LIVE and HOLDS use. */
-const PRESENT_NAMES = { "#t": "ttl", "#v": "value", "#h": "hash" } as const;
+const PRESENT_NAMES = { "#t": STATE.ttl, "#v": STATE.value, "#h": STATE.hash } as const;
+/** What a read of the whole item projects (every attribute but `updated_at`). */
+const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
 const ZERO: AttributeValue = { N: "0" };
 /** How often a write re-reads after losing a race against another writer's migration. */
 const MAX_RACES = 20;
@@ -105,7 +108,7 @@ function isConditionFailure(error: unknown): error is Error & { Item?: Item } {
 
 function isLive(item: Item | undefined, now: number): item is Item {
   if (!item) return false;
-  const ttl = item.ttl?.N;
+  const ttl = item[STATE.ttl]?.N;
   return ttl === undefined || Number(ttl) > now;
 }
 
@@ -114,8 +117,8 @@ function isLive(item: Item | undefined, now: number): item is Item {
  * `size()` of a number, boolean or null is no size at all.
  */
 function holds(item: Item): boolean {
-  if (item.value !== undefined) return true;
-  const hash = item.hash;
+  if (item[STATE.value] !== undefined) return true;
+  const hash = item[STATE.hash];
   if (hash === undefined) return false;
   const sized = hash.M ? Object.keys(hash.M) : hash.L ?? hash.S ?? hash.B ?? hash.SS ?? hash.NS ??
     hash.BS;
@@ -160,7 +163,7 @@ const SUBSTITUTED_BYTES = 1024 * 1024;
  * (some 16 fields of 64 KB); at least one. Counted in UTF-8 bytes, the fixed parts generously.
  */
 function hdelBatchEnd(fields: string[], start: number): number {
-  let expression = "REMOVE  SET updated_at = :at".length;
+  let expression = `REMOVE  SET ${STATE.updatedAt} = :at`.length;
   let substitution = 256; // PRESENT_NAMES and the four values
   let substituted = expression;
   let end = start;
@@ -170,11 +173,11 @@ function hdelBatchEnd(fields: string[], start: number): number {
     const bytes = utf8Length(fields[end]!);
     const full = expression + path > EXPRESSION_BYTES ||
       substitution + alias.length + bytes > SUBSTITUTION_BYTES ||
-      substituted + "hash., ".length + bytes > SUBSTITUTED_BYTES;
+      substituted + `${STATE.hash}., `.length + bytes > SUBSTITUTED_BYTES;
     if (full && end > start) break;
     expression += path;
     substitution += alias.length + bytes;
-    substituted += "hash., ".length + bytes;
+    substituted += `${STATE.hash}., `.length + bytes;
   }
   return end;
 }
@@ -303,8 +306,8 @@ export class DynamoDBStateStore implements StateStore {
    */
   async ensureTable(): Promise<void> {
     this.#open("ensureTable");
-    await ensureTable(this.#client, { name: this.tableName, hash: ["pk", "S"] });
-    await ensureTtl(this.#client, this.tableName, "ttl");
+    await ensureTable(this.#client, { name: this.tableName, hash: [STATE.key, "S"] });
+    await ensureTtl(this.#client, this.tableName, STATE.ttl);
   }
 
   /** The live item at `key` (or undefined), projected on `paths` (each a list of names). */
@@ -320,7 +323,7 @@ export class DynamoDBStateStore implements StateStore {
     const result = await this.#client.send(
       new GetItemCommand({
         TableName: this.tableName,
-        Key: { pk: S(key) },
+        Key: stateKey(key),
         ProjectionExpression: projection.join(", "),
         ExpressionAttributeNames: names,
         ConsistentRead: this.#consistent,
@@ -347,8 +350,8 @@ export class DynamoDBStateStore implements StateStore {
   async get<T = unknown>(key: string): Promise<T | null> {
     this.#open("get");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const item = await this.#read(key, [["value"], ["ttl"]]);
-    const text = item?.value?.S;
+    const item = await this.#read(key, [[STATE.value], [STATE.ttl]]);
+    const text = item?.[STATE.value]?.S;
     return text === undefined ? null : decodeValue(text) as T;
   }
 
@@ -376,11 +379,11 @@ export class DynamoDBStateStore implements StateStore {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const ttl = setTtl(options);
     const item: Item = {
-      pk: S(key),
-      value: S(plainJson(plainValue("value", value, false))),
-      updated_at: N(Math.floor(nowSeconds())),
+      [STATE.key]: S(key),
+      [STATE.value]: S(plainJson(plainValue("value", value, false))),
+      [STATE.updatedAt]: N(Math.floor(nowSeconds())),
     };
-    if (ttl !== undefined) item.ttl = N(Math.ceil(nowSeconds() + ttl));
+    if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(nowSeconds() + ttl));
     checkItemSize(`set ${JSON.stringify(key.slice(0, 40))}`, item);
     await this.#client.send(new PutItemCommand({ TableName: this.tableName, Item: item }));
   }
@@ -402,7 +405,7 @@ export class DynamoDBStateStore implements StateStore {
     const result = await this.#client.send(
       new DeleteItemCommand({
         TableName: this.tableName,
-        Key: { pk: S(key) },
+        Key: stateKey(key),
         ReturnValues: "ALL_OLD",
       }),
     );
@@ -415,7 +418,7 @@ export class DynamoDBStateStore implements StateStore {
    * store's policy has always granted).
    */
   async #present(key: string): Promise<Item | undefined> {
-    const item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    const item = await this.#read(key, WHOLE_ITEM);
     return item && holds(item) ? item : undefined;
   }
 
@@ -458,7 +461,7 @@ export class DynamoDBStateStore implements StateStore {
       const page = await this.#client.send(
         new ScanCommand({
           TableName: this.tableName,
-          ProjectionExpression: "pk, #t",
+          ProjectionExpression: `${STATE.key}, #t`,
           FilterExpression: `${LIVE} AND ${HOLDS}`,
           ExpressionAttributeNames: PRESENT_NAMES,
           ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
@@ -470,7 +473,7 @@ export class DynamoDBStateStore implements StateStore {
     };
     for await (const { Items, now } of pages(scan)) {
       for (const item of Items ?? []) {
-        const key = item.pk?.S;
+        const key = item[STATE.key]?.S;
         if (key !== undefined && isLive(item, now) && globMatch(pattern, key)) keys.push(key);
       }
     }
@@ -495,7 +498,7 @@ export class DynamoDBStateStore implements StateStore {
   async ttl(key: string): Promise<number | null> {
     this.#open("ttl");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const ttl = (await this.#present(key))?.ttl?.N;
+    const ttl = (await this.#present(key))?.[STATE.ttl]?.N;
     return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
   }
 
@@ -525,7 +528,7 @@ export class DynamoDBStateStore implements StateStore {
     checkTtlSeconds("seconds", seconds, true);
     const now = nowSeconds();
     const present = {
-      ConditionExpression: `attribute_exists(pk) AND ${LIVE} AND ${HOLDS}`,
+      ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
       ExpressionAttributeNames: PRESENT_NAMES,
     };
     try {
@@ -533,7 +536,7 @@ export class DynamoDBStateStore implements StateStore {
         await this.#client.send(
           new DeleteItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
+            Key: stateKey(key),
             ...present,
             ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           }),
@@ -542,8 +545,8 @@ export class DynamoDBStateStore implements StateStore {
         await this.#client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
-            UpdateExpression: "SET #t = :ttl, updated_at = :at",
+            Key: stateKey(key),
+            UpdateExpression: `SET #t = :ttl, ${STATE.updatedAt} = :at`,
             ...present,
             ExpressionAttributeValues: {
               ":now": N(now),
@@ -585,13 +588,16 @@ export class DynamoDBStateStore implements StateStore {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
     // `hash.<field>` reads just that field; `value` is there for legacy items.
-    let item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash", field]]);
-    const native = item?.hash?.M;
+    const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
+    let item = await this.#read(key, oneField);
+    const native = item?.[STATE.hash]?.M;
     if (native && Object.hasOwn(native, field)) return fromAttribute(native[field]!) as T;
     // A legacy value naming the field counts only if no Map exists (the projection of a
     // Map lacking the field is empty): look at the whole item once to know.
-    if (item && native === undefined && Object.hasOwn(legacyFields(item.value?.S) ?? {}, field)) {
-      item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    if (
+      item && native === undefined && Object.hasOwn(legacyFields(item[STATE.value]?.S) ?? {}, field)
+    ) {
+      item = await this.#read(key, WHOLE_ITEM);
     } else if (native === undefined) {
       return null;
     }
@@ -602,10 +608,9 @@ export class DynamoDBStateStore implements StateStore {
   /** The fields of a live item: its native Map once it has a `hash`, else its legacy hash. */
   #fields(item: Item | undefined): Record<string, unknown> | undefined {
     if (!item) return undefined;
-    if (item.hash !== undefined) {
-      return item.hash.M ? fromMap(item.hash.M, fieldRecord()) : undefined;
-    }
-    return legacyFields(item.value?.S);
+    const hash = item[STATE.hash];
+    if (hash !== undefined) return hash.M ? fromMap(hash.M, fieldRecord()) : undefined;
+    return legacyFields(item[STATE.value]?.S);
   }
 
   /**
@@ -625,7 +630,9 @@ export class DynamoDBStateStore implements StateStore {
   async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     this.#open("hgetall");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const fields = this.#fields(await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]));
+    const fields = this.#fields(
+      await this.#read(key, WHOLE_ITEM),
+    );
     return (fields ?? fieldRecord()) as Record<string, T>;
   }
 
@@ -663,8 +670,13 @@ export class DynamoDBStateStore implements StateStore {
     checkField(field);
     const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
     const native = toAttribute(plain);
-    const single: Item = { pk: S(key), hash: { M: {} }, updated_at: N(0), ttl: N(0) };
-    setOwn(single.hash!.M as Record<string, unknown>, field, native);
+    const single: Item = {
+      [STATE.key]: S(key),
+      [STATE.hash]: { M: {} },
+      [STATE.updatedAt]: N(0),
+      [STATE.ttl]: N(0),
+    };
+    setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
     checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
     for (let race = 0; race < MAX_RACES; race++) {
       const now = nowSeconds();
@@ -672,8 +684,8 @@ export class DynamoDBStateStore implements StateStore {
         const result = await this.#client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
-            UpdateExpression: "SET #h.#f = :v, updated_at = :at",
+            Key: stateKey(key),
+            UpdateExpression: `SET #h.#f = :v, ${STATE.updatedAt} = :at`,
             ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
             ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field },
             ExpressionAttributeValues: {
@@ -687,7 +699,7 @@ export class DynamoDBStateStore implements StateStore {
             ReturnValuesOnConditionCheckFailure: "ALL_OLD",
           }),
         );
-        const old = result.Attributes?.hash?.M;
+        const old = result.Attributes?.[STATE.hash]?.M;
         return old && Object.hasOwn(old, field) ? 0 : 1;
       } catch (error) {
         if (isItemTooLarge(error)) throw tooLarge(key, error);
@@ -760,10 +772,10 @@ export class DynamoDBStateStore implements StateStore {
       const now = nowSeconds();
       const input: UpdateItemCommandInput = {
         TableName: this.tableName,
-        Key: { pk: S(key) },
+        Key: stateKey(key),
         UpdateExpression: `REMOVE ${
           unique.map((_, i) => `#h.#f${i}`).join(", ")
-        } SET updated_at = :at`,
+        } SET ${STATE.updatedAt} = :at`,
         ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: {
@@ -778,10 +790,10 @@ export class DynamoDBStateStore implements StateStore {
       };
       try {
         const result = await this.#client.send(new UpdateItemCommand(input));
-        const old = result.Attributes?.hash?.M ?? {};
+        const old = result.Attributes?.[STATE.hash]?.M ?? {};
         const removed = unique.filter((f) => Object.hasOwn(old, f)).length;
         const emptied = Object.keys(old).every((f) => unique.includes(f));
-        const last = emptied && result.Attributes?.value === undefined;
+        const last = emptied && result.Attributes?.[STATE.value] === undefined;
         if (removed > 0 && last) {
           await this.#dropEmpty(key);
         }
@@ -805,7 +817,7 @@ export class DynamoDBStateStore implements StateStore {
     if (isConditionFailure(error)) return error.Item;
     if (!isUnreadableFailure(error)) throw error;
     const result = await this.#client.send(
-      new GetItemCommand({ TableName: this.tableName, Key: { pk: S(key) }, ConsistentRead: true }),
+      new GetItemCommand({ TableName: this.tableName, Key: stateKey(key), ConsistentRead: true }),
     );
     return result.Item;
   }
@@ -820,9 +832,9 @@ export class DynamoDBStateStore implements StateStore {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(key) },
+          Key: stateKey(key),
           ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
-          ExpressionAttributeNames: { "#v": "value", "#h": "hash" },
+          ExpressionAttributeNames: { "#v": STATE.value, "#h": STATE.hash },
           ExpressionAttributeValues: { ":zero": ZERO },
         }),
       );
@@ -845,14 +857,15 @@ export class DynamoDBStateStore implements StateStore {
     change: (fields: Record<string, unknown>) => number,
   ): Promise<number | undefined> {
     const present = isPresent(old, now);
-    if (present && old.hash !== undefined) {
+    const oldHash = present ? old[STATE.hash] : undefined;
+    if (oldHash !== undefined) {
       // A Map that the condition did not see was written after it ran: start over.
-      if (old.hash.M !== undefined) return undefined;
+      if (oldHash.M !== undefined) return undefined;
       throw new TypeError(
         `key ${JSON.stringify(key)} has a "hash" attribute that is not a Map; not overwriting it`,
       );
     }
-    const legacy = present ? legacyFields(old.value?.S, true) : undefined;
+    const legacy = present ? legacyFields(old[STATE.value]?.S, true) : undefined;
     if (present && legacy === undefined) {
       throw new TypeError(
         `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
@@ -865,13 +878,17 @@ export class DynamoDBStateStore implements StateStore {
     try {
       if (!present) {
         // Missing, expired or emptied: a fresh item, no TTL, only if that is still so.
-        const item: Item = { pk: S(key), hash: { M: map }, updated_at: N(Math.floor(now)) };
+        const item: Item = {
+          [STATE.key]: S(key),
+          [STATE.hash]: { M: map },
+          [STATE.updatedAt]: N(Math.floor(now)),
+        };
         checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, item);
         await this.#client.send(
           new PutItemCommand({
             TableName: this.tableName,
             Item: item,
-            ConditionExpression: `attribute_not_exists(pk) OR NOT (${LIVE} AND ${HOLDS})`,
+            ConditionExpression: `attribute_not_exists(${STATE.key}) OR NOT (${LIVE} AND ${HOLDS})`,
             ExpressionAttributeNames: PRESENT_NAMES,
             ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           }),
@@ -879,34 +896,39 @@ export class DynamoDBStateStore implements StateStore {
         return result;
       }
       const unchanged = {
-        ConditionExpression: "attribute_exists(pk) AND attribute_not_exists(#h) AND #v = :old",
-        ExpressionAttributeNames: { "#h": "hash", "#v": "value" },
+        ConditionExpression:
+          `attribute_exists(${STATE.key}) AND attribute_not_exists(#h) AND #v = :old`,
+        ExpressionAttributeNames: { "#h": STATE.hash, "#v": STATE.value },
       };
       if (Object.keys(fields).length === 0) {
         // hdel took the legacy hash's last field: the key is gone, as in Redis.
         await this.#client.send(
           new DeleteItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
+            Key: stateKey(key),
             ...unchanged,
-            ExpressionAttributeValues: { ":old": old.value! },
+            ExpressionAttributeValues: { ":old": old[STATE.value]! },
           }),
         );
         return result;
       }
-      const migrated: Item = { ...old, hash: { M: map }, updated_at: N(Math.floor(now)) };
-      delete migrated.value;
+      const migrated: Item = {
+        ...old,
+        [STATE.hash]: { M: map },
+        [STATE.updatedAt]: N(Math.floor(now)),
+      };
+      delete migrated[STATE.value];
       checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, migrated);
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(key) },
-          UpdateExpression: "SET #h = :m, updated_at = :at REMOVE #v",
+          Key: stateKey(key),
+          UpdateExpression: `SET #h = :m, ${STATE.updatedAt} = :at REMOVE #v`,
           ...unchanged,
           ExpressionAttributeValues: {
             ":m": { M: map },
             ":at": N(Math.floor(now)),
-            ":old": old.value!,
+            ":old": old[STATE.value]!,
           },
         }),
       );
