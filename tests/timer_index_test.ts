@@ -313,8 +313,8 @@ Deno.test("ensureTables() with timerIndex creates a new timers table with its in
   const { client, calls } = counting;
   const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
   await store.ensureTables();
-  assert.ok(!calls.includes("UpdateTable"), calls.join(", "));
-  assert.equal(calls.filter((name) => name === "CreateTable").length, 7);
+  assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
+  assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);
   const { Table } = await client.send(
     new DescribeTableCommand({ TableName: store.tables.timers.name }),
   );
@@ -325,5 +325,8 @@ Deno.test("ensureTables() with timerIndex creates a new timers table with its in
   // A second run finds everything in place: no table or index is created again.
   calls.length = 0;
   await store.ensureTables();
-  assert.ok(!calls.includes("CreateTable") && !calls.includes("UpdateTable"), calls.join());
+  assert.ok(
+    !calls.includes("CreateTableCommand") && !calls.includes("UpdateTableCommand"),
+    calls.join(),
+  );
 });
