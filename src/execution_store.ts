@@ -8,14 +8,12 @@ import {
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
-  QueryCommand,
   ScanCommand,
   type ScanCommandInput,
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
-import { Lru } from "./_lru.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
@@ -31,7 +29,7 @@ import {
   toJson,
 } from "./_validate.ts";
 import { connectStore, type DynamoDBSender } from "./connect.ts";
-import { batchGet, isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
+import { batchGet, isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
@@ -52,6 +50,7 @@ import {
 } from "./tables.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
+import { TraceRing } from "./_trace_ring.ts";
 import {
   backfillTimerShards,
   deleteSeqs,
@@ -73,7 +72,6 @@ import {
   TIMER,
   timerKey,
   traceItem,
-  traceStepFromItem,
 } from "./_layout.ts";
 import {
   buildTransaction,
@@ -82,10 +80,6 @@ import {
   executionRefusal,
   type Placement,
   planCommit,
-  TRACE_END,
-  type TraceHead,
-  traceItems,
-  tracePutAt,
   type TxContext,
 } from "./_transaction.ts";
 import type {
@@ -141,9 +135,7 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #ambiguousRetries: number;
   readonly #outboxSeqs: SeqBlocks;
   readonly #spawnSeqs: SeqBlocks;
-  // Where each execution's trace ring ends, as of the version this store last committed it
-  // at: a commit from that version can trust it (anyone else's commit moved the version).
-  readonly #traceHeads = new Lru<string, { last: number; version: number | null }>(10_000);
+  readonly #ring: TraceRing;
   readonly #tx: TxContext;
   readonly #reads: Reads;
   readonly #timerReads: TimerReads;
@@ -193,6 +185,7 @@ export class DynamoDBStore implements ExecutionStore {
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
     };
     this.#reads = { client: this.#client, consistent: this.#consistent };
+    this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
     this.#timerReads = {
       ...this.#reads,
       table: this.tables.timers.name,
@@ -461,7 +454,7 @@ export class DynamoDBStore implements ExecutionStore {
     const [outbox, spawns, head] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
-      plan.trace === undefined ? undefined : this.#traceHead(plan.id, plan.expected),
+      plan.trace === undefined ? undefined : this.#ring.head(plan.id, plan.expected),
     ]);
     const at: Placement = {
       outbox: { seqs: outbox, fresh: false },
@@ -498,7 +491,7 @@ export class DynamoDBStore implements ExecutionStore {
                 `steps kept being appended outside commits (${this.#conflictRetries} retries)`,
             }]);
           }
-          at.head = await this.#rereadTraceHead(plan.id);
+          at.head = await this.#ring.reread(plan.id);
           continue;
         }
         if (refusal.outbox) {
@@ -516,7 +509,7 @@ export class DynamoDBStore implements ExecutionStore {
       if (traceMoved && conflicts++ < this.#conflictRetries) {
         // Another writer appended (or trimmed) steps outside a commit since we cached where
         // the ring ends: read it again.
-        at.head = await this.#rereadTraceHead(plan.id);
+        at.head = await this.#ring.reread(plan.id);
         continue;
       }
       const conflict = reasons.some((r) => r.Code === "TransactionConflict");
@@ -536,20 +529,8 @@ export class DynamoDBStore implements ExecutionStore {
   /** A commit went through: the version moves on in place, and the ring's end is cached. */
   #committed(exe: Execution, plan: CommitPlan, { outbox, spawns, head }: Placement): CommitResult {
     exe.version = plan.next;
-    const cached = this.#traceHeads.get(plan.id);
-    if (head !== undefined) {
-      this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
-    } else if (cached?.version === plan.expected) {
-      // An untraced commit leaves the ring's end where it was.
-      this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
-    }
+    this.#ring.committed(plan.id, head, plan.expected, plan.next);
     return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
-  }
-
-  /** Forgets the cached end of the ring and reads it again. */
-  #rereadTraceHead(id: string): Promise<TraceHead> {
-    this.#traceHeads.delete(id);
-    return this.#readTraceHead(id);
   }
 
   /** Sends one transaction: null on success, the cancellation reasons when cancelled. */
@@ -571,46 +552,18 @@ export class DynamoDBStore implements ExecutionStore {
         }
         if (error instanceof StoreClosed && attempt > 0) {
           // Closed while re-sending: an earlier send may have been applied.
-          this.#traceHeads.delete(plan.id);
+          this.#ring.forget(plan.id);
           throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
         }
         const inProgress = isNamed(error, "TransactionInProgressException");
         if (!inProgress && !isUnreachable(error)) throw error;
         if (attempt >= this.#ambiguousRetries) {
-          this.#traceHeads.delete(plan.id);
+          this.#ring.forget(plan.id);
           throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
         }
         await sleep(backoffDelay(attempt, { minDelayMs: 200, maxDelayMs: 2000 }));
       }
     }
-  }
-
-  /**
-   * Where the execution's trace ring ends, for a commit from version `expected`: cached when
-   * this store committed that version itself, else read.
-   */
-  async #traceHead(id: string, expected: number): Promise<TraceHead> {
-    const cached = this.#traceHeads.get(id);
-    return cached !== undefined && cached.version === expected
-      ? { last: cached.last, cached: true }
-      : await this.#readTraceHead(id);
-  }
-
-  /** The ring's highest index (-1 when empty): one Query, whoever wrote the ring. */
-  async #readTraceHead(id: string): Promise<TraceHead> {
-    const result = await this.#client.send(
-      new QueryCommand({
-        TableName: this.tables.trace.name,
-        KeyConditionExpression: "execution_id = :id",
-        ExpressionAttributeValues: { ":id": S(id) },
-        ProjectionExpression: "idx",
-        ScanIndexForward: false,
-        Limit: 1,
-        ConsistentRead: true,
-      }),
-    );
-    const last = result.Items?.[0]?.idx?.N;
-    return { last: last === undefined ? -1 : Number(last) };
   }
 
   /**
@@ -642,51 +595,7 @@ export class DynamoDBStore implements ExecutionStore {
       : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
     const json = toJson("entry", entry);
     checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
-    // Steps appended outside commits do not move the version, so the end is always read here,
-    // and the execution's trace_end is moved so that no store's cached end is trusted past it.
-    let head = index === undefined ? await this.#readTraceHead(id) : undefined;
-    let markExecution = true; // false once we know there is no execution item to mark
-    for (let attempt = 0;; attempt++) {
-      const items = head === undefined
-        ? tracePutAt(this.#tx, id, index!, json)
-        : traceItems(this.#tx, id, head, json);
-      if (markExecution) {
-        items.push({
-          Update: {
-            TableName: this.tables.executions.name,
-            Key: executionKey(id),
-            UpdateExpression: "SET #te = :te",
-            ConditionExpression: "attribute_exists(#id)",
-            ExpressionAttributeNames: { "#te": TRACE_END, "#id": EXECUTION.id },
-            ExpressionAttributeValues: { ":te": N(head === undefined ? -1 : head.last + 1) },
-          },
-        });
-      }
-      try {
-        await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-        const cached = this.#traceHeads.get(id);
-        if (head !== undefined && cached?.last === head.last) {
-          this.#traceHeads.set(id, { last: head.last + 1, version: cached.version });
-        } else this.#traceHeads.delete(id);
-        return;
-      } catch (error) {
-        if (
-          !isNamed(error, "TransactionCanceledException") || attempt >= this.#conflictRetries
-        ) {
-          throw error;
-        }
-        const reasons = (error as { CancellationReasons?: CancellationReason[] })
-          .CancellationReasons ?? [];
-        if (markExecution && reasons.at(-1)?.Code === "ConditionalCheckFailed") {
-          markExecution = false; // no such execution: nothing caches its ring's end
-          continue;
-        }
-        // Someone else appended first: find the new end and try again.
-        this.#traceHeads.delete(id);
-        await sleep(backoffDelay(attempt, { minDelayMs: 10, maxDelayMs: 500 }));
-        if (head !== undefined) head = await this.#readTraceHead(id);
-      }
-    }
+    await this.#ring.append(id, index, json);
   }
 
   /**
@@ -703,24 +612,7 @@ export class DynamoDBStore implements ExecutionStore {
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    const steps: Record<string, unknown>[] = [];
-    const query = (start: Item | undefined) =>
-      this.#client.send(
-        new QueryCommand({
-          TableName: this.tables.trace.name,
-          KeyConditionExpression: "execution_id = :id",
-          ExpressionAttributeValues: { ":id": S(id) },
-          ScanIndexForward: true,
-          ConsistentRead: this.#consistent,
-          ExclusiveStartKey: start,
-        }),
-      );
-    for await (const page of pages(query)) {
-      for (const item of page.Items ?? []) {
-        steps.push(traceStepFromItem(item, id));
-      }
-    }
-    return steps;
+    return await this.#ring.read(id);
   }
 
   /**
