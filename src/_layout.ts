@@ -58,6 +58,23 @@ export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" }
 /** `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns). */
 export const COUNTER = { id: "id", n: "n" } as const;
 
+/**
+ * The state store's table (`harel_state` unless named), key `pk`: a plain value as JSON text
+ * in `value` (a legacy hash too: a JSON object there), a hash as a native Map in `hash`, the
+ * expiry in epoch seconds in `ttl` (DynamoDB's TTL attribute), and `updated_at` (epoch
+ * seconds, written on every write, never read). The seed writes the same names.
+ */
+export const STATE = {
+  key: "pk",
+  value: "value",
+  hash: "hash",
+  ttl: "ttl",
+  updatedAt: "updated_at",
+} as const;
+
+/** The key of a state-store item. */
+export const stateKey = (key: string): Item => ({ [STATE.key]: S(key) });
+
 /** The largest seq's encoding, for size checks made before seqs are known. */
 export const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
 

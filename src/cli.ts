@@ -12,10 +12,11 @@
  *
  * @example Running the CLI from code (as the tests do)
  * ```ts
+ * import assert from "node:assert/strict";
  * import { main } from "@harel/dynamodb/cli";
  *
  * const code = await main(["policy", "--prefix", "prod"]);
- * console.log(code); // 0
+ * assert.equal(code, 0);
  * ```
  *
  * @module

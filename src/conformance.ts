@@ -84,11 +84,12 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
  *
  * @example Comparing two snapshots
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MemoryStore, snapshotStore, type StoreSnapshot } from "@harel/dynamodb/testing";
  *
  * const store = new MemoryStore();
  * const before: StoreSnapshot = await snapshotStore(store, []);
- * console.log(before.outbox.length); // 0
+ * assert.deepEqual(before.outbox, []);
  * ```
  */
 export interface StoreSnapshot {

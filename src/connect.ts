@@ -41,12 +41,12 @@ export interface ConnectOptions {
   region?: string;
   /** Aborts the wait for the endpoint. @default {undefined} */
   signal?: AbortSignal;
-  /** How long to keep retrying an endpoint that does not answer, in ms. @default {30000} */
+  /** How long to keep retrying an endpoint that does not answer, in ms: a finite number >= 0. @default {30000} */
   deadlineMs?: number;
   /**
    * How long one request may wait for an answer (and 5 s for a connection) before it
    * counts as unanswered — then retried, or, for a commit, resent with its idempotency
-   * token. The SDK itself sets no limit.
+   * token. A finite number of ms above 0. The SDK itself sets no limit.
    * @default {30000}
    */
   requestTimeoutMs?: number;

@@ -206,10 +206,12 @@ export function newId(): string {
  *
  * @example Starting an execution
  * ```ts
+ * import assert from "node:assert/strict";
  * import { newExecution } from "@harel/dynamodb";
  *
  * const exe = newExecution({ definition_id: "order", context: { total: 42 } });
- * console.log(exe.id.length, exe.version); // 32 0
+ * assert.equal(exe.id.length, 32);
+ * assert.equal(exe.version, 0);
  * const total: number = exe.context.total;
  * ```
  */
@@ -244,10 +246,11 @@ export function newExecution<C extends Record<string, unknown> = Record<string, 
  *
  * @example Making an event
  * ```ts
+ * import assert from "node:assert/strict";
  * import { newEvent } from "@harel/dynamodb";
  *
  * const paid = newEvent("order.paid", { amount: 42 });
- * console.log(paid.kind, paid.data.amount); // order.paid 42
+ * assert.equal(paid.kind, "order.paid");
  * const amount: number = paid.data.amount;
  * ```
  */
@@ -269,9 +272,10 @@ export function newEvent<D extends Record<string, unknown> = Record<string, unkn
  *
  * @example The summary of a loaded execution
  * ```ts
+ * import assert from "node:assert/strict";
  * import { newExecution, summarize } from "@harel/dynamodb";
  *
- * console.log(summarize(newExecution({ definition_id: "order" })).status); // "PENDING"
+ * assert.equal(summarize(newExecution({ definition_id: "order" })).status, "PENDING");
  * ```
  */
 export function summarize(exe: Execution): ExecutionSummary {

@@ -102,10 +102,12 @@ export class CommitOutcomeUnknown extends Error {
  *
  * @example Handling a forged cursor
  * ```ts
+ * import assert from "node:assert/strict";
  * import { InvalidCursor } from "@harel/dynamodb";
  *
  * const error: unknown = new InvalidCursor("not base64url");
- * console.log(error instanceof TypeError && error.name); // "InvalidCursor"
+ * assert.ok(error instanceof TypeError);
+ * assert.equal(error.name, "InvalidCursor");
  * ```
  */
 export class InvalidCursor extends TypeError {

@@ -8,14 +8,12 @@ import {
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
-  QueryCommand,
   ScanCommand,
   type ScanCommandInput,
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
-import { Lru } from "./_lru.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
@@ -30,8 +28,8 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
-import { batchGet, isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
+import { connectStore, type DynamoDBSender } from "./connect.ts";
+import { batchGet, isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
@@ -52,6 +50,7 @@ import {
 } from "./tables.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { countCommitSend, instrument } from "./_telemetry.ts";
+import { TraceRing } from "./_trace_ring.ts";
 import {
   backfillTimerShards,
   deleteSeqs,
@@ -73,7 +72,6 @@ import {
   TIMER,
   timerKey,
   traceItem,
-  traceStepFromItem,
 } from "./_layout.ts";
 import {
   buildTransaction,
@@ -82,10 +80,6 @@ import {
   executionRefusal,
   type Placement,
   planCommit,
-  TRACE_END,
-  type TraceHead,
-  traceItems,
-  tracePutAt,
   type TxContext,
 } from "./_transaction.ts";
 import type {
@@ -102,107 +96,13 @@ import type {
 } from "./types.ts";
 import { readLimit } from "./_bounded.ts";
 
-/**
- * Options of {@linkcode DynamoDBStore}.
- *
- * @example A store with a short trace and expiring dedupe marks
- * ```ts
- * import { DynamoDBStore } from "@harel/dynamodb";
- * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
- *
- * const store = new DynamoDBStore(new DynamoDBClient({}), {
- *   prefix: "orders",
- *   traceMax: 50,
- *   processedTtlSeconds: 7 * 86_400,
- * });
- * ```
- */
-export interface DynamoDBStoreOptions {
-  /** Table name prefix: the tables are `{prefix}_executions`, `{prefix}_outbox`, ... @default {"harel"} */
-  prefix?: string;
-  /** How many trace steps each execution keeps (a ring); 0 keeps every step. @default {200} */
-  traceMax?: number;
-  /** Read executions, dedupe marks and relay tables with strongly consistent reads. @default {true} */
-  consistentReads?: boolean;
-  /**
-   * Lifetime of dedupe marks in seconds: marks carry a `ttl` attribute, `ensureTables`
-   * enables TTL on the processed table, and expired marks read as absent. `null` keeps
-   * marks forever.
-   * @default {null}
-   */
-  processedTtlSeconds?: number | null;
-  /** How many outbox (and spawn) seqs one counter call reserves for this store. @default {1000} */
-  seqBlockSize?: number;
-  /** How often a commit is retried when DynamoDB reports a transaction conflict. @default {8} */
-  conflictRetries?: number;
-  /** How often a commit whose answer was lost is re-sent with the same idempotency token. @default {3} */
-  ambiguousRetries?: number;
-  /**
-   * Sweep timers through a sparse index of due times instead of scanning every armed timer:
-   * `ensureTables` adds the index (and marks the timers already there), `dueTimers` reads
-   * only what is due. Timers written without the index attribute (the Python store) are
-   * not in it: keep this off in mixed fleets, or sweep with `{ scan: true }` now and then.
-   * @default {false}
-   */
-  timerIndex?: boolean;
-  /**
-   * How many index shards timers spread over (about 8,000 timers armed per second for 16);
-   * raise it on sweepers first, then on writers, and never lower it (see the README).
-   * @default {16}
-   */
-  timerShards?: number;
-}
+import type {
+  CreateStoreOptions,
+  DueTimersOptions,
+  DynamoDBStoreOptions,
+} from "./execution_store_options.ts";
 
-/**
- * Options of {@linkcode DynamoDBStore.dueTimers}: the read limit, and a full scan for timers
- * the timer index does not hold.
- *
- * @example A sweep that also finds timers written without the index attribute
- * ```ts
- * import { DynamoDBStore, type DueTimersOptions } from "@harel/dynamodb";
- *
- * await using store = await DynamoDBStore.create({
- *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
- *   timerIndex: true,
- * });
- * const options: DueTimersOptions = { limit: 100, scan: true };
- * console.log(await store.dueTimers(Date.now() / 1000, options));
- * ```
- */
-export interface DueTimersOptions extends ReadLimitOptions {
-  /**
-   * Scan the timers table instead of querying the timer index: finds timers written without
-   * the `timer_shard` attribute (the Python store, older deploys), at the cost of reading
-   * every timer. Without `timerIndex` every read is a scan.
-   * @default {false}
-   */
-  scan?: boolean;
-}
-
-/**
- * Options of {@linkcode DynamoDBStore.create}: the store's options plus where DynamoDB is.
- *
- * @example Connecting and configuring in one call
- * ```ts
- * import { DynamoDBStore } from "@harel/dynamodb";
- *
- * await using store = await DynamoDBStore.create({
- *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
- *   prefix: "orders",
- *   traceMax: 50,
- * });
- * ```
- */
-export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
-  /**
-   * Create the tables where missing (seven DescribeTable calls, more for a new table).
-   * `false` for a cold start that goes straight to work: one DescribeTable of the
-   * executions table checks that DynamoDB answers and the tables were created (at deploy
-   * time, with `ensureTables()`); a missing table is an immediate {@linkcode TableNotFound}.
-   * @default {true}
-   */
-  ensureTables?: boolean;
-}
+export type { CreateStoreOptions, DueTimersOptions, DynamoDBStoreOptions };
 
 /**
  * The durable execution store: executions with optimistic concurrency, their outbox,
@@ -235,9 +135,7 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #ambiguousRetries: number;
   readonly #outboxSeqs: SeqBlocks;
   readonly #spawnSeqs: SeqBlocks;
-  // Where each execution's trace ring ends, as of the version this store last committed it
-  // at: a commit from that version can trust it (anyone else's commit moved the version).
-  readonly #traceHeads = new Lru<string, { last: number; version: number | null }>(10_000);
+  readonly #ring: TraceRing;
   readonly #tx: TxContext;
   readonly #reads: Reads;
   readonly #timerReads: TimerReads;
@@ -287,6 +185,7 @@ export class DynamoDBStore implements ExecutionStore {
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
     };
     this.#reads = { client: this.#client, consistent: this.#consistent };
+    this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
     this.#timerReads = {
       ...this.#reads,
       table: this.tables.timers.name,
@@ -316,6 +215,12 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose tables exist.
+   *
+   * @throws {TypeError} For options of the wrong type (a `RangeError` for one out of its range),
+   *   before anything is sent.
+   * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
     options ??= {}; // null: no options, as in the constructor
@@ -353,6 +258,10 @@ export class DynamoDBStore implements ExecutionStore {
    * const store = new DynamoDBStore(new DynamoDBClient({}), { prefix: "prod" });
    * await store.ensureTables();
    * ```
+   *
+   * @throws {StoreClosed} After `close()`.
+   * @throws {Error} The SDK's error when a table cannot be created or described (e.g.
+   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
   async ensureTables(): Promise<void> {
     const { timers } = this.tables;
@@ -473,13 +382,16 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @example Saving an execution
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * const exe = newExecution({ definition_id: "order" });
    * await store.save(exe);
-   * console.log(exe.version); // 1
+   * assert.equal(exe.version, 1);
    * ```
+   *
+   * @throws {StoreConflict} As {@linkcode DynamoDBStore.commit}, and every error it throws.
    */
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
@@ -517,6 +429,15 @@ export class DynamoDBStore implements ExecutionStore {
    * @param exe The execution at the version it was loaded at.
    * @param changes Outbox events, dedupe mark, timer changes, spawns and a trace step.
    * @returns The new version and the seqs of the outbox entries and spawns.
+   *
+   * @throws {StoreConflict} When the stored version is not `exe.version` (another writer won).
+   * @throws {CommitOutcomeUnknown} When every send's answer was lost (`ambiguousRetries`
+   *   re-sends): the commit may or may not be stored; reload to know.
+   * @throws {CommitCancelled} When DynamoDB cancelled the transaction for another reason (each
+   *   item's role and code), or transaction conflicts outlasted `conflictRetries`.
+   * @throws {TypeError} For input DynamoDB would reject (a `RangeError` for a value out of its
+   *   range: sizes, times, seqs), or a commit of an object whose commit has not settled.
+   * @throws {StoreClosed} After `close()`.
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
     this.#open("commit");
@@ -533,7 +454,7 @@ export class DynamoDBStore implements ExecutionStore {
     const [outbox, spawns, head] = await Promise.all([
       this.#outboxSeqs.take(plan.emits.length),
       this.#spawnSeqs.take(plan.spawns.length),
-      plan.trace === undefined ? undefined : this.#traceHead(plan.id, plan.expected),
+      plan.trace === undefined ? undefined : this.#ring.head(plan.id, plan.expected),
     ]);
     const at: Placement = {
       outbox: { seqs: outbox, fresh: false },
@@ -570,7 +491,7 @@ export class DynamoDBStore implements ExecutionStore {
                 `steps kept being appended outside commits (${this.#conflictRetries} retries)`,
             }]);
           }
-          at.head = await this.#rereadTraceHead(plan.id);
+          at.head = await this.#ring.reread(plan.id);
           continue;
         }
         if (refusal.outbox) {
@@ -588,7 +509,7 @@ export class DynamoDBStore implements ExecutionStore {
       if (traceMoved && conflicts++ < this.#conflictRetries) {
         // Another writer appended (or trimmed) steps outside a commit since we cached where
         // the ring ends: read it again.
-        at.head = await this.#rereadTraceHead(plan.id);
+        at.head = await this.#ring.reread(plan.id);
         continue;
       }
       const conflict = reasons.some((r) => r.Code === "TransactionConflict");
@@ -608,20 +529,8 @@ export class DynamoDBStore implements ExecutionStore {
   /** A commit went through: the version moves on in place, and the ring's end is cached. */
   #committed(exe: Execution, plan: CommitPlan, { outbox, spawns, head }: Placement): CommitResult {
     exe.version = plan.next;
-    const cached = this.#traceHeads.get(plan.id);
-    if (head !== undefined) {
-      this.#traceHeads.set(plan.id, { last: head.last + 1, version: plan.next });
-    } else if (cached?.version === plan.expected) {
-      // An untraced commit leaves the ring's end where it was.
-      this.#traceHeads.set(plan.id, { last: cached.last, version: plan.next });
-    }
+    this.#ring.committed(plan.id, head, plan.expected, plan.next);
     return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
-  }
-
-  /** Forgets the cached end of the ring and reads it again. */
-  #rereadTraceHead(id: string): Promise<TraceHead> {
-    this.#traceHeads.delete(id);
-    return this.#readTraceHead(id);
   }
 
   /** Sends one transaction: null on success, the cancellation reasons when cancelled. */
@@ -643,46 +552,18 @@ export class DynamoDBStore implements ExecutionStore {
         }
         if (error instanceof StoreClosed && attempt > 0) {
           // Closed while re-sending: an earlier send may have been applied.
-          this.#traceHeads.delete(plan.id);
+          this.#ring.forget(plan.id);
           throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
         }
         const inProgress = isNamed(error, "TransactionInProgressException");
         if (!inProgress && !isUnreachable(error)) throw error;
         if (attempt >= this.#ambiguousRetries) {
-          this.#traceHeads.delete(plan.id);
+          this.#ring.forget(plan.id);
           throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
         }
         await sleep(backoffDelay(attempt, { minDelayMs: 200, maxDelayMs: 2000 }));
       }
     }
-  }
-
-  /**
-   * Where the execution's trace ring ends, for a commit from version `expected`: cached when
-   * this store committed that version itself, else read.
-   */
-  async #traceHead(id: string, expected: number): Promise<TraceHead> {
-    const cached = this.#traceHeads.get(id);
-    return cached !== undefined && cached.version === expected
-      ? { last: cached.last, cached: true }
-      : await this.#readTraceHead(id);
-  }
-
-  /** The ring's highest index (-1 when empty): one Query, whoever wrote the ring. */
-  async #readTraceHead(id: string): Promise<TraceHead> {
-    const result = await this.#client.send(
-      new QueryCommand({
-        TableName: this.tables.trace.name,
-        KeyConditionExpression: "execution_id = :id",
-        ExpressionAttributeValues: { ":id": S(id) },
-        ProjectionExpression: "idx",
-        ScanIndexForward: false,
-        Limit: 1,
-        ConsistentRead: true,
-      }),
-    );
-    const last = result.Items?.[0]?.idx?.N;
-    return { last: last === undefined ? -1 : Number(last) };
   }
 
   /**
@@ -698,6 +579,12 @@ export class DynamoDBStore implements ExecutionStore {
    * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await store.appendTrace("exe-1", { note: "operator retried the payment" });
    * ```
+   *
+   * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
+   *   for an index or size out of range), before anything is sent.
+   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
+   *   for `conflictRetries` attempts.
+   * @throws {StoreClosed} After `close()`.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");
@@ -708,51 +595,7 @@ export class DynamoDBStore implements ExecutionStore {
       : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
     const json = toJson("entry", entry);
     checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
-    // Steps appended outside commits do not move the version, so the end is always read here,
-    // and the execution's trace_end is moved so that no store's cached end is trusted past it.
-    let head = index === undefined ? await this.#readTraceHead(id) : undefined;
-    let markExecution = true; // false once we know there is no execution item to mark
-    for (let attempt = 0;; attempt++) {
-      const items = head === undefined
-        ? tracePutAt(this.#tx, id, index!, json)
-        : traceItems(this.#tx, id, head, json);
-      if (markExecution) {
-        items.push({
-          Update: {
-            TableName: this.tables.executions.name,
-            Key: executionKey(id),
-            UpdateExpression: "SET #te = :te",
-            ConditionExpression: "attribute_exists(#id)",
-            ExpressionAttributeNames: { "#te": TRACE_END, "#id": EXECUTION.id },
-            ExpressionAttributeValues: { ":te": N(head === undefined ? -1 : head.last + 1) },
-          },
-        });
-      }
-      try {
-        await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-        const cached = this.#traceHeads.get(id);
-        if (head !== undefined && cached?.last === head.last) {
-          this.#traceHeads.set(id, { last: head.last + 1, version: cached.version });
-        } else this.#traceHeads.delete(id);
-        return;
-      } catch (error) {
-        if (
-          !isNamed(error, "TransactionCanceledException") || attempt >= this.#conflictRetries
-        ) {
-          throw error;
-        }
-        const reasons = (error as { CancellationReasons?: CancellationReason[] })
-          .CancellationReasons ?? [];
-        if (markExecution && reasons.at(-1)?.Code === "ConditionalCheckFailed") {
-          markExecution = false; // no such execution: nothing caches its ring's end
-          continue;
-        }
-        // Someone else appended first: find the new end and try again.
-        this.#traceHeads.delete(id);
-        await sleep(backoffDelay(attempt, { minDelayMs: 10, maxDelayMs: 500 }));
-        if (head !== undefined) head = await this.#readTraceHead(id);
-      }
-    }
+    await this.#ring.append(id, index, json);
   }
 
   /**
@@ -769,24 +612,7 @@ export class DynamoDBStore implements ExecutionStore {
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    const steps: Record<string, unknown>[] = [];
-    const query = (start: Item | undefined) =>
-      this.#client.send(
-        new QueryCommand({
-          TableName: this.tables.trace.name,
-          KeyConditionExpression: "execution_id = :id",
-          ExpressionAttributeValues: { ":id": S(id) },
-          ScanIndexForward: true,
-          ConsistentRead: this.#consistent,
-          ExclusiveStartKey: start,
-        }),
-      );
-    for await (const page of pages(query)) {
-      for (const item of page.Items ?? []) {
-        steps.push(traceStepFromItem(item, id));
-      }
-    }
-    return steps;
+    return await this.#ring.read(id);
   }
 
   /**
@@ -805,6 +631,11 @@ export class DynamoDBStore implements ExecutionStore {
    *   cursor = page.nextCursor;
    * } while (cursor);
    * ```
+   *
+   * @throws {RangeError} For a `limit` outside 1 to 1000 (a `TypeError` for a filter of the
+   *   wrong type), before anything is sent.
+   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this table's listing.
+   * @throws {StoreClosed} After `close()`.
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
@@ -856,6 +687,9 @@ export class DynamoDBStore implements ExecutionStore {
    * // deliver each entry.event to entry.targetId, then:
    * await store.ackOutbox(entries.map((entry) => entry.seq));
    * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     this.#open("pendingOutbox");
@@ -893,6 +727,9 @@ export class DynamoDBStore implements ExecutionStore {
    *   await store.ackSpawn(spawn.seq);
    * }
    * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     this.#open("pendingSpawns");
@@ -931,6 +768,12 @@ export class DynamoDBStore implements ExecutionStore {
    *   }
    * }
    * ```
+   *
+   * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
+   *   that is not a positive integer or `Infinity`.
+   * @throws {IndexNotFound} With `timerIndex` and no `scan`, when the timers table lacks the
+   *   index (`ensureTables()` was not run by a store with `timerIndex: true`).
+   * @throws {StoreClosed} After `close()`.
    */
   async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
     this.#open("dueTimers");
@@ -955,6 +798,10 @@ export class DynamoDBStore implements ExecutionStore {
    * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
    * console.log(won ? "fire it" : "a re-schedule won");
    * ```
+   *
+   * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
+   *   DynamoDB would reject), before anything is sent.
+   * @throws {StoreClosed} After `close()`.
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
     this.#open("deleteTimer");

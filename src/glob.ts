@@ -12,10 +12,11 @@
  *
  * @example Matching keys
  * ```ts
+ * import assert from "node:assert/strict";
  * import { globMatch } from "@harel/dynamodb";
  *
- * console.log(globMatch("session:*", "session:42")); // true
- * console.log(globMatch("user.[0-9]", "user.x")); // false
+ * assert.equal(globMatch("session:*", "session:42"), true);
+ * assert.equal(globMatch("user.[0-9]", "user.x"), false);
  * ```
  */
 export function globMatch(pattern: string, text: string): boolean {

@@ -123,9 +123,12 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
  *
  * @example The default tables, any region and account
  * ```ts
+ * import assert from "node:assert/strict";
  * import { leastPrivilegePolicy } from "@harel/dynamodb/cli";
  *
- * console.log(leastPrivilegePolicy().Statement[0]?.Resource); // ["arn:aws:dynamodb:*:*:table/harel_executions"]
+ * assert.deepEqual(leastPrivilegePolicy().Statement[0]?.Resource, [
+ *   "arn:aws:dynamodb:*:*:table/harel_executions",
+ * ]);
  * ```
  *
  * @param options The prefix, state table, region and account.

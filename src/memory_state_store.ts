@@ -25,17 +25,21 @@ import {
 import { StoreClosed } from "./errors.ts";
 import { globMatch } from "./glob.ts";
 import type { SetOptions, StateStore } from "./types.ts";
+import { STATE } from "./_layout.ts";
 
 /**
  * Options of {@linkcode MemoryStateStore}.
  *
  * @example A fake clock
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MemoryStateStore } from "@harel/dynamodb/testing";
  *
  * let now = 0;
  * const state = new MemoryStateStore({ now: () => now });
+ * await state.set("otp", "1234", { ttl: 60 });
  * now += 5_000; // five seconds later
+ * assert.equal(await state.ttl("otp"), 55);
  * ```
  */
 export interface MemoryStateStoreOptions {
@@ -50,9 +54,12 @@ function holds(entry: Entry): boolean {
 
 /** The entry as the DynamoDB item it stands for, for the 400 KB check. */
 function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
-  const item: Record<string, AttributeValue> = { pk: { S: key }, updated_at: { N: "1000000000" } };
-  if (entry.value !== undefined) item.value = { S: entry.value };
-  if (entry.ttl !== undefined) item.ttl = { N: String(entry.ttl) };
+  const item: Record<string, AttributeValue> = {
+    [STATE.key]: { S: key },
+    [STATE.updatedAt]: { N: "1000000000" },
+  };
+  if (entry.value !== undefined) item[STATE.value] = { S: entry.value };
+  if (entry.ttl !== undefined) item[STATE.ttl] = { N: String(entry.ttl) };
   if (entry.hash) {
     const map: Record<string, AttributeValue> = {};
     for (const [field, json] of entry.hash) {
@@ -63,7 +70,7 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
         configurable: true,
       });
     }
-    item.hash = { M: map };
+    item[STATE.hash] = { M: map };
   }
   return item;
 }
@@ -75,13 +82,15 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
  *
  * @example Expiring a key by moving the clock
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MemoryStateStore } from "@harel/dynamodb/testing";
  *
  * let now = Date.now();
  * const state = new MemoryStateStore({ now: () => now });
  * await state.set("otp", "1234", { ttl: 60 });
  * now += 61_000;
- * console.log(await state.get("otp")); // null
+ * assert.equal(await state.get("otp"), null);
+ * assert.equal(await state.exists("otp"), false);
  * ```
  */
 export class MemoryStateStore implements StateStore {
@@ -138,13 +147,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * The value of `key`, or `null`; `T` names the stored type (not checked).
-   *
-   * @example Reading a value
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().get<string>("k")); // null
-   * ```
    */
   get<T = unknown>(key: string): Promise<T | null> {
     return Promise.try(() => {
@@ -156,13 +158,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Stores a JSON value, replacing the whole item.
-   *
-   * @example Setting a value with a TTL
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStateStore().set("k", { a: 1 }, { ttl: 10 });
-   * ```
    */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     return Promise.try(() => {
@@ -177,13 +172,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Removes `key`; `true` if a live key was removed.
-   *
-   * @example Deleting a key
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().delete("k")); // false
-   * ```
    */
   delete(key: string): Promise<boolean> {
     return Promise.try(() => {
@@ -194,13 +182,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Whether `key` exists and has not expired.
-   *
-   * @example Checking a key
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().exists("k")); // false
-   * ```
    */
   exists(key: string): Promise<boolean> {
     return Promise.try(() => {
@@ -211,13 +192,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Live keys matching a glob.
-   *
-   * @example Listing keys by pattern
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().keys("session:*")); // []
-   * ```
    */
   keys(pattern = "*"): Promise<string[]> {
     return Promise.try(() => {
@@ -234,9 +208,16 @@ export class MemoryStateStore implements StateStore {
    *
    * @example Reading the time left
    * ```ts
+   * import assert from "node:assert/strict";
    * import { MemoryStateStore } from "@harel/dynamodb/testing";
    *
-   * console.log(await new MemoryStateStore().ttl("k")); // null
+   * let now = Date.now();
+   * const state = new MemoryStateStore({ now: () => now });
+   * await state.hset("session:abc", "step", 1);
+   * assert.equal(await state.ttl("session:abc"), null); // no TTL yet
+   * await state.expire("session:abc", 3600);
+   * now += 600_000; // ten minutes later
+   * assert.equal(await state.ttl("session:abc"), 3000);
    * ```
    */
   ttl(key: string): Promise<number | null> {
@@ -249,13 +230,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing.
-   *
-   * @example Setting a TTL
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().expire("k", 10)); // false
-   * ```
    */
   expire(key: string, seconds: number): Promise<boolean> {
     return Promise.try(() => {
@@ -272,13 +246,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * A hash field's value, or `null`; `T` names the stored type (not checked).
-   *
-   * @example Reading one field
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hget<number>("k", "f")); // null
-   * ```
    */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
     return Promise.try(() => {
@@ -292,13 +259,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Every field of the hash at `key`, as an object with no prototype.
-   *
-   * @example Reading every field
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hgetall("k")); // {}
-   * ```
    */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     return Promise.try(() => {
@@ -332,13 +292,6 @@ export class MemoryStateStore implements StateStore {
 
   /**
    * Sets a hash field: 1 if new, 0 if updated.
-   *
-   * @example Setting a field
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hset("k", "f", 1)); // 1
-   * ```
    */
   hset(key: string, field: string, value: unknown): Promise<number> {
     return Promise.try(() => {
@@ -360,13 +313,6 @@ export class MemoryStateStore implements StateStore {
   /**
    * Removes hash fields; the number that existed. Removing the last field of a key that
    * holds no value deletes the key, as in Redis.
-   *
-   * @example Deleting fields
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStateStore().hdel("k", "f")); // 0
-   * ```
    */
   hdel(key: string, ...fields: string[]): Promise<number> {
     return Promise.try(() => {
@@ -386,13 +332,6 @@ export class MemoryStateStore implements StateStore {
   /**
    * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
    * DynamoDBStateStore's are. Idempotent.
-   *
-   * @example Closing a store
-   * ```ts
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStateStore().close();
-   * ```
    */
   close(): Promise<void> {
     this.#closed = true;

@@ -42,11 +42,17 @@ import { byFireAt, bySeq, Lowest, readLimit } from "./_bounded.ts";
  *
  * @example A store whose dedupe marks expire on a fake clock
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { newExecution } from "@harel/dynamodb";
  * import { MemoryStore } from "@harel/dynamodb/testing";
  *
  * let now = Date.now();
  * const store = new MemoryStore({ traceMax: 5, processedTtlSeconds: 60, now: () => now });
- * now += 61_000;
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.commit(exe, { processedEventId: "event-1" });
+ * assert.equal(await store.isProcessed(exe.id, "event-1"), true);
+ * now += 61_000; // the mark's minute is over: it reads as absent
+ * assert.equal(await store.isProcessed(exe.id, "event-1"), false);
  * ```
  */
 export interface MemoryStoreOptions {
@@ -68,13 +74,15 @@ const keyOf = (a: string, b: string) => `${a}\u0000${b}`;
  *
  * @example A unit test without DynamoDB
  * ```ts
+ * import assert from "node:assert/strict";
  * import { newExecution } from "@harel/dynamodb";
  * import { MemoryStore } from "@harel/dynamodb/testing";
  *
  * await using store = new MemoryStore({ traceMax: 10 });
  * const exe = newExecution({ definition_id: "order" });
  * await store.commit(exe, { trace: { step: "created" } });
- * console.log(exe.version, (await store.readTrace(exe.id)).length); // 1 1
+ * assert.equal(exe.version, 1);
+ * assert.deepEqual(await store.readTrace(exe.id), [{ step: "created", index: 0 }]);
  * ```
  */
 export class MemoryStore implements ExecutionStore {
@@ -118,13 +126,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * The execution with this id, or `null`.
-   *
-   * @example Loading an execution
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().load("missing")); // null
-   * ```
    */
   load(id: string): Promise<Execution | null> {
     return Promise.try(() => {
@@ -137,13 +138,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * The execution and whether `eventId` was already handled.
-   *
-   * @example Loading with the dedupe mark
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().loadForEvent("x", "e")); // { execution: null, processed: false }
-   * ```
    */
   async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
     this.#open("loadForEvent");
@@ -153,13 +147,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * Whether `eventId` was already handled by execution `id` (an expired mark is absent).
-   *
-   * @example Checking a dedupe mark
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().isProcessed("x", "e")); // false
-   * ```
    */
   isProcessed(id: string, eventId: string): Promise<boolean> {
     return Promise.try(() => {
@@ -173,15 +160,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * `commit(exe)`.
-   *
-   * @example Saving an execution
-   * ```ts
-   * import { newExecution } from "@harel/dynamodb";
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * const exe = newExecution({ definition_id: "d" });
-   * await new MemoryStore().save(exe);
-   * ```
    */
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
@@ -193,13 +171,16 @@ export class MemoryStore implements ExecutionStore {
    *
    * @example Committing with an emit
    * ```ts
+   * import assert from "node:assert/strict";
    * import { newEvent, newExecution } from "@harel/dynamodb";
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
    * const store = new MemoryStore();
    * const exe = newExecution({ definition_id: "d" });
-   * const { outbox } = await store.commit(exe, { emits: [{ target: null, event: newEvent("go") }] });
-   * console.log(outbox.length); // 1
+   * const go = newEvent("go");
+   * const { version, outbox } = await store.commit(exe, { emits: [{ target: null, event: go }] });
+   * assert.equal(version, 1);
+   * assert.deepEqual(await store.pendingOutbox(), [{ seq: outbox[0], targetId: null, event: go }]);
    * ```
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
@@ -263,14 +244,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * One page of executions, in id order.
-   *
-   * @example Listing a page
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * const { items, nextCursor } = await new MemoryStore().listExecutions({ limit: 10 });
-   * console.log(items.length, nextCursor); // 0 null
-   * ```
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
     return Promise.try(() => {
@@ -294,13 +267,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * The `limit` (default 1000, `Infinity`: all) lowest-seq outbox entries not yet
    * acknowledged, by seq.
-   *
-   * @example Reading the outbox
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().pendingOutbox()); // []
-   * ```
    */
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     return Promise.try(() => {
@@ -314,13 +280,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * Removes delivered outbox entries.
-   *
-   * @example Acknowledging delivered entries
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStore().ackOutbox([1, 2]);
-   * ```
    */
   ackOutbox(seq: number | number[]): Promise<void> {
     return this.#ack(this.#outbox, seq, "ackOutbox");
@@ -329,13 +288,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * The `limit` (default 1000, `Infinity`: all) lowest-seq spawn intents not yet
    * acknowledged, by seq.
-   *
-   * @example Reading spawn intents
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().pendingSpawns()); // []
-   * ```
    */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     return Promise.try(() => {
@@ -355,13 +307,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * Removes started spawn intents.
-   *
-   * @example Acknowledging a started child
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStore().ackSpawn(1);
-   * ```
    */
   ackSpawn(seq: number | number[]): Promise<void> {
     return this.#ack(this.#spawns, seq, "ackSpawn");
@@ -382,13 +327,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * The `limit` (default 1000, `Infinity`: all) earliest timers due at `now` (epoch
    * seconds), earliest first.
-   *
-   * @example Reading due timers
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().dueTimers(Date.now() / 1000)); // []
-   * ```
    */
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
     return Promise.try(() => {
@@ -405,9 +343,17 @@ export class MemoryStore implements ExecutionStore {
    *
    * @example Claiming a due timer
    * ```ts
+   * import assert from "node:assert/strict";
+   * import { newExecution } from "@harel/dynamodb";
    * import { MemoryStore } from "@harel/dynamodb/testing";
    *
-   * console.log(await new MemoryStore().deleteTimer("x", "p", 1)); // false
+   * const store = new MemoryStore();
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 100 }] });
+   * const [timer] = await store.dueTimers(100);
+   * assert.ok(timer);
+   * assert.equal(await store.deleteTimer(exe.id, timer.path, timer.fireAt), true); // claimed
+   * assert.equal(await store.deleteTimer(exe.id, timer.path, timer.fireAt), false); // gone
    * ```
    */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
@@ -425,13 +371,6 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * The execution's trace, oldest first, each step with its `index`.
-   *
-   * @example Reading a trace
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * console.log(await new MemoryStore().readTrace("x")); // []
-   * ```
    */
   readTrace(id: string): Promise<Record<string, unknown>[]> {
     return Promise.try(() => {
@@ -448,13 +387,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Appends one trace step outside a commit: at the highest index + 1 (0 on an empty ring), or
    * at `entry.index` when the entry carries one, as the Python seed.
-   *
-   * @example Appending an operator note
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStore().appendTrace("x", { note: "hello" });
-   * ```
    */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     return Promise.try(() => {
@@ -474,13 +406,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
    * DynamoDBStore's are. Idempotent.
-   *
-   * @example Closing a store
-   * ```ts
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * await new MemoryStore().close();
-   * ```
    */
   close(): Promise<void> {
     this.#closed = true;

@@ -44,9 +44,9 @@ export interface RelayReport {
  * ```
  */
 export interface RelayOptions {
-  /** How many entries this pass reads (the lowest seqs); `Infinity` for all. @default {1000} */
+  /** How many entries this pass reads (the lowest seqs): a positive integer, or `Infinity` for all. @default {1000} */
   limit?: number;
-  /** How many callbacks run at once (outbox: how many targets are delivered to in parallel). @default {16} */
+  /** How many callbacks run at once, 1 to 1000 (outbox: how many targets are delivered to in parallel). @default {16} */
   concurrency?: number;
   /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
   signal?: AbortSignal;
@@ -83,10 +83,11 @@ const ACKS_IN_FLIGHT = 16;
  *
  * @example The event of a timer
  * ```ts
+ * import assert from "node:assert/strict";
  * import { timeoutEvent } from "@harel/dynamodb";
  *
  * const event = timeoutEvent("exe-1", "order.waiting", 1_700_000_001);
- * console.log(event.id); // "timeout:exe-1:order.waiting:1700000001.0"
+ * assert.equal(event.id, "timeout:exe-1:order.waiting:1700000001.0");
  * ```
  *
  * @param executionId The execution the timer belongs to.
@@ -131,6 +132,11 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  * @param deliver Delivers one entry; throwing leaves it pending.
  * @param options How many entries, how many at once, and a signal to stop.
  * @returns How many entries were delivered and how many failed.
+ *
+ * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
+ *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {StoreClosed} When the store is closed; any error of `pendingOutbox` or
+ *   `ackOutbox` rejects the pass too (what `deliver` throws goes to `onError`).
  */
 export function relayOutbox(
   store: ExecutionStore,
@@ -205,6 +211,11 @@ async function relayOutboxPass(
  * @param start Starts one child; throwing leaves the intent pending.
  * @param options How many intents, how many at once, and a signal to stop.
  * @returns How many spawns were started and how many failed.
+ *
+ * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
+ *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {StoreClosed} When the store is closed; any error of `pendingSpawns` or
+ *   `ackSpawn` rejects the pass too (what `start` throws goes to `onError`).
  */
 export function relaySpawns(
   store: ExecutionStore,
@@ -262,6 +273,12 @@ async function relaySpawnsPass(
  * @param fire Delivers the Timeout event of one timer; throwing keeps the timer.
  * @param options The time, how many timers, how many at once, and a signal to stop.
  * @returns How many timers fired and how many failed.
+ *
+ * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
+ *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds).
+ * @throws {StoreClosed} When the store is closed; any error of `dueTimers` rejects the pass
+ *   too (what `fire` and `deleteTimer` throw goes to `onError`).
  */
 export function sweepTimers(
   store: ExecutionStore,

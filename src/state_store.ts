@@ -40,6 +40,7 @@ import type { SetOptions, StateStore } from "./types.ts";
 import { instrument } from "./_telemetry.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
 import { WriteContention } from "./errors.ts";
+import { STATE, stateKey } from "./_layout.ts";
 
 /**
  * Options of {@linkcode DynamoDBStateStore}.
@@ -94,7 +95,9 @@ const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
 /** `#v` is `value`, `#h` is `hash`: a key holding neither a value nor a hash field is absent. */
 const HOLDS = "(attribute_exists(#v) OR size(#h) > :zero)";
 /** The names and values LIVE and HOLDS use. */
-const PRESENT_NAMES = { "#t": "ttl", "#v": "value", "#h": "hash" } as const;
+const PRESENT_NAMES = { "#t": STATE.ttl, "#v": STATE.value, "#h": STATE.hash } as const;
+/** What a read of the whole item projects (every attribute but `updated_at`). */
+const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
 const ZERO: AttributeValue = { N: "0" };
 /** How often a write re-reads after losing a race against another writer's migration. */
 const MAX_RACES = 20;
@@ -105,7 +108,7 @@ function isConditionFailure(error: unknown): error is Error & { Item?: Item } {
 
 function isLive(item: Item | undefined, now: number): item is Item {
   if (!item) return false;
-  const ttl = item.ttl?.N;
+  const ttl = item[STATE.ttl]?.N;
   return ttl === undefined || Number(ttl) > now;
 }
 
@@ -114,8 +117,8 @@ function isLive(item: Item | undefined, now: number): item is Item {
  * `size()` of a number, boolean or null is no size at all.
  */
 function holds(item: Item): boolean {
-  if (item.value !== undefined) return true;
-  const hash = item.hash;
+  if (item[STATE.value] !== undefined) return true;
+  const hash = item[STATE.hash];
   if (hash === undefined) return false;
   const sized = hash.M ? Object.keys(hash.M) : hash.L ?? hash.S ?? hash.B ?? hash.SS ?? hash.NS ??
     hash.BS;
@@ -160,7 +163,7 @@ const SUBSTITUTED_BYTES = 1024 * 1024;
  * (some 16 fields of 64 KB); at least one. Counted in UTF-8 bytes, the fixed parts generously.
  */
 function hdelBatchEnd(fields: string[], start: number): number {
-  let expression = "REMOVE  SET updated_at = :at".length;
+  let expression = `REMOVE  SET ${STATE.updatedAt} = :at`.length;
   let substitution = 256; // PRESENT_NAMES and the four values
   let substituted = expression;
   let end = start;
@@ -170,11 +173,11 @@ function hdelBatchEnd(fields: string[], start: number): number {
     const bytes = utf8Length(fields[end]!);
     const full = expression + path > EXPRESSION_BYTES ||
       substitution + alias.length + bytes > SUBSTITUTION_BYTES ||
-      substituted + "hash., ".length + bytes > SUBSTITUTED_BYTES;
+      substituted + `${STATE.hash}., `.length + bytes > SUBSTITUTED_BYTES;
     if (full && end > start) break;
     expression += path;
     substitution += alias.length + bytes;
-    substituted += "hash., ".length + bytes;
+    substituted += `${STATE.hash}., `.length + bytes;
   }
   return end;
 }
@@ -198,12 +201,13 @@ function tooLarge(key: string, cause: unknown): RangeError {
  *
  * @example Session state
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DynamoDBStateStore } from "@harel/dynamodb";
  *
  * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * await state.hset("session:abc", "step", 2);
  * await state.expire("session:abc", 3600);
- * console.log(await state.hgetall("session:abc")); // { step: 2 }
+ * assert.equal((await state.hgetall("session:abc")).step, 2);
  * ```
  */
 export class DynamoDBStateStore implements StateStore {
@@ -252,6 +256,11 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose table exists with TTL enabled.
+   *
+   * @throws {TypeError} For options of the wrong type, before anything is sent.
+   * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
     try {
@@ -290,11 +299,15 @@ export class DynamoDBStateStore implements StateStore {
    *
    * await new DynamoDBStateStore(new DynamoDBClient({})).ensureTable();
    * ```
+   *
+   * @throws {StoreClosed} After `close()`.
+   * @throws {Error} The SDK's error when the table cannot be created or described (e.g.
+   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
   async ensureTable(): Promise<void> {
     this.#open("ensureTable");
-    await ensureTable(this.#client, { name: this.tableName, hash: ["pk", "S"] });
-    await ensureTtl(this.#client, this.tableName, "ttl");
+    await ensureTable(this.#client, { name: this.tableName, hash: [STATE.key, "S"] });
+    await ensureTtl(this.#client, this.tableName, STATE.ttl);
   }
 
   /** The live item at `key` (or undefined), projected on `paths` (each a list of names). */
@@ -310,7 +323,7 @@ export class DynamoDBStateStore implements StateStore {
     const result = await this.#client.send(
       new GetItemCommand({
         TableName: this.tableName,
-        Key: { pk: S(key) },
+        Key: stateKey(key),
         ProjectionExpression: projection.join(", "),
         ExpressionAttributeNames: names,
         ConsistentRead: this.#consistent,
@@ -325,19 +338,20 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Reading a value
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("greeting", { text: "hi" });
    * const greeting = await state.get<{ text: string }>("greeting");
-   * console.log(greeting?.text); // "hi"
+   * assert.equal(greeting?.text, "hi");
    * ```
    */
   async get<T = unknown>(key: string): Promise<T | null> {
     this.#open("get");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const item = await this.#read(key, [["value"], ["ttl"]]);
-    const text = item?.value?.S;
+    const item = await this.#read(key, [[STATE.value], [STATE.ttl]]);
+    const text = item?.[STATE.value]?.S;
     return text === undefined ? null : decodeValue(text) as T;
   }
 
@@ -354,17 +368,22 @@ export class DynamoDBStateStore implements StateStore {
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
    * ```
+   *
+   * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
+   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0 (at most
+   *   1e125), or an item over 400 KB.
+   * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     this.#open("set");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const ttl = setTtl(options);
     const item: Item = {
-      pk: S(key),
-      value: S(plainJson(plainValue("value", value, false))),
-      updated_at: N(Math.floor(nowSeconds())),
+      [STATE.key]: S(key),
+      [STATE.value]: S(plainJson(plainValue("value", value, false))),
+      [STATE.updatedAt]: N(Math.floor(nowSeconds())),
     };
-    if (ttl !== undefined) item.ttl = N(Math.ceil(nowSeconds() + ttl));
+    if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(nowSeconds() + ttl));
     checkItemSize(`set ${JSON.stringify(key.slice(0, 40))}`, item);
     await this.#client.send(new PutItemCommand({ TableName: this.tableName, Item: item }));
   }
@@ -386,7 +405,7 @@ export class DynamoDBStateStore implements StateStore {
     const result = await this.#client.send(
       new DeleteItemCommand({
         TableName: this.tableName,
-        Key: { pk: S(key) },
+        Key: stateKey(key),
         ReturnValues: "ALL_OLD",
       }),
     );
@@ -399,7 +418,7 @@ export class DynamoDBStateStore implements StateStore {
    * store's policy has always granted).
    */
   async #present(key: string): Promise<Item | undefined> {
-    const item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    const item = await this.#read(key, WHOLE_ITEM);
     return item && holds(item) ? item : undefined;
   }
 
@@ -442,7 +461,7 @@ export class DynamoDBStateStore implements StateStore {
       const page = await this.#client.send(
         new ScanCommand({
           TableName: this.tableName,
-          ProjectionExpression: "pk, #t",
+          ProjectionExpression: `${STATE.key}, #t`,
           FilterExpression: `${LIVE} AND ${HOLDS}`,
           ExpressionAttributeNames: PRESENT_NAMES,
           ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
@@ -454,7 +473,7 @@ export class DynamoDBStateStore implements StateStore {
     };
     for await (const { Items, now } of pages(scan)) {
       for (const item of Items ?? []) {
-        const key = item.pk?.S;
+        const key = item[STATE.key]?.S;
         if (key !== undefined && isLive(item, now) && globMatch(pattern, key)) keys.push(key);
       }
     }
@@ -467,17 +486,19 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Reading the time left
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.set("otp:alice", "493021", { ttl: 300 });
-   * console.log(await state.ttl("otp:alice")); // 299 or 300
+   * const left = await state.ttl("otp:alice");
+   * assert.ok(left === 299 || left === 300);
    * ```
    */
   async ttl(key: string): Promise<number | null> {
     this.#open("ttl");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const ttl = (await this.#present(key))?.ttl?.N;
+    const ttl = (await this.#present(key))?.[STATE.ttl]?.N;
     return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
   }
 
@@ -488,12 +509,18 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Setting a TTL
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 1);
-   * console.log(await state.expire("session:abc", 3600)); // true
+   * assert.equal(await state.expire("session:abc", 3600), true);
+   * assert.equal(await state.expire("no-such-key", 3600), false);
    * ```
+   *
+   * @throws {RangeError} For `seconds` that is not a finite number, or above 1e125.
+   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
+   * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
     this.#open("expire");
@@ -501,7 +528,7 @@ export class DynamoDBStateStore implements StateStore {
     checkTtlSeconds("seconds", seconds, true);
     const now = nowSeconds();
     const present = {
-      ConditionExpression: `attribute_exists(pk) AND ${LIVE} AND ${HOLDS}`,
+      ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
       ExpressionAttributeNames: PRESENT_NAMES,
     };
     try {
@@ -509,7 +536,7 @@ export class DynamoDBStateStore implements StateStore {
         await this.#client.send(
           new DeleteItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
+            Key: stateKey(key),
             ...present,
             ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           }),
@@ -518,8 +545,8 @@ export class DynamoDBStateStore implements StateStore {
         await this.#client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
-            UpdateExpression: "SET #t = :ttl, updated_at = :at",
+            Key: stateKey(key),
+            UpdateExpression: `SET #t = :ttl, ${STATE.updatedAt} = :at`,
             ...present,
             ExpressionAttributeValues: {
               ":now": N(now),
@@ -543,26 +570,34 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Reading one field
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * await state.hset("session:abc", "step", 2);
    * const step = await state.hget<number>("session:abc", "step");
-   * console.log(step); // 2
+   * assert.equal(step, 2);
    * ```
+   *
+   * @throws {TypeError} For a key or field that is not a non-empty string (a `RangeError` for
+   *   one too long: 2048 bytes for the key, 65,535 for the field).
+   * @throws {StoreClosed} After `close()`.
    */
   async hget<T = unknown>(key: string, field: string): Promise<T | null> {
     this.#open("hget");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
     // `hash.<field>` reads just that field; `value` is there for legacy items.
-    let item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash", field]]);
-    const native = item?.hash?.M;
+    const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
+    let item = await this.#read(key, oneField);
+    const native = item?.[STATE.hash]?.M;
     if (native && Object.hasOwn(native, field)) return fromAttribute(native[field]!) as T;
     // A legacy value naming the field counts only if no Map exists (the projection of a
     // Map lacking the field is empty): look at the whole item once to know.
-    if (item && native === undefined && Object.hasOwn(legacyFields(item.value?.S) ?? {}, field)) {
-      item = await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]);
+    if (
+      item && native === undefined && Object.hasOwn(legacyFields(item[STATE.value]?.S) ?? {}, field)
+    ) {
+      item = await this.#read(key, WHOLE_ITEM);
     } else if (native === undefined) {
       return null;
     }
@@ -573,10 +608,9 @@ export class DynamoDBStateStore implements StateStore {
   /** The fields of a live item: its native Map once it has a `hash`, else its legacy hash. */
   #fields(item: Item | undefined): Record<string, unknown> | undefined {
     if (!item) return undefined;
-    if (item.hash !== undefined) {
-      return item.hash.M ? fromMap(item.hash.M, fieldRecord()) : undefined;
-    }
-    return legacyFields(item.value?.S);
+    const hash = item[STATE.hash];
+    if (hash !== undefined) return hash.M ? fromMap(hash.M, fieldRecord()) : undefined;
+    return legacyFields(item[STATE.value]?.S);
   }
 
   /**
@@ -596,7 +630,9 @@ export class DynamoDBStateStore implements StateStore {
   async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     this.#open("hgetall");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const fields = this.#fields(await this.#read(key, [["pk"], ["ttl"], ["value"], ["hash"]]));
+    const fields = this.#fields(
+      await this.#read(key, WHOLE_ITEM),
+    );
     return (fields ?? fieldRecord()) as Record<string, T>;
   }
 
@@ -614,12 +650,19 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Setting a field
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * console.log(await state.hset("session:abc", "step", 1)); // 1 (new field)
-   * console.log(await state.hset("session:abc", "step", 2)); // 0 (updated)
+   * await state.delete("session:abc");
+   * assert.equal(await state.hset("session:abc", "step", 1), 1); // a new field
+   * assert.equal(await state.hset("session:abc", "step", 2), 0); // updated
    * ```
+   *
+   * @throws {TypeError} For a key, field or value as described above (a `RangeError` for one
+   *   out of range), before anything is sent.
+   * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {StoreClosed} After `close()`.
    */
   async hset(key: string, field: string, value: unknown): Promise<number> {
     this.#open("hset");
@@ -627,8 +670,13 @@ export class DynamoDBStateStore implements StateStore {
     checkField(field);
     const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
     const native = toAttribute(plain);
-    const single: Item = { pk: S(key), hash: { M: {} }, updated_at: N(0), ttl: N(0) };
-    setOwn(single.hash!.M as Record<string, unknown>, field, native);
+    const single: Item = {
+      [STATE.key]: S(key),
+      [STATE.hash]: { M: {} },
+      [STATE.updatedAt]: N(0),
+      [STATE.ttl]: N(0),
+    };
+    setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
     checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
     for (let race = 0; race < MAX_RACES; race++) {
       const now = nowSeconds();
@@ -636,8 +684,8 @@ export class DynamoDBStateStore implements StateStore {
         const result = await this.#client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
-            UpdateExpression: "SET #h.#f = :v, updated_at = :at",
+            Key: stateKey(key),
+            UpdateExpression: `SET #h.#f = :v, ${STATE.updatedAt} = :at`,
             ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
             ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field },
             ExpressionAttributeValues: {
@@ -651,7 +699,7 @@ export class DynamoDBStateStore implements StateStore {
             ReturnValuesOnConditionCheckFailure: "ALL_OLD",
           }),
         );
-        const old = result.Attributes?.hash?.M;
+        const old = result.Attributes?.[STATE.hash]?.M;
         return old && Object.hasOwn(old, field) ? 0 : 1;
       } catch (error) {
         if (isItemTooLarge(error)) throw tooLarge(key, error);
@@ -677,12 +725,19 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @example Deleting fields
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
    *
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.delete("session:abc");
    * await state.hset("session:abc", "step", 1);
-   * console.log(await state.hdel("session:abc", "step", "absent")); // 1
+   * assert.equal(await state.hdel("session:abc", "step", "absent"), 1);
+   * assert.equal(await state.exists("session:abc"), false); // the last field took the key
    * ```
+   *
+   * @throws {TypeError} For a key or field as `hget` refuses, before anything is sent.
+   * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {StoreClosed} After `close()`.
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {
     this.#open("hdel");
@@ -717,10 +772,10 @@ export class DynamoDBStateStore implements StateStore {
       const now = nowSeconds();
       const input: UpdateItemCommandInput = {
         TableName: this.tableName,
-        Key: { pk: S(key) },
+        Key: stateKey(key),
         UpdateExpression: `REMOVE ${
           unique.map((_, i) => `#h.#f${i}`).join(", ")
-        } SET updated_at = :at`,
+        } SET ${STATE.updatedAt} = :at`,
         ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: {
@@ -735,10 +790,10 @@ export class DynamoDBStateStore implements StateStore {
       };
       try {
         const result = await this.#client.send(new UpdateItemCommand(input));
-        const old = result.Attributes?.hash?.M ?? {};
+        const old = result.Attributes?.[STATE.hash]?.M ?? {};
         const removed = unique.filter((f) => Object.hasOwn(old, f)).length;
         const emptied = Object.keys(old).every((f) => unique.includes(f));
-        const last = emptied && result.Attributes?.value === undefined;
+        const last = emptied && result.Attributes?.[STATE.value] === undefined;
         if (removed > 0 && last) {
           await this.#dropEmpty(key);
         }
@@ -762,7 +817,7 @@ export class DynamoDBStateStore implements StateStore {
     if (isConditionFailure(error)) return error.Item;
     if (!isUnreadableFailure(error)) throw error;
     const result = await this.#client.send(
-      new GetItemCommand({ TableName: this.tableName, Key: { pk: S(key) }, ConsistentRead: true }),
+      new GetItemCommand({ TableName: this.tableName, Key: stateKey(key), ConsistentRead: true }),
     );
     return result.Item;
   }
@@ -777,9 +832,9 @@ export class DynamoDBStateStore implements StateStore {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(key) },
+          Key: stateKey(key),
           ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
-          ExpressionAttributeNames: { "#v": "value", "#h": "hash" },
+          ExpressionAttributeNames: { "#v": STATE.value, "#h": STATE.hash },
           ExpressionAttributeValues: { ":zero": ZERO },
         }),
       );
@@ -802,14 +857,15 @@ export class DynamoDBStateStore implements StateStore {
     change: (fields: Record<string, unknown>) => number,
   ): Promise<number | undefined> {
     const present = isPresent(old, now);
-    if (present && old.hash !== undefined) {
+    const oldHash = present ? old[STATE.hash] : undefined;
+    if (oldHash !== undefined) {
       // A Map that the condition did not see was written after it ran: start over.
-      if (old.hash.M !== undefined) return undefined;
+      if (oldHash.M !== undefined) return undefined;
       throw new TypeError(
         `key ${JSON.stringify(key)} has a "hash" attribute that is not a Map; not overwriting it`,
       );
     }
-    const legacy = present ? legacyFields(old.value?.S, true) : undefined;
+    const legacy = present ? legacyFields(old[STATE.value]?.S, true) : undefined;
     if (present && legacy === undefined) {
       throw new TypeError(
         `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
@@ -822,13 +878,17 @@ export class DynamoDBStateStore implements StateStore {
     try {
       if (!present) {
         // Missing, expired or emptied: a fresh item, no TTL, only if that is still so.
-        const item: Item = { pk: S(key), hash: { M: map }, updated_at: N(Math.floor(now)) };
+        const item: Item = {
+          [STATE.key]: S(key),
+          [STATE.hash]: { M: map },
+          [STATE.updatedAt]: N(Math.floor(now)),
+        };
         checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, item);
         await this.#client.send(
           new PutItemCommand({
             TableName: this.tableName,
             Item: item,
-            ConditionExpression: `attribute_not_exists(pk) OR NOT (${LIVE} AND ${HOLDS})`,
+            ConditionExpression: `attribute_not_exists(${STATE.key}) OR NOT (${LIVE} AND ${HOLDS})`,
             ExpressionAttributeNames: PRESENT_NAMES,
             ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
           }),
@@ -836,34 +896,39 @@ export class DynamoDBStateStore implements StateStore {
         return result;
       }
       const unchanged = {
-        ConditionExpression: "attribute_exists(pk) AND attribute_not_exists(#h) AND #v = :old",
-        ExpressionAttributeNames: { "#h": "hash", "#v": "value" },
+        ConditionExpression:
+          `attribute_exists(${STATE.key}) AND attribute_not_exists(#h) AND #v = :old`,
+        ExpressionAttributeNames: { "#h": STATE.hash, "#v": STATE.value },
       };
       if (Object.keys(fields).length === 0) {
         // hdel took the legacy hash's last field: the key is gone, as in Redis.
         await this.#client.send(
           new DeleteItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(key) },
+            Key: stateKey(key),
             ...unchanged,
-            ExpressionAttributeValues: { ":old": old.value! },
+            ExpressionAttributeValues: { ":old": old[STATE.value]! },
           }),
         );
         return result;
       }
-      const migrated: Item = { ...old, hash: { M: map }, updated_at: N(Math.floor(now)) };
-      delete migrated.value;
+      const migrated: Item = {
+        ...old,
+        [STATE.hash]: { M: map },
+        [STATE.updatedAt]: N(Math.floor(now)),
+      };
+      delete migrated[STATE.value];
       checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, migrated);
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(key) },
-          UpdateExpression: "SET #h = :m, updated_at = :at REMOVE #v",
+          Key: stateKey(key),
+          UpdateExpression: `SET #h = :m, ${STATE.updatedAt} = :at REMOVE #v`,
           ...unchanged,
           ExpressionAttributeValues: {
             ":m": { M: map },
             ":at": N(Math.floor(now)),
-            ":old": old.value!,
+            ":old": old[STATE.value]!,
           },
         }),
       );

@@ -9,11 +9,14 @@
  *
  * @example Reading a table's key
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const { name, hash, range } = store.tables.timers;
- * console.log(name, hash, range); // harel_timers ["execution_id", "S"] ["path", "S"]
+ * assert.equal(name, "harel_timers");
+ * assert.deepEqual(hash, ["execution_id", "S"]);
+ * assert.deepEqual(range, ["path", "S"]);
  * ```
  */
 export interface TableSpec {
@@ -30,10 +33,11 @@ export interface TableSpec {
  *
  * @example Naming the tables of a prefix
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DynamoDBStore } from "@harel/dynamodb";
  *
  * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT"), prefix: "prod" });
- * console.log(store.tables.executions.name); // "prod_executions"
+ * assert.equal(store.tables.executions.name, "prod_executions");
  * ```
  */
 export interface ExecutionTables {

@@ -106,6 +106,7 @@ export interface CommitChanges {
  *
  * @example Reading what a commit wrote
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DynamoDBStore } from "@harel/dynamodb";
  * import { newEvent, newExecution } from "@harel/dynamodb";
  *
@@ -113,7 +114,8 @@ export interface CommitChanges {
  * const { version, outbox } = await store.commit(newExecution({ definition_id: "d" }), {
  *   emits: [{ target: null, event: newEvent("hello") }],
  * });
- * console.log(version, outbox); // 1 [seq]
+ * assert.equal(version, 1);
+ * assert.equal(outbox.length, 1); // the seq of the one emit
  * ```
  */
 export interface CommitResult {

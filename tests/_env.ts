@@ -14,12 +14,16 @@ export function endpoint(): string {
   return value;
 }
 
+/** A client that `using` destroys at the end of its block (in place of `try/finally`). */
+export type TestClient = DynamoDBClient & Disposable;
+
 /**
  * A fresh client on the test endpoint; another `region` is another database in DynamoDB Local
- * (one per access key and region).
+ * (one per access key and region). `using client = testClient()` destroys it at block end.
  */
-export function testClient(region?: string): DynamoDBClient {
-  return buildClient({ endpoint: endpoint(), region });
+export function testClient(region?: string): TestClient {
+  const client = buildClient({ endpoint: endpoint(), region });
+  return Object.assign(client, { [Symbol.dispose]: () => client.destroy() });
 }
 
 let counter = 0;
@@ -51,8 +55,13 @@ export function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** A client on the test endpoint that records the name of every command it sends. */
-export function countingClient(region?: string): { client: DynamoDBClient; calls: string[] } {
+/**
+ * A client on the test endpoint that records the name of every command it sends;
+ * `using counting = countingClient()` destroys the client at block end.
+ */
+export function countingClient(
+  region?: string,
+): { client: TestClient; calls: string[] } & Disposable {
   const client = testClient(region);
   const calls: string[] = [];
   client.middlewareStack.add(
@@ -62,7 +71,7 @@ export function countingClient(region?: string): { client: DynamoDBClient; calls
     },
     { step: "initialize", name: "countCalls" },
   );
-  return { client, calls };
+  return { client, calls, [Symbol.dispose]: () => client.destroy() };
 }
 
 /** A local endpoint that answers every call the way AWS answers a bad access key. */

@@ -16,56 +16,46 @@ const BACKLOG = 20_000;
 const BOUND_BYTES = 2 * 1024 * 1024;
 
 Deno.test("pendingOutbox({ limit: 100 }) of a 20,000-entry backlog grows the heap by under 2 MB", async () => {
-  const client = testClient();
+  using client = testClient();
   const probe = heapProbe(client);
   const store = new DynamoDBStore(client, { prefix: uniqueName("heap") });
-  try {
-    await store.ensureTables();
-    await seedOutbox(client, store.tables.outbox.name, BACKLOG);
-    const { result, grownBytes } = await probe.measure(() => store.pendingOutbox({ limit: 100 }));
-    assert.deepEqual(result.map((e) => e.seq), Array.from({ length: 100 }, (_, i) => i + 1));
-    assert.equal(result[0]!.targetId, "target-1");
-    assert.equal(result[0]!.event.kind, "backlog");
-    console.log(`heap grown by pendingOutbox({ limit: 100 }): ${(grownBytes / 1e6).toFixed(3)} MB`);
-    assert.ok(grownBytes < BOUND_BYTES, `grew ${grownBytes} bytes, bound ${BOUND_BYTES}`);
-    // The lowest seqs, wherever the scan finds them: ack some and the next ones come.
-    await store.ackOutbox(result.slice(0, 60).map((e) => e.seq));
-    const next = await store.pendingOutbox({ limit: 50 });
-    assert.deepEqual(next.map((e) => e.seq), Array.from({ length: 50 }, (_, i) => i + 61));
-  } finally {
-    client.destroy();
-  }
+  await store.ensureTables();
+  await seedOutbox(client, store.tables.outbox.name, BACKLOG);
+  const { result, grownBytes } = await probe.measure(() => store.pendingOutbox({ limit: 100 }));
+  assert.deepEqual(result.map((e) => e.seq), Array.from({ length: 100 }, (_, i) => i + 1));
+  assert.equal(result[0]!.targetId, "target-1");
+  assert.equal(result[0]!.event.kind, "backlog");
+  console.log(`heap grown by pendingOutbox({ limit: 100 }): ${(grownBytes / 1e6).toFixed(3)} MB`);
+  assert.ok(grownBytes < BOUND_BYTES, `grew ${grownBytes} bytes, bound ${BOUND_BYTES}`);
+  // The lowest seqs, wherever the scan finds them: ack some and the next ones come.
+  await store.ackOutbox(result.slice(0, 60).map((e) => e.seq));
+  const next = await store.pendingOutbox({ limit: 50 });
+  assert.deepEqual(next.map((e) => e.seq), Array.from({ length: 50 }, (_, i) => i + 61));
 });
 
 Deno.test("a bad limit is refused before anything is sent", async () => {
-  const { client, calls } = countingClient();
+  using counting = countingClient();
+  const { client, calls } = counting;
   const store = new DynamoDBStore(client, { prefix: uniqueName("limit") });
-  try {
-    for (const limit of [0, -5, 2.5, NaN, "10"]) {
-      await assert.rejects(store.pendingOutbox({ limit: limit as number }), RangeError);
-      await assert.rejects(store.pendingSpawns({ limit: limit as number }), RangeError);
-      await assert.rejects(store.dueTimers(1, { limit: limit as number }), RangeError);
-    }
-    assert.deepEqual(calls, []);
-  } finally {
-    client.destroy();
+  for (const limit of [0, -5, 2.5, NaN, "10"]) {
+    await assert.rejects(store.pendingOutbox({ limit: limit as number }), RangeError);
+    await assert.rejects(store.pendingSpawns({ limit: limit as number }), RangeError);
+    await assert.rejects(store.dueTimers(1, { limit: limit as number }), RangeError);
   }
+  assert.deepEqual(calls, []);
 });
 
 Deno.test("a bounded read of n lowest seqs takes one keys-only scan page and ceil(n / 100) BatchGetItem calls", async () => {
-  const { client, calls } = countingClient();
+  using counting = countingClient();
+  const { client, calls } = counting;
   const store = new DynamoDBStore(client, { prefix: uniqueName("reads") });
-  try {
-    await store.ensureTables();
-    await seedOutbox(client, store.tables.outbox.name, 450);
-    calls.length = 0;
-    const entries = await store.pendingOutbox({ limit: 250 });
-    assert.deepEqual(entries.map((e) => e.seq), Array.from({ length: 250 }, (_, i) => i + 1));
-    assert.deepEqual(calls, ["ScanCommand", ...Array(3).fill("BatchGetItemCommand")]);
-    calls.length = 0;
-    assert.equal((await store.pendingOutbox({ limit: Infinity })).length, 450);
-    assert.deepEqual(calls, ["ScanCommand"], "Infinity reads the bodies in the scan itself");
-  } finally {
-    client.destroy();
-  }
+  await store.ensureTables();
+  await seedOutbox(client, store.tables.outbox.name, 450);
+  calls.length = 0;
+  const entries = await store.pendingOutbox({ limit: 250 });
+  assert.deepEqual(entries.map((e) => e.seq), Array.from({ length: 250 }, (_, i) => i + 1));
+  assert.deepEqual(calls, ["ScanCommand", ...Array(3).fill("BatchGetItemCommand")]);
+  calls.length = 0;
+  assert.equal((await store.pendingOutbox({ limit: Infinity })).length, 450);
+  assert.deepEqual(calls, ["ScanCommand"], "Infinity reads the bodies in the scan itself");
 });

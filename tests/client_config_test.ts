@@ -43,26 +43,22 @@ Deno.test("create() passes clientConfig through to the DynamoDB client", async (
 });
 
 Deno.test("the constructors take any object with send()", async () => {
-  const client = testClient();
-  try {
-    const sent: string[] = [];
-    const duck: Pick<DynamoDBClient, "send"> = {
-      send: ((command: { constructor: { name: string } }) => {
-        sent.push(command.constructor.name);
-        return client.send(command as never);
-      }) as DynamoDBClient["send"],
-    };
-    const store = new DynamoDBStore(duck, { prefix: uniqueName("duck") });
-    await store.ensureTables();
-    const exe = newExecution({ definition_id: "duck" });
-    await store.save(exe);
-    assert.equal((await store.load(exe.id))?.version, 1);
-    const state = new DynamoDBStateStore(duck, { tableName: uniqueName("duck_state") });
-    await state.ensureTable();
-    await state.hset("h", "f", 1);
-    assert.deepEqual({ ...await state.hgetall("h") }, { f: 1 });
-    assert.ok(sent.includes("TransactWriteItemsCommand") && sent.includes("UpdateItemCommand"));
-  } finally {
-    client.destroy();
-  }
+  using client = testClient();
+  const sent: string[] = [];
+  const duck: Pick<DynamoDBClient, "send"> = {
+    send: ((command: { constructor: { name: string } }) => {
+      sent.push(command.constructor.name);
+      return client.send(command as never);
+    }) as DynamoDBClient["send"],
+  };
+  const store = new DynamoDBStore(duck, { prefix: uniqueName("duck") });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "duck" });
+  await store.save(exe);
+  assert.equal((await store.load(exe.id))?.version, 1);
+  const state = new DynamoDBStateStore(duck, { tableName: uniqueName("duck_state") });
+  await state.ensureTable();
+  await state.hset("h", "f", 1);
+  assert.deepEqual({ ...await state.hgetall("h") }, { f: 1 });
+  assert.ok(sent.includes("TransactWriteItemsCommand") && sent.includes("UpdateItemCommand"));
 });

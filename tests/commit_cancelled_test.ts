@@ -36,17 +36,13 @@ Deno.test("a commit whose trace ring keeps moving throws CommitCancelled naming 
 Deno.test("dueTimers() on a table without the timer index throws IndexNotFound", async () => {
   const prefix = uniqueName("cc");
   await using _plain = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  const client = testClient();
-  try {
-    const indexed = new DynamoDBStore(client, { prefix, timerIndex: true });
-    const error = await indexed.dueTimers(1000).then(
-      () => assert.fail("dueTimers answered"),
-      (error: unknown) => error,
-    );
-    assert.ok(error instanceof IndexNotFound, `got ${error}`);
-    assert.equal(error.index, "timer_shard-fire_at");
-    assert.equal(error.table, indexed.tables.timers.name);
-  } finally {
-    client.destroy();
-  }
+  using client = testClient();
+  const indexed = new DynamoDBStore(client, { prefix, timerIndex: true });
+  const error = await indexed.dueTimers(1000).then(
+    () => assert.fail("dueTimers answered"),
+    (error: unknown) => error,
+  );
+  assert.ok(error instanceof IndexNotFound, `got ${error}`);
+  assert.equal(error.index, "timer_shard-fire_at");
+  assert.equal(error.table, indexed.tables.timers.name);
 });

@@ -5,31 +5,27 @@ import { endpoint, freshStore, testClient } from "./_env.ts";
 
 Deno.test("dueTimers() reads every page when the timers table is larger than one 1 MB scan page", async () => {
   await using store = await freshStore();
-  const client = testClient();
-  try {
-    // 1,400 timers of ~1 KB each: well over the 1 MB a single Scan page returns.
-    const pad = "p".repeat(1000);
-    const writes = [];
-    for (let i = 0; i < 1400; i++) {
-      writes.push(client.send(
-        new PutItemCommand({
-          TableName: store.tables.timers.name,
-          Item: {
-            execution_id: { S: `exe-${i % 7}` },
-            path: { S: `${pad}-${i}` },
-            fire_at: { N: String(i % 2 === 0 ? i : 1e10 + i) },
-          },
-        }),
-      ));
-      if (writes.length === 50) await Promise.all(writes.splice(0));
-    }
-    await Promise.all(writes);
-    const due = await store.dueTimers(1e9);
-    assert.equal(due.length, 700);
-    assert.deepEqual(due.map((x) => x.fireAt), Array.from({ length: 700 }, (_, i) => i * 2));
-  } finally {
-    client.destroy();
+  using client = testClient();
+  // 1,400 timers of ~1 KB each: well over the 1 MB a single Scan page returns.
+  const pad = "p".repeat(1000);
+  const writes = [];
+  for (let i = 0; i < 1400; i++) {
+    writes.push(client.send(
+      new PutItemCommand({
+        TableName: store.tables.timers.name,
+        Item: {
+          execution_id: { S: `exe-${i % 7}` },
+          path: { S: `${pad}-${i}` },
+          fire_at: { N: String(i % 2 === 0 ? i : 1e10 + i) },
+        },
+      }),
+    ));
+    if (writes.length === 50) await Promise.all(writes.splice(0));
   }
+  await Promise.all(writes);
+  const due = await store.dueTimers(1e9);
+  assert.equal(due.length, 700);
+  assert.deepEqual(due.map((x) => x.fireAt), Array.from({ length: 700 }, (_, i) => i * 2));
 });
 
 Deno.test("trace indexes stay contiguous when another store instance appended steps in between", async () => {
@@ -92,50 +88,46 @@ Deno.test("seqs stay ordered after a writer that keeps no watermark (the Python 
   const exe = newExecution({ definition_id: "py" });
   const first = await store.commit(exe, { emits: [{ target: null, event: newEvent("a") }] });
   // A seed-algorithm writer: takes one seq from the counter, then Puts the whole item.
-  const client = testClient();
-  try {
-    const { UpdateItemCommand } = await import("@aws-sdk/client-dynamodb");
-    const counter = await client.send(
-      new UpdateItemCommand({
-        TableName: store.tables.counters.name,
-        Key: { id: { S: "outbox" } },
-        UpdateExpression: "ADD n :k",
-        ExpressionAttributeValues: { ":k": { N: "1" } },
-        ReturnValues: "UPDATED_NEW",
-      }),
-    );
-    const pySeq = Number(counter.Attributes!.n!.N);
-    exe.version = 2;
-    await client.send(
-      new PutItemCommand({
-        TableName: store.tables.executions.name,
-        Item: {
-          id: { S: exe.id },
-          data: { S: JSON.stringify(exe) },
-          version: { N: "2" },
-          definition_id: { S: exe.definition_id },
-        },
-      }),
-    );
-    await client.send(
-      new PutItemCommand({
-        TableName: store.tables.outbox.name,
-        Item: {
-          seq: { N: String(pySeq) },
-          target_id: { NULL: true },
-          event: { S: JSON.stringify(newEvent("py")) },
-        },
-      }),
-    );
-    const next = await store.commit(exe, { emits: [{ target: null, event: newEvent("b") }] });
-    assert.ok(
-      first.outbox[0]! < pySeq && pySeq < next.outbox[0]!,
-      `${first.outbox} ${pySeq} ${next.outbox}`,
-    );
-    assert.equal(exe.version, 3);
-  } finally {
-    client.destroy();
-  }
+  using client = testClient();
+  const { UpdateItemCommand } = await import("@aws-sdk/client-dynamodb");
+  const counter = await client.send(
+    new UpdateItemCommand({
+      TableName: store.tables.counters.name,
+      Key: { id: { S: "outbox" } },
+      UpdateExpression: "ADD n :k",
+      ExpressionAttributeValues: { ":k": { N: "1" } },
+      ReturnValues: "UPDATED_NEW",
+    }),
+  );
+  const pySeq = Number(counter.Attributes!.n!.N);
+  exe.version = 2;
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.executions.name,
+      Item: {
+        id: { S: exe.id },
+        data: { S: JSON.stringify(exe) },
+        version: { N: "2" },
+        definition_id: { S: exe.definition_id },
+      },
+    }),
+  );
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.outbox.name,
+      Item: {
+        seq: { N: String(pySeq) },
+        target_id: { NULL: true },
+        event: { S: JSON.stringify(newEvent("py")) },
+      },
+    }),
+  );
+  const next = await store.commit(exe, { emits: [{ target: null, event: newEvent("b") }] });
+  assert.ok(
+    first.outbox[0]! < pySeq && pySeq < next.outbox[0]!,
+    `${first.outbox} ${pySeq} ${next.outbox}`,
+  );
+  assert.equal(exe.version, 3);
 });
 
 Deno.test("expired dedupe marks read as absent when processedTtlSeconds is set", async () => {
@@ -152,35 +144,31 @@ Deno.test("the trace stays contiguous around steps appended by a writer using th
   await using store = await freshStore({ traceMax: 3 });
   const exe = newExecution({ definition_id: "py" });
   await store.commit(exe, { trace: { by: "deno", n: 1 } });
-  const client = testClient();
-  try {
-    // The seed's writer: Query the highest index, Put K, Delete K - traceMax, no guards.
-    for (const k of [1, 2, 3]) {
+  using client = testClient();
+  // The seed's writer: Query the highest index, Put K, Delete K - traceMax, no guards.
+  for (const k of [1, 2, 3]) {
+    await client.send(
+      new PutItemCommand({
+        TableName: store.tables.trace.name,
+        Item: {
+          execution_id: { S: exe.id },
+          idx: { N: String(k) },
+          entry: { S: JSON.stringify({ by: "python", n: k }) },
+        },
+      }),
+    );
+    if (k >= 3) {
       await client.send(
-        new PutItemCommand({
+        new DeleteItemCommand({
           TableName: store.tables.trace.name,
-          Item: {
-            execution_id: { S: exe.id },
-            idx: { N: String(k) },
-            entry: { S: JSON.stringify({ by: "python", n: k }) },
-          },
+          Key: { execution_id: { S: exe.id }, idx: { N: String(k - 3) } },
         }),
       );
-      if (k >= 3) {
-        await client.send(
-          new DeleteItemCommand({
-            TableName: store.tables.trace.name,
-            Key: { execution_id: { S: exe.id }, idx: { N: String(k - 3) } },
-          }),
-        );
-      }
     }
-    await store.commit(exe, { trace: { by: "deno", n: 5 } });
-    assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.by]), [[2, "python"], [
-      3,
-      "python",
-    ], [4, "deno"]]);
-  } finally {
-    client.destroy();
   }
+  await store.commit(exe, { trace: { by: "deno", n: 5 } });
+  assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.by]), [[2, "python"], [
+    3,
+    "python",
+  ], [4, "deno"]]);
 });

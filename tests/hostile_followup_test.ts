@@ -11,55 +11,51 @@ import { endpoint, freshStore, testClient, uniqueName } from "./_env.ts";
 Deno.test("loadForEvent() and the CLI read what a Python worker wrote with NaN, as null", async (t) => {
   const prefix = uniqueName("py");
   await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  const client = testClient();
-  try {
-    const exe = newExecution({ definition_id: "py" });
-    await client.send(
-      new PutItemCommand({
-        TableName: store.tables.executions.name,
-        Item: {
-          id: { S: exe.id },
-          data: {
-            S: JSON.stringify({ ...exe, version: 1 }).replace(
-              '"context":{}',
-              '"context": {"score": NaN, "top": Infinity}',
-            ),
-          },
-          version: { N: "1" },
-          definition_id: { S: "py" },
+  using client = testClient();
+  const exe = newExecution({ definition_id: "py" });
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.executions.name,
+      Item: {
+        id: { S: exe.id },
+        data: {
+          S: JSON.stringify({ ...exe, version: 1 }).replace(
+            '"context":{}',
+            '"context": {"score": NaN, "top": Infinity}',
+          ),
         },
-      }),
-    );
-    await client.send(
-      new PutItemCommand({
-        TableName: store.tables.outbox.name,
-        Item: {
-          seq: { N: "7" },
-          target_id: { S: "b" },
-          event: { S: '{"id": "py-1", "kind": "scored", "data": {"score": -Infinity}}' },
-        },
-      }),
-    );
-    await t.step("loadForEvent()", async () => {
-      const { execution } = await store.loadForEvent(exe.id, "e1");
-      assert.deepEqual(execution?.context, { score: null, top: null });
-    });
-    await t.step("the CLI's show and outbox", async () => {
-      for (const args of [["show", exe.id], ["outbox", "--json"]]) {
-        const out: string[] = [], err: string[] = [];
-        const code = await main([...args, "--prefix", prefix, "--endpoint", endpoint()], {
-          out: (line) => out.push(line),
-          err: (line) => err.push(line),
-        });
-        assert.equal(code, 0, err.join("\n"));
-        if (args[0] === "outbox") {
-          assert.equal(JSON.parse(out.join("\n")).oldest[0].event.kind, "scored");
-        }
+        version: { N: "1" },
+        definition_id: { S: "py" },
+      },
+    }),
+  );
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.outbox.name,
+      Item: {
+        seq: { N: "7" },
+        target_id: { S: "b" },
+        event: { S: '{"id": "py-1", "kind": "scored", "data": {"score": -Infinity}}' },
+      },
+    }),
+  );
+  await t.step("loadForEvent()", async () => {
+    const { execution } = await store.loadForEvent(exe.id, "e1");
+    assert.deepEqual(execution?.context, { score: null, top: null });
+  });
+  await t.step("the CLI's show and outbox", async () => {
+    for (const args of [["show", exe.id], ["outbox", "--json"]]) {
+      const out: string[] = [], err: string[] = [];
+      const code = await main([...args, "--prefix", prefix, "--endpoint", endpoint()], {
+        out: (line) => out.push(line),
+        err: (line) => err.push(line),
+      });
+      assert.equal(code, 0, err.join("\n"));
+      if (args[0] === "outbox") {
+        assert.equal(JSON.parse(out.join("\n")).oldest[0].event.kind, "scored");
       }
-    });
-  } finally {
-    client.destroy();
-  }
+    }
+  });
 });
 
 Deno.test("deleteTimer() claims exactly the stored fire_at values that read back as its double", async (t) => {
@@ -105,15 +101,11 @@ Deno.test("deleteTimer() claims exactly the stored fire_at values that read back
 });
 
 Deno.test("options that are not an object are refused with a TypeError naming options", () => {
-  const client = testClient();
-  try {
-    assert.throws(() => new DynamoDBStore(client, 5 as never), /options must be an object/);
-    assert.throws(() => new MemoryStore("x" as never), /options must be an object/);
-    assert.throws(
-      () => new DynamoDBStore(client, { timerIndex: true, consistentReads: 0 as never }),
-      /consistentReads must be a boolean, got 0/,
-    );
-  } finally {
-    client.destroy();
-  }
+  using client = testClient();
+  assert.throws(() => new DynamoDBStore(client, 5 as never), /options must be an object/);
+  assert.throws(() => new MemoryStore("x" as never), /options must be an object/);
+  assert.throws(
+    () => new DynamoDBStore(client, { timerIndex: true, consistentReads: 0 as never }),
+    /consistentReads must be a boolean, got 0/,
+  );
 });

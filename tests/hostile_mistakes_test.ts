@@ -107,26 +107,22 @@ Deno.test("a closed state store refuses every call with StoreClosed, as the exec
 Deno.test("null options are no options (or a clear TypeError), never a raw property read of null", async (t) => {
   // Issue #11 made `set(k, v, null)` mean "no options"; the constructors still read a property
   // of null. (create(null) does too, but a fixed create() would go to AWS: not tested here.)
-  const client = testClient();
-  try {
-    const attempts: [string, () => unknown][] = [
-      ["new DynamoDBStore(client, null)", () => new DynamoDBStore(client, null as never)],
-      ["new DynamoDBStateStore(client, null)", () => new DynamoDBStateStore(client, null as never)],
-      ["new MemoryStore(null)", () => new MemoryStore(null as never)],
-      ["new MemoryStateStore(null)", () => new MemoryStateStore(null as never)],
-    ];
-    for (const [what, attempt] of attempts) {
-      await t.step(what, async () => {
-        try {
-          await (attempt() as { close(): Promise<void> }).close();
-        } catch (error) {
-          assert.ok(error instanceof TypeError, `${what}: ${error}`);
-          assert.doesNotMatch(error.message, /Cannot read properties of null/, what);
-        }
-      });
-    }
-  } finally {
-    client.destroy();
+  using client = testClient();
+  const attempts: [string, () => unknown][] = [
+    ["new DynamoDBStore(client, null)", () => new DynamoDBStore(client, null as never)],
+    ["new DynamoDBStateStore(client, null)", () => new DynamoDBStateStore(client, null as never)],
+    ["new MemoryStore(null)", () => new MemoryStore(null as never)],
+    ["new MemoryStateStore(null)", () => new MemoryStateStore(null as never)],
+  ];
+  for (const [what, attempt] of attempts) {
+    await t.step(what, async () => {
+      try {
+        await (attempt() as { close(): Promise<void> }).close();
+      } catch (error) {
+        assert.ok(error instanceof TypeError, `${what}: ${error}`);
+        assert.doesNotMatch(error.message, /Cannot read properties of null/, what);
+      }
+    });
   }
 });
 
@@ -134,29 +130,25 @@ Deno.test("options of the wrong type are refused by the constructor, naming the 
   // timerIndex, traceMax and the rest are checked; consistentReads is sent as it is (a string
   // from an environment variable reaches DynamoDB, which answers InternalFailure on every read),
   // and a twin's `now` that is not a function fails on first use with a raw TypeError.
-  const client = testClient();
-  try {
-    const attempts: [string, RegExp, () => unknown][] = [
-      [
-        "DynamoDBStore consistentReads",
-        /consistentReads/,
-        () => new DynamoDBStore(client, { consistentReads: "false" as never }),
-      ],
-      [
-        "DynamoDBStateStore consistentReads",
-        /consistentReads/,
-        () => new DynamoDBStateStore(client, { consistentReads: "false" as never }),
-      ],
-      ["MemoryStore now", /now/, () => new MemoryStore({ now: 5 as never })],
-      ["MemoryStateStore now", /now/, () => new MemoryStateStore({ now: "soon" as never })],
-    ];
-    for (const [what, names, attempt] of attempts) {
-      await t.step(what, () => {
-        assert.throws(attempt, (error) => error instanceof TypeError && names.test(error.message));
-      });
-    }
-  } finally {
-    client.destroy();
+  using client = testClient();
+  const attempts: [string, RegExp, () => unknown][] = [
+    [
+      "DynamoDBStore consistentReads",
+      /consistentReads/,
+      () => new DynamoDBStore(client, { consistentReads: "false" as never }),
+    ],
+    [
+      "DynamoDBStateStore consistentReads",
+      /consistentReads/,
+      () => new DynamoDBStateStore(client, { consistentReads: "false" as never }),
+    ],
+    ["MemoryStore now", /now/, () => new MemoryStore({ now: 5 as never })],
+    ["MemoryStateStore now", /now/, () => new MemoryStateStore({ now: "soon" as never })],
+  ];
+  for (const [what, names, attempt] of attempts) {
+    await t.step(what, () => {
+      assert.throws(attempt, (error) => error instanceof TypeError && names.test(error.message));
+    });
   }
 });
 

@@ -36,37 +36,33 @@ async function outcome(work: () => Promise<unknown>): Promise<Outcome> {
 Deno.test("a legacy hash a native Map cannot hold gets the same answer from DynamoDBStateStore and MemoryStateStore, never DynamoDB's ValidationException", async (t) => {
   await using dynamo = await freshStateStore();
   const memory = new MemoryStateStore();
-  const client = testClient();
-  try {
-    const writeLegacy = async (key: string, json: string) => {
-      await client.send(
-        new PutItemCommand({
-          TableName: dynamo.tableName,
-          Item: { pk: { S: key }, value: { S: json }, updated_at: { N: "1700000000" } },
-        }),
-      );
-      stateEntries.get(memory)!.set(key, { value: json });
-    };
-    for (const [what, json] of Object.entries(LEGACY)) {
-      for (
-        const [op, run] of [
-          ["hset", (s: StateStore, k: string) => s.hset(k, "new", 1)],
-          ["hdel", (s: StateStore, k: string) => s.hdel(k, "b")],
-        ] as const
-      ) {
-        await t.step(`${op} on ${what}`, async () => {
-          const key = `${op}:${what}`;
-          await writeLegacy(key, json);
-          const got = await outcome(() => run(dynamo, key));
-          const want = await outcome(() => run(memory, key));
-          assert.deepEqual(got, want, "the twin and DynamoDB disagree");
-          // Whatever the answer, the fields stay readable and agree.
-          assert.deepEqual(await dynamo.hgetall(key), await memory.hgetall(key));
-        });
-      }
+  using client = testClient();
+  const writeLegacy = async (key: string, json: string) => {
+    await client.send(
+      new PutItemCommand({
+        TableName: dynamo.tableName,
+        Item: { pk: { S: key }, value: { S: json }, updated_at: { N: "1700000000" } },
+      }),
+    );
+    stateEntries.get(memory)!.set(key, { value: json });
+  };
+  for (const [what, json] of Object.entries(LEGACY)) {
+    for (
+      const [op, run] of [
+        ["hset", (s: StateStore, k: string) => s.hset(k, "new", 1)],
+        ["hdel", (s: StateStore, k: string) => s.hdel(k, "b")],
+      ] as const
+    ) {
+      await t.step(`${op} on ${what}`, async () => {
+        const key = `${op}:${what}`;
+        await writeLegacy(key, json);
+        const got = await outcome(() => run(dynamo, key));
+        const want = await outcome(() => run(memory, key));
+        assert.deepEqual(got, want, "the twin and DynamoDB disagree");
+        // Whatever the answer, the fields stay readable and agree.
+        assert.deepEqual(await dynamo.hgetall(key), await memory.hgetall(key));
+      });
     }
-  } finally {
-    client.destroy();
   }
 });
 

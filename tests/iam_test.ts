@@ -63,56 +63,52 @@ async function policyGrants(prefix: string, stateTable: string): Promise<Set<str
 }
 
 Deno.test("the README's least-privilege IAM policy grants exactly the actions the stores use", async () => {
-  const client = testClient();
+  using client = testClient();
   const used = new Set<string>();
   recording(client, used);
   const prefix = uniqueName("iam");
   const stateTable = `${prefix}_state`;
-  try {
-    const store = new DynamoDBStore(client, { prefix, traceMax: 1, processedTtlSeconds: 3600 });
-    await store.ensureTables();
-    const exe = newExecution({ definition_id: "iam" });
-    await store.commit(exe, {
-      emits: [{ target: null, event: newEvent("e") }],
-      spawns: [{ childId: "c", rootPath: "r", context: {} }],
-      processedEventId: "e1",
-      timers: [{ action: "schedule", path: "a", fireAt: 1 }, { action: "cancel", path: "b" }],
-      trace: { n: 1 },
-    });
-    await store.commit(exe, { trace: { n: 2 } }); // drops a step out of the ring
-    const other = newExecution({ definition_id: "iam" });
-    const wide = new DynamoDBStore(client, { prefix, traceMax: 5 });
-    await wide.commit(other, { trace: { n: 1 } });
-    await wide.appendTrace(other.id, { n: 2 }); // a ring not yet full: guards on the previous step
-    await store.load(exe.id);
-    await store.loadForEvent(exe.id, "e1");
-    await store.isProcessed(exe.id, "e1");
-    await store.listExecutions({ definitionId: "iam" });
-    await store.readTrace(exe.id);
-    await store.ackOutbox((await store.pendingOutbox()).map((e) => e.seq));
-    await store.ackSpawn((await store.pendingSpawns()).map((s) => s.seq));
-    for (const timer of await store.dueTimers(10)) {
-      await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
-    }
-
-    const state = new DynamoDBStateStore(client, { tableName: stateTable });
-    await state.ensureTable();
-    await state.set("k", 1, { ttl: 60 });
-    await state.get("k");
-    await state.exists("k");
-    await state.ttl("k");
-    await state.expire("k", 30);
-    await state.keys("*");
-    await state.hset("h", "f", 1);
-    await state.hset("h", "g", 2);
-    await state.hget("h", "f");
-    await state.hgetall("h");
-    await state.hdel("h", "f");
-    await state.expire("h", 0);
-    await state.delete("k");
-  } finally {
-    client.destroy();
+  const store = new DynamoDBStore(client, { prefix, traceMax: 1, processedTtlSeconds: 3600 });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "iam" });
+  await store.commit(exe, {
+    emits: [{ target: null, event: newEvent("e") }],
+    spawns: [{ childId: "c", rootPath: "r", context: {} }],
+    processedEventId: "e1",
+    timers: [{ action: "schedule", path: "a", fireAt: 1 }, { action: "cancel", path: "b" }],
+    trace: { n: 1 },
+  });
+  await store.commit(exe, { trace: { n: 2 } }); // drops a step out of the ring
+  const other = newExecution({ definition_id: "iam" });
+  const wide = new DynamoDBStore(client, { prefix, traceMax: 5 });
+  await wide.commit(other, { trace: { n: 1 } });
+  await wide.appendTrace(other.id, { n: 2 }); // a ring not yet full: guards on the previous step
+  await store.load(exe.id);
+  await store.loadForEvent(exe.id, "e1");
+  await store.isProcessed(exe.id, "e1");
+  await store.listExecutions({ definitionId: "iam" });
+  await store.readTrace(exe.id);
+  await store.ackOutbox((await store.pendingOutbox()).map((e) => e.seq));
+  await store.ackSpawn((await store.pendingSpawns()).map((s) => s.seq));
+  for (const timer of await store.dueTimers(10)) {
+    await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
   }
+
+  const state = new DynamoDBStateStore(client, { tableName: stateTable });
+  await state.ensureTable();
+  await state.set("k", 1, { ttl: 60 });
+  await state.get("k");
+  await state.exists("k");
+  await state.ttl("k");
+  await state.expire("k", 30);
+  await state.keys("*");
+  await state.hset("h", "f", 1);
+  await state.hset("h", "g", 2);
+  await state.hget("h", "f");
+  await state.hgetall("h");
+  await state.hdel("h", "f");
+  await state.expire("h", 0);
+  await state.delete("k");
   const granted = await policyGrants(prefix, stateTable);
   const missing = [...used].filter((pair) => !granted.has(pair)).sort();
   const unused = [...granted].filter((pair) => !used.has(pair)).sort();

@@ -72,70 +72,62 @@ Deno.test("traced commits never block on a ring a seed-algorithm writer with ano
   for (const seedMax of [1, 2, 3, 7]) {
     await t.step(`seed trace_max ${seedMax}, ours 4`, async () => {
       await using store = await freshStore({ traceMax: 4, conflictRetries: 2 });
-      const client = testClient();
-      try {
-        const exe = newExecution({ definition_id: "py" });
-        const written: number[] = [];
-        for (let round = 0; round < 4; round++) {
-          await store.commit(exe, { trace: { by: "deno", round } });
-          written.push((await indexes(store, exe.id)).at(-1)!);
-          for (let k = 0; k < 3; k++) {
-            written.push(
-              await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py" }, seedMax),
-            );
-          }
-          await store.appendTrace(exe.id, { by: "deno-append", round });
-          written.push((await indexes(store, exe.id)).at(-1)!);
+      using client = testClient();
+      const exe = newExecution({ definition_id: "py" });
+      const written: number[] = [];
+      for (let round = 0; round < 4; round++) {
+        await store.commit(exe, { trace: { by: "deno", round } });
+        written.push((await indexes(store, exe.id)).at(-1)!);
+        for (let k = 0; k < 3; k++) {
+          written.push(
+            await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py" }, seedMax),
+          );
         }
-        // Every append took the highest index + 1: 0, 1, 2, ... with no gap and no duplicate.
-        assert.deepEqual(written, written.map((_, i) => i));
-        const ring = await indexes(store, exe.id);
-        const last = written.length - 1;
-        // The last min(ours, seed's) steps are there, and the step before our window is gone.
-        const kept = Math.min(4, seedMax);
-        assert.deepEqual(
-          ring.slice(-kept),
-          Array.from({ length: kept }, (_, i) => last - kept + 1 + i),
-        );
-        assert.ok(!ring.includes(last - 4), `ring ${ring} still holds ${last - 4}`);
-      } finally {
-        client.destroy();
+        await store.appendTrace(exe.id, { by: "deno-append", round });
+        written.push((await indexes(store, exe.id)).at(-1)!);
       }
+      // Every append took the highest index + 1: 0, 1, 2, ... with no gap and no duplicate.
+      assert.deepEqual(written, written.map((_, i) => i));
+      const ring = await indexes(store, exe.id);
+      const last = written.length - 1;
+      // The last min(ours, seed's) steps are there, and the step before our window is gone.
+      const kept = Math.min(4, seedMax);
+      assert.deepEqual(
+        ring.slice(-kept),
+        Array.from({ length: kept }, (_, i) => last - kept + 1 + i),
+      );
+      assert.ok(!ring.includes(last - 4), `ring ${ring} still holds ${last - 4}`);
     });
   }
 });
 
 Deno.test("trace indexes start at 0 like the seed's, and rings started at 1 keep working", async (t) => {
   await using store = await freshStore({ traceMax: 3 });
-  const client = testClient();
-  try {
-    await t.step("a new ring starts at 0", async () => {
-      const exe = newExecution({ definition_id: "zero" });
-      await store.commit(exe, { trace: { n: 0 } });
-      await store.appendTrace(exe.id, { n: 1 });
-      assert.deepEqual(await indexes(store, exe.id), [0, 1]);
-      assert.deepEqual(await indexes(store, "never-committed"), []);
-      await store.appendTrace("never-committed", { n: 0 });
-      assert.deepEqual(await indexes(store, "never-committed"), [0]);
-    });
-    await t.step("a ring the seed started at 0 keeps exactly traceMax steps", async () => {
-      const exe = newExecution({ definition_id: "py" });
-      await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py" }, 3);
-      for (let n = 1; n <= 4; n++) await store.commit(exe, { trace: { n } });
-      assert.deepEqual(await indexes(store, exe.id), [2, 3, 4]);
-    });
-    await t.step("a ring an earlier deploy started at 1 goes on from its end", async () => {
-      const exe = newExecution({ definition_id: "old" });
-      for (const index of [1, 2, 3]) {
-        await seedAppendTrace(client, store.tables.trace.name, exe.id, { index }, 0);
-      }
-      await store.commit(exe, { trace: { n: 4 } });
-      await store.appendTrace(exe.id, { n: 5 });
-      assert.deepEqual(await indexes(store, exe.id), [3, 4, 5]);
-    });
-  } finally {
-    client.destroy();
-  }
+  using client = testClient();
+  await t.step("a new ring starts at 0", async () => {
+    const exe = newExecution({ definition_id: "zero" });
+    await store.commit(exe, { trace: { n: 0 } });
+    await store.appendTrace(exe.id, { n: 1 });
+    assert.deepEqual(await indexes(store, exe.id), [0, 1]);
+    assert.deepEqual(await indexes(store, "never-committed"), []);
+    await store.appendTrace("never-committed", { n: 0 });
+    assert.deepEqual(await indexes(store, "never-committed"), [0]);
+  });
+  await t.step("a ring the seed started at 0 keeps exactly traceMax steps", async () => {
+    const exe = newExecution({ definition_id: "py" });
+    await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py" }, 3);
+    for (let n = 1; n <= 4; n++) await store.commit(exe, { trace: { n } });
+    assert.deepEqual(await indexes(store, exe.id), [2, 3, 4]);
+  });
+  await t.step("a ring an earlier deploy started at 1 goes on from its end", async () => {
+    const exe = newExecution({ definition_id: "old" });
+    for (const index of [1, 2, 3]) {
+      await seedAppendTrace(client, store.tables.trace.name, exe.id, { index }, 0);
+    }
+    await store.commit(exe, { trace: { n: 4 } });
+    await store.appendTrace(exe.id, { n: 5 });
+    assert.deepEqual(await indexes(store, exe.id), [3, 4, 5]);
+  });
 });
 
 Deno.test("appendTrace() writes at the index an entry carries, as the seed does", async () => {
@@ -322,50 +314,47 @@ Deno.test("a Map or a Set in context or in an event's data is refused, naming it
 });
 
 Deno.test("a closed store refuses every call, and an injected client stays the caller's", async (t) => {
-  const { client } = countingClient();
+  using counting = countingClient();
+  const { client } = counting;
   const dynamo = new DynamoDBStore(client, { prefix: uniqueName("closed") });
   await dynamo.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   await dynamo.save(exe);
-  try {
-    for (const store of [dynamo, new MemoryStore()] as ExecutionStore[]) {
-      await store.close();
-      await store.close();
-      const name = store.constructor.name;
-      const calls: [string, () => Promise<unknown>][] = [
-        ["load", () => store.load(exe.id)],
-        ["loadForEvent", () => store.loadForEvent(exe.id, "e")],
-        ["isProcessed", () => store.isProcessed(exe.id, "e")],
-        ["save", () => store.save(exe)],
-        ["commit", () => store.commit(exe, { trace: { n: 1 } })],
-        ["listExecutions", () => store.listExecutions()],
-        ["pendingOutbox", () => store.pendingOutbox()],
-        ["ackOutbox", () => store.ackOutbox(1)],
-        ["pendingSpawns", () => store.pendingSpawns()],
-        ["ackSpawn", () => store.ackSpawn(1)],
-        ["dueTimers", () => store.dueTimers(1)],
-        ["deleteTimer", () => store.deleteTimer(exe.id, "p", 1)],
-        ["readTrace", () => store.readTrace(exe.id)],
-        ["appendTrace", () => store.appendTrace(exe.id, { n: 1 })],
-      ];
-      await t.step(`${name} refuses every call`, async () => {
-        for (const [method, call] of calls) {
-          await assert.rejects(
-            call(),
-            (e: Error) => e instanceof StoreClosed && /closed/.test(e.message),
-            `${name}.${method}`,
-          );
-        }
-      });
-    }
-    await t.step("the injected client still works", async () => {
-      assert.ok((await client.send(new ListTablesCommand({}))).TableNames!.length > 0);
-      const fresh = new DynamoDBStore(client, { prefix: prefixOf(dynamo) });
-      assert.equal((await fresh.load(exe.id))?.version, 1);
+  for (const store of [dynamo, new MemoryStore()] as ExecutionStore[]) {
+    await store.close();
+    await store.close();
+    const name = store.constructor.name;
+    const calls: [string, () => Promise<unknown>][] = [
+      ["load", () => store.load(exe.id)],
+      ["loadForEvent", () => store.loadForEvent(exe.id, "e")],
+      ["isProcessed", () => store.isProcessed(exe.id, "e")],
+      ["save", () => store.save(exe)],
+      ["commit", () => store.commit(exe, { trace: { n: 1 } })],
+      ["listExecutions", () => store.listExecutions()],
+      ["pendingOutbox", () => store.pendingOutbox()],
+      ["ackOutbox", () => store.ackOutbox(1)],
+      ["pendingSpawns", () => store.pendingSpawns()],
+      ["ackSpawn", () => store.ackSpawn(1)],
+      ["dueTimers", () => store.dueTimers(1)],
+      ["deleteTimer", () => store.deleteTimer(exe.id, "p", 1)],
+      ["readTrace", () => store.readTrace(exe.id)],
+      ["appendTrace", () => store.appendTrace(exe.id, { n: 1 })],
+    ];
+    await t.step(`${name} refuses every call`, async () => {
+      for (const [method, call] of calls) {
+        await assert.rejects(
+          call(),
+          (e: Error) => e instanceof StoreClosed && /closed/.test(e.message),
+          `${name}.${method}`,
+        );
+      }
     });
-  } finally {
-    client.destroy();
   }
+  await t.step("the injected client still works", async () => {
+    assert.ok((await client.send(new ListTablesCommand({}))).TableNames!.length > 0);
+    const fresh = new DynamoDBStore(client, { prefix: prefixOf(dynamo) });
+    assert.equal((await fresh.load(exe.id))?.version, 1);
+  });
 });
 
 Deno.test("ackOutbox() and ackSpawn() name the position the caller passed", async () => {

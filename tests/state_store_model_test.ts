@@ -308,42 +308,38 @@ function same(op: Op, real: Outcome, model: Outcome, step: string): void {
 
 Deno.test("DynamoDBStateStore and MemoryStateStore agree step by step, other writers included", async () => {
   await using state = await freshStateStore();
-  const client = testClient();
+  using client = testClient();
   let run = 0;
-  try {
-    await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 25 }), async (ops) => {
-        const prefix = `r${run++}:`;
-        const key = (i: number) => `${prefix}k${i}`;
-        const twin = new MemoryStateStore();
-        const entries = stateEntries.get(twin)!;
-        for (const [i, op] of ops.entries()) {
-          if (
-            "key" in op && ["legacy", "seedMigration", "seedRemove", "foreignMap"].includes(op.op)
-          ) {
-            await rawWrite(client, state.tableName, entries, op, key(op.key));
-            continue;
-          }
-          const real = await outcome(() => call(state, op, key, prefix));
-          const model = await outcome(() => call(twin, op, key, prefix));
-          same(op, real, model, `step ${i} of ${fc.stringify(ops)}`);
+  await fc.assert(
+    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 25 }), async (ops) => {
+      const prefix = `r${run++}:`;
+      const key = (i: number) => `${prefix}k${i}`;
+      const twin = new MemoryStateStore();
+      const entries = stateEntries.get(twin)!;
+      for (const [i, op] of ops.entries()) {
+        if (
+          "key" in op && ["legacy", "seedMigration", "seedRemove", "foreignMap"].includes(op.op)
+        ) {
+          await rawWrite(client, state.tableName, entries, op, key(op.key));
+          continue;
         }
-        // Every key reads the same at the end, whatever the last call was.
-        for (const i of [0, 1, 2]) {
-          for (const name of ["get", "exists", "ttl", "hgetall"] as const) {
-            const op = { op: name, key: i };
-            same(
-              op,
-              await outcome(() => call(state, op, key, prefix)),
-              await outcome(() => call(twin, op, key, prefix)),
-              `final ${name} k${i} after ${fc.stringify(ops)}`,
-            );
-          }
+        const real = await outcome(() => call(state, op, key, prefix));
+        const model = await outcome(() => call(twin, op, key, prefix));
+        same(op, real, model, `step ${i} of ${fc.stringify(ops)}`);
+      }
+      // Every key reads the same at the end, whatever the last call was.
+      for (const i of [0, 1, 2]) {
+        for (const name of ["get", "exists", "ttl", "hgetall"] as const) {
+          const op = { op: name, key: i };
+          same(
+            op,
+            await outcome(() => call(state, op, key, prefix)),
+            await outcome(() => call(twin, op, key, prefix)),
+            `final ${name} k${i} after ${fc.stringify(ops)}`,
+          );
         }
-      }),
-      { seed: SEED, numRuns: RUNS, endOnFailure: RUNS > 100 },
-    );
-  } finally {
-    client.destroy();
-  }
+      }
+    }),
+    { seed: SEED, numRuns: RUNS, endOnFailure: RUNS > 100 },
+  );
 });

@@ -17,12 +17,8 @@ async function withTable(
   body: (state: DynamoDBStateStore, client: DynamoDBClient) => Promise<void>,
 ): Promise<void> {
   await using state = await freshStateStore();
-  const client = testClient();
-  try {
-    await body(state, client);
-  } finally {
-    client.destroy();
-  }
+  using client = testClient();
+  await body(state, client);
 }
 
 const put = (client: DynamoDBClient, table: string, item: Item) =>

@@ -186,7 +186,8 @@ Deno.test("ensureTables() with timerIndex adds the index to an existing timers t
     await before.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 999 }] });
 
     // A re-schedule and a cancel that land while the backfill runs, just before its writes.
-    const { client, calls } = countingClient(REGION);
+    using counting = countingClient(REGION);
+    const { client, calls } = counting;
     let raced = false;
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -205,68 +206,64 @@ Deno.test("ensureTables() with timerIndex adds the index to an existing timers t
       { step: "initialize", name: "race" },
     );
     const after = new DynamoDBStore(client, { prefix, timerIndex: true });
-    try {
-      await assert.rejects(
-        () => after.dueTimers(2000),
-        /has no index timer_shard-fire_at: run ensureTables\(\)/,
-      );
-      await after.ensureTables();
-      assert.ok(calls.includes("UpdateTableCommand"));
-      const table = await raw.send(
-        new DescribeTableCommand({ TableName: after.tables.timers.name }),
-      );
-      assert.deepEqual(
-        table.Table?.GlobalSecondaryIndexes?.map((gsi) => [gsi.IndexName, gsi.IndexStatus]),
-        [["timer_shard-fire_at", "ACTIVE"]],
-      );
+    await assert.rejects(
+      () => after.dueTimers(2000),
+      /has no index timer_shard-fire_at: run ensureTables\(\)/,
+    );
+    await after.ensureTables();
+    assert.ok(calls.includes("UpdateTableCommand"));
+    const table = await raw.send(
+      new DescribeTableCommand({ TableName: after.tables.timers.name }),
+    );
+    assert.deepEqual(
+      table.Table?.GlobalSecondaryIndexes?.map((gsi) => [gsi.IndexName, gsi.IndexStatus]),
+      [["timer_shard-fire_at", "ACTIVE"]],
+    );
 
-      await t.step("every timer is listed by the index, except the one a race moved", async () => {
-        const due = await after.dueTimers(2000);
-        const expected = [
-          `${exe.id}:999`,
-          ...Array.from({ length: 30 }, (_, i) => `py-${i}:${1000 + i}`).filter((x) =>
-            !x.startsWith("py-3:") && !x.startsWith("py-4:")
-          ),
-        ];
-        assert.deepEqual(due.map((x) => `${x.executionId}:${x.fireAt}`), expected);
-      });
-      await t.step(
-        "the raced re-schedule is not clobbered, the cancelled timer not revived",
-        async () => {
-          const get = (id: string) =>
-            raw.send(
-              new GetItemCommand({
-                TableName: after.tables.timers.name,
-                Key: { execution_id: { S: id }, path: { S: "wait" } },
-                ConsistentRead: true,
-              }),
-            );
-          assert.equal((await get("py-3")).Item?.fire_at?.N, "5000");
-          assert.equal((await get("py-4")).Item, undefined);
-        },
+    await t.step("every timer is listed by the index, except the one a race moved", async () => {
+      const due = await after.dueTimers(2000);
+      const expected = [
+        `${exe.id}:999`,
+        ...Array.from({ length: 30 }, (_, i) => `py-${i}:${1000 + i}`).filter((x) =>
+          !x.startsWith("py-3:") && !x.startsWith("py-4:")
+        ),
+      ];
+      assert.deepEqual(due.map((x) => `${x.executionId}:${x.fireAt}`), expected);
+    });
+    await t.step(
+      "the raced re-schedule is not clobbered, the cancelled timer not revived",
+      async () => {
+        const get = (id: string) =>
+          raw.send(
+            new GetItemCommand({
+              TableName: after.tables.timers.name,
+              Key: { execution_id: { S: id }, path: { S: "wait" } },
+              ConsistentRead: true,
+            }),
+          );
+        assert.equal((await get("py-3")).Item?.fire_at?.N, "5000");
+        assert.equal((await get("py-4")).Item, undefined);
+      },
+    );
+    await t.step("a second ensureTables marks what the race left and adds nothing", async () => {
+      calls.length = 0;
+      await after.ensureTables();
+      assert.ok(!calls.includes("UpdateTableCommand"));
+      assert.deepEqual(
+        (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
+        [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
       );
-      await t.step("a second ensureTables marks what the race left and adds nothing", async () => {
-        calls.length = 0;
-        await after.ensureTables();
-        assert.ok(!calls.includes("UpdateTableCommand"));
-        assert.deepEqual(
-          (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
-          [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
-        );
-      });
-      await t.step(
-        "a timer written without timer_shard is missed by the index, found by a scan",
-        async () => {
-          await put("py-late", "wait", 1);
-          assert.equal((await after.dueTimers(2)).length, 0);
-          assert.deepEqual(await after.dueTimers(2, { scan: true }), [
-            { executionId: "py-late", path: "wait", fireAt: 1 },
-          ]);
-        },
-      );
-    } finally {
-      client.destroy();
-    }
+    });
+    await t.step(
+      "a timer written without timer_shard is missed by the index, found by a scan",
+      async () => {
+        await put("py-late", "wait", 1);
+        assert.equal((await after.dueTimers(2)).length, 0);
+        assert.deepEqual(await after.dueTimers(2, { scan: true }), [
+          { executionId: "py-late", path: "wait", fireAt: 1 },
+        ]);
+      },
+    );
   } finally {
     raw.destroy();
   }
@@ -278,17 +275,13 @@ Deno.test("ensureTables() with timerIndex is safe when several processes run it 
   await env.stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
   });
-  const client = testClient(REGION);
-  try {
-    const stores = Array.from(
-      { length: 3 },
-      () => new DynamoDBStore(client, { prefix, timerIndex: true }),
-    );
-    await Promise.all(stores.map((store) => store.ensureTables()));
-    for (const store of stores) assert.equal((await store.dueTimers(1)).length, 1);
-  } finally {
-    client.destroy();
-  }
+  using client = testClient(REGION);
+  const stores = Array.from(
+    { length: 3 },
+    () => new DynamoDBStore(client, { prefix, timerIndex: true }),
+  );
+  await Promise.all(stores.map((store) => store.ensureTables()));
+  for (const store of stores) assert.equal((await store.dueTimers(1)).length, 1);
 });
 
 Deno.test("a sweeper with more timer shards finds the timers of writers with fewer", async () => {
@@ -302,45 +295,38 @@ Deno.test("a sweeper with more timer shards finds the timers of writers with few
 });
 
 Deno.test("timerIndex and timerShards are checked", () => {
-  const client = testClient(REGION);
-  try {
+  using client = testClient(REGION);
+  assert.throws(
+    () => new DynamoDBStore(client, { timerIndex: "yes" as unknown as boolean }),
+    (error: Error) => error instanceof TypeError && /timerIndex/.test(error.message),
+  );
+  for (const timerShards of [0, 1001, 2.5]) {
     assert.throws(
-      () => new DynamoDBStore(client, { timerIndex: "yes" as unknown as boolean }),
-      (error: Error) => error instanceof TypeError && /timerIndex/.test(error.message),
+      () => new DynamoDBStore(client, { timerShards }),
+      (error: Error) => error instanceof RangeError && /timerShards/.test(error.message),
     );
-    for (const timerShards of [0, 1001, 2.5]) {
-      assert.throws(
-        () => new DynamoDBStore(client, { timerShards }),
-        (error: Error) => error instanceof RangeError && /timerShards/.test(error.message),
-      );
-    }
-  } finally {
-    client.destroy();
   }
 });
 
 Deno.test("ensureTables() with timerIndex creates a new timers table with its index, no UpdateTable", async () => {
-  const { client, calls } = countingClient(REGION);
-  try {
-    const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
-    await store.ensureTables();
-    assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
-    assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);
-    const { Table } = await client.send(
-      new DescribeTableCommand({ TableName: store.tables.timers.name }),
-    );
-    assert.deepEqual(
-      Table?.GlobalSecondaryIndexes?.map((index) => [index.IndexName, index.IndexStatus]),
-      [["timer_shard-fire_at", "ACTIVE"]],
-    );
-    // A second run finds everything in place: no table or index is created again.
-    calls.length = 0;
-    await store.ensureTables();
-    assert.ok(
-      !calls.includes("CreateTableCommand") && !calls.includes("UpdateTableCommand"),
-      calls.join(),
-    );
-  } finally {
-    client.destroy();
-  }
+  using counting = countingClient(REGION);
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
+  await store.ensureTables();
+  assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
+  assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);
+  const { Table } = await client.send(
+    new DescribeTableCommand({ TableName: store.tables.timers.name }),
+  );
+  assert.deepEqual(
+    Table?.GlobalSecondaryIndexes?.map((index) => [index.IndexName, index.IndexStatus]),
+    [["timer_shard-fire_at", "ACTIVE"]],
+  );
+  // A second run finds everything in place: no table or index is created again.
+  calls.length = 0;
+  await store.ensureTables();
+  assert.ok(
+    !calls.includes("CreateTableCommand") && !calls.includes("UpdateTableCommand"),
+    calls.join(),
+  );
 });
