@@ -390,18 +390,6 @@ export interface StateEntry {
  */
 export const stateEntries: WeakMap<object, Map<string, StateEntry>> = new WeakMap();
 
-/**
- * A state store's constructor options: `null` and `undefined` mean none (as for `set()`),
- * anything but an object is refused.
- */
-export function stateOptions<T extends object>(options: T | null | undefined): Partial<T> {
-  if (options === null || options === undefined) return {};
-  if (typeof options !== "object") {
-    throw new TypeError(`options must be an object, got ${describe(options)}`);
-  }
-  return options;
-}
-
 /** A `keys()` pattern: a glob string. */
 export function checkPattern(pattern: unknown): string {
   if (typeof pattern !== "string") {

@@ -115,6 +115,24 @@ function checkVersionWritable(exe: object): void {
   }
 }
 
+/**
+ * Checks an `appendTrace` step and encodes it: the index it carries (the seed's
+ * `entry.get("index", ...)`), if any, and its JSON, sized as the largest item it can make.
+ */
+export function planTraceEntry(
+  id: string,
+  entry: Record<string, unknown>,
+): { index: number | undefined; json: string } {
+  checkKey("id", id, LIMITS.partitionKeyBytes);
+  checkObject("entry", entry);
+  const index = entry.index === undefined
+    ? undefined
+    : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
+  const json = toJson("entry", entry);
+  checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
+  return { index, json };
+}
+
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
   const plan = encodeCommit(exe, changes);

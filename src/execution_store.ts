@@ -19,14 +19,11 @@ import { SeqBlocks } from "./_seq_blocks.ts";
 import {
   checkExecutionStoreOptions,
   checkInteger,
-  checkItemSize,
   checkKey,
-  checkObject,
   checkOptions,
   checkTime,
   describe,
   LIMITS,
-  toJson,
 } from "./_validate.ts";
 import { connectStore, type DynamoDBSender } from "./connect.ts";
 import { batchGet, isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
@@ -71,7 +68,6 @@ import {
   spawnFromItem,
   TIMER,
   timerKey,
-  traceItem,
 } from "./_layout.ts";
 import {
   buildTransaction,
@@ -80,6 +76,7 @@ import {
   executionRefusal,
   type Placement,
   planCommit,
+  planTraceEntry,
   type TxContext,
 } from "./_transaction.ts";
 import type {
@@ -588,13 +585,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");
-    checkKey("id", id, LIMITS.partitionKeyBytes);
-    checkObject("entry", entry);
-    const index = entry.index === undefined
-      ? undefined
-      : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
-    const json = toJson("entry", entry);
-    checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
+    const { index, json } = planTraceEntry(id, entry);
     await this.#ring.append(id, index, json);
   }
 

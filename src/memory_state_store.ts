@@ -4,7 +4,14 @@
  * @module
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { checkField, checkItemSize, checkKey, describe, LIMITS } from "./_validate.ts";
+import {
+  checkField,
+  checkItemSize,
+  checkKey,
+  checkOptions,
+  describe,
+  LIMITS,
+} from "./_validate.ts";
 import {
   checkHdelFields,
   checkMigrating,
@@ -19,7 +26,6 @@ import {
   setTtl,
   stateEntries,
   type StateEntry as Entry,
-  stateOptions,
   toAttribute,
 } from "./_state_values.ts";
 import { StoreClosed } from "./errors.ts";
@@ -104,7 +110,7 @@ export class MemoryStateStore implements StateStore {
    * @param options The clock.
    */
   constructor(options: MemoryStateStoreOptions = {}) {
-    const now = stateOptions(options).now ?? Date.now;
+    const now = checkOptions(options).now ?? Date.now;
     if (typeof now !== "function") {
       throw new TypeError(`now must be a function giving epoch milliseconds, got ${describe(now)}`);
     }

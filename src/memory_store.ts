@@ -3,20 +3,16 @@
  *
  * @module
  */
-import { claimCommit, planCommit, type TxContext } from "./_transaction.ts";
-import { traceItem } from "./_layout.ts";
+import { claimCommit, planCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
 import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
 import {
   checkExecutionStoreOptions,
   checkInteger,
-  checkItemSize,
   checkKey,
-  checkObject,
   checkOptions,
   checkTime,
   describe,
   LIMITS,
-  toJson,
 } from "./_validate.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
@@ -391,13 +387,7 @@ export class MemoryStore implements ExecutionStore {
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     return Promise.try(() => {
       this.#open("appendTrace");
-      checkKey("id", id, LIMITS.partitionKeyBytes);
-      checkObject("entry", entry);
-      const index = entry.index === undefined
-        ? undefined
-        : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
-      const json = toJson("entry", entry);
-      checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
+      const { index, json } = planTraceEntry(id, entry);
       this.#append(id, json, index);
       return;
     });

@@ -13,7 +13,15 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { checkField, checkItemSize, checkKey, describe, LIMITS, utf8Length } from "./_validate.ts";
+import {
+  checkField,
+  checkItemSize,
+  checkKey,
+  checkOptions,
+  describe,
+  LIMITS,
+  utf8Length,
+} from "./_validate.ts";
 import {
   checkHdelFields,
   checkMigrating,
@@ -29,7 +37,6 @@ import {
   plainValue,
   setOwn,
   setTtl,
-  stateOptions,
   toAttribute,
 } from "./_state_values.ts";
 import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
@@ -226,7 +233,7 @@ export class DynamoDBStateStore implements StateStore {
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStateStoreOptions = {}) {
     checkClient(client);
-    const given = stateOptions(options);
+    const given = checkOptions(options);
     this.tableName = checkTableName("tableName", given.tableName ?? "harel_state");
     const consistentReads = given.consistentReads ?? true;
     if (typeof consistentReads !== "boolean") {
@@ -264,7 +271,7 @@ export class DynamoDBStateStore implements StateStore {
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
     try {
-      options = stateOptions(options); // null is no options
+      options = checkOptions(options); // null is no options
     } catch (error) {
       return Promise.reject(error);
     }
