@@ -4,14 +4,12 @@
  * @module
  */
 import {
-  type AttributeValue,
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   ScanCommand,
   UpdateItemCommand,
-  type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import {
   checkField,
@@ -20,11 +18,9 @@ import {
   checkOptions,
   describe,
   LIMITS,
-  utf8Length,
 } from "./_validate.ts";
 import {
   checkHdelFields,
-  checkMigrating,
   checkPattern,
   checkTtlSeconds,
   decodeValue,
@@ -32,7 +28,6 @@ import {
   fromAttribute,
   fromMap,
   legacyFields,
-  numberText,
   plainJson,
   plainValue,
   setOwn,
@@ -40,14 +35,26 @@ import {
   toAttribute,
 } from "./_state_values.ts";
 import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
-import { isNamed, type Item, pages, S } from "./_dynamo.ts";
+import { type Item, pages, S } from "./_dynamo.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
 import type { SetOptions, StateStore } from "./types.ts";
 import { instrument } from "./_telemetry.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
-import { WriteContention } from "./errors.ts";
 import { STATE, stateKey } from "./_layout.ts";
+import {
+  HOLDS,
+  holds,
+  isConditionFailure,
+  isLive,
+  isPresent,
+  LIVE,
+  N,
+  nowSeconds,
+  PRESENT_NAMES,
+  ZERO,
+} from "./_state_presence.ts";
+import { type HashTable, removeFields, writeField } from "./_hash_writes.ts";
 
 /**
  * Options of {@linkcode DynamoDBStateStore}.
@@ -94,110 +101,8 @@ export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, Conn
   ensureTable?: boolean;
 }
 
-/** A number attribute: here also fractional (`now`) and stored numbers, in DynamoDB's text. */
-const N = (value: number): AttributeValue => ({ N: numberText(value) });
-const nowSeconds = () => Date.now() / 1000;
-/** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */
-const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
-/** `#v` is `value`, `#h` is `hash`: a key holding neither a value nor a hash field is absent. */
-const HOLDS = "(attribute_exists(#v) OR size(#h) > :zero)";
-/** The names and values LIVE and HOLDS use. */
-const PRESENT_NAMES = { "#t": STATE.ttl, "#v": STATE.value, "#h": STATE.hash } as const;
 /** What a read of the whole item projects (every attribute but `updated_at`). */
 const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
-const ZERO: AttributeValue = { N: "0" };
-/** How often a write re-reads after losing a race against another writer's migration. */
-const MAX_RACES = 20;
-
-function isConditionFailure(error: unknown): error is Error & { Item?: Item } {
-  return isNamed(error, "ConditionalCheckFailedException");
-}
-
-function isLive(item: Item | undefined, now: number): item is Item {
-  if (!item) return false;
-  const ttl = item[STATE.ttl]?.N;
-  return ttl === undefined || Number(ttl) > now;
-}
-
-/**
- * Whether an item holds a value or a hash field: what HOLDS checks on the server, where
- * `size()` of a number, boolean or null is no size at all.
- */
-function holds(item: Item): boolean {
-  if (item[STATE.value] !== undefined) return true;
-  const hash = item[STATE.hash];
-  if (hash === undefined) return false;
-  const sized = hash.M ? Object.keys(hash.M) : hash.L ?? hash.S ?? hash.B ?? hash.SS ?? hash.NS ??
-    hash.BS;
-  return (sized?.length ?? 0) > 0;
-}
-
-/** Live and holding something: what every method treats as an existing key. */
-function isPresent(item: Item | undefined, now: number): item is Item {
-  return isLive(item, now) && holds(item);
-}
-
-/**
- * A lost condition whose `ALL_OLD` item the SDK could not read back: its response parser
- * throws a `TypeError` on a map key named `__proto__` (a field name we allow). Such a write
- * re-reads the item instead.
- */
-function isUnreadableFailure(error: unknown): boolean {
-  return error instanceof TypeError &&
-    (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
-}
-
-/** DynamoDB's refusal of an update that would grow an item past 400 KB. */
-function isItemTooLarge(error: unknown): boolean {
-  return isNamed(error, "ValidationException") &&
-    /item size.*exceed|exceed.*item size/i.test((error as Error).message);
-}
-
-/** DynamoDB's limits on one request's expressions (the developer guide's "Constraints"). */
-const EXPRESSION_BYTES = 4 * 1024;
-/** The sum of a request's ExpressionAttributeNames and ExpressionAttributeValues: 2 MB. */
-const SUBSTITUTION_BYTES = 2 * 1024 * 1024;
-/**
- * An expression with its names substituted: DynamoDB Local refuses one over 1 MB as "Expression
- * size has exceeded the maximum allowed size" (measured; the guide does not say), so we keep
- * to it too.
- */
-const SUBSTITUTED_BYTES = 1024 * 1024;
-
-/**
- * Where the batch of `hdel` fields from `start` ends: as many as one UpdateItem can name
- * within EXPRESSION_BYTES (some 400 short fields), SUBSTITUTION_BYTES and SUBSTITUTED_BYTES
- * (some 16 fields of 64 KB); at least one. Counted in UTF-8 bytes, the fixed parts generously.
- */
-function hdelBatchEnd(fields: string[], start: number): number {
-  let expression = `REMOVE  SET ${STATE.updatedAt} = :at`.length;
-  let substitution = 256; // PRESENT_NAMES and the four values
-  let substituted = expression;
-  let end = start;
-  for (; end < fields.length; end++) {
-    const alias = `#f${end - start}`;
-    const path = `#h.${alias}, `.length;
-    const bytes = utf8Length(fields[end]!);
-    const full = expression + path > EXPRESSION_BYTES ||
-      substitution + alias.length + bytes > SUBSTITUTION_BYTES ||
-      substituted + `${STATE.hash}., `.length + bytes > SUBSTITUTED_BYTES;
-    if (full && end > start) break;
-    expression += path;
-    substitution += alias.length + bytes;
-    substituted += `${STATE.hash}., `.length + bytes;
-  }
-  return end;
-}
-
-/** DynamoDB's 400 KB refusal of a hash write, as the RangeError a check before sending gives. */
-function tooLarge(key: string, cause: unknown): RangeError {
-  return new RangeError(
-    `key ${
-      JSON.stringify(key.slice(0, 40))
-    }: the item would exceed DynamoDB's ${LIMITS.itemBytes}-byte (400 KB) item limit`,
-    { cause },
-  );
-}
 
 /**
  * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
@@ -223,6 +128,7 @@ export class DynamoDBStateStore implements StateStore {
   readonly #client: DynamoDBSender;
   readonly #consistent: boolean;
   readonly #ownership: ClientOwnership;
+  readonly #hashes: HashTable;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTable()` once, or use
@@ -244,6 +150,7 @@ export class DynamoDBStateStore implements StateStore {
     this.#consistent = consistentReads;
     this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
     this.#client = this.#ownership.gate(client);
+    this.#hashes = { client: this.#client, tableName: this.tableName };
   }
 
   /**
@@ -685,42 +592,7 @@ export class DynamoDBStateStore implements StateStore {
     };
     setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
     checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
-    for (let race = 0; race < MAX_RACES; race++) {
-      const now = nowSeconds();
-      try {
-        const result = await this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.tableName,
-            Key: stateKey(key),
-            UpdateExpression: `SET #h.#f = :v, ${STATE.updatedAt} = :at`,
-            ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
-            ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field },
-            ExpressionAttributeValues: {
-              ":v": native,
-              ":at": N(Math.floor(now)),
-              ":map": S("M"),
-              ":now": N(now),
-              ":zero": ZERO,
-            },
-            ReturnValues: "UPDATED_OLD",
-            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-          }),
-        );
-        const old = result.Attributes?.[STATE.hash]?.M;
-        return old && Object.hasOwn(old, field) ? 0 : 1;
-      } catch (error) {
-        if (isItemTooLarge(error)) throw tooLarge(key, error);
-        const old = await this.#lostCondition(key, error);
-        // No live Map yet: seed one (from the legacy hash if any) holding the field.
-        const seeded = await this.#seed(key, old, now, (fields) => {
-          const isNew = !Object.hasOwn(fields, field);
-          setOwn(fields, field, plain);
-          return isNew ? 1 : 0;
-        });
-        if (seeded !== undefined) return seeded;
-      }
-    }
-    throw new WriteContention("hset", key, MAX_RACES);
+    return await writeField(this.#hashes, key, field, plain, native);
   }
 
   /**
@@ -750,201 +622,7 @@ export class DynamoDBStateStore implements StateStore {
     this.#open("hdel");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const all = checkHdelFields(fields);
-    // DynamoDB's expression limits cap the fields one UpdateItem can name: more go a batch at
-    // a time, each counted from its own write's answer.
-    let total = 0;
-    for (let start = 0; start < all.length;) {
-      const end = hdelBatchEnd(all, start);
-      const batch = await this.#hdelBatch(key, all.slice(start, end), all.slice(start));
-      total += batch.removed;
-      if (batch.last) break;
-      start = end;
-    }
-    return total;
-  }
-
-  /**
-   * Removes the hash fields `unique` (one UpdateItem's worth) as one write; `last` when
-   * nothing of the hash is left for later batches: the key emptied or gone, or a legacy hash
-   * migrated without every field of `rest` (this batch and the ones after it).
-   */
-  async #hdelBatch(
-    key: string,
-    unique: string[],
-    rest: string[],
-  ): Promise<{ removed: number; last: boolean }> {
-    const names: Record<string, string> = { ...PRESENT_NAMES };
-    unique.forEach((f, i) => names[`#f${i}`] = f);
-    for (let race = 0; race < MAX_RACES; race++) {
-      const now = nowSeconds();
-      const input: UpdateItemCommandInput = {
-        TableName: this.tableName,
-        Key: stateKey(key),
-        UpdateExpression: `REMOVE ${
-          unique.map((_, i) => `#h.#f${i}`).join(", ")
-        } SET ${STATE.updatedAt} = :at`,
-        ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: {
-          ":at": N(Math.floor(now)),
-          ":map": S("M"),
-          ":now": N(now),
-          ":zero": ZERO,
-        },
-        // The whole old item: which fields existed, and whether none is left.
-        ReturnValues: "ALL_OLD",
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      };
-      try {
-        const result = await this.#client.send(new UpdateItemCommand(input));
-        const old = result.Attributes?.[STATE.hash]?.M ?? {};
-        const removed = unique.filter((f) => Object.hasOwn(old, f)).length;
-        const emptied = Object.keys(old).every((f) => unique.includes(f));
-        const last = emptied && result.Attributes?.[STATE.value] === undefined;
-        if (removed > 0 && last) {
-          await this.#dropEmpty(key);
-        }
-        return { removed, last };
-      } catch (error) {
-        const old = await this.#lostCondition(key, error);
-        if (!isPresent(old, now)) return { removed: 0, last: true };
-        const removed = await this.#seed(key, old, now, (legacy) => {
-          const present = rest.filter((f) => Object.hasOwn(legacy, f));
-          for (const f of present) delete legacy[f];
-          return present.length;
-        });
-        if (removed !== undefined) return { removed, last: true };
-      }
-    }
-    throw new WriteContention("hdel", key, MAX_RACES);
-  }
-
-  /** The item a conditional write found (its `ALL_OLD`); rethrows any other error. */
-  async #lostCondition(key: string, error: unknown): Promise<Item | undefined> {
-    if (isConditionFailure(error)) return error.Item;
-    if (!isUnreadableFailure(error)) throw error;
-    const result = await this.#client.send(
-      new GetItemCommand({ TableName: this.tableName, Key: stateKey(key), ConsistentRead: true }),
-    );
-    return result.Item;
-  }
-
-  /**
-   * Deletes the item if its hash is (still) empty and it holds no value: Redis deletes an
-   * emptied hash. A concurrent `hset` that got there first wins; readers treat an empty
-   * leftover as absent anyway.
-   */
-  async #dropEmpty(key: string): Promise<void> {
-    try {
-      await this.#client.send(
-        new DeleteItemCommand({
-          TableName: this.tableName,
-          Key: stateKey(key),
-          ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
-          ExpressionAttributeNames: { "#v": STATE.value, "#h": STATE.hash },
-          ExpressionAttributeValues: { ":zero": ZERO },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-    }
-  }
-
-  /**
-   * Writes a native hash Map where the item `old` (from ALL_OLD) had none: a fresh one
-   * when the key is missing, expired or emptied, else the legacy hash migrated out of
-   * `value`. `change` edits the fields and gives the result. The write is conditioned on
-   * the item being as `old` showed it, so it never clobbers a concurrent seeder;
-   * `undefined` means it lost that race and the caller starts over.
-   */
-  async #seed(
-    key: string,
-    old: Item | undefined,
-    now: number,
-    change: (fields: Record<string, unknown>) => number,
-  ): Promise<number | undefined> {
-    const present = isPresent(old, now);
-    const oldHash = present ? old[STATE.hash] : undefined;
-    if (oldHash !== undefined) {
-      // A Map that the condition did not see was written after it ran: start over.
-      if (oldHash.M !== undefined) return undefined;
-      throw new TypeError(
-        `key ${JSON.stringify(key)} has a "hash" attribute that is not a Map; not overwriting it`,
-      );
-    }
-    const legacy = present ? legacyFields(old[STATE.value]?.S, true) : undefined;
-    if (present && legacy === undefined) {
-      throw new TypeError(
-        `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
-      );
-    }
-    const fields = legacy ?? fieldRecord();
-    const result = change(fields);
-    for (const [field, value] of Object.entries(fields)) checkMigrating(key, field, value);
-    const map = toAttribute(fields).M!;
-    try {
-      if (!present) {
-        // Missing, expired or emptied: a fresh item, no TTL, only if that is still so.
-        const item: Item = {
-          [STATE.key]: S(key),
-          [STATE.hash]: { M: map },
-          [STATE.updatedAt]: N(Math.floor(now)),
-        };
-        checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, item);
-        await this.#client.send(
-          new PutItemCommand({
-            TableName: this.tableName,
-            Item: item,
-            ConditionExpression: `attribute_not_exists(${STATE.key}) OR NOT (${LIVE} AND ${HOLDS})`,
-            ExpressionAttributeNames: PRESENT_NAMES,
-            ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
-          }),
-        );
-        return result;
-      }
-      const unchanged = {
-        ConditionExpression:
-          `attribute_exists(${STATE.key}) AND attribute_not_exists(#h) AND #v = :old`,
-        ExpressionAttributeNames: { "#h": STATE.hash, "#v": STATE.value },
-      };
-      if (Object.keys(fields).length === 0) {
-        // hdel took the legacy hash's last field: the key is gone, as in Redis.
-        await this.#client.send(
-          new DeleteItemCommand({
-            TableName: this.tableName,
-            Key: stateKey(key),
-            ...unchanged,
-            ExpressionAttributeValues: { ":old": old[STATE.value]! },
-          }),
-        );
-        return result;
-      }
-      const migrated: Item = {
-        ...old,
-        [STATE.hash]: { M: map },
-        [STATE.updatedAt]: N(Math.floor(now)),
-      };
-      delete migrated[STATE.value];
-      checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, migrated);
-      await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: stateKey(key),
-          UpdateExpression: `SET #h = :m, ${STATE.updatedAt} = :at REMOVE #v`,
-          ...unchanged,
-          ExpressionAttributeValues: {
-            ":m": { M: map },
-            ":at": N(Math.floor(now)),
-            ":old": old[STATE.value]!,
-          },
-        }),
-      );
-      return result;
-    } catch (error) {
-      if (isConditionFailure(error)) return undefined;
-      if (isItemTooLarge(error)) throw tooLarge(key, error);
-      throw error;
-    }
+    return await removeFields(this.#hashes, key, all);
   }
 
   /**
