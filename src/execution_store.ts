@@ -4,16 +4,12 @@
  * @module
  */
 import {
-  type CancellationReason,
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
   ScanCommand,
   type ScanCommandInput,
-  type TransactWriteItem,
-  TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
-import { backoffDelay, sleep } from "./_backoff.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
@@ -26,17 +22,10 @@ import {
   LIMITS,
 } from "./_validate.ts";
 import { connectStore, type DynamoDBSender } from "./connect.ts";
-import { batchGet, isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
+import { batchGet, isNamed, type Item, pages, S } from "./_dynamo.ts";
 import { encodeCursor } from "./cursor.ts";
 import { planListing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
-import {
-  type CancelledItem,
-  CommitCancelled,
-  CommitOutcomeUnknown,
-  StoreClosed,
-  StoreConflict,
-} from "./errors.ts";
 import {
   checkTableExists,
   ensureIndex,
@@ -46,8 +35,9 @@ import {
   executionTables,
 } from "./tables.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
-import { countCommitSend, instrument } from "./_telemetry.ts";
+import { instrument } from "./_telemetry.ts";
 import { TraceRing } from "./_trace_ring.ts";
+import { type CommitContext, runCommit } from "./_commit_loop.ts";
 import {
   backfillTimerShards,
   deleteSeqs,
@@ -69,16 +59,7 @@ import {
   TIMER,
   timerKey,
 } from "./_layout.ts";
-import {
-  buildTransaction,
-  claimCommit,
-  type CommitPlan,
-  executionRefusal,
-  type Placement,
-  planCommit,
-  planTraceEntry,
-  type TxContext,
-} from "./_transaction.ts";
+import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
 import type {
   CommitChanges,
   CommitResult,
@@ -133,6 +114,7 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #outboxSeqs: SeqBlocks;
   readonly #spawnSeqs: SeqBlocks;
   readonly #ring: TraceRing;
+  readonly #commits: CommitContext;
   readonly #tx: TxContext;
   readonly #reads: Reads;
   readonly #timerReads: TimerReads;
@@ -190,6 +172,16 @@ export class DynamoDBStore implements ExecutionStore {
     };
     this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
+    this.#commits = {
+      client: this.#client,
+      tx: this.#tx,
+      ring: this.#ring,
+      outboxSeqs: this.#outboxSeqs,
+      spawnSeqs: this.#spawnSeqs,
+      conflictRetries: this.#conflictRetries,
+      ambiguousRetries: this.#ambiguousRetries,
+      load: (id) => this.load(id),
+    };
   }
 
   /**
@@ -440,126 +432,9 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("commit");
     const release = claimCommit(exe);
     try {
-      return await this.#commit(exe, changes);
+      return await runCommit(this.#commits, exe, changes);
     } finally {
       release();
-    }
-  }
-
-  async #commit(exe: Execution, changes: CommitChanges): Promise<CommitResult> {
-    const plan = planCommit(this.#tx, exe, changes);
-    const [outbox, spawns, head] = await Promise.all([
-      this.#outboxSeqs.take(plan.emits.length),
-      this.#spawnSeqs.take(plan.spawns.length),
-      plan.trace === undefined ? undefined : this.#ring.head(plan.id, plan.expected),
-    ]);
-    const at: Placement = {
-      outbox: { seqs: outbox, fresh: false },
-      spawns: { seqs: spawns, fresh: false },
-      head,
-    };
-    let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
-    for (;;) {
-      const { items, roles } = buildTransaction(this.#tx, plan, at);
-      const reasons = await this.#send(items, plan);
-      if (reasons === null) return this.#committed(exe, plan, at);
-      const cancelled = (why: CancelledItem[] = []) =>
-        new CommitCancelled(plan.id, [
-          ...reasons.map((r, i) => ({
-            role: roles[i]!,
-            code: r.Code ?? "None",
-            message: r.Message,
-          })),
-          ...why,
-        ]);
-
-      const execution = reasons[0];
-      if (execution?.Code === "ConditionalCheckFailed") {
-        const refusal = executionRefusal(plan, at, execution.Item);
-        if (refusal.reason === "version") {
-          throw new StoreConflict(plan.id, plan.expected, refusal.found);
-        }
-        if (refusal.reason === "traceEnd") {
-          if (conflicts++ >= this.#conflictRetries) {
-            throw cancelled([{
-              role: "trace",
-              code: "RingKeptMoving",
-              message:
-                `steps kept being appended outside commits (${this.#conflictRetries} retries)`,
-            }]);
-          }
-          at.head = await this.#ring.reread(plan.id);
-          continue;
-        }
-        if (refusal.outbox) {
-          at.outbox = { seqs: await this.#outboxSeqs.fresh(plan.emits.length), fresh: true };
-        }
-        if (refusal.spawns) {
-          at.spawns = { seqs: await this.#spawnSeqs.fresh(plan.spawns.length), fresh: true };
-        }
-        continue;
-      }
-
-      const traceMoved = reasons.some((r, i) =>
-        roles[i] === "trace" && r.Code === "ConditionalCheckFailed"
-      );
-      if (traceMoved && conflicts++ < this.#conflictRetries) {
-        // Another writer appended (or trimmed) steps outside a commit since we cached where
-        // the ring ends: read it again.
-        at.head = await this.#ring.reread(plan.id);
-        continue;
-      }
-      const conflict = reasons.some((r) => r.Code === "TransactionConflict");
-      if (conflict && conflicts < this.#conflictRetries) {
-        await sleep(backoffDelay(conflicts++, COMMIT_CONFLICT_BACKOFF));
-        continue;
-      }
-      if (conflict) {
-        // Out of retries: if the version moved on, this commit lost the race.
-        const found = (await this.load(plan.id))?.version ?? null;
-        if (found !== plan.expected) throw new StoreConflict(plan.id, plan.expected, found);
-      }
-      throw cancelled();
-    }
-  }
-
-  /** A commit went through: the version moves on in place, and the ring's end is cached. */
-  #committed(exe: Execution, plan: CommitPlan, { outbox, spawns, head }: Placement): CommitResult {
-    exe.version = plan.next;
-    this.#ring.committed(plan.id, head, plan.expected, plan.next);
-    return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
-  }
-
-  /** Sends one transaction: null on success, the cancellation reasons when cancelled. */
-  async #send(items: TransactWriteItem[], plan: CommitPlan): Promise<CancellationReason[] | null> {
-    // The same token on every re-send: if an earlier send was applied but its answer
-    // lost, DynamoDB answers success again instead of applying it twice.
-    const token = crypto.randomUUID();
-    for (let attempt = 0;; attempt++) {
-      try {
-        countCommitSend();
-        await this.#client.send(
-          new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: token }),
-        );
-        return null;
-      } catch (error) {
-        if (isNamed(error, "TransactionCanceledException")) {
-          return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ??
-            [];
-        }
-        if (error instanceof StoreClosed && attempt > 0) {
-          // Closed while re-sending: an earlier send may have been applied.
-          this.#ring.forget(plan.id);
-          throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
-        }
-        const inProgress = isNamed(error, "TransactionInProgressException");
-        if (!inProgress && !isUnreachable(error)) throw error;
-        if (attempt >= this.#ambiguousRetries) {
-          this.#ring.forget(plan.id);
-          throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
-        }
-        await sleep(backoffDelay(attempt, { minDelayMs: 200, maxDelayMs: 2000 }));
-      }
     }
   }
 
@@ -847,9 +722,6 @@ export class DynamoDBStore implements ExecutionStore {
     this.#ownership.open(method);
   }
 }
-
-/** The waits between re-sends of a commit DynamoDB cancelled for a transaction conflict. */
-const COMMIT_CONFLICT_BACKOFF = { minDelayMs: 20, maxDelayMs: 1000 };
 
 /** The most timer shards: a sweep pays one Query per shard. */
 const MAX_TIMER_SHARDS = 1000;
