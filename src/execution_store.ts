@@ -3,13 +3,7 @@
  *
  * @module
  */
-import {
-  DeleteItemCommand,
-  type DynamoDBClient,
-  GetItemCommand,
-  ScanCommand,
-  type ScanCommandInput,
-} from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { fireAtGuard } from "./_fire_at.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
@@ -22,10 +16,9 @@ import {
   LIMITS,
 } from "./_validate.ts";
 import { connectStore, type DynamoDBSender } from "./connect.ts";
-import { batchGet, isNamed, type Item, pages, S } from "./_dynamo.ts";
-import { encodeCursor } from "./cursor.ts";
+import { isNamed } from "./_dynamo.ts";
 import { planListing } from "./_listing.ts";
-import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
+import type { Execution } from "./documents.ts";
 import {
   checkTableExists,
   ensureIndex,
@@ -39,6 +32,13 @@ import { instrument } from "./_telemetry.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { type CommitContext, runCommit } from "./_commit_loop.ts";
 import {
+  type ExecutionReads,
+  listPage,
+  readExecution,
+  readForEvent,
+  readProcessed,
+} from "./_execution_reads.ts";
+import {
   backfillTimerShards,
   deleteSeqs,
   dueByScan,
@@ -48,17 +48,7 @@ import {
   type TimerReads,
 } from "./_table_reads.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
-import {
-  EXECUTION,
-  executionFromItem,
-  executionKey,
-  isLiveMark,
-  outboxFromItem,
-  processedKey,
-  spawnFromItem,
-  TIMER,
-  timerKey,
-} from "./_layout.ts";
+import { outboxFromItem, spawnFromItem, TIMER, timerKey } from "./_layout.ts";
 import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
 import type {
   CommitChanges,
@@ -117,6 +107,7 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #commits: CommitContext;
   readonly #tx: TxContext;
   readonly #reads: Reads;
+  readonly #executionReads: ExecutionReads;
   readonly #timerReads: TimerReads;
   readonly #timerIndex: boolean;
 
@@ -164,6 +155,7 @@ export class DynamoDBStore implements ExecutionStore {
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
     };
     this.#reads = { client: this.#client, consistent: this.#consistent };
+    this.#executionReads = { ...this.#reads, tables: this.tables };
     this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
     this.#timerReads = {
       ...this.#reads,
@@ -288,16 +280,7 @@ export class DynamoDBStore implements ExecutionStore {
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    const result = await this.#client.send(
-      new GetItemCommand({
-        TableName: this.tables.executions.name,
-        Key: executionKey(id),
-        ProjectionExpression: "#d",
-        ExpressionAttributeNames: { "#d": EXECUTION.data },
-        ConsistentRead: this.#consistent,
-      }),
-    );
-    return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
+    return await readExecution(this.#executionReads, id);
   }
 
   /**
@@ -318,27 +301,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("loadForEvent");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
-    const { executions, processed } = this.tables;
-    const request = {
-      [executions.name]: {
-        Keys: [executionKey(id)],
-        ProjectionExpression: "#d",
-        ExpressionAttributeNames: { "#d": EXECUTION.data },
-        ConsistentRead: this.#consistent,
-      },
-      [processed.name]: {
-        Keys: [processedKey(id, eventId)],
-        ConsistentRead: this.#consistent,
-      },
-    };
-    let execution: Execution | null = null;
-    let mark: Item | undefined;
-    await batchGet(this.#client, request, (responses) => {
-      const exeItem = responses[executions.name]?.[0];
-      if (exeItem) execution = executionFromItem(exeItem, `execution ${id}`);
-      mark ??= responses[processed.name]?.[0];
-    });
-    return { execution, processed: mark !== undefined && isLiveMark(mark) };
+    return await readForEvent(this.#executionReads, id, eventId);
   }
 
   /**
@@ -356,14 +319,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
-    const result = await this.#client.send(
-      new GetItemCommand({
-        TableName: this.tables.processed.name,
-        Key: processedKey(id, eventId),
-        ConsistentRead: this.#consistent,
-      }),
-    );
-    return result.Item !== undefined && isLiveMark(result.Item);
+    return await readProcessed(this.#executionReads, id, eventId);
   }
 
   /**
@@ -506,37 +462,7 @@ export class DynamoDBStore implements ExecutionStore {
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    const input: ScanCommandInput = {
-      TableName: this.tables.executions.name,
-      ProjectionExpression: "#d, #v",
-      ExpressionAttributeNames: { "#d": EXECUTION.data, "#v": EXECUTION.version },
-      ConsistentRead: this.#consistent,
-    };
-    if (listing.definitionId !== undefined) {
-      input.FilterExpression = "#def = :def";
-      input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
-      input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
-    }
-    const after = listing.after === null ? undefined : { id: S(listing.after) };
-    const scan = (start: Item | undefined) =>
-      this.#client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
-    const items: ExecutionSummary[] = [];
-    for await (const page of pages(scan, after)) {
-      const found = page.Items ?? [];
-      for (let i = 0; i < found.length; i++) {
-        const exe = executionFromItem(found[i]!);
-        if (!listing.matches(exe)) continue;
-        items.push(summarize(exe));
-        if (items.length === listing.limit) {
-          const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
-          return {
-            items,
-            nextCursor: more ? encodeCursor(this.tables.executions.name, exe.id) : null,
-          };
-        }
-      }
-    }
-    return { items, nextCursor: null };
+    return await listPage(this.#executionReads, listing);
   }
 
   /**

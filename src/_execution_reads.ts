@@ -1,0 +1,117 @@
+/**
+ * The execution store's reads of single items: an execution, an execution with its dedupe mark,
+ * a mark alone, and a page of the executions listing. Input is checked by the caller.
+ *
+ * @module
+ */
+import { GetItemCommand, ScanCommand, type ScanCommandInput } from "@aws-sdk/client-dynamodb";
+import { batchGet, type Item, pages, S } from "./_dynamo.ts";
+import { encodeCursor } from "./cursor.ts";
+import type { Listing } from "./_listing.ts";
+import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
+import type { ExecutionTables } from "./tables.ts";
+import type { Reads } from "./_table_reads.ts";
+import { EXECUTION, executionFromItem, executionKey, isLiveMark, processedKey } from "./_layout.ts";
+import type { ListPage, LoadForEventResult } from "./types.ts";
+
+/** What these reads need of the store: its client, read consistency and tables. */
+export interface ExecutionReads extends Reads {
+  readonly tables: ExecutionTables;
+}
+
+/** The execution with this id, or `null` (`load`). */
+export async function readExecution(
+  reads: ExecutionReads,
+  id: string,
+): Promise<Execution | null> {
+  const result = await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.executions.name,
+      Key: executionKey(id),
+      ProjectionExpression: "#d",
+      ExpressionAttributeNames: { "#d": EXECUTION.data },
+      ConsistentRead: reads.consistent,
+    }),
+  );
+  return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
+}
+
+/** The execution and whether `eventId` was already handled, in one BatchGetItem (`loadForEvent`). */
+export async function readForEvent(
+  reads: ExecutionReads,
+  id: string,
+  eventId: string,
+): Promise<LoadForEventResult> {
+  const { executions, processed } = reads.tables;
+  const request = {
+    [executions.name]: {
+      Keys: [executionKey(id)],
+      ProjectionExpression: "#d",
+      ExpressionAttributeNames: { "#d": EXECUTION.data },
+      ConsistentRead: reads.consistent,
+    },
+    [processed.name]: {
+      Keys: [processedKey(id, eventId)],
+      ConsistentRead: reads.consistent,
+    },
+  };
+  let execution: Execution | null = null;
+  let mark: Item | undefined;
+  await batchGet(reads.client, request, (responses) => {
+    const exeItem = responses[executions.name]?.[0];
+    if (exeItem) execution = executionFromItem(exeItem, `execution ${id}`);
+    mark ??= responses[processed.name]?.[0];
+  });
+  return { execution, processed: mark !== undefined && isLiveMark(mark) };
+}
+
+/** Whether execution `id` holds a live dedupe mark for `eventId` (`isProcessed`). */
+export async function readProcessed(
+  reads: ExecutionReads,
+  id: string,
+  eventId: string,
+): Promise<boolean> {
+  const result = await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.processed.name,
+      Key: processedKey(id, eventId),
+      ConsistentRead: reads.consistent,
+    }),
+  );
+  return result.Item !== undefined && isLiveMark(result.Item);
+}
+
+/** One page of the executions `listing` selects, in scan order (`listExecutions`). */
+export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
+  const input: ScanCommandInput = {
+    TableName: reads.tables.executions.name,
+    ProjectionExpression: "#d, #v",
+    ExpressionAttributeNames: { "#d": EXECUTION.data, "#v": EXECUTION.version },
+    ConsistentRead: reads.consistent,
+  };
+  if (listing.definitionId !== undefined) {
+    input.FilterExpression = "#def = :def";
+    input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
+    input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
+  }
+  const after = listing.after === null ? undefined : { id: S(listing.after) };
+  const scan = (start: Item | undefined) =>
+    reads.client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+  const items: ExecutionSummary[] = [];
+  for await (const page of pages(scan, after)) {
+    const found = page.Items ?? [];
+    for (let i = 0; i < found.length; i++) {
+      const exe = executionFromItem(found[i]!);
+      if (!listing.matches(exe)) continue;
+      items.push(summarize(exe));
+      if (items.length === listing.limit) {
+        const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
+        return {
+          items,
+          nextCursor: more ? encodeCursor(reads.tables.executions.name, exe.id) : null,
+        };
+      }
+    }
+  }
+  return { items, nextCursor: null };
+}
