@@ -34,7 +34,7 @@ import {
   setTtl,
   toAttribute,
 } from "./_state_values.ts";
-import { type ConnectOptions, connectStore, type DynamoDBSender } from "./connect.ts";
+import { connectStore, type DynamoDBSender } from "./connect.ts";
 import { type Item, pages, S } from "./_dynamo.ts";
 import { globMatch } from "./glob.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "./tables.ts";
@@ -55,51 +55,9 @@ import {
   ZERO,
 } from "./_state_presence.ts";
 import { type HashTable, removeFields, writeField } from "./_hash_writes.ts";
+import type { CreateStateStoreOptions, DynamoDBStateStoreOptions } from "./state_store_options.ts";
 
-/**
- * Options of {@linkcode DynamoDBStateStore}.
- *
- * @example A state table of your own
- * ```ts
- * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
- * import { DynamoDBStateStore } from "@harel/dynamodb";
- *
- * const state = new DynamoDBStateStore(new DynamoDBClient({}), {
- *   tableName: "agents_state",
- *   consistentReads: false,
- * });
- * ```
- */
-export interface DynamoDBStateStoreOptions {
-  /** The table's name. @default {"harel_state"} */
-  tableName?: string;
-  /** Read with strongly consistent reads (read-your-writes). @default {true} */
-  consistentReads?: boolean;
-}
-
-/**
- * Options of {@linkcode DynamoDBStateStore.create}: the store's options plus where DynamoDB is.
- *
- * @example Connecting to LocalStack
- * ```ts
- * import { DynamoDBStateStore } from "@harel/dynamodb";
- *
- * await using state = await DynamoDBStateStore.create({
- *   endpoint: "http://localhost:4566",
- *   tableName: "agents_state",
- * });
- * ```
- */
-export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {
-  /**
-   * Create the table where missing and enable TTL on it. `false` for a cold start that goes
-   * straight to work: one DescribeTable checks that DynamoDB answers and the table was
-   * created (at deploy time, with `ensureTable()`); a missing table is an immediate
-   * {@linkcode TableNotFound}.
-   * @default {true}
-   */
-  ensureTable?: boolean;
-}
+export type { CreateStateStoreOptions, DynamoDBStateStoreOptions };
 
 /** What a read of the whole item projects (every attribute but `updated_at`). */
 const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
