@@ -1,13 +1,16 @@
 // The execution store's reads and deletes that walk a whole table: the relay tables (lowest
 // seqs, acknowledgements) and the timers (due timers by the index or by a scan, and the
-// index's backfill). Memory grows with the `limit` asked for, never with the table.
+// index's backfill), and the claim of one due timer. Memory grows with the `limit` asked for,
+// never with the table.
 import {
+  DeleteItemCommand,
   QueryCommand,
   type QueryCommandOutput,
   ScanCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { byFireAt, bySeq, Lowest } from "./_bounded.ts";
+import { fireAtGuard } from "./_fire_at.ts";
 import {
   batchGet,
   batchWrite,
@@ -235,5 +238,35 @@ export async function backfillTimerShards(
         if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
       }
     });
+  }
+}
+
+/**
+ * Deletes the timer of `executionId` at `path` only if it still fires at `fireAt`: `false` when
+ * it was re-scheduled or cancelled meanwhile (`deleteTimer`). Input is checked by the caller.
+ */
+export async function claimTimer(
+  reads: TimerReads,
+  executionId: string,
+  path: string,
+  fireAt: number,
+): Promise<boolean> {
+  // Not `fire_at = :f`: a fire_at stored with more digits than a double reads back as
+  // fireAt yet never equals it (it would fire on every sweep).
+  const guard = fireAtGuard(fireAt);
+  try {
+    await reads.client.send(
+      new DeleteItemCommand({
+        TableName: reads.table,
+        Key: timerKey(executionId, path),
+        ConditionExpression: guard.condition,
+        ExpressionAttributeNames: { "#f": TIMER.fireAt },
+        ExpressionAttributeValues: guard.values,
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isNamed(error, "ConditionalCheckFailedException")) return false;
+    throw error;
   }
 }

@@ -3,8 +3,7 @@
  *
  * @module
  */
-import { DeleteItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { fireAtGuard } from "./_fire_at.ts";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import {
   checkExecutionStoreOptions,
@@ -16,7 +15,6 @@ import {
   LIMITS,
 } from "./_validate.ts";
 import { connectStore, type DynamoDBSender } from "./connect.ts";
-import { isNamed } from "./_dynamo.ts";
 import { planListing } from "./_listing.ts";
 import type { Execution } from "./documents.ts";
 import {
@@ -40,6 +38,7 @@ import {
 } from "./_execution_reads.ts";
 import {
   backfillTimerShards,
+  claimTimer,
   deleteSeqs,
   dueByScan,
   dueFromIndex,
@@ -48,7 +47,7 @@ import {
   type TimerReads,
 } from "./_table_reads.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
-import { outboxFromItem, spawnFromItem, TIMER, timerKey } from "./_layout.ts";
+import { outboxFromItem, spawnFromItem } from "./_layout.ts";
 import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
 import type {
   CommitChanges,
@@ -600,24 +599,7 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
-    // Not `fire_at = :f`: a fire_at stored with more digits than a double reads back as
-    // fireAt yet never equals it (it would fire on every sweep).
-    const guard = fireAtGuard(fireAt);
-    try {
-      await this.#client.send(
-        new DeleteItemCommand({
-          TableName: this.tables.timers.name,
-          Key: timerKey(executionId, path),
-          ConditionExpression: guard.condition,
-          ExpressionAttributeNames: { "#f": TIMER.fireAt },
-          ExpressionAttributeValues: guard.values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isNamed(error, "ConditionalCheckFailedException")) return false;
-      throw error;
-    }
+    return await claimTimer(this.#timerReads, executionId, path, fireAt);
   }
 
   /**
