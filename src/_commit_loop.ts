@@ -33,6 +33,9 @@ import {
   type TxContext,
 } from "./_transaction.ts";
 import type { CommitChanges, CommitResult } from "./types.ts";
+import { type ChainCache, type Chains, chainsFromItem, linkEmits } from "./_outbox_chain.ts";
+import type { Item } from "./_attributes.ts";
+import { EXECUTION } from "./_layout.ts";
 
 /** What a commit needs of its store. */
 export interface CommitContext {
@@ -45,6 +48,10 @@ export interface CommitContext {
   readonly ambiguousRetries: number;
   /** The store's own `load`: what a commit out of conflict retries reads the version with. */
   readonly load: (id: string) => Promise<Execution | null>;
+  /** The outbox chains this store knows, by execution and version. */
+  readonly chains: ChainCache;
+  /** Reads an execution item's version and chains (a commit from a version it does not know). */
+  readonly readChains: (id: string) => Promise<Item | undefined>;
 }
 
 /** The waits between re-sends of a commit DynamoDB cancelled for a transaction conflict. */
@@ -61,15 +68,17 @@ export async function runCommit(
   changes: CommitChanges,
 ): Promise<CommitResult> {
   const plan = planCommit(ctx.tx, exe, changes);
-  const [outbox, spawns, head] = await Promise.all([
+  const [outbox, spawns, head, chains] = await Promise.all([
     ctx.outboxSeqs.take(plan.emits.length),
     ctx.spawnSeqs.take(plan.spawns.length),
     plan.trace === undefined ? undefined : ctx.ring.head(plan.id, plan.expected),
+    chainsFor(ctx, plan),
   ]);
   const at: Placement = {
     outbox: { seqs: outbox, fresh: false },
     spawns: { seqs: spawns, fresh: false },
     head,
+    chains,
   };
   let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
   for (;;) {
@@ -135,15 +144,38 @@ export async function runCommit(
   }
 }
 
-/** A commit went through: the version moves on in place, and the ring's end is cached. */
+/**
+ * The outbox chains a commit starts from: none to write for a commit without emits (an insert
+ * starts them empty), else those this store knows at the expected version, else read — one
+ * GetItem, which also tells a lost race before anything is sent.
+ */
+async function chainsFor(ctx: CommitContext, plan: CommitPlan): Promise<Chains | undefined> {
+  if (plan.expected === 0) return {};
+  if (plan.emits.length === 0) return undefined;
+  const known = ctx.chains.at(plan.id, plan.expected);
+  if (known !== undefined) return known;
+  const item = await ctx.readChains(plan.id);
+  const found = item?.[EXECUTION.version]?.N;
+  if (found === undefined || Number(found) !== plan.expected) {
+    throw new StoreConflict(plan.id, plan.expected, found === undefined ? null : Number(found));
+  }
+  return chainsFromItem(item);
+}
+
+/** A commit went through: the version moves on in place; the ring's end and chains are cached. */
 function committed(
   ctx: CommitContext,
   exe: Execution,
   plan: CommitPlan,
-  { outbox, spawns, head }: Placement,
+  { outbox, spawns, head, chains }: Placement,
 ): CommitResult {
   exe.version = plan.next;
   ctx.ring.committed(plan.id, head, plan.expected, plan.next);
+  const after = chains === undefined
+    ? ctx.chains.at(plan.id, plan.expected)
+    : linkEmits(chains, plan.emits.map((emit) => emit.target), outbox.seqs).next;
+  if (after === undefined) ctx.chains.forget(plan.id);
+  else ctx.chains.set(plan.id, plan.next, after);
   return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
 }
 
@@ -171,12 +203,14 @@ async function send(
       if (error instanceof StoreClosed && attempt > 0) {
         // Closed while re-sending: an earlier send may have been applied.
         ctx.ring.forget(plan.id);
+        ctx.chains.forget(plan.id);
         throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
       }
       const inProgress = isNamed(error, "TransactionInProgressException");
       if (!inProgress && !isUnreachable(error)) throw error;
       if (attempt >= ctx.ambiguousRetries) {
         ctx.ring.forget(plan.id);
+        ctx.chains.forget(plan.id);
         throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
       }
       await sleep(backoffDelay(attempt, { minDelayMs: 200, maxDelayMs: 2000 }));

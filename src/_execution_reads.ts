@@ -11,13 +11,28 @@ import type { Listing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "./documents.ts";
 import type { ExecutionTables } from "./tables.ts";
 import type { Reads } from "./_table_reads.ts";
+import type { ChainCache } from "./_outbox_chain.ts";
 import { EXECUTION, executionFromItem, executionKey, isLiveMark, processedKey } from "./_layout.ts";
 import type { ListPage, LoadForEventResult } from "./types.ts";
 
-/** What these reads need of the store: its client, read consistency and tables. */
+/**
+ * What these reads need of the store: its client, read consistency and tables, and where it
+ * keeps the outbox chains of the executions it reads (for its next commit of them).
+ */
 export interface ExecutionReads extends Reads {
   readonly tables: ExecutionTables;
+  readonly chains: ChainCache;
 }
+
+/** What a load reads of an execution item: the document, and the chains at its version. */
+const LOADED = {
+  ProjectionExpression: "#d, #v, #ol",
+  ExpressionAttributeNames: {
+    "#d": EXECUTION.data,
+    "#v": EXECUTION.version,
+    "#ol": EXECUTION.outboxLast,
+  },
+};
 
 /** The execution with this id, or `null` (`load`). */
 export async function readExecution(
@@ -28,12 +43,30 @@ export async function readExecution(
     new GetItemCommand({
       TableName: reads.tables.executions.name,
       Key: executionKey(id),
-      ProjectionExpression: "#d",
-      ExpressionAttributeNames: { "#d": EXECUTION.data },
+      ...LOADED,
       ConsistentRead: reads.consistent,
     }),
   );
+  reads.chains.sawItem(id, result.Item);
   return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
+}
+
+/**
+ * The version and outbox chains of an execution item (undefined when there is none): for a
+ * commit from a version this store did not read or write itself.
+ */
+export async function readChains(reads: ExecutionReads, id: string): Promise<Item | undefined> {
+  const result = await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.executions.name,
+      Key: executionKey(id),
+      ProjectionExpression: "#v, #ol",
+      ExpressionAttributeNames: { "#v": EXECUTION.version, "#ol": EXECUTION.outboxLast },
+      ConsistentRead: true,
+    }),
+  );
+  reads.chains.sawItem(id, result.Item);
+  return result.Item;
 }
 
 /** The execution and whether `eventId` was already handled, in one BatchGetItem (`loadForEvent`). */
@@ -46,8 +79,7 @@ export async function readForEvent(
   const request = {
     [executions.name]: {
       Keys: [executionKey(id)],
-      ProjectionExpression: "#d",
-      ExpressionAttributeNames: { "#d": EXECUTION.data },
+      ...LOADED,
       ConsistentRead: reads.consistent,
     },
     [processed.name]: {
@@ -59,7 +91,10 @@ export async function readForEvent(
   let mark: Item | undefined;
   await batchGet(reads.client, request, (responses) => {
     const exeItem = responses[executions.name]?.[0];
-    if (exeItem) execution = executionFromItem(exeItem, `execution ${id}`);
+    if (exeItem) {
+      reads.chains.sawItem(id, exeItem);
+      execution = executionFromItem(exeItem, `execution ${id}`);
+    }
     mark ??= responses[processed.name]?.[0];
   });
   return { execution, processed: mark !== undefined && isLiveMark(mark) };

@@ -23,10 +23,45 @@ export const EXECUTION = {
   outboxHwm: "outbox_hwm",
   spawnHwm: "spawn_hwm",
   traceEnd: "trace_end",
+  outboxLast: "outbox_last",
 } as const;
 
-/** `{prefix}_outbox`, key `seq`: an event to deliver, `target_id` NULL for "the engine's". */
-export const OUTBOX = { seq: "seq", targetId: "target_id", event: "event" } as const;
+/**
+ * `{prefix}_outbox`, key `seq`: an event to deliver, `target_id` NULL for "the engine's". This
+ * module also writes `source_id` (the emitting execution), `prev_seq` (the seq of that source's
+ * previous entry to the same target, 0 for none; absent when unknown) and `created_at` (epoch
+ * seconds); the seed writes none of them.
+ */
+export const OUTBOX = {
+  seq: "seq",
+  targetId: "target_id",
+  event: "event",
+  sourceId: "source_id",
+  prevSeq: "prev_seq",
+  createdAt: "created_at",
+} as const;
+
+/**
+ * A relay's bookkeeping on an outbox entry, spawn or timer whose delivery failed: attempts so
+ * far, when the next may start (epoch seconds), the last error, when it was dead-lettered, and
+ * whether it was set aside because no one can read it.
+ * Relays of this module skip what is not due or dead; the seed reads none of them.
+ */
+export const FAILURE = {
+  attempts: "attempts",
+  retryAt: "retry_at",
+  lastError: "last_error",
+  deadAt: "dead_at",
+  /** Set (true) on a row set aside because it cannot be read: it holds back nothing. */
+  unreadable: "unreadable",
+} as const;
+
+/**
+ * `{prefix}_counters`, item `outbox_holds`: the targets a relay pass found held (behind a parked
+ * or dead entry), each with its lowest held seq, so that the next pass skips their later entries
+ * while it scans and fills its `limit` with deliverable work. A hint: order never depends on it.
+ */
+export const HOLDS = { id: "outbox_holds", holds: "holds" } as const;
 
 /** `{prefix}_spawns`, key `seq`: a child execution to start. */
 export const SPAWN = {
@@ -35,6 +70,7 @@ export const SPAWN = {
   childId: "child_id",
   rootPath: "root_path",
   context: "context",
+  createdAt: "created_at",
 } as const;
 
 /**
@@ -100,34 +136,65 @@ export function executionFromItem(item: Item, what = "execution"): Execution {
 
 export const seqKey = (seq: number): Item => ({ seq: N(seq) });
 
-export function outboxItem(seq: number, target: string | null, event: string): Item {
-  return {
+/** Where an entry sits in its source's chain to its target: the source and the previous seq. */
+export interface OutboxLink {
+  sourceId: string;
+  /** The source's previous seq to the same target, 0 for none, `null` when unknown. */
+  prevSeq: number | null;
+}
+
+export function outboxItem(
+  seq: number,
+  target: string | null,
+  event: string,
+  link?: OutboxLink,
+  createdAt?: number,
+): Item {
+  const item: Item = {
     [OUTBOX.seq]: N(seq),
     [OUTBOX.targetId]: target === null ? { NULL: true } : S(target),
     [OUTBOX.event]: S(event),
   };
+  if (link) {
+    item[OUTBOX.sourceId] = S(link.sourceId);
+    if (link.prevSeq !== null) item[OUTBOX.prevSeq] = N(link.prevSeq);
+  }
+  if (createdAt !== undefined) item[OUTBOX.createdAt] = N(createdAt);
+  return item;
 }
 
 export function outboxFromItem(item: Item): OutboxEntry {
+  const what = `outbox entry ${item[OUTBOX.seq]?.N}`;
   return {
     seq: Number(item[OUTBOX.seq]?.N),
     targetId: item[OUTBOX.targetId]?.S ?? null,
-    event: parseJson<Event>(item[OUTBOX.event]?.S, `outbox entry ${item[OUTBOX.seq]?.N}`),
+    event: objectOf<Event>(parseJson(item[OUTBOX.event]?.S, what), `${what}'s event`),
   };
+}
+
+/** A parsed document that must be a JSON object (an Event, a context). */
+function objectOf<T>(value: unknown, what: string): T {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`${what} is not a JSON object`);
+  }
+  return value as T;
 }
 
 export function spawnItem(
   seq: number,
   parentId: string,
   spawn: { childId: string; rootPath: string; context: string },
+  createdAt?: number,
 ): Item {
-  return {
+  const item: Item = {
     [SPAWN.seq]: N(seq),
     [SPAWN.parentId]: S(parentId),
     [SPAWN.childId]: S(spawn.childId),
     [SPAWN.rootPath]: S(spawn.rootPath),
     [SPAWN.context]: S(spawn.context),
   };
+  if (createdAt !== undefined) item[SPAWN.createdAt] = N(createdAt);
+  return item;
 }
 
 export function spawnFromItem(item: Item): PendingSpawn {
@@ -136,9 +203,9 @@ export function spawnFromItem(item: Item): PendingSpawn {
     parentId: item[SPAWN.parentId]?.S ?? "",
     childId: item[SPAWN.childId]?.S ?? "",
     rootPath: item[SPAWN.rootPath]?.S ?? "",
-    context: parseJson<Record<string, unknown>>(
-      item[SPAWN.context]?.S,
-      `spawn ${item[SPAWN.seq]?.N}`,
+    context: objectOf<Record<string, unknown>>(
+      parseJson(item[SPAWN.context]?.S, `spawn ${item[SPAWN.seq]?.N}`),
+      `spawn ${item[SPAWN.seq]?.N}'s context`,
     ),
   };
 }

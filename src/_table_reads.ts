@@ -22,7 +22,7 @@ import {
   pages,
   scanAll,
 } from "./_dynamo.ts";
-import { seqKey, TIMER, timerFromItem, timerKey } from "./_layout.ts";
+import { FAILURE, seqKey, TIMER, timerFromItem, timerKey } from "./_layout.ts";
 import { TIMER_INDEX, timerShard } from "./_timer_index.ts";
 import { checkInteger, LIMITS } from "./_validate.ts";
 import type { DynamoDBSender } from "./connect.ts";
@@ -110,22 +110,51 @@ export async function deleteSeqs(
   );
 }
 
+/** A due timer with the failed attempts a relay recorded on it. */
+export type DueTimer = Timer & { attempts: number };
+
+/**
+ * The filter of a sweep's read: due, and — for a relay pass (`relay`) — neither waiting for a
+ * retry nor dead-lettered; the attempts are read along.
+ */
+function dueFilter(now: number, relay: boolean) {
+  const names: Record<string, string> = {
+    "#e": TIMER.executionId,
+    "#p": TIMER.path,
+    "#f": TIMER.fireAt,
+  };
+  if (!relay) return { names, filter: "", values: { ":now": N(now) }, projection: "#e, #p, #f" };
+  Object.assign(names, { "#a": FAILURE.attempts, "#r": FAILURE.retryAt, "#d": FAILURE.deadAt });
+  return {
+    names,
+    filter: "attribute_not_exists(#d) AND (attribute_not_exists(#r) OR #r <= :now)",
+    values: { ":now": N(now) },
+    projection: "#e, #p, #f, #a",
+  };
+}
+
+function dueTimerOf(item: Item): DueTimer {
+  return { ...timerFromItem(item), attempts: Number(item[FAILURE.attempts]?.N ?? 0) || 0 };
+}
+
 /** Due timers by a projected scan of the timers table, the `limit` earliest kept in a heap. */
 export async function dueByScan(
   { client, consistent, table }: TimerReads,
   now: number,
   limit: number,
-): Promise<Timer[]> {
-  const due = new Lowest<Timer>(limit, byFireAt);
+  relay = false,
+): Promise<DueTimer[]> {
+  const due = new Lowest<DueTimer>(limit, byFireAt);
+  const { names, filter, values, projection } = dueFilter(now, relay);
   await scanAll(client, {
     TableName: table,
-    ProjectionExpression: "#e, #p, #f",
-    FilterExpression: "#f <= :now",
-    ExpressionAttributeNames: { "#e": TIMER.executionId, "#p": TIMER.path, "#f": TIMER.fireAt },
-    ExpressionAttributeValues: { ":now": N(now) },
+    ProjectionExpression: projection,
+    FilterExpression: filter ? `#f <= :now AND ${filter}` : "#f <= :now",
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
     ConsistentRead: consistent,
   }, (items) => {
-    for (const item of items) due.offer(timerFromItem(item));
+    for (const item of items) due.offer(dueTimerOf(item));
   });
   return due.sorted();
 }
@@ -137,38 +166,83 @@ export async function dueByScan(
  * or cancel; `deleteTimer`'s guard on `fire_at` makes the stale entry lose.
  */
 export async function dueFromIndex(
-  { client, table, shards }: TimerReads,
+  reads: TimerReads,
   now: number,
   limit: number,
-): Promise<Timer[]> {
-  const due = new Lowest<Timer>(limit, byFireAt);
-  const all = Array.from({ length: shards }, (_, shard) => shard);
+  relay = false,
+): Promise<DueTimer[]> {
+  const due = new Lowest<DueTimer>(limit, byFireAt);
+  const all = Array.from({ length: reads.shards }, (_, shard) => shard);
   await eachConcurrently(all, WRITE_CONCURRENCY, async (shard) => {
-    let found = 0;
-    const query = (start: Item | undefined) =>
-      queryIndex(
-        client,
-        table,
-        new QueryCommand({
-          TableName: table,
-          IndexName: TIMER_INDEX.name,
-          KeyConditionExpression: "#s = :s AND #f <= :now",
-          ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
-          ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
-          // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
-          Limit: limit === Infinity ? undefined : Math.min(limit - found, 1000),
-          ExclusiveStartKey: start,
-        }),
-      );
-    for await (const page of pages(query)) {
-      for (const item of page.Items ?? []) {
-        due.offer(timerFromItem(item));
-        found++;
-      }
-      if (found >= limit) break;
-    }
+    for (const item of await queryShard(reads, shard, now, limit)) due.offer(dueTimerOf(item));
   });
+  if (relay) {
+    // Timers whose fire failed wait in a shard of their own (see PARKED_SHARD): the index keeps
+    // keys only, so their retry time is read from the table.
+    const parked = await queryShard(reads, PARKED_SHARD, now, limit);
+    const { client, table } = reads;
+    await eachConcurrently(
+      chunks(parked, LIMITS.batchGetKeys),
+      GET_CONCURRENCY,
+      (chunk) =>
+        batchGet(
+          client,
+          {
+            [table]: {
+              Keys: chunk.map((item) =>
+                timerKey(timerFromItem(item).executionId, timerFromItem(item).path)
+              ),
+              ConsistentRead: true,
+            },
+          },
+          (responses) => {
+            for (const item of responses[table] ?? []) {
+              const retryAt = Number(item[FAILURE.retryAt]?.N ?? -Infinity);
+              if (item[FAILURE.deadAt] === undefined && retryAt <= now) due.offer(dueTimerOf(item));
+            }
+          },
+        ),
+    );
+  }
   return due.sorted();
+}
+
+/**
+ * The index's shard of timers whose fire failed and wait for a retry (a relay moves them there,
+ * so that they never fill a sweep's `limit`); dead-lettered timers go to {@linkcode DEAD_SHARD},
+ * which no sweep reads. Re-scheduling a timer puts it back in its own shard.
+ */
+export const PARKED_SHARD = -1;
+export const DEAD_SHARD = -2;
+
+/** The index entries of one shard due at `now`, at most `limit` of them. */
+async function queryShard(
+  { client, table }: TimerReads,
+  shard: number,
+  now: number,
+  limit: number,
+): Promise<Item[]> {
+  const found: Item[] = [];
+  const query = (start: Item | undefined) =>
+    queryIndex(
+      client,
+      table,
+      new QueryCommand({
+        TableName: table,
+        IndexName: TIMER_INDEX.name,
+        KeyConditionExpression: "#s = :s AND #f <= :now",
+        ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
+        ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
+        // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
+        Limit: limit === Infinity ? undefined : Math.min(limit - found.length, 1000),
+        ExclusiveStartKey: start,
+      }),
+    );
+  for await (const page of pages(query)) {
+    found.push(...page.Items ?? []);
+    if (found.length >= limit) break;
+  }
+  return found;
 }
 
 /** One Query of the timer index; a table without the index is an {@linkcode IndexNotFound}. */

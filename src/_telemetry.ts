@@ -19,6 +19,8 @@ export const ATTR = {
   retries: "harel.commit.retries",
   delivered: "harel.relay.delivered",
   failed: "harel.relay.failed",
+  setAside: "harel.relay.set_aside",
+  lag: "harel.relay.lag_seconds",
 } as const;
 
 let enabled = true;

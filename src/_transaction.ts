@@ -31,6 +31,13 @@ import {
 import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
+import {
+  type Chains,
+  CHAINS_PLACEHOLDER,
+  chainsAttr,
+  linkEmits,
+  targetKey,
+} from "./_outbox_chain.ts";
 import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "./types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */
@@ -240,6 +247,8 @@ function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
     outbox: { seqs: plan.emits.map(() => max), fresh: false },
     spawns: { seqs: plan.spawns.map(() => max), fresh: false },
     head: plan.trace === undefined ? undefined : { last: max - 2 },
+    // Every emit linked to the largest seq, so each outbox item is sized at its largest.
+    chains: Object.fromEntries(plan.emits.map((emit) => [targetKey(emit.target), max])),
   });
   if (items.length > LIMITS.transactionItems) {
     const count = (role: Role) => roles.filter((r) => r === role).length;
@@ -258,6 +267,7 @@ function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
     [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
     [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
     [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
+    [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
   };
   let total = 0;
   items.forEach((item, i) => {
@@ -284,18 +294,23 @@ export interface SeqRun {
   fresh: boolean;
 }
 
-/** Where a commit's entries go: their seqs, and the trace ring's end (for a traced commit). */
+/**
+ * Where a commit's entries go: their seqs, the trace ring's end (for a traced commit), and the
+ * execution's outbox chains at the expected version (for a commit with emits; see
+ * _outbox_chain.ts).
+ */
 export interface Placement {
   outbox: SeqRun;
   spawns: SeqRun;
   head: TraceHead | undefined;
+  chains?: Chains;
 }
 
 /** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
 export function buildTransaction(
   ctx: TxContext,
   plan: CommitPlan,
-  { outbox, spawns, head }: Placement,
+  { outbox, spawns, head, chains }: Placement,
 ): { items: TransactWriteItem[]; roles: Role[] } {
   const t = ctx.tables;
   const items: TransactWriteItem[] = [];
@@ -343,6 +358,16 @@ export function buildTransaction(
       conditions.push("#te = :tc");
     }
   }
+  // Each entry names its source's previous seq to the same target (see _outbox_chain.ts).
+  const links = chains === undefined
+    ? undefined
+    : linkEmits(chains, plan.emits.map((emit) => emit.target), outbox.seqs);
+  if (links) {
+    names["#ol"] = EXECUTION.outboxLast;
+    values[":ol"] = chainsAttr(links.next);
+    sets.push("#ol = :ol");
+  }
+  const createdAt = Date.now() / 1000;
   add("execution", {
     Update: {
       TableName: t.executions.name,
@@ -354,11 +379,15 @@ export function buildTransaction(
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     },
   });
-  plan.emits.forEach((emit, i) =>
-    add("outbox", put(t.outbox.name, outboxItem(outbox.seqs[i]!, emit.target, emit.event)))
-  );
+  plan.emits.forEach((emit, i) => {
+    const link = { sourceId: plan.id, prevSeq: links ? links.prevs[i]! : null };
+    add(
+      "outbox",
+      put(t.outbox.name, outboxItem(outbox.seqs[i]!, emit.target, emit.event, link, createdAt)),
+    );
+  });
   plan.spawns.forEach((spawn, i) =>
-    add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn)))
+    add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn, createdAt)))
   );
   if (plan.processedEventId !== undefined) {
     const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl);

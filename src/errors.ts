@@ -229,6 +229,47 @@ export class StoreClosed extends Error {
   }
 }
 
+/**
+ * A queue row (outbox entry, spawn) that cannot be read — not JSON, a missing attribute — as
+ * another writer or a bug left it. A relay pass reports it to `onError` and sets it aside (dead
+ * letter) instead of failing: every other entry is still delivered.
+ *
+ * @example Telling unreadable rows from failed deliveries
+ * ```ts
+ * import { relayOutbox, UnreadableEntry } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * await relayOutbox(new MemoryStore(), async () => {}, {
+ *   onError: (error) => {
+ *     if (error instanceof UnreadableEntry) console.error(`set aside: ${error.kind} ${error.key}`);
+ *   },
+ * });
+ * ```
+ */
+export class UnreadableEntry extends Error {
+  /** Always `"UnreadableEntry"`. */
+  override name = "UnreadableEntry";
+  /** The queue: `"outbox"`, `"spawns"` or `"timers"`. */
+  readonly kind: string;
+  /** The row's key: its seq (or timer). */
+  readonly key: unknown;
+
+  /**
+   * Builds the error for a row a relay set aside.
+   *
+   * @param kind The queue.
+   * @param key The row's key.
+   * @param reason Why it cannot be read.
+   */
+  constructor(kind: string, key: unknown, reason: string) {
+    super(
+      `${kind} ${JSON.stringify(key)} cannot be read and was set aside (dead-lettered): ${reason}`,
+    );
+    this.kind = kind;
+    this.key = key;
+  }
+}
+
 /** One item of a cancelled commit: its role in the transaction and DynamoDB's reason code. */
 export interface CancelledItem {
   /** What the item writes: `"execution"`, `"outbox"`, `"spawn"`, `"processed"`, `"timer"` or `"trace"`. */

@@ -28,10 +28,21 @@ import {
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { instrument } from "./_telemetry.ts";
 import { TraceRing } from "./_trace_ring.ts";
+import { ChainCache } from "./_outbox_chain.ts";
+import {
+  deadLetters,
+  dropDeadLetter,
+  type QueueReads,
+  recordFailure,
+  relayBatch,
+  retryDeadLetter,
+} from "./_relay_queue.ts";
+import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
 import { type CommitContext, runCommit } from "./_commit_loop.ts";
 import {
   type ExecutionReads,
   listPage,
+  readChains,
   readExecution,
   readForEvent,
   readProcessed,
@@ -42,16 +53,15 @@ import {
   deleteSeqs,
   dueByScan,
   dueFromIndex,
-  lowestSeqItems,
   type Reads,
   type TimerReads,
 } from "./_table_reads.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
-import { outboxFromItem, spawnFromItem } from "./_layout.ts";
 import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
 import type {
   CommitChanges,
   CommitResult,
+  DeadLetter,
   ExecutionStore,
   ListOptions,
   ListPage,
@@ -59,6 +69,11 @@ import type {
   OutboxEntry,
   PendingSpawn,
   ReadLimitOptions,
+  RelayBatchOptions,
+  RelayFailure,
+  RelayItems,
+  RelayKey,
+  RelayKind,
   Timer,
 } from "./types.ts";
 import { readLimit } from "./_bounded.ts";
@@ -109,6 +124,8 @@ export class DynamoDBStore implements ExecutionStore {
   readonly #executionReads: ExecutionReads;
   readonly #timerReads: TimerReads;
   readonly #timerIndex: boolean;
+  readonly #chains = new ChainCache();
+  readonly #queues: QueueReads;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
@@ -154,13 +171,14 @@ export class DynamoDBStore implements ExecutionStore {
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
     };
     this.#reads = { client: this.#client, consistent: this.#consistent };
-    this.#executionReads = { ...this.#reads, tables: this.tables };
+    this.#executionReads = { ...this.#reads, tables: this.tables, chains: this.#chains };
     this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
     this.#timerReads = {
       ...this.#reads,
       table: this.tables.timers.name,
       shards: this.#tx.timerShards,
     };
+    this.#queues = { timers: this.#timerReads, tables: this.tables, timerIndex };
     this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
     this.#commits = {
@@ -172,6 +190,8 @@ export class DynamoDBStore implements ExecutionStore {
       conflictRetries: this.#conflictRetries,
       ambiguousRetries: this.#ambiguousRetries,
       load: (id) => this.load(id),
+      chains: this.#chains,
+      readChains: (id) => readChains(this.#executionReads, id),
     };
   }
 
@@ -465,9 +485,12 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * The `limit` lowest-seq outbox entries not yet acknowledged (default 1000, `Infinity`
-   * for all), by seq. Memory grows with `limit`, not with the backlog: a keys-only scan
-   * keeps the lowest seqs in a bounded heap, then `BatchGetItem` reads their bodies.
+   * The `limit` lowest-seq outbox entries deliverable now (default 1000, `Infinity` for all),
+   * by seq: not acknowledged, not waiting for a retry or dead-lettered, and not behind such an
+   * entry of the same target (nor behind a pending earlier entry of the same source and target).
+   * Rows no one can read are left out ({@linkcode DynamoDBStore.relayBatch} reports them). Memory
+   * grows with `limit`, not with the backlog: a scan of keys and bookkeeping keeps the lowest
+   * seqs in a bounded heap, then `BatchGetItem` reads their bodies.
    *
    * @example A relay pass
    * ```ts
@@ -484,8 +507,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     this.#open("pendingOutbox");
-    const items = await lowestSeqItems(this.#reads, this.tables.outbox.name, readLimit(options));
-    return items.map(outboxFromItem);
+    return (await this.#batch("outbox", readLimit(options), false)).items.map(({ item }) => item);
   }
 
   /**
@@ -506,7 +528,8 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * The `limit` lowest-seq spawn intents not yet acknowledged (default 1000, `Infinity`
-   * for all), by seq; memory grows with `limit`, not with the backlog.
+   * for all), by seq, leaving out those waiting for a retry, dead-lettered or unreadable; memory
+   * grows with `limit`, not with the backlog.
    *
    * @example Reading spawn intents
    * ```ts
@@ -524,8 +547,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     this.#open("pendingSpawns");
-    const items = await lowestSeqItems(this.#reads, this.tables.spawns.name, readLimit(options));
-    return items.map(spawnFromItem);
+    return (await this.#batch("spawns", readLimit(options), false)).items.map(({ item }) => item);
   }
 
   /**
@@ -546,7 +568,8 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * The `limit` earliest timers due at `now` (epoch seconds; default 1000, `Infinity` for
-   * all), earliest first; memory grows with `limit`, not with the number of timers.
+   * all), earliest first, leaving out those waiting for a retry or dead-lettered; memory grows
+   * with `limit`, not with the number of timers.
    *
    * @example A timer sweep
    * ```ts
@@ -573,8 +596,10 @@ export class DynamoDBStore implements ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    if (this.#timerIndex && !options?.scan) return await dueFromIndex(this.#timerReads, now, limit);
-    return await dueByScan(this.#timerReads, now, limit);
+    const due = this.#timerIndex && !options?.scan
+      ? await dueFromIndex(this.#timerReads, now, limit, true)
+      : await dueByScan(this.#timerReads, now, limit, true);
+    return due.map(({ attempts: _, ...timer }) => timer);
   }
 
   /**
@@ -600,6 +625,139 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
     return await claimTimer(this.#timerReads, executionId, path, fireAt);
+  }
+
+  /**
+   * What one relay pass reads of a queue (`"outbox"`, `"spawns"` or `"timers"`): the `limit`
+   * items deliverable now, with the failed attempts each had; the rows no one can read, for the
+   * relay to set aside; and when the oldest pending item was written (lag). Left out: items
+   * waiting for a retry, dead letters, and outbox entries behind an earlier entry of their target
+   * that waits, is dead, or (same source) is still pending. `seqs` reads just those outbox entries
+   * (a commit's own) instead of scanning. The relay runners call this; a custom relay may too.
+   *
+   * @example One pass of a custom relay
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const { items, unreadable } = await store.relayBatch("outbox", { limit: 100 });
+   * for (const row of unreadable) {
+   *   await store.recordFailure("outbox", row.key, { attempts: row.attempts + 1, retryAt: null, error: row.error });
+   * }
+   * await store.ackOutbox(items.map(({ item }) => item.seq)); // after delivering them
+   * ```
+   *
+   * @throws {RangeError} For a `limit` or `now` out of range, or `seqs` that are not seqs.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async relayBatch<K extends RelayKind>(
+    kind: K,
+    options: RelayBatchOptions = {},
+  ): Promise<RelayItems<K>> {
+    this.#open("relayBatch");
+    const { limit, now, seqs } = checkBatchOptions(kind, options);
+    return await relayBatch(this.#queues, kind, { limit, now, seqs, pass: true });
+  }
+
+  /**
+   * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the next
+   * may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
+   * (acknowledged) or, for a timer, re-scheduled. Exact under lost answers (a re-send writes the
+   * same values).
+   *
+   * @example Parking an entry for a minute
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.recordFailure("outbox", 7, { attempts: 1, retryAt: Date.now() / 1000 + 60, error: "503" });
+   * ```
+   *
+   * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
+   * @throws {StoreClosed} After `close()`.
+   */
+  async recordFailure<K extends RelayKind>(
+    kind: K,
+    key: RelayKey<K>,
+    failure: RelayFailure,
+  ): Promise<boolean> {
+    this.#open("recordFailure");
+    checkRelayKey(kind, key);
+    checkFailure(failure);
+    return await recordFailure(this.#queues, kind, key, failure);
+  }
+
+  /**
+   * The `limit` lowest dead letters of a queue (timers: earliest first; default 1000): items a
+   * relay gave up on, kept until an operator retries or drops them. One scan of the table.
+   *
+   * @example Listing dead outbox entries
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * for (const letter of await store.deadLetters("outbox", { limit: 20 })) {
+   *   console.log(letter.key, letter.attempts, letter.lastError);
+   * }
+   * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deadLetters<K extends RelayKind>(
+    kind: K,
+    options?: ReadLimitOptions,
+  ): Promise<DeadLetter<K>[]> {
+    this.#open("deadLetters");
+    checkRelayKind(kind);
+    return await deadLetters(this.#queues, kind, readLimit(options));
+  }
+
+  /**
+   * Makes a dead letter due again, its attempts forgotten: the next relay pass delivers it.
+   * `false` when the item is gone.
+   *
+   * @example Retrying a dead outbox entry
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.retryDeadLetter("outbox", 7);
+   * ```
+   *
+   * @throws {TypeError} For a key of the wrong shape.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+    this.#open("retryDeadLetter");
+    checkRelayKey(kind, key);
+    return await retryDeadLetter(this.#queues, kind, key);
+  }
+
+  /**
+   * Deletes a dead letter. `true` once it is gone (also when it already was), `false` when the
+   * item is there but not dead-lettered (a pending item is acknowledged, not dropped).
+   *
+   * @example Dropping a dead outbox entry
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.dropDeadLetter("outbox", 7);
+   * ```
+   *
+   * @throws {TypeError} For a key of the wrong shape.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+    this.#open("dropDeadLetter");
+    checkRelayKey(kind, key);
+    return await dropDeadLetter(this.#queues, kind, key);
+  }
+
+  /** A batch for the bounded reads (`pass: false`: no hint is recorded for the next pass). */
+  #batch<K extends RelayKind>(kind: K, limit: number, pass: boolean): Promise<RelayItems<K>> {
+    return relayBatch(this.#queues, kind, { limit, now: Date.now() / 1000, pass });
   }
 
   /**

@@ -9,7 +9,17 @@ import { ATTR, withSpan } from "./_telemetry.ts";
 import { pythonFloatRepr } from "./_py_repr.ts";
 import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
 import { type Event, newEvent } from "./documents.ts";
-import type { ExecutionStore, OutboxEntry, PendingSpawn, Timer } from "./types.ts";
+import type {
+  ExecutionStore,
+  OutboxEntry,
+  PendingSpawn,
+  RelayFailure,
+  RelayKey,
+  RelayKind,
+  Timer,
+  UnreadableRow,
+} from "./types.ts";
+import { UnreadableEntry } from "./errors.ts";
 
 /**
  * What one relay or sweep pass did. Entries counted in neither (held behind a failure of
@@ -27,8 +37,19 @@ import type { ExecutionStore, OutboxEntry, PendingSpawn, Timer } from "./types.t
 export interface RelayReport {
   /** Entries handled and acknowledged (timers: fired; then deleted unless re-scheduled). */
   delivered: number;
-  /** Entries whose callback threw: they stay pending and come again next pass. */
+  /** Entries whose callback threw: they wait (backoff) and come again, or are dead-lettered. */
   failed: number;
+  /**
+   * Entries set aside this pass: dead-lettered after `maxAttempts` failures, or unreadable rows
+   * (each also reported to `onError` as an {@linkcode UnreadableEntry}). Kept, visible with
+   * `deadLetters`, and out of the way until an operator retries or drops them.
+   */
+  setAside: number;
+  /**
+   * Relay lag: the age in seconds of the oldest pending entry this pass saw (timers: how late
+   * the earliest due timer is), or `null` when it saw none (or none says when it was written).
+   */
+  lagSeconds: number | null;
 }
 
 /**
@@ -52,6 +73,43 @@ export interface RelayOptions {
   signal?: AbortSignal;
   /** Called with each error a callback throws (the entry stays pending). @default {undefined} */
   onError?: (error: unknown) => void;
+  /**
+   * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000.
+   * @default {10}
+   */
+  maxAttempts?: number;
+  /**
+   * The wait before an entry whose delivery failed is tried again, in seconds: `minSeconds`
+   * after the first failure, doubling up to `maxSeconds` (both 0 to 31,536,000, one year).
+   * @default {{ minSeconds: 10, maxSeconds: 3600 }}
+   */
+  backoff?: { minSeconds?: number; maxSeconds?: number };
+}
+
+/**
+ * Options of {@linkcode relayOutbox}.
+ *
+ * @example Delivering what a commit emitted, within the same request
+ * ```ts
+ * import { relayOutbox, newEvent, newExecution, type OutboxRelayOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const { outbox } = await store.commit(newExecution({ definition_id: "order" }), {
+ *   emits: [{ target: null, event: newEvent("order.created") }],
+ * });
+ * const options: OutboxRelayOptions = { seqs: outbox };
+ * await relayOutbox(store, async (entry) => console.log(entry.event.kind), options);
+ * ```
+ */
+export interface OutboxRelayOptions extends RelayOptions {
+  /**
+   * Deliver just these seqs (those `commit` returned) instead of reading the `limit` lowest: an
+   * entry whose earlier entry of the same source and target is still pending, or whose target a
+   * pass found held, is left for the next full pass, and so is one whose delivery fails.
+   * @default {undefined}
+   */
+  seqs?: number[];
 }
 
 /**
@@ -106,13 +164,19 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
 }
 
 /**
- * One relay pass over the outbox: reads the `limit` lowest seqs, delivers them in seq
- * order per `targetId` (one delivery in flight per target, up to `concurrency` targets in
+ * One relay pass over the outbox: reads the `limit` lowest deliverable seqs, delivers them in
+ * seq order per `targetId` (one delivery in flight per target, up to `concurrency` targets in
  * parallel) and acknowledges delivered entries in batches. An entry whose `deliver` throws
- * stays pending, and so does every later entry of the same target in this pass, so a
- * target never sees an entry before an earlier one; other targets go on. Delivery is
- * at least once: a pass that dies between `deliver` and the acknowledgement delivers the
- * entry again, so receivers dedupe on `event.id`.
+ * waits `backoff` before its next attempt and is dead-lettered after `maxAttempts`; while it
+ * waits (or is dead) every later entry of its target waits behind it, pass after pass, so a
+ * target never sees an entry before an earlier one — and the read skips that target, so its
+ * backlog never takes the `limit` from other targets. An entry is never delivered while the
+ * previous entry of the same source execution to the same target is still pending, even when
+ * it landed between the pages of this pass's scan (entries written by the Python store carry no
+ * source and keep seq order per target within a pass). Rows no one can read are set aside
+ * (dead-lettered, reported to `onError`). With `seqs`, it delivers just a commit's own entries.
+ * Delivery is at least once: a pass that dies between `deliver` and the acknowledgement
+ * delivers the entry again, so receivers dedupe on `event.id`.
  *
  * @example A relay pass every few seconds
  * ```ts
@@ -141,7 +205,7 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
 export function relayOutbox(
   store: ExecutionStore,
   deliver: (entry: OutboxEntry) => Promise<void>,
-  options: RelayOptions = {},
+  options: OutboxRelayOptions = {},
 ): Promise<RelayReport> {
   return inSpan("relayOutbox", () => relayOutboxPass(store, deliver, options));
 }
@@ -149,33 +213,39 @@ export function relayOutbox(
 async function relayOutboxPass(
   store: ExecutionStore,
   deliver: (entry: OutboxEntry) => Promise<void>,
-  options: RelayOptions,
+  options: OutboxRelayOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("deliver", deliver, options);
-  if (signal?.aborted) return { delivered: 0, failed: 0 };
-  const entries = await store.pendingOutbox({ limit });
-  const byTarget = new Map<string | null, OutboxEntry[]>();
-  for (const entry of entries) {
-    const queue = byTarget.get(entry.targetId);
-    if (queue) queue.push(entry);
-    else byTarget.set(entry.targetId, [entry]);
+  const retry = checkRetry(options);
+  if (signal?.aborted) return emptyReport();
+  const now = Date.now() / 1000;
+  const batch = await store.relayBatch("outbox", { limit, now, seqs: options.seqs });
+  const report = startReport(batch.oldestAt, now);
+  const failed = failures(store, "outbox", retry, report, onError, now);
+  const byTarget = new Map<string | null, { item: OutboxEntry; attempts: number }[]>();
+  for (const queued of batch.items) {
+    const queue = byTarget.get(queued.item.targetId);
+    if (queue) queue.push(queued);
+    else byTarget.set(queued.item.targetId, [queued]);
   }
   const acks = new Acks((seqs) => store.ackOutbox(seqs));
-  const report = { delivered: 0, failed: 0 };
-  await inLanes([...byTarget.values()], concurrency, signal, async (queue) => {
-    for (const entry of queue) {
-      if (signal?.aborted) return;
-      try {
-        await deliver(entry);
-      } catch (error) {
-        report.failed++;
-        onError?.(error);
-        return; // the rest of this target waits for the next pass, in order
+  await Promise.all([
+    failed.setAside(batch.unreadable),
+    inLanes([...byTarget.values()], concurrency, signal, async (queue) => {
+      for (const { item: entry, attempts } of queue) {
+        if (signal?.aborted) return;
+        try {
+          await deliver(entry);
+        } catch (error) {
+          // It waits (or is dead-lettered), and the rest of this target waits behind it.
+          await failed.record(entry.seq, attempts, error);
+          return;
+        }
+        report.delivered++;
+        await acks.add(entry.seq);
       }
-      report.delivered++;
-      await acks.add(entry.seq);
-    }
-  });
+    }),
+  ]);
   await acks.flush();
   return report;
 }
@@ -231,21 +301,26 @@ async function relaySpawnsPass(
   options: RelayOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("start", start, options);
-  if (signal?.aborted) return { delivered: 0, failed: 0 };
-  const spawns = await store.pendingSpawns({ limit });
+  const retry = checkRetry(options);
+  if (signal?.aborted) return emptyReport();
+  const now = Date.now() / 1000;
+  const batch = await store.relayBatch("spawns", { limit, now });
+  const report = startReport(batch.oldestAt, now);
+  const failed = failures(store, "spawns", retry, report, onError, now);
   const acks = new Acks((seqs) => store.ackSpawn(seqs));
-  const report = { delivered: 0, failed: 0 };
-  await inLanes(spawns, concurrency, signal, async (spawn) => {
-    try {
-      await start(spawn);
-    } catch (error) {
-      report.failed++;
-      onError?.(error);
-      return;
-    }
-    report.delivered++;
-    await acks.add(spawn.seq);
-  });
+  await Promise.all([
+    failed.setAside(batch.unreadable),
+    inLanes(batch.items, concurrency, signal, async ({ item: spawn, attempts }) => {
+      try {
+        await start(spawn);
+      } catch (error) {
+        await failed.record(spawn.seq, attempts, error);
+        return;
+      }
+      report.delivered++;
+      await acks.add(spawn.seq);
+    }),
+  ]);
   await acks.flush();
   return report;
 }
@@ -294,16 +369,18 @@ async function sweepTimersPass(
   options: SweepOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("fire", fire, options);
+  const retry = checkRetry(options);
   const now = checkTime("now", options.now ?? Date.now() / 1000);
-  if (signal?.aborted) return { delivered: 0, failed: 0 };
-  const timers = await store.dueTimers(now, { limit });
-  const report = { delivered: 0, failed: 0 };
-  await inLanes(timers, concurrency, signal, async (timer) => {
+  if (signal?.aborted) return emptyReport();
+  const batch = await store.relayBatch("timers", { limit, now });
+  const report = startReport(batch.oldestAt, now);
+  const failed = failures(store, "timers", retry, report, onError, now);
+  await inLanes(batch.items, concurrency, signal, async ({ item: timer, attempts }) => {
     try {
       await fire(timer, timeoutEvent(timer.executionId, timer.path, timer.fireAt));
     } catch (error) {
-      report.failed++;
-      onError?.(error);
+      // It fires again after its backoff, with the same event id.
+      await failed.record(timer, attempts, error);
       return;
     }
     report.delivered++;
@@ -317,11 +394,110 @@ async function sweepTimersPass(
   return report;
 }
 
+/** How a pass retries: attempts before the dead letter, and the waits between attempts. */
+interface Retry {
+  maxAttempts: number;
+  minSeconds: number;
+  maxSeconds: number;
+}
+
+const YEAR = 365 * 24 * 3600;
+
+function checkRetry(options: RelayOptions): Retry {
+  const { maxAttempts = 10, backoff = {} } = options;
+  if (backoff === null || typeof backoff !== "object") {
+    throw new TypeError(
+      `backoff must be an object such as { minSeconds: 10, maxSeconds: 3600 }, got ${
+        describe(backoff)
+      }`,
+    );
+  }
+  const minSeconds = checkSeconds("backoff.minSeconds", backoff.minSeconds ?? 10);
+  const maxSeconds = checkSeconds("backoff.maxSeconds", backoff.maxSeconds ?? 3600);
+  if (maxSeconds < minSeconds) {
+    throw new RangeError(
+      `backoff.maxSeconds (${maxSeconds}) must not be below backoff.minSeconds (${minSeconds})`,
+    );
+  }
+  return { maxAttempts: checkInteger("maxAttempts", maxAttempts, 1, 1000), minSeconds, maxSeconds };
+}
+
+function checkSeconds(field: string, value: unknown): number {
+  if (typeof value !== "number" || !(value >= 0 && value <= YEAR)) {
+    throw new RangeError(
+      `${field} must be seconds from 0 to ${YEAR} (one year), got ${describe(value)}${
+        typeof value === "number" && value > YEAR ? " (milliseconds? it is in seconds)" : ""
+      }`,
+    );
+  }
+  return value;
+}
+
+function emptyReport(): RelayReport {
+  return { delivered: 0, failed: 0, setAside: 0, lagSeconds: null };
+}
+
+function startReport(oldestAt: number | null, now: number): RelayReport {
+  return { ...emptyReport(), lagSeconds: oldestAt === null ? null : Math.max(0, now - oldestAt) };
+}
+
+/**
+ * What a pass does with what it cannot deliver: a failed attempt waits its backoff or, at
+ * `maxAttempts`, is dead-lettered; an unreadable row is set aside at once. Both are recorded on
+ * the item; what goes wrong recording them goes to `onError` (the item then comes again).
+ */
+function failures<K extends RelayKind>(
+  store: ExecutionStore,
+  kind: K,
+  retry: Retry,
+  report: RelayReport,
+  onError: ((error: unknown) => void) | undefined,
+  now: number,
+) {
+  const write = async (key: RelayKey<K>, failure: RelayFailure) => {
+    try {
+      await store.recordFailure(kind, key, failure);
+      if (failure.retryAt === null) report.setAside++;
+    } catch (error) {
+      onError?.(error);
+    }
+  };
+  return {
+    async record(key: RelayKey<K>, attempts: number, error: unknown): Promise<void> {
+      report.failed++;
+      onError?.(error);
+      const done = attempts + 1;
+      const wait = Math.min(retry.maxSeconds, retry.minSeconds * 2 ** (done - 1));
+      await write(key, {
+        attempts: done,
+        retryAt: done >= retry.maxAttempts ? null : now + wait,
+        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      });
+    },
+    async setAside(rows: UnreadableRow<K>[]): Promise<void> {
+      for (const row of rows) {
+        onError?.(new UnreadableEntry(kind, row.key, row.error));
+        await write(row.key, {
+          attempts: row.attempts + 1,
+          retryAt: null,
+          error: `unreadable: ${row.error}`,
+          unreadable: true,
+        });
+      }
+    },
+  };
+}
+
 /** Runs one pass in a span named after its runner, with what the pass did as attributes. */
 function inSpan(name: string, pass: () => Promise<RelayReport>): Promise<RelayReport> {
   return withSpan(name, {}, async (span) => {
     const report = await pass();
-    span.setAttributes({ [ATTR.delivered]: report.delivered, [ATTR.failed]: report.failed });
+    span.setAttributes({
+      [ATTR.delivered]: report.delivered,
+      [ATTR.failed]: report.failed,
+      [ATTR.setAside]: report.setAside,
+    });
+    if (report.lagSeconds !== null) span.setAttribute(ATTR.lag, report.lagSeconds);
     return report;
   });
 }

@@ -248,6 +248,149 @@ export interface Timer {
   fireAt: number;
 }
 
+/** The three queues a relay works through: outbox entries, spawn intents and due timers. */
+export type RelayKind = "outbox" | "spawns" | "timers";
+
+/** What identifies one item of a queue: a seq (outbox, spawns) or a timer. */
+export type RelayKey<K extends RelayKind> = K extends "timers" ? Timer : number;
+
+/** One item of a queue, as the relay reads it (see {@linkcode RelayItems}). */
+export type RelayItem<K extends RelayKind> = K extends "outbox" ? OutboxEntry
+  : K extends "spawns" ? PendingSpawn
+  : Timer;
+
+/**
+ * Options of {@linkcode ExecutionStore.relayBatch}.
+ *
+ * @example The outbox entries one commit wrote, for delivery within the same request
+ * ```ts
+ * import { type ExecutionStore, newEvent, newExecution, type RelayBatchOptions } from "@harel/dynamodb";
+ *
+ * async function own(store: ExecutionStore): Promise<number> {
+ *   const exe = newExecution({ definition_id: "order" });
+ *   const { outbox } = await store.commit(exe, { emits: [{ target: null, event: newEvent("go") }] });
+ *   const options: RelayBatchOptions = { seqs: outbox };
+ *   return (await store.relayBatch("outbox", options)).items.length;
+ * }
+ * ```
+ */
+export interface RelayBatchOptions {
+  /** How many items at most (the lowest seqs, the earliest timers): a positive integer or `Infinity`. @default {1000} */
+  limit?: number;
+  /** The time items are due at, in epoch seconds. @default {Date.now() / 1000} */
+  now?: number;
+  /**
+   * Outbox only: read just these seqs (those a commit returned) instead of scanning, still
+   * holding back any whose earlier entry of the same source and target is pending.
+   * @default {undefined}
+   */
+  seqs?: number[];
+}
+
+/**
+ * What one relay pass reads of a queue: the items deliverable now, rows no one can read, and how
+ * old the oldest pending item is.
+ *
+ * @example Reading a pass's worth of the outbox
+ * ```ts
+ * import type { ExecutionStore, RelayItems } from "@harel/dynamodb";
+ *
+ * async function lag(store: ExecutionStore): Promise<number | null> {
+ *   const batch: RelayItems<"outbox"> = await store.relayBatch("outbox", { limit: 100 });
+ *   return batch.oldestAt === null ? null : Date.now() / 1000 - batch.oldestAt;
+ * }
+ * ```
+ */
+export interface RelayItems<K extends RelayKind> {
+  /**
+   * Deliverable now, lowest seq (earliest timer) first, each with the failed attempts it had:
+   * not dead-lettered, not waiting for a retry, and (outbox) not behind an earlier entry of its
+   * target that is waiting, dead or still pending.
+   */
+  items: { item: RelayItem<K>; attempts: number }[];
+  /** Rows that cannot be read (not JSON, a missing attribute): for the relay to set aside. */
+  unreadable: UnreadableRow<K>[];
+  /** When the oldest pending (not dead-lettered) item seen was written or due, in epoch seconds. */
+  oldestAt: number | null;
+}
+
+/**
+ * A queue row that cannot be read, as another writer (or a bug) left it.
+ *
+ * @example Logging an unreadable row
+ * ```ts
+ * import type { UnreadableRow } from "@harel/dynamodb";
+ *
+ * const row: UnreadableRow<"outbox"> = { key: 7, attempts: 0, error: "event is not JSON", raw: { event: "{oops" } };
+ * console.log(`outbox seq ${row.key}: ${row.error}`);
+ * ```
+ */
+export interface UnreadableRow<K extends RelayKind> {
+  /** Its key. */
+  key: RelayKey<K>;
+  /** Failed attempts recorded on it. */
+  attempts: number;
+  /** Why it cannot be read. */
+  error: string;
+  /** Its attributes as stored (strings, numbers, null), for an operator to look at. */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * A failed delivery, as a relay records it on the item: the attempts so far, and either when the
+ * next may start or that it is dead-lettered (`retryAt: null`).
+ *
+ * @example Parking an entry for a minute
+ * ```ts
+ * import type { RelayFailure } from "@harel/dynamodb";
+ *
+ * const failure: RelayFailure = { attempts: 1, retryAt: Date.now() / 1000 + 60, error: "HTTP 503" };
+ * ```
+ */
+export interface RelayFailure {
+  /** Failed attempts in all, this one included. */
+  attempts: number;
+  /** When the next attempt may start (epoch seconds), or `null` to dead-letter the item. */
+  retryAt: number | null;
+  /** What went wrong (kept to its first 1000 characters). */
+  error: string;
+  /**
+   * The item cannot be read (dead-lettered with `retryAt: null`): unlike a dead entry that
+   * failed, it holds back no later entry of its target, as there is nothing to deliver in order.
+   * @default {false}
+   */
+  unreadable?: boolean;
+}
+
+/**
+ * An item a relay gave up on: kept, visible, and skipped by every pass (and, for an outbox
+ * entry, holding back the later entries of its target) until it is retried or dropped.
+ *
+ * @example Listing dead letters
+ * ```ts
+ * import type { DeadLetter, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function report(store: ExecutionStore): Promise<void> {
+ *   const dead: DeadLetter<"outbox">[] = await store.deadLetters("outbox");
+ *   for (const letter of dead) console.log(letter.key, letter.attempts, letter.lastError);
+ * }
+ * ```
+ */
+export interface DeadLetter<K extends RelayKind> {
+  /** Its key: pass it to `retryDeadLetter` or `dropDeadLetter`. */
+  key: RelayKey<K>;
+  /** The item, or `null` when it cannot be read (see `raw`). */
+  item: RelayItem<K> | null;
+  /** Failed attempts. */
+  attempts: number;
+  /** The last error recorded, if any. */
+  lastError: string | null;
+  /** When it was dead-lettered, in epoch seconds. */
+  deadAt: number;
+  /** Its attributes as stored. */
+  raw: Record<string, unknown>;
+}
+
 /**
  * Options of the bounded reads `pendingOutbox`, `pendingSpawns` and `dueTimers`.
  *
@@ -333,6 +476,20 @@ export interface ExecutionStore extends AsyncDisposable {
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]>;
   /** Deletes a timer if it still fires at `fireAt`. */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean>;
+  /** What a relay pass reads of a queue: items deliverable now, unreadable rows, lag. */
+  relayBatch<K extends RelayKind>(kind: K, options?: RelayBatchOptions): Promise<RelayItems<K>>;
+  /** Records a failed delivery on an item: `false` when it is gone (or re-scheduled). */
+  recordFailure<K extends RelayKind>(
+    kind: K,
+    key: RelayKey<K>,
+    failure: RelayFailure,
+  ): Promise<boolean>;
+  /** The `limit` lowest dead-lettered items of a queue. */
+  deadLetters<K extends RelayKind>(kind: K, options?: ReadLimitOptions): Promise<DeadLetter<K>[]>;
+  /** Makes a dead-lettered item due again: `false` when it is gone. */
+  retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean>;
+  /** Removes a dead-lettered item: `false` when it is pending, not dead-lettered. */
+  dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean>;
   /** The execution's trace, oldest first, each step with its `index`. */
   readTrace(id: string): Promise<Record<string, unknown>[]>;
   /** Appends one trace step outside a commit. */

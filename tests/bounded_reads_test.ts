@@ -45,7 +45,7 @@ Deno.test("a bad limit is refused before anything is sent", async () => {
   assert.deepEqual(calls, []);
 });
 
-Deno.test("a bounded read of n lowest seqs takes one keys-only scan page and ceil(n / 100) BatchGetItem calls", async () => {
+Deno.test("a bounded read of n lowest seqs takes one GetItem of the held targets, one scan page of keys and bookkeeping and ceil(n / 100) BatchGetItem calls", async () => {
   using counting = countingClient();
   const { client, calls } = counting;
   const store = new DynamoDBStore(client, { prefix: uniqueName("reads") });
@@ -54,8 +54,16 @@ Deno.test("a bounded read of n lowest seqs takes one keys-only scan page and cei
   calls.length = 0;
   const entries = await store.pendingOutbox({ limit: 250 });
   assert.deepEqual(entries.map((e) => e.seq), Array.from({ length: 250 }, (_, i) => i + 1));
-  assert.deepEqual(calls, ["ScanCommand", ...Array(3).fill("BatchGetItemCommand")]);
+  assert.deepEqual(calls, [
+    "GetItemCommand",
+    "ScanCommand",
+    ...Array(3).fill("BatchGetItemCommand"),
+  ]);
   calls.length = 0;
   assert.equal((await store.pendingOutbox({ limit: Infinity })).length, 450);
-  assert.deepEqual(calls, ["ScanCommand"], "Infinity reads the bodies in the scan itself");
+  assert.deepEqual(
+    calls,
+    ["GetItemCommand", "ScanCommand"],
+    "Infinity reads the bodies in the scan itself",
+  );
 });
