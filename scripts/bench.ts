@@ -351,6 +351,41 @@ for (let round = 1; round <= relayRounds; round++) {
   drain.perItem.push(again.length / ((performance.now() - started) / 1000));
 }
 
+// Commit-to-delivery latency: a commit with one emit to another execution, then either its own
+// seqs delivered inline (relayOutbox with { seqs }) or the next relay pass over a backlog of
+// other targets' entries, run at once (on Deno.cron that pass starts up to 60 s later).
+progress("commit-to-delivery latency, inline and by the next pass");
+const latency = { inline: [] as number[], nextPass: [] as number[] };
+{
+  await store.ackOutbox((await store.pendingOutbox(all)).map((e) => e.seq));
+  const sender = doc();
+  await store.save(sender);
+  const backlog = doc();
+  await store.save(backlog);
+  for (let i = 0; i < 40; i++) {
+    const inline = i % 2 === 0;
+    if (!inline) {
+      await store.commit(backlog, {
+        emits: Array.from(
+          { length: 25 },
+          (_, k) => ({ target: `other-${k}`, event: newEvent("x") }),
+        ),
+      });
+    }
+    const started = performance.now();
+    let at = 0;
+    const { outbox } = await store.commit(sender, {
+      emits: [{ target: "receiver", event: newEvent("ping") }],
+    });
+    const deliver = (entry: { seq: number }) => {
+      if (entry.seq === outbox[0]) at = performance.now();
+      return Promise.resolve();
+    };
+    await relayOutbox(store, deliver, inline ? { seqs: outbox } : {});
+    (inline ? latency.inline : latency.nextPass).push(at - started);
+  }
+}
+
 // Heap grown by a bounded read of a 20 000-entry backlog (after a full gc around every
 // request, see tests/_heap.ts), next to reading the backlog whole.
 progress("heap of a bounded read of a 20000-entry backlog");
@@ -442,6 +477,7 @@ const results = {
     relayOutboxPasses: median(drain.relayPasses),
     relayOutboxPassesRatio: median(drain.relayPasses) / median(drain.batchedBounded),
   },
+  latency: { inlineMs: median(latency.inline), nextPassMs: median(latency.nextPass) },
   heap,
   coldStart,
   hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) },
@@ -502,6 +538,17 @@ console.log(
   `| default limit 1000, passes until empty: relayOutbox | ${
     f(results.relay.relayOutboxPasses)
   } | ${results.relay.relayOutboxPassesRatio.toFixed(2)} |`,
+);
+console.log(
+  "\n| commit-to-delivery latency, one emit (median of 20) | ms |\n| --- | --- |",
+);
+console.log(
+  `| inline: relayOutbox({ seqs }) right after the commit | ${f(results.latency.inlineMs)} |`,
+);
+console.log(
+  `| next relay pass, run at once over a 25-entry backlog (+ its schedule: up to 60 s on Deno.cron) | ${
+    f(results.latency.nextPassMs)
+  } |`,
 );
 const mb = (bytes: number) => (bytes / 1e6).toFixed(2);
 console.log("\n| heap grown, 20 000-entry outbox backlog | MB |\n| --- | --- |");

@@ -17,6 +17,7 @@ import {
   InvalidCursor,
   newEvent,
   newExecution,
+  type OutboxEntry,
   relayOutbox,
   type Status,
   StoreConflict,
@@ -95,11 +96,14 @@ export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOpt
       exe.outcome = next.outcome ?? exe.outcome ?? null;
       exe.processed_events += 1;
       try {
-        await store.commit(exe, {
+        const { outbox } = await store.commit(exe, {
           ...next.changes,
           processedEventId: event.id,
           trace: { event: event.kind, from, to: next.to },
         });
+        // What this commit emitted goes out now, not at the next cron minute; what fails here
+        // (or waits behind an earlier entry of its target) is left to the next pass.
+        if (outbox.length > 0) await relayOutbox(store, relayEntry, { seqs: outbox, onError });
         return json({ duplicate: false, execution: exe });
       } catch (error) {
         if (!(error instanceof StoreConflict)) throw error;
@@ -176,14 +180,19 @@ export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOpt
     if (response.status >= 500) throw new Error(`${event.kind} to ${id}: ${response.status}`);
   }
 
-  const onError = (error: unknown) => console.error("relay/sweep:", error);
+  function onError(error: unknown): void {
+    console.error("relay/sweep:", error);
+  }
+
+  /** Delivers one outbox entry: to another order, or (null target) out of the system. */
+  async function relayEntry(entry: OutboxEntry): Promise<void> {
+    if (entry.targetId === null) delivered.push(entry.event);
+    else await deliverOrRetry(entry.targetId, entry.event);
+  }
 
   /** One pass of the relay and the timer sweep; the signal stops it between entries. */
   async function tick(signal?: AbortSignal): Promise<void> {
-    await relayOutbox(store, async (entry) => {
-      if (entry.targetId === null) delivered.push(entry.event);
-      else await deliverOrRetry(entry.targetId, entry.event);
-    }, { signal, onError });
+    await relayOutbox(store, relayEntry, { signal, onError });
     await sweepTimers(
       store,
       (timer, event) => deliverOrRetry(timer.executionId, event),

@@ -119,3 +119,21 @@ Deno.test("the order worker: events, a timer that fires, a deduplicated duplicat
     await worker.stop();
   }
 });
+
+Deno.test("the order worker delivers what a commit emitted within the same request, before any relay pass", async () => {
+  await using store = await freshStore();
+  const worker = createOrderWorker(store, { paymentTimeoutSeconds: 60 }); // never started: no passes
+  const post = (path: string, body: unknown) =>
+    worker.handler(
+      new Request(`http://worker${path}`, { method: "POST", body: JSON.stringify(body) }),
+    );
+  const { execution } = await (await post("/executions", { customer: "ada" })).json();
+  const paid = await post(`/executions/${execution.id}/events`, { kind: "payment.received" });
+  assert.equal(paid.status, 200);
+  assert.deepEqual(
+    worker.delivered.map((e) => [e.kind, e.data.orderId]),
+    [["order.ship", execution.id]],
+    "order.ship went out with the payment's own request",
+  );
+  assert.deepEqual(await store.pendingOutbox(), [], "and was acknowledged");
+});

@@ -104,10 +104,10 @@ Deno.test("dueTimers() with timerIndex returns the limit earliest due timers, ea
     });
     await store.commit(exe, { timers: [{ action: "schedule", path: "later", fireAt: 1041 }] });
 
-    await t.step("one Query per shard", async () => {
+    await t.step("one Query per shard, and one of the shard where failed timers wait", async () => {
       calls.length = 0;
       assert.equal((await store.dueTimers(1040)).length, 40);
-      assert.deepEqual(calls, Array(4).fill("QueryCommand"));
+      assert.deepEqual(calls, Array(5).fill("QueryCommand"));
     });
     await t.step("limit 5: the 5 earliest", async () => {
       const due = await store.dueTimers(1040, { limit: 5 });
