@@ -13,11 +13,20 @@ import type { ExecutionTables } from "./tables.ts";
 import type { Reads } from "./_table_reads.ts";
 import { EXECUTION, executionFromItem, executionKey, isLiveMark, processedKey } from "./_layout.ts";
 import type { ListPage, LoadForEventResult } from "./types.ts";
+import { isExpired, secondsOf } from "./_retention.ts";
 
-/** What these reads need of the store: its client, read consistency and tables. */
+/** What these reads need of the store: its client, read consistency, tables and clock. */
 export interface ExecutionReads extends Reads {
   readonly tables: ExecutionTables;
+  /** Epoch milliseconds: an execution past its `ttl` (#21) or an expired mark reads as absent. */
+  readonly now: () => number;
 }
+
+/** The execution's JSON and its expiry: what a read projects. */
+const DATA_AND_TTL = {
+  ProjectionExpression: "#d, #ttl",
+  ExpressionAttributeNames: { "#d": EXECUTION.data, "#ttl": EXECUTION.ttl },
+};
 
 /** The execution with this id, or `null` (`load`). */
 export async function readExecution(
@@ -28,12 +37,14 @@ export async function readExecution(
     new GetItemCommand({
       TableName: reads.tables.executions.name,
       Key: executionKey(id),
-      ProjectionExpression: "#d",
-      ExpressionAttributeNames: { "#d": EXECUTION.data },
+      ...DATA_AND_TTL,
       ConsistentRead: reads.consistent,
     }),
   );
-  return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
+  const item = result.Item;
+  return item && !isExpired(item, secondsOf(reads.now))
+    ? executionFromItem(item, `execution ${id}`)
+    : null;
 }
 
 /** The execution and whether `eventId` was already handled, in one BatchGetItem (`loadForEvent`). */
@@ -46,8 +57,7 @@ export async function readForEvent(
   const request = {
     [executions.name]: {
       Keys: [executionKey(id)],
-      ProjectionExpression: "#d",
-      ExpressionAttributeNames: { "#d": EXECUTION.data },
+      ...DATA_AND_TTL,
       ConsistentRead: reads.consistent,
     },
     [processed.name]: {
@@ -57,12 +67,15 @@ export async function readForEvent(
   };
   let execution: Execution | null = null;
   let mark: Item | undefined;
+  const now = secondsOf(reads.now);
   await batchGet(reads.client, request, (responses) => {
     const exeItem = responses[executions.name]?.[0];
-    if (exeItem) execution = executionFromItem(exeItem, `execution ${id}`);
+    if (exeItem && !isExpired(exeItem, now)) {
+      execution = executionFromItem(exeItem, `execution ${id}`);
+    }
     mark ??= responses[processed.name]?.[0];
   });
-  return { execution, processed: mark !== undefined && isLiveMark(mark) };
+  return { execution, processed: mark !== undefined && isLiveMark(mark, now) };
 }
 
 /** Whether execution `id` holds a live dedupe mark for `eventId` (`isProcessed`). */
@@ -78,15 +91,19 @@ export async function readProcessed(
       ConsistentRead: reads.consistent,
     }),
   );
-  return result.Item !== undefined && isLiveMark(result.Item);
+  return result.Item !== undefined && isLiveMark(result.Item, secondsOf(reads.now));
 }
 
 /** One page of the executions `listing` selects, in scan order (`listExecutions`). */
 export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
   const input: ScanCommandInput = {
     TableName: reads.tables.executions.name,
-    ProjectionExpression: "#d, #v",
-    ExpressionAttributeNames: { "#d": EXECUTION.data, "#v": EXECUTION.version },
+    ProjectionExpression: "#d, #v, #ttl",
+    ExpressionAttributeNames: {
+      "#d": EXECUTION.data,
+      "#v": EXECUTION.version,
+      "#ttl": EXECUTION.ttl,
+    },
     ConsistentRead: reads.consistent,
   };
   if (listing.definitionId !== undefined) {
@@ -98,9 +115,11 @@ export async function listPage(reads: ExecutionReads, listing: Listing): Promise
   const scan = (start: Item | undefined) =>
     reads.client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
   const items: ExecutionSummary[] = [];
+  const now = secondsOf(reads.now);
   for await (const page of pages(scan, after)) {
     const found = page.Items ?? [];
     for (let i = 0; i < found.length; i++) {
+      if (isExpired(found[i]!, now)) continue;
       const exe = executionFromItem(found[i]!);
       if (!listing.matches(exe)) continue;
       items.push(summarize(exe));
