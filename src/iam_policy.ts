@@ -54,12 +54,23 @@ export interface PolicyDocument {
 type Role = keyof ReturnType<typeof executionTables> | "state";
 
 // What each table needs, from the calls the stores make (tests/iam_test.ts records them).
-// CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only.
+// CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only. deleteExecution
+// (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace and processed.
 const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelExecutions",
     roles: ["executions"],
-    actions: ["DescribeTable", "CreateTable", "GetItem", "BatchGetItem", "UpdateItem", "Scan"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "DescribeTimeToLive",
+      "UpdateTimeToLive",
+      "GetItem",
+      "BatchGetItem",
+      "UpdateItem",
+      "DeleteItem",
+      "Scan",
+    ],
   },
   {
     sid: "HarelOutboxAndSpawns",
@@ -69,7 +80,15 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelTimers",
     roles: ["timers"],
-    actions: ["DescribeTable", "CreateTable", "PutItem", "DeleteItem", "Scan"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "PutItem",
+      "DeleteItem",
+      "Scan",
+      "Query",
+      "BatchWriteItem",
+    ],
   },
   {
     sid: "HarelDedupeMarks",
@@ -82,6 +101,8 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
       "PutItem",
       "GetItem",
       "BatchGetItem",
+      "Query",
+      "BatchWriteItem",
     ],
   },
   {
@@ -99,6 +120,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
       "DeleteItem",
       "ConditionCheckItem",
       "Query",
+      "BatchWriteItem",
     ],
   },
   {
