@@ -14,21 +14,25 @@ import type { Reads } from "./_table_reads.ts";
 import type { ChainCache } from "./_outbox_chain.ts";
 import { EXECUTION, executionFromItem, executionKey, isLiveMark, processedKey } from "./_layout.ts";
 import type { ListPage, LoadForEventResult } from "./types.ts";
+import { isExpired, secondsOf } from "./_retention.ts";
 
 /**
- * What these reads need of the store: its client, read consistency and tables, and where it
- * keeps the outbox chains of the executions it reads (for its next commit of them).
+ * What these reads need of the store: its client, read consistency, tables and clock, and where
+ * it keeps the outbox chains of the executions it reads (for its next commit of them).
  */
 export interface ExecutionReads extends Reads {
   readonly tables: ExecutionTables;
   readonly chains: ChainCache;
+  /** Epoch milliseconds: an execution past its `ttl` (#21) or an expired mark reads as absent. */
+  readonly now: () => number;
 }
 
-/** What a load reads of an execution item: the document, and the chains at its version. */
+/** What a load reads of an execution item: the document, its expiry, and the chains at its version. */
 const LOADED = {
-  ProjectionExpression: "#d, #v, #ol",
+  ProjectionExpression: "#d, #ttl, #v, #ol",
   ExpressionAttributeNames: {
     "#d": EXECUTION.data,
+    "#ttl": EXECUTION.ttl,
     "#v": EXECUTION.version,
     "#ol": EXECUTION.outboxLast,
   },
@@ -47,8 +51,11 @@ export async function readExecution(
       ConsistentRead: reads.consistent,
     }),
   );
-  reads.chains.sawItem(id, result.Item);
-  return result.Item ? executionFromItem(result.Item, `execution ${id}`) : null;
+  const item = result.Item;
+  reads.chains.sawItem(id, item);
+  return item && !isExpired(item, secondsOf(reads.now))
+    ? executionFromItem(item, `execution ${id}`)
+    : null;
 }
 
 /**
@@ -60,13 +67,21 @@ export async function readChains(reads: ExecutionReads, id: string): Promise<Ite
     new GetItemCommand({
       TableName: reads.tables.executions.name,
       Key: executionKey(id),
-      ProjectionExpression: "#v, #ol",
-      ExpressionAttributeNames: { "#v": EXECUTION.version, "#ol": EXECUTION.outboxLast },
+      ProjectionExpression: "#v, #ol, #ttl",
+      ExpressionAttributeNames: {
+        "#v": EXECUTION.version,
+        "#ol": EXECUTION.outboxLast,
+        "#ttl": EXECUTION.ttl,
+      },
       ConsistentRead: true,
     }),
   );
-  reads.chains.sawItem(id, result.Item);
-  return result.Item;
+  // An expired execution is absent, for a commit as for a read.
+  const item = result.Item && !isExpired(result.Item, secondsOf(reads.now))
+    ? result.Item
+    : undefined;
+  reads.chains.sawItem(id, item);
+  return item;
 }
 
 /** The execution and whether `eventId` was already handled, in one BatchGetItem (`loadForEvent`). */
@@ -89,15 +104,16 @@ export async function readForEvent(
   };
   let execution: Execution | null = null;
   let mark: Item | undefined;
+  const now = secondsOf(reads.now);
   await batchGet(reads.client, request, (responses) => {
     const exeItem = responses[executions.name]?.[0];
-    if (exeItem) {
-      reads.chains.sawItem(id, exeItem);
+    if (exeItem) reads.chains.sawItem(id, exeItem);
+    if (exeItem && !isExpired(exeItem, now)) {
       execution = executionFromItem(exeItem, `execution ${id}`);
     }
     mark ??= responses[processed.name]?.[0];
   });
-  return { execution, processed: mark !== undefined && isLiveMark(mark) };
+  return { execution, processed: mark !== undefined && isLiveMark(mark, now) };
 }
 
 /** Whether execution `id` holds a live dedupe mark for `eventId` (`isProcessed`). */
@@ -113,15 +129,19 @@ export async function readProcessed(
       ConsistentRead: reads.consistent,
     }),
   );
-  return result.Item !== undefined && isLiveMark(result.Item);
+  return result.Item !== undefined && isLiveMark(result.Item, secondsOf(reads.now));
 }
 
 /** One page of the executions `listing` selects, in scan order (`listExecutions`). */
 export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
   const input: ScanCommandInput = {
     TableName: reads.tables.executions.name,
-    ProjectionExpression: "#d, #v",
-    ExpressionAttributeNames: { "#d": EXECUTION.data, "#v": EXECUTION.version },
+    ProjectionExpression: "#d, #v, #ttl",
+    ExpressionAttributeNames: {
+      "#d": EXECUTION.data,
+      "#v": EXECUTION.version,
+      "#ttl": EXECUTION.ttl,
+    },
     ConsistentRead: reads.consistent,
   };
   if (listing.definitionId !== undefined) {
@@ -133,9 +153,11 @@ export async function listPage(reads: ExecutionReads, listing: Listing): Promise
   const scan = (start: Item | undefined) =>
     reads.client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
   const items: ExecutionSummary[] = [];
+  const now = secondsOf(reads.now);
   for await (const page of pages(scan, after)) {
     const found = page.Items ?? [];
     for (let i = 0; i < found.length; i++) {
+      if (isExpired(found[i]!, now)) continue;
       const exe = executionFromItem(found[i]!);
       if (!listing.matches(exe)) continue;
       items.push(summarize(exe));

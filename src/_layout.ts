@@ -24,6 +24,8 @@ export const EXECUTION = {
   spawnHwm: "spawn_hwm",
   traceEnd: "trace_end",
   outboxLast: "outbox_last",
+  /** Retention (#21): when a finished execution expires, epoch seconds (DynamoDB's TTL attribute). */
+  ttl: "ttl",
 } as const;
 
 /**
@@ -236,21 +238,22 @@ export const processedKey = (executionId: string, eventId: string): Item => ({
   [PROCESSED.eventId]: S(eventId),
 });
 
-/** A mark, expiring `ttlSeconds` from now (`null`: never). */
+/** A mark, expiring `ttlSeconds` after `nowSeconds` (`null`: never). */
 export function processedItem(
   executionId: string,
   eventId: string,
   ttlSeconds: number | null,
+  nowSeconds: number = Date.now() / 1000,
 ): Item {
   const item = processedKey(executionId, eventId);
-  if (ttlSeconds !== null) item[PROCESSED.ttl] = N(Math.floor(Date.now() / 1000) + ttlSeconds);
+  if (ttlSeconds !== null) item[PROCESSED.ttl] = N(Math.floor(nowSeconds) + ttlSeconds);
   return item;
 }
 
 /** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
-export function isLiveMark(item: Item): boolean {
+export function isLiveMark(item: Item, nowSeconds: number = Date.now() / 1000): boolean {
   const ttl = item[PROCESSED.ttl]?.N;
-  return ttl === undefined || Number(ttl) > Date.now() / 1000;
+  return ttl === undefined || Number(ttl) > nowSeconds;
 }
 
 // --- trace ----------------------------------------------------------------------------

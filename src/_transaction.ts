@@ -28,7 +28,8 @@ import {
   LIMITS,
   toJson,
 } from "./_validate.ts";
-import { type Execution, STATUSES } from "./documents.ts";
+import { type Execution, type Status, STATUSES } from "./documents.ts";
+import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "./table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
 import {
@@ -47,6 +48,10 @@ export interface TxContext {
   processedTtl: number | null;
   /** How many shards of the timer index a scheduled timer's `timer_shard` picks from. */
   timerShards: number;
+  /** Retention of finished executions in seconds, or null to keep them forever (#21). */
+  finishedTtl: number | null;
+  /** The store's clock, epoch milliseconds: expiries are written and checked with it. */
+  now: () => number;
 }
 
 export type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
@@ -58,6 +63,12 @@ export interface CommitPlan {
   next: number;
   data: string;
   definitionId: string;
+  /** The status the commit leaves the execution in. */
+  status: Status;
+  /** The commit's time, epoch seconds: what expiries are measured from and checked against. */
+  now: number;
+  /** The `ttl` the execution item gets (epoch seconds), or null: the commit removes it. */
+  expiresAt: number | null;
   emits: { target: string | null; event: string }[];
   spawns: { childId: string; rootPath: string; context: string }[];
   processedEventId?: string;
@@ -142,13 +153,18 @@ export function planTraceEntry(
 
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
-  const plan = encodeCommit(exe, changes);
+  const encoded = encodeCommit(exe, changes);
+  const now = secondsOf(ctx.now);
+  const plan = { ...encoded, now, expiresAt: expiryFor(encoded.status, ctx.finishedTtl, now) };
   checkCommitLimits(ctx, plan);
   return plan;
 }
 
 /** Checks the commit's input and encodes it, field by field in the order errors name them. */
-function encodeCommit(exe: Execution, changes: CommitChanges): CommitPlan {
+function encodeCommit(
+  exe: Execution,
+  changes: CommitChanges,
+): Omit<CommitPlan, "now" | "expiresAt"> {
   checkObject("exe", exe);
   const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
   const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
@@ -156,12 +172,13 @@ function encodeCommit(exe: Execution, changes: CommitChanges): CommitPlan {
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
   checkObject("changes", changes);
-  const plan: CommitPlan = {
+  const plan: Omit<CommitPlan, "now" | "expiresAt"> = {
     id,
     expected,
     next: expected + 1,
     data: toJson("exe", { ...exe, version: expected + 1 }),
     definitionId,
+    status: exe.status,
     emits: listOf("emits", changes.emits).map(encodeEmit),
     spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
     timers: new Map(),
@@ -268,6 +285,7 @@ function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
     [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
     [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
     [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
+    [EXECUTION.ttl]: SEQ_PLACEHOLDER,
   };
   let total = 0;
   items.forEach((item, i) => {
@@ -328,12 +346,22 @@ export function buildTransaction(
   const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
   const sets = ["#d = :d", "#v = :v", "#def = :def"];
   const conditions: string[] = [];
+  // Retention (#21): an execution past its ttl is absent, so an insert may replace it and an
+  // update may not touch it; the commit sets the ttl of a finished execution, else removes it.
+  const removes: string[] = [];
+  names["#ttl"] = EXECUTION.ttl;
+  values[":now"] = N(plan.now);
   if (plan.expected === 0) {
     names["#id"] = EXECUTION.id;
-    conditions.push("attribute_not_exists(#id)");
+    conditions.push(ABSENT);
   } else {
     values[":ov"] = N(plan.expected);
-    conditions.push("#v = :ov");
+    conditions.push("#v = :ov", ALIVE);
+  }
+  if (plan.expiresAt === null) removes.push("#ttl");
+  else {
+    values[":ttl"] = N(plan.expiresAt);
+    sets.push("#ttl = :ttl");
   }
   // Per-execution seq order across processes: each execution remembers its highest seq,
   // and a commit must bring higher ones (or a block reserved after it saw that item).
@@ -372,7 +400,8 @@ export function buildTransaction(
     Update: {
       TableName: t.executions.name,
       Key: executionKey(plan.id),
-      UpdateExpression: `SET ${sets.join(", ")}`,
+      UpdateExpression: `SET ${sets.join(", ")}` +
+        (removes.length > 0 ? ` REMOVE ${removes.join(", ")}` : ""),
       ConditionExpression: conditions.join(" AND "),
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
@@ -390,7 +419,7 @@ export function buildTransaction(
     add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn, createdAt)))
   );
   if (plan.processedEventId !== undefined) {
-    const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl);
+    const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl, plan.now);
     add("processed", put(t.processed.name, mark));
   }
   for (const [path, fireAt] of plan.timers) {
@@ -428,6 +457,8 @@ export function executionRefusal(
   { outbox, spawns, head }: Placement,
   old: Item | undefined,
 ): ExecutionRefusal {
+  // An expired item is absent (#21): the commit lost to nobody.
+  if (old !== undefined && isExpired(old, plan.now)) old = undefined;
   const found = old?.version?.N === undefined ? null : Number(old.version.N);
   if (plan.expected === 0 || found !== plan.expected) return { reason: "version", found };
   if (head?.cached && old?.[TRACE_END]?.N !== String(head.last)) return { reason: "traceEnd" };

@@ -1,6 +1,7 @@
 /**
  * The operator CLI: look at executions, the outbox and timers without writing code, create
- * the tables, print the IAM policy. Everything but `ensure-tables` only reads.
+ * the tables, print the IAM policy, delete an execution. Everything but `ensure-tables` and
+ * `delete` only reads.
  *
  * ```sh
  * deno run -A jsr:@harel/dynamodb/cli executions --status RUNNING --limit 20
@@ -47,6 +48,8 @@ Commands:
   executions [--status S[,S...]] [--definition D] [--limit N] [--cursor C]
                        list executions (summaries), one page
   show ID              an execution: its document, trace and armed timers
+  delete ID --yes      delete an execution with its timers, trace and dedupe marks
+                       (not its outbox entries and spawns); --json needs no --yes
   outbox [--limit N]   the outbox backlog (and pending spawns) and its oldest entries
   timers [--due] [--limit N]
                        armed timers, soonest first (--due: only those due now)
@@ -120,6 +123,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         cursor: { type: "string" },
         due: { type: "boolean" },
         account: { type: "string" },
+        yes: { type: "boolean" },
       },
     }));
   } catch (error) {
@@ -148,6 +152,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
 const COMMANDS: Record<string, { positionals: number; flags: string[] }> = {
   executions: { positionals: 0, flags: ["status", "definition", "limit", "cursor"] },
   show: { positionals: 1, flags: [] },
+  delete: { positionals: 1, flags: ["yes"] },
   outbox: { positionals: 0, flags: ["limit"] },
   timers: { positionals: 0, flags: ["due", "limit"] },
   "ensure-tables": { positionals: 0, flags: [] },
@@ -191,6 +196,12 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       })
     ));
     return;
+  }
+  if (command === "delete" && !json && values.yes !== true) {
+    throw new UsageError(
+      `delete removes execution ${JSON.stringify(rest[0])} with its timers, trace and dedupe ` +
+        "marks for good: run it again with --yes (or with --json, for scripts)",
+    );
   }
   const limit = parseLimit(values.limit, command === "executions" ? 20 : 10);
   const status = parseStatuses(values.status);
@@ -263,6 +274,23 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       out("");
       out(`armed timers (${timers.length}):`);
       if (timers.length) out(indent(timerTable(timers)));
+    } else if (command === "delete") {
+      const id = rest[0]!;
+      const removed = await onTable(
+        tables.executions.name,
+        reader.deleteExecution(id).catch((error) => {
+          // Input validation (before any request): a TypeError or RangeError is usage.
+          throw error instanceof TypeError || error instanceof RangeError
+            ? new UsageError(error.message)
+            : error;
+        }),
+      );
+      if (json) return print({ id, ...removed });
+      out(
+        `${removed.execution ? "deleted execution" : "no execution"} ${id}; removed ` +
+          `${removed.timers} timers, ${removed.trace} trace steps, ${removed.processed} ` +
+          "dedupe marks (its outbox entries and spawns stay)",
+      );
     } else if (command === "outbox") {
       const outbox = await count(client, tables.outbox.name);
       const spawns = await count(client, tables.spawns.name);

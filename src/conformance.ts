@@ -558,6 +558,70 @@ export async function executionStoreConformance(
   );
 
   await step(
+    "deleteExecution() removes the execution, its timers, trace and dedupe marks, and nothing else",
+    async (store) => {
+      const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+      const other = newExecution({ definition_id: "order" });
+      const timers = Array.from({ length: 30 }, (_, i) => ({
+        action: "schedule" as const,
+        path: `wait.${i}`,
+        fireAt: 100 + i,
+      }));
+      const { outbox, spawns } = await store.commit(exe, {
+        emits: [{ target: null, event: newEvent("order.created") }],
+        spawns: [{ childId: "child", rootPath: "fork", context: {} }],
+        processedEventId: "event-0",
+        timers,
+        trace: { n: 0 },
+      });
+      for (let n = 1; n <= 3; n++) {
+        await store.commit(exe, { processedEventId: `event-${n}`, trace: { n } });
+      }
+      await store.appendTrace(exe.id, { note: "outside a commit" });
+      await store.commit(other, {
+        processedEventId: "event-0",
+        timers: [{ action: "schedule", path: "wait.0", fireAt: 100 }],
+        trace: { n: 0 },
+      });
+      const kept = await snapshotStore(store, [other.id]);
+
+      assert.deepEqual(await store.deleteExecution(exe.id), {
+        execution: true,
+        timers: 30,
+        trace: 5,
+        processed: 4,
+      });
+      assert.equal(await store.load(exe.id), null);
+      assert.deepEqual(await store.readTrace(exe.id), []);
+      assert.equal(await store.isProcessed(exe.id, "event-2"), false);
+      assert.deepEqual(
+        (await store.listExecutions({ definitionId: "order" })).items.map((s) => s.id),
+        [other.id],
+      );
+      kept.timers = kept.timers.filter((timer) => timer.executionId === other.id);
+      const after = await snapshotStore(store, [other.id]);
+      assert.deepEqual(after, kept, "the other execution, the outbox and the spawns stay");
+      assert.deepEqual(after.outbox.map((e) => e.seq), outbox);
+      assert.deepEqual(after.spawns.map((s) => s.seq), spawns);
+
+      assert.deepEqual(
+        await store.deleteExecution(exe.id),
+        { execution: false, timers: 0, trace: 0, processed: 0 },
+        "a second delete removes nothing",
+      );
+      const stale = await rejection(store.commit(exe));
+      assert.ok(stale instanceof StoreConflict, String(stale));
+      assert.deepEqual([stale.expected, stale.found], [4, null]);
+      const again = newExecution({ definition_id: "order", id: exe.id });
+      await store.commit(again, { trace: { n: "fresh" } });
+      assert.equal(again.version, 1);
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.n), ["fresh"]);
+      await assert.rejects(store.deleteExecution(""), TypeError);
+    },
+    0,
+  );
+
+  await step(
     "mistakes are refused with errors that say what to do, and change nothing",
     async (store) => {
       const exe = newExecution({ definition_id: "d" });
@@ -607,6 +671,7 @@ export async function executionStoreConformance(
       await store.close();
       assert.ok((await rejection(store.load(exe.id))) instanceof StoreClosed);
       assert.ok((await rejection(store.commit(exe))) instanceof StoreClosed);
+      assert.ok((await rejection(store.deleteExecution(exe.id))) instanceof StoreClosed);
     },
   );
 

@@ -58,10 +58,13 @@ import {
 } from "./_table_reads.ts";
 import { checkClient, ClientOwnership } from "./_ownership.ts";
 import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
+import { checkClock, checkFinishedTtl } from "./_retention.ts";
+import { removeExecution } from "./_delete_execution.ts";
 import type {
   CommitChanges,
   CommitResult,
   DeadLetter,
+  DeleteExecutionResult,
   ExecutionStore,
   ListOptions,
   ListPage,
@@ -146,6 +149,8 @@ export class DynamoDBStore implements ExecutionStore {
       ambiguousRetries = 3,
       timerIndex = false,
       timerShards = DEFAULT_TIMER_SHARDS,
+      finishedTtlSeconds = null,
+      now = Date.now,
     } = checkOptions(options);
     this.tables = executionTables(prefix);
     const rules = checkExecutionStoreOptions(traceMax, processedTtlSeconds);
@@ -169,9 +174,16 @@ export class DynamoDBStore implements ExecutionStore {
       traceMax: this.traceMax,
       processedTtl: this.#processedTtl,
       timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
+      finishedTtl: checkFinishedTtl(finishedTtlSeconds),
+      now: checkClock(now),
     };
     this.#reads = { client: this.#client, consistent: this.#consistent };
-    this.#executionReads = { ...this.#reads, tables: this.tables, chains: this.#chains };
+    this.#executionReads = {
+      ...this.#reads,
+      tables: this.tables,
+      chains: this.#chains,
+      now: this.#tx.now,
+    };
     this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
     this.#timerReads = {
       ...this.#reads,
@@ -246,7 +258,8 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Creates the seven tables where missing (PAY_PER_REQUEST) and waits until they are
-   * active; enables TTL on the processed table when `processedTtlSeconds` is set. With
+   * active; enables TTL on the processed table when `processedTtlSeconds` is set, and on the
+   * executions table when `finishedTtlSeconds` is set. With
    * `timerIndex`, adds the timer index, waits until it is active and gives the timers
    * armed without it their shard (a scan of the timers table). Idempotent.
    *
@@ -275,9 +288,15 @@ export class DynamoDBStore implements ExecutionStore {
         )
       ),
     );
-    if (this.#processedTtl !== null) {
-      await ensureTtl(this.#client, this.tables.processed.name, "ttl");
-    }
+    const expiring = [
+      this.#processedTtl === null ? undefined : this.tables.processed.name,
+      this.#tx.finishedTtl === null ? undefined : this.tables.executions.name,
+    ];
+    await Promise.all(
+      expiring.flatMap((table) =>
+        table === undefined ? [] : [ensureTtl(this.#client, table, "ttl")]
+      ),
+    );
     if (this.#timerIndex) {
       await ensureIndex(this.#client, this.tables.timers.name, TIMER_INDEX);
       await backfillTimerShards(this.#timerReads);
@@ -758,6 +777,47 @@ export class DynamoDBStore implements ExecutionStore {
   /** A batch for the bounded reads (`pass: false`: no hint is recorded for the next pass). */
   #batch<K extends RelayKind>(kind: K, limit: number, pass: boolean): Promise<RelayItems<K>> {
     return relayBatch(this.#queues, kind, { limit, now: Date.now() / 1000, pass });
+  }
+
+  /**
+   * Removes the execution with its timers, trace steps and dedupe marks, and says what it
+   * removed; its outbox entries and spawn intents stay (they belong to the relay). Idempotent:
+   * a second call removes nothing, and an execution already absent (or expired) still has what
+   * it left behind removed. One DeleteItem, then per table a keys-only Query per page and a
+   * BatchWriteItem per 25 items.
+   *
+   * The execution item goes first: a commit that landed before is removed with it (the sweep
+   * reads strongly consistent pages after the delete), and one that comes after fails with
+   * {@linkcode StoreConflict} (`found: null`), as for any absent execution. Do not insert the
+   * same id again while its delete runs: the sweep may take the new execution's writes too.
+   * A trace step appended outside a commit (`appendTrace`, the Python store) after the sweep
+   * stays, as for any id.
+   *
+   * @example Deleting an execution for good
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 1e9 }] });
+   * const removed = await store.deleteExecution(exe.id);
+   * assert.deepEqual(removed, { execution: true, timers: 1, trace: 0, processed: 0 });
+   * assert.equal(await store.load(exe.id), null);
+   * ```
+   *
+   * @throws {TypeError} For an id DynamoDB would reject, before anything is sent.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deleteExecution(id: string): Promise<DeleteExecutionResult> {
+    this.#open("deleteExecution");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    try {
+      return await removeExecution(this.#executionReads, id);
+    } finally {
+      this.#ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
+      this.#chains.forget(id);
+    }
   }
 
   /**

@@ -36,6 +36,23 @@ export interface DynamoDBStoreOptions {
    * @default {null}
    */
   processedTtlSeconds?: number | null;
+  /**
+   * Retention of finished executions in seconds: a commit that leaves an execution `DONE`,
+   * `CANCELLED` or `FAILED` writes its `ttl` (now + this) in the same call, a commit that
+   * reopens it removes it, `ensureTables` enables TTL on the executions table, and every read
+   * treats an execution past its `ttl` as absent. A whole number of seconds from 1 to
+   * 315,360,000 (ten years); `null` keeps finished executions forever. Trace steps, timers and
+   * dedupe marks do not expire with it: see docs/retention.md.
+   * @default {null}
+   */
+  finishedTtlSeconds?: number | null;
+  /**
+   * The clock expiries are measured with, in epoch milliseconds (as `Date.now`): the `ttl` of
+   * finished executions and dedupe marks, and when reads count them as expired. For tests that
+   * let time pass; DynamoDB itself deletes expired items by its own clock.
+   * @default {Date.now}
+   */
+  now?: () => number;
   /** How many outbox (and spawn) seqs one counter call reserves for this store, 1 to 1,000,000. @default {1000} */
   seqBlockSize?: number;
   /** How often a commit is retried when DynamoDB reports a transaction conflict, 0 to 100. @default {8} */

@@ -54,22 +54,55 @@ export interface PolicyDocument {
 type Role = keyof ReturnType<typeof executionTables> | "state";
 
 // What each table needs, from the calls the stores make (tests/iam_test.ts records them).
-// CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only.
+// CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only. deleteExecution
+// (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace and processed.
+// The relay (#18) records failures (UpdateItem), drops dead letters (DeleteItem), reads and
+// writes the held targets (GetItem, UpdateItem on counters), and reads parked timers
+// (BatchGetItem on timers).
 const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelExecutions",
     roles: ["executions"],
-    actions: ["DescribeTable", "CreateTable", "GetItem", "BatchGetItem", "UpdateItem", "Scan"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "DescribeTimeToLive",
+      "UpdateTimeToLive",
+      "GetItem",
+      "BatchGetItem",
+      "UpdateItem",
+      "DeleteItem",
+      "Scan",
+    ],
   },
   {
     sid: "HarelOutboxAndSpawns",
     roles: ["outbox", "spawns"],
-    actions: ["DescribeTable", "CreateTable", "PutItem", "Scan", "BatchGetItem", "BatchWriteItem"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "PutItem",
+      "Scan",
+      "BatchGetItem",
+      "BatchWriteItem",
+      "UpdateItem",
+      "DeleteItem",
+    ],
   },
   {
     sid: "HarelTimers",
     roles: ["timers"],
-    actions: ["DescribeTable", "CreateTable", "PutItem", "DeleteItem", "Scan"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "PutItem",
+      "DeleteItem",
+      "Scan",
+      "Query",
+      "BatchWriteItem",
+      "UpdateItem",
+      "BatchGetItem",
+    ],
   },
   {
     sid: "HarelDedupeMarks",
@@ -82,12 +115,14 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
       "PutItem",
       "GetItem",
       "BatchGetItem",
+      "Query",
+      "BatchWriteItem",
     ],
   },
   {
     sid: "HarelCounters",
     roles: ["counters"],
-    actions: ["DescribeTable", "CreateTable", "UpdateItem"],
+    actions: ["DescribeTable", "CreateTable", "UpdateItem", "GetItem"],
   },
   {
     sid: "HarelTrace",
@@ -99,6 +134,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
       "DeleteItem",
       "ConditionCheckItem",
       "Query",
+      "BatchWriteItem",
     ],
   },
   {

@@ -5,13 +5,13 @@
  */
 import { claimCommit, planCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
 import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
+import { checkClock, checkFinishedTtl, secondsOf } from "./_retention.ts";
 import {
   checkExecutionStoreOptions,
   checkInteger,
   checkKey,
   checkOptions,
   checkTime,
-  describe,
   LIMITS,
 } from "./_validate.ts";
 import { encodeCursor } from "./cursor.ts";
@@ -23,6 +23,7 @@ import type {
   CommitChanges,
   CommitResult,
   DeadLetter,
+  DeleteExecutionResult,
   ExecutionStore,
   ListOptions,
   ListPage,
@@ -64,7 +65,13 @@ export interface MemoryStoreOptions {
   traceMax?: number;
   /** Lifetime of dedupe marks in seconds; `null` keeps them forever. @default {null} */
   processedTtlSeconds?: number | null;
-  /** The clock, in epoch milliseconds (for dedupe-mark expiry). @default {Date.now} */
+  /**
+   * Retention of finished (`DONE`, `CANCELLED`, `FAILED`) executions in seconds, as
+   * DynamoDBStore's; `null` keeps them forever.
+   * @default {null}
+   */
+  finishedTtlSeconds?: number | null;
+  /** The clock, in epoch milliseconds (for the expiry of dedupe marks and finished executions). @default {Date.now} */
   now?: () => number;
 }
 
@@ -95,6 +102,7 @@ export class MemoryStore implements ExecutionStore {
   readonly #tx: TxContext;
   readonly #now: () => number;
   readonly #executions = new Map<string, string>(); // id → data JSON
+  readonly #expiries = new Map<string, number>(); // id → ttl (epoch s) of a finished execution
   readonly #outbox = new Map<
     number,
     { targetId: string | null; event: string; sourceId: string } & Bookkeeping
@@ -115,10 +123,13 @@ export class MemoryStore implements ExecutionStore {
    * @param options Trace ring size, dedupe-mark lifetime and clock.
    */
   constructor(options: MemoryStoreOptions = {}) {
-    const { traceMax = 200, processedTtlSeconds = null, now = Date.now } = checkOptions(options);
-    if (typeof now !== "function") {
-      throw new TypeError(`now must be a function (epoch milliseconds), got ${describe(now)}`);
-    }
+    const {
+      traceMax = 200,
+      processedTtlSeconds = null,
+      finishedTtlSeconds = null,
+      now = Date.now,
+    } = checkOptions(options);
+    checkClock(now);
     const { traceMax: checked, processedTtl } = checkExecutionStoreOptions(
       traceMax,
       processedTtlSeconds,
@@ -130,6 +141,8 @@ export class MemoryStore implements ExecutionStore {
       traceMax: this.traceMax,
       processedTtl,
       timerShards: DEFAULT_TIMER_SHARDS,
+      finishedTtl: checkFinishedTtl(finishedTtlSeconds),
+      now,
     };
     this.#now = now;
   }
@@ -141,7 +154,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("load");
       checkKey("id", id, LIMITS.partitionKeyBytes);
-      const data = this.#executions.get(id);
+      const data = this.#live(id);
       return data === undefined ? null : JSON.parse(data);
     });
   }
@@ -202,13 +215,15 @@ export class MemoryStore implements ExecutionStore {
       // made without awaiting the first is refused, here as on DynamoDB.
       await Promise.resolve();
       this.#open("commit");
-      const stored = this.#executions.get(plan.id);
+      const stored = this.#live(plan.id, plan.now);
       const found = stored === undefined ? null : (JSON.parse(stored) as Execution).version;
       if (plan.expected === 0 ? found !== null : found !== plan.expected) {
         throw new StoreConflict(plan.id, plan.expected, found);
       }
       // Everything below is synchronous: no other call can see half of it.
       this.#executions.set(plan.id, plan.data);
+      if (plan.expiresAt === null) this.#expiries.delete(plan.id);
+      else this.#expiries.set(plan.id, plan.expiresAt);
       const outbox = plan.emits.map((emit) => {
         const seq = ++this.#seq;
         this.#outbox.set(seq, {
@@ -228,7 +243,7 @@ export class MemoryStore implements ExecutionStore {
         const ttl = this.#tx.processedTtl;
         this.#processed.set(
           keyOf(plan.id, plan.processedEventId),
-          ttl === null ? null : Math.floor(this.#now() / 1000) + ttl,
+          ttl === null ? null : Math.floor(plan.now) + ttl,
         );
       }
       for (const [path, fireAt] of plan.timers) {
@@ -248,6 +263,59 @@ export class MemoryStore implements ExecutionStore {
     if (this.#closed) throw new StoreClosed("MemoryStore", method);
   }
 
+  /** The execution's JSON unless it is absent or past its ttl (as DynamoDBStore reads it). */
+  #live(id: string, now: number = secondsOf(this.#now)): string | undefined {
+    const expiry = this.#expiries.get(id);
+    return expiry !== undefined && expiry <= now ? undefined : this.#executions.get(id);
+  }
+
+  /**
+   * Removes the execution with its timers, trace steps and dedupe marks, and says what it
+   * removed; outbox entries and spawn intents stay. Idempotent.
+   *
+   * @example Deleting an execution
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { newExecution } from "@harel/dynamodb";
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const store = new MemoryStore();
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.commit(exe, { processedEventId: "event-1", trace: { step: "created" } });
+   * assert.deepEqual(await store.deleteExecution(exe.id), {
+   *   execution: true,
+   *   timers: 0,
+   *   trace: 1,
+   *   processed: 1,
+   * });
+   * assert.equal(await store.load(exe.id), null);
+   * ```
+   */
+  deleteExecution(id: string): Promise<DeleteExecutionResult> {
+    return Promise.try(() => {
+      this.#open("deleteExecution");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const execution = this.#live(id) !== undefined;
+      this.#executions.delete(id);
+      this.#expiries.delete(id);
+      const removeUnder = (table: Map<string, unknown>) => {
+        let removed = 0;
+        for (const key of table.keys()) {
+          if (key.startsWith(`${id}\u0000`)) removed += Number(table.delete(key));
+        }
+        return removed;
+      };
+      const trace = this.#trace.get(id)?.size ?? 0;
+      this.#trace.delete(id);
+      return {
+        execution,
+        timers: removeUnder(this.#timers),
+        trace,
+        processed: removeUnder(this.#processed),
+      };
+    });
+  }
+
   /** The seed's append: at `index`, else the highest index (or -1) plus 1; trims our window. */
   #append(id: string, entry: string, index?: number): void {
     const ring = this.#trace.get(id) ?? new Map<number, string>();
@@ -265,10 +333,13 @@ export class MemoryStore implements ExecutionStore {
       this.#open("listExecutions");
       const table = this.#tx.tables.executions.name;
       const { after, limit, matches } = planListing(options, table);
+      const now = secondsOf(this.#now);
       const ids = [...this.#executions.keys()].sort().filter((id) => after === null || id > after);
       const items = [];
       for (const [i, id] of ids.entries()) {
-        const exe = JSON.parse(this.#executions.get(id)!) as Execution;
+        const data = this.#live(id, now); // an expired execution is skipped, as a filtered one
+        if (data === undefined) continue;
+        const exe = JSON.parse(data) as Execution;
         if (!matches(exe)) continue;
         items.push(summarize(exe));
         if (items.length === limit) {

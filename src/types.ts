@@ -435,6 +435,32 @@ export interface LoadForEventResult {
 }
 
 /**
+ * What `deleteExecution` removed: the execution item and how many of its timers, trace steps and
+ * dedupe marks. Its outbox entries and spawn intents stay (they belong to the relay).
+ *
+ * @example Reporting a deletion
+ * ```ts
+ * import type { DeleteExecutionResult, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function purge(store: ExecutionStore, id: string): Promise<string> {
+ *   const removed: DeleteExecutionResult = await store.deleteExecution(id);
+ *   return `${removed.execution ? "execution" : "no execution"}, ${removed.timers} timers, ` +
+ *     `${removed.trace} trace steps, ${removed.processed} dedupe marks`;
+ * }
+ * ```
+ */
+export interface DeleteExecutionResult {
+  /** Whether a live execution was removed (`false`: there was none, or only an expired one). */
+  execution: boolean;
+  /** How many of its timers were removed. */
+  timers: number;
+  /** How many of its trace steps were removed. */
+  trace: number;
+  /** How many of its dedupe marks were removed (expired ones included). */
+  processed: number;
+}
+
+/**
  * The execution store's contract: what `DynamoDBStore` and the memory twin
  * (`MemoryStore` from `@harel/dynamodb/testing`) both implement, with the same semantics.
  *
@@ -494,6 +520,11 @@ export interface ExecutionStore extends AsyncDisposable {
   readTrace(id: string): Promise<Record<string, unknown>[]>;
   /** Appends one trace step outside a commit. */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void>;
+  /**
+   * Removes the execution with its timers, trace steps and dedupe marks (not its outbox
+   * entries and spawns); idempotent. A commit that lands meanwhile is removed too.
+   */
+  deleteExecution(id: string): Promise<DeleteExecutionResult>;
   /** Releases what the store holds. */
   close(): Promise<void>;
 }

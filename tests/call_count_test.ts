@@ -77,6 +77,47 @@ Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent an
   });
 });
 
+Deno.test("with finishedTtlSeconds, a commit that finishes or reopens an execution is still one call, and deleteExecution is 4 + ceil(n / 25) per table", async () => {
+  using counting = countingClient();
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, {
+    prefix: uniqueName("calls"),
+    finishedTtlSeconds: 3600,
+    processedTtlSeconds: 3600,
+  });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "d", status: "RUNNING" });
+  await store.commit(exe, {
+    emits: [{ target: null, event: newEvent("warm") }],
+    spawns: [{ childId: "c0", rootPath: "r", context: {} }],
+    trace: { n: 0 },
+  });
+  for (const status of ["DONE", "RUNNING", "FAILED", "PENDING", "CANCELLED"] as const) {
+    exe.status = status;
+    calls.length = 0;
+    await store.commit(exe, {
+      emits: [{ target: "x", event: newEvent("e") }],
+      spawns: [{ childId: `c-${status}`, rootPath: "fork", context: {} }],
+      processedEventId: `event-${status}`,
+      timers: [{ action: "schedule", path: "a", fireAt: 100 }, { action: "cancel", path: "b" }],
+      trace: { status },
+    });
+    assert.deepEqual(calls, ["TransactWriteItemsCommand"], status);
+  }
+  calls.length = 0;
+  assert.deepEqual(await store.deleteExecution(exe.id), {
+    execution: true,
+    timers: 1,
+    trace: 6,
+    processed: 5,
+  });
+  assert.deepEqual(calls.sort(), [
+    ...Array(3).fill("BatchWriteItemCommand"),
+    "DeleteItemCommand",
+    ...Array(3).fill("QueryCommand"),
+  ]);
+});
+
 Deno.test("a traced commit of a new execution takes 2 calls with no cached trace end, and still continues a ring another writer started", async (t) => {
   using counting = countingClient();
   const { client, calls } = counting;
