@@ -8,7 +8,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { bySeq, Lowest } from "./_bounded.ts";
+import { Lowest } from "./_bounded.ts";
 import {
   batchGet,
   chunks,
@@ -74,6 +74,8 @@ const ERROR_CHARS = 1000;
 /** An outbox or spawn row as the keys-and-bookkeeping scan sees it. */
 interface Candidate {
   seq: number;
+  /** The seq as stored (DynamoDB's text of the number): what the bodies are found by. */
+  id: string;
   key: Item;
   attempts: number;
   /** Outbox: the target's key in the chains (see _outbox_chain.ts). */
@@ -120,7 +122,7 @@ async function outboxBatch(
   let oldestAt: number | null = null;
   // Everything (`Infinity`): the scan reads whole items, and no BatchGetItem is needed.
   const whole = limit === Infinity;
-  const bodies = new Map<number, Item>();
+  const bodies = new Map<string, Item>();
   const scan = (start: Item | undefined) =>
     client.send(
       new ScanCommand({
@@ -155,7 +157,7 @@ async function outboxBatch(
       }
       const hinted = holds.get(candidate.target);
       (hinted !== undefined && candidate.seq > hinted ? skipped : lowest).offer(candidate);
-      if (whole) bodies.set(candidate.seq, item);
+      if (whole) bodies.set(candidate.id, item);
     }
   }
   const clear = (c: Candidate) => !(c.seq > (held.get(c.target) ?? Infinity));
@@ -179,7 +181,7 @@ async function outboxOf(
 ): Promise<RelayItems<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
-  const found = new Map<number, Item>();
+  const found = new Map<string, Item>();
   const [holds] = await Promise.all([
     readHolds(q),
     eachConcurrently(
@@ -190,15 +192,16 @@ async function outboxOf(
           client,
           { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
           (responses) => {
-            for (const item of responses[table] ?? []) found.set(Number(item.seq?.N), item);
+            for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
           },
         ),
     ),
   ]);
   const candidates: Candidate[] = [];
   const held = new Set<string>();
-  for (const [seq, item] of [...found].sort(([a], [b]) => a - b)) {
-    const candidate = candidateOf(item);
+  const rows = [...found.values()].map((item) => ({ item, candidate: candidateOf(item) }));
+  for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
+    const seq = candidate.seq;
     const hinted = holds.get(candidate.target);
     if (item[FAILURE.unreadable]?.BOOL) continue;
     if (item[FAILURE.deadAt] !== undefined || !isDue(item, now) || held.has(candidate.target)) {
@@ -218,12 +221,12 @@ async function outboxOf(
 async function readOutboxBodies(
   q: QueueReads,
   candidates: Candidate[],
-  known = new Map<number, Item>(),
+  known = new Map<string, Item>(),
 ): Promise<RelayItems<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const bySeqs = new Map(candidates.map((c) => [c.seq, c]));
-  const waitsFor = new Map<number, number>(); // candidate seq → predecessor to look up
+  const waitsFor = new Map<string, number>(); // candidate id → predecessor to look up
   for (const c of candidates) {
     let prev = c.prev;
     // Through candidates of other targets (a hash collision links their chains) to the first
@@ -232,22 +235,24 @@ async function readOutboxBodies(
       prev = link.prev;
       link = prev ? bySeqs.get(prev) : undefined;
     }
-    if (prev && !bySeqs.has(prev)) waitsFor.set(c.seq, prev);
+    if (prev && !bySeqs.has(prev)) waitsFor.set(c.id, prev);
   }
-  const wanted = [
-    ...candidates.map((c) => c.seq).filter((seq) => !known.has(seq)),
-    ...[...waitsFor.values()].filter((seq) => !bySeqs.has(seq) && !known.has(seq)),
-  ];
+  // Predecessors are this module's seqs (safe integers): their text is the stored one.
+  const wanted = new Map<string, Item>();
+  for (const c of candidates) if (!known.has(c.id)) wanted.set(c.id, c.key);
+  for (const prev of waitsFor.values()) {
+    if (!known.has(String(prev))) wanted.set(String(prev), seqKey(prev));
+  }
   const found = new Map(known);
   await eachConcurrently(
-    chunks([...new Set(wanted)].sort(bySeq), LIMITS.batchGetKeys),
+    chunks([...wanted.values()], LIMITS.batchGetKeys),
     GET_CONCURRENCY,
     (chunk) =>
       batchGet(
         client,
-        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
+        { [table]: { Keys: chunk, ConsistentRead: consistent } },
         (responses) => {
-          for (const item of responses[table] ?? []) found.set(Number(item.seq?.N), item);
+          for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
         },
       ),
   );
@@ -256,11 +261,11 @@ async function readOutboxBodies(
   const blocked = new Set<string>();
   let oldestAt: number | null = null;
   for (const c of candidates) {
-    const body = found.get(c.seq);
+    const body = found.get(c.id);
     if (body === undefined) continue; // acknowledged since the scan
-    const prev = waitsFor.get(c.seq);
+    const prev = waitsFor.get(c.id);
     // A predecessor found is still pending (acknowledged ones are deleted): this entry waits.
-    if (blocked.has(c.target) || (prev !== undefined && found.has(prev))) {
+    if (blocked.has(c.target) || (prev !== undefined && found.has(String(prev)))) {
       blocked.add(c.target);
       continue;
     }
@@ -281,6 +286,7 @@ function candidateOf(item: Item): Candidate {
   const prev = item[OUTBOX.prevSeq]?.N;
   return {
     seq: Number(item[OUTBOX.seq]?.N),
+    id: item[OUTBOX.seq]?.N ?? "",
     key: { [OUTBOX.seq]: item[OUTBOX.seq]! },
     attempts: numberOf(item[FAILURE.attempts]) ?? 0,
     target: target?.S !== undefined
@@ -362,7 +368,7 @@ async function spawnBatch(
     }
   });
   const candidates = lowest.sorted();
-  const found = new Map<number, Item>();
+  const found = new Map<string, Item>();
   await eachConcurrently(
     chunks(candidates, LIMITS.batchGetKeys),
     GET_CONCURRENCY,
@@ -371,14 +377,14 @@ async function spawnBatch(
         client,
         { [table]: { Keys: chunk.map((c) => c.key), ConsistentRead: consistent } },
         (responses) => {
-          for (const item of responses[table] ?? []) found.set(Number(item.seq?.N), item);
+          for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
         },
       ),
   );
   const items: RelayItems<"spawns">["items"] = [];
   const unreadable: UnreadableRow<"spawns">[] = [];
   for (const c of candidates) {
-    const body = found.get(c.seq);
+    const body = found.get(c.id);
     if (body === undefined) continue;
     try {
       items.push({ item: spawnFromItem(body), attempts: c.attempts });
