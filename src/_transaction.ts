@@ -26,8 +26,8 @@ import {
   checkTime,
   describe,
   LIMITS,
-  toJson,
 } from "./_validate.ts";
+import { toJson } from "./_json.ts";
 import { type Execution, STATUSES } from "./documents.ts";
 import type { ExecutionTables } from "./table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
