@@ -2,14 +2,18 @@
 // that loads no SDK code, so that the in-memory twins (@harel/dynamodb/testing, which runs
 // without permissions) can share the layout and the commit's checks.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { numberText } from "./_json.ts";
 
 /** A stored item or key, as the SDK's low-level commands read and write it. */
 export type Item = Record<string, AttributeValue>;
 
 /** A string attribute. */
 export const S = (value: string): AttributeValue => ({ S: value });
-/** A number attribute for an integer (seqs, versions, epoch seconds, indexes). */
-export const N = (value: number): AttributeValue => ({ N: String(value) });
+/**
+ * A number attribute (seqs, versions, epoch seconds, indexes, hash values): DynamoDB's text of
+ * it, integers beyond 2^53 with their exact digits.
+ */
+export const N = (value: number): AttributeValue => ({ N: numberText(value) });
 
 /** Whether `error` is an Error named `name` (the SDK names its service errors this way). */
 export function isNamed(error: unknown, name: string): boolean {

@@ -3,9 +3,8 @@
 // equality guard on that double never matches it again, so the timer would fire on every
 // sweep. The guard instead matches every decimal that reads back as this very double.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-
-/** DynamoDB keeps a number's first 38 significant digits. */
-const MAX_DIGITS = 38;
+import { N } from "./_attributes.ts";
+import { fitsDigits } from "./_json.ts";
 
 /** A finite double as exactly `mantissa * 2 ** exponent`, plus its lowest bit (for ties). */
 function exact(x: number): { mantissa: bigint; exponent: number; odd: boolean } {
@@ -49,9 +48,7 @@ function midpoint(a: number, b: number): string | undefined {
     text = `${negative ? "-" : ""}${digits.slice(0, -k)}.${digits.slice(-k)}`
       .replace(/\.?0+$/, "");
   }
-  const significant = text.replace(/^-/, "").replace(".", "").replace(/^0+/, "")
-    .replace(/0+$/, "");
-  return significant.length > MAX_DIGITS ? undefined : text;
+  return fitsDigits(text) ? text : undefined;
 }
 
 /**
@@ -66,7 +63,7 @@ export function fireAtGuard(
   const lo = midpoint(neighbour(fireAt, -1), fireAt);
   const hi = midpoint(fireAt, neighbour(fireAt, 1));
   if (lo === undefined || hi === undefined) {
-    return { condition: "#f = :f", values: { ":f": { N: String(fireAt) } } };
+    return { condition: "#f = :f", values: { ":f": N(fireAt) } };
   }
   const [above, below] = exact(fireAt).odd ? [">", "<"] : [">=", "<="];
   return {

@@ -7,10 +7,9 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isNamed, type Item } from "./_dynamo.ts";
 import { STATE } from "./_layout.ts";
-import { numberText } from "./_state_values.ts";
 
-/** A number attribute: here also fractional (`now`) and stored numbers, in DynamoDB's text. */
-export const N = (value: number): AttributeValue => ({ N: numberText(value) });
+/** The number attribute, for the state store's writes that import it from here. */
+export { N } from "./_attributes.ts";
 /** Now in epoch seconds, fractional: what `ttl` is compared with. */
 export const nowSeconds = (): number => Date.now() / 1000;
 /** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */

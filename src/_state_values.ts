@@ -1,148 +1,11 @@
-// The one rule for what the hash-state store keeps, shared by DynamoDBStateStore and its twin:
-// how a value is checked before sending, how a hash field becomes a native DynamoDB value, and
-// how what other writers left (Python's JSON dialect, numbers beyond a double) reads back.
+// What the hash-state store keeps, shared by DynamoDBStateStore and its twin: how a hash field
+// (checked by _json.ts's rule) becomes a native DynamoDB value, how what other writers left
+// (Python's JSON dialect, numbers beyond a double) reads back, and the state store's arguments.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { N } from "./_attributes.ts";
 import { checkField, describe } from "./_validate.ts";
+import { ExactNumber, fitsDigits, isStorableNumber, plainValue } from "./_json.ts";
 import type { SetOptions } from "./types.ts";
-
-/** DynamoDB numbers: 38 significant digits, magnitudes in [1e-130, 1e126). */
-export const NUMBER_LIMITS = { digits: 38, min: 1e-130, max: 1e126 } as const;
-
-/** DynamoDB nests maps and lists at most 32 levels deep. */
-const MAX_DEPTH = 32;
-
-/**
- * Levels of maps and lists a hash field's value may hold. DynamoDB's 32 levels count the
- * item's `hash` Map (level 1) and the innermost value (a scalar or an empty map) as levels of
- * their own: DynamoDB Local refuses 31 nested maps under `hash`, takes 30.
- */
-const FIELD_DEPTH = MAX_DEPTH - 2;
-
-/**
- * A number as the text a DynamoDB `N` holds: integers beyond 2^53 as their exact decimal
- * digits (when 38 digits carry them), everything else as JavaScript's shortest round-trip form.
- */
-export function numberText(n: number): string {
-  if (Number.isInteger(n) && !Number.isSafeInteger(n)) {
-    const exact = BigInt(n).toString();
-    if (exact.replace(/^-/, "").replace(/0+$/, "").length <= NUMBER_LIMITS.digits) return exact;
-  }
-  return String(n);
-}
-
-/** Whether DynamoDB can store `n` as a number. */
-function storable(n: number): boolean {
-  const size = Math.abs(n);
-  return size === 0 || (size >= NUMBER_LIMITS.min && size < NUMBER_LIMITS.max);
-}
-
-/** A number token of legacy JSON whose digits are kept exactly when a key migrates. */
-class ExactNumber {
-  constructor(readonly text: string, readonly value: number) {}
-}
-
-/**
- * A value as the store keeps it: JSON's own view of it (`toJSON` honoured, `undefined`
- * properties dropped), refusing what JSON would silently change — Map, Set, BigInt, NaN,
- * ±Infinity, functions, symbols, `undefined` in arrays or on its own, cycles — with a
- * `TypeError` naming the path. `native` adds DynamoDB's own rules for a hash field (a number
- * in DynamoDB's range, at most 32 levels of nesting), as a `RangeError`. `where` (say, which
- * hash field) is added to the message.
- */
-export function plainValue(
-  field: string,
-  value: unknown,
-  native: boolean,
-  where = "",
-): unknown {
-  try {
-    return plainPath(field, value, native);
-  } catch (error) {
-    if (where && error instanceof Error) error.message += ` (${where})`;
-    throw error;
-  }
-}
-
-function plainPath(field: string, value: unknown, native: boolean): unknown {
-  const seen = new Set<object>();
-  const visit = (v: unknown, path: string, depth: number): unknown => {
-    if (
-      v !== null && typeof v === "object" &&
-      typeof (v as { toJSON?: unknown }).toJSON === "function"
-    ) {
-      v = (v as { toJSON: () => unknown }).toJSON();
-    }
-    switch (typeof v) {
-      case "string":
-      case "boolean":
-        return v;
-      case "number":
-        if (!Number.isFinite(v)) throw new TypeError(`${path} is ${v}, which JSON cannot carry`);
-        if (native && !storable(v)) {
-          throw new RangeError(
-            `${path} is ${v}; a DynamoDB number's magnitude must be 0 or from 1e-130 to below 1e126`,
-          );
-        }
-        return v;
-      case "object": {
-        if (v === null) return null;
-        if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof WeakSet) {
-          throw new TypeError(
-            `${path} is a ${v.constructor.name}, which JSON would store as {}; pass a plain object or an array`,
-          );
-        }
-        if (seen.has(v)) throw new TypeError(`${path} refers back to itself (a cycle)`);
-        if (native && depth >= FIELD_DEPTH) {
-          throw new RangeError(
-            `${path} nests deeper than ${FIELD_DEPTH} levels of maps and lists: DynamoDB's ${MAX_DEPTH} levels count the hash Map and the innermost value`,
-          );
-        }
-        seen.add(v);
-        let result: unknown;
-        if (Array.isArray(v)) {
-          // Array.from visits holes (`new Array(3)`, `[1, , 3]`) that map() would keep as
-          // holes: JSON, and so set(), reads them as null.
-          result = Array.from(v, (item, i) => {
-            if (!(i in v)) return null;
-            if (item === undefined) {
-              throw new TypeError(`${path}[${i}] is undefined, which JSON cannot carry`);
-            }
-            return visit(item, `${path}[${i}]`, depth + 1);
-          });
-        } else {
-          const out: Record<string, unknown> = {};
-          for (const [k, item] of Object.entries(v)) {
-            if (item === undefined) continue;
-            if (native && k === "") {
-              throw new TypeError(`${path} has an empty key "", which a DynamoDB map cannot hold`);
-            }
-            const plain = visit(item, `${path}.${k}`, depth + 1);
-            Object.defineProperty(out, k, {
-              value: plain,
-              enumerable: true,
-              writable: true,
-              configurable: true,
-            });
-          }
-          result = out;
-        }
-        seen.delete(v);
-        return result;
-      }
-      default:
-        throw new TypeError(`${path} is ${describe(v)}, which JSON cannot carry`);
-    }
-  };
-  return visit(value, field, 0);
-}
-
-/** JSON text of a plain value, the exact digits of legacy big numbers kept. */
-export function plainJson(plain: unknown): string {
-  return JSON.stringify(plain, (_key, v) => v instanceof ExactNumber ? rawJson(v.text) : v);
-}
-
-/** `JSON.rawJSON` (V8 has it; TypeScript's lib does not declare it yet). */
-const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
 
 /** A plain value (from {@linkcode plainValue} or legacy JSON) as a native DynamoDB value. */
 export function toAttribute(plain: unknown): AttributeValue {
@@ -154,19 +17,12 @@ export function toAttribute(plain: unknown): AttributeValue {
     case "boolean":
       return { BOOL: plain };
     case "number":
-      return { N: numberText(plain) };
+      return N(plain);
   }
   if (Array.isArray(plain)) return { L: plain.map(toAttribute) };
-  const map: Record<string, AttributeValue> = {};
-  for (const [k, v] of Object.entries(plain as object)) {
-    Object.defineProperty(map, k, {
-      value: toAttribute(v),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  return { M: map };
+  const map: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(plain as object)) setOwn(map, k, toAttribute(v));
+  return { M: map as Record<string, AttributeValue> };
 }
 
 /** An object with no prototype: a field named `toString` or `__proto__` is just a field. */
@@ -226,7 +82,7 @@ function parseJson(text: string, exact: boolean): { value: unknown } | undefined
     const source = context?.source;
     const big = Number.isInteger(v) && !Number.isSafeInteger(v);
     if (exact && big && source !== undefined && validNumberText(source)) {
-      return new ExactNumber(source, v);
+      return new ExactNumber(source);
     }
     return v;
   };
@@ -264,9 +120,7 @@ export function parseDocument(text: string): unknown {
 
 /** Whether a JSON number token can be a DynamoDB number as it is. */
 function validNumberText(source: string): boolean {
-  const digits = source.replace(/^-/, "").replace(/[eE].*$/, "").replace(".", "")
-    .replace(/^0+/, "").replace(/0+$/, "");
-  return digits.length <= NUMBER_LIMITS.digits && storable(Number(source));
+  return fitsDigits(source) && isStorableNumber(Number(source));
 }
 
 /**
@@ -305,7 +159,8 @@ export function legacyFields(
  * `set()` or `delete()` replaces it.
  */
 export function checkMigrating(key: string, field: string, plain: unknown): void {
-  const refuse = (what: string, kind: typeof TypeError = RangeError): never => {
+  const refuse = (what: string, error: unknown): never => {
+    const kind = error instanceof RangeError ? RangeError : TypeError;
     throw new kind(
       `key ${JSON.stringify(key)}: legacy field ${
         JSON.stringify(field)
@@ -315,30 +170,13 @@ export function checkMigrating(key: string, field: string, plain: unknown): void
   try {
     checkField(field, "its name");
   } catch (error) {
-    const kind = error instanceof RangeError ? RangeError : TypeError;
-    refuse(`has a name DynamoDB cannot store (${(error as Error).message})`, kind);
+    refuse(`has a name DynamoDB cannot store (${(error as Error).message})`, error);
   }
-  const visit = (v: unknown, depth: number): void => {
-    if (typeof v === "number" && !storable(v)) {
-      refuse(
-        `holds ${v}, which a DynamoDB number cannot carry (magnitude 0 or from 1e-130 to below 1e126)`,
-      );
-    }
-    if (typeof v === "object" && v !== null && !(v instanceof ExactNumber)) {
-      if (depth >= FIELD_DEPTH) {
-        refuse(
-          `nests deeper than ${FIELD_DEPTH} levels of maps and lists (DynamoDB's ${MAX_DEPTH} levels count the hash Map and the innermost value)`,
-        );
-      }
-      for (const [k, item] of Object.entries(v)) {
-        if (k === "" && !Array.isArray(v)) {
-          refuse(`holds an empty key "", which a DynamoDB map cannot hold`, TypeError);
-        }
-        visit(item, depth + 1);
-      }
-    }
-  };
-  visit(plain, 0);
+  try {
+    plainValue(JSON.stringify(field), plain, true);
+  } catch (error) {
+    refuse(`cannot be a DynamoDB value (${(error as Error).message})`, error);
+  }
 }
 
 /** Most seconds a TTL may run: the expiry must stay a number DynamoDB can store. */

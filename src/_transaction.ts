@@ -26,8 +26,8 @@ import {
   checkTime,
   describe,
   LIMITS,
-  toJson,
 } from "./_validate.ts";
+import { toJson } from "./_json.ts";
 import { type Execution, type Status, STATUSES } from "./documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "./table_specs.ts";

@@ -1,6 +1,7 @@
 // Input checks that run before anything is sent: DynamoDB would reject these half-way, or worse,
 // store something other than what the caller gave.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { isStorableNumber, NUMBER_RANGE } from "./_json.ts";
 
 const encoder = new TextEncoder();
 
@@ -50,15 +51,6 @@ export function checkField(field: unknown, name = "field"): string {
 export const MAX_EPOCH_SECONDS = 253_402_300_799;
 
 /**
- * Whether DynamoDB can store `value` as a number: 0, or a magnitude from 1e-130 up to (not
- * including) 1e126. A JS number never has more than DynamoDB's 38 significant digits.
- */
-export function isStorableNumber(value: number): boolean {
-  const size = Math.abs(value);
-  return Number.isFinite(value) && (size === 0 || (size >= 1e-130 && size < 1e126));
-}
-
-/**
  * A finite, non-negative number of seconds (an epoch time or a duration) that DynamoDB can
  * store, at most {@linkcode MAX_EPOCH_SECONDS}: a larger one is almost surely milliseconds
  * (`Date.now()`), which would fire thousands of years late.
@@ -76,7 +68,7 @@ export function checkTime(field: string, value: unknown): number {
   }
   if (!isStorableNumber(value)) {
     throw new RangeError(
-      `${field} is ${value}, which DynamoDB cannot store as a number (0, or 1e-130 to 1e126 in magnitude)`,
+      `${field} is ${value}, which DynamoDB cannot store as a number (${NUMBER_RANGE})`,
     );
   }
   return value;
@@ -128,59 +120,6 @@ export function describe(value: unknown): string {
   }
   if (Array.isArray(value)) return "an array";
   return `a ${typeof value}`;
-}
-
-/**
- * `JSON.stringify` that refuses what JSON cannot carry instead of silently changing it:
- * NaN and ±Infinity (would become null), BigInt, functions, symbols, `undefined` in
- * arrays, and cycles. The error names the path of the bad value.
- */
-export function toJson(field: string, value: unknown): string {
-  const seen = new Set<object>();
-  const visit = (v: unknown, path: string): unknown => {
-    switch (typeof v) {
-      case "string":
-      case "boolean":
-        return v;
-      case "number":
-        if (!Number.isFinite(v)) throw new TypeError(`${path} is ${v}, which JSON cannot carry`);
-        return v;
-      case "object": {
-        if (v === null) return v;
-        if (seen.has(v)) throw new TypeError(`${path} refers back to itself (a cycle)`);
-        const json = (v as { toJSON?: unknown }).toJSON;
-        if (typeof json === "function") return visit(json.call(v), path);
-        const proto = Object.getPrototypeOf(v);
-        if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
-          // A Map or Set would be stored as {}, a class instance without its class.
-          const kind = (proto as { constructor?: { name?: string } }).constructor?.name ||
-            "non-plain object";
-          throw new TypeError(
-            `${path} is a ${kind}, which JSON would store changed (as a plain object); convert it (e.g. Object.fromEntries, [...set])`,
-          );
-        }
-        seen.add(v);
-        if (Array.isArray(v)) {
-          v.forEach((item, i) => {
-            if (item === undefined) {
-              throw new TypeError(`${path}[${i}] is undefined, which JSON cannot carry`);
-            }
-            visit(item, `${path}[${i}]`);
-          });
-        } else {
-          for (const [k, item] of Object.entries(v)) {
-            if (item !== undefined) visit(item, `${path}.${k}`);
-          }
-        }
-        seen.delete(v);
-        return v;
-      }
-      default:
-        throw new TypeError(`${path} is ${describe(v)}, which JSON cannot carry`);
-    }
-  };
-  visit(value, field);
-  return JSON.stringify(value);
 }
 
 /**

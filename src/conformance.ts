@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "./documents.ts";
 import { InvalidCursor, StoreClosed, StoreConflict } from "./errors.ts";
 import { MAX_EPOCH_SECONDS } from "./_validate.ts";
+import { DOCUMENT_DEPTH } from "./_json.ts";
 import type {
   CommitChanges,
   ExecutionStore,
@@ -144,6 +145,56 @@ async function walk(store: ExecutionStore, options: ListOptions) {
   } while (cursor);
   return { seen, sizes };
 }
+
+/** One JSON rule for both stores: what each writer stores of a value at `v`, or refuses. */
+interface JsonRuleCase {
+  name: string;
+  value: unknown;
+  stored?: unknown;
+  refused?: [typeof TypeError, RegExp];
+}
+
+/** The cases of the one JSON rule, fresh: commit's documents, set() and hset() agree on each. */
+function jsonRuleCases(): JsonRuleCase[] {
+  class Money {
+    amount = 5;
+  }
+  const cycle: Record<string, unknown> = { a: 1 };
+  cycle.self = cycle;
+  return [
+    { name: "a class instance", value: new Money(), refused: [TypeError, /\.v is a Money/] },
+    { name: "a Date", value: new Date(0), stored: "1970-01-01T00:00:00.000Z" },
+    { name: "a toJSON()", value: { toJSON: () => ({ via: [1] }) }, stored: { via: [1] } },
+    { name: "a Map in an array", value: [1, new Map()], refused: [TypeError, /\.v\[1\] is a Map/] },
+    { name: "a cycle", value: cycle, refused: [TypeError, /\.v\.self refers back to itself/] },
+  ];
+}
+
+/** Writes `value` at `v` and checks it reads back, or is refused and nothing is written. */
+async function checkJsonRule(
+  { name, value, stored, refused }: JsonRuleCase,
+  write: (value: { v: unknown }) => Promise<unknown>,
+  read: () => Promise<unknown>,
+): Promise<void> {
+  if (refused === undefined) {
+    await write({ v: value });
+    assert.deepEqual(await read(), { v: stored }, name);
+    return;
+  }
+  const error = await rejection(write({ v: value }));
+  assert.ok(error instanceof refused[0] && refused[1].test(error.message), `${name}: ${error}`);
+  assert.equal(await read(), null, `${name}: nothing is written`);
+}
+
+/** `{ d: { d: ... {} } }`, `levels` objects deep. */
+function nestedObject(levels: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 1; i < levels; i++) value = { d: value };
+  return value;
+}
+
+/** A value nested deeper than JSON documents may be, refused naming the path. */
+const TOO_DEEP = new RegExp(`\\.d nests deeper than ${DOCUMENT_DEPTH} levels`);
 
 /**
  * Runs the execution-store conformance suite as steps of the calling test.
@@ -701,6 +752,29 @@ export async function executionStoreConformance(
     await assert.rejects(store.load(""), TypeError);
     assert.deepEqual(await snapshotStore(store, [exe.id]), before);
   });
+  await step(
+    "documents follow the one JSON rule: classes refused, toJSON applied, cycles and depth named",
+    async (store) => {
+      for (const rule of jsonRuleCases()) {
+        const exe = newExecution({ definition_id: "d" });
+        await checkJsonRule(
+          rule,
+          (context) => store.commit({ ...exe, context }),
+          async () => (await store.load(exe.id))?.context ?? null,
+        );
+      }
+      // The execution is the first level, its context the second.
+      const exe = newExecution({ definition_id: "d", context: nestedObject(DOCUMENT_DEPTH - 1) });
+      await store.commit(exe);
+      assert.deepEqual((await store.load(exe.id))?.context, exe.context);
+      const deeper = newExecution({ definition_id: "d", context: nestedObject(DOCUMENT_DEPTH) });
+      await assert.rejects(
+        store.commit(deeper),
+        (e) => e instanceof RangeError && TOO_DEEP.test(e.message),
+      );
+      assert.equal(await store.load(deeper.id), null);
+    },
+  );
 }
 
 /**
@@ -1009,6 +1083,29 @@ export async function stateStoreConformance(
       await assert.rejects(store.hset("h", "deeper", [deep]), RangeError);
       await assert.rejects(store.hset("h", "empty", { "": 1 }), TypeError);
       assert.deepEqual(Object.keys(await store.hgetall("h")).sort(), ["deep", "holes"]);
+    },
+  );
+
+  await step(
+    "values follow the one JSON rule of commit(): classes refused, toJSON applied, cycles and depth named",
+    async ({ store }) => {
+      for (const rule of jsonRuleCases()) {
+        await checkJsonRule(rule, (value) => store.set("s", value), () => store.get("s"));
+        await checkJsonRule(
+          rule,
+          (value) => store.hset("h", "f", value),
+          () => store.hget("h", "f"),
+        );
+        await store.delete("s");
+        await store.delete("h");
+      }
+      await store.set("deep", nestedObject(DOCUMENT_DEPTH));
+      assert.deepEqual(await store.get("deep"), nestedObject(DOCUMENT_DEPTH));
+      await assert.rejects(
+        store.set("deeper", nestedObject(DOCUMENT_DEPTH + 1)),
+        (e) => e instanceof RangeError && TOO_DEEP.test(e.message),
+      );
+      assert.equal(await store.exists("deeper"), false);
     },
   );
 

@@ -387,6 +387,9 @@ export class DynamoDBStore implements ExecutionStore {
    * `exe.version` is unchanged and nothing of the commit is written. Input DynamoDB would
    * reject is refused with a `TypeError`/`RangeError` before anything is sent, and so is a
    * second commit of the same object while the first has not settled (a missing `await`).
+   * Documents are stored as `JSON.stringify` sees them (`toJSON` applied), by the same rule
+   * as `DynamoDBStateStore.set`: what JSON would silently change (class instances, Map, Set,
+   * BigInt, NaN, functions, cycles) and nesting past 500 levels are refused, naming the path.
    *
    * @example Handling an event
    * ```ts

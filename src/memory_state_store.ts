@@ -20,14 +20,14 @@ import {
   decodeValue,
   fieldRecord,
   legacyFields,
-  plainJson,
-  plainValue,
   setOwn,
   setTtl,
   stateEntries,
   type StateEntry as Entry,
   toAttribute,
 } from "./_state_values.ts";
+import { N } from "./_attributes.ts";
+import { plainValue, toJson } from "./_json.ts";
 import { StoreClosed } from "./errors.ts";
 import { globMatch } from "./glob.ts";
 import type { SetOptions, StateStore } from "./types.ts";
@@ -65,7 +65,7 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
     [STATE.updatedAt]: { N: "1000000000" },
   };
   if (entry.value !== undefined) item[STATE.value] = { S: entry.value };
-  if (entry.ttl !== undefined) item[STATE.ttl] = { N: String(entry.ttl) };
+  if (entry.ttl !== undefined) item[STATE.ttl] = N(entry.ttl);
   if (entry.hash) {
     const map: Record<string, AttributeValue> = {};
     for (const [field, json] of entry.hash) {
@@ -142,7 +142,7 @@ export class MemoryStateStore implements StateStore {
     if (!entry) return undefined;
     if (entry.hash) return entry.hash;
     const legacy = legacyFields(entry.value, true);
-    return legacy && new Map(Object.entries(legacy).map(([k, v]) => [k, plainJson(v)]));
+    return legacy && new Map(Object.entries(legacy).map(([k, v]) => [k, JSON.stringify(v)]));
   }
 
   /** Stores `entry` at `key` unless it would be over 400 KB. */
@@ -170,7 +170,7 @@ export class MemoryStateStore implements StateStore {
       this.#open("set");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       const ttl = setTtl(options);
-      const entry: Entry = { value: plainJson(plainValue("value", value, false)) };
+      const entry: Entry = { value: toJson("value", value) };
       if (ttl !== undefined) entry.ttl = Math.ceil(this.#seconds() + ttl);
       this.#store(key, entry, `set ${JSON.stringify(key.slice(0, 40))}`);
     });
@@ -284,7 +284,7 @@ export class MemoryStateStore implements StateStore {
         `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
       );
     }
-    return new Map(Object.entries(legacy).map(([k, v]) => [k, plainJson(v)]));
+    return new Map(Object.entries(legacy).map(([k, v]) => [k, JSON.stringify(v)]));
   }
 
   /** The entry after a hash write: a legacy one migrates (its fields must be storable). */
@@ -304,7 +304,7 @@ export class MemoryStateStore implements StateStore {
       this.#open("hset");
       checkKey("key", key, LIMITS.partitionKeyBytes);
       checkField(field);
-      const json = plainJson(
+      const json = JSON.stringify(
         plainValue("value", value, true, `hash field ${JSON.stringify(field)}`),
       );
       const entry = this.#live(key);

@@ -28,12 +28,11 @@ import {
   fromAttribute,
   fromMap,
   legacyFields,
-  plainJson,
-  plainValue,
   setOwn,
   setTtl,
   toAttribute,
 } from "./_state_values.ts";
+import { plainValue, toJson } from "./_json.ts";
 import { connectStore, type DynamoDBSender } from "./connect.ts";
 import { type Item, pages, S } from "./_dynamo.ts";
 import { globMatch } from "./glob.ts";
@@ -230,8 +229,9 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
    * included — like Redis SET. With `ttl`, the key expires after that many seconds.
-   * Values JSON would silently change (Map, Set, BigInt, NaN, functions) and items over
-   * 400 KB are refused before anything is sent.
+   * The value is stored as `JSON.stringify` sees it (`toJSON` applied): what JSON would
+   * silently change (class instances, Map, Set, BigInt, NaN, functions, cycles), nesting past
+   * 500 levels and items over 400 KB are refused, naming the path, before anything is sent.
    *
    * @example Setting a value with a TTL
    * ```ts
@@ -243,7 +243,7 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
    * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0 (at most
-   *   1e125), or an item over 400 KB.
+   *   1e125), a value nested too deep, or an item over 400 KB.
    * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
@@ -252,7 +252,7 @@ export class DynamoDBStateStore implements StateStore {
     const ttl = setTtl(options);
     const item: Item = {
       [STATE.key]: S(key),
-      [STATE.value]: S(plainJson(plainValue("value", value, false))),
+      [STATE.value]: S(toJson("value", value)),
       [STATE.updatedAt]: N(Math.floor(nowSeconds())),
     };
     if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(nowSeconds() + ttl));
