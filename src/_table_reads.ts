@@ -1,7 +1,7 @@
 // The execution store's reads and deletes that walk a whole table: the relay tables (lowest
 // seqs, acknowledgements) and the timers (due timers by the index or by a scan, and the
 // index's backfill), and the claim of one due timer. Memory grows with the `limit` asked for,
-// never with the table.
+// never with the table (deleting another writer's odd seq may scan it, holding one page).
 import {
   DeleteItemCommand,
   QueryCommand,
@@ -24,7 +24,8 @@ import {
 } from "./_dynamo.ts";
 import { seqKey, TIMER, timerFromItem, timerKey } from "./_layout.ts";
 import { TIMER_INDEX, timerShard } from "./_timer_index.ts";
-import { checkInteger, LIMITS } from "./_validate.ts";
+import { isReadFromTable } from "./_table_seqs.ts";
+import { checkInteger, describe, isStorableNumber, LIMITS } from "./_validate.ts";
 import type { DynamoDBSender } from "./connect.ts";
 import { IndexNotFound } from "./tables.ts";
 import type { Timer } from "./types.ts";
@@ -88,7 +89,11 @@ export async function lowestSeqItems(
   });
 }
 
-/** Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed. */
+/**
+ * Deletes seq-keyed items in parallel batches of 25, retrying what comes back unprocessed.
+ * `seq` must be seqs this module writes (safe non-negative integers), unless it is a batch a
+ * relay read from the table (marked by `readFromTable`): that is deleted whatever the seqs.
+ */
 export async function deleteSeqs(
   client: DynamoDBSender,
   table: string,
@@ -96,17 +101,66 @@ export async function deleteSeqs(
   seq: number | number[],
 ): Promise<void> {
   const given = Array.isArray(seq) ? seq : [seq];
+  const asStored = isReadFromTable(seq);
   // Checked before removing duplicates, so the error names the caller's own position.
-  given.forEach((s, i) =>
-    checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
-  );
+  given.forEach((s, i) => {
+    const field = Array.isArray(seq) ? `seq[${i}]` : "seq";
+    if (!asStored) checkInteger(field, s, 0, Number.MAX_SAFE_INTEGER);
+    else if (typeof s !== "number" || !isStorableNumber(s)) {
+      throw new RangeError(`${field} must be a number DynamoDB can store, got ${describe(s)}`);
+    }
+  });
   const seqs = [...new Set(given)];
+  const odd = seqs.filter((s) => !isOwnSeq(s));
   // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
   await eachConcurrently(
-    chunks(seqs, LIMITS.batchWriteItems),
+    chunks(odd.length ? seqs.filter(isOwnSeq) : seqs, LIMITS.batchWriteItems),
     WRITE_CONCURRENCY,
     (batch) =>
       batchWrite(client, table, batch.map((s) => ({ DeleteRequest: { Key: { [key]: N(s) } } }))),
+  );
+  if (odd.length) await deleteOddSeqs(client, table, key, odd);
+}
+
+/** A seq as this module writes them: a safe non-negative integer, whose text is its key. */
+function isOwnSeq(seq: number): boolean {
+  return Number.isSafeInteger(seq) && seq >= 0;
+}
+
+/**
+ * Deletes the items of seqs another writer stored (negative, fractional, past 2^53). Each is
+ * first deleted by the number's own text; one stored with more digits than a double holds
+ * (`12345678901234567890123` reads as 1.2345678901234568e22) is not found that way, and is
+ * found by a keys-only scan and deleted by its exact stored key.
+ */
+async function deleteOddSeqs(
+  client: DynamoDBSender,
+  table: string,
+  key: string,
+  seqs: number[],
+): Promise<void> {
+  const missed = new Set<number>();
+  await eachConcurrently(seqs, WRITE_CONCURRENCY, async (seq) => {
+    const { Attributes } = await client.send(
+      new DeleteItemCommand({ TableName: table, Key: { [key]: N(seq) }, ReturnValues: "ALL_OLD" }),
+    );
+    if (!Attributes) missed.add(seq);
+  });
+  if (missed.size === 0) return;
+  const exact: Item[] = [];
+  await scanAll(client, {
+    TableName: table,
+    ProjectionExpression: "#k",
+    ExpressionAttributeNames: { "#k": key },
+  }, (items) => {
+    for (const item of items) {
+      if (missed.has(Number(item[key]?.N))) exact.push({ [key]: item[key]! });
+    }
+  });
+  await eachConcurrently(
+    chunks(exact, LIMITS.batchWriteItems),
+    WRITE_CONCURRENCY,
+    (batch) => batchWrite(client, table, batch.map((Key) => ({ DeleteRequest: { Key } }))),
   );
 }
 

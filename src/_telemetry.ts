@@ -19,6 +19,7 @@ export const ATTR = {
   retries: "harel.commit.retries",
   delivered: "harel.relay.delivered",
   failed: "harel.relay.failed",
+  lag: "harel.relay.lag_seconds",
 } as const;
 
 let enabled = true;

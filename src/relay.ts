@@ -5,15 +5,21 @@
  * @module
  */
 import { readLimit } from "./_bounded.ts";
+import { isNamed } from "./_attributes.ts";
+import { currentPass, Pass, runPass } from "./_relay_pass.ts";
+import { readFromTable } from "./_table_seqs.ts";
 import { ATTR, withSpan } from "./_telemetry.ts";
 import { pythonFloatRepr } from "./_py_repr.ts";
 import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
 import { type Event, newEvent } from "./documents.ts";
+import { StoreClosed } from "./errors.ts";
 import type { ExecutionStore, OutboxEntry, PendingSpawn, Timer } from "./types.ts";
 
 /**
  * What one relay or sweep pass did. Entries counted in neither (held behind a failure of
  * the same target, or not started before the signal aborted) stay pending for the next pass.
+ * The pass's span (`relayOutbox`, `relaySpawns`, `sweepTimers`) carries the same figures:
+ * `harel.relay.delivered`, `harel.relay.failed` and, when known, `harel.relay.lag_seconds`.
  *
  * @example Logging a pass
  * ```ts
@@ -21,7 +27,7 @@ import type { ExecutionStore, OutboxEntry, PendingSpawn, Timer } from "./types.t
  * import { MemoryStore } from "@harel/dynamodb/testing";
  *
  * const report: RelayReport = await relayOutbox(new MemoryStore(), async () => {});
- * console.log(`${report.delivered} delivered, ${report.failed} failed`);
+ * console.log(`${report.delivered} delivered, ${report.failed} failed, lag ${report.lagSeconds} s`);
  * ```
  */
 export interface RelayReport {
@@ -29,6 +35,14 @@ export interface RelayReport {
   delivered: number;
   /** Entries whose callback threw: they stay pending and come again next pass. */
   failed: number;
+  /**
+   * How far behind the relay is: the age in seconds of the oldest pending entry this pass
+   * read, delivered or not. Outbox: now minus the event's `created_time` (an ISO time; one
+   * without an offset is UTC). Timers: the sweep's `now` minus the earliest due `fireAt`.
+   * `null` when nothing was pending or no entry says when it was made (spawn intents carry no
+   * time; neither do events without `created_time`).
+   */
+  lagSeconds: number | null;
 }
 
 /**
@@ -50,7 +64,12 @@ export interface RelayOptions {
   concurrency?: number;
   /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
   signal?: AbortSignal;
-  /** Called with each error a callback throws (the entry stays pending). @default {undefined} */
+  /**
+   * Called with each error a callback throws, an Error or not (the entry stays pending). If
+   * `onError` itself throws, the pass stops as if aborted (nothing new starts, what is running
+   * finishes, what was delivered is acknowledged) and then rejects with what it threw.
+   * @default {undefined}
+   */
   onError?: (error: unknown) => void;
 }
 
@@ -150,7 +169,7 @@ async function relayOutboxPass(
   store: ExecutionStore,
   deliver: (entry: OutboxEntry) => Promise<void>,
   options: RelayOptions,
-): Promise<RelayReport> {
+): Promise<PassCounts> {
   const { limit, concurrency, signal, onError } = checkOptions("deliver", deliver, options);
   if (signal?.aborted) return { delivered: 0, failed: 0 };
   const entries = await store.pendingOutbox({ limit });
@@ -229,7 +248,7 @@ async function relaySpawnsPass(
   store: ExecutionStore,
   start: (spawn: PendingSpawn) => Promise<void>,
   options: RelayOptions,
-): Promise<RelayReport> {
+): Promise<PassCounts> {
   const { limit, concurrency, signal, onError } = checkOptions("start", start, options);
   if (signal?.aborted) return { delivered: 0, failed: 0 };
   const spawns = await store.pendingSpawns({ limit });
@@ -292,7 +311,7 @@ async function sweepTimersPass(
   store: ExecutionStore,
   fire: (timer: Timer, event: Event) => Promise<void>,
   options: SweepOptions,
-): Promise<RelayReport> {
+): Promise<PassCounts> {
   const { limit, concurrency, signal, onError } = checkOptions("fire", fire, options);
   const now = checkTime("now", options.now ?? Date.now() / 1000);
   if (signal?.aborted) return { delivered: 0, failed: 0 };
@@ -317,10 +336,30 @@ async function sweepTimersPass(
   return report;
 }
 
-/** Runs one pass in a span named after its runner, with what the pass did as attributes. */
-function inSpan(name: string, pass: () => Promise<RelayReport>): Promise<RelayReport> {
+/** What a pass body counts; the rest of its {@linkcode RelayReport} comes from its helpers. */
+type PassCounts = Omit<RelayReport, "lagSeconds">;
+
+/**
+ * Runs one pass in a span named after its runner, with what the pass did as attributes. The
+ * pass settles only when nothing it started still runs: whatever its body did, the
+ * acknowledgements it owes are flushed first. It rejects with the body's error, else with what
+ * stopped it (a throwing `onError`), else with a failed acknowledgement.
+ */
+function inSpan(name: string, body: () => Promise<PassCounts>): Promise<RelayReport> {
   return withSpan(name, {}, async (span) => {
-    const report = await pass();
+    const pass = new Pass(name);
+    let counts: PassCounts | undefined, failure: { error: unknown } | null = null;
+    try {
+      counts = await runPass(pass, body);
+    } catch (error) {
+      failure = { error };
+    }
+    const unacknowledged = await pass.settle();
+    const lagSeconds = pass.lagSeconds;
+    if (lagSeconds !== null) span.setAttribute(ATTR.lag, lagSeconds);
+    failure ??= pass.failure ?? unacknowledged;
+    if (failure) throw failure.error;
+    const report = { ...counts!, lagSeconds };
     span.setAttributes({ [ATTR.delivered]: report.delivered, [ATTR.failed]: report.failed });
     return report;
   });
@@ -333,52 +372,86 @@ interface CheckedOptions {
   onError: ((error: unknown) => void) | undefined;
 }
 
-function checkOptions(field: string, callback: unknown, options: RelayOptions): CheckedOptions {
+/**
+ * The options, checked. In a pass, `signal` also aborts when the pass is stopped and
+ * `onError` never throws (what it throws stops the pass); a sweep's `now` is the pass's clock.
+ */
+function checkOptions(
+  field: string,
+  callback: unknown,
+  options: RelayOptions & { now?: unknown },
+): CheckedOptions {
   if (typeof callback !== "function") {
     throw new TypeError(`${field} must be a function, got ${describe(callback)}`);
   }
   if (options === null || typeof options !== "object") {
     throw new TypeError(`options must be an object, got ${describe(options)}`);
   }
-  const { concurrency = 16, signal, onError } = options;
+  const { concurrency = 16, signal, onError, now } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
   }
   if (onError !== undefined && typeof onError !== "function") {
     throw new TypeError(`onError must be a function, got ${describe(onError)}`);
   }
-  return {
+  const checked = {
     limit: readLimit({ limit: options.limit }),
     concurrency: checkInteger("concurrency", concurrency, 1, 1000),
     signal,
     onError,
   };
+  const pass = currentPass();
+  if (!pass) return checked;
+  if (typeof now === "number" && Number.isFinite(now)) pass.setClock(now);
+  return { ...checked, signal: pass.signal(signal), onError: pass.guard(onError) };
 }
 
-/** Runs `task` on every item, `lanes` at a time, starting nothing new once `signal` aborts. */
+/**
+ * Runs `task` on every item, `lanes` at a time, starting nothing new once `signal` aborts.
+ * The items are what the pass read, so they give its lag. A task that throws stops the pass
+ * (it rejects with that error once every lane has finished); `inLanes` itself resolves only
+ * when no task still runs.
+ */
 async function inLanes<T>(
   items: T[],
   lanes: number,
   signal: AbortSignal | undefined,
   task: (item: T) => Promise<void>,
 ): Promise<void> {
+  const pass = currentPass();
+  pass?.saw(items);
   let next = 0;
+  let failure = null as { error: unknown } | null;
   const lane = async () => {
-    while (next < items.length && !signal?.aborted) await task(items[next++]!);
+    while (next < items.length && !signal?.aborted && !failure) {
+      try {
+        await task(items[next++]!);
+      } catch (error) {
+        failure ??= { error };
+        pass?.stop(error);
+      }
+    }
   };
   await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+  if (failure && !pass) throw failure.error;
 }
 
 /**
  * Acknowledges seqs in batches of one BatchWriteItem (25), a few batches in flight; `add`
- * waits when too many are, so a fast pass does not flood the client's sockets.
+ * waits when too many are, so a fast pass does not flood the client's sockets. The seqs are
+ * acknowledged as read from the table, whatever another writer stored; a batch the store
+ * refuses as input is split until the seq it refuses fails alone. In a pass, the pass flushes
+ * it before settling even if the body did not.
  */
 class Acks {
   #batch: number[] = [];
   readonly #inFlight = new Set<Promise<void>>();
   #error: { cause: unknown } | null = null;
+  readonly #pass = currentPass();
 
-  constructor(readonly ack: (seqs: number[]) => Promise<void>) {}
+  constructor(readonly ack: (seqs: number[]) => Promise<void>) {
+    this.#pass?.owe(this);
+  }
 
   async add(seq: number): Promise<void> {
     this.#batch.push(seq);
@@ -390,7 +463,7 @@ class Acks {
   /** Sends what is left and waits for every batch; rejects with the first failure. */
   async flush(): Promise<void> {
     this.#send();
-    await Promise.all(this.#inFlight);
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
     if (this.#error) throw this.#error.cause;
   }
 
@@ -398,9 +471,40 @@ class Acks {
     if (this.#batch.length === 0) return;
     const seqs = this.#batch;
     this.#batch = [];
-    const sent: Promise<void> = this.ack(seqs).catch((error) => {
-      this.#error ??= { cause: error };
-    }).finally(() => this.#inFlight.delete(sent));
+    const sent: Promise<void> = this.#acknowledge(seqs)
+      .finally(() => this.#inFlight.delete(sent));
     this.#inFlight.add(sent);
   }
+
+  async #acknowledge(seqs: number[]): Promise<void> {
+    try {
+      await this.ack(readFromTable(seqs));
+    } catch (error) {
+      if (seqs.length > 1 && refusesInput(error)) {
+        const half = seqs.length >> 1;
+        await Promise.all([
+          this.#acknowledge(seqs.slice(0, half)),
+          this.#acknowledge(seqs.slice(half)),
+        ]);
+      } else {
+        this.#error ??= { cause: this.#inFlightAtClose(error) };
+      }
+    }
+  }
+
+  /**
+   * An acknowledgement follows the pass's read, so a store that refuses it as closed was
+   * closed while the pass ran: say to await the pass, not to make a new store.
+   */
+  #inFlightAtClose(error: unknown): unknown {
+    if (!(error instanceof StoreClosed) || error.inFlight) return error;
+    const step = this.#pass ? `${error.method}() of ${this.#pass.name}()` : `${error.method}()`;
+    return new StoreClosed(error.store, step, { inFlight: true, cause: error });
+  }
+}
+
+/** Whether a store refused an acknowledgement for what it was given (a seq), not for a failure. */
+function refusesInput(error: unknown): boolean {
+  return error instanceof RangeError || error instanceof TypeError ||
+    isNamed(error, "ValidationException");
 }

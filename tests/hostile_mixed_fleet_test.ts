@@ -63,7 +63,7 @@ Deno.test("entries a Python worker wrote with NaN in their JSON read as null, an
       delivered.push(entry.event.kind);
       return Promise.resolve();
     });
-    assert.deepEqual(report, { delivered: 2, failed: 0 });
+    assert.deepEqual([report.delivered, report.failed], [2, 0]);
     assert.deepEqual(delivered.sort(), ["ours", "scored"]);
   });
   await t.step("pendingSpawns() reads a context with -Infinity", async () => {
