@@ -111,15 +111,15 @@ export async function deleteSeqs(
     }
   });
   const seqs = [...new Set(given)];
-  const odd = seqs.filter((s) => !isOwnSeq(s));
   // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
   await eachConcurrently(
-    chunks(odd.length ? seqs.filter(isOwnSeq) : seqs, LIMITS.batchWriteItems),
+    chunks(seqs, LIMITS.batchWriteItems),
     WRITE_CONCURRENCY,
     (batch) =>
       batchWrite(client, table, batch.map((s) => ({ DeleteRequest: { Key: { [key]: N(s) } } }))),
   );
-  if (odd.length) await deleteOddSeqs(client, table, key, odd);
+  const inexact = seqs.filter((s) => !isOwnSeq(s) && mayBeInexact(s));
+  if (inexact.length) await deleteByStoredKey(client, table, key, inexact);
 }
 
 /** A seq as this module writes them: a safe non-negative integer, whose text is its key. */
@@ -128,25 +128,28 @@ function isOwnSeq(seq: number): boolean {
 }
 
 /**
- * Deletes the items of seqs another writer stored (negative, fractional, past 2^53). Each is
- * first deleted by the number's own text; one stored with more digits than a double holds
- * (`12345678901234567890123` reads as 1.2345678901234568e22) is not found that way, and is
- * found by a keys-only scan and deleted by its exact stored key.
+ * Whether `seq` may stand for a stored number its text does not spell: one with more digits
+ * than a double holds (`12345678901234567890123` reads as 1.2345678901234568e22). A number of
+ * at most 15 significant digits always reads back as itself.
  */
-async function deleteOddSeqs(
+function mayBeInexact(seq: number): boolean {
+  const digits = String(Math.abs(seq)).replace(/e.*$/, "").replace(".", "")
+    .replace(/^0+/, "").replace(/0+$/, "");
+  return digits.length > 15;
+}
+
+/**
+ * Deletes the items whose stored seq reads as one of `seqs`, by their exact stored key, found
+ * by a keys-only scan (the relay's read is such a scan too). For another writer's seqs only:
+ * a row whose seq has more digits than a double holds is deleted by no other key.
+ */
+async function deleteByStoredKey(
   client: DynamoDBSender,
   table: string,
   key: string,
   seqs: number[],
 ): Promise<void> {
-  const missed = new Set<number>();
-  await eachConcurrently(seqs, WRITE_CONCURRENCY, async (seq) => {
-    const { Attributes } = await client.send(
-      new DeleteItemCommand({ TableName: table, Key: { [key]: N(seq) }, ReturnValues: "ALL_OLD" }),
-    );
-    if (!Attributes) missed.add(seq);
-  });
-  if (missed.size === 0) return;
+  const wanted = new Set(seqs);
   const exact: Item[] = [];
   await scanAll(client, {
     TableName: table,
@@ -154,7 +157,7 @@ async function deleteOddSeqs(
     ExpressionAttributeNames: { "#k": key },
   }, (items) => {
     for (const item of items) {
-      if (missed.has(Number(item[key]?.N))) exact.push({ [key]: item[key]! });
+      if (wanted.has(Number(item[key]?.N))) exact.push({ [key]: item[key]! });
     }
   });
   await eachConcurrently(
