@@ -196,7 +196,19 @@ export class MissingSetup extends TypeError {
   }
 }
 
-/** Options of {@linkcode StoreClosed}. */
+/**
+ * Options of {@linkcode StoreClosed}.
+ *
+ * @example The error of a call still running at close()
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { StoreClosed, type StoreClosedOptions } from "@harel/dynamodb";
+ *
+ * const options: StoreClosedOptions = { inFlight: true };
+ * const error = new StoreClosed("DynamoDBStore", "its Scan request", options);
+ * assert.match(error.message, /await it before close\(\)/);
+ * ```
+ */
 export interface StoreClosedOptions extends ErrorOptions {
   /**
    * The refused request belongs to a call begun before `close()` that was still running (an
