@@ -36,9 +36,11 @@ export class ClientOwnership {
   }
 
   /**
-   * `client` behind a gate every call goes through: once closed, a call is refused
-   * ({@linkcode StoreClosed} naming the command) instead of letting the SDK reopen sockets on
-   * a destroyed client (or keep using one the caller still owns).
+   * `client` behind a gate every request goes through: once closed, a request is refused
+   * instead of letting the SDK reopen sockets on a destroyed client (or keep using one the
+   * caller still owns). Every public method passes {@linkcode open} first, so a request the
+   * gate refuses belongs to a call that was still running at `close()`: the
+   * {@linkcode StoreClosed} says to await it, naming the request.
    */
   gate(client: DynamoDBSender): DynamoDBSender {
     const send = client.send as (...args: unknown[]) => Promise<unknown>;
@@ -47,7 +49,11 @@ export class ClientOwnership {
         ((command: { constructor: { name: string } }, ...rest: unknown[]) =>
           this.#closed
             ? Promise.reject(
-              new StoreClosed(this.store, command.constructor.name.replace(/Command$/, "")),
+              new StoreClosed(
+                this.store,
+                `its ${command.constructor.name.replace(/Command$/, "")} request`,
+                { inFlight: true },
+              ),
             )
             : send.call(client, command, ...rest)) as DynamoDBSender["send"],
     };

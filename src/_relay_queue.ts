@@ -712,10 +712,18 @@ function earliest(a: number | null, b: number | null | undefined): number | null
   return a === null || b < a ? b : a;
 }
 
-/** An event's `created_time` (ISO 8601) in epoch seconds, when it has a readable one. */
-function createdTime(value: unknown): number | null {
-  if (typeof value !== "string") return null;
-  const ms = Date.parse(value);
+/**
+ * An event's `created_time` in epoch seconds: ISO 8601 as Python's `isoformat()` or JS's
+ * `toISOString()` writes it; without an offset it is UTC (what harel engines write). Anything
+ * else is null.
+ */
+export function createdTime(text: unknown): number | null {
+  if (typeof text !== "string") return null;
+  const match = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d(?:\.\d+)?)?)(Z|[+-]\d\d:?\d\d)?$/i
+    .exec(text.trim());
+  if (!match) return null;
+  const [, date, time, offset] = match;
+  const ms = Date.parse(`${date}T${time}${offset ?? "Z"}`);
   return Number.isFinite(ms) ? ms / 1000 : null;
 }
 

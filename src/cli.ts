@@ -11,6 +11,15 @@
  * Exit codes: 0 done, 1 a runtime error (DynamoDB unreachable, a missing table, an unknown
  * execution), 2 a usage error.
  *
+ * `outbox` and `timers` read in memory bounded by `--limit` (default 100), whatever the
+ * backlog: the backlog is counted, the oldest (soonest) `--limit` rows are kept. An outbox row
+ * another writer stored oddly (an event that is not JSON) is shown flagged, with its raw text.
+ *
+ * The endpoint is `--endpoint`, else `$DYNAMODB_ENDPOINT`, else AWS. An empty or blank
+ * `--endpoint ""` is a usage error (an unset variable in a script must not mean "production");
+ * an empty `DYNAMODB_ENDPOINT=` counts as unset (the shell idiom), so it means AWS, and a blank
+ * one is a usage error.
+ *
  * @example Running the CLI from code (as the tests do)
  * ```ts
  * import assert from "node:assert/strict";
@@ -23,21 +32,16 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import {
-  type DynamoDBClient,
-  QueryCommand,
-  ScanCommand,
-  type ScanCommandInput,
-} from "@aws-sdk/client-dynamodb";
+import { type DynamoDBClient, QueryCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { buildClient, checkSetup } from "./connect.ts";
-import { isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
-import { OUTBOX, TIMER, timerFromItem } from "./_layout.ts";
+import { isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
+import { TIMER, timerFromItem } from "./_layout.ts";
+import { oldestOutbox, type OutboxRow, soonestTimers } from "./_cli_reads.ts";
 import type { Timer } from "./types.ts";
 import { type Status, STATUSES } from "./documents.ts";
 import { DynamoDBStateStore } from "./state_store.ts";
 import { DynamoDBStore } from "./execution_store.ts";
 import { MissingSetup } from "./errors.ts";
-import { parseDocument } from "./_state_values.ts";
 import { leastPrivilegePolicy } from "./iam_policy.ts";
 
 export { leastPrivilegePolicy, type PolicyDocument, type PolicyOptions } from "./iam_policy.ts";
@@ -50,14 +54,16 @@ Commands:
   show ID              an execution: its document, trace and armed timers
   delete ID --yes      delete an execution with its timers, trace and dedupe marks
                        (not its outbox entries and spawns); --json needs no --yes
-  outbox [--limit N]   the outbox backlog (and pending spawns) and its oldest entries
+  outbox [--limit N]   the outbox backlog (and pending spawns) and its N oldest entries
+                       (default 100); an entry whose event is not JSON is flagged
   timers [--due] [--limit N]
-                       armed timers, soonest first (--due: only those due now)
+                       armed timers, the N soonest (default 100; --due: only those due now)
   ensure-tables        create the missing tables (execution store and state store)
   policy [--account A] the least-privilege IAM policy for --prefix (JSON)
 
 Options:
-  --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS)
+  --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
+                       --endpoint is an error, an empty DYNAMODB_ENDPOINT counts as unset
   --region R           AWS region (default: $AWS_REGION; us-east-1 with an endpoint)
   --prefix P           table prefix (default: harel)
   --state-table T      the state store's table (default: harel_state)
@@ -203,14 +209,15 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
         "marks for good: run it again with --yes (or with --json, for scripts)",
     );
   }
-  const limit = parseLimit(values.limit, command === "executions" ? 20 : 10);
+  const limit = parseLimit(values.limit, command === "executions" ? 20 : 100);
   const status = parseStatuses(values.status);
+  const endpoint = endpointOf(values);
   // Checked before any request: a bad prefix is a usage error, not a runtime one.
   const store = usage(() => new DynamoDBStore(PLACEHOLDER, { prefix }));
   usage(() => new DynamoDBStateStore(PLACEHOLDER, { tableName: stateTable }));
   const tables = store.tables;
 
-  const client = await connect(values);
+  const client = await connect(endpoint, values);
   try {
     const reader = new DynamoDBStore(client, { prefix });
     if (command === "executions") {
@@ -294,48 +301,30 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
     } else if (command === "outbox") {
       const outbox = await count(client, tables.outbox.name);
       const spawns = await count(client, tables.spawns.name);
-      const oldest = (await scanAll(client, { TableName: tables.outbox.name }))
-        .map((item) => ({
-          // Read leniently (no JSON text shows as no event; Python's NaN as null): this command is for looking.
-          seq: Number(item[OUTBOX.seq]?.N),
-          targetId: item[OUTBOX.targetId]?.S ?? null,
-          event: parseDocument(item[OUTBOX.event]?.S ?? "null") as
-            | { id?: string; kind?: string }
-            | null,
-        }))
-        .sort((a, b) => a.seq - b.seq)
-        .slice(0, limit);
+      const oldest = await onTable(
+        tables.outbox.name,
+        oldestOutbox(client, tables.outbox.name, limit),
+      );
       if (json) return print({ outbox, spawns, oldest });
       out(`outbox backlog: ${outbox} entries; pending spawns: ${spawns}`);
       if (oldest.length) {
         out(`oldest ${oldest.length}:`);
-        out(indent(table(
-          ["SEQ", "TARGET", "EVENT", "EVENT ID"],
-          oldest.map((e) => [
-            String(e.seq),
-            e.targetId ?? "(broadcast)",
-            e.event?.kind ?? "",
-            e.event?.id ?? "",
-          ]),
-        )));
+        out(indent(table(["SEQ", "TARGET", "EVENT", "EVENT ID"], oldest.map(outboxCells))));
+        const unreadable = oldest.filter((row) => row.unreadable !== undefined).length;
+        if (unreadable) {
+          out(`${unreadable} of them unreadable (raw text shown; --json says why)`);
+        }
       }
     } else if (command === "timers") {
       const now = Date.now() / 1000;
-      const input: ScanCommandInput = { TableName: tables.timers.name };
-      if (values.due) {
-        Object.assign(input, {
-          FilterExpression: "#f <= :now",
-          ExpressionAttributeNames: { "#f": TIMER.fireAt },
-          ExpressionAttributeValues: { ":now": N(now) },
-        });
-      }
-      const all = (await scanAll(client, input)).map(timerFromItem)
-        .sort((a, b) => a.fireAt - b.fireAt || a.executionId.localeCompare(b.executionId));
-      const timers = all.slice(0, limit);
-      if (json) return print({ total: all.length, timers });
+      const { total, timers } = await onTable(
+        tables.timers.name,
+        soonestTimers(client, tables.timers.name, { limit, dueAt: values.due ? now : undefined }),
+      );
+      if (json) return print({ total, timers });
       out(
-        `${all.length} ${values.due ? "due" : "armed"} timers${
-          all.length > timers.length ? `; the ${timers.length} soonest:` : ""
+        `${total} ${values.due ? "due" : "armed"} timers${
+          total > timers.length ? `; the ${timers.length} soonest:` : ""
         }`,
       );
       if (timers.length) out(timerTable(timers, now));
@@ -344,7 +333,7 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable();
       const names = [...Object.values(tables).map((spec) => spec.name), stateTable];
       if (json) return print({ tables: names });
-      out(`tables ready: ${names.join(", ")}`);
+      out(`tables ready (${endpoint ? `at ${endpoint}` : "on AWS"}): ${names.join(", ")}`);
     }
   } finally {
     client.destroy();
@@ -389,12 +378,38 @@ function parseStatuses(text: string | boolean | undefined): Status[] | undefined
   return statuses as Status[];
 }
 
-/** A client for the options: one quick try per request, since an operator is waiting. */
-async function connect(values: Values): Promise<DynamoDBClient> {
-  const endpoint = values.endpoint as string | undefined ?? envVar("DYNAMODB_ENDPOINT") ?? null;
+/**
+ * The endpoint to use: `--endpoint`, else `$DYNAMODB_ENDPOINT`, else null (AWS). An explicit
+ * empty `--endpoint` is refused, never taken as AWS; an empty variable counts as unset (the
+ * shell idiom), a blank one is refused.
+ */
+function endpointOf(values: Values): string | null {
+  const given = values.endpoint;
+  if (typeof given === "string") {
+    if (given.trim() === "") {
+      throw new UsageError(
+        `--endpoint is empty (${JSON.stringify(given)}): pass a URL, or leave --endpoint out ` +
+          "to use $DYNAMODB_ENDPOINT, or AWS when that is unset",
+      );
+    }
+    return given;
+  }
+  const variable = envVar("DYNAMODB_ENDPOINT");
+  if (variable === undefined || variable === "") return null;
+  if (variable.trim() === "") {
+    throw new UsageError(
+      `DYNAMODB_ENDPOINT is blank (${JSON.stringify(variable)}): set it to a URL, or unset it ` +
+        "to use AWS",
+    );
+  }
+  return variable;
+}
+
+/** A client for `endpoint` (null: AWS): one quick try per request, since an operator is waiting. */
+async function connect(endpoint: string | null, values: Values): Promise<DynamoDBClient> {
   const client = usage(() =>
     buildClient({
-      endpoint: endpoint || null,
+      endpoint,
       region: values.region as string | undefined,
       requestTimeoutMs: 10_000,
       clientConfig: { maxAttempts: 2 },
@@ -425,8 +440,11 @@ function envVar(name: string): string | undefined {
 }
 
 function describeFailure(error: unknown, values: Values): string {
-  const where = values.endpoint ?? envVar("DYNAMODB_ENDPOINT") ?? "AWS";
   if (isUnreachable(error)) {
+    let where = "AWS";
+    try {
+      where = endpointOf(values) ?? "AWS";
+    } catch { /* refused before connecting: not this failure */ }
     return `cannot reach DynamoDB at ${where}: ${(error as Error).message || String(error)}`;
   }
   return error instanceof Error ? error.message : String(error);
@@ -444,18 +462,6 @@ async function onTable<T>(tableName: string, work: Promise<T>): Promise<T> {
       { cause: error },
     );
   }
-}
-
-function scanAll(client: DynamoDBClient, input: ScanCommandInput): Promise<Item[]> {
-  return onTable(input.TableName!, scanPages(client, input));
-}
-
-async function scanPages(client: DynamoDBClient, input: ScanCommandInput): Promise<Item[]> {
-  const items: Item[] = [];
-  const scan = (start: Item | undefined) =>
-    client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
-  for await (const page of pages(scan)) items.push(...page.Items ?? []);
-  return items;
 }
 
 function queryAll(
@@ -489,6 +495,33 @@ async function countPages(client: DynamoDBClient, tableName: string): Promise<nu
     );
   for await (const page of pages(scan)) total += page.Count ?? 0;
   return total;
+}
+
+/** An outbox row's cells; an unreadable one shows its raw text, quoted and cut short. */
+function outboxCells(row: OutboxRow): string[] {
+  const seq = row.seqText ?? String(row.seq);
+  const target = row.targetId ?? "(broadcast)";
+  if (row.unreadable !== undefined) {
+    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60)];
+  }
+  return [seq, target, cell(row.event?.kind), cell(row.event?.id)];
+}
+
+/**
+ * A document field as a table cell: a plain string as it is; anything else, or a string with
+ * control characters (a newline, a terminal escape another writer stored), as JSON.
+ */
+function cell(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  // deno-lint-ignore no-control-regex
+  if (typeof value === "string" && !/[\u0000-\u001f\u007f]/.test(value)) return value;
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** `text` as JSON (quoted, escapes visible), cut to about `max` characters. */
+function shorten(text: string, max: number): string {
+  const quoted = JSON.stringify(text);
+  return quoted.length <= max ? quoted : `${quoted.slice(0, max - 4)}..."`;
 }
 
 function timerTable(timers: Timer[], now = Date.now() / 1000): string {

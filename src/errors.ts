@@ -197,8 +197,32 @@ export class MissingSetup extends TypeError {
 }
 
 /**
+ * Options of {@linkcode StoreClosed}.
+ *
+ * @example The error of a call still running at close()
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { StoreClosed, type StoreClosedOptions } from "@harel/dynamodb";
+ *
+ * const options: StoreClosedOptions = { inFlight: true };
+ * const error = new StoreClosed("DynamoDBStore", "its Scan request", options);
+ * assert.match(error.message, /await it before close\(\)/);
+ * ```
+ */
+export interface StoreClosedOptions extends ErrorOptions {
+  /**
+   * The refused request belongs to a call begun before `close()` that was still running (an
+   * `await` missing before `close()`), not to a call made after it.
+   * @default {false}
+   */
+  inFlight?: boolean;
+}
+
+/**
  * The store was closed: `close()` (or `await using`) ended it, and it refuses every call
- * after that instead of reopening connections. Make a new store to go on.
+ * after that instead of reopening connections. A call made after `close()` says to make a
+ * new store; a call that was still running at `close()` (`inFlight`: a relay pass or a read
+ * not awaited) says to await it before `close()`.
  *
  * @example Telling a closed store from other failures
  * ```ts
@@ -210,22 +234,38 @@ export class MissingSetup extends TypeError {
  * try {
  *   await store.save(newExecution({ definition_id: "d" }));
  * } catch (error) {
- *   if (error instanceof StoreClosed) console.log(error.message);
+ *   if (error instanceof StoreClosed) console.log(error.inFlight, error.message);
  * }
  * ```
  */
 export class StoreClosed extends Error {
   /** Always `"StoreClosed"`. */
   override name = "StoreClosed";
+  /** The store's class name, e.g. `"DynamoDBStore"`. */
+  readonly store: string;
+  /** What was refused: the method called, or (`inFlight`) the request or step that came after `close()`. */
+  readonly method: string;
+  /** Whether the refused call was begun before `close()` and still running, rather than made after it. */
+  readonly inFlight: boolean;
 
   /**
-   * Builds the error for a call made after `close()`.
+   * Builds the error for a call made after `close()`, or (`inFlight`) one still running at it.
    *
    * @param store The store's class name, e.g. `"DynamoDBStore"`.
-   * @param method The method that was called.
+   * @param method The method that was called, or the request of a running call that was refused.
+   * @param options `inFlight`, and a `cause`.
    */
-  constructor(store: string, method: string) {
-    super(`${store}.${method}() was called after the store was closed; make a new store`);
+  constructor(store: string, method: string, options?: StoreClosedOptions) {
+    const inFlight = options?.inFlight ?? false;
+    super(
+      inFlight
+        ? `${store}: a call was still running when the store was closed: await it before close() (refused: ${method})`
+        : `${store}.${method}() was called after the store was closed; make a new store`,
+      options,
+    );
+    this.store = store;
+    this.method = method;
+    this.inFlight = inFlight;
   }
 }
 

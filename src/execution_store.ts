@@ -277,6 +277,7 @@ export class DynamoDBStore implements ExecutionStore {
    *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
   async ensureTables(): Promise<void> {
+    this.#open("ensureTables");
     const { timers } = this.tables;
     await Promise.all(
       Object.values(this.tables).map((spec) =>

@@ -5,6 +5,9 @@
  * @module
  */
 import { readLimit } from "./_bounded.ts";
+import { isNamed } from "./_attributes.ts";
+import { currentPass, Pass, runPass } from "./_relay_pass.ts";
+import { readFromTable } from "./_table_seqs.ts";
 import { ATTR, withSpan } from "./_telemetry.ts";
 import { pythonFloatRepr } from "./_py_repr.ts";
 import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
@@ -19,11 +22,13 @@ import type {
   Timer,
   UnreadableRow,
 } from "./types.ts";
-import { UnreadableEntry } from "./errors.ts";
+import { StoreClosed, UnreadableEntry } from "./errors.ts";
 
 /**
  * What one relay or sweep pass did. Entries counted in neither (held behind a failure of
  * the same target, or not started before the signal aborted) stay pending for the next pass.
+ * The pass's span (`relayOutbox`, `relaySpawns`, `sweepTimers`) carries the same figures:
+ * `harel.relay.delivered`, `harel.relay.failed` and, when known, `harel.relay.lag_seconds`.
  *
  * @example Logging a pass
  * ```ts
@@ -31,7 +36,7 @@ import { UnreadableEntry } from "./errors.ts";
  * import { MemoryStore } from "@harel/dynamodb/testing";
  *
  * const report: RelayReport = await relayOutbox(new MemoryStore(), async () => {});
- * console.log(`${report.delivered} delivered, ${report.failed} failed`);
+ * console.log(`${report.delivered} delivered, ${report.failed} failed, lag ${report.lagSeconds} s`);
  * ```
  */
 export interface RelayReport {
@@ -46,8 +51,10 @@ export interface RelayReport {
    */
   setAside: number;
   /**
-   * Relay lag: the age in seconds of the oldest pending entry this pass saw (timers: how late
-   * the earliest due timer is), or `null` when it saw none (or none says when it was written).
+   * Relay lag, an operator's first question: the age in seconds of the oldest pending entry
+   * this pass saw, delivered or not (outbox and spawns: since it was committed, or since its
+   * event's `created_time` for rows of writers that do not record it; timers: the sweep's `now`
+   * minus the earliest due `fireAt`). `null` when nothing was pending or nothing says when.
    */
   lagSeconds: number | null;
 }
@@ -71,7 +78,12 @@ export interface RelayOptions {
   concurrency?: number;
   /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
   signal?: AbortSignal;
-  /** Called with each error a callback throws (the entry stays pending). @default {undefined} */
+  /**
+   * Called with each error a callback throws, an Error or not (the entry stays pending). If
+   * `onError` itself throws, the pass stops as if aborted (nothing new starts, what is running
+   * finishes, what was delivered is acknowledged) and then rejects with what it threw.
+   * @default {undefined}
+   */
   onError?: (error: unknown) => void;
   /**
    * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000.
@@ -488,17 +500,31 @@ function failures<K extends RelayKind>(
   };
 }
 
-/** Runs one pass in a span named after its runner, with what the pass did as attributes. */
-function inSpan(name: string, pass: () => Promise<RelayReport>): Promise<RelayReport> {
+/**
+ * Runs one pass in a span named after its runner, with what the pass did as attributes. The
+ * pass settles only when nothing it started still runs: whatever its body did, the
+ * acknowledgements it owes are flushed first. It rejects with the body's error, else with what
+ * stopped it (a throwing `onError`), else with a failed acknowledgement.
+ */
+function inSpan(name: string, body: () => Promise<RelayReport>): Promise<RelayReport> {
   return withSpan(name, {}, async (span) => {
-    const report = await pass();
+    const pass = new Pass(name);
+    let report: RelayReport | undefined, failure: { error: unknown } | null = null;
+    try {
+      report = await runPass(pass, body);
+    } catch (error) {
+      failure = { error };
+    }
+    const unacknowledged = await pass.settle();
+    failure ??= pass.failure ?? unacknowledged;
+    if (failure) throw failure.error;
     span.setAttributes({
-      [ATTR.delivered]: report.delivered,
-      [ATTR.failed]: report.failed,
-      [ATTR.setAside]: report.setAside,
+      [ATTR.delivered]: report!.delivered,
+      [ATTR.failed]: report!.failed,
+      [ATTR.setAside]: report!.setAside,
     });
-    if (report.lagSeconds !== null) span.setAttribute(ATTR.lag, report.lagSeconds);
-    return report;
+    if (report!.lagSeconds !== null) span.setAttribute(ATTR.lag, report!.lagSeconds);
+    return report!;
   });
 }
 
@@ -509,7 +535,15 @@ interface CheckedOptions {
   onError: ((error: unknown) => void) | undefined;
 }
 
-function checkOptions(field: string, callback: unknown, options: RelayOptions): CheckedOptions {
+/**
+ * The options, checked. In a pass, `signal` also aborts when the pass is stopped and
+ * `onError` never throws (what it throws stops the pass); a sweep's `now` is the pass's clock.
+ */
+function checkOptions(
+  field: string,
+  callback: unknown,
+  options: RelayOptions,
+): CheckedOptions {
   if (typeof callback !== "function") {
     throw new TypeError(`${field} must be a function, got ${describe(callback)}`);
   }
@@ -523,38 +557,62 @@ function checkOptions(field: string, callback: unknown, options: RelayOptions): 
   if (onError !== undefined && typeof onError !== "function") {
     throw new TypeError(`onError must be a function, got ${describe(onError)}`);
   }
-  return {
+  const checked = {
     limit: readLimit({ limit: options.limit }),
     concurrency: checkInteger("concurrency", concurrency, 1, 1000),
     signal,
     onError,
   };
+  const pass = currentPass();
+  if (!pass) return checked;
+  return { ...checked, signal: pass.signal(signal), onError: pass.guard(onError) };
 }
 
-/** Runs `task` on every item, `lanes` at a time, starting nothing new once `signal` aborts. */
+/**
+ * Runs `task` on every item, `lanes` at a time, starting nothing new once `signal` aborts.
+ * A task that throws stops the pass
+ * (it rejects with that error once every lane has finished); `inLanes` itself resolves only
+ * when no task still runs.
+ */
 async function inLanes<T>(
   items: T[],
   lanes: number,
   signal: AbortSignal | undefined,
   task: (item: T) => Promise<void>,
 ): Promise<void> {
+  const pass = currentPass();
   let next = 0;
+  let failure = null as { error: unknown } | null;
   const lane = async () => {
-    while (next < items.length && !signal?.aborted) await task(items[next++]!);
+    while (next < items.length && !signal?.aborted && !failure) {
+      try {
+        await task(items[next++]!);
+      } catch (error) {
+        failure ??= { error };
+        pass?.stop(error);
+      }
+    }
   };
   await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+  if (failure && !pass) throw failure.error;
 }
 
 /**
  * Acknowledges seqs in batches of one BatchWriteItem (25), a few batches in flight; `add`
- * waits when too many are, so a fast pass does not flood the client's sockets.
+ * waits when too many are, so a fast pass does not flood the client's sockets. The seqs are
+ * acknowledged as read from the table, whatever another writer stored; a batch the store
+ * refuses as input is split until the seq it refuses fails alone. In a pass, the pass flushes
+ * it before settling even if the body did not.
  */
 class Acks {
   #batch: number[] = [];
   readonly #inFlight = new Set<Promise<void>>();
   #error: { cause: unknown } | null = null;
+  readonly #pass = currentPass();
 
-  constructor(readonly ack: (seqs: number[]) => Promise<void>) {}
+  constructor(readonly ack: (seqs: number[]) => Promise<void>) {
+    this.#pass?.owe(this);
+  }
 
   async add(seq: number): Promise<void> {
     this.#batch.push(seq);
@@ -566,7 +624,7 @@ class Acks {
   /** Sends what is left and waits for every batch; rejects with the first failure. */
   async flush(): Promise<void> {
     this.#send();
-    await Promise.all(this.#inFlight);
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
     if (this.#error) throw this.#error.cause;
   }
 
@@ -574,9 +632,40 @@ class Acks {
     if (this.#batch.length === 0) return;
     const seqs = this.#batch;
     this.#batch = [];
-    const sent: Promise<void> = this.ack(seqs).catch((error) => {
-      this.#error ??= { cause: error };
-    }).finally(() => this.#inFlight.delete(sent));
+    const sent: Promise<void> = this.#acknowledge(seqs)
+      .finally(() => this.#inFlight.delete(sent));
     this.#inFlight.add(sent);
   }
+
+  async #acknowledge(seqs: number[]): Promise<void> {
+    try {
+      await this.ack(readFromTable(seqs));
+    } catch (error) {
+      if (seqs.length > 1 && refusesInput(error)) {
+        const half = seqs.length >> 1;
+        await Promise.all([
+          this.#acknowledge(seqs.slice(0, half)),
+          this.#acknowledge(seqs.slice(half)),
+        ]);
+      } else {
+        this.#error ??= { cause: this.#inFlightAtClose(error) };
+      }
+    }
+  }
+
+  /**
+   * An acknowledgement follows the pass's read, so a store that refuses it as closed was
+   * closed while the pass ran: say to await the pass, not to make a new store.
+   */
+  #inFlightAtClose(error: unknown): unknown {
+    if (!(error instanceof StoreClosed) || error.inFlight) return error;
+    const step = this.#pass ? `${error.method}() of ${this.#pass.name}()` : `${error.method}()`;
+    return new StoreClosed(error.store, step, { inFlight: true, cause: error });
+  }
+}
+
+/** Whether a store refused an acknowledgement for what it was given (a seq), not for a failure. */
+function refusesInput(error: unknown): boolean {
+  return error instanceof RangeError || error instanceof TypeError ||
+    isNamed(error, "ValidationException");
 }

@@ -1,8 +1,10 @@
 // The operator CLI end to end: `deno run src/cli.ts ...` against the test DynamoDB.
 import assert from "node:assert/strict";
+import { BatchWriteItemCommand, PutItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution } from "../mod.ts";
 import { leastPrivilegePolicy } from "../src/cli.ts";
-import { endpoint, uniqueName } from "./_env.ts";
+import { endpoint, testClient, uniqueName } from "./_env.ts";
+import { seedOutbox } from "./_heap.ts";
 
 const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 
@@ -13,11 +15,20 @@ interface Run {
 }
 
 /** Runs the CLI with the permissions the README gives it, and DYNAMODB_ENDPOINT set. */
-async function cli(...args: string[]): Promise<Run> {
+function cli(...args: string[]): Promise<Run> {
+  return cliWith({}, ...args);
+}
+
+/** Runs the CLI as {@linkcode cli} does, with more `env` and a heap of at most `heapMb`. */
+async function cliWith(
+  { env = {}, heapMb }: { env?: Record<string, string>; heapMb?: number },
+  ...args: string[]
+): Promise<Run> {
   const { code, stdout, stderr } = await new Deno.Command("deno", {
     args: [
       "run",
       "--no-prompt",
+      ...(heapMb ? [`--v8-flags=--max-old-space-size=${heapMb}`] : []),
       "--allow-net",
       "--allow-env",
       "--allow-read",
@@ -25,7 +36,7 @@ async function cli(...args: string[]): Promise<Run> {
       CLI,
       ...args,
     ],
-    env: { DYNAMODB_ENDPOINT: endpoint(), NO_COLOR: "1" },
+    env: { DYNAMODB_ENDPOINT: endpoint(), NO_COLOR: "1", ...env },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -202,5 +213,132 @@ Deno.test("the CLI's policy is the least-privilege policy for the prefix", async
         /^arn:aws:dynamodb:\*:123456789012:table\/(prod_\w+|harel_state)$/.test(arn)
       )
     ),
+  );
+});
+
+Deno.test("outbox shows a row whose event is not JSON, flagged with its raw text, and exits 0", async () => {
+  const prefix = uniqueName("cli_odd");
+  ok(await cli("ensure-tables", "--prefix", prefix));
+  using client = testClient();
+  const rows: [string, string | undefined][] = [
+    ["1", JSON.stringify(newEvent("fine"))],
+    ["2", "{not json"],
+    ["3", undefined],
+    ["4", "[1, 2]"],
+    // More digits than a double holds: shown by its stored key.
+    ["12345678901234567890123", JSON.stringify(newEvent("huge"))],
+  ];
+  for (const [seq, event] of rows) {
+    await client.send(
+      new PutItemCommand({
+        TableName: `${prefix}_outbox`,
+        Item: { seq: { N: seq }, target_id: { S: "t" }, ...(event ? { event: { S: event } } : {}) },
+      }),
+    );
+  }
+  const listed = JSON.parse(ok(await cli("outbox", "--prefix", prefix, "--json")));
+  assert.equal(listed.outbox, 5);
+  const [fine, notJson, missing, notObject, huge] = listed.oldest;
+  assert.equal(huge.seqText, "12345678901234567890123");
+  assert.equal(huge.event.kind, "huge");
+  assert.equal(fine.event.kind, "fine");
+  assert.equal(fine.unreadable, undefined);
+  assert.equal(notJson.seq, 2);
+  assert.equal(notJson.event, null);
+  assert.match(notJson.unreadable, /not JSON/);
+  assert.equal(notJson.raw, "{not json");
+  assert.match(missing.unreadable, /no event/);
+  assert.match(notObject.unreadable, /not a JSON object/);
+  assert.equal(notObject.raw, "[1, 2]");
+  const text = ok(await cli("outbox", "--prefix", prefix));
+  assert.match(text, /^\s+2\s+t\s+\(unreadable\)\s+"\{not json"$/m);
+  assert.match(text, /3 of them unreadable/);
+  assert.match(text, /^\s+12345678901234567890123\s+t\s+huge\s/m);
+});
+
+/** Writes `count` timers with long ids (~800 bytes each), due from 1_700_000_000 on, shuffled. */
+async function seedTimers(table: string, count: number): Promise<void> {
+  using client = testClient();
+  const batches: WriteRequest[][] = [];
+  for (let i = 0; i < count; i += 25) {
+    batches.push(Array.from({ length: Math.min(25, count - i) }, (_, j) => ({
+      PutRequest: {
+        Item: {
+          execution_id: { S: `exe-${i + j}-${"x".repeat(500)}` },
+          path: { S: `path.${"p".repeat(300)}` },
+          fire_at: { N: String(1_700_000_000 + ((i + j) * 7919) % count) },
+        },
+      },
+    })));
+  }
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < batches.length) {
+      let pending = batches[next++]!;
+      while (pending.length > 0) {
+        const result = await client.send(
+          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
+        );
+        pending = result.UnprocessedItems?.[table] ?? [];
+      }
+    }
+  }));
+}
+
+Deno.test("outbox and timers read backlogs of 20,000 and 12,000 rows with a 20 MB heap: memory in --limit, not in the table", async () => {
+  // The outbox holds ~8 MB of rows, the timers ~10 MB, more as JS objects: read whole (as
+  // before), either dies with a 20 MB heap (the outbox with 24 MB too). Bounded, both run in 16.
+  const prefix = uniqueName("cli_big");
+  ok(await cli("ensure-tables", "--prefix", prefix));
+  using client = testClient();
+  await seedOutbox(client, `${prefix}_outbox`, 20_000);
+  await seedTimers(`${prefix}_timers`, 12_000);
+  const outbox = JSON.parse(
+    ok(await cliWith({ heapMb: 20 }, "outbox", "--prefix", prefix, "--limit", "5", "--json")),
+  );
+  assert.equal(outbox.outbox, 20_000);
+  assert.deepEqual(outbox.oldest.map((e: { seq: number }) => e.seq), [1, 2, 3, 4, 5]);
+  const timers = JSON.parse(
+    ok(await cliWith({ heapMb: 20 }, "timers", "--prefix", prefix, "--limit", "3", "--json")),
+  );
+  assert.equal(timers.total, 12_000);
+  assert.deepEqual(
+    timers.timers.map((t: { fireAt: number }) => t.fireAt),
+    [1_700_000_000, 1_700_000_001, 1_700_000_002],
+  );
+  const due = JSON.parse(
+    ok(await cliWith({ heapMb: 20 }, "timers", "--due", "--prefix", prefix, "--json")),
+  );
+  assert.equal(due.total, 12_000);
+  assert.equal(due.timers.length, 100, "--limit defaults to 100");
+});
+
+Deno.test("an empty or blank --endpoint is a usage error (exit 2), never AWS", async (t) => {
+  // Were it taken as AWS, any request would go to this dead port, not to an AWS account.
+  const env = {
+    AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:9",
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "test",
+    AWS_SECRET_ACCESS_KEY: "test",
+  };
+  for (const args of [["ensure-tables", "--endpoint", ""], ["outbox", "--endpoint", "  "]]) {
+    await t.step(args.join(" "), async () => {
+      const run = await cliWith({ env }, ...args);
+      assert.equal(run.code, 2, run.stderr);
+      assert.match(run.stderr, /--endpoint is empty/);
+    });
+  }
+  await t.step("a blank DYNAMODB_ENDPOINT is a usage error too", async () => {
+    const run = await cliWith({ env: { ...env, DYNAMODB_ENDPOINT: " " } }, "ensure-tables");
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr, /DYNAMODB_ENDPOINT is blank/);
+  });
+  await t.step(
+    "an empty DYNAMODB_ENDPOINT counts as unset: AWS, and the error says so",
+    async () => {
+      const run = await cliWith({ env: { ...env, DYNAMODB_ENDPOINT: "" } }, "outbox");
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /cannot reach DynamoDB at AWS/);
+    },
   );
 });

@@ -146,9 +146,9 @@ Deno.test(`8 store instances x 200 commits over 40 executions with injected faul
           }
           if (error instanceof CommitOutcomeUnknown) counts.unknown++;
           else counts.otherErrors++;
-          // Read back to learn whether it was applied.
-          const stored = await persist(() => store.load(id));
-          const wasApplied = (stored?.context as { last?: string } | undefined)?.last === commitId;
+          // Read back to learn whether it was applied: its dedupe mark is written with it and,
+          // unlike the document, no later commit of another instance overwrites it.
+          const wasApplied = await persist(() => store.isProcessed(id, commitId));
           if (!wasApplied) continue;
           if (error instanceof CommitOutcomeUnknown) counts.unknownApplied++;
           else counts.appliedAfterError++;
