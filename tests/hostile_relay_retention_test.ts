@@ -44,7 +44,7 @@ const collect = (seen: number[]) => (entry: OutboxEntry) =>
   Promise.resolve(void seen.push(entry.seq));
 
 /** A store on `direct`'s tables whose calls go through a fault proxy (the SDK retries 3 times). */
-async function behindProxy(direct: DynamoDBStore, options: { timerIndex?: boolean } = {}) {
+function behindProxy(direct: DynamoDBStore, options: { timerIndex?: boolean } = {}) {
   const proxy = new FaultProxy(endpoint());
   const client = new DynamoDBClient({
     endpoint: proxy.endpoint,
@@ -86,7 +86,7 @@ async function outcome<T>(call: () => Promise<T>): Promise<T | Error> {
 
 Deno.test("deleteExecution() whose DeleteItem answer is lost either says it removed the execution or raises an outcome-unknown error, never `execution: false`", async () => {
   await using direct = await freshStore();
-  await using env = await behindProxy(direct);
+  await using env = behindProxy(direct);
   const exe = newExecution({ definition_id: "d" });
   await direct.save(exe);
   env.dropOnce("DeleteItem");
@@ -101,7 +101,7 @@ Deno.test("deleteExecution() whose DeleteItem answer is lost either says it remo
 
 Deno.test("REGRESSION (passes today): recordFailure, retryDeadLetter and dropDeadLetter answer exactly when their answer is lost", async () => {
   await using direct = await freshStore();
-  await using env = await behindProxy(direct);
+  await using env = behindProxy(direct);
   const exe = newExecution({ definition_id: "d" });
   await direct.save(exe);
   const { outbox } = await direct.commit(exe, {
