@@ -58,6 +58,18 @@ export const FAILURE = {
   unreadable: "unreadable",
 } as const;
 
+/** The most UTF-8 bytes of an error a relay records (`last_error`). */
+export const LAST_ERROR_BYTES = 1000;
+
+/** The largest bookkeeping a relay writes on an item, for size checks made at commit time. */
+export const FAILURE_PLACEHOLDER: Item = {
+  [FAILURE.attempts]: N(Number.MAX_SAFE_INTEGER),
+  [FAILURE.retryAt]: N(Number.MAX_SAFE_INTEGER),
+  [FAILURE.lastError]: S("x".repeat(LAST_ERROR_BYTES)),
+  [FAILURE.deadAt]: N(Number.MAX_SAFE_INTEGER),
+  [FAILURE.unreadable]: { BOOL: true },
+};
+
 /**
  * `{prefix}_counters`, item `outbox_holds`: the targets a relay pass found held (behind a parked
  * or dead entry), each with its lowest held seq, so that the next pass skips their later entries
@@ -167,9 +179,14 @@ export function outboxItem(
 
 export function outboxFromItem(item: Item): OutboxEntry {
   const what = `outbox entry ${item[OUTBOX.seq]?.N}`;
+  const target = item[OUTBOX.targetId];
+  if (target?.S === undefined && target?.NULL !== true) {
+    // Delivering it to "nobody in particular" (null) would deliver it to the wrong place.
+    throw new TypeError(`${what} has no target_id (a string, or NULL for none)`);
+  }
   return {
     seq: Number(item[OUTBOX.seq]?.N),
-    targetId: item[OUTBOX.targetId]?.S ?? null,
+    targetId: target.S ?? null,
     event: objectOf<Event>(parseJson(item[OUTBOX.event]?.S, what), `${what}'s event`),
   };
 }

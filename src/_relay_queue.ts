@@ -25,6 +25,7 @@ import {
   COUNTER,
   FAILURE,
   HOLDS,
+  LAST_ERROR_BYTES,
   OUTBOX,
   outboxFromItem,
   seqKey,
@@ -68,8 +69,6 @@ export interface QueueReads {
 const MAX_HOLDS = 1000;
 /** How many BatchGetItem calls a batch keeps in flight. */
 const GET_CONCURRENCY = 4;
-/** How much of an error a failure record keeps. */
-const ERROR_CHARS = 1000;
 
 /** An outbox or spawn row as the keys-and-bookkeeping scan sees it. */
 interface Candidate {
@@ -204,9 +203,13 @@ async function outboxOf(
     const seq = candidate.seq;
     const hinted = holds.get(candidate.target);
     if (item[FAILURE.unreadable]?.BOOL) continue;
-    if (item[FAILURE.deadAt] !== undefined || !isDue(item, now) || held.has(candidate.target)) {
-      held.add(candidate.target);
-    } else if (hinted !== undefined && seq > hinted) held.add(candidate.target);
+    if (
+      item[FAILURE.deadAt] !== undefined || !isDue(item, now) || held.has(candidate.target) ||
+      (hinted !== undefined && seq > hinted) ||
+      // Its predecessor is unknown (written after a Python commit, or past the chains' cap):
+      // only a full pass, which sees the whole outbox, can order it.
+      candidate.prev === undefined
+    ) held.add(candidate.target);
     else candidates.push(candidate);
   }
   return await readOutboxBodies(q, candidates, found);
@@ -264,8 +267,10 @@ async function readOutboxBodies(
     const body = found.get(c.id);
     if (body === undefined) continue; // acknowledged since the scan
     const prev = waitsFor.get(c.id);
-    // A predecessor found is still pending (acknowledged ones are deleted): this entry waits.
-    if (blocked.has(c.target) || (prev !== undefined && found.has(String(prev)))) {
+    const prevRow = prev === undefined ? undefined : found.get(String(prev));
+    // A predecessor found is still pending (acknowledged ones are deleted): this entry waits;
+    // one set aside as unreadable can never be delivered, so nothing waits for it.
+    if (blocked.has(c.target) || (prevRow !== undefined && !prevRow[FAILURE.unreadable]?.BOOL)) {
       blocked.add(c.target);
       continue;
     }
@@ -463,7 +468,7 @@ export async function recordFailure<K extends RelayKind>(
   const values: Item = {
     ...at.values,
     ":a": N(failure.attempts),
-    ":e": S(failure.error.slice(0, ERROR_CHARS) || "(no message)"),
+    ":e": S(utf8Prefix(failure.error, LAST_ERROR_BYTES) || "(no message)"),
   };
   const sets = ["#a = :a", "#e = :e"];
   if (failure.retryAt === null) {
@@ -485,15 +490,24 @@ export async function recordFailure<K extends RelayKind>(
     sets.push("#s = :s");
   }
   const update = `SET ${sets.join(", ")} REMOVE ${failure.retryAt === null ? "#r" : "#d"}`;
-  const stored = await conditional(q, {
+  const input = {
     TableName: at.table,
     Key: at.key,
     UpdateExpression: update,
     ConditionExpression: at.condition,
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
-    ReturnValues: kind === "outbox" ? "ALL_NEW" : "NONE",
-  });
+    ReturnValues: kind === "outbox" ? "ALL_NEW" as const : "NONE" as const,
+  };
+  let stored: Item | undefined;
+  try {
+    stored = await conditional(q, input);
+  } catch (error) {
+    // A row another writer left near 400 KB has no room for the error text: record the rest.
+    if (!isNamed(error, "ValidationException") || !/size/i.test(String(error))) throw error;
+    values[":e"] = S("(error not recorded: the item is at DynamoDB's 400 KB limit)");
+    stored = await conditional(q, input);
+  }
   if (stored && kind === "outbox" && !failure.unreadable) {
     // The next pass skips this target's later entries while it scans (see outboxBatch).
     await holdTarget(q, candidateOf(stored).target, key as number);
@@ -686,6 +700,16 @@ async function conditional(
 }
 
 // --- helpers ---------------------------------------------------------------------------
+
+/** The longest prefix of `text` of at most `bytes` UTF-8 bytes, cut between characters. */
+function utf8Prefix(text: string, bytes: number): string {
+  const whole = text.toWellFormed(); // a lone surrogate would not survive the trip
+  const encoded = new TextEncoder().encode(whole);
+  if (encoded.length <= bytes) return whole;
+  let end = bytes;
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--; // not inside a character
+  return new TextDecoder().decode(encoded.subarray(0, end));
+}
 
 function timerOf(item: Item): Timer {
   return {

@@ -234,34 +234,7 @@ export async function dueFromIndex(
   await eachConcurrently(all, WRITE_CONCURRENCY, async (shard) => {
     for (const item of await queryShard(reads, shard, now, limit)) due.offer(dueTimerOf(item));
   });
-  if (relay) {
-    // Timers whose fire failed wait in a shard of their own (see PARKED_SHARD): the index keeps
-    // keys only, so their retry time is read from the table.
-    const parked = await queryShard(reads, PARKED_SHARD, now, limit);
-    const { client, table } = reads;
-    await eachConcurrently(
-      chunks(parked, LIMITS.batchGetKeys),
-      GET_CONCURRENCY,
-      (chunk) =>
-        batchGet(
-          client,
-          {
-            [table]: {
-              Keys: chunk.map((item) =>
-                timerKey(timerFromItem(item).executionId, timerFromItem(item).path)
-              ),
-              ConsistentRead: true,
-            },
-          },
-          (responses) => {
-            for (const item of responses[table] ?? []) {
-              const retryAt = Number(item[FAILURE.retryAt]?.N ?? -Infinity);
-              if (item[FAILURE.deadAt] === undefined && retryAt <= now) due.offer(dueTimerOf(item));
-            }
-          },
-        ),
-    );
-  }
+  if (relay) await dueParked(reads, now, limit, due);
   return due.sorted();
 }
 
@@ -272,6 +245,52 @@ export async function dueFromIndex(
  */
 export const PARKED_SHARD = -1;
 export const DEAD_SHARD = -2;
+
+/**
+ * Offers the parked timers (see {@linkcode PARKED_SHARD}) due at `now` whose retry is due too:
+ * the index keeps keys only, so each page of the shard is read from the table, page after page
+ * until `limit` are found, so that timers still waiting never hide one whose retry is due.
+ */
+async function dueParked(
+  reads: TimerReads,
+  now: number,
+  limit: number,
+  due: Lowest<DueTimer>,
+): Promise<void> {
+  const { client, table } = reads;
+  let found = 0;
+  const query = (start: Item | undefined) =>
+    queryIndex(
+      client,
+      table,
+      new QueryCommand({
+        TableName: table,
+        IndexName: TIMER_INDEX.name,
+        KeyConditionExpression: "#s = :s AND #f <= :now",
+        ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
+        ExpressionAttributeValues: { ":s": N(PARKED_SHARD), ":now": N(now) },
+        Limit: LIMITS.batchGetKeys,
+        ExclusiveStartKey: start,
+      }),
+    );
+  for await (const page of pages(query)) {
+    const keys = (page.Items ?? []).map((item) => {
+      const { executionId, path } = timerFromItem(item);
+      return timerKey(executionId, path);
+    });
+    if (keys.length === 0) continue;
+    await batchGet(client, { [table]: { Keys: keys, ConsistentRead: true } }, (responses) => {
+      for (const item of responses[table] ?? []) {
+        const retryAt = Number(item[FAILURE.retryAt]?.N ?? -Infinity);
+        if (item[FAILURE.deadAt] === undefined && retryAt <= now) {
+          due.offer(dueTimerOf(item));
+          found++;
+        }
+      }
+    });
+    if (found >= limit) return;
+  }
+}
 
 /** The index entries of one shard due at `now`, at most `limit` of them. */
 async function queryShard(

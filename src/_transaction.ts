@@ -28,6 +28,7 @@ import {
   LIMITS,
 } from "./_validate.ts";
 import { toJson } from "./_json.ts";
+import { FAILURE_PLACEHOLDER } from "./_layout.ts";
 import { type Execution, type Status, STATUSES } from "./documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "./table_specs.ts";
@@ -291,7 +292,9 @@ function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
   items.forEach((item, i) => {
     const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
       item.ConditionCheck?.Key ?? {};
-    const extra = item.Update ? executionItem : {};
+    // Outbox entries, spawns and timers keep room for what a relay records on a failure.
+    const queued = item.Put && ["outbox", "spawn", "timer"].includes(roles[i]!);
+    const extra = item.Update ? executionItem : queued ? FAILURE_PLACEHOLDER : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
   });
   if (total > LIMITS.transactionBytes) {
