@@ -37,7 +37,7 @@ import { buildClient, checkSetup } from "./connect.ts";
 import { isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
 import { TIMER, timerFromItem } from "./_layout.ts";
 import { oldestOutbox, type OutboxRow, soonestTimers } from "./_cli_reads.ts";
-import type { Timer } from "./types.ts";
+import type { RelayKind, Timer } from "./types.ts";
 import { type Status, STATUSES } from "./documents.ts";
 import { DynamoDBStateStore } from "./state_store.ts";
 import { DynamoDBStore } from "./execution_store.ts";
@@ -58,6 +58,12 @@ Commands:
                        (default 100); an entry whose event is not JSON is flagged
   timers [--due] [--limit N]
                        armed timers, the N soonest (default 100; --due: only those due now)
+  dead-letters KIND [--limit N]
+                       what a relay gave up on (KIND: outbox, spawns or timers), the N lowest
+  retry KIND KEY       make a dead letter due again; KEY: a seq, or for timers
+                       EXECUTION_ID PATH FIRE_AT
+  drop KIND KEY --yes  delete a dead letter for good (a pending item is refused);
+                       --json needs no --yes
   ensure-tables        create the missing tables (execution store and state store)
   policy [--account A] the least-privilege IAM policy for --prefix (JSON)
 
@@ -71,6 +77,56 @@ Options:
   -h, --help           this help
 
 Exit codes: 0 done, 1 runtime error, 2 usage error.`;
+
+/** A dead letter's queue and key, from the command line. */
+function parseDeadLetter(
+  command: string,
+  rest: string[],
+): { kind: RelayKind; key: number | Timer } {
+  const [kind, ...key] = rest;
+  if (kind !== "outbox" && kind !== "spawns" && kind !== "timers") {
+    throw new UsageError(
+      `${command} needs a kind: outbox, spawns or timers, got ${JSON.stringify(kind)}`,
+    );
+  }
+  if (command === "dead-letters") return { kind, key: 0 };
+  const number = (text: string, what: string) => {
+    const value = Number(text);
+    if (text.trim() === "" || !Number.isFinite(value)) {
+      throw new UsageError(`${what} must be a number, got ${JSON.stringify(text)}`);
+    }
+    return value;
+  };
+  if (kind === "timers") {
+    if (key.length !== 3) {
+      throw new UsageError(
+        `a timer is EXECUTION_ID PATH FIRE_AT, got ${JSON.stringify(key.join(" "))}`,
+      );
+    }
+    return {
+      kind,
+      key: { executionId: key[0]!, path: key[1]!, fireAt: number(key[2]!, "FIRE_AT") },
+    };
+  }
+  if (key.length !== 1) {
+    throw new UsageError(
+      `${kind} items are keyed by one seq, got ${JSON.stringify(key.join(" "))}`,
+    );
+  }
+  return { kind, key: number(key[0]!, "the seq") };
+}
+
+function timerText(timer: Timer): string {
+  return `${timer.executionId} ${timer.path} ${timer.fireAt}`;
+}
+
+/** A dead letter's item in a few words. */
+function deadLetterWhat(item: unknown): string {
+  const it = item as { event?: { kind?: string }; targetId?: string | null; childId?: string };
+  if (it.event) return `${it.event.kind} to ${it.targetId ?? "(none)"}`;
+  if (it.childId) return `start ${it.childId}`;
+  return "fire";
+}
 
 /** A usage error: exit code 2. */
 class UsageError extends Error {
@@ -155,14 +211,26 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
   }
 }
 
-const COMMANDS: Record<string, { positionals: number; flags: string[] }> = {
+const COMMANDS: Record<string, { positionals: number | number[]; flags: string[] }> = {
   executions: { positionals: 0, flags: ["status", "definition", "limit", "cursor"] },
   show: { positionals: 1, flags: [] },
   delete: { positionals: 1, flags: ["yes"] },
   outbox: { positionals: 0, flags: ["limit"] },
   timers: { positionals: 0, flags: ["due", "limit"] },
+  "dead-letters": { positionals: 1, flags: ["limit"] },
+  // KIND and a seq, or KIND and a timer's execution id, path and fire_at.
+  retry: { positionals: [2, 4], flags: [] },
+  drop: { positionals: [2, 4], flags: ["yes"] },
   "ensure-tables": { positionals: 0, flags: [] },
   policy: { positionals: 0, flags: ["account"] },
+};
+
+const WHAT_THEY_TAKE: Record<string, string> = {
+  show: "an execution id",
+  delete: "an execution id",
+  "dead-letters": "a kind: outbox, spawns or timers",
+  retry: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT",
+  drop: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT",
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
 
@@ -175,11 +243,12 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       `unknown command ${JSON.stringify(command)}; commands: ${Object.keys(COMMANDS).join(", ")}`,
     );
   }
-  if (rest.length !== spec.positionals) {
+  const counts = [spec.positionals].flat();
+  if (!counts.includes(rest.length)) {
     throw new UsageError(
-      spec.positionals === 0
+      counts[0] === 0
         ? `${command} takes no arguments, got ${JSON.stringify(rest.join(" "))}`
-        : `${command} needs exactly ${spec.positionals} argument (an execution id)`,
+        : `${command} needs ${WHAT_THEY_TAKE[command]}, got ${JSON.stringify(rest.join(" "))}`,
     );
   }
   for (const flag of Object.keys(values)) {
@@ -202,6 +271,14 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
       })
     ));
     return;
+  }
+  const deadLetter = ["dead-letters", "retry", "drop"].includes(command)
+    ? parseDeadLetter(command, rest)
+    : undefined;
+  if (command === "drop" && !json && values.yes !== true) {
+    throw new UsageError(
+      `drop deletes ${rest.join(" ")} for good: run it again with --yes (or with --json)`,
+    );
   }
   if (command === "delete" && !json && values.yes !== true) {
     throw new UsageError(
@@ -297,6 +374,44 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
         `${removed.execution ? "deleted execution" : "no execution"} ${id}; removed ` +
           `${removed.timers} timers, ${removed.trace} trace steps, ${removed.processed} ` +
           "dedupe marks (its outbox entries and spawns stay)",
+      );
+    } else if (deadLetter && command === "dead-letters") {
+      const letters = await reader.deadLetters(deadLetter.kind, { limit });
+      if (json) return print(letters);
+      out(
+        `${letters.length} dead ${
+          deadLetter.kind === "outbox" ? "outbox entries" : deadLetter.kind
+        }`,
+      );
+      if (letters.length) {
+        out(table(
+          ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT"],
+          letters.map((letter) => [
+            typeof letter.key === "number" ? String(letter.key) : timerText(letter.key),
+            String(letter.attempts),
+            new Date(letter.deadAt * 1000).toISOString(),
+            (letter.lastError ?? "").slice(0, 60),
+            letter.item === null ? "(unreadable)" : deadLetterWhat(letter.item),
+          ]),
+        ));
+      }
+    } else if (deadLetter && (command === "retry" || command === "drop")) {
+      const done = command === "retry"
+        ? await reader.retryDeadLetter(deadLetter.kind, deadLetter.key)
+        : await reader.dropDeadLetter(deadLetter.kind, deadLetter.key);
+      if (json) return print({ kind: deadLetter.kind, key: deadLetter.key, done });
+      if (!done) {
+        throw new CliError(
+          command === "retry"
+            ? `no ${deadLetter.kind} item ${rest.slice(1).join(" ")} (already delivered or dropped)`
+            : `${deadLetter.kind} item ${rest.slice(1).join(" ")} is pending, not a dead letter: ` +
+              "the relay delivers it (it is not dropped)",
+        );
+      }
+      out(
+        command === "retry"
+          ? `${deadLetter.kind} ${rest.slice(1).join(" ")}: due again; the next pass delivers it`
+          : `${deadLetter.kind} ${rest.slice(1).join(" ")}: gone`,
       );
     } else if (command === "outbox") {
       const outbox = await count(client, tables.outbox.name);

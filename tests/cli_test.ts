@@ -1,7 +1,7 @@
 // The operator CLI end to end: `deno run src/cli.ts ...` against the test DynamoDB.
 import assert from "node:assert/strict";
 import { BatchWriteItemCommand, PutItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStore, newEvent, newExecution } from "../mod.ts";
+import { DynamoDBStore, newEvent, newExecution, relayOutbox, sweepTimers } from "../mod.ts";
 import { leastPrivilegePolicy } from "../src/cli.ts";
 import { endpoint, testClient, uniqueName } from "./_env.ts";
 import { seedOutbox } from "./_heap.ts";
@@ -341,4 +341,48 @@ Deno.test("an empty or blank --endpoint is a usage error (exit 2), never AWS", a
       assert.match(run.stderr, /cannot reach DynamoDB at AWS/);
     },
   );
+});
+
+Deno.test("the CLI lists, retries and drops dead letters", async () => {
+  const prefix = uniqueName("clidead");
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  const exe = newExecution({ definition_id: "d" });
+  const { outbox } = await store.commit(exe, {
+    emits: [
+      { target: "down", event: newEvent("first") },
+      { target: "down", event: newEvent("second") },
+    ],
+    timers: [{ action: "schedule", path: "wait", fireAt: 1_000 }],
+  });
+  const fail = () => Promise.reject(new Error("HTTP 503"));
+  await relayOutbox(store, fail, { maxAttempts: 1 });
+  await sweepTimers(store, fail, { maxAttempts: 1 });
+  const listed = ok(await cli("dead-letters", "outbox", "--prefix", prefix));
+  assert.match(listed, /1 dead outbox entries/);
+  assert.match(listed, new RegExp(`${outbox[0]}\\s+1\\s+.*HTTP 503.*first to down`));
+  const timers = JSON.parse(ok(await cli("dead-letters", "timers", "--json", "--prefix", prefix)));
+  assert.deepEqual(timers.map((l: { key: unknown }) => l.key), [
+    { executionId: exe.id, path: "wait", fireAt: 1_000 },
+  ]);
+
+  const pending = await cli("drop", "outbox", String(outbox[1]), "--yes", "--prefix", prefix);
+  assert.equal(pending.code, 1, "a pending entry is not dropped");
+  assert.match(pending.stderr, /is pending, not a dead letter/);
+  assert.equal((await cli("drop", "outbox", String(outbox[0]), "--prefix", prefix)).code, 2);
+  assert.match(
+    ok(await cli("retry", "timers", exe.id, "wait", "1000", "--prefix", prefix)),
+    /due again/,
+  );
+  assert.match(
+    ok(await cli("drop", "outbox", String(outbox[0]), "--yes", "--prefix", prefix)),
+    /gone/,
+  );
+  assert.deepEqual(await store.deadLetters("outbox"), []);
+  assert.deepEqual((await store.dueTimers(2_000)).map((t) => t.path), ["wait"]);
+  const delivered: string[] = [];
+  await relayOutbox(store, (entry) => Promise.resolve(void delivered.push(entry.event.kind)));
+  assert.deepEqual(delivered, ["second"], "the target goes on once its dead letter is dropped");
+  const bad = await cli("retry", "sideways", "1", "--prefix", prefix);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /outbox, spawns or timers/);
 });
