@@ -248,7 +248,9 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
     throw new UsageError(
       counts[0] === 0
         ? `${command} takes no arguments, got ${JSON.stringify(rest.join(" "))}`
-        : `${command} needs ${WHAT_THEY_TAKE[command]}, got ${JSON.stringify(rest.join(" "))}`,
+        : `${command} needs exactly ${counts.join(" or ")} argument${
+          counts.length > 1 || counts[0]! > 1 ? "s" : ""
+        } (${WHAT_THEY_TAKE[command]}), got ${JSON.stringify(rest.join(" "))}`,
     );
   }
   for (const flag of Object.keys(values)) {
