@@ -155,7 +155,13 @@ export class DynamoDBStore implements ExecutionStore {
     };
     this.#reads = { client: this.#client, consistent: this.#consistent };
     this.#executionReads = { ...this.#reads, tables: this.tables };
-    this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
+    this.#ring = new TraceRing(
+      this.#client,
+      this.#tx,
+      this.#consistent,
+      this.#conflictRetries,
+      this.#ambiguousRetries,
+    );
     this.#timerReads = {
       ...this.#reads,
       table: this.tables.timers.name,
@@ -397,7 +403,8 @@ export class DynamoDBStore implements ExecutionStore {
    * Appends one trace step outside a commit, at the ring's highest index + 1 (0 on an empty
    * ring), or at `entry.index` when the entry carries one (as the Python seed); the step that
    * falls out of this store's window (`traceMax`) is deleted. Two calls: the ring's end is
-   * always read first.
+   * always read first. The write carries an idempotency token: a copy re-sent after a lost
+   * answer does not append the step twice.
    *
    * @example Appending an operator note
    * ```ts
@@ -411,6 +418,8 @@ export class DynamoDBStore implements ExecutionStore {
    *   for an index or size out of range), before anything is sent.
    * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
    *   for `conflictRetries` attempts.
+   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
+   *   with the same token: the step may or may not have been appended.
    * @throws {StoreClosed} After `close()`.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
@@ -579,7 +588,9 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Deletes a timer only if it still fires at `fireAt`: `false` means it was
-   * re-scheduled (or cancelled) meanwhile, and must not fire.
+   * re-scheduled (or cancelled) meanwhile, and must not fire. The answer is exact also when
+   * DynamoDB's answer was lost and the request re-sent: the delete is a one-item transaction
+   * with an idempotency token (so it costs 2 write units), answered as its first copy was.
    *
    * @example Claiming a due timer
    * ```ts
@@ -592,6 +603,9 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
    *   DynamoDB would reject), before anything is sent.
+   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
+   *   with the same token: the timer may or may not have been deleted (fire it if in doubt:
+   *   the Timeout event's id makes a second delivery one effect).
    * @throws {StoreClosed} After `close()`.
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
@@ -599,7 +613,10 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
-    return await claimTimer(this.#timerReads, executionId, path, fireAt);
+    return await claimTimer(this.#timerReads, executionId, path, fireAt, {
+      lost: this.#ambiguousRetries,
+      conflicts: this.#conflictRetries,
+    });
   }
 
   /**
