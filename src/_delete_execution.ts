@@ -1,11 +1,12 @@
 // `deleteExecution`: one execution out of the executions, timers, trace and processed tables.
-// The execution item goes first, unconditionally: from then on every commit to it (a CAS on a
+// The execution item goes first, whatever it holds: from then on every commit to it (a CAS on a
 // version >= 1) fails with StoreConflict, so the sweep that follows removes whatever a commit
 // that landed before it wrote, and nothing writes after it but an insert of the same id.
 import { DeleteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
-import { batchWrite, chunks, eachConcurrently, type Item, pages, S } from "./_dynamo.ts";
-import { executionKey } from "./_layout.ts";
-import { isExpired, secondsOf } from "./_retention.ts";
+import { batchWrite, chunks, eachConcurrently, type Item, N, pages, S } from "./_dynamo.ts";
+import { EXECUTION, executionKey } from "./_layout.ts";
+import { ALIVE, secondsOf } from "./_retention.ts";
+import { type Resends, transactOne } from "./_lost_answers.ts";
 import { LIMITS } from "./_validate.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
 import type { DynamoDBSender } from "./connect.ts";
@@ -23,17 +24,34 @@ const DELETE_CONCURRENCY = 8;
 export async function removeExecution(
   reads: ExecutionReads,
   id: string,
+  resends: Resends,
 ): Promise<DeleteExecutionResult> {
   const { client, tables } = reads;
-  const { Attributes: old } = await client.send(
-    new DeleteItemCommand({
-      TableName: tables.executions.name,
-      Key: executionKey(id),
-      ReturnValues: "ALL_OLD",
-    }),
+  // A live execution goes in a one-item transaction with a token: a copy re-sent after a lost
+  // answer is answered as the first copy was, so `execution: true` is never lost.
+  const live = await transactOne(
+    client,
+    {
+      Delete: {
+        TableName: tables.executions.name,
+        Key: executionKey(id),
+        ConditionExpression: `attribute_exists(#id) AND ${ALIVE}`,
+        ExpressionAttributeNames: { "#id": EXECUTION.id, "#ttl": EXECUTION.ttl },
+        ExpressionAttributeValues: { ":now": N(secondsOf(reads.now)) },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    },
+    { operation: "deleteExecution", key: id },
+    resends,
+    "the execution is gone if it was there",
   );
   // An expired item was already absent to every read: removing it is no deletion of an execution.
-  const execution = old !== undefined && !isExpired(old, secondsOf(reads.now));
+  if (!live.applied && live.found !== undefined) {
+    await client.send(
+      new DeleteItemCommand({ TableName: tables.executions.name, Key: executionKey(id) }),
+    );
+  }
+  const execution = live.applied;
   const [timers, trace, processed] = await Promise.all(
     [tables.timers, tables.trace, tables.processed].map((spec) => sweep(client, spec, id)),
   );

@@ -112,7 +112,10 @@ export const COUNTER = { id: "id", n: "n" } as const;
  * The state store's table (`harel_state` unless named), key `pk`: a plain value as JSON text
  * in `value` (a legacy hash too: a JSON object there), a hash as a native Map in `hash`, the
  * expiry in epoch seconds in `ttl` (DynamoDB's TTL attribute), and `updated_at` (epoch
- * seconds, written on every write, never read). The seed writes the same names.
+ * seconds, written on every write, never read). The seed writes the same names. Added by this
+ * module (other writers ignore them): `write_id`, a random id each hash write leaves, and
+ * `write_id_1`, `write_id_2`, the two before it (`""` for none), so that a re-sent copy of a
+ * write whose first answer was lost recognises its own work.
  */
 export const STATE = {
   key: "pk",
@@ -120,6 +123,9 @@ export const STATE = {
   hash: "hash",
   ttl: "ttl",
   updatedAt: "updated_at",
+  writeId: "write_id",
+  writeId1: "write_id_1",
+  writeId2: "write_id_2",
 } as const;
 
 /** The key of a state-store item. */

@@ -3,7 +3,6 @@
 // index's backfill), and the claim of one due timer. Memory grows with the `limit` asked for,
 // never with the table (deleting another writer's odd seq may scan it, holding one page).
 import {
-  DeleteItemCommand,
   QueryCommand,
   type QueryCommandOutput,
   ScanCommand,
@@ -11,6 +10,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { byFireAt, bySeq, Lowest } from "./_bounded.ts";
 import { fireAtGuard } from "./_fire_at.ts";
+import { type Resends, transactOne } from "./_lost_answers.ts";
 import {
   batchGet,
   batchWrite,
@@ -395,29 +395,33 @@ export async function backfillTimerShards(
 /**
  * Deletes the timer of `executionId` at `path` only if it still fires at `fireAt`: `false` when
  * it was re-scheduled or cancelled meanwhile (`deleteTimer`). Input is checked by the caller.
+ * A one-item transaction with an idempotency token: a copy re-sent after a lost answer is
+ * answered as the first one was, never as a failed condition (which would lose the timer).
  */
 export async function claimTimer(
   reads: TimerReads,
   executionId: string,
   path: string,
   fireAt: number,
+  resends: Resends,
 ): Promise<boolean> {
   // Not `fire_at = :f`: a fire_at stored with more digits than a double reads back as
   // fireAt yet never equals it (it would fire on every sweep).
   const guard = fireAtGuard(fireAt);
-  try {
-    await reads.client.send(
-      new DeleteItemCommand({
+  const claimed = await transactOne(
+    reads.client,
+    {
+      Delete: {
         TableName: reads.table,
         Key: timerKey(executionId, path),
         ConditionExpression: guard.condition,
         ExpressionAttributeNames: { "#f": TIMER.fireAt },
         ExpressionAttributeValues: guard.values,
-      }),
-    );
-    return true;
-  } catch (error) {
-    if (isNamed(error, "ConditionalCheckFailedException")) return false;
-    throw error;
-  }
+      },
+    },
+    { operation: "deleteTimer", key: `${executionId}/${path}` },
+    resends,
+    "the timer is gone if it was, and then it is this call's to fire",
+  );
+  return claimed.applied;
 }

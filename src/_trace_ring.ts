@@ -1,15 +1,12 @@
 // Each execution's trace ring as this store sees it: where the ring ends (read, or cached
 // from this store's own commits), steps appended outside commits, and the whole ring read
 // back. The ring's layout is in _layout.ts; the items a commit writes in _transaction.ts.
-import {
-  type CancellationReason,
-  QueryCommand,
-  TransactWriteItemsCommand,
-} from "@aws-sdk/client-dynamodb";
+import { type CancellationReason, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "./_backoff.ts";
 import { isNamed, type Item, N, pages, S } from "./_dynamo.ts";
 import { EXECUTION, executionKey, traceStepFromItem } from "./_layout.ts";
 import { Lru } from "./_lru.ts";
+import { sendTransaction } from "./_lost_answers.ts";
 import {
   TRACE_END,
   type TraceHead,
@@ -30,6 +27,7 @@ export class TraceRing {
     readonly tx: TxContext,
     readonly consistent: boolean,
     readonly conflictRetries: number,
+    readonly ambiguousRetries: number,
   ) {}
 
   /**
@@ -111,7 +109,15 @@ export class TraceRing {
         });
       }
       try {
-        await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+        // With a token: a copy re-sent after a lost answer must not find its own step taken
+        // and append it again at the next index.
+        await sendTransaction(
+          this.client,
+          items,
+          { operation: "appendTrace", key: id },
+          this.ambiguousRetries,
+          "read the trace to find out",
+        );
         const cached = this.#heads.get(id);
         if (head !== undefined && cached?.last === head.last) {
           this.#heads.set(id, { last: head.last + 1, version: cached.version });
@@ -121,6 +127,7 @@ export class TraceRing {
         if (
           !isNamed(error, "TransactionCanceledException") || attempt >= this.conflictRetries
         ) {
+          this.#heads.delete(id);
           throw error;
         }
         const reasons = (error as { CancellationReasons?: CancellationReason[] })

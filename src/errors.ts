@@ -55,9 +55,53 @@ export class StoreConflict extends Error {
 }
 
 /**
+ * A write may or may not have been applied, and its answer cannot be told: DynamoDB's answer
+ * to one attempt was lost and what came back for a re-sent copy (or nothing at all) does not
+ * say what the first copy did. `operation` names the method and `key` what it wrote; the
+ * message says what is certain (e.g. that the field holds the value now). Read the key back
+ * to learn the rest.
+ *
+ * @example Telling an unknown outcome from a refusal
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { OutcomeUnknown } from "@harel/dynamodb";
+ *
+ * const error: unknown = new OutcomeUnknown("hdel", "session:abc", "the fields are gone now");
+ * if (error instanceof OutcomeUnknown) {
+ *   assert.equal(error.operation, "hdel");
+ *   assert.equal(error.key, "session:abc");
+ *   assert.match(error.message, /hdel "session:abc": the fields are gone now/);
+ * }
+ * ```
+ */
+export class OutcomeUnknown extends Error {
+  /** Always `"OutcomeUnknown"` (a subclass names itself). */
+  override name = "OutcomeUnknown";
+  /** The method whose outcome is unknown, e.g. `"hset"`, `"deleteTimer"`, `"commit"`. */
+  readonly operation: string;
+  /** The key it wrote: the state key, the execution id, or `executionId/path` for a timer. */
+  readonly key: string;
+
+  /**
+   * Builds the error for a write whose outcome is unknown.
+   *
+   * @param operation The method whose outcome is unknown.
+   * @param key The key it wrote.
+   * @param detail What is known and what to do, for the message.
+   * @param options The last error, as `cause`, when there is one.
+   */
+  constructor(operation: string, key: string, detail: string, options?: ErrorOptions) {
+    super(`${operation} ${JSON.stringify(key)}: ${detail}`, options);
+    this.operation = operation;
+    this.key = key;
+  }
+}
+
+/**
  * A commit may or may not have been applied: the request reached (or may have
  * reached) DynamoDB, but no answer came back, also after retries with the same
- * idempotency token. Read the execution back to learn which.
+ * idempotency token. Read the execution back to learn which. An
+ * {@linkcode OutcomeUnknown} with `operation` `"commit"` and the execution id as `key`.
  *
  * @example Reading back after an unknown outcome
  * ```ts
@@ -69,7 +113,7 @@ export class StoreConflict extends Error {
  * }
  * ```
  */
-export class CommitOutcomeUnknown extends Error {
+export class CommitOutcomeUnknown extends OutcomeUnknown {
   /** Always `"CommitOutcomeUnknown"`. */
   override name = "CommitOutcomeUnknown";
   /** The id of the execution whose commit has an unknown outcome. */
@@ -86,9 +130,9 @@ export class CommitOutcomeUnknown extends Error {
    */
   constructor(executionId: string, attemptedVersion: number, options?: ErrorOptions) {
     super(
-      `execution ${
-        JSON.stringify(executionId)
-      }: the commit to version ${attemptedVersion} may or may not have been applied (no answer from DynamoDB); load the execution to find out`,
+      "commit",
+      executionId,
+      `the commit to version ${attemptedVersion} may or may not have been applied (no answer from DynamoDB); load the execution to find out`,
       options,
     );
     this.executionId = executionId;

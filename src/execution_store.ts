@@ -184,7 +184,13 @@ export class DynamoDBStore implements ExecutionStore {
       chains: this.#chains,
       now: this.#tx.now,
     };
-    this.#ring = new TraceRing(this.#client, this.#tx, this.#consistent, this.#conflictRetries);
+    this.#ring = new TraceRing(
+      this.#client,
+      this.#tx,
+      this.#consistent,
+      this.#conflictRetries,
+      this.#ambiguousRetries,
+    );
     this.#timerReads = {
       ...this.#reads,
       table: this.tables.timers.name,
@@ -440,7 +446,8 @@ export class DynamoDBStore implements ExecutionStore {
    * Appends one trace step outside a commit, at the ring's highest index + 1 (0 on an empty
    * ring), or at `entry.index` when the entry carries one (as the Python seed); the step that
    * falls out of this store's window (`traceMax`) is deleted. Two calls: the ring's end is
-   * always read first.
+   * always read first. The write carries an idempotency token: a copy re-sent after a lost
+   * answer does not append the step twice.
    *
    * @example Appending an operator note
    * ```ts
@@ -454,6 +461,8 @@ export class DynamoDBStore implements ExecutionStore {
    *   for an index or size out of range), before anything is sent.
    * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
    *   for `conflictRetries` attempts.
+   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
+   *   with the same token: the step may or may not have been appended.
    * @throws {StoreClosed} After `close()`.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
@@ -627,7 +636,9 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Deletes a timer only if it still fires at `fireAt`: `false` means it was
-   * re-scheduled (or cancelled) meanwhile, and must not fire.
+   * re-scheduled (or cancelled) meanwhile, and must not fire. The answer is exact also when
+   * DynamoDB's answer was lost and the request re-sent: the delete is a one-item transaction
+   * with an idempotency token (so it costs 2 write units), answered as its first copy was.
    *
    * @example Claiming a due timer
    * ```ts
@@ -640,6 +651,9 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
    *   DynamoDB would reject), before anything is sent.
+   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
+   *   with the same token: the timer may or may not have been deleted (fire it if in doubt:
+   *   the Timeout event's id makes a second delivery one effect).
    * @throws {StoreClosed} After `close()`.
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
@@ -647,7 +661,10 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
-    return await claimTimer(this.#timerReads, executionId, path, fireAt);
+    return await claimTimer(this.#timerReads, executionId, path, fireAt, {
+      lost: this.#ambiguousRetries,
+      conflicts: this.#conflictRetries,
+    });
   }
 
   /**
@@ -787,8 +804,9 @@ export class DynamoDBStore implements ExecutionStore {
    * Removes the execution with its timers, trace steps and dedupe marks, and says what it
    * removed; its outbox entries and spawn intents stay (they belong to the relay). Idempotent:
    * a second call removes nothing, and an execution already absent (or expired) still has what
-   * it left behind removed. One DeleteItem, then per table a keys-only Query per page and a
-   * BatchWriteItem per 25 items.
+   * it left behind removed. One one-item TransactWriteItems (with an idempotency token, so a
+   * lost answer never turns `execution: true` into `false`), then per table a keys-only Query
+   * per page and a BatchWriteItem per 25 items.
    *
    * The execution item goes first: a commit that landed before is removed with it (the sweep
    * reads strongly consistent pages after the delete), and one that comes after fails with
@@ -810,6 +828,8 @@ export class DynamoDBStore implements ExecutionStore {
    * assert.equal(await store.load(exe.id), null);
    * ```
    *
+   * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
+   *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).
    * @throws {TypeError} For an id DynamoDB would reject, before anything is sent.
    * @throws {StoreClosed} After `close()`.
    */
@@ -817,7 +837,10 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("deleteExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     try {
-      return await removeExecution(this.#executionReads, id);
+      return await removeExecution(this.#executionReads, id, {
+        lost: this.#ambiguousRetries,
+        conflicts: this.#conflictRetries,
+      });
     } finally {
       this.#ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
       this.#chains.forget(id);

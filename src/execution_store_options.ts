@@ -57,7 +57,10 @@ export interface DynamoDBStoreOptions {
   seqBlockSize?: number;
   /** How often a commit is retried when DynamoDB reports a transaction conflict, 0 to 100. @default {8} */
   conflictRetries?: number;
-  /** How often a commit whose answer was lost is re-sent with the same idempotency token, 0 to 100. @default {3} */
+  /**
+   * How often a commit (and a `deleteTimer` or `appendTrace`) whose answer was lost is re-sent
+   * with the same idempotency token, 0 to 100. @default {3}
+   */
   ambiguousRetries?: number;
   /**
    * Sweep timers through a sparse index of due times instead of scanning every armed timer:

@@ -77,6 +77,10 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
       });
     }
     item[STATE.hash] = { M: map };
+    // DynamoDBStateStore's hash writes leave the ids of the last three on the item.
+    for (const name of [STATE.writeId, STATE.writeId1, STATE.writeId2]) {
+      item[name] = { S: "0".repeat(22) };
+    }
   }
   return item;
 }

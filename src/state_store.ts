@@ -11,6 +11,8 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import { Attempts, type Resends, retryingConflicts, transactOne } from "./_lost_answers.ts";
+import { OutcomeUnknown } from "./errors.ts";
 import {
   checkField,
   checkItemSize,
@@ -46,7 +48,6 @@ import {
   holds,
   isConditionFailure,
   isLive,
-  isPresent,
   LIVE,
   N,
   nowSeconds,
@@ -58,8 +59,20 @@ import type { CreateStateStoreOptions, DynamoDBStateStoreOptions } from "./state
 
 export type { CreateStateStoreOptions, DynamoDBStateStoreOptions };
 
-/** What a read of the whole item projects (every attribute but `updated_at`). */
+/** What a read of the whole item projects (every attribute but `updated_at` and `write_id`). */
 const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
+
+/**
+ * How the deletes (one-item transactions) go on: re-sent with the same token up to 3 times
+ * while the answer is lost, and up to 8 times after a transaction conflict. A plain write that
+ * one of them held off is retried as often.
+ */
+const RESENDS: Resends = { lost: 3, conflicts: 8 };
+
+/** A size stand-in for the ids of the last three hash writes on an item (22 characters each). */
+const WRITE_IDS_SIZE: Item = Object.fromEntries(
+  [STATE.writeId, STATE.writeId1, STATE.writeId2].map((name) => [name, S("0".repeat(22))]),
+);
 
 /**
  * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
@@ -106,8 +119,9 @@ export class DynamoDBStateStore implements StateStore {
     }
     this.#consistent = consistentReads;
     this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
-    this.#client = this.#ownership.gate(client);
-    this.#hashes = { client: this.#client, tableName: this.tableName };
+    // The deletes are transactions: a plain write they hold off for a moment is sent again.
+    this.#client = retryingConflicts(this.#ownership.gate(client), RESENDS.conflicts);
+    this.#hashes = { client: this.#client, tableName: this.tableName, resends: RESENDS };
   }
 
   /**
@@ -261,7 +275,10 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Removes `key`; `true` if a live key was removed.
+   * Removes `key`; `true` if a live key was removed. The answer is exact also when DynamoDB's
+   * answer was lost and the request re-sent: the delete is a one-item transaction with an
+   * idempotency token (it costs 2 write units), answered as its first copy was. An expired or
+   * emptied leftover is removed too (a second call), and answers `false`.
    *
    * @example Deleting a key
    * ```ts
@@ -270,18 +287,62 @@ export class DynamoDBStateStore implements StateStore {
    * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * console.log(await state.delete("greeting"));
    * ```
+   *
+   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
+   * @throws {OutcomeUnknown} When no answer came back, also after 3 re-sends with the same
+   *   token: the key may or may not have been removed.
+   * @throws {StoreClosed} After `close()`.
    */
   async delete(key: string): Promise<boolean> {
     this.#open("delete");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const result = await this.#client.send(
-      new DeleteItemCommand({
-        TableName: this.tableName,
-        Key: stateKey(key),
-        ReturnValues: "ALL_OLD",
-      }),
+    const removed = await this.#deletePresent("delete", key, true);
+    if (removed.applied) return true;
+    if (removed.found !== undefined || removed.unreadable) {
+      // An expired or emptied leftover: it goes too, unless a live key was written since.
+      try {
+        await this.#client.send(
+          new DeleteItemCommand({
+            TableName: this.tableName,
+            Key: stateKey(key),
+            ConditionExpression: `NOT (${LIVE} AND ${HOLDS})`,
+            ExpressionAttributeNames: PRESENT_NAMES,
+            ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
+          }),
+        );
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Deletes the item at `key` if it is present (live and holding something), as a one-item
+   * transaction with an idempotency token: a copy re-sent after a lost answer is answered as
+   * the first one, never as a failed condition. `withOld`: the item found when not present.
+   */
+  #deletePresent(
+    operation: string,
+    key: string,
+    withOld: boolean,
+  ): ReturnType<typeof transactOne> {
+    return transactOne(
+      this.#client,
+      {
+        Delete: {
+          TableName: this.tableName,
+          Key: stateKey(key),
+          ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
+          ExpressionAttributeNames: PRESENT_NAMES,
+          ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
+          ReturnValuesOnConditionCheckFailure: withOld ? "ALL_OLD" : undefined,
+        },
+      },
+      { operation, key },
+      RESENDS,
+      "if it was applied, the key is gone",
     );
-    return isPresent(result.Attributes, nowSeconds());
   }
 
   /**
@@ -376,8 +437,9 @@ export class DynamoDBStateStore implements StateStore {
 
   /**
    * Sets `key` to expire in `seconds`; `false` when the key is missing or expired.
-   * `seconds <= 0` expires it now (it is removed). At most 1e125 seconds (the expiry must
-   * be a number DynamoDB can store).
+   * `seconds <= 0` expires it now (it is removed, as `delete` removes it: a one-item
+   * transaction whose answer stays exact when it is re-sent after a lost answer). At most
+   * 1e125 seconds (the expiry must be a number DynamoDB can store).
    *
    * @example Setting a TTL
    * ```ts
@@ -392,47 +454,47 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {RangeError} For `seconds` that is not a finite number, or above 1e125.
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
+   * @throws {OutcomeUnknown} When the answer cannot tell what this call did: `seconds <= 0`
+   *   and no answer came back after 3 re-sends, or the SDK re-sent a request whose first
+   *   answer was lost and the key was gone by then.
    * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
     this.#open("expire");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkTtlSeconds("seconds", seconds, true);
+    if (seconds <= 0) return (await this.#deletePresent("expire", key, false)).applied;
     const now = nowSeconds();
-    const present = {
+    const command = new UpdateItemCommand({
+      TableName: this.tableName,
+      Key: stateKey(key),
+      UpdateExpression: `SET #t = :ttl, ${STATE.updatedAt} = :at`,
       ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
       ExpressionAttributeNames: PRESENT_NAMES,
-    };
+      ExpressionAttributeValues: {
+        ":now": N(now),
+        ":zero": ZERO,
+        ":ttl": N(Math.ceil(now + seconds)),
+        ":at": N(Math.floor(now)),
+      },
+    });
+    const attempts = new Attempts(command);
     try {
-      if (seconds <= 0) {
-        await this.#client.send(
-          new DeleteItemCommand({
-            TableName: this.tableName,
-            Key: stateKey(key),
-            ...present,
-            ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
-          }),
-        );
-      } else {
-        await this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.tableName,
-            Key: stateKey(key),
-            UpdateExpression: `SET #t = :ttl, ${STATE.updatedAt} = :at`,
-            ...present,
-            ExpressionAttributeValues: {
-              ":now": N(now),
-              ":zero": ZERO,
-              ":ttl": N(Math.ceil(now + seconds)),
-              ":at": N(Math.floor(now)),
-            },
-          }),
-        );
-      }
+      // A copy re-sent after a lost answer finds the key still present: it answers true too.
+      await this.#client.send(command);
       return true;
     } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
+      if (!isConditionFailure(error)) throw error;
+      if (attempts.earlierMayHaveApplied(error)) {
+        // The first copy may have set the expiry before the key went away.
+        throw new OutcomeUnknown(
+          "expire",
+          key,
+          "the key is missing now, but an earlier copy of this write, whose answer was lost, may have set its expiry before another writer removed it",
+          { cause: error },
+        );
+      }
+      return false;
     }
   }
 
@@ -534,6 +596,10 @@ export class DynamoDBStateStore implements StateStore {
    * @throws {TypeError} For a key, field or value as described above (a `RangeError` for one
    *   out of range), before anything is sent.
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and
+   *   the copy found the field already set — by its own first copy or before it: the field
+   *   holds the value, but whether it was new is unknown. (A first write of a key and a
+   *   legacy migration recognise their own first copy and answer exactly.)
    * @throws {StoreClosed} After `close()`.
    */
   async hset(key: string, field: string, value: unknown): Promise<number> {
@@ -547,6 +613,7 @@ export class DynamoDBStateStore implements StateStore {
       [STATE.hash]: { M: {} },
       [STATE.updatedAt]: N(0),
       [STATE.ttl]: N(0),
+      ...WRITE_IDS_SIZE,
     };
     setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
     checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
@@ -574,6 +641,10 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For a key or field as `hget` refuses, before anything is sent.
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and the
+   *   copy found some of the fields already gone — perhaps removed by its own first copy: the
+   *   fields are gone (every batch is done, an emptied key is deleted), but the count is
+   *   unknown.
    * @throws {StoreClosed} After `close()`.
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {

@@ -463,6 +463,8 @@ export interface DeleteExecutionResult {
 /**
  * The execution store's contract: what `DynamoDBStore` and the memory twin
  * (`MemoryStore` from `@harel/dynamodb/testing`) both implement, with the same semantics.
+ * Over a network an answer can be lost: where the store cannot tell what its own write did,
+ * it throws an `OutcomeUnknown` instead of answering (the memory twin never needs to).
  *
  * @example Code that works on either backend
  * ```ts
@@ -548,7 +550,10 @@ export interface SetOptions {
 
 /**
  * The hash-state store's contract: what `DynamoDBStateStore` and the memory twin
- * (`MemoryStateStore` from `@harel/dynamodb/testing`) both implement.
+ * (`MemoryStateStore` from `@harel/dynamodb/testing`) both implement. Over a network an
+ * answer can be lost: where the store cannot tell what its own write did (an `hset` count, an
+ * `hdel` count), it throws an `OutcomeUnknown` instead of answering (the memory twin never
+ * needs to).
  *
  * @example Code that works on either backend
  * ```ts

@@ -103,7 +103,7 @@ Deno.test("deleteExecution() leaves nothing of an execution with 60 timers, 130 
   assert.deepEqual(removed, { execution: true, timers: 60, trace: 130, processed: 1100 });
   const count = (name: string) => calls.filter((c) => c === name).length;
   assert.deepEqual(
-    { delete: count("DeleteItemCommand"), query: count("QueryCommand"), all: calls.length },
+    { delete: count("TransactWriteItemsCommand"), query: count("QueryCommand"), all: calls.length },
     { delete: 1, query: 3, all: 1 + 3 + Math.ceil(60 / 25) + Math.ceil(130 / 25) + 1100 / 25 },
   );
   assert.equal(count("BatchWriteItemCommand"), 3 + 6 + 44);
@@ -119,7 +119,7 @@ Deno.test("deleteExecution() leaves nothing of an execution with 60 timers, 130 
     trace: 0,
     processed: 0,
   });
-  assert.deepEqual(calls.sort(), ["DeleteItemCommand", ...Array(3).fill("QueryCommand")]);
+  assert.deepEqual(calls.sort(), [...Array(3).fill("QueryCommand"), "TransactWriteItemsCommand"]);
 });
 
 Deno.test("a commit racing deleteExecution() is removed with it or fails with StoreConflict; nothing of it is left", async () => {
