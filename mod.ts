@@ -18,7 +18,7 @@ export * from "./src/errors.ts";
 export * from "./src/execution_store.ts";
 export * from "./src/types.ts";
 export * from "./src/relay.ts";
-export type { BackoffOptions, ClientConfig, ConnectOptions } from "./src/connect.ts";
+export type { BackoffOptions, ClientConfig, ConnectOptions, ConnectRetry } from "./src/connect.ts";
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/tables.ts";

@@ -28,7 +28,7 @@ import {
   ScanCommand,
   type ScanCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { buildClient, checkSetup } from "./connect.ts";
+import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "./connect.ts";
 import { isNamed, isUnreachable, type Item, N, pages, S } from "./_dynamo.ts";
 import { OUTBOX, TIMER, timerFromItem } from "./_layout.ts";
 import type { Timer } from "./types.ts";
@@ -132,7 +132,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
     return 0;
   }
   try {
-    await run(positionals, values, out);
+    await run(positionals, values, out, err);
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -155,7 +155,12 @@ const COMMANDS: Record<string, { positionals: number; flags: string[] }> = {
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
 
-async function run(positionals: string[], values: Values, out: (line: string) => void) {
+async function run(
+  positionals: string[],
+  values: Values,
+  out: (line: string) => void,
+  err: (line: string) => void,
+) {
   const [command, ...rest] = positionals;
   if (command === undefined) throw new UsageError("no command given");
   const spec = COMMANDS[command];
@@ -199,7 +204,7 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
   usage(() => new DynamoDBStateStore(PLACEHOLDER, { tableName: stateTable }));
   const tables = store.tables;
 
-  const client = await connect(values);
+  const client = await connect(values, tables.executions.name, (retry) => err(progress(retry)));
   try {
     const reader = new DynamoDBStore(client, { prefix });
     if (command === "executions") {
@@ -361,8 +366,29 @@ function parseStatuses(text: string | boolean | undefined): Status[] | undefined
   return statuses as Status[];
 }
 
-/** A client for the options: one quick try per request, since an operator is waiting. */
-async function connect(values: Values): Promise<DynamoDBClient> {
+/** How long the CLI waits for DynamoDB to answer: an operator is waiting. */
+const CLI_DEADLINE_MS = 5_000;
+
+/** A line on stderr per failed attempt while the CLI waits for DynamoDB. */
+function progress(retry: ConnectRetry): string {
+  const why = retry.error instanceof Error
+    ? retry.error.message.split("\n")[0]
+    : String(retry.error);
+  return `waiting for DynamoDB at ${retry.endpoint}: attempt ${retry.attempt} failed (${why}); ` +
+    `retrying in ${(retry.delayMs / 1000).toFixed(1)} s (gives up after ${
+      retry.deadlineMs / 1000
+    } s)`;
+}
+
+/**
+ * A client for the options, once DynamoDB answers (within a few seconds, reporting each
+ * failed attempt); one quick try per request after that, since an operator is waiting.
+ */
+async function connect(
+  values: Values,
+  probeTable: string,
+  onRetry: (retry: ConnectRetry) => void,
+): Promise<DynamoDBClient> {
   const endpoint = values.endpoint as string | undefined ?? envVar("DYNAMODB_ENDPOINT") ?? null;
   const client = usage(() =>
     buildClient({
@@ -373,7 +399,13 @@ async function connect(values: Values): Promise<DynamoDBClient> {
     })
   );
   try {
-    await checkSetup(client);
+    const region = await checkSetup(client);
+    await awaitAnswer(client, probeTable, {
+      endpoint: endpoint || null,
+      deadlineMs: CLI_DEADLINE_MS,
+      backoff: { minDelayMs: 250, maxDelayMs: 1_000 },
+      onRetry,
+    }, region);
   } catch (error) {
     client.destroy();
     if (error instanceof MissingSetup && error.missing === "region") {
