@@ -16,6 +16,7 @@ import {
   checkItemSize,
   checkKey,
   checkOptions,
+  checkTtlHorizon,
   describe,
   LIMITS,
 } from "./_validate.ts";
@@ -131,7 +132,9 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For options of the wrong type, before anything is sent.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
-   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
+   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
@@ -229,9 +232,10 @@ export class DynamoDBStateStore implements StateStore {
 
   /**
    * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
-   * included — like Redis SET. With `ttl`, the key expires after that many seconds.
-   * Values JSON would silently change (Map, Set, BigInt, NaN, functions) and items over
-   * 400 KB are refused before anything is sent.
+   * included — like Redis SET. With `ttl`, the key expires after that many seconds: the
+   * expiry is stored as whole epoch seconds, rounded up, so `ttl: 2` lives at least 2 s and
+   * less than 3 s. Values JSON would silently change (Map, Set, BigInt, NaN, functions) and
+   * items over 400 KB are refused before anything is sent.
    *
    * @example Setting a value with a TTL
    * ```ts
@@ -242,13 +246,15 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
-   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0 (at most
-   *   1e125), or an item over 400 KB.
+   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0, one over
+   *   10 years (315360000 s: milliseconds or an absolute epoch time, the message says which
+   *   it looks like), or an item over 400 KB.
    * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     this.#open("set");
     checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkTtlHorizon("options.ttl", options?.ttl);
     const ttl = setTtl(options);
     const item: Item = {
       [STATE.key]: S(key),
@@ -375,9 +381,11 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Sets `key` to expire in `seconds`; `false` when the key is missing or expired.
-   * `seconds <= 0` expires it now (it is removed). At most 1e125 seconds (the expiry must
-   * be a number DynamoDB can store).
+   * Sets `key` to expire in `seconds` (like Redis EXPIRE, not EXPIREAT: seconds from now, not
+   * an epoch time); `false` when the key is missing or expired. `seconds <= 0` expires it now
+   * (it is removed). The expiry is whole epoch seconds, rounded up (`expire(k, 2)` lives at
+   * least 2 s and less than 3 s). At most 10 years (315360000 s): more is refused as the
+   * unit mix-up it almost surely is.
    *
    * @example Setting a TTL
    * ```ts
@@ -390,13 +398,15 @@ export class DynamoDBStateStore implements StateStore {
    * assert.equal(await state.expire("no-such-key", 3600), false);
    * ```
    *
-   * @throws {RangeError} For `seconds` that is not a finite number, or above 1e125.
+   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years (the
+   *   message says whether it looks like milliseconds or an absolute epoch time).
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
    * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
     this.#open("expire");
     checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkTtlHorizon("seconds", seconds);
     checkTtlSeconds("seconds", seconds, true);
     const now = nowSeconds();
     const present = {
