@@ -1,6 +1,6 @@
 /**
- * The least-privilege IAM policy of both stores, built from the table specs: the README's
- * policy and the CLI's `policy` command are this function's output.
+ * The least-privilege IAM policy of both stores, built from the table specs: the CLI's
+ * `policy` command prints this function's output (docs/operations.md sends operators there).
  *
  * @module
  */

@@ -12,7 +12,7 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI with the permissions the README gives it, and DYNAMODB_ENDPOINT set. */
+/** Runs the CLI with the permissions docs/operations.md gives it, and DYNAMODB_ENDPOINT set. */
 async function cli(...args: string[]): Promise<Run> {
   const { code, stdout, stderr } = await new Deno.Command("deno", {
     args: [

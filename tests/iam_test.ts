@@ -1,10 +1,13 @@
-// The README's IAM policy is derived from the calls the code makes: this test records every
+// The least-privilege IAM policy (what the CLI's `policy` command prints, and docs/operations.md
+// tells operators to run) is derived from the calls the code makes: this test records every
 // DynamoDB action (per table) while both stores run every method, and compares it with the
 // policy, both ways: nothing used is missing, nothing granted is unused.
 import assert from "node:assert/strict";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStateStore, DynamoDBStore, newEvent, newExecution } from "../mod.ts";
+import { leastPrivilegePolicy, main } from "../src/cli.ts";
 import { testClient, uniqueName } from "./_env.ts";
+import { blockUnder, section } from "./_markdown.ts";
 
 type Input = Record<string, unknown> & { TableName?: string };
 
@@ -40,13 +43,9 @@ function recording(client: DynamoDBClient, used: Set<string>): void {
   );
 }
 
-/** The policy block of the README, as "action table" pairs for the given table names. */
-async function policyGrants(prefix: string, stateTable: string): Promise<Set<string>> {
-  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
-  const section = readme.slice(readme.indexOf("## Least-privilege IAM policy"));
-  const json = section.match(/```json\n([\s\S]*?)\n```/)?.[1];
-  assert.ok(json, "the README has a JSON IAM policy under its IAM section");
-  const policy = JSON.parse(json) as {
+/** The policy `cli policy` prints, as "action table" pairs for the given table names. */
+function policyGrants(prefix: string, stateTable: string): Set<string> {
+  const policy = leastPrivilegePolicy() as {
     Statement: { Effect: string; Action: string[]; Resource: string[] }[];
   };
   const grants = new Set<string>();
@@ -62,7 +61,7 @@ async function policyGrants(prefix: string, stateTable: string): Promise<Set<str
   return grants;
 }
 
-Deno.test("the README's least-privilege IAM policy grants exactly the actions the stores use", async () => {
+Deno.test("the least-privilege IAM policy grants exactly the actions the stores use", async () => {
   using client = testClient();
   const used = new Set<string>();
   recording(client, used);
@@ -109,18 +108,30 @@ Deno.test("the README's least-privilege IAM policy grants exactly the actions th
   await state.hdel("h", "f");
   await state.expire("h", 0);
   await state.delete("k");
-  const granted = await policyGrants(prefix, stateTable);
+  const granted = policyGrants(prefix, stateTable);
   const missing = [...used].filter((pair) => !granted.has(pair)).sort();
   const unused = [...granted].filter((pair) => !used.has(pair)).sort();
-  assert.deepEqual(missing, [], "actions the code uses that the README's policy lacks");
-  assert.deepEqual(unused, [], "actions the README's policy grants that the code never uses");
+  assert.deepEqual(missing, [], "actions the code uses that the policy lacks");
+  assert.deepEqual(unused, [], "actions the policy grants that the code never uses");
 });
 
-Deno.test("the README's IAM policy is the one the CLI's `policy` command prints", async () => {
-  const { leastPrivilegePolicy } = await import("../src/cli.ts");
-  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
-  const section = readme.slice(readme.indexOf("## Least-privilege IAM policy"));
-  const json = section.match(/```json\n([\s\S]*?)\n```/)?.[1];
-  assert.ok(json, "the README has a JSON IAM policy under its IAM section");
-  assert.deepEqual(JSON.parse(json), leastPrivilegePolicy());
+Deno.test("docs/operations.md sends operators to the CLI's `policy` command, which prints that policy", async () => {
+  const iam = section("docs/operations.md", "## Least-privilege IAM policy");
+  const command = blockUnder("docs/operations.md", "## Least-privilege IAM policy", "sh");
+  const args = command.split("\n")[0]!.split(/\s+/);
+  assert.deepEqual(args.slice(0, 4), ["deno", "run", "-A", "jsr:@harel/dynamodb/cli"]);
+  assert.equal(args[4], "policy");
+  assert.doesNotMatch(iam, /"Statement"/, "the policy is printed by the CLI, not pasted");
+  const printed: string[] = [];
+  assert.equal(await main(args.slice(4), { out: (line) => printed.push(line) }), 0);
+  assert.deepEqual(
+    JSON.parse(printed.join("\n")),
+    leastPrivilegePolicy({ prefix: "prod", region: "eu-west-1", account: "123456789012" }),
+  );
+  // Every action the page names is one the policy grants, or one it says the policy lacks.
+  const granted = new Set(leastPrivilegePolicy().Statement.flatMap((s) => s.Action));
+  const extra = ["dynamodb:UpdateTable", "dynamodb:Query"];
+  for (const action of iam.match(/dynamodb:\w+/g) ?? []) {
+    assert.ok(granted.has(action) || extra.includes(action), `${action} in docs/operations.md`);
+  }
 });
