@@ -1,14 +1,118 @@
 /**
- * Durable state for the harel statechart engine in AWS DynamoDB: the execution store
- * (`DynamoDBStore`) and a Redis-like hash-state store (`DynamoDBStateStore`), sharing
- * their tables with the Python engine.
+ * Durable state for harel, a statechart engine, in AWS DynamoDB. A statechart describes a
+ * workflow as nested and parallel states with transitions; harel runs each instance of one
+ * (an *execution*) from state to state as events arrive. This module keeps the executions,
+ * and everything a step of one produces, in DynamoDB tables that Deno and Python workers
+ * share.
  *
- * @example The happy path
+ * - {@linkcode DynamoDBStore}, the execution store: `commit()` writes an execution with the
+ *   events it emits (a transactional outbox), fork spawn intents, the dedupe mark of the
+ *   event it handled, timer changes and a trace step in one `TransactWriteItems`, guarded by
+ *   optimistic concurrency on `version` — all of it or nothing ({@linkcode StoreConflict}).
+ * - The runners, one bounded pass each, ready for `Deno.cron`: {@linkcode relayOutbox}
+ *   delivers the outbox in seq order per target, {@linkcode relaySpawns} starts spawned
+ *   children, {@linkcode sweepTimers} fires due timers as harel's `Timeout` event
+ *   ({@linkcode timeoutEvent}).
+ * - {@linkcode DynamoDBStateStore}, a small Redis-like store: JSON values with TTL, and hash
+ *   fields in a native DynamoDB Map written one field at a time.
+ * - Documents built with the engine's defaults ({@linkcode newExecution},
+ *   {@linkcode newEvent}), named errors that say what to do, and the interfaces
+ *   ({@linkcode ExecutionStore}, {@linkcode StateStore}) a backend implements.
+ *
+ * `@harel/dynamodb/testing` has in-memory twins of both stores (the same semantics, no AWS
+ * SDK, no permissions needed) and the conformance suites; `@harel/dynamodb/cli` is the
+ * operator CLI. `create()` takes `endpoint: Deno.env.get("DYNAMODB_ENDPOINT")` for a local
+ * DynamoDB (`deno task dynamodb` in a clone of the repository starts one) and leaves it out
+ * for AWS. Permissions: `--allow-net --allow-env --allow-read --allow-sys=osRelease`.
+ *
+ * @example A worker's step: load with the dedupe mark, commit, relay
  * ```ts
- * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
+ * import assert from "node:assert/strict";
+ * import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({ endpoint: "http://127.0.0.1:8000" });
- * await store.save(newExecution({ definition_id: "order" }));
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * const order = newExecution({ definition_id: "order", status: "RUNNING" });
+ * await store.save(order); // version 0 means insert
+ * assert.equal(order.version, 1);
+ *
+ * const paid = newEvent("order.paid", { amount: 42 });
+ * const { execution, processed } = await store.loadForEvent(order.id, paid.id);
+ * assert.ok(execution && !processed);
+ * execution.active_path = "order.shipping";
+ * await store.commit(execution, {
+ *   processedEventId: paid.id, // a redelivery of `paid` is now seen as processed
+ *   emits: [{ target: null, event: newEvent("order.ship", { id: order.id }) }],
+ * });
+ * assert.equal(await store.isProcessed(order.id, paid.id), true);
+ *
+ * const shipped: string[] = [];
+ * await relayOutbox(store, async (entry) => {
+ *   if (entry.event.data.id === order.id) shipped.push(entry.event.kind);
+ * });
+ * assert.deepEqual(shipped, ["order.ship"]);
+ * ```
+ *
+ * @example A lost race writes nothing
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DynamoDBStore, newEvent, newExecution, StoreConflict } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * const exe = newExecution({ definition_id: "race" });
+ * await store.save(exe);
+ * const mine = structuredClone(exe);
+ * const theirs = structuredClone(exe);
+ * await store.commit(theirs); // another worker wins: version 2
+ * await assert.rejects(
+ *   store.commit(mine, { emits: [{ target: null, event: newEvent("lost") }] }),
+ *   StoreConflict,
+ * );
+ * assert.equal(mine.version, 1, "unchanged: reload and apply the event again");
+ * assert.equal((await store.load(exe.id))?.version, 2);
+ * ```
+ *
+ * @example Timers fire as harel's Timeout event
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DynamoDBStore, newExecution, sweepTimers, timeoutEvent } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * const exe = newExecution({ definition_id: "reminder" });
+ * const fireAt = Date.now() / 1000 - 1; // epoch seconds, due a second ago
+ * await store.commit(exe, { timers: [{ action: "schedule", path: "reminder.wait", fireAt }] });
+ *
+ * const fired: string[] = [];
+ * await sweepTimers(store, async (timer, event) => {
+ *   if (timer.executionId === exe.id) fired.push(event.id);
+ * });
+ * assert.deepEqual(fired, [timeoutEvent(exe.id, "reminder.wait", fireAt).id]);
+ * ```
+ *
+ * @example The hash-state store
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * await using state = await DynamoDBStateStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ * });
+ * await state.set("greeting", { text: "hi" }, { ttl: 60 }); // seconds from now
+ * assert.deepEqual(await state.get("greeting"), { text: "hi" });
+ * assert.equal(await state.hset("session:mod", "step", 1), 1); // a new field
+ * assert.equal(await state.hget("session:mod", "step"), 1);
+ * assert.equal(await state.hdel("session:mod", "step"), 1); // and the emptied key is gone
+ * assert.equal(await state.exists("session:mod"), false);
+ * ```
+ *
+ * @example Unit tests without DynamoDB (no permissions needed)
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MemoryStore, newExecution } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.save(exe);
+ * assert.equal((await store.load(exe.id))?.version, 1);
  * ```
  *
  * @module
@@ -18,7 +122,7 @@ export * from "./src/errors.ts";
 export * from "./src/execution_store.ts";
 export * from "./src/types.ts";
 export * from "./src/relay.ts";
-export type { BackoffOptions, ClientConfig, ConnectOptions } from "./src/connect.ts";
+export type { BackoffOptions, ClientConfig, ConnectOptions, ConnectRetry } from "./src/connect.ts";
 export * from "./src/state_store.ts";
 export { globMatch } from "./src/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/tables.ts";

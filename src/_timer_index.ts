@@ -1,6 +1,6 @@
 // The timers table's sparse index of due times: which shard a timer is written to and the
 // index's layout. Private: the wire format is the attribute `timer_shard` (a number) next to
-// the timer's `execution_id`, `path` and `fire_at`, described in the README.
+// the timer's `execution_id`, `path` and `fire_at`, described in docs/operations.md.
 
 /** The global secondary index on the timers table: `timer_shard` (HASH) + `fire_at` (RANGE). */
 export const TIMER_INDEX = {

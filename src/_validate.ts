@@ -74,6 +74,35 @@ export function checkTime(field: string, value: unknown): number {
   return value;
 }
 
+/**
+ * The longest TTL the state stores take: 10 years (of 365 days), in seconds. Longer is almost
+ * surely a unit mix-up, never a wish: an absolute epoch time in seconds (Redis's EXPIREAT
+ * where EXPIRE is meant; any time after 1979-12-30 is above it), an epoch time in
+ * milliseconds, or a duration in milliseconds of more than 3.65 days. A key that should
+ * outlive 10 years should have no TTL.
+ */
+export const LONGEST_TTL_SECONDS = 315_360_000;
+
+/**
+ * Refuses a state-store TTL (`set`'s `ttl`, `expire`'s `seconds`) above
+ * {@linkcode LONGEST_TTL_SECONDS}, saying which mix-up it looks like; anything else (not a
+ * number, NaN, Infinity, negative) is left to the caller's own checks.
+ */
+export function checkTtlHorizon(field: string, seconds: unknown): void {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return;
+  if (seconds <= LONGEST_TTL_SECONDS) return;
+  const years = (seconds / (365 * 86_400)).toPrecision(3);
+  // Epoch milliseconds passed 1e11 in 1973; durations in ms that large are centuries.
+  const looksLike = seconds >= 1e11
+    ? "milliseconds (Date.now() is epoch milliseconds): pass seconds from now, e.g. " +
+      "(at - Date.now()) / 1000"
+    : "an absolute epoch time in seconds (Redis's EXPIREAT where EXPIRE is meant: pass " +
+      "at - Date.now() / 1000) or a duration in milliseconds (divide it by 1000)";
+  throw new RangeError(
+    `${field} is ${seconds} seconds (${years} years); a TTL is seconds from now, at most ${LONGEST_TTL_SECONDS} (10 years). This looks like ${looksLike}`,
+  );
+}
+
 /** A whole number in [min, max]. */
 export function checkInteger(field: string, value: unknown, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {

@@ -33,7 +33,7 @@
  */
 import { parseArgs } from "node:util";
 import { type DynamoDBClient, QueryCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
-import { buildClient, checkSetup } from "./connect.ts";
+import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "./connect.ts";
 import { isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
 import { TIMER, timerFromItem } from "./_layout.ts";
 import { oldestOutbox, type OutboxRow, soonestTimers } from "./_cli_reads.ts";
@@ -198,7 +198,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
     return 0;
   }
   try {
-    await run(positionals, values, out);
+    await run(positionals, values, out, err);
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -234,7 +234,12 @@ const WHAT_THEY_TAKE: Record<string, string> = {
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
 
-async function run(positionals: string[], values: Values, out: (line: string) => void) {
+async function run(
+  positionals: string[],
+  values: Values,
+  out: (line: string) => void,
+  err: (line: string) => void,
+) {
   const [command, ...rest] = positionals;
   if (command === undefined) throw new UsageError("no command given");
   const spec = COMMANDS[command];
@@ -296,7 +301,12 @@ async function run(positionals: string[], values: Values, out: (line: string) =>
   usage(() => new DynamoDBStateStore(PLACEHOLDER, { tableName: stateTable }));
   const tables = store.tables;
 
-  const client = await connect(endpoint, values);
+  const client = await connect(
+    endpoint,
+    values,
+    tables.executions.name,
+    (retry) => err(progress(retry)),
+  );
   try {
     const reader = new DynamoDBStore(client, { prefix });
     if (command === "executions") {
@@ -522,8 +532,30 @@ function endpointOf(values: Values): string | null {
   return variable;
 }
 
-/** A client for `endpoint` (null: AWS): one quick try per request, since an operator is waiting. */
-async function connect(endpoint: string | null, values: Values): Promise<DynamoDBClient> {
+/** How long the CLI waits for DynamoDB to answer: an operator is waiting. */
+const CLI_DEADLINE_MS = 5_000;
+
+/** A line on stderr per failed attempt while the CLI waits for DynamoDB. */
+function progress(retry: ConnectRetry): string {
+  const why = retry.error instanceof Error
+    ? retry.error.message.split("\n")[0]
+    : String(retry.error);
+  return `waiting for DynamoDB at ${retry.endpoint}: attempt ${retry.attempt} failed (${why}); ` +
+    `retrying in ${(retry.delayMs / 1000).toFixed(1)} s (gives up after ${
+      retry.deadlineMs / 1000
+    } s)`;
+}
+
+/**
+ * A client for the options, once DynamoDB answers (within a few seconds, reporting each
+ * failed attempt); one quick try per request after that, since an operator is waiting.
+ */
+async function connect(
+  endpoint: string | null,
+  values: Values,
+  probeTable: string,
+  onRetry: (retry: ConnectRetry) => void,
+): Promise<DynamoDBClient> {
   const client = usage(() =>
     buildClient({
       endpoint,
@@ -533,7 +565,13 @@ async function connect(endpoint: string | null, values: Values): Promise<DynamoD
     })
   );
   try {
-    await checkSetup(client);
+    const region = await checkSetup(client);
+    await awaitAnswer(client, probeTable, {
+      endpoint: endpoint || null,
+      deadlineMs: CLI_DEADLINE_MS,
+      backoff: { minDelayMs: 250, maxDelayMs: 1_000 },
+      onRetry,
+    }, region);
   } catch (error) {
     client.destroy();
     if (error instanceof MissingSetup && error.missing === "region") {

@@ -3,10 +3,15 @@
  *
  * @module
  */
-import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
-import type { BackoffOptions } from "./_backoff.ts";
-import { isUnreachable, retry } from "./_dynamo.ts";
-import { EndpointUnreachable, MissingSetup } from "./errors.ts";
+import {
+  DescribeTableCommand,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+} from "@aws-sdk/client-dynamodb";
+import { backoffDelay, type BackoffOptions, sleep } from "./_backoff.ts";
+import { foreignAnswer } from "./_answer.ts";
+import { isUnreachable } from "./_dynamo.ts";
+import { EndpointNotDynamoDB, EndpointUnreachable, MissingSetup } from "./errors.ts";
 
 export type { BackoffOptions };
 
@@ -53,12 +58,52 @@ export interface ConnectOptions {
   /** The backoff between attempts while the endpoint does not answer. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
   backoff?: BackoffOptions;
   /**
+   * Called after each attempt that found DynamoDB unreachable (refused, reset, timed out, or
+   * a 5xx answer), before the wait for the next one: to log progress while `create()` waits
+   * up to `deadlineMs`. What it throws rejects `create()`.
+   * @default {undefined} (waits in silence)
+   */
+  onRetry?: (retry: ConnectRetry) => void;
+  /**
    * Settings passed through to `new DynamoDBClient` (`maxAttempts`, `logger`,
    * `requestHandler`, `credentials`, ...); they win over the ones `create()` derives
    * from the options above.
    * @default {{}}
    */
   clientConfig?: ClientConfig;
+}
+
+/**
+ * One failed attempt to reach DynamoDB, as {@linkcode ConnectOptions.onRetry} reports it.
+ *
+ * @example Logging each failed attempt
+ * ```ts
+ * import { type ConnectRetry, DynamoDBStore } from "@harel/dynamodb";
+ *
+ * const log = (r: ConnectRetry) =>
+ *   console.error(
+ *     `DynamoDB at ${r.endpoint}: attempt ${r.attempt} failed (${r.error}); ` +
+ *       `retrying in ${Math.round(r.delayMs)} ms (${r.waitedMs} of ${r.deadlineMs} ms)`,
+ *   );
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   onRetry: log,
+ * });
+ * ```
+ */
+export interface ConnectRetry {
+  /** The endpoint waited for, as {@linkcode EndpointUnreachable.endpoint} names it. */
+  endpoint: string;
+  /** Which attempt failed, from 1. */
+  attempt: number;
+  /** Why it failed: a connection error, a timeout, or a 5xx answer. */
+  error: unknown;
+  /** How long `create()` has waited so far, in ms. */
+  waitedMs: number;
+  /** How long it waits before the next attempt, in ms. */
+  delayMs: number;
+  /** The deadline: `create()` gives up after this many ms. */
+  deadlineMs: number;
 }
 
 /**
@@ -199,42 +244,82 @@ function isPermissionError(error: unknown): boolean {
 
 /**
  * Runs `attempt` until it succeeds, retrying with backoff only while the
- * endpoint is unreachable, until the deadline or the signal ends the wait.
+ * endpoint is unreachable, until the deadline or the signal ends the wait. An answer that
+ * is not DynamoDB's (an HTML page) stops the wait at once, unless it is a 5xx (a proxy
+ * whose DynamoDB is not up yet).
  */
 export async function retryUntilReachable<T>(
   attempt: () => Promise<T>,
   options: ConnectOptions = {},
   region?: string,
 ): Promise<T> {
-  const { deadlineMs = 30_000, signal } = options;
+  const { deadlineMs = 30_000, signal, onRetry } = options;
   if (!(Number.isFinite(deadlineMs) && deadlineMs >= 0)) {
     throw new RangeError(`deadlineMs must be a finite number >= 0, got ${deadlineMs}`);
   }
+  if (onRetry !== undefined && typeof onRetry !== "function") {
+    throw new TypeError(`onRetry must be a function, got ${typeof onRetry}`);
+  }
+  const endpoint = endpointInUse(options, region);
   const started = Date.now();
-  const unreachable = (cause: unknown) =>
-    new EndpointUnreachable(endpointInUse(options, region), Date.now() - started, { cause });
   // An endpoint that accepts connections but never answers would hold an attempt forever
   // (the SDK sets no request timeout): the deadline and the signal end the wait anyway.
   const deadline = AbortSignal.timeout(deadlineMs);
   const until = signal ? AbortSignal.any([signal, deadline]) : deadline;
   let lastError: unknown;
   try {
-    return await retry(() => abortable(attempt(), until), {
-      isRetriable: (error) => {
-        if (error === until.reason || !isUnreachable(error)) return false;
+    for (let n = 1;; n++) {
+      try {
+        return await abortable(attempt(), until);
+      } catch (error) {
+        if (error === until.reason || !isUnreachable(error)) throw error;
         lastError = error;
-        return true;
-      },
-      backoff: options.backoff,
-      signal: until,
-    });
+      }
+      const delayMs = backoffDelay(n - 1, options.backoff);
+      onRetry?.({
+        endpoint,
+        attempt: n,
+        error: lastError,
+        waitedMs: Date.now() - started,
+        delayMs,
+        deadlineMs,
+      });
+      await sleep(delayMs, until);
+    }
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
     if (deadline.aborted && (error === until.reason || isUnreachable(error))) {
-      throw unreachable(error === until.reason ? lastError ?? error : error);
+      const cause = error === until.reason ? lastError ?? error : error;
+      throw new EndpointUnreachable(endpoint, Date.now() - started, { cause });
     }
+    const answer = foreignAnswer(error);
+    if (answer) throw new EndpointNotDynamoDB(endpoint, answer, { cause: error });
     throw error;
   }
+}
+
+/**
+ * Waits as `create()` does until DynamoDB answers a `DescribeTable` of `tableName`, for a
+ * client of {@linkcode buildClient} (the CLI's). Any answer of DynamoDB's counts — a missing
+ * table or a denied action too: the caller's own requests report those.
+ */
+export async function awaitAnswer(
+  client: DynamoDBSender,
+  tableName: string,
+  options: ConnectOptions = {},
+  region?: string,
+): Promise<void> {
+  await retryUntilReachable(
+    async () => {
+      try {
+        await client.send(new DescribeTableCommand({ TableName: tableName }));
+      } catch (error) {
+        if (isUnreachable(error) || foreignAnswer(error)) throw error;
+      }
+    },
+    options,
+    region,
+  );
 }
 
 /** `work`, unless the signal aborts first (then its reason). */

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { type Answer, describeAnswer, foreignAnswer } from "./_answer.ts";
 
 /**
  * A commit lost its optimistic-concurrency check: the stored execution is not at
@@ -171,14 +172,22 @@ export class InvalidCursor extends TypeError {
 
 /**
  * `create()` gave up: DynamoDB did not answer before the deadline (or the
- * signal aborted the wait). The last connection error is the `cause`.
+ * signal aborted the wait). The last connection error is the `cause`; the message names
+ * it and says what to do (start a local DynamoDB, or check the endpoint).
  *
- * @example Giving DynamoDB more time
+ * @example What the message says
  * ```ts
+ * import assert from "node:assert/strict";
  * import { EndpointUnreachable } from "@harel/dynamodb";
  *
- * const error: unknown = new EndpointUnreachable("http://127.0.0.1:8000", 30_000);
- * if (error instanceof EndpointUnreachable) console.log(error.message);
+ * const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8000"), {
+ *   code: "ECONNREFUSED",
+ * });
+ * const error = new EndpointUnreachable("http://127.0.0.1:8000", 30_000, { cause: refused });
+ * assert.equal(error.endpoint, "http://127.0.0.1:8000");
+ * assert.match(error.message, /did not answer within 30000 ms \(last error: connect ECONNREFUSED/);
+ * assert.match(error.message, /start one with `deno task dynamodb`/);
+ * assert.match(error.message, /DYNAMODB_ENDPOINT/);
  * ```
  */
 export class EndpointUnreachable extends Error {
@@ -200,12 +209,107 @@ export class EndpointUnreachable extends Error {
    * @param options The last connection error, as `cause`.
    */
   constructor(endpoint: string | null, waitedMs: number, options?: ErrorOptions) {
+    const where = endpoint ?? "AWS";
+    const last = options?.cause === undefined
+      ? ""
+      : ` (last error: ${describeCause(options.cause)})`;
     super(
-      `DynamoDB at ${endpoint ?? "AWS"} did not answer within ${waitedMs} ms`,
+      `DynamoDB at ${where} did not answer within ${waitedMs} ms${last}. ${hint(where)}`,
       options,
     );
-    this.endpoint = endpoint ?? "AWS";
+    this.endpoint = where;
     this.waitedMs = waitedMs;
+  }
+}
+
+/** What to do about an endpoint that does not answer: AWS's own, or a local one. */
+function hint(endpoint: string): string {
+  const start = "start one with `deno task dynamodb` (in a clone of @harel/dynamodb; it prints " +
+    "the DYNAMODB_ENDPOINT to use)";
+  const where = "the `endpoint` option, --endpoint or DYNAMODB_ENDPOINT";
+  return endpoint === "AWS" || /\.amazonaws\.com(:\d+)?\/?$/.test(endpoint)
+    ? `Check the network and the region (AWS_REGION). For a local DynamoDB instead, ${start} and pass its endpoint (${where}).`
+    : `Is DynamoDB running there? ${start[0]!.toUpperCase()}${
+      start.slice(1)
+    }, or check the endpoint (${where}).`;
+}
+
+/** A short description of the last error of a wait: a connection error, or what answered. */
+function describeCause(cause: unknown): string {
+  const answer = foreignAnswer(cause);
+  if (answer) return `${describeAnswer(answer)}, which is not DynamoDB`;
+  const text = cause instanceof Error ? cause.message || cause.name : String(cause);
+  return text.split("\n")[0]!.trim(); // the SDK appends advice lines of its own
+}
+
+/**
+ * Something other than DynamoDB answered at the endpoint: a web server's HTML page, a
+ * proxy's error page, another service. DynamoDB answers JSON
+ * (`application/x-amz-json-1.0`); waiting will not change that, so `create()` stops at
+ * once. The fields say what answered; the SDK's parse error is the `cause`.
+ *
+ * @example What the message says
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { EndpointNotDynamoDB } from "@harel/dynamodb";
+ *
+ * const error = new EndpointNotDynamoDB("http://127.0.0.1:8080", {
+ *   status: 200,
+ *   contentType: "text/html",
+ *   server: "nginx",
+ *   body: "<html><hea",
+ * });
+ * assert.equal(error.status, 200);
+ * assert.match(error.message, /answered HTTP 200 text\/html from "nginx"/);
+ * assert.match(error.message, /not DynamoDB/);
+ * ```
+ */
+export class EndpointNotDynamoDB extends Error {
+  /** Always `"EndpointNotDynamoDB"`. */
+  override name = "EndpointNotDynamoDB";
+  /** The endpoint that answered. */
+  readonly endpoint: string;
+  /** The answer's HTTP status. */
+  readonly status: number;
+  /** The answer's `content-type`, or `null` when it had none. */
+  readonly contentType: string | null;
+  /** The answer's `server` header, or `null` when it had none. */
+  readonly server: string | null;
+
+  /**
+   * Builds the error for an endpoint whose answer is not DynamoDB's.
+   *
+   * @param endpoint The endpoint that answered.
+   * @param answer Its HTTP status, `content-type` and `server` headers, and the start of its
+   *   body when known.
+   * @param options The SDK's parse error, as `cause`.
+   */
+  constructor(
+    endpoint: string,
+    answer: {
+      status: number;
+      contentType?: string | null;
+      server?: string | null;
+      body?: string | null;
+    },
+    options?: ErrorOptions,
+  ) {
+    const full: Answer = {
+      status: answer.status,
+      contentType: answer.contentType ?? null,
+      server: answer.server ?? null,
+      body: answer.body ?? null,
+    };
+    super(
+      `${endpoint} answered ${describeAnswer(full)}: that is not DynamoDB, which answers JSON ` +
+        "(application/x-amz-json-1.0). A web server, a proxy or another service listens there: " +
+        "check the endpoint (the `endpoint` option, --endpoint or DYNAMODB_ENDPOINT) and its port.",
+      options,
+    );
+    this.endpoint = endpoint;
+    this.status = full.status;
+    this.contentType = full.contentType;
+    this.server = full.server;
   }
 }
 

@@ -237,7 +237,9 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {TypeError} For options of the wrong type (a `RangeError` for one out of its range),
    *   before anything is sent.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
-   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
+   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {

@@ -73,7 +73,7 @@ export interface DynamoDBStoreOptions {
   /**
    * How many index shards timers spread over, 1 to 1000 (about 8,000 timers armed per
    * second for 16); raise it on sweepers first, then on writers, and never lower it (see
-   * the README).
+   * docs/operations.md, "Timer index").
    * @default {16}
    */
   timerShards?: number;

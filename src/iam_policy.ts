@@ -1,6 +1,6 @@
 /**
- * The least-privilege IAM policy of both stores, built from the table specs: the README's
- * policy and the CLI's `policy` command are this function's output.
+ * The least-privilege IAM policy of both stores, built from the table specs: the CLI's
+ * `policy` command prints this function's output (docs/operations.md sends operators there).
  *
  * @module
  */
@@ -57,8 +57,8 @@ type Role = keyof ReturnType<typeof executionTables> | "state";
 // CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only. deleteExecution
 // (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace and processed.
 // The relay (#18) records failures (UpdateItem), drops dead letters (DeleteItem), reads and
-// writes the held targets (GetItem, UpdateItem on counters), and reads parked timers
-// (BatchGetItem on timers).
+// writes the held targets (GetItem, UpdateItem on counters). With the timer index, a sweep also
+// reads parked timers (BatchGetItem on timers; docs/operations.md lists the index's extras).
 const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelExecutions",
@@ -101,7 +101,6 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
       "Query",
       "BatchWriteItem",
       "UpdateItem",
-      "BatchGetItem",
     ],
   },
   {

@@ -9,6 +9,7 @@ import {
   checkItemSize,
   checkKey,
   checkOptions,
+  checkTtlHorizon,
   describe,
   LIMITS,
 } from "./_validate.ts";
@@ -173,6 +174,7 @@ export class MemoryStateStore implements StateStore {
     return Promise.try(() => {
       this.#open("set");
       checkKey("key", key, LIMITS.partitionKeyBytes);
+      checkTtlHorizon("options.ttl", options?.ttl);
       const ttl = setTtl(options);
       const entry: Entry = { value: toJson("value", value) };
       if (ttl !== undefined) entry.ttl = Math.ceil(this.#seconds() + ttl);
@@ -239,12 +241,14 @@ export class MemoryStateStore implements StateStore {
   }
 
   /**
-   * Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing.
+   * Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing. Rounds and
+   * refuses as `DynamoDBStateStore.expire` does: at most 10 years.
    */
   expire(key: string, seconds: number): Promise<boolean> {
     return Promise.try(() => {
       this.#open("expire");
       checkKey("key", key, LIMITS.partitionKeyBytes);
+      checkTtlHorizon("seconds", seconds);
       checkTtlSeconds("seconds", seconds, true);
       const entry = this.#live(key);
       if (!entry) return false;

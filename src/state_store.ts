@@ -18,6 +18,7 @@ import {
   checkItemSize,
   checkKey,
   checkOptions,
+  checkTtlHorizon,
   describe,
   LIMITS,
 } from "./_validate.ts";
@@ -144,7 +145,9 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For options of the wrong type, before anything is sent.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
-   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs`.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
+   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
@@ -242,10 +245,11 @@ export class DynamoDBStateStore implements StateStore {
 
   /**
    * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
-   * included — like Redis SET. With `ttl`, the key expires after that many seconds.
-   * The value is stored as `JSON.stringify` sees it (`toJSON` applied): what JSON would
-   * silently change (class instances, Map, Set, BigInt, NaN, functions, cycles), nesting past
-   * 500 levels and items over 400 KB are refused, naming the path, before anything is sent.
+   * included — like Redis SET. With `ttl`, the key expires after that many seconds: the
+   * expiry is stored as whole epoch seconds, rounded up, so `ttl: 2` lives at least 2 s and
+   * less than 3 s. The value is stored as `JSON.stringify` sees it (`toJSON` applied): what JSON
+   * would silently change (class instances, Map, Set, BigInt, NaN, functions, cycles), nesting
+   * past 500 levels and items over 400 KB are refused, naming the path, before anything is sent.
    *
    * @example Setting a value with a TTL
    * ```ts
@@ -256,13 +260,15 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
-   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0 (at most
-   *   1e125), a value nested too deep, or an item over 400 KB.
+   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0, one over
+   *   10 years (315360000 s: milliseconds or an absolute epoch time, the message says which
+   *   it looks like), a value nested too deep, or an item over 400 KB.
    * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     this.#open("set");
     checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkTtlHorizon("options.ttl", options?.ttl);
     const ttl = setTtl(options);
     const item: Item = {
       [STATE.key]: S(key),
@@ -436,10 +442,12 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Sets `key` to expire in `seconds`; `false` when the key is missing or expired.
-   * `seconds <= 0` expires it now (it is removed, as `delete` removes it: a one-item
-   * transaction whose answer stays exact when it is re-sent after a lost answer). At most
-   * 1e125 seconds (the expiry must be a number DynamoDB can store).
+   * Sets `key` to expire in `seconds` (like Redis EXPIRE, not EXPIREAT: seconds from now, not
+   * an epoch time); `false` when the key is missing or expired. `seconds <= 0` expires it now
+   * (it is removed, as `delete` removes it: a one-item transaction whose answer stays exact when
+   * it is re-sent after a lost answer). The expiry is whole epoch seconds, rounded up
+   * (`expire(k, 2)` lives at least 2 s and less than 3 s). At most 10 years (315360000 s): more
+   * is refused as the unit mix-up it almost surely is.
    *
    * @example Setting a TTL
    * ```ts
@@ -452,7 +460,8 @@ export class DynamoDBStateStore implements StateStore {
    * assert.equal(await state.expire("no-such-key", 3600), false);
    * ```
    *
-   * @throws {RangeError} For `seconds` that is not a finite number, or above 1e125.
+   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years (the
+   *   message says whether it looks like milliseconds or an absolute epoch time).
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
    * @throws {OutcomeUnknown} When the answer cannot tell what this call did: `seconds <= 0`
    *   and no answer came back after 3 re-sends, or the SDK re-sent a request whose first
@@ -462,6 +471,7 @@ export class DynamoDBStateStore implements StateStore {
   async expire(key: string, seconds: number): Promise<boolean> {
     this.#open("expire");
     checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkTtlHorizon("seconds", seconds);
     checkTtlSeconds("seconds", seconds, true);
     if (seconds <= 0) return (await this.#deletePresent("expire", key, false)).applied;
     const now = nowSeconds();

@@ -1,8 +1,9 @@
 /**
  * Test helpers for code built on `@harel/dynamodb`: in-memory twins of both stores, with
  * the same semantics as the DynamoDB ones, and the conformance suites both pass. It also
- * re-exports the documents (`newExecution`, `newEvent`, ...), the errors and the types, and
- * loads no AWS SDK: a unit test that imports only this module runs with no permissions.
+ * re-exports the documents (`newExecution`, `newEvent`, ...), the errors, the types and the
+ * runners (`relayOutbox`, `relaySpawns`, `sweepTimers`, `timeoutEvent`), and loads no AWS
+ * SDK: a unit test that imports only this module runs with no permissions.
  *
  * @example Unit-testing a worker without DynamoDB
  * ```ts
@@ -14,6 +15,24 @@
  * await state.hset("session:1", "step", 1);
  * ```
  *
+ * @example Testing a relay callback on the twin
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MemoryStore, newEvent, newExecution, relayOutbox } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * await store.commit(newExecution({ definition_id: "order" }), {
+ *   emits: [{ target: null, event: newEvent("order.created") }],
+ * });
+ * const seen: string[] = [];
+ * const report = await relayOutbox(store, async (entry) => {
+ *   seen.push(entry.event.kind);
+ * });
+ * assert.deepEqual(seen, ["order.created"]);
+ * assert.deepEqual([report.delivered, report.failed, report.setAside], [1, 0, 0]);
+ * assert.deepEqual(await store.pendingOutbox(), []);
+ * ```
+ *
  * @module
  */
 export * from "./memory_store.ts";
@@ -22,3 +41,4 @@ export * from "./conformance.ts";
 export * from "./documents.ts";
 export * from "./errors.ts";
 export type * from "./types.ts";
+export * from "./relay.ts";

@@ -6,17 +6,32 @@
 import type { Event, Execution, ExecutionSummary, Status } from "./documents.ts";
 
 /**
- * An event to put in the outbox, for `target` (an execution id) or for nobody in particular (`null`).
+ * An event a commit puts in the outbox, in the same transaction as the execution, for the
+ * relay to deliver once the commit stands.
  *
- * @example An event for another execution
+ * `target` says whom the event is for. An execution id: the relay hands the entry to your
+ * `deliver` with that `targetId`, in seq order per target, and your `deliver` passes the
+ * event to that execution (a parent, a child, a sibling). `null`: the event is for no
+ * execution in particular — it leaves the statechart, for the outside world or for whoever
+ * listens (a webhook, a queue, another service; the CLI shows it as `(broadcast)`), and your
+ * `deliver` decides where it goes, typically by `event.kind`. The store never routes
+ * anything itself: `null` is stored as `target_id` NULL (as the Python engine stores an
+ * emit without a target) and comes back as `OutboxEntry.targetId === null`; all `null`
+ * entries are delivered in seq order, like the entries of one target.
+ *
+ * @example An event for another execution, and one for the outside world
  * ```ts
  * import { type Emit, newEvent } from "@harel/dynamodb";
  *
- * const emit: Emit = { target: "parent-execution-id", event: newEvent("child.done") };
+ * const toParent: Emit = { target: "parent-execution-id", event: newEvent("child.done") };
+ * const outward: Emit = { target: null, event: newEvent("order.shipped", { id: "o-1" }) };
  * ```
  */
 export interface Emit {
-  /** The execution the relay delivers the event to, or `null`. */
+  /**
+   * The id of the execution the event is for, or `null` for an event to no execution in
+   * particular (for the outside world; your relay's `deliver` routes it).
+   */
   target: string | null;
   /** The event. */
   event: Event;

@@ -14,7 +14,7 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI with the permissions the README gives it, and DYNAMODB_ENDPOINT set. */
+/** Runs the CLI with the permissions docs/operations.md gives it, and DYNAMODB_ENDPOINT set. */
 function cli(...args: string[]): Promise<Run> {
   return cliWith({}, ...args);
 }
@@ -196,10 +196,35 @@ Deno.test("the CLI names a missing table and exits 1", async () => {
   }
 });
 
-Deno.test("the CLI names an endpoint it cannot reach and exits 1", async () => {
-  const run = await cli("outbox", "--endpoint", "http://127.0.0.1:9");
+Deno.test("the CLI names an endpoint it cannot reach, prints each failed attempt while it waits, and exits 1", async () => {
+  const started = Date.now();
+  const run = await cli("executions", "--endpoint", "http://127.0.0.1:9");
   assert.equal(run.code, 1, run.stderr);
+  assert.ok(Date.now() - started < 15_000, "gives up after about 5 s");
+  const waits = run.stderr.split("\n").filter((line) => line.startsWith("waiting for DynamoDB"));
+  assert.ok(waits.length >= 2, run.stderr);
+  assert.match(
+    waits[0]!,
+    /^waiting for DynamoDB at http:\/\/127\.0\.0\.1:9: attempt 1 failed \(connect ECONNREFUSED 127\.0\.0\.1:9\); retrying in \d\.\d s \(gives up after 5 s\)$/,
+  );
   assert.match(run.stderr, /cannot reach DynamoDB at http:\/\/127\.0\.0\.1:9/);
+  assert.match(run.stderr, /did not answer within \d+ ms/);
+  assert.match(run.stderr, /Start one with `deno task dynamodb`/);
+  assert.equal(run.stdout, "");
+});
+
+Deno.test("the CLI says what answered when the endpoint is not DynamoDB", async () => {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response("<html>It works!</html>", { headers: { "content-type": "text/html" } }),
+  );
+  const run = await cli("outbox", "--endpoint", `http://127.0.0.1:${server.addr.port}`);
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(
+    run.stderr,
+    /answered HTTP 200 text\/html starting "<html>It w": that is not DynamoDB/,
+  );
+  assert.doesNotMatch(run.stderr, /waiting for DynamoDB/, "no wait: waiting cannot fix it");
 });
 
 Deno.test("the CLI's policy is the least-privilege policy for the prefix", async () => {

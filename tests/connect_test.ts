@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import {
+  type ConnectRetry,
   DynamoDBStateStore,
   DynamoDBStore,
+  EndpointNotDynamoDB,
   EndpointUnreachable,
   newExecution,
   StoreClosed,
@@ -102,4 +104,114 @@ Deno.test("create() keeps to its deadline when the endpoint accepts connections 
     held.forEach((conn) => conn.close());
     await accepting.catch(() => {});
   }
+});
+
+/** A local web server that answers every request with `body` as `contentType`. */
+function notDynamoDB(status: number, body: string, contentType = "text/html; charset=utf-8") {
+  return Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response(body, { status, headers: { "content-type": contentType, server: "nginx" } }),
+  );
+}
+
+const PAGE = "<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head></html>";
+
+Deno.test("create() names what answered when the endpoint is a web page, not DynamoDB", async (t) => {
+  for (const status of [200, 404]) {
+    await t.step(`HTTP ${status} HTML, both stores, at once`, async () => {
+      await using server = notDynamoDB(status, PAGE);
+      const endpoint = `http://127.0.0.1:${server.addr.port}`;
+      for (const create of [DynamoDBStore.create, DynamoDBStateStore.create]) {
+        const started = Date.now();
+        const error = await create({ endpoint, deadlineMs: 30_000 }).then(() => null, (e) => e);
+        assert.ok(error instanceof EndpointNotDynamoDB, String(error));
+        assert.ok(Date.now() - started < 5000, "no wait for the deadline: waiting cannot fix it");
+        assert.equal(error.name, "EndpointNotDynamoDB");
+        assert.equal(error.endpoint, endpoint);
+        assert.equal(error.status, status);
+        assert.equal(error.contentType, "text/html; charset=utf-8");
+        assert.equal(error.server, "nginx");
+        assert.match(
+          error.message,
+          new RegExp(`^${endpoint} answered HTTP ${status} text/html; charset=utf-8 from "nginx"`),
+        );
+        assert.match(error.message, /starting "<!DOCTYPE/);
+        assert.match(error.message, /not DynamoDB, which answers JSON/);
+        assert.match(error.message, /DYNAMODB_ENDPOINT/);
+        assert.doesNotMatch(error.message, /\$response/, "no SDK internals in the message");
+        assert.equal(
+          (error.cause as Error).name,
+          "SyntaxError",
+          "the SDK's parse error is the cause",
+        );
+      }
+    });
+  }
+});
+
+Deno.test("create() waits on a proxy's 5xx page, then says what answered", async () => {
+  await using server = notDynamoDB(502, "<html><body>502 Bad Gateway</body></html>");
+  const endpoint = `http://127.0.0.1:${server.addr.port}`;
+  const error = await DynamoDBStore.create({ endpoint, deadlineMs: 1200 }).then(
+    () => null,
+    (e) => e,
+  );
+  assert.ok(error instanceof EndpointUnreachable, String(error));
+  assert.match(
+    error.message,
+    /did not answer within \d+ ms \(last error: HTTP 502 text\/html; charset=utf-8 from "nginx" starting "<html><bod", which is not DynamoDB\)/,
+  );
+});
+
+Deno.test("create() reports each failed attempt to onRetry, and its final error says what to do", async () => {
+  const endpoint = `http://127.0.0.1:${freePort()}`;
+  const retries: ConnectRetry[] = [];
+  const error = await DynamoDBStore.create({
+    endpoint,
+    deadlineMs: 1500,
+    onRetry: (retry) => retries.push(retry),
+  }).then(() => null, (e) => e);
+  assert.ok(error instanceof EndpointUnreachable, String(error));
+  assert.match(error.message, /\(last error: connect ECONNREFUSED 127\.0\.0\.1:\d+\)/);
+  assert.match(error.message, /Start one with `deno task dynamodb`/);
+  assert.match(
+    error.message,
+    /check the endpoint \(the `endpoint` option, --endpoint or DYNAMODB_ENDPOINT\)/,
+  );
+  assert.ok(retries.length >= 3, `${retries.length} attempts reported`);
+  retries.forEach((retry, i) => {
+    assert.equal(retry.endpoint, endpoint);
+    assert.equal(retry.attempt, i + 1);
+    assert.equal(retry.deadlineMs, 1500);
+    assert.equal((retry.error as { code?: string }).code, "ECONNREFUSED");
+    assert.ok(retry.delayMs > 0 && retry.delayMs <= 2000, String(retry.delayMs));
+    assert.ok(retry.waitedMs >= (retries[i - 1]?.waitedMs ?? 0));
+  });
+});
+
+Deno.test("create() without onRetry waits as before; a bad onRetry is refused, a throwing one rejects", async () => {
+  const endpoint = `http://127.0.0.1:${freePort()}`;
+  await assert.rejects(
+    DynamoDBStore.create({ endpoint, onRetry: "log" as never }),
+    /onRetry must be a function, got string/,
+  );
+  const stop = new Error("give up after the first attempt");
+  const started = Date.now();
+  await assert.rejects(
+    DynamoDBStateStore.create({
+      endpoint,
+      deadlineMs: 30_000,
+      onRetry: () => {
+        throw stop;
+      },
+    }),
+    (error) => error === stop,
+  );
+  assert.ok(Date.now() - started < 5000);
+});
+
+Deno.test("EndpointUnreachable for an AWS endpoint says to check the network and the region", () => {
+  const error = new EndpointUnreachable("https://dynamodb.eu-west-1.amazonaws.com", 3000);
+  assert.match(error.message, /Check the network and the region \(AWS_REGION\)/);
+  assert.match(error.message, /For a local DynamoDB instead, start one with `deno task dynamodb`/);
 });

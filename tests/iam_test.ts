@@ -1,12 +1,23 @@
-// The README's IAM policy is derived from the calls the code makes: this test records every
+// The least-privilege IAM policy (what the CLI's `policy` command prints, and docs/operations.md
+// tells operators to run) is derived from the calls the code makes: this test records every
 // DynamoDB action (per table) while both stores run every method, and compares it with the
 // policy, both ways: nothing used is missing, nothing granted is unused. Until the README's
 // policy is regenerated, what retention (#21) added is documented in docs/retention.md: the
 // documented policy is the README's and that one's statements together.
 import assert from "node:assert/strict";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStateStore, DynamoDBStore, newEvent, newExecution } from "../mod.ts";
+import {
+  DynamoDBStateStore,
+  DynamoDBStore,
+  newEvent,
+  newExecution,
+  relayOutbox,
+  relaySpawns,
+  sweepTimers,
+} from "../mod.ts";
+import { leastPrivilegePolicy, main } from "../src/cli.ts";
 import { testClient, uniqueName } from "./_env.ts";
+import { blockUnder, section } from "./_markdown.ts";
 
 type Input = Record<string, unknown> & { TableName?: string };
 
@@ -42,30 +53,13 @@ function recording(client: DynamoDBClient, used: Set<string>): void {
   );
 }
 
-type Statements = { Effect: string; Action: string[]; Resource: string[] }[];
-
-/** The first JSON block under `heading` of a document of this repository. */
-async function jsonBlock(file: string, heading: string): Promise<{ Statement: Statements }> {
-  const text = await Deno.readTextFile(new URL(`../${file}`, import.meta.url));
-  const at = text.indexOf(heading);
-  assert.ok(at >= 0, `${file} has ${heading}`);
-  const json = text.slice(at).match(/```json\n([\s\S]*?)\n```/)?.[1];
-  assert.ok(json, `${file} has a JSON IAM policy under ${heading}`);
-  return JSON.parse(json);
-}
-
-/** The documented policies' statements: the README's, and what docs/retention.md adds to it. */
-async function documentedStatements(): Promise<Statements> {
-  return [
-    ...(await jsonBlock("README.md", "## Least-privilege IAM policy")).Statement,
-    ...(await jsonBlock("docs/retention.md", "## IAM")).Statement,
-  ];
-}
-
-/** Statements as "action table" pairs for the given table names. */
-function policyGrants(statements: Statements, prefix: string, stateTable: string): Set<string> {
+/** The policy `cli policy` prints, as "action table" pairs for the given table names. */
+function policyGrants(prefix: string, stateTable: string): Set<string> {
+  const policy = leastPrivilegePolicy() as {
+    Statement: { Effect: string; Action: string[]; Resource: string[] }[];
+  };
   const grants = new Set<string>();
-  for (const statement of statements) {
+  for (const statement of policy.Statement) {
     assert.equal(statement.Effect, "Allow");
     for (const resource of statement.Resource) {
       const table = resource.match(/^arn:aws:dynamodb:\*:\*:table\/(.+)$/)?.[1];
@@ -77,7 +71,7 @@ function policyGrants(statements: Statements, prefix: string, stateTable: string
   return grants;
 }
 
-Deno.test("the documented least-privilege IAM policy (README and docs/retention.md) grants exactly the actions the stores use", async () => {
+Deno.test("the least-privilege IAM policy grants exactly the actions the stores use", async () => {
   using client = testClient();
   const used = new Set<string>();
   recording(client, used);
@@ -113,6 +107,31 @@ Deno.test("the documented least-privilege IAM policy (README and docs/retention.
   for (const timer of await store.dueTimers(10)) {
     await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
   }
+  // The relay's bookkeeping: failures recorded (with the held-target hint), dead letters listed,
+  // retried and dropped.
+  await store.commit(exe, {
+    emits: [{ target: "t", event: newEvent("f") }],
+    spawns: [{ childId: "c2", rootPath: "r", context: {} }],
+    timers: [{ action: "schedule", path: "d", fireAt: 2 }],
+  });
+  const fail = () => Promise.reject(new Error("down"));
+  const failAll = async () => {
+    await relayOutbox(store, fail, { maxAttempts: 1 });
+    await relaySpawns(store, fail, { maxAttempts: 1 });
+    await sweepTimers(store, fail, { maxAttempts: 1, now: 10 });
+  };
+  await failAll();
+  for (const kind of ["outbox", "spawns", "timers"] as const) {
+    for (const letter of await store.deadLetters(kind)) {
+      await store.retryDeadLetter(kind, letter.key as never);
+    }
+  }
+  await failAll();
+  for (const kind of ["outbox", "spawns", "timers"] as const) {
+    for (const letter of await store.deadLetters(kind)) {
+      await store.dropDeadLetter(kind, letter.key as never);
+    }
+  }
   await store.commit(exe, { timers: [{ action: "schedule", path: "c", fireAt: 1 }] });
   await store.deleteExecution(exe.id);
 
@@ -131,16 +150,30 @@ Deno.test("the documented least-privilege IAM policy (README and docs/retention.
   await state.hdel("h", "f");
   await state.expire("h", 0);
   await state.delete("k");
-  const granted = policyGrants(await documentedStatements(), prefix, stateTable);
+  const granted = policyGrants(prefix, stateTable);
   const missing = [...used].filter((pair) => !granted.has(pair)).sort();
   const unused = [...granted].filter((pair) => !used.has(pair)).sort();
-  assert.deepEqual(missing, [], "actions the code uses that the README's policy lacks");
-  assert.deepEqual(unused, [], "actions the README's policy grants that the code never uses");
+  assert.deepEqual(missing, [], "actions the code uses that the policy lacks");
+  assert.deepEqual(unused, [], "actions the policy grants that the code never uses");
 });
 
-Deno.test("the documented IAM policy is the one the CLI's `policy` command prints", async () => {
-  const { leastPrivilegePolicy } = await import("../src/cli.ts");
-  const documented = policyGrants(await documentedStatements(), "harel", "harel_state");
-  const printed = policyGrants(leastPrivilegePolicy().Statement, "harel", "harel_state");
-  assert.deepEqual([...documented].sort(), [...printed].sort());
+Deno.test("docs/operations.md sends operators to the CLI's `policy` command, which prints that policy", async () => {
+  const iam = section("docs/operations.md", "## Least-privilege IAM policy");
+  const command = blockUnder("docs/operations.md", "## Least-privilege IAM policy", "sh");
+  const args = command.split("\n")[0]!.split(/\s+/);
+  assert.deepEqual(args.slice(0, 4), ["deno", "run", "-A", "jsr:@harel/dynamodb/cli"]);
+  assert.equal(args[4], "policy");
+  assert.doesNotMatch(iam, /"Statement"/, "the policy is printed by the CLI, not pasted");
+  const printed: string[] = [];
+  assert.equal(await main(args.slice(4), { out: (line) => printed.push(line) }), 0);
+  assert.deepEqual(
+    JSON.parse(printed.join("\n")),
+    leastPrivilegePolicy({ prefix: "prod", region: "eu-west-1", account: "123456789012" }),
+  );
+  // Every action the page names is one the policy grants, or one it says the policy lacks.
+  const granted = new Set(leastPrivilegePolicy().Statement.flatMap((s) => s.Action));
+  const extra = ["dynamodb:UpdateTable", "dynamodb:Query"];
+  for (const action of iam.match(/dynamodb:\w+/g) ?? []) {
+    assert.ok(granted.has(action) || extra.includes(action), `${action} in docs/operations.md`);
+  }
 });

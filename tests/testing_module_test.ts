@@ -17,7 +17,11 @@ import {
   MemoryStore,
   newEvent,
   newExecution,
+  relayOutbox,
+  relaySpawns,
   StoreConflict,
+  sweepTimers,
+  timeoutEvent,
 } from "@harel/dynamodb/testing";
 
 async function startOrder(store: ExecutionStore): Promise<Execution> {
@@ -42,6 +46,40 @@ Deno.test("a unit test of user code runs on the twins", async () => {
   assert.equal(await state.get("otp"), null);
 });
 
+Deno.test("the relay, the spawn relay and the sweeper run on the twin", async () => {
+  const store = new MemoryStore();
+  const exe = newExecution({ definition_id: "order" });
+  await store.commit(exe, {
+    emits: [
+      { target: null, event: newEvent("order.created") },
+      { target: "parent", event: newEvent("child.started") },
+    ],
+    spawns: [{ childId: "child-1", rootPath: "order.pick", context: {} }],
+    timers: [{ action: "schedule", path: "order.pay", fireAt: 1_700_000_000 }],
+  });
+  const delivered: string[] = [];
+  const relayed = await relayOutbox(store, async (entry) => {
+    delivered.push(\`\${entry.targetId ?? "(broadcast)"} \${entry.event.kind}\`);
+  });
+  assert.deepEqual(relayed, { delivered: 2, failed: 0 });
+  assert.deepEqual(delivered.sort(), ["(broadcast) order.created", "parent child.started"]);
+  const started: string[] = [];
+  assert.deepEqual(await relaySpawns(store, async (s) => void started.push(s.childId)), {
+    delivered: 1,
+    failed: 0,
+  });
+  assert.deepEqual(started, ["child-1"]);
+  const fired: string[] = [];
+  const swept = await sweepTimers(store, async (_timer, event) => void fired.push(event.id), {
+    now: 1_700_000_001,
+  });
+  assert.deepEqual(swept, { delivered: 1, failed: 0 });
+  assert.deepEqual(fired, [timeoutEvent(exe.id, "order.pay", 1_700_000_000).id]);
+  assert.equal(fired[0], \`timeout:\${exe.id}:order.pay:1700000000.0\`);
+  assert.deepEqual(await store.pendingOutbox(), []);
+  assert.deepEqual(await store.dueTimers(1_800_000_000), []);
+});
+
 Deno.test("the conformance suite runs on the twin", (t) =>
   executionStoreConformance(t, (options) => Promise.resolve(new MemoryStore(options))));
 `;
@@ -62,7 +100,7 @@ Deno.test("a test importing only @harel/dynamodb/testing passes with no permissi
     const output = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
     assert.doesNotMatch(output, /NotCapable|Requires \w+ access/, output);
     assert.equal(code, 0, output);
-    assert.match(output, /ok \| 2 passed/, output);
+    assert.match(output, /ok \| 3 passed/, output);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
