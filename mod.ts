@@ -117,13 +117,18 @@
  *
  * @module
  */
-export * from "./src/documents.ts";
-export * from "./src/errors.ts";
-export * from "./src/execution_store.ts";
-export * from "./src/types.ts";
+export * from "./src/core/documents.ts";
+export * from "./src/core/errors.ts";
+export * from "./src/execution/execution_store.ts";
+export * from "./src/core/types.ts";
 export * from "./src/relay.ts";
-export type { BackoffOptions, ClientConfig, ConnectOptions, ConnectRetry } from "./src/connect.ts";
-export * from "./src/state_store.ts";
-export { globMatch } from "./src/glob.ts";
-export type { ExecutionTables, TableSpec } from "./src/tables.ts";
-export { IndexNotFound, TableNotFound } from "./src/tables.ts";
+export type {
+  BackoffOptions,
+  ClientConfig,
+  ConnectOptions,
+  ConnectRetry,
+} from "./src/dynamo/connect.ts";
+export * from "./src/state/state_store.ts";
+export { globMatch } from "./src/core/glob.ts";
+export type { ExecutionTables, TableSpec } from "./src/dynamo/tables.ts";
+export { IndexNotFound, TableNotFound } from "./src/dynamo/tables.ts";

@@ -12,7 +12,7 @@ import { countingClient, testClient } from "../tests/_env.ts";
 import { countingProxy } from "../tests/_counting_proxy.ts";
 import { heapProbe, seedOutbox } from "../tests/_heap.ts";
 import { capacityClient } from "../tests/_capacity.ts";
-import { setSpansEnabled } from "../src/_telemetry.ts";
+import { setSpansEnabled } from "../src/core/_telemetry.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,

@@ -2,7 +2,7 @@
 // Docker, else DynamoDB Local on Java 11+. Used by with_dynamodb.ts and by tests that
 // need their own DynamoDB Local (restarts).
 import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
-import { buildClient, retryUntilReachable } from "../src/connect.ts";
+import { buildClient, retryUntilReachable } from "../src/dynamo/connect.ts";
 
 /** The npm package that ships DynamoDB Local in its `emulator/` folder, pinned. */
 export const SIMULATOR_PACKAGE = "amplify-dynamodb-simulator@2.9.30";

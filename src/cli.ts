@@ -33,18 +33,22 @@
  */
 import { parseArgs } from "node:util";
 import { type DynamoDBClient, QueryCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
-import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "./connect.ts";
-import { isNamed, isUnreachable, type Item, pages, S } from "./_dynamo.ts";
-import { TIMER, timerFromItem } from "./_layout.ts";
-import { oldestOutbox, type OutboxRow, soonestTimers } from "./_cli_reads.ts";
-import type { RelayKind, Timer } from "./types.ts";
-import { type Status, STATUSES } from "./documents.ts";
-import { DynamoDBStateStore } from "./state_store.ts";
-import { DynamoDBStore } from "./execution_store.ts";
-import { MissingSetup } from "./errors.ts";
-import { leastPrivilegePolicy } from "./iam_policy.ts";
+import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "./dynamo/connect.ts";
+import { isNamed, isUnreachable, type Item, pages, S } from "./dynamo/_dynamo.ts";
+import { TIMER, timerFromItem } from "./core/_layout.ts";
+import { oldestOutbox, type OutboxRow, soonestTimers } from "./cli/_cli_reads.ts";
+import type { RelayKind, Timer } from "./core/types.ts";
+import { type Status, STATUSES } from "./core/documents.ts";
+import { DynamoDBStateStore } from "./state/state_store.ts";
+import { DynamoDBStore } from "./execution/execution_store.ts";
+import { MissingSetup } from "./core/errors.ts";
+import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
 
-export { leastPrivilegePolicy, type PolicyDocument, type PolicyOptions } from "./iam_policy.ts";
+export {
+  leastPrivilegePolicy,
+  type PolicyDocument,
+  type PolicyOptions,
+} from "./dynamo/iam_policy.ts";
 
 const USAGE = `Usage: harel-dynamodb <command> [options]
 

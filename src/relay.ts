@@ -4,14 +4,14 @@
  *
  * @module
  */
-import { readLimit } from "./_bounded.ts";
-import { isNamed } from "./_attributes.ts";
-import { currentPass, Pass, runPass } from "./_relay_pass.ts";
-import { readFromTable } from "./_table_seqs.ts";
-import { ATTR, withSpan } from "./_telemetry.ts";
-import { pythonFloatRepr } from "./_py_repr.ts";
-import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./_validate.ts";
-import { type Event, newEvent } from "./documents.ts";
+import { readLimit } from "./core/_bounded.ts";
+import { isNamed } from "./core/_attributes.ts";
+import { currentPass, Pass, runPass } from "./relay/_relay_pass.ts";
+import { readFromTable } from "./core/_table_seqs.ts";
+import { ATTR, withSpan } from "./core/_telemetry.ts";
+import { pythonFloatRepr } from "./core/_py_repr.ts";
+import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./core/_validate.ts";
+import { type Event, newEvent } from "./core/documents.ts";
 import type {
   ExecutionStore,
   OutboxEntry,
@@ -21,8 +21,8 @@ import type {
   RelayKind,
   Timer,
   UnreadableRow,
-} from "./types.ts";
-import { StoreClosed, UnreadableEntry } from "./errors.ts";
+} from "./core/types.ts";
+import { StoreClosed, UnreadableEntry } from "./core/errors.ts";
 
 /**
  * What one relay or sweep pass did. Entries counted in neither (held behind a failure of

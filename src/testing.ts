@@ -35,10 +35,10 @@
  *
  * @module
  */
-export * from "./memory_store.ts";
-export * from "./memory_state_store.ts";
-export * from "./conformance.ts";
-export * from "./documents.ts";
-export * from "./errors.ts";
-export type * from "./types.ts";
+export * from "./execution/memory_store.ts";
+export * from "./state/memory_state_store.ts";
+export * from "./conformance/conformance.ts";
+export * from "./core/documents.ts";
+export * from "./core/errors.ts";
+export type * from "./core/types.ts";
 export * from "./relay.ts";

@@ -1,6 +1,6 @@
 // Shared test plumbing: the DynamoDB every test talks to, and unique table names.
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { buildClient } from "../src/connect.ts";
+import { buildClient } from "../src/dynamo/connect.ts";
 import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../mod.ts";
 
 /** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */

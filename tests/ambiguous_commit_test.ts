@@ -7,7 +7,7 @@ import {
   newEvent,
   newExecution,
 } from "../mod.ts";
-import { buildClient } from "../src/connect.ts";
+import { buildClient } from "../src/dynamo/connect.ts";
 import { endpoint, freshStore, uniqueName } from "./_env.ts";
 import { type Fault, FaultProxy } from "./_fault_proxy.ts";
 

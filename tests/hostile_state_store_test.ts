@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import type { StateStore } from "../mod.ts";
 import { MemoryStateStore } from "../src/testing.ts";
-import { stateEntries } from "../src/_state_values.ts";
+import { stateEntries } from "../src/state/_state_values.ts";
 import { freshStateStore, testClient } from "./_env.ts";
 
 let deep: unknown = "bottom";

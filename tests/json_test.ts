@@ -1,9 +1,9 @@
-// The one JSON rule (src/_json.ts) without DynamoDB: what both stores write of a valid value,
+// The one JSON rule (src/core/_json.ts) without DynamoDB: what both stores write of a valid value,
 // byte for byte as before the rule was one, and what they refuse. Runs with no permissions.
 import assert from "node:assert/strict";
 import { MemoryStateStore, MemoryStore, newExecution } from "../src/testing.ts";
-import { fitsDigits, numberText, plainValue, toJson } from "../src/_json.ts";
-import { toAttribute } from "../src/_state_values.ts";
+import { fitsDigits, numberText, plainValue, toJson } from "../src/core/_json.ts";
+import { toAttribute } from "../src/state/_state_values.ts";
 
 /** Valid values of every kind, built fresh on each call: [name, value, whether a hash field takes it]. */
 function corpus(): [string, unknown, boolean][] {

@@ -18,8 +18,8 @@ import {
   type Timer,
 } from "../mod.ts";
 import { MemoryStore } from "../src/testing.ts";
-import { pythonFloatRepr } from "../src/_py_repr.ts";
-import { MAX_EPOCH_SECONDS } from "../src/_validate.ts";
+import { pythonFloatRepr } from "../src/core/_py_repr.ts";
+import { MAX_EPOCH_SECONDS } from "../src/core/_validate.ts";
 import { freshStore, pause } from "./_env.ts";
 
 const backends: [string, () => Promise<ExecutionStore>][] = [

@@ -126,7 +126,7 @@ Deno.test("EndpointUnreachable names the endpoint option and how long create() w
 });
 
 Deno.test("without an endpoint the error names the region's AWS endpoint", async () => {
-  const { endpointInUse } = await import("../src/connect.ts");
+  const { endpointInUse } = await import("../src/dynamo/connect.ts");
   const saved = ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"].map((name) => {
     const value = Deno.env.get(name);
     Deno.env.delete(name);

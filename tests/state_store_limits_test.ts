@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { DescribeTableCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStateStore, type StateStore, StoreClosed } from "../mod.ts";
 import { MemoryStateStore } from "../src/testing.ts";
-import { stateEntries } from "../src/_state_values.ts";
+import { stateEntries } from "../src/state/_state_values.ts";
 import { countingClient, freshStateStore, testClient, uniqueName } from "./_env.ts";
 
 /** Every method of a StateStore, called with good input. */

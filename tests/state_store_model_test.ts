@@ -25,7 +25,7 @@ import {
   stateEntries,
   type StateEntry,
   toAttribute,
-} from "../src/_state_values.ts";
+} from "../src/state/_state_values.ts";
 import { freshStateStore, testClient } from "./_env.ts";
 
 const RUNS = Number(Deno.env.get("HAREL_PROPERTY_RUNS") ?? 400);

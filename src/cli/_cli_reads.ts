@@ -1,0 +1,166 @@
+// The operator CLI's reads of the outbox and the timers: bounded (memory grows with `limit`,
+// never with the table) and lenient (a row another writer stored oddly is shown as it is,
+// flagged, instead of failing the command). Raw items, parsed here: the store's own reads may
+// be stricter, and an operator looks at a backlog precisely when something is wrong.
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { Lowest } from "../core/_bounded.ts";
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import {
+  batchGet,
+  chunks,
+  eachConcurrently,
+  type Item,
+  N,
+  pages,
+  scanAll,
+} from "../dynamo/_dynamo.ts";
+import { OUTBOX, TIMER, timerFromItem } from "../core/_layout.ts";
+import { parseDocument } from "../core/_json.ts";
+import { LIMITS } from "../core/_validate.ts";
+import type { Timer } from "../core/types.ts";
+
+/** One outbox row as the CLI shows it. */
+export interface OutboxRow {
+  /** The seq (a number; `seqText` too when the number does not spell the stored key). */
+  seq: number;
+  /** The stored key, when `seq` does not read back as it (more digits than a double holds). */
+  seqText?: string;
+  /** The target execution, or null (a broadcast). */
+  targetId: string | null;
+  /** The event, parsed leniently (Python's NaN as null); null when unreadable. */
+  event: { id?: unknown; kind?: unknown; [field: string]: unknown } | null;
+  /** Why the event could not be read, when it could not. */
+  unreadable?: string;
+  /** The stored `event` text, when it could not be read. */
+  raw?: string;
+}
+
+/**
+ * The `limit` lowest-seq outbox rows, ascending: a keys-only scan keeps the lowest keys in a
+ * heap, then BatchGetItem reads their bodies. Not the store's `lowestSeqItems`: it looks the
+ * bodies up by the seq as a JS number, which misses a row whose stored seq has more digits
+ * than a double holds (another writer's), and an operator must see those. Keys are kept as
+ * stored, so every row shows.
+ */
+export async function oldestOutbox(
+  client: DynamoDBSender,
+  table: string,
+  limit: number,
+): Promise<OutboxRow[]> {
+  const lowest = new Lowest<StoredSeq>(limit, byStoredSeq);
+  await scanAll(client, {
+    TableName: table,
+    ProjectionExpression: "#s",
+    ExpressionAttributeNames: { "#s": OUTBOX.seq },
+  }, (items) => {
+    for (const item of items) {
+      const text = item[OUTBOX.seq]?.N;
+      if (text !== undefined) lowest.offer({ n: Number(text), text });
+    }
+  });
+  const keys = lowest.sorted();
+  const found = new Map<string, Item>();
+  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), 4, (chunk) =>
+    batchGet(
+      client,
+      { [table]: { Keys: chunk.map(({ text }) => ({ [OUTBOX.seq]: { N: text } })) } },
+      (responses) => {
+        for (const item of responses[table] ?? []) found.set(item[OUTBOX.seq]?.N ?? "", item);
+      },
+    ));
+  // A row acknowledged between the scan and the read is left out.
+  return keys.flatMap(({ text }) => found.has(text) ? [outboxRow(found.get(text)!)] : []);
+}
+
+/** A seq key as stored (DynamoDB's text) and as a number, for ordering. */
+interface StoredSeq {
+  n: number;
+  text: string;
+}
+
+/** By number; two keys one double cannot tell apart, by their text. */
+function byStoredSeq(a: StoredSeq, b: StoredSeq): number {
+  return a.n - b.n || compare(a.text, b.text);
+}
+
+/** One raw outbox item as a row; nothing in it makes this throw. */
+export function outboxRow(item: Item): OutboxRow {
+  const key = item[OUTBOX.seq]?.N ?? "NaN";
+  const seq = Number(key);
+  const row: OutboxRow = {
+    seq,
+    ...(String(seq) === key ? {} : { seqText: key }),
+    targetId: item[OUTBOX.targetId]?.S ?? null,
+    event: null,
+  };
+  const text = item[OUTBOX.event]?.S;
+  if (text === undefined) return { ...row, unreadable: "no event text (attribute missing)" };
+  let event: unknown;
+  try {
+    event = parseDocument(text);
+  } catch (error) {
+    return { ...row, unreadable: `the event is not JSON (${(error as Error).message})`, raw: text };
+  }
+  if (event === null || typeof event !== "object" || Array.isArray(event)) {
+    return { ...row, unreadable: "the event is not a JSON object", raw: text };
+  }
+  return { ...row, event: event as OutboxRow["event"] };
+}
+
+/** Armed timers: how many, and the `limit` soonest. */
+export interface TimerListing {
+  /** How many timers the table holds (with `dueAt`: how many are due). */
+  total: number;
+  /** The `limit` soonest, by fire time (a timer without a numeric `fire_at` last). */
+  timers: Timer[];
+}
+
+/**
+ * The `limit` soonest timers, and how many there are, in one projected scan: each page is
+ * counted and offered to a heap of `limit`, then dropped. `dueAt`: only timers due by then.
+ */
+export async function soonestTimers(
+  client: DynamoDBSender,
+  table: string,
+  options: { limit: number; dueAt?: number },
+): Promise<TimerListing> {
+  const soonest = new Lowest<Timer>(options.limit, byFireAtLenient);
+  const names: Record<string, string> = {
+    "#e": TIMER.executionId,
+    "#p": TIMER.path,
+    "#f": TIMER.fireAt,
+  };
+  const due = options.dueAt === undefined ? {} : {
+    FilterExpression: "#f <= :now",
+    ExpressionAttributeValues: { ":now": N(options.dueAt) },
+  };
+  let total = 0;
+  const scan = (start: Item | undefined) =>
+    client.send(
+      new ScanCommand({
+        TableName: table,
+        ProjectionExpression: "#e, #p, #f",
+        ExpressionAttributeNames: names,
+        ...due,
+        ExclusiveStartKey: start,
+      }),
+    );
+  for await (const page of pages(scan)) {
+    for (const item of page.Items ?? []) {
+      total++;
+      soonest.offer(timerFromItem(item));
+    }
+  }
+  return { total, timers: soonest.sorted() };
+}
+
+/** Earliest first, ties by execution id then path; a fire time that is not a number last. */
+function byFireAtLenient(a: Timer, b: Timer): number {
+  const at = (t: Timer) => Number.isNaN(t.fireAt) ? Infinity : t.fireAt;
+  // Infinity - Infinity is NaN, falsy: two timers without a time fall through to the ids.
+  return at(a) - at(b) || compare(a.executionId, b.executionId) || compare(a.path, b.path);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

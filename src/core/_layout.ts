@@ -1,0 +1,304 @@
+// The stored layout of the execution store's seven tables: the wire format shared with the
+// Python harel store and with older and newer deploys of this module. Both directions of
+// every item are here (document → item for writes, item → document for reads) so that it
+// can be read against the seed in one sitting. NEVER change a name or an encoding here:
+// another writer on the same table reads it.
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { type Item, N, S } from "./_attributes.ts";
+import type { Event, Execution } from "./documents.ts";
+import { parseDocument } from "./_json.ts";
+import type { OutboxEntry, PendingSpawn, Timer } from "./types.ts";
+
+/**
+ * `{prefix}_executions`, key `id`: the document as JSON text in `data`, the version it is at,
+ * its definition (for listing filters), and this module's watermarks: the highest outbox and
+ * spawn seq it was written with, and where its trace ring ends (`trace_end`, -1: unknown).
+ * The seed writes `id`, `data`, `version`, `definition_id` only.
+ */
+export const EXECUTION = {
+  id: "id",
+  data: "data",
+  version: "version",
+  definitionId: "definition_id",
+  outboxHwm: "outbox_hwm",
+  spawnHwm: "spawn_hwm",
+  traceEnd: "trace_end",
+  outboxLast: "outbox_last",
+  /** Retention (#21): when a finished execution expires, epoch seconds (DynamoDB's TTL attribute). */
+  ttl: "ttl",
+} as const;
+
+/**
+ * `{prefix}_outbox`, key `seq`: an event to deliver, `target_id` NULL for "the engine's". This
+ * module also writes `source_id` (the emitting execution), `prev_seq` (the seq of that source's
+ * previous entry to the same target, 0 for none; absent when unknown) and `created_at` (epoch
+ * seconds); the seed writes none of them.
+ */
+export const OUTBOX = {
+  seq: "seq",
+  targetId: "target_id",
+  event: "event",
+  sourceId: "source_id",
+  prevSeq: "prev_seq",
+  createdAt: "created_at",
+} as const;
+
+/**
+ * A relay's bookkeeping on an outbox entry, spawn or timer whose delivery failed: attempts so
+ * far, when the next may start (epoch seconds), the last error, when it was dead-lettered, and
+ * whether it was set aside because no one can read it.
+ * Relays of this module skip what is not due or dead; the seed reads none of them.
+ */
+export const FAILURE = {
+  attempts: "attempts",
+  retryAt: "retry_at",
+  lastError: "last_error",
+  deadAt: "dead_at",
+  /** Set (true) on a row set aside because it cannot be read: it holds back nothing. */
+  unreadable: "unreadable",
+} as const;
+
+/** The most UTF-8 bytes of an error a relay records (`last_error`). */
+export const LAST_ERROR_BYTES = 1000;
+
+/** The largest bookkeeping a relay writes on an item, for size checks made at commit time. */
+export const FAILURE_PLACEHOLDER: Item = {
+  [FAILURE.attempts]: N(Number.MAX_SAFE_INTEGER),
+  [FAILURE.retryAt]: N(Number.MAX_SAFE_INTEGER),
+  [FAILURE.lastError]: S("x".repeat(LAST_ERROR_BYTES)),
+  [FAILURE.deadAt]: N(Number.MAX_SAFE_INTEGER),
+  [FAILURE.unreadable]: { BOOL: true },
+};
+
+/**
+ * `{prefix}_counters`, item `outbox_holds`: the targets a relay pass found held (behind a parked
+ * or dead entry), each with its lowest held seq, so that the next pass skips their later entries
+ * while it scans and fills its `limit` with deliverable work. A hint: order never depends on it.
+ */
+export const HOLDS = { id: "outbox_holds", holds: "holds" } as const;
+
+/** `{prefix}_spawns`, key `seq`: a child execution to start. */
+export const SPAWN = {
+  seq: "seq",
+  parentId: "parent_id",
+  childId: "child_id",
+  rootPath: "root_path",
+  context: "context",
+  createdAt: "created_at",
+} as const;
+
+/**
+ * `{prefix}_timers`, key `execution_id` + `path`: when it fires (epoch seconds), and the
+ * timer index's shard (`timer_shard`, written even with the index off, so that a rolling
+ * deploy turning it on finds every timer this module armed; the seed writes none).
+ */
+export const TIMER = {
+  executionId: "execution_id",
+  path: "path",
+  fireAt: "fire_at",
+  shard: "timer_shard",
+} as const;
+
+/** `{prefix}_processed`, key `execution_id` + `event_id`: a dedupe mark, `ttl` optional. */
+export const PROCESSED = { executionId: "execution_id", eventId: "event_id", ttl: "ttl" } as const;
+
+/** `{prefix}_trace`, key `execution_id` + `idx`: one step of the ring, as JSON text. */
+export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" } as const;
+
+/** `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns). */
+export const COUNTER = { id: "id", n: "n" } as const;
+
+/**
+ * The state store's table (`harel_state` unless named), key `pk`: a plain value as JSON text
+ * in `value` (a legacy hash too: a JSON object there), a hash as a native Map in `hash`, the
+ * expiry in epoch seconds in `ttl` (DynamoDB's TTL attribute), and `updated_at` (epoch
+ * seconds, written on every write, never read). The seed writes the same names. Added by this
+ * module (other writers ignore them): `write_id`, a random id each hash write leaves, and
+ * `write_id_1`, `write_id_2`, the two before it (`""` for none), so that a re-sent copy of a
+ * write whose first answer was lost recognises its own work.
+ */
+export const STATE = {
+  key: "pk",
+  value: "value",
+  hash: "hash",
+  ttl: "ttl",
+  updatedAt: "updated_at",
+  writeId: "write_id",
+  writeId1: "write_id_1",
+  writeId2: "write_id_2",
+} as const;
+
+/** The key of a state-store item. */
+export const stateKey = (key: string): Item => ({ [STATE.key]: S(key) });
+
+/** The largest seq's encoding, for size checks made before seqs are known. */
+export const SEQ_PLACEHOLDER = N(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Stored JSON text back to a document; a missing text is a TypeError naming the item. Reads
+ * Python's `json.dumps` dialect too: its `NaN`, `Infinity` and `-Infinity` read as `null`.
+ */
+export function parseJson<T>(text: string | undefined, what: string): T {
+  if (text === undefined) throw new TypeError(`${what} has no JSON text`);
+  return parseDocument(text) as T;
+}
+
+// --- executions -----------------------------------------------------------------------
+
+export const executionKey = (id: string): Item => ({ [EXECUTION.id]: S(id) });
+
+/** The document an execution item holds. */
+export function executionFromItem(item: Item, what = "execution"): Execution {
+  return parseJson<Execution>(item[EXECUTION.data]?.S, what);
+}
+
+// --- outbox and spawns ----------------------------------------------------------------
+
+export const seqKey = (seq: number): Item => ({ seq: N(seq) });
+
+/** Where an entry sits in its source's chain to its target: the source and the previous seq. */
+export interface OutboxLink {
+  sourceId: string;
+  /** The source's previous seq to the same target, 0 for none, `null` when unknown. */
+  prevSeq: number | null;
+}
+
+export function outboxItem(
+  seq: number,
+  target: string | null,
+  event: string,
+  link?: OutboxLink,
+  createdAt?: number,
+): Item {
+  const item: Item = {
+    [OUTBOX.seq]: N(seq),
+    [OUTBOX.targetId]: target === null ? { NULL: true } : S(target),
+    [OUTBOX.event]: S(event),
+  };
+  if (link) {
+    item[OUTBOX.sourceId] = S(link.sourceId);
+    if (link.prevSeq !== null) item[OUTBOX.prevSeq] = N(link.prevSeq);
+  }
+  if (createdAt !== undefined) item[OUTBOX.createdAt] = N(createdAt);
+  return item;
+}
+
+export function outboxFromItem(item: Item): OutboxEntry {
+  const what = `outbox entry ${item[OUTBOX.seq]?.N}`;
+  const target = item[OUTBOX.targetId];
+  if (target?.S === undefined && target?.NULL !== true) {
+    // Delivering it to "nobody in particular" (null) would deliver it to the wrong place.
+    throw new TypeError(`${what} has no target_id (a string, or NULL for none)`);
+  }
+  return {
+    seq: Number(item[OUTBOX.seq]?.N),
+    targetId: target.S ?? null,
+    event: objectOf<Event>(parseJson(item[OUTBOX.event]?.S, what), `${what}'s event`),
+  };
+}
+
+/** A parsed document that must be a JSON object (an Event, a context). */
+function objectOf<T>(value: unknown, what: string): T {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`${what} is not a JSON object`);
+  }
+  return value as T;
+}
+
+export function spawnItem(
+  seq: number,
+  parentId: string,
+  spawn: { childId: string; rootPath: string; context: string },
+  createdAt?: number,
+): Item {
+  const item: Item = {
+    [SPAWN.seq]: N(seq),
+    [SPAWN.parentId]: S(parentId),
+    [SPAWN.childId]: S(spawn.childId),
+    [SPAWN.rootPath]: S(spawn.rootPath),
+    [SPAWN.context]: S(spawn.context),
+  };
+  if (createdAt !== undefined) item[SPAWN.createdAt] = N(createdAt);
+  return item;
+}
+
+export function spawnFromItem(item: Item): PendingSpawn {
+  return {
+    seq: Number(item[SPAWN.seq]?.N),
+    parentId: item[SPAWN.parentId]?.S ?? "",
+    childId: item[SPAWN.childId]?.S ?? "",
+    rootPath: item[SPAWN.rootPath]?.S ?? "",
+    context: objectOf<Record<string, unknown>>(
+      parseJson(item[SPAWN.context]?.S, `spawn ${item[SPAWN.seq]?.N}`),
+      `spawn ${item[SPAWN.seq]?.N}'s context`,
+    ),
+  };
+}
+
+// --- timers ---------------------------------------------------------------------------
+
+export const timerKey = (executionId: string, path: string): Item => ({
+  [TIMER.executionId]: S(executionId),
+  [TIMER.path]: S(path),
+});
+
+export function timerItem(executionId: string, path: string, fireAt: number, shard: number): Item {
+  return { ...timerKey(executionId, path), [TIMER.fireAt]: N(fireAt), [TIMER.shard]: N(shard) };
+}
+
+export function timerFromItem(item: Item): Timer {
+  return {
+    executionId: item[TIMER.executionId]?.S ?? "",
+    path: item[TIMER.path]?.S ?? "",
+    fireAt: Number(item[TIMER.fireAt]?.N),
+  };
+}
+
+// --- dedupe marks ---------------------------------------------------------------------
+
+export const processedKey = (executionId: string, eventId: string): Item => ({
+  [PROCESSED.executionId]: S(executionId),
+  [PROCESSED.eventId]: S(eventId),
+});
+
+/** A mark, expiring `ttlSeconds` after `nowSeconds` (`null`: never). */
+export function processedItem(
+  executionId: string,
+  eventId: string,
+  ttlSeconds: number | null,
+  nowSeconds: number = Date.now() / 1000,
+): Item {
+  const item = processedKey(executionId, eventId);
+  if (ttlSeconds !== null) item[PROCESSED.ttl] = N(Math.floor(nowSeconds) + ttlSeconds);
+  return item;
+}
+
+/** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
+export function isLiveMark(item: Item, nowSeconds: number = Date.now() / 1000): boolean {
+  const ttl = item[PROCESSED.ttl]?.N;
+  return ttl === undefined || Number(ttl) > nowSeconds;
+}
+
+// --- trace ----------------------------------------------------------------------------
+
+export const traceKey = (executionId: string, idx: number): Item => ({
+  [TRACE.executionId]: S(executionId),
+  [TRACE.idx]: N(idx),
+});
+
+export function traceItem(executionId: string, idx: number, entry: string): Item {
+  return { ...traceKey(executionId, idx), [TRACE.entry]: S(entry) };
+}
+
+/** A stored step as the engine reads it: its JSON, with `index` from the key. */
+export function traceStepFromItem(item: Item, executionId: string): Record<string, unknown> {
+  return {
+    ...parseJson<object>(item[TRACE.entry]?.S, `trace step of ${executionId}`),
+    index: Number(item[TRACE.idx]?.N),
+  };
+}
+
+/** A Put of `item` into `table`, unconditional. */
+export const put = (table: string, item: Item): TransactWriteItem => ({
+  Put: { TableName: table, Item: item },
+});

@@ -1,0 +1,236 @@
+/**
+ * How a write tells its own earlier copy from another writer's work when an answer was lost.
+ *
+ * A request can reach DynamoDB twice: the SDK re-sends it after a transport error, and Deno's
+ * HTTP client re-sends it, invisibly to the SDK, when a reused keep-alive connection breaks
+ * before the answer (denoland/deno#31932). The second copy then finds the first one's effect:
+ * a conditional delete fails its condition, a returned old item shows the new value. So a
+ * write that answers from what DynamoDB returns makes its copies recognisable — a
+ * `ClientRequestToken` (DynamoDB answers a re-sent transaction as the first one) or a
+ * `write_id` it leaves on the item (a copy finding it does not apply again) — and also notes
+ * that a copy was sent again (the SDK's attempts, Deno's mark on its request), which tells
+ * that an answer may not be the whole story when other writers' writes hid the id.
+ *
+ * @module
+ */
+import {
+  type CancellationReason,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
+} from "@aws-sdk/client-dynamodb";
+import { backoffDelay, sleep } from "../core/_backoff.ts";
+import { isNamed, isUnreachable, type Item } from "./_dynamo.ts";
+import type { DynamoDBSender } from "./_dynamo.ts";
+import { OutcomeUnknown, StoreClosed } from "../core/errors.ts";
+
+/** A fresh id for one write: 128 random bits as 22 base64url characters. */
+export function writeId(): string {
+  return crypto.getRandomValues(new Uint8Array(16)).toBase64({
+    alphabet: "base64url",
+    omitPadding: true,
+  });
+}
+
+/** An SDK command's own middleware stack, as far as {@linkcode Attempts} uses it. */
+interface Stacked {
+  middlewareStack: {
+    add(
+      middleware: (
+        next: (args: unknown) => Promise<unknown>,
+      ) => (args: unknown) => Promise<unknown>,
+      options: { step: "deserialize"; priority: "high" },
+    ): void;
+  };
+}
+
+/**
+ * Whether an attempt that failed may have been applied: its answer was lost (no HTTP status:
+ * a broken connection, a timeout) or DynamoDB failed inside (5xx). A 4xx answer (a lost
+ * condition, a throttle) and a refused connection applied nothing.
+ */
+function mayHaveApplied(error: unknown): boolean {
+  const e = error as { code?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  const status = e?.$metadata?.httpStatusCode;
+  if (status !== undefined) return status >= 500;
+  return e?.code !== "ECONNREFUSED";
+}
+
+/**
+ * Whether the answer (`response.body`, or an error's `$response.body`) came to a request that
+ * Deno's `node:http` client sent a second time on its own, after the reused keep-alive
+ * connection of the first copy broke (its `ClientRequest` is marked `_retrying`).
+ */
+function wasResent(answer: unknown): boolean {
+  const body = (answer as { body?: { req?: { _retrying?: unknown } } } | undefined)?.body;
+  return body?.req?._retrying === true;
+}
+
+/**
+ * The SDK's attempts at one command, recorded by a middleware inside its retry loop, and
+ * whether Deno's HTTP client re-sent one of them (which the SDK does not see: the answer's
+ * request tells). Against a client that is not the SDK's, only `$metadata.attempts` counts;
+ * the write ids a write leaves cover what this cannot see.
+ */
+export class Attempts {
+  /** Per attempt so far: whether it failed in a way that may have applied it. */
+  readonly #unknown: boolean[] = [];
+  /** Whether an attempt was sent twice by the HTTP client (the first copy may have applied). */
+  #resent = false;
+
+  /** Starts recording the attempts of `command` (sent after this, once or more). */
+  constructor(command: object) {
+    // A client that is not the SDK's (anything with send()) never runs the middleware.
+    (command as Partial<Stacked>).middlewareStack?.add((next) => async (args) => {
+      try {
+        const result = await next(args);
+        this.#resent ||= wasResent((result as { response?: unknown }).response);
+        this.#unknown.push(false);
+        return result;
+      } catch (error) {
+        this.#resent ||= wasResent((error as { $response?: unknown }).$response);
+        this.#unknown.push(mayHaveApplied(error));
+        throw error;
+      }
+    }, { step: "deserialize", priority: "high" });
+  }
+
+  /**
+   * Whether a copy sent before the one that answered may have been applied. `answer` is the
+   * last output or error: without the middleware, its `$metadata.attempts` (more than one
+   * attempt counts as maybe).
+   */
+  earlierMayHaveApplied(answer: unknown): boolean {
+    if (this.#resent) return true;
+    if (this.#unknown.length > 0) return this.#unknown.slice(0, -1).some(Boolean);
+    const attempts = (answer as { $metadata?: { attempts?: number } } | undefined)?.$metadata
+      ?.attempts;
+    return (attempts ?? 1) > 1;
+  }
+
+  /** Whether any attempt so far, the last included, may have been applied. */
+  anyMayHaveApplied(): boolean {
+    return this.#resent || this.#unknown.length === 0 || this.#unknown.some(Boolean);
+  }
+}
+
+/** What a write is, for an {@linkcode OutcomeUnknown}: the method and the key it wrote. */
+export interface WriteName {
+  operation: string;
+  key: string;
+}
+
+/** How often a transaction is re-sent: with the same token while its answer is lost. */
+export interface Resends {
+  /** Re-sends with the same token after the SDK gave up on an answer. */
+  lost: number;
+  /** Sends with a new token after DynamoDB cancelled it for a transaction conflict. */
+  conflicts: number;
+}
+
+/**
+ * Sends one transaction with an idempotency token, re-sending it with the same token while
+ * its answer is lost: DynamoDB answers a copy of an applied transaction with success, so the
+ * answer that comes back is the first copy's. Out of re-sends, an {@linkcode OutcomeUnknown}
+ * (`known` says what is certain); a cancellation (`TransactionCanceledException`) and any
+ * other error are thrown as they are.
+ */
+export async function sendTransaction(
+  client: DynamoDBSender,
+  items: TransactWriteItem[],
+  write: WriteName,
+  lost: number,
+  known: string,
+): Promise<void> {
+  const token = crypto.randomUUID();
+  let applying = false; // whether a send so far may have been applied
+  for (let resend = 0;; resend++) {
+    const command = new TransactWriteItemsCommand({
+      TransactItems: items,
+      ClientRequestToken: token,
+    });
+    const attempts = new Attempts(command);
+    try {
+      await client.send(command);
+      return;
+    } catch (error) {
+      if (isNamed(error, "TransactionCanceledException")) throw error;
+      // Closed before this send went out: only an earlier one may have been applied.
+      const closed = error instanceof StoreClosed;
+      const unanswered = isNamed(error, "TransactionInProgressException") || isUnreachable(error);
+      if (!closed && !unanswered) throw error;
+      if (!closed) applying ||= attempts.anyMayHaveApplied();
+      if (!applying) throw error; // nothing of it got through (a refused connection)
+      if (closed || resend >= lost) {
+        throw new OutcomeUnknown(
+          write.operation,
+          write.key,
+          `no answer from DynamoDB (${resend} re-sends with the same token): it may or may not have been applied; ${known}`,
+          { cause: error },
+        );
+      }
+      await sleep(backoffDelay(resend, { minDelayMs: 200, maxDelayMs: 2000 }));
+    }
+  }
+}
+
+/**
+ * One conditional write of one item as a transaction ({@linkcode sendTransaction}), sent again
+ * with a new token while DynamoDB cancels it for a conflict with another writer: `applied`, or
+ * not because its condition failed, with the item found (when the write asks for `ALL_OLD`
+ * on a failed condition; `unreadable` when the SDK could not read it back).
+ */
+export async function transactOne(
+  client: DynamoDBSender,
+  item: TransactWriteItem,
+  write: WriteName,
+  resends: Resends,
+  known: string,
+): Promise<{ applied: true } | { applied: false; found: Item | undefined; unreadable: boolean }> {
+  for (let conflict = 0;; conflict++) {
+    try {
+      await sendTransaction(client, [item], write, resends.lost, known);
+      return { applied: true };
+    } catch (error) {
+      if (!isNamed(error, "TransactionCanceledException")) {
+        // The SDK's parser throws a TypeError on a returned map key named `__proto__`.
+        if (error instanceof TypeError && isBadRequest(error)) {
+          return { applied: false, found: undefined, unreadable: true };
+        }
+        throw error;
+      }
+      const reason = (error as { CancellationReasons?: CancellationReason[] })
+        .CancellationReasons?.[0];
+      if (reason?.Code === "ConditionalCheckFailed") {
+        return { applied: false, found: reason.Item, unreadable: false };
+      }
+      if (reason?.Code !== "TransactionConflict" || conflict >= resends.conflicts) throw error;
+      await sleep(backoffDelay(conflict, { minDelayMs: 20, maxDelayMs: 1000 }));
+    }
+  }
+}
+
+/** An error that came with a 400 answer: DynamoDB refused the request, nothing was applied. */
+function isBadRequest(error: unknown): boolean {
+  return (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
+}
+
+/**
+ * `client` with one more retry: a single-item write that DynamoDB refused because one of
+ * this module's transactions held the item (`TransactionConflictException`, which the SDK
+ * does not retry) is sent again after a short wait. Refused, it was not applied.
+ */
+export function retryingConflicts(client: DynamoDBSender, retries: number): DynamoDBSender {
+  const send = client.send.bind(client) as (command: unknown) => Promise<unknown>;
+  return {
+    send: (async (command: unknown) => {
+      for (let conflict = 0;; conflict++) {
+        try {
+          return await send(command);
+        } catch (error) {
+          if (!isNamed(error, "TransactionConflictException") || conflict >= retries) throw error;
+          await sleep(backoffDelay(conflict, { minDelayMs: 20, maxDelayMs: 1000 }));
+        }
+      }
+    }) as DynamoDBSender["send"],
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * The least-privilege IAM policy of both stores, built from the table specs: the CLI's
+ * `policy` command prints this function's output (docs/operations.md sends operators there).
+ *
+ * @module
+ */
+import { checkTableName, executionTables } from "../core/table_specs.ts";
+
+/**
+ * Options of {@linkcode leastPrivilegePolicy}.
+ *
+ * @example The policy of a production prefix in one region and account
+ * ```ts
+ * import { leastPrivilegePolicy } from "@harel/dynamodb/cli";
+ *
+ * const policy = leastPrivilegePolicy({ prefix: "prod", region: "eu-west-1", account: "123456789012" });
+ * console.log(JSON.stringify(policy, null, 2));
+ * ```
+ */
+export interface PolicyOptions {
+  /** The execution store's table prefix. @default {"harel"} */
+  prefix?: string;
+  /** The state store's table name. @default {"harel_state"} */
+  stateTable?: string;
+  /** The region in the table ARNs. @default {"*"} */
+  region?: string;
+  /** The account id in the table ARNs. @default {"*"} */
+  account?: string;
+}
+
+/**
+ * An IAM policy document.
+ *
+ * @example Listing the actions a policy grants
+ * ```ts
+ * import { leastPrivilegePolicy, type PolicyDocument } from "@harel/dynamodb/cli";
+ *
+ * const policy: PolicyDocument = leastPrivilegePolicy();
+ * console.log(policy.Statement.flatMap((statement) => statement.Action));
+ * ```
+ */
+export interface PolicyDocument {
+  /** The policy language version. */
+  Version: "2012-10-17";
+  /** One statement per group of tables with the same actions. */
+  Statement: {
+    Sid: string;
+    Effect: "Allow";
+    Action: string[];
+    Resource: string[];
+  }[];
+}
+
+type Role = keyof ReturnType<typeof executionTables> | "state";
+
+// What each table needs, from the calls the stores make (tests/iam_test.ts records them).
+// CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only. deleteExecution
+// (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace and processed.
+// The relay (#18) records failures (UpdateItem), drops dead letters (DeleteItem), reads and
+// writes the held targets (GetItem, UpdateItem on counters). With the timer index, a sweep also
+// reads parked timers (BatchGetItem on timers; docs/operations.md lists the index's extras).
+const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
+  {
+    sid: "HarelExecutions",
+    roles: ["executions"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "DescribeTimeToLive",
+      "UpdateTimeToLive",
+      "GetItem",
+      "BatchGetItem",
+      "UpdateItem",
+      "DeleteItem",
+      "Scan",
+    ],
+  },
+  {
+    sid: "HarelOutboxAndSpawns",
+    roles: ["outbox", "spawns"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "PutItem",
+      "Scan",
+      "BatchGetItem",
+      "BatchWriteItem",
+      "UpdateItem",
+      "DeleteItem",
+    ],
+  },
+  {
+    sid: "HarelTimers",
+    roles: ["timers"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "PutItem",
+      "DeleteItem",
+      "Scan",
+      "Query",
+      "BatchWriteItem",
+      "UpdateItem",
+    ],
+  },
+  {
+    sid: "HarelDedupeMarks",
+    roles: ["processed"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "DescribeTimeToLive",
+      "UpdateTimeToLive",
+      "PutItem",
+      "GetItem",
+      "BatchGetItem",
+      "Query",
+      "BatchWriteItem",
+    ],
+  },
+  {
+    sid: "HarelCounters",
+    roles: ["counters"],
+    actions: ["DescribeTable", "CreateTable", "UpdateItem", "GetItem"],
+  },
+  {
+    sid: "HarelTrace",
+    roles: ["trace"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "PutItem",
+      "DeleteItem",
+      "ConditionCheckItem",
+      "Query",
+      "BatchWriteItem",
+    ],
+  },
+  {
+    sid: "HarelStateStore",
+    roles: ["state"],
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "DescribeTimeToLive",
+      "UpdateTimeToLive",
+      "GetItem",
+      "PutItem",
+      "UpdateItem",
+      "DeleteItem",
+      "Scan",
+    ],
+  },
+];
+
+/**
+ * The IAM policy granting exactly the DynamoDB actions both stores call, per table.
+ *
+ * @example The default tables, any region and account
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { leastPrivilegePolicy } from "@harel/dynamodb/cli";
+ *
+ * assert.deepEqual(leastPrivilegePolicy().Statement[0]?.Resource, [
+ *   "arn:aws:dynamodb:*:*:table/harel_executions",
+ * ]);
+ * ```
+ *
+ * @param options The prefix, state table, region and account.
+ * @returns The policy document.
+ */
+export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocument {
+  const tables = executionTables(options.prefix ?? "harel");
+  const stateTable = checkTableName("stateTable", options.stateTable ?? "harel_state");
+  const arn = (table: string) =>
+    `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
+  return {
+    Version: "2012-10-17",
+    Statement: STATEMENTS.map(({ sid, roles, actions }) => ({
+      Sid: sid,
+      Effect: "Allow",
+      Action: actions.map((action) => `dynamodb:${action}`),
+      Resource: roles.map((role) => arn(role === "state" ? stateTable : tables[role].name)),
+    })),
+  };
+}

@@ -1,0 +1,92 @@
+// `deleteExecution`: one execution out of the executions, timers, trace and processed tables.
+// The execution item goes first, whatever it holds: from then on every commit to it (a CAS on a
+// version >= 1) fails with StoreConflict, so the sweep that follows removes whatever a commit
+// that landed before it wrote, and nothing writes after it but an insert of the same id.
+import { DeleteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { batchWrite, chunks, eachConcurrently, type Item, N, pages, S } from "../dynamo/_dynamo.ts";
+import { EXECUTION, executionKey } from "../core/_layout.ts";
+import { ALIVE, secondsOf } from "./_retention.ts";
+import { type Resends, transactOne } from "../dynamo/_lost_answers.ts";
+import { LIMITS } from "../core/_validate.ts";
+import type { ExecutionReads } from "./_execution_reads.ts";
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import type { TableSpec } from "../core/table_specs.ts";
+import type { DeleteExecutionResult } from "../core/types.ts";
+
+/** BatchWriteItem calls kept in flight per table (three tables at once: within the SDK's 50 sockets). */
+const DELETE_CONCURRENCY = 8;
+
+/**
+ * Deletes execution `id` and its timers, trace steps and dedupe marks: one DeleteItem, then per
+ * table a keys-only Query (page by page) and BatchWriteItem deletes of 25. Input is checked by
+ * the caller.
+ */
+export async function removeExecution(
+  reads: ExecutionReads,
+  id: string,
+  resends: Resends,
+): Promise<DeleteExecutionResult> {
+  const { client, tables } = reads;
+  // A live execution goes in a one-item transaction with a token: a copy re-sent after a lost
+  // answer is answered as the first copy was, so `execution: true` is never lost.
+  const live = await transactOne(
+    client,
+    {
+      Delete: {
+        TableName: tables.executions.name,
+        Key: executionKey(id),
+        ConditionExpression: `attribute_exists(#id) AND ${ALIVE}`,
+        ExpressionAttributeNames: { "#id": EXECUTION.id, "#ttl": EXECUTION.ttl },
+        ExpressionAttributeValues: { ":now": N(secondsOf(reads.now)) },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    },
+    { operation: "deleteExecution", key: id },
+    resends,
+    "the execution is gone if it was there",
+  );
+  // An expired item was already absent to every read: removing it is no deletion of an execution.
+  if (!live.applied && live.found !== undefined) {
+    await client.send(
+      new DeleteItemCommand({ TableName: tables.executions.name, Key: executionKey(id) }),
+    );
+  }
+  const execution = live.applied;
+  const [timers, trace, processed] = await Promise.all(
+    [tables.timers, tables.trace, tables.processed].map((spec) => sweep(client, spec, id)),
+  );
+  return { execution, timers: timers!, trace: trace!, processed: processed! };
+}
+
+/**
+ * Deletes every item of `spec` (hash `execution_id`, some range key) under `id`; returns how many
+ * it found. Strongly consistent pages, so a commit that landed before the execution's delete is
+ * seen; each page is deleted before the next is read (memory: one page).
+ */
+async function sweep(client: DynamoDBSender, spec: TableSpec, id: string): Promise<number> {
+  const [hash] = spec.hash;
+  const [range] = spec.range!;
+  const query = (start: Item | undefined) =>
+    client.send(
+      new QueryCommand({
+        TableName: spec.name,
+        KeyConditionExpression: "#h = :id",
+        ProjectionExpression: "#h, #r",
+        ExpressionAttributeNames: { "#h": hash, "#r": range },
+        ExpressionAttributeValues: { ":id": S(id) },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+  let removed = 0;
+  for await (const page of pages(query)) {
+    const keys = page.Items ?? [];
+    await eachConcurrently(
+      chunks(keys, LIMITS.batchWriteItems),
+      DELETE_CONCURRENCY,
+      (batch) => batchWrite(client, spec.name, batch.map((Key) => ({ DeleteRequest: { Key } }))),
+    );
+    removed += keys.length;
+  }
+  return removed;
+}

@@ -1,0 +1,115 @@
+// Each execution's outbox chains: for every target it emitted to, the seq of its last entry,
+// kept on the execution item (`outbox_last`) so that each new entry can name its predecessor
+// (`prev_seq`). A relay then never delivers an entry while the previous entry of the same
+// source to the same target is still pending, whichever scan page or pass it fell in.
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { type Item, N } from "../core/_attributes.ts";
+import { EXECUTION } from "../core/_layout.ts";
+import { Lru } from "../core/_lru.ts";
+
+/**
+ * An execution's chains as of one version: target key → last seq. `null` when unknown (the item
+ * was last written by a writer that does not keep chains: the seed, an older deploy).
+ */
+export type Chains = Record<string, number> | null;
+
+/** The most targets one execution item remembers; the oldest are forgotten past it. */
+export const CHAIN_CAP = 100;
+
+/** Marks a map that forgot targets (or started mid-life): targets it lacks are unknown. */
+const PARTIAL = "?";
+
+/**
+ * The key of a target in the map: 16 hex digits of a 64-bit FNV-1a hash of its JSON (`null`
+ * and `"null"` differ), so the map stays small whatever the ids. A collision only links two
+ * targets' chains: the relay then waits for both, never for neither.
+ */
+export function targetKey(target: string | null): string {
+  const text = JSON.stringify(target);
+  let hash = 0xcbf29ce484222325n;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= BigInt(text.charCodeAt(i));
+    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return hash.toString(16).padStart(16, "0");
+}
+
+/** The chains an execution item holds (`null` if it holds none). */
+export function chainsFromItem(item: Item | undefined): Chains {
+  const map = item?.[EXECUTION.outboxLast]?.M;
+  if (map === undefined) return null;
+  const chains: Record<string, number> = {};
+  for (const [key, value] of Object.entries(map)) {
+    if (value.N !== undefined) chains[key] = Number(value.N);
+  }
+  return chains;
+}
+
+/**
+ * Links a commit's emits (targets and their seqs, ascending) into the chains it starts from:
+ * each emit's predecessor (0: none; `null`: unknown) and the chains after the commit.
+ */
+export function linkEmits(
+  from: Chains,
+  targets: (string | null)[],
+  seqs: number[],
+): { prevs: (number | null)[]; next: Record<string, number> } {
+  const next: Record<string, number> = from === null ? { [PARTIAL]: 0 } : { ...from };
+  const partial = PARTIAL in next;
+  const prevs = targets.map((target, i) => {
+    const key = targetKey(target);
+    const prev = next[key] ?? (partial ? null : 0);
+    next[key] = seqs[i]!;
+    return prev;
+  });
+  const keys = Object.keys(next).filter((key) => key !== PARTIAL);
+  if (keys.length > CHAIN_CAP) {
+    keys.sort((a, b) => next[a]! - next[b]!);
+    for (const key of keys.slice(0, keys.length - CHAIN_CAP)) delete next[key];
+    next[PARTIAL] = 0;
+  }
+  return { prevs, next };
+}
+
+/** The chains as the execution item's `outbox_last` Map. */
+export function chainsAttr(chains: Record<string, number>): AttributeValue {
+  return { M: Object.fromEntries(Object.entries(chains).map(([key, seq]) => [key, N(seq)])) };
+}
+
+/** The largest `outbox_last` a commit can write, for size checks made before seqs are known. */
+export const CHAINS_PLACEHOLDER: AttributeValue = chainsAttr({
+  [PARTIAL]: 0,
+  ...Object.fromEntries(
+    Array.from({ length: CHAIN_CAP }, (_, i) => [targetKey(String(i)), Number.MAX_SAFE_INTEGER]),
+  ),
+});
+
+/**
+ * The chains of the executions this store read or committed, by the version they are at: a
+ * commit from that version can trust them (any other writer's commit moved the version on).
+ */
+export class ChainCache {
+  readonly #byId = new Lru<string, { version: number; chains: Chains }>(10_000);
+
+  /** The chains at `version`, or `undefined` when this store does not know them. */
+  at(id: string, version: number): Chains | undefined {
+    const known = this.#byId.get(id);
+    return known?.version === version ? known.chains : undefined;
+  }
+
+  /** Remembers what an execution item read or returned holds. */
+  sawItem(id: string, item: Item | undefined): void {
+    const version = item?.[EXECUTION.version]?.N;
+    if (version === undefined) this.#byId.delete(id);
+    else this.#byId.set(id, { version: Number(version), chains: chainsFromItem(item) });
+  }
+
+  /** Remembers the chains a commit left at `version`. */
+  set(id: string, version: number, chains: Chains): void {
+    this.#byId.set(id, { version, chains });
+  }
+
+  forget(id: string): void {
+    this.#byId.delete(id);
+  }
+}

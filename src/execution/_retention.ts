@@ -1,0 +1,71 @@
+// Retention of finished executions (#21): the `ttl` a commit leaves on the execution item, and
+// what every read and commit counts as expired. DynamoDB deletes expired items up to days late,
+// so an execution past its ttl is absent to this module however long DynamoDB still keeps it.
+// Shared by DynamoDBStore and the memory twin, so both expire exactly alike.
+import type { Item } from "../core/_attributes.ts";
+import { EXECUTION } from "../core/_layout.ts";
+import type { Status } from "../core/documents.ts";
+import { checkInteger, describe } from "../core/_validate.ts";
+
+/** The statuses an execution does not leave by itself: a commit to one of them starts its retention. */
+export const FINISHED: ReadonlySet<Status> = new Set<Status>(["DONE", "CANCELLED", "FAILED"]);
+
+/** The longest retention: ten years, as for dedupe marks. */
+const MAX_FINISHED_TTL = 10 * 365 * 86_400;
+
+/** `finishedTtlSeconds`, checked: `null` (keep forever) or whole seconds from 1 to ten years. */
+export function checkFinishedTtl(value: unknown): number | null {
+  if (value === null) return null;
+  if (typeof value === "number" && Number.isInteger(value) && value > MAX_FINISHED_TTL) {
+    throw new RangeError(
+      `finishedTtlSeconds must be an integer from 1 to ${MAX_FINISHED_TTL} (ten years), got ${value}: ` +
+        `it is in seconds (${value} ms would be ${Math.round(value / 1000)})`,
+    );
+  }
+  return checkInteger("finishedTtlSeconds", value, 1, MAX_FINISHED_TTL);
+}
+
+/** The `now` option, checked: a function returning epoch milliseconds, as `Date.now`. */
+export function checkClock(now: unknown): () => number {
+  if (typeof now !== "function") {
+    throw new TypeError(`now must be a function (epoch milliseconds), got ${describe(now)}`);
+  }
+  return now as () => number;
+}
+
+/** The clock's time in epoch seconds (fractional), refusing a clock that gives no number. */
+export function secondsOf(now: () => number): number {
+  const ms = now();
+  if (typeof ms !== "number" || !Number.isFinite(ms)) {
+    throw new TypeError(`now() must return epoch milliseconds, got ${describe(ms)}`);
+  }
+  return ms / 1000;
+}
+
+/**
+ * The expiry a commit that leaves the execution in `status` writes (epoch seconds), or `null`:
+ * the commit removes any expiry (an open execution never expires, and a store without
+ * `finishedTtlSeconds` keeps what it finishes).
+ */
+export function expiryFor(
+  status: Status,
+  finishedTtl: number | null,
+  nowSeconds: number,
+): number | null {
+  return finishedTtl !== null && FINISHED.has(status) ? Math.floor(nowSeconds) + finishedTtl : null;
+}
+
+/**
+ * Whether an execution item's `ttl` has passed at `nowSeconds`, as DynamoDB's TTL reads it: a
+ * number at or before now. Any other `ttl` (none, a string, milliseconds far ahead) never
+ * expires, for DynamoDB as here.
+ */
+export function isExpired(item: Item, nowSeconds: number): boolean {
+  const ttl = item[EXECUTION.ttl]?.N;
+  return ttl !== undefined && Number(ttl) <= nowSeconds;
+}
+
+/** `#ttl` is the execution's `ttl`, `:now` the commit's time: the item is alive. */
+export const ALIVE = "(attribute_not_exists(#ttl) OR #ttl > :now)";
+/** The same names: the item is absent or expired, so an insert may take its place. */
+export const ABSENT = "(attribute_not_exists(#id) OR #ttl <= :now)";

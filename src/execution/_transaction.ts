@@ -1,0 +1,535 @@
+// The commit's transaction: checking the input, then laying out its items. Shared by
+// DynamoDBStore and the memory twin, so both refuse exactly what DynamoDB would.
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { type Item, N, S } from "../core/_attributes.ts";
+import {
+  EXECUTION,
+  executionKey,
+  outboxItem,
+  processedItem,
+  put,
+  SEQ_PLACEHOLDER,
+  spawnItem,
+  timerItem,
+  timerKey,
+  TRACE,
+  traceItem,
+  traceKey,
+} from "../core/_layout.ts";
+import {
+  checkEventBody,
+  checkExecution,
+  checkInteger,
+  checkItemSize,
+  checkKey,
+  checkObject,
+  checkTime,
+  describe,
+  LIMITS,
+} from "../core/_validate.ts";
+import { toJson } from "../core/_json.ts";
+import { FAILURE_PLACEHOLDER } from "../core/_layout.ts";
+import { type Execution, type Status, STATUSES } from "../core/documents.ts";
+import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
+import type { ExecutionTables } from "../core/table_specs.ts";
+import { timerShard } from "./_timer_index.ts";
+import {
+  type Chains,
+  CHAINS_PLACEHOLDER,
+  chainsAttr,
+  linkEmits,
+  targetKey,
+} from "./_outbox_chain.ts";
+import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "../core/types.ts";
+
+/** What laying out a commit depends on besides the commit itself. */
+export interface TxContext {
+  tables: ExecutionTables;
+  traceMax: number;
+  processedTtl: number | null;
+  /** How many shards of the timer index a scheduled timer's `timer_shard` picks from. */
+  timerShards: number;
+  /** Retention of finished executions in seconds, or null to keep them forever (#21). */
+  finishedTtl: number | null;
+  /** The store's clock, epoch milliseconds: expiries are written and checked with it. */
+  now: () => number;
+}
+
+export type Role = "execution" | "outbox" | "spawn" | "processed" | "timer" | "trace";
+
+/** A commit checked and encoded, before seqs and the trace index are known. */
+export interface CommitPlan {
+  id: string;
+  expected: number;
+  next: number;
+  data: string;
+  definitionId: string;
+  /** The status the commit leaves the execution in. */
+  status: Status;
+  /** The commit's time, epoch seconds: what expiries are measured from and checked against. */
+  now: number;
+  /** The `ttl` the execution item gets (epoch seconds), or null: the commit removes it. */
+  expiresAt: number | null;
+  emits: { target: string | null; event: string }[];
+  spawns: { childId: string; rootPath: string; context: string }[];
+  processedEventId?: string;
+  timers: Map<string, number | null>; // path → fireAt, or null to cancel
+  trace?: string;
+}
+
+/**
+ * Where the trace ring ends: its highest index, -1 when the ring is empty. `cached` when it
+ * comes from this store's memory rather than a read: the commit then also requires the
+ * execution's `trace_end` to still say so (an append outside a commit changes it).
+ */
+export interface TraceHead {
+  last: number;
+  cached?: boolean;
+}
+
+/**
+ * The execution item's attribute naming the index of the last trace step a writer of this
+ * module appended (-1: unknown, after a step written at a caller's index). Commits that trust
+ * a cached ring end check it; the seed neither writes nor reads it.
+ */
+export const TRACE_END = EXECUTION.traceEnd;
+
+// Executions whose commit has not finished, in any store of this process: a second commit of
+// the same object (a missing `await`) would carry the same version and lose a confusing race.
+const committing = new WeakSet<object>();
+
+/**
+ * Marks `exe` as being committed until `release` is called; refuses it with a TypeError when
+ * a commit of this very object is already in flight.
+ */
+export function claimCommit(exe: unknown): () => void {
+  if (typeof exe !== "object" || exe === null) return () => {};
+  if (committing.has(exe)) {
+    throw new TypeError(
+      `exe (execution ${
+        JSON.stringify((exe as { id?: unknown }).id)
+      }) is already being committed: await the first commit() before committing the same object again`,
+    );
+  }
+  committing.add(exe);
+  return () => committing.delete(exe);
+}
+
+/**
+ * Refuses, before anything is sent, an execution whose `version` a successful commit could
+ * not bump in place (a frozen object, as Immer makes): everything would be written, then the
+ * bump would throw, and the caller's retry would meet a StoreConflict.
+ */
+function checkVersionWritable(exe: object): void {
+  const slot = Object.getOwnPropertyDescriptor(exe, "version");
+  const writable = slot === undefined
+    ? Object.isExtensible(exe)
+    : slot.writable === true || slot.set !== undefined;
+  if (!writable) {
+    throw new TypeError(
+      `exe (execution ${
+        JSON.stringify((exe as { id?: unknown }).id)
+      }) is frozen or its version is read-only: commit() bumps exe.version in place, so commit a mutable copy (e.g. structuredClone(exe)) and use its version`,
+    );
+  }
+}
+
+/**
+ * Checks an `appendTrace` step and encodes it: the index it carries (the seed's
+ * `entry.get("index", ...)`), if any, and its JSON, sized as the largest item it can make.
+ */
+export function planTraceEntry(
+  id: string,
+  entry: Record<string, unknown>,
+): { index: number | undefined; json: string } {
+  checkKey("id", id, LIMITS.partitionKeyBytes);
+  checkObject("entry", entry);
+  const index = entry.index === undefined
+    ? undefined
+    : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
+  const json = toJson("entry", entry);
+  checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
+  return { index, json };
+}
+
+/** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
+export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
+  const encoded = encodeCommit(exe, changes);
+  const now = secondsOf(ctx.now);
+  const plan = { ...encoded, now, expiresAt: expiryFor(encoded.status, ctx.finishedTtl, now) };
+  checkCommitLimits(ctx, plan);
+  return plan;
+}
+
+/** Checks the commit's input and encodes it, field by field in the order errors name them. */
+function encodeCommit(
+  exe: Execution,
+  changes: CommitChanges,
+): Omit<CommitPlan, "now" | "expiresAt"> {
+  checkObject("exe", exe);
+  const id = checkKey("exe.id", exe.id, LIMITS.partitionKeyBytes);
+  const expected = checkInteger("exe.version", exe.version, 0, Number.MAX_SAFE_INTEGER - 1);
+  checkVersionWritable(exe);
+  const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
+  checkExecution(exe, STATUSES);
+  checkObject("changes", changes);
+  const plan: Omit<CommitPlan, "now" | "expiresAt"> = {
+    id,
+    expected,
+    next: expected + 1,
+    data: toJson("exe", { ...exe, version: expected + 1 }),
+    definitionId,
+    status: exe.status,
+    emits: listOf("emits", changes.emits).map(encodeEmit),
+    spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
+    timers: new Map(),
+  };
+  if (changes.processedEventId !== undefined) {
+    plan.processedEventId = checkKey(
+      "changes.processedEventId",
+      changes.processedEventId,
+      LIMITS.sortKeyBytes,
+    );
+  }
+  plan.timers = encodeTimers(listOf("timers", changes.timers));
+  if (changes.trace !== undefined) {
+    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
+  }
+  return plan;
+}
+
+/** `changes[field]`: absent is empty, anything but an array is refused. */
+function listOf<T>(field: string, value: T[] | undefined): T[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw new TypeError(`changes.${field} must be an array, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function encodeEmit(emit: Emit, i: number): CommitPlan["emits"][number] {
+  const field = `changes.emits[${i}]`;
+  checkObject(field, emit);
+  const target = emit.target === null
+    ? null
+    : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
+  const event = checkObject(`${field}.event`, emit.event);
+  checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+  checkEventBody(`${field}.event`, event);
+  return { target, event: toJson(`${field}.event`, event) };
+}
+
+function encodeSpawn(spawn: SpawnIntent, i: number): CommitPlan["spawns"][number] {
+  const field = `changes.spawns[${i}]`;
+  checkObject(field, spawn);
+  if (typeof spawn.rootPath !== "string") {
+    throw new TypeError(`${field}.rootPath must be a string, got ${describe(spawn.rootPath)}`);
+  }
+  return {
+    childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
+    rootPath: spawn.rootPath,
+    context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
+  };
+}
+
+/** Timer changes by path (the last mention of a path wins): fire time, or null to cancel. */
+function encodeTimers(timers: TimerChange[]): Map<string, number | null> {
+  const byPath = new Map<string, number | null>();
+  timers.forEach((timer, i) => {
+    const field = `changes.timers[${i}]`;
+    checkObject(field, timer);
+    const path = checkKey(`${field}.path`, timer.path, LIMITS.sortKeyBytes);
+    byPath.delete(path); // keep the order of last mention
+    if (timer.action === "schedule") {
+      byPath.set(path, checkTime(`${field}.fireAt`, timer.fireAt));
+    } else if (timer.action === "cancel") byPath.set(path, null);
+    else {
+      throw new TypeError(
+        `${field}.action must be "schedule" or "cancel", got ${
+          describe((timer as { action: unknown }).action)
+        }`,
+      );
+    }
+  });
+  return byPath;
+}
+
+/**
+ * Refuses a commit DynamoDB would: more items than a transaction holds, an item over 400 KB,
+ * or more than 4 MB in all. Checked on the largest encoding each item can get (every seq and
+ * index at its maximum), so that no send can fail on size.
+ */
+function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
+  const max = Number.MAX_SAFE_INTEGER;
+  const { items, roles } = buildTransaction(ctx, plan, {
+    outbox: { seqs: plan.emits.map(() => max), fresh: false },
+    spawns: { seqs: plan.spawns.map(() => max), fresh: false },
+    head: plan.trace === undefined ? undefined : { last: max - 2 },
+    // Every emit linked to the largest seq, so each outbox item is sized at its largest.
+    chains: Object.fromEntries(plan.emits.map((emit) => [targetKey(emit.target), max])),
+  });
+  if (items.length > LIMITS.transactionItems) {
+    const count = (role: Role) => roles.filter((r) => r === role).length;
+    throw new RangeError(
+      `commit of execution ${JSON.stringify(plan.id)} needs ${items.length} transaction items ` +
+        `(1 execution, ${count("outbox")} emits, ${count("spawn")} spawns, ` +
+        `${count("processed")} dedupe mark, ${count("timer")} timers, ${count("trace")} trace); ` +
+        `a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
+    );
+  }
+  // The execution item is an Update: sized as the whole item it leaves behind.
+  const executionItem: Item = {
+    [EXECUTION.data]: S(plan.data),
+    [EXECUTION.definitionId]: S(plan.definitionId),
+    [EXECUTION.version]: N(max),
+    [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
+    [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
+    [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
+    [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
+    [EXECUTION.ttl]: SEQ_PLACEHOLDER,
+  };
+  let total = 0;
+  items.forEach((item, i) => {
+    const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
+      item.ConditionCheck?.Key ?? {};
+    // Outbox entries, spawns and timers keep room for what a relay records on a failure.
+    const queued = item.Put && ["outbox", "spawn", "timer"].includes(roles[i]!);
+    const extra = item.Update ? executionItem : queued ? FAILURE_PLACEHOLDER : {};
+    total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
+  });
+  if (total > LIMITS.transactionBytes) {
+    throw new RangeError(
+      `commit of execution ${
+        JSON.stringify(plan.id)
+      } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
+    );
+  }
+}
+
+/**
+ * Seqs for one kind of entry (outbox or spawn), ascending. `fresh` when they come from a block
+ * reserved after this commit saw the execution's watermark: then they need not exceed it.
+ */
+export interface SeqRun {
+  seqs: number[];
+  fresh: boolean;
+}
+
+/**
+ * Where a commit's entries go: their seqs, the trace ring's end (for a traced commit), and the
+ * execution's outbox chains at the expected version (for a commit with emits; see
+ * _outbox_chain.ts).
+ */
+export interface Placement {
+  outbox: SeqRun;
+  spawns: SeqRun;
+  head: TraceHead | undefined;
+  chains?: Chains;
+}
+
+/** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
+export function buildTransaction(
+  ctx: TxContext,
+  plan: CommitPlan,
+  { outbox, spawns, head, chains }: Placement,
+): { items: TransactWriteItem[]; roles: Role[] } {
+  const t = ctx.tables;
+  const items: TransactWriteItem[] = [];
+  const roles: Role[] = [];
+  const add = (role: Role, item: TransactWriteItem) => {
+    items.push(item);
+    roles.push(role);
+  };
+
+  const names: Record<string, string> = {
+    "#d": EXECUTION.data,
+    "#v": EXECUTION.version,
+    "#def": EXECUTION.definitionId,
+  };
+  const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
+  const sets = ["#d = :d", "#v = :v", "#def = :def"];
+  const conditions: string[] = [];
+  // Retention (#21): an execution past its ttl is absent, so an insert may replace it and an
+  // update may not touch it; the commit sets the ttl of a finished execution, else removes it.
+  const removes: string[] = [];
+  names["#ttl"] = EXECUTION.ttl;
+  values[":now"] = N(plan.now);
+  if (plan.expected === 0) {
+    names["#id"] = EXECUTION.id;
+    conditions.push(ABSENT);
+  } else {
+    values[":ov"] = N(plan.expected);
+    conditions.push("#v = :ov", ALIVE);
+  }
+  if (plan.expiresAt === null) removes.push("#ttl");
+  else {
+    values[":ttl"] = N(plan.expiresAt);
+    sets.push("#ttl = :ttl");
+  }
+  // Per-execution seq order across processes: each execution remembers its highest seq,
+  // and a commit must bring higher ones (or a block reserved after it saw that item).
+  const watermark = (attr: string, alias: string, { seqs, fresh }: SeqRun) => {
+    if (seqs.length === 0 && plan.expected !== 0) return;
+    names[`#${alias}`] = attr;
+    values[`:${alias}`] = N(seqs.at(-1) ?? 0);
+    sets.push(`#${alias} = :${alias}`);
+    if (seqs.length > 0 && plan.expected !== 0 && !fresh) {
+      values[`:${alias}f`] = N(seqs[0]!);
+      conditions.push(`#${alias} < :${alias}f`);
+    }
+  };
+  watermark(EXECUTION.outboxHwm, "oh", outbox);
+  watermark(EXECUTION.spawnHwm, "sh", spawns);
+  if (plan.trace !== undefined && head !== undefined) {
+    names["#te"] = TRACE_END;
+    values[":te"] = N(head.last + 1);
+    sets.push("#te = :te");
+    if (head.cached) {
+      values[":tc"] = N(head.last);
+      conditions.push("#te = :tc");
+    }
+  }
+  // Each entry names its source's previous seq to the same target (see _outbox_chain.ts).
+  const links = chains === undefined
+    ? undefined
+    : linkEmits(chains, plan.emits.map((emit) => emit.target), outbox.seqs);
+  if (links) {
+    names["#ol"] = EXECUTION.outboxLast;
+    values[":ol"] = chainsAttr(links.next);
+    sets.push("#ol = :ol");
+  }
+  const createdAt = Date.now() / 1000;
+  add("execution", {
+    Update: {
+      TableName: t.executions.name,
+      Key: executionKey(plan.id),
+      UpdateExpression: `SET ${sets.join(", ")}` +
+        (removes.length > 0 ? ` REMOVE ${removes.join(", ")}` : ""),
+      ConditionExpression: conditions.join(" AND "),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+  });
+  plan.emits.forEach((emit, i) => {
+    const link = { sourceId: plan.id, prevSeq: links ? links.prevs[i]! : null };
+    add(
+      "outbox",
+      put(t.outbox.name, outboxItem(outbox.seqs[i]!, emit.target, emit.event, link, createdAt)),
+    );
+  });
+  plan.spawns.forEach((spawn, i) =>
+    add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn, createdAt)))
+  );
+  if (plan.processedEventId !== undefined) {
+    const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl, plan.now);
+    add("processed", put(t.processed.name, mark));
+  }
+  for (const [path, fireAt] of plan.timers) {
+    add(
+      "timer",
+      fireAt === null
+        ? { Delete: { TableName: t.timers.name, Key: timerKey(plan.id, path) } }
+        : put(
+          t.timers.name,
+          timerItem(plan.id, path, fireAt, timerShard(plan.id, path, ctx.timerShards)),
+        ),
+    );
+  }
+  if (plan.trace !== undefined && head !== undefined) {
+    for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
+  }
+  return { items, roles };
+}
+
+/** Why the execution item's condition failed (see {@linkcode executionRefusal}). */
+export type ExecutionRefusal =
+  /** The stored version is not the expected one (or the item exists for an insert): a lost race. */
+  | { reason: "version"; found: number | null }
+  /** A trace step was appended outside a commit since this store cached the ring's end. */
+  | { reason: "traceEnd" }
+  /** The execution was last written with later seqs (another process's block, or the seed). */
+  | { reason: "watermark"; outbox: boolean; spawns: boolean };
+
+/**
+ * Why the execution item's condition failed, told from the item DynamoDB found (`ALL_OLD`):
+ * the conditions {@linkcode buildTransaction} wrote, checked in the same order.
+ */
+export function executionRefusal(
+  plan: CommitPlan,
+  { outbox, spawns, head }: Placement,
+  old: Item | undefined,
+): ExecutionRefusal {
+  // An expired item is absent (#21): the commit lost to nobody.
+  if (old !== undefined && isExpired(old, plan.now)) old = undefined;
+  const found = old?.version?.N === undefined ? null : Number(old.version.N);
+  if (plan.expected === 0 || found !== plan.expected) return { reason: "version", found };
+  if (head?.cached && old?.[TRACE_END]?.N !== String(head.last)) return { reason: "traceEnd" };
+  const stale = ({ seqs, fresh }: SeqRun, hwm: Item[string] | undefined) =>
+    !fresh && seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
+  const watermark = {
+    reason: "watermark" as const,
+    outbox: stale(outbox, old?.outbox_hwm),
+    spawns: stale(spawns, old?.spawn_hwm),
+  };
+  return watermark.outbox || watermark.spawns ? watermark : { reason: "version", found };
+}
+
+/**
+ * The items that append one trace step after `head.last` (index `head.last + 1`; 0 on an
+ * empty ring, as the seed). Guarded so that a stale head fails the transaction instead of
+ * leaving a gap or overwriting a step: the new index must be free and the previous step must
+ * exist. The step that falls out of this store's window is deleted whether or not it still
+ * exists: another writer with a smaller ring (another `traceMax`, the Python seed's
+ * `trace_max`) may have deleted it already, and that must never block us.
+ */
+export function traceItems(
+  ctx: TxContext,
+  id: string,
+  head: TraceHead,
+  entry: string,
+): TransactWriteItem[] {
+  const table = ctx.tables.trace.name;
+  const key = (idx: number) => traceKey(id, idx);
+  const names = { "#i": TRACE.idx };
+  const index = head.last + 1;
+  const items: TransactWriteItem[] = [{
+    Put: {
+      TableName: table,
+      Item: traceItem(id, index, entry),
+      ConditionExpression: "attribute_not_exists(#i)",
+      ExpressionAttributeNames: names,
+    },
+  }];
+  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  const previous = { ConditionExpression: "attribute_exists(#i)", ExpressionAttributeNames: names };
+  if (head.last >= 0 && drop === head.last) {
+    // traceMax 1: the step to drop is the previous one (one operation per item).
+    items.push({ Delete: { TableName: table, Key: key(head.last), ...previous } });
+  } else {
+    if (head.last >= 0) {
+      items.push({ ConditionCheck: { TableName: table, Key: key(head.last), ...previous } });
+    }
+    if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
+  }
+  return items;
+}
+
+/**
+ * The items that write one trace step at an index the caller chose (`entry.index`, as the
+ * seed's `entry.get("index", ...)`): written as given, like the seed, and the step that falls
+ * out of this store's window from there deleted.
+ */
+export function tracePutAt(
+  ctx: TxContext,
+  id: string,
+  index: number,
+  entry: string,
+): TransactWriteItem[] {
+  const table = ctx.tables.trace.name;
+  const key = (idx: number) => traceKey(id, idx);
+  const items: TransactWriteItem[] = [put(table, traceItem(id, index, entry))];
+  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
+  return items;
+}

@@ -1,0 +1,886 @@
+/**
+ * `DynamoDBStore`: the harel engine's durable execution store.
+ *
+ * @module
+ */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SeqBlocks } from "./_seq_blocks.ts";
+import {
+  checkExecutionStoreOptions,
+  checkInteger,
+  checkKey,
+  checkOptions,
+  checkTime,
+  describe,
+  LIMITS,
+} from "../core/_validate.ts";
+import { connectStore } from "../dynamo/connect.ts";
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import { planListing } from "./_listing.ts";
+import type { Execution } from "../core/documents.ts";
+import {
+  checkTableExists,
+  ensureIndex,
+  ensureTable,
+  ensureTtl,
+  type ExecutionTables,
+  executionTables,
+} from "../dynamo/tables.ts";
+import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
+import { instrument } from "../core/_telemetry.ts";
+import { TraceRing } from "./_trace_ring.ts";
+import { ChainCache } from "./_outbox_chain.ts";
+import {
+  deadLetters,
+  dropDeadLetter,
+  type QueueReads,
+  recordFailure,
+  relayBatch,
+  retryDeadLetter,
+} from "./_relay_queue.ts";
+import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
+import { type CommitContext, runCommit } from "./_commit_loop.ts";
+import {
+  type ExecutionReads,
+  listPage,
+  readChains,
+  readExecution,
+  readForEvent,
+  readProcessed,
+} from "./_execution_reads.ts";
+import {
+  backfillTimerShards,
+  claimTimer,
+  deleteSeqs,
+  dueByScan,
+  dueFromIndex,
+  type Reads,
+  type TimerReads,
+} from "./_table_reads.ts";
+import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
+import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
+import { checkClock, checkFinishedTtl } from "./_retention.ts";
+import { removeExecution } from "./_delete_execution.ts";
+import type {
+  CommitChanges,
+  CommitResult,
+  DeadLetter,
+  DeleteExecutionResult,
+  ExecutionStore,
+  ListOptions,
+  ListPage,
+  LoadForEventResult,
+  OutboxEntry,
+  PendingSpawn,
+  ReadLimitOptions,
+  RelayBatchOptions,
+  RelayFailure,
+  RelayItems,
+  RelayKey,
+  RelayKind,
+  Timer,
+} from "../core/types.ts";
+import { readLimit } from "../core/_bounded.ts";
+
+import type {
+  CreateStoreOptions,
+  DueTimersOptions,
+  DynamoDBStoreOptions,
+} from "./execution_store_options.ts";
+
+export type { CreateStoreOptions, DueTimersOptions, DynamoDBStoreOptions };
+
+/**
+ * The durable execution store: executions with optimistic concurrency, their outbox,
+ * spawn intents, dedupe marks, timers and trace, in seven DynamoDB tables shared with
+ * the Python engine. Every commit is one `TransactWriteItems`: all of it or none of it.
+ *
+ * @example Load, commit, relay
+ * ```ts
+ * import { DynamoDBStore, newEvent, newExecution } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.commit(exe, { emits: [{ target: null, event: newEvent("order.created") }] });
+ * for (const entry of await store.pendingOutbox()) {
+ *   // deliver entry.event to entry.targetId, then:
+ *   await store.ackOutbox(entry.seq);
+ * }
+ * ```
+ */
+export class DynamoDBStore implements ExecutionStore {
+  /** The ring size of each execution's trace; 0 = keep every step. */
+  readonly traceMax: number;
+  /** The seven tables this store uses. */
+  readonly tables: ExecutionTables;
+  readonly #client: DynamoDBSender;
+  readonly #ownership: ClientOwnership;
+  readonly #consistent: boolean;
+  readonly #processedTtl: number | null;
+  readonly #conflictRetries: number;
+  readonly #ambiguousRetries: number;
+  readonly #outboxSeqs: SeqBlocks;
+  readonly #spawnSeqs: SeqBlocks;
+  readonly #ring: TraceRing;
+  readonly #commits: CommitContext;
+  readonly #tx: TxContext;
+  readonly #reads: Reads;
+  readonly #executionReads: ExecutionReads;
+  readonly #timerReads: TimerReads;
+  readonly #timerIndex: boolean;
+  readonly #chains = new ChainCache();
+  readonly #queues: QueueReads;
+
+  /**
+   * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
+   * {@linkcode DynamoDBStore.create}. The client stays the caller's to destroy.
+   *
+   * @param client Any DynamoDB client (anything with `send()`).
+   * @param options Prefix, trace ring size and tuning.
+   */
+  constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
+    checkClient(client);
+    const {
+      prefix = "harel",
+      traceMax = 200,
+      consistentReads = true,
+      processedTtlSeconds = null,
+      seqBlockSize = 1000,
+      conflictRetries = 8,
+      ambiguousRetries = 3,
+      timerIndex = false,
+      timerShards = DEFAULT_TIMER_SHARDS,
+      finishedTtlSeconds = null,
+      now = Date.now,
+    } = checkOptions(options);
+    this.tables = executionTables(prefix);
+    const rules = checkExecutionStoreOptions(traceMax, processedTtlSeconds);
+    this.traceMax = rules.traceMax;
+    if (typeof consistentReads !== "boolean") {
+      throw new TypeError(`consistentReads must be a boolean, got ${describe(consistentReads)}`);
+    }
+    this.#consistent = consistentReads;
+    this.#processedTtl = rules.processedTtl;
+    this.#conflictRetries = checkInteger("conflictRetries", conflictRetries, 0, 100);
+    this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
+    const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
+    this.#ownership = new ClientOwnership("DynamoDBStore", client);
+    this.#client = this.#ownership.gate(client);
+    if (typeof timerIndex !== "boolean") {
+      throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
+    }
+    this.#timerIndex = timerIndex;
+    this.#tx = {
+      tables: this.tables,
+      traceMax: this.traceMax,
+      processedTtl: this.#processedTtl,
+      timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
+      finishedTtl: checkFinishedTtl(finishedTtlSeconds),
+      now: checkClock(now),
+    };
+    this.#reads = { client: this.#client, consistent: this.#consistent };
+    this.#executionReads = {
+      ...this.#reads,
+      tables: this.tables,
+      chains: this.#chains,
+      now: this.#tx.now,
+    };
+    this.#ring = new TraceRing(
+      this.#client,
+      this.#tx,
+      this.#consistent,
+      this.#conflictRetries,
+      this.#ambiguousRetries,
+    );
+    this.#timerReads = {
+      ...this.#reads,
+      table: this.tables.timers.name,
+      shards: this.#tx.timerShards,
+    };
+    this.#queues = { timers: this.#timerReads, tables: this.tables, timerIndex };
+    this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
+    this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
+    this.#commits = {
+      client: this.#client,
+      tx: this.#tx,
+      ring: this.#ring,
+      outboxSeqs: this.#outboxSeqs,
+      spawnSeqs: this.#spawnSeqs,
+      conflictRetries: this.#conflictRetries,
+      ambiguousRetries: this.#ambiguousRetries,
+      load: (id) => this.load(id),
+      chains: this.#chains,
+      readChains: (id) => readChains(this.#executionReads, id),
+    };
+  }
+
+  /**
+   * Builds a client for `endpoint` (dummy credentials `test`/`test` unless the
+   * environment has AWS keys; no endpoint = AWS with the default credential chain),
+   * waits with backoff until DynamoDB answers, and ensures the tables — or, with
+   * `ensureTables: false`, only checks with one DescribeTable that they exist. The store
+   * owns that client: `close()` destroys it.
+   *
+   * @example Against DynamoDB Local
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({
+   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+   *   prefix: "demo",
+   *   deadlineMs: 10_000,
+   * });
+   * ```
+   *
+   * @param options Where DynamoDB is, how long to wait for it, and the store's options.
+   * @returns A store whose tables exist.
+   *
+   * @throws {TypeError} For options of the wrong type (a `RangeError` for one out of its range),
+   *   before anything is sent.
+   * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
+   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
+   * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
+   */
+  static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
+    options ??= {}; // null: no options, as in the constructor
+    const ensure = options?.ensureTables ?? true;
+    if (typeof ensure !== "boolean") {
+      return Promise.reject(
+        new TypeError(`ensureTables must be true or false, got ${describe(ensure)}`),
+      );
+    }
+    let client: DynamoDBSender;
+    return connectStore(
+      options,
+      (built) => new DynamoDBStore(client = built, options),
+      (store) =>
+        ensure ? store.ensureTables() : checkTableExists(
+          client,
+          store.tables.executions.name,
+          "create the tables once at deploy time with `await store.ensureTables()` (or call " +
+            "create() without ensureTables: false, which creates them)",
+        ),
+    );
+  }
+
+  /**
+   * Creates the seven tables where missing (PAY_PER_REQUEST) and waits until they are
+   * active; enables TTL on the processed table when `processedTtlSeconds` is set, and on the
+   * executions table when `finishedTtlSeconds` is set. With
+   * `timerIndex`, adds the timer index, waits until it is active and gives the timers
+   * armed without it their shard (a scan of the timers table). Idempotent.
+   *
+   * @example Creating the tables once at deploy time
+   * ```ts
+   * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * const store = new DynamoDBStore(new DynamoDBClient({}), { prefix: "prod" });
+   * await store.ensureTables();
+   * ```
+   *
+   * @throws {StoreClosed} After `close()`.
+   * @throws {Error} The SDK's error when a table cannot be created or described (e.g.
+   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
+   */
+  async ensureTables(): Promise<void> {
+    this.#open("ensureTables");
+    const { timers } = this.tables;
+    await Promise.all(
+      Object.values(this.tables).map((spec) =>
+        // A timers table made now gets the index with it; an existing one gets it below.
+        ensureTable(
+          this.#client,
+          spec,
+          this.#timerIndex && spec === timers ? TIMER_INDEX : undefined,
+        )
+      ),
+    );
+    const expiring = [
+      this.#processedTtl === null ? undefined : this.tables.processed.name,
+      this.#tx.finishedTtl === null ? undefined : this.tables.executions.name,
+    ];
+    await Promise.all(
+      expiring.flatMap((table) =>
+        table === undefined ? [] : [ensureTtl(this.#client, table, "ttl")]
+      ),
+    );
+    if (this.#timerIndex) {
+      await ensureIndex(this.#client, this.tables.timers.name, TIMER_INDEX);
+      await backfillTimerShards(this.#timerReads);
+    }
+  }
+
+  /**
+   * The execution with this id, or `null`.
+   *
+   * @example Loading an execution
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const exe = await store.load("0123456789abcdef0123456789abcdef");
+   * console.log(exe?.status ?? "no such execution");
+   * ```
+   */
+  async load(id: string): Promise<Execution | null> {
+    this.#open("load");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    return await readExecution(this.#executionReads, id);
+  }
+
+  /**
+   * The execution and whether `eventId` was already handled, in one call.
+   *
+   * @example Dropping a duplicate delivery
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
+   * if (execution && !processed) {
+   *   // apply the event, then commit with processedEventId: "event-1"
+   * }
+   * ```
+   */
+  async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+    this.#open("loadForEvent");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    checkKey("eventId", eventId, LIMITS.sortKeyBytes);
+    return await readForEvent(this.#executionReads, id, eventId);
+  }
+
+  /**
+   * Whether `eventId` was already handled by execution `id`.
+   *
+   * @example Checking a dedupe mark
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * console.log(await store.isProcessed("exe-1", "event-1"));
+   * ```
+   */
+  async isProcessed(id: string, eventId: string): Promise<boolean> {
+    this.#open("isProcessed");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    checkKey("eventId", eventId, LIMITS.sortKeyBytes);
+    return await readProcessed(this.#executionReads, id, eventId);
+  }
+
+  /**
+   * Saves the execution alone: `commit(exe)`.
+   *
+   * @example Saving an execution
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.save(exe);
+   * assert.equal(exe.version, 1);
+   * ```
+   *
+   * @throws {StoreConflict} As {@linkcode DynamoDBStore.commit}, and every error it throws.
+   */
+  async save(exe: Execution): Promise<void> {
+    await this.commit(exe);
+  }
+
+  /**
+   * Writes the execution and everything it caused in one transaction, all or nothing,
+   * if the stored version still equals `exe.version` (0 = insert). On success
+   * `exe.version` is bumped in place; on a lost race it throws {@linkcode StoreConflict},
+   * `exe.version` is unchanged and nothing of the commit is written. Input DynamoDB would
+   * reject is refused with a `TypeError`/`RangeError` before anything is sent, and so is a
+   * second commit of the same object while the first has not settled (a missing `await`).
+   * Documents are stored as `JSON.stringify` sees them (`toJSON` applied), by the same rule
+   * as `DynamoDBStateStore.set`: what JSON would silently change (class instances, Map, Set,
+   * BigInt, NaN, functions, cycles) and nesting past 500 levels are refused, naming the path.
+   *
+   * @example Handling an event
+   * ```ts
+   * import { DynamoDBStore, newEvent, newExecution, StoreConflict } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+   * const paid = newEvent("order.paid");
+   * try {
+   *   const { version, outbox } = await store.commit(exe, {
+   *     processedEventId: paid.id,
+   *     emits: [{ target: null, event: newEvent("order.ship") }],
+   *     timers: [{ action: "schedule", path: "order.waiting", fireAt: Date.now() / 1000 + 60 }],
+   *     trace: { event: paid.kind },
+   *   });
+   *   console.log(version, outbox);
+   * } catch (error) {
+   *   if (!(error instanceof StoreConflict)) throw error;
+   *   // someone else moved the execution on: reload and apply the event again
+   * }
+   * ```
+   *
+   * @param exe The execution at the version it was loaded at.
+   * @param changes Outbox events, dedupe mark, timer changes, spawns and a trace step.
+   * @returns The new version and the seqs of the outbox entries and spawns.
+   *
+   * @throws {StoreConflict} When the stored version is not `exe.version` (another writer won).
+   * @throws {CommitOutcomeUnknown} When every send's answer was lost (`ambiguousRetries`
+   *   re-sends): the commit may or may not be stored; reload to know.
+   * @throws {CommitCancelled} When DynamoDB cancelled the transaction for another reason (each
+   *   item's role and code), or transaction conflicts outlasted `conflictRetries`.
+   * @throws {TypeError} For input DynamoDB would reject (a `RangeError` for a value out of its
+   *   range: sizes, times, seqs), or a commit of an object whose commit has not settled.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+    this.#open("commit");
+    const release = claimCommit(exe);
+    try {
+      return await runCommit(this.#commits, exe, changes);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Appends one trace step outside a commit, at the ring's highest index + 1 (0 on an empty
+   * ring), or at `entry.index` when the entry carries one (as the Python seed); the step that
+   * falls out of this store's window (`traceMax`) is deleted. Two calls: the ring's end is
+   * always read first. The write carries an idempotency token: a copy re-sent after a lost
+   * answer does not append the step twice.
+   *
+   * @example Appending an operator note
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.appendTrace("exe-1", { note: "operator retried the payment" });
+   * ```
+   *
+   * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
+   *   for an index or size out of range), before anything is sent.
+   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
+   *   for `conflictRetries` attempts.
+   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
+   *   with the same token: the step may or may not have been appended.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
+    this.#open("appendTrace");
+    const { index, json } = planTraceEntry(id, entry);
+    await this.#ring.append(id, index, json);
+  }
+
+  /**
+   * The execution's trace, oldest step first, each with its `index`.
+   *
+   * @example Reading a trace
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * for (const step of await store.readTrace("exe-1")) console.log(step.index, step);
+   * ```
+   */
+  async readTrace(id: string): Promise<Record<string, unknown>[]> {
+    this.#open("readTrace");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    return await this.#ring.read(id);
+  }
+
+  /**
+   * One page of executions, filtered. The listing follows DynamoDB's scan order (not
+   * sorted); a page holds exactly `limit` matches unless the table is exhausted.
+   *
+   * @example Walking every running order
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * let cursor: string | null = null;
+   * do {
+   *   const page = await store.listExecutions({ definitionId: "order", status: "RUNNING", cursor });
+   *   for (const summary of page.items) console.log(summary.id, summary.version);
+   *   cursor = page.nextCursor;
+   * } while (cursor);
+   * ```
+   *
+   * @throws {RangeError} For a `limit` outside 1 to 1000 (a `TypeError` for a filter of the
+   *   wrong type), before anything is sent.
+   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this table's listing.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async listExecutions(options: ListOptions = {}): Promise<ListPage> {
+    this.#open("listExecutions");
+    const listing = planListing(options, this.tables.executions.name);
+    return await listPage(this.#executionReads, listing);
+  }
+
+  /**
+   * The `limit` lowest-seq outbox entries deliverable now (default 1000, `Infinity` for all),
+   * by seq: not acknowledged, not waiting for a retry or dead-lettered, and not behind such an
+   * entry of the same target (nor behind a pending earlier entry of the same source and target).
+   * Rows no one can read are left out ({@linkcode DynamoDBStore.relayBatch} reports them). Memory
+   * grows with `limit`, not with the backlog: a scan of keys and bookkeeping keeps the lowest
+   * seqs in a bounded heap, then `BatchGetItem` reads their bodies.
+   *
+   * @example A relay pass
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const entries = await store.pendingOutbox({ limit: 500 });
+   * // deliver each entry.event to entry.targetId, then:
+   * await store.ackOutbox(entries.map((entry) => entry.seq));
+   * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
+    this.#open("pendingOutbox");
+    return (await this.#batch("outbox", readLimit(options), false)).items.map(({ item }) => item);
+  }
+
+  /**
+   * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
+   *
+   * @example Acknowledging delivered entries
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.ackOutbox([1, 2, 3]);
+   * ```
+   */
+  async ackOutbox(seq: number | number[]): Promise<void> {
+    this.#open("ackOutbox");
+    await deleteSeqs(this.#client, this.tables.outbox.name, "seq", seq);
+  }
+
+  /**
+   * The `limit` lowest-seq spawn intents not yet acknowledged (default 1000, `Infinity`
+   * for all), by seq, leaving out those waiting for a retry, dead-lettered or unreadable; memory
+   * grows with `limit`, not with the backlog.
+   *
+   * @example Reading spawn intents
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * for (const spawn of await store.pendingSpawns({ limit: 100 })) {
+   *   // start spawn.childId at spawn.rootPath with spawn.context, then:
+   *   await store.ackSpawn(spawn.seq);
+   * }
+   * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
+    this.#open("pendingSpawns");
+    return (await this.#batch("spawns", readLimit(options), false)).items.map(({ item }) => item);
+  }
+
+  /**
+   * Removes started spawn intents (one seq or many).
+   *
+   * @example Acknowledging a started child
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.ackSpawn(7);
+   * ```
+   */
+  async ackSpawn(seq: number | number[]): Promise<void> {
+    this.#open("ackSpawn");
+    await deleteSeqs(this.#client, this.tables.spawns.name, "seq", seq);
+  }
+
+  /**
+   * The `limit` earliest timers due at `now` (epoch seconds; default 1000, `Infinity` for
+   * all), earliest first, leaving out those waiting for a retry or dead-lettered; memory grows
+   * with `limit`, not with the number of timers.
+   *
+   * @example A timer sweep
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * for (const timer of await store.dueTimers(Date.now() / 1000, { limit: 100 })) {
+   *   if (await store.deleteTimer(timer.executionId, timer.path, timer.fireAt)) {
+   *     // deliver the timeout event to timer.executionId
+   *   }
+   * }
+   * ```
+   *
+   * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
+   *   that is not a positive integer or `Infinity`.
+   * @throws {IndexNotFound} With `timerIndex` and no `scan`, when the timers table lacks the
+   *   index (`ensureTables()` was not run by a store with `timerIndex: true`).
+   * @throws {StoreClosed} After `close()`.
+   */
+  async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
+    this.#open("dueTimers");
+    checkTime("now", now);
+    const limit = readLimit(options);
+    if (options?.scan !== undefined && typeof options.scan !== "boolean") {
+      throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
+    }
+    const due = this.#timerIndex && !options?.scan
+      ? await dueFromIndex(this.#timerReads, now, limit, true)
+      : await dueByScan(this.#timerReads, now, limit, true);
+    return due.map(({ attempts: _, ...timer }) => timer);
+  }
+
+  /**
+   * Deletes a timer only if it still fires at `fireAt`: `false` means it was
+   * re-scheduled (or cancelled) meanwhile, and must not fire. The answer is exact also when
+   * DynamoDB's answer was lost and the request re-sent: the delete is a one-item transaction
+   * with an idempotency token (so it costs 2 write units), answered as its first copy was.
+   *
+   * @example Claiming a due timer
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
+   * console.log(won ? "fire it" : "a re-schedule won");
+   * ```
+   *
+   * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
+   *   DynamoDB would reject), before anything is sent.
+   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
+   *   with the same token: the timer may or may not have been deleted (fire it if in doubt:
+   *   the Timeout event's id makes a second delivery one effect).
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
+    this.#open("deleteTimer");
+    checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
+    checkKey("path", path, LIMITS.sortKeyBytes);
+    checkTime("fireAt", fireAt);
+    return await claimTimer(this.#timerReads, executionId, path, fireAt, {
+      lost: this.#ambiguousRetries,
+      conflicts: this.#conflictRetries,
+    });
+  }
+
+  /**
+   * What one relay pass reads of a queue (`"outbox"`, `"spawns"` or `"timers"`): the `limit`
+   * items deliverable now, with the failed attempts each had; the rows no one can read, for the
+   * relay to set aside; and when the oldest pending item was written (lag). Left out: items
+   * waiting for a retry, dead letters, and outbox entries behind an earlier entry of their target
+   * that waits, is dead, or (same source) is still pending. `seqs` reads just those outbox entries
+   * (a commit's own) instead of scanning. The relay runners call this; a custom relay may too.
+   *
+   * @example One pass of a custom relay
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const { items, unreadable } = await store.relayBatch("outbox", { limit: 100 });
+   * for (const row of unreadable) {
+   *   await store.recordFailure("outbox", row.key, { attempts: row.attempts + 1, retryAt: null, error: row.error });
+   * }
+   * await store.ackOutbox(items.map(({ item }) => item.seq)); // after delivering them
+   * ```
+   *
+   * @throws {RangeError} For a `limit` or `now` out of range, or `seqs` that are not seqs.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async relayBatch<K extends RelayKind>(
+    kind: K,
+    options: RelayBatchOptions = {},
+  ): Promise<RelayItems<K>> {
+    this.#open("relayBatch");
+    const { limit, now, seqs } = checkBatchOptions(kind, options);
+    return await relayBatch(this.#queues, kind, { limit, now, seqs, pass: true });
+  }
+
+  /**
+   * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the next
+   * may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
+   * (acknowledged) or, for a timer, re-scheduled. Exact under lost answers (a re-send writes the
+   * same values).
+   *
+   * @example Parking an entry for a minute
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.recordFailure("outbox", 7, { attempts: 1, retryAt: Date.now() / 1000 + 60, error: "503" });
+   * ```
+   *
+   * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
+   * @throws {StoreClosed} After `close()`.
+   */
+  async recordFailure<K extends RelayKind>(
+    kind: K,
+    key: RelayKey<K>,
+    failure: RelayFailure,
+  ): Promise<boolean> {
+    this.#open("recordFailure");
+    checkRelayKey(kind, key);
+    checkFailure(failure);
+    return await recordFailure(this.#queues, kind, key, failure);
+  }
+
+  /**
+   * The `limit` lowest dead letters of a queue (timers: earliest first; default 1000): items a
+   * relay gave up on, kept until an operator retries or drops them. One scan of the table.
+   *
+   * @example Listing dead outbox entries
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * for (const letter of await store.deadLetters("outbox", { limit: 20 })) {
+   *   console.log(letter.key, letter.attempts, letter.lastError);
+   * }
+   * ```
+   *
+   * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deadLetters<K extends RelayKind>(
+    kind: K,
+    options?: ReadLimitOptions,
+  ): Promise<DeadLetter<K>[]> {
+    this.#open("deadLetters");
+    checkRelayKind(kind);
+    return await deadLetters(this.#queues, kind, readLimit(options));
+  }
+
+  /**
+   * Makes a dead letter due again, its attempts forgotten: the next relay pass delivers it.
+   * `false` when the item is gone.
+   *
+   * @example Retrying a dead outbox entry
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.retryDeadLetter("outbox", 7);
+   * ```
+   *
+   * @throws {TypeError} For a key of the wrong shape.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+    this.#open("retryDeadLetter");
+    checkRelayKey(kind, key);
+    return await retryDeadLetter(this.#queues, kind, key);
+  }
+
+  /**
+   * Deletes a dead letter. `true` once it is gone (also when it already was), `false` when the
+   * item is there but not dead-lettered (a pending item is acknowledged, not dropped).
+   *
+   * @example Dropping a dead outbox entry
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.dropDeadLetter("outbox", 7);
+   * ```
+   *
+   * @throws {TypeError} For a key of the wrong shape.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+    this.#open("dropDeadLetter");
+    checkRelayKey(kind, key);
+    return await dropDeadLetter(this.#queues, kind, key);
+  }
+
+  /** A batch for the bounded reads (`pass: false`: no hint is recorded for the next pass). */
+  #batch<K extends RelayKind>(kind: K, limit: number, pass: boolean): Promise<RelayItems<K>> {
+    return relayBatch(this.#queues, kind, { limit, now: Date.now() / 1000, pass });
+  }
+
+  /**
+   * Removes the execution with its timers, trace steps and dedupe marks, and says what it
+   * removed; its outbox entries and spawn intents stay (they belong to the relay). Idempotent:
+   * a second call removes nothing, and an execution already absent (or expired) still has what
+   * it left behind removed. One one-item TransactWriteItems (with an idempotency token, so a
+   * lost answer never turns `execution: true` into `false`), then per table a keys-only Query
+   * per page and a BatchWriteItem per 25 items.
+   *
+   * The execution item goes first: a commit that landed before is removed with it (the sweep
+   * reads strongly consistent pages after the delete), and one that comes after fails with
+   * {@linkcode StoreConflict} (`found: null`), as for any absent execution. Do not insert the
+   * same id again while its delete runs: the sweep may take the new execution's writes too.
+   * A trace step appended outside a commit (`appendTrace`, the Python store) after the sweep
+   * stays, as for any id.
+   *
+   * @example Deleting an execution for good
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 1e9 }] });
+   * const removed = await store.deleteExecution(exe.id);
+   * assert.deepEqual(removed, { execution: true, timers: 1, trace: 0, processed: 0 });
+   * assert.equal(await store.load(exe.id), null);
+   * ```
+   *
+   * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
+   *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).
+   * @throws {TypeError} For an id DynamoDB would reject, before anything is sent.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deleteExecution(id: string): Promise<DeleteExecutionResult> {
+    this.#open("deleteExecution");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    try {
+      return await removeExecution(this.#executionReads, id, {
+        lost: this.#ambiguousRetries,
+        conflicts: this.#conflictRetries,
+      });
+    } finally {
+      this.#ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
+      this.#chains.forget(id);
+    }
+  }
+
+  /**
+   * Releases the client if `create()` built it; a client passed to the constructor stays
+   * the caller's. Idempotent.
+   *
+   * @example Closing a store
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * const store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await store.close();
+   * ```
+   */
+  close(): Promise<void> {
+    // The client stays the caller's when it was injected: only a client create() built is
+    // destroyed. Either way this store refuses every later call (StoreClosed).
+    return this.#ownership.close();
+  }
+
+  /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    this.#ownership.open(method);
+  }
+}
+
+/** The most timer shards: a sweep pays one Query per shard. */
+const MAX_TIMER_SHARDS = 1000;
+
+// Every public method in a span `DynamoDBStore.{method}` (see _telemetry.ts).
+instrument(DynamoDBStore, { executionIds: true });

@@ -1,0 +1,131 @@
+/**
+ * The options of `DynamoDBStore`: of the constructor, of `create()` and of `dueTimers()`.
+ * Re-exported by `execution_store.ts` (and so by `mod.ts`) unchanged.
+ *
+ * @module
+ */
+import type { ConnectOptions } from "../dynamo/connect.ts";
+import type { ReadLimitOptions } from "../core/types.ts";
+
+/**
+ * Options of {@linkcode DynamoDBStore}.
+ *
+ * @example A store with a short trace and expiring dedupe marks
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ *
+ * const store = new DynamoDBStore(new DynamoDBClient({}), {
+ *   prefix: "orders",
+ *   traceMax: 50,
+ *   processedTtlSeconds: 7 * 86_400,
+ * });
+ * ```
+ */
+export interface DynamoDBStoreOptions {
+  /** Table name prefix: the tables are `{prefix}_executions`, `{prefix}_outbox`, ... @default {"harel"} */
+  prefix?: string;
+  /** How many trace steps each execution keeps (a ring), 0 to 1,000,000; 0 keeps every step. @default {200} */
+  traceMax?: number;
+  /** Read executions, dedupe marks and relay tables with strongly consistent reads. @default {true} */
+  consistentReads?: boolean;
+  /**
+   * Lifetime of dedupe marks in seconds: marks carry a `ttl` attribute, `ensureTables`
+   * enables TTL on the processed table, and expired marks read as absent. A whole number
+   * of seconds from 1 to 315,360,000 (ten years); `null` keeps marks forever.
+   * @default {null}
+   */
+  processedTtlSeconds?: number | null;
+  /**
+   * Retention of finished executions in seconds: a commit that leaves an execution `DONE`,
+   * `CANCELLED` or `FAILED` writes its `ttl` (now + this) in the same call, a commit that
+   * reopens it removes it, `ensureTables` enables TTL on the executions table, and every read
+   * treats an execution past its `ttl` as absent. A whole number of seconds from 1 to
+   * 315,360,000 (ten years); `null` keeps finished executions forever. Trace steps, timers and
+   * dedupe marks do not expire with it: see docs/retention.md.
+   * @default {null}
+   */
+  finishedTtlSeconds?: number | null;
+  /**
+   * The clock expiries are measured with, in epoch milliseconds (as `Date.now`): the `ttl` of
+   * finished executions and dedupe marks, and when reads count them as expired. For tests that
+   * let time pass; DynamoDB itself deletes expired items by its own clock.
+   * @default {Date.now}
+   */
+  now?: () => number;
+  /** How many outbox (and spawn) seqs one counter call reserves for this store, 1 to 1,000,000. @default {1000} */
+  seqBlockSize?: number;
+  /** How often a commit is retried when DynamoDB reports a transaction conflict, 0 to 100. @default {8} */
+  conflictRetries?: number;
+  /**
+   * How often a commit (and a `deleteTimer` or `appendTrace`) whose answer was lost is re-sent
+   * with the same idempotency token, 0 to 100. @default {3}
+   */
+  ambiguousRetries?: number;
+  /**
+   * Sweep timers through a sparse index of due times instead of scanning every armed timer:
+   * `ensureTables` adds the index (and marks the timers already there), `dueTimers` reads
+   * only what is due. Timers written without the index attribute (the Python store) are
+   * not in it: keep this off in mixed fleets, or sweep with `{ scan: true }` now and then.
+   * @default {false}
+   */
+  timerIndex?: boolean;
+  /**
+   * How many index shards timers spread over, 1 to 1000 (about 8,000 timers armed per
+   * second for 16); raise it on sweepers first, then on writers, and never lower it (see
+   * docs/operations.md, "Timer index").
+   * @default {16}
+   */
+  timerShards?: number;
+}
+
+/**
+ * Options of {@linkcode DynamoDBStore.dueTimers}: the read limit, and a full scan for timers
+ * the timer index does not hold.
+ *
+ * @example A sweep that also finds timers written without the index attribute
+ * ```ts
+ * import { DynamoDBStore, type DueTimersOptions } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   timerIndex: true,
+ * });
+ * const options: DueTimersOptions = { limit: 100, scan: true };
+ * console.log(await store.dueTimers(Date.now() / 1000, options));
+ * ```
+ */
+export interface DueTimersOptions extends ReadLimitOptions {
+  /**
+   * Scan the timers table instead of querying the timer index: finds timers written without
+   * the `timer_shard` attribute (the Python store, older deploys), at the cost of reading
+   * every timer. Without `timerIndex` every read is a scan.
+   * @default {false}
+   */
+  scan?: boolean;
+}
+
+/**
+ * Options of {@linkcode DynamoDBStore.create}: the store's options plus where DynamoDB is.
+ *
+ * @example Connecting and configuring in one call
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   prefix: "orders",
+ *   traceMax: 50,
+ * });
+ * ```
+ */
+export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
+  /**
+   * Create the tables where missing (seven DescribeTable calls, more for a new table).
+   * `false` for a cold start that goes straight to work: one DescribeTable of the
+   * executions table checks that DynamoDB answers and the tables were created (at deploy
+   * time, with `ensureTables()`); a missing table is an immediate {@linkcode TableNotFound}.
+   * @default {true}
+   */
+  ensureTables?: boolean;
+}

@@ -1,0 +1,736 @@
+/**
+ * `MemoryStore`: the execution store's in-memory twin, for tests without DynamoDB.
+ *
+ * @module
+ */
+import { claimCommit, planCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
+import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
+import { checkClock, checkFinishedTtl, secondsOf } from "./_retention.ts";
+import {
+  checkExecutionStoreOptions,
+  checkInteger,
+  checkKey,
+  checkOptions,
+  checkTime,
+  LIMITS,
+} from "../core/_validate.ts";
+import { encodeCursor } from "../core/cursor.ts";
+import { planListing } from "./_listing.ts";
+import { type Event, type Execution, summarize } from "../core/documents.ts";
+import { StoreClosed, StoreConflict } from "../core/errors.ts";
+import { executionTables } from "../core/table_specs.ts";
+import type {
+  CommitChanges,
+  CommitResult,
+  DeadLetter,
+  DeleteExecutionResult,
+  ExecutionStore,
+  ListOptions,
+  ListPage,
+  LoadForEventResult,
+  OutboxEntry,
+  PendingSpawn,
+  ReadLimitOptions,
+  RelayBatchOptions,
+  RelayFailure,
+  RelayItem,
+  RelayItems,
+  RelayKey,
+  RelayKind,
+  Timer,
+} from "../core/types.ts";
+import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
+import { byFireAt, bySeq, Lowest, readLimit } from "../core/_bounded.ts";
+
+/**
+ * Options of {@linkcode MemoryStore}.
+ *
+ * @example A store whose dedupe marks expire on a fake clock
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { newExecution } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * let now = Date.now();
+ * const store = new MemoryStore({ traceMax: 5, processedTtlSeconds: 60, now: () => now });
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.commit(exe, { processedEventId: "event-1" });
+ * assert.equal(await store.isProcessed(exe.id, "event-1"), true);
+ * now += 61_000; // the mark's minute is over: it reads as absent
+ * assert.equal(await store.isProcessed(exe.id, "event-1"), false);
+ * ```
+ */
+export interface MemoryStoreOptions {
+  /** How many trace steps each execution keeps; 0 keeps every step. @default {200} */
+  traceMax?: number;
+  /** Lifetime of dedupe marks in seconds; `null` keeps them forever. @default {null} */
+  processedTtlSeconds?: number | null;
+  /**
+   * Retention of finished (`DONE`, `CANCELLED`, `FAILED`) executions in seconds, as
+   * DynamoDBStore's; `null` keeps them forever.
+   * @default {null}
+   */
+  finishedTtlSeconds?: number | null;
+  /** The clock, in epoch milliseconds (for the expiry of dedupe marks and finished executions). @default {Date.now} */
+  now?: () => number;
+}
+
+const keyOf = (a: string, b: string) => `${a}\u0000${b}`;
+
+/**
+ * An in-memory {@linkcode ExecutionStore} with DynamoDBStore's semantics: CAS on
+ * `version`, all-or-nothing commits, seqs rising in commit order, the trace ring, timers
+ * and dedupe marks — and the same refusals of input DynamoDB would reject. Documents are
+ * stored as JSON, so what you load is never the object you saved.
+ *
+ * @example A unit test without DynamoDB
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { newExecution } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * await using store = new MemoryStore({ traceMax: 10 });
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.commit(exe, { trace: { step: "created" } });
+ * assert.equal(exe.version, 1);
+ * assert.deepEqual(await store.readTrace(exe.id), [{ step: "created", index: 0 }]);
+ * ```
+ */
+export class MemoryStore implements ExecutionStore {
+  /** The ring size of each execution's trace; 0 = keep every step. */
+  readonly traceMax: number;
+  readonly #tx: TxContext;
+  readonly #now: () => number;
+  readonly #executions = new Map<string, string>(); // id → data JSON
+  readonly #expiries = new Map<string, number>(); // id → ttl (epoch s) of a finished execution
+  readonly #outbox = new Map<
+    number,
+    { targetId: string | null; event: string; sourceId: string } & Bookkeeping
+  >();
+  readonly #spawns = new Map<
+    number,
+    Omit<PendingSpawn, "context" | "seq"> & { context: string } & Bookkeeping
+  >();
+  readonly #timers = new Map<string, Timer & Partial<Bookkeeping>>();
+  readonly #processed = new Map<string, number | null>(); // → expiry (epoch s) or null
+  readonly #trace = new Map<string, Map<number, string>>();
+  #seq = 0;
+  #closed = false;
+
+  /**
+   * An empty store.
+   *
+   * @param options Trace ring size, dedupe-mark lifetime and clock.
+   */
+  constructor(options: MemoryStoreOptions = {}) {
+    const {
+      traceMax = 200,
+      processedTtlSeconds = null,
+      finishedTtlSeconds = null,
+      now = Date.now,
+    } = checkOptions(options);
+    checkClock(now);
+    const { traceMax: checked, processedTtl } = checkExecutionStoreOptions(
+      traceMax,
+      processedTtlSeconds,
+    );
+    this.traceMax = checked;
+    // The default shard count, so commits are sized (and refused) exactly as DynamoDBStore's.
+    this.#tx = {
+      tables: executionTables("harel"),
+      traceMax: this.traceMax,
+      processedTtl,
+      timerShards: DEFAULT_TIMER_SHARDS,
+      finishedTtl: checkFinishedTtl(finishedTtlSeconds),
+      now,
+    };
+    this.#now = now;
+  }
+
+  /**
+   * The execution with this id, or `null`.
+   */
+  load(id: string): Promise<Execution | null> {
+    return Promise.try(() => {
+      this.#open("load");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const data = this.#live(id);
+      return data === undefined ? null : JSON.parse(data);
+    });
+  }
+
+  /**
+   * The execution and whether `eventId` was already handled.
+   */
+  async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+    this.#open("loadForEvent");
+    const processed = await this.isProcessed(id, eventId);
+    return { execution: await this.load(id), processed };
+  }
+
+  /**
+   * Whether `eventId` was already handled by execution `id` (an expired mark is absent).
+   */
+  isProcessed(id: string, eventId: string): Promise<boolean> {
+    return Promise.try(() => {
+      this.#open("isProcessed");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      checkKey("eventId", eventId, LIMITS.sortKeyBytes);
+      const expiry = this.#processed.get(keyOf(id, eventId));
+      return expiry !== undefined && (expiry === null || expiry > this.#now() / 1000);
+    });
+  }
+
+  /**
+   * `commit(exe)`.
+   */
+  async save(exe: Execution): Promise<void> {
+    await this.commit(exe);
+  }
+
+  /**
+   * Writes the execution and what it caused, all or nothing, if the stored version still
+   * equals `exe.version`; {@linkcode StoreConflict} otherwise.
+   *
+   * @example Committing with an emit
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { newEvent, newExecution } from "@harel/dynamodb";
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const store = new MemoryStore();
+   * const exe = newExecution({ definition_id: "d" });
+   * const go = newEvent("go");
+   * const { version, outbox } = await store.commit(exe, { emits: [{ target: null, event: go }] });
+   * assert.equal(version, 1);
+   * assert.deepEqual(await store.pendingOutbox(), [{ seq: outbox[0], targetId: null, event: go }]);
+   * ```
+   */
+  async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+    this.#open("commit");
+    const release = claimCommit(exe);
+    try {
+      const plan = planCommit(this.#tx, exe, changes);
+      // Applied a turn later, as a network store would: a second commit() of the same object
+      // made without awaiting the first is refused, here as on DynamoDB.
+      await Promise.resolve();
+      this.#open("commit");
+      const stored = this.#live(plan.id, plan.now);
+      const found = stored === undefined ? null : (JSON.parse(stored) as Execution).version;
+      if (plan.expected === 0 ? found !== null : found !== plan.expected) {
+        throw new StoreConflict(plan.id, plan.expected, found);
+      }
+      // Everything below is synchronous: no other call can see half of it.
+      this.#executions.set(plan.id, plan.data);
+      if (plan.expiresAt === null) this.#expiries.delete(plan.id);
+      else this.#expiries.set(plan.id, plan.expiresAt);
+      const outbox = plan.emits.map((emit) => {
+        const seq = ++this.#seq;
+        this.#outbox.set(seq, {
+          targetId: emit.target,
+          event: emit.event,
+          sourceId: plan.id,
+          ...this.#fresh(),
+        });
+        return seq;
+      });
+      const spawns = plan.spawns.map((spawn) => {
+        const seq = ++this.#seq;
+        this.#spawns.set(seq, { parentId: plan.id, ...spawn, ...this.#fresh() });
+        return seq;
+      });
+      if (plan.processedEventId !== undefined) {
+        const ttl = this.#tx.processedTtl;
+        this.#processed.set(
+          keyOf(plan.id, plan.processedEventId),
+          ttl === null ? null : Math.floor(plan.now) + ttl,
+        );
+      }
+      for (const [path, fireAt] of plan.timers) {
+        if (fireAt === null) this.#timers.delete(keyOf(plan.id, path));
+        else this.#timers.set(keyOf(plan.id, path), { executionId: plan.id, path, fireAt });
+      }
+      if (plan.trace !== undefined) this.#append(plan.id, plan.trace);
+      exe.version = plan.next;
+      return { version: plan.next, outbox, spawns };
+    } finally {
+      release();
+    }
+  }
+
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    if (this.#closed) throw new StoreClosed("MemoryStore", method);
+  }
+
+  /** The execution's JSON unless it is absent or past its ttl (as DynamoDBStore reads it). */
+  #live(id: string, now: number = secondsOf(this.#now)): string | undefined {
+    const expiry = this.#expiries.get(id);
+    return expiry !== undefined && expiry <= now ? undefined : this.#executions.get(id);
+  }
+
+  /**
+   * Removes the execution with its timers, trace steps and dedupe marks, and says what it
+   * removed; outbox entries and spawn intents stay. Idempotent.
+   *
+   * @example Deleting an execution
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { newExecution } from "@harel/dynamodb";
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const store = new MemoryStore();
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.commit(exe, { processedEventId: "event-1", trace: { step: "created" } });
+   * assert.deepEqual(await store.deleteExecution(exe.id), {
+   *   execution: true,
+   *   timers: 0,
+   *   trace: 1,
+   *   processed: 1,
+   * });
+   * assert.equal(await store.load(exe.id), null);
+   * ```
+   */
+  deleteExecution(id: string): Promise<DeleteExecutionResult> {
+    return Promise.try(() => {
+      this.#open("deleteExecution");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const execution = this.#live(id) !== undefined;
+      this.#executions.delete(id);
+      this.#expiries.delete(id);
+      const removeUnder = (table: Map<string, unknown>) => {
+        let removed = 0;
+        for (const key of table.keys()) {
+          if (key.startsWith(`${id}\u0000`)) removed += Number(table.delete(key));
+        }
+        return removed;
+      };
+      const trace = this.#trace.get(id)?.size ?? 0;
+      this.#trace.delete(id);
+      return {
+        execution,
+        timers: removeUnder(this.#timers),
+        trace,
+        processed: removeUnder(this.#processed),
+      };
+    });
+  }
+
+  /** The seed's append: at `index`, else the highest index (or -1) plus 1; trims our window. */
+  #append(id: string, entry: string, index?: number): void {
+    const ring = this.#trace.get(id) ?? new Map<number, string>();
+    this.#trace.set(id, ring);
+    const at = index ?? Math.max(-1, ...ring.keys()) + 1;
+    ring.set(at, entry);
+    if (this.traceMax > 0) ring.delete(at - this.traceMax);
+  }
+
+  /**
+   * One page of executions, in id order.
+   */
+  listExecutions(options: ListOptions = {}): Promise<ListPage> {
+    return Promise.try(() => {
+      this.#open("listExecutions");
+      const table = this.#tx.tables.executions.name;
+      const { after, limit, matches } = planListing(options, table);
+      const now = secondsOf(this.#now);
+      const ids = [...this.#executions.keys()].sort().filter((id) => after === null || id > after);
+      const items = [];
+      for (const [i, id] of ids.entries()) {
+        const data = this.#live(id, now); // an expired execution is skipped, as a filtered one
+        if (data === undefined) continue;
+        const exe = JSON.parse(data) as Execution;
+        if (!matches(exe)) continue;
+        items.push(summarize(exe));
+        if (items.length === limit) {
+          return ({ items, nextCursor: i < ids.length - 1 ? encodeCursor(table, id) : null });
+        }
+      }
+      return ({ items, nextCursor: null });
+    });
+  }
+
+  /**
+   * The `limit` (default 1000, `Infinity`: all) lowest-seq outbox entries deliverable now, by
+   * seq: as {@linkcode MemoryStore.relayBatch} reads them.
+   */
+  pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
+    return Promise.try(() => {
+      this.#open("pendingOutbox");
+      return this.#outboxBatch(readLimit(options), this.#now() / 1000).items.map((q) => q.item);
+    });
+  }
+
+  /**
+   * Removes delivered outbox entries.
+   */
+  ackOutbox(seq: number | number[]): Promise<void> {
+    return this.#ack(this.#outbox, seq, "ackOutbox");
+  }
+
+  /**
+   * The `limit` (default 1000, `Infinity`: all) lowest-seq spawn intents not yet
+   * acknowledged, by seq.
+   */
+  pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
+    return Promise.try(() => {
+      this.#open("pendingSpawns");
+      return this.#spawnBatch(readLimit(options), this.#now() / 1000).items.map((q) => q.item);
+    });
+  }
+
+  /**
+   * Removes started spawn intents.
+   */
+  ackSpawn(seq: number | number[]): Promise<void> {
+    return this.#ack(this.#spawns, seq, "ackSpawn");
+  }
+
+  #ack(table: Map<number, unknown>, seq: number | number[], method: string): Promise<void> {
+    return Promise.try(() => {
+      this.#open(method);
+      const seqs = Array.isArray(seq) ? seq : [seq];
+      seqs.forEach((s, i) =>
+        checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
+      );
+      for (const s of seqs) table.delete(s);
+      return;
+    });
+  }
+
+  /**
+   * The `limit` (default 1000, `Infinity`: all) earliest timers due at `now` (epoch
+   * seconds), earliest first.
+   */
+  dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
+    return Promise.try(() => {
+      this.#open("dueTimers");
+      checkTime("now", now);
+      return this.#timerBatch(readLimit(options), now).items.map((q) => q.item);
+    });
+  }
+
+  /**
+   * Deletes a timer if it still fires at `fireAt`; `false` when a re-schedule won.
+   *
+   * @example Claiming a due timer
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { newExecution } from "@harel/dynamodb";
+   * import { MemoryStore } from "@harel/dynamodb/testing";
+   *
+   * const store = new MemoryStore();
+   * const exe = newExecution({ definition_id: "order" });
+   * await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 100 }] });
+   * const [timer] = await store.dueTimers(100);
+   * assert.ok(timer);
+   * assert.equal(await store.deleteTimer(exe.id, timer.path, timer.fireAt), true); // claimed
+   * assert.equal(await store.deleteTimer(exe.id, timer.path, timer.fireAt), false); // gone
+   * ```
+   */
+  deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
+    return Promise.try(() => {
+      this.#open("deleteTimer");
+      checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
+      checkKey("path", path, LIMITS.sortKeyBytes);
+      checkTime("fireAt", fireAt);
+      const key = keyOf(executionId, path);
+      if (this.#timers.get(key)?.fireAt !== fireAt) return (false);
+      this.#timers.delete(key);
+      return (true);
+    });
+  }
+
+  /**
+   * The execution's trace, oldest first, each step with its `index`.
+   */
+  readTrace(id: string): Promise<Record<string, unknown>[]> {
+    return Promise.try(() => {
+      this.#open("readTrace");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const ring = this.#trace.get(id) ?? new Map<number, string>();
+      return ([...ring].sort(([a], [b]) => a - b).map(([index, entry]) => ({
+        ...JSON.parse(entry),
+        index,
+      })));
+    });
+  }
+
+  /**
+   * Appends one trace step outside a commit: at the highest index + 1 (0 on an empty ring), or
+   * at `entry.index` when the entry carries one, as the Python seed.
+   */
+  appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
+    return Promise.try(() => {
+      this.#open("appendTrace");
+      const { index, json } = planTraceEntry(id, entry);
+      this.#append(id, json, index);
+      return;
+    });
+  }
+
+  /** What one relay pass reads of a queue: see {@linkcode DynamoDBStore.relayBatch}. */
+  relayBatch<K extends RelayKind>(
+    kind: K,
+    options: RelayBatchOptions = {},
+  ): Promise<RelayItems<K>> {
+    return Promise.try(() => {
+      this.#open("relayBatch");
+      const { limit, now, seqs } = checkBatchOptions(kind, options);
+      const batch = kind === "timers"
+        ? this.#timerBatch(limit, now)
+        : kind === "spawns"
+        ? this.#spawnBatch(limit, now)
+        : this.#outboxBatch(limit, now, seqs);
+      return batch as RelayItems<K>;
+    });
+  }
+
+  /** Records a failed delivery: see {@linkcode DynamoDBStore.recordFailure}. */
+  recordFailure<K extends RelayKind>(
+    kind: K,
+    key: RelayKey<K>,
+    failure: RelayFailure,
+  ): Promise<boolean> {
+    return Promise.try(() => {
+      this.#open("recordFailure");
+      checkRelayKey(kind, key);
+      checkFailure(failure);
+      const row = this.#row(kind, key);
+      if (row === undefined) return false;
+      row.attempts = failure.attempts;
+      row.lastError = failure.error.slice(0, 1000) || "(no message)";
+      row.retryAt = failure.retryAt;
+      row.deadAt = failure.retryAt === null ? this.#now() / 1000 : null;
+      row.unreadable = failure.unreadable === true;
+      return true;
+    });
+  }
+
+  /** The `limit` lowest dead letters of a queue: see {@linkcode DynamoDBStore.deadLetters}. */
+  deadLetters<K extends RelayKind>(kind: K, options?: ReadLimitOptions): Promise<DeadLetter<K>[]> {
+    return Promise.try(() => {
+      this.#open("deadLetters");
+      checkRelayKind(kind);
+      const limit = readLimit(options);
+      const letters: DeadLetter<K>[] = [];
+      if (kind === "timers") {
+        const dead = [...this.#timers.values()].filter((t) => typeof t.deadAt === "number");
+        for (const t of dead.sort(byFireAt).slice(0, limit)) {
+          const timer = { executionId: t.executionId, path: t.path, fireAt: t.fireAt };
+          letters.push(
+            letter(timer as RelayKey<K>, timer as RelayItem<K>, t, {
+              execution_id: t.executionId,
+              path: t.path,
+            }),
+          );
+        }
+        return letters;
+      }
+      const table: Map<number, Bookkeeping> = kind === "outbox" ? this.#outbox : this.#spawns;
+      const dead = [...table].filter(([, row]) => row.deadAt !== null).sort(([a], [b]) => a - b);
+      for (const [seq, row] of dead.slice(0, limit)) {
+        const item = kind === "outbox" ? this.#outboxEntry(seq) : this.#pendingSpawn(seq);
+        letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }));
+      }
+      return letters as DeadLetter<K>[];
+    });
+  }
+
+  /** Makes a dead letter due again: see {@linkcode DynamoDBStore.retryDeadLetter}. */
+  retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+    return Promise.try(() => {
+      this.#open("retryDeadLetter");
+      checkRelayKey(kind, key);
+      const row = this.#row(kind, key);
+      if (row === undefined) return false;
+      Object.assign(row, {
+        attempts: 0,
+        retryAt: null,
+        deadAt: null,
+        lastError: null,
+        unreadable: false,
+      });
+      return true;
+    });
+  }
+
+  /** Removes a dead letter: see {@linkcode DynamoDBStore.dropDeadLetter}. */
+  dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+    return Promise.try(() => {
+      this.#open("dropDeadLetter");
+      checkRelayKey(kind, key);
+      const row = this.#row(kind, key);
+      if (row === undefined) return true;
+      if (row.deadAt === null || row.deadAt === undefined) return false;
+      if (kind === "timers") {
+        const { executionId, path } = key as Timer;
+        this.#timers.delete(keyOf(executionId, path));
+      } else (kind === "outbox" ? this.#outbox : this.#spawns).delete(key as number);
+      return true;
+    });
+  }
+
+  /** Bookkeeping of a new outbox entry or spawn. */
+  #fresh(): Bookkeeping {
+    return {
+      attempts: 0,
+      retryAt: null,
+      deadAt: null,
+      lastError: null,
+      createdAt: this.#now() / 1000,
+    };
+  }
+
+  /** The stored row of a queue item (a timer only while it still fires at `fireAt`). */
+  #row<K extends RelayKind>(kind: K, key: RelayKey<K>): Partial<Bookkeeping> | undefined {
+    if (kind === "timers") {
+      const { executionId, path, fireAt } = key as Timer;
+      const timer = this.#timers.get(keyOf(executionId, path));
+      return timer?.fireAt === fireAt ? timer : undefined;
+    }
+    return (kind === "outbox" ? this.#outbox : this.#spawns).get(key as number);
+  }
+
+  #outboxEntry(seq: number): OutboxEntry {
+    const entry = this.#outbox.get(seq)!;
+    return { seq, targetId: entry.targetId, event: JSON.parse(entry.event) as Event };
+  }
+
+  #pendingSpawn(seq: number): PendingSpawn {
+    const spawn = this.#spawns.get(seq)!;
+    return {
+      seq,
+      parentId: spawn.parentId,
+      childId: spawn.childId,
+      rootPath: spawn.rootPath,
+      context: JSON.parse(spawn.context),
+    };
+  }
+
+  /**
+   * The outbox as a relay pass reads it: a target is held from its lowest entry that waits or is
+   * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
+   * source and target that is not among them.
+   */
+  #outboxBatch(limit: number, now: number, seqs?: number[]): RelayItems<"outbox"> {
+    const held = new Map<string | null, number>();
+    let oldestAt: number | null = null;
+    for (const [seq, row] of this.#outbox) {
+      if (row.deadAt === null) oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
+      if ((row.deadAt !== null && !row.unreadable) || (row.deadAt === null && !due(row, now))) {
+        held.set(row.targetId, Math.min(held.get(row.targetId) ?? Infinity, seq));
+      }
+    }
+    const clear = (seq: number) => {
+      const row = this.#outbox.get(seq)!;
+      return row.deadAt === null && due(row, now) && !(seq > (held.get(row.targetId) ?? Infinity));
+    };
+    let chosen: number[];
+    if (seqs === undefined) {
+      chosen = [...this.#outbox.keys()].filter(clear).sort(bySeq).slice(0, limit);
+    } else {
+      const given = new Set(seqs.filter((seq) => this.#outbox.has(seq)));
+      const blocked = new Set<string>();
+      chosen = [];
+      for (const seq of [...given].sort(bySeq)) {
+        const row = this.#outbox.get(seq)!;
+        const chain = `${row.sourceId}\u0000${JSON.stringify(row.targetId)}`;
+        const behind = [...this.#outbox].some(([other, o]) =>
+          other < seq && !given.has(other) && o.sourceId === row.sourceId &&
+          o.targetId === row.targetId
+        );
+        if (blocked.has(chain) || behind || !clear(seq)) blocked.add(chain);
+        else chosen.push(seq);
+      }
+    }
+    const items = chosen.map((seq) => ({
+      item: this.#outboxEntry(seq),
+      attempts: this.#outbox.get(seq)!.attempts,
+    }));
+    return { items, unreadable: [], oldestAt };
+  }
+
+  #spawnBatch(limit: number, now: number): RelayItems<"spawns"> {
+    let oldestAt: number | null = null;
+    const ready: number[] = [];
+    for (const [seq, row] of this.#spawns) {
+      if (row.deadAt !== null) continue;
+      oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
+      if (due(row, now)) ready.push(seq);
+    }
+    const items = lowestSeqs(ready, limit).map((seq) => ({
+      item: this.#pendingSpawn(seq),
+      attempts: this.#spawns.get(seq)!.attempts,
+    }));
+    return { items, unreadable: [], oldestAt };
+  }
+
+  #timerBatch(limit: number, now: number): RelayItems<"timers"> {
+    const ready = new Lowest<Timer & Partial<Bookkeeping>>(limit, byFireAt);
+    for (const timer of this.#timers.values()) {
+      if (timer.fireAt <= now && typeof timer.deadAt !== "number" && due(timer, now)) {
+        ready.offer(timer);
+      }
+    }
+    const items = ready.sorted().map((t) => ({
+      item: { executionId: t.executionId, path: t.path, fireAt: t.fireAt },
+      attempts: t.attempts ?? 0,
+    }));
+    return { items, unreadable: [], oldestAt: items[0]?.item.fireAt ?? null };
+  }
+
+  /**
+   * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
+   * DynamoDBStore's are. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closed = true;
+    return Promise.resolve();
+  }
+
+  /** Same as {@linkcode MemoryStore.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** A relay's bookkeeping on a queue item (see _layout.ts FAILURE). */
+interface Bookkeeping {
+  attempts: number;
+  retryAt: number | null;
+  deadAt: number | null;
+  lastError: string | null;
+  /** When it was written, in epoch seconds (lag). */
+  createdAt: number;
+  /** Set aside as unreadable: holds nothing back. */
+  unreadable?: boolean;
+}
+
+/** Whether a row may be attempted at `now` (not waiting for a retry). */
+function due(row: { retryAt?: number | null }, now: number): boolean {
+  return row.retryAt === null || row.retryAt === undefined || row.retryAt <= now;
+}
+
+function letter<K extends RelayKind>(
+  key: RelayKey<K>,
+  item: RelayItem<K>,
+  row: Partial<Bookkeeping>,
+  raw: Record<string, unknown>,
+): DeadLetter<K> {
+  return {
+    key,
+    item,
+    attempts: row.attempts ?? 0,
+    lastError: row.lastError ?? null,
+    deadAt: row.deadAt ?? 0,
+    raw: { ...raw, attempts: row.attempts, last_error: row.lastError, dead_at: row.deadAt },
+  };
+}
+
+/** The `limit` lowest of `seqs`, ascending. */
+function lowestSeqs(seqs: Iterable<number>, limit: number): number[] {
+  const lowest = new Lowest(limit, bySeq);
+  for (const seq of seqs) lowest.offer(seq);
+  return lowest.sorted();
+}

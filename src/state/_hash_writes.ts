@@ -1,0 +1,491 @@
+/**
+ * The hash writes of `DynamoDBStateStore`: one field set (`hset`) or fields removed a batch at a
+ * time (`hdel`), each a conditional write on a native Map that, when it finds none, seeds one
+ * (a fresh hash, or the legacy JSON hash migrated out of `value`) and races other writers.
+ *
+ * @module
+ */
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { checkItemSize, LIMITS, utf8Length } from "../core/_validate.ts";
+import { checkMigrating, fieldRecord, legacyFields, setOwn, toAttribute } from "./_state_values.ts";
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import { isNamed, type Item, S } from "../dynamo/_dynamo.ts";
+import { OutcomeUnknown, WriteContention } from "../core/errors.ts";
+import { Attempts, type Resends, transactOne, writeId } from "../dynamo/_lost_answers.ts";
+import { STATE, stateKey } from "../core/_layout.ts";
+import {
+  HOLDS,
+  holds,
+  isConditionFailure,
+  isPresent,
+  LIVE,
+  N,
+  nowSeconds,
+  PRESENT_NAMES,
+  ZERO,
+} from "./_state_presence.ts";
+
+/** Where the hash writes go: the store's client and table, and how its transactions resend. */
+export interface HashTable {
+  readonly client: DynamoDBSender;
+  readonly tableName: string;
+  readonly resends: Resends;
+}
+
+/**
+ * One call's writes to one key: `id` is the `write_id` each of them leaves on the item, so a
+ * copy re-sent after a lost answer tells its own earlier work from another writer's.
+ */
+interface Write {
+  readonly table: HashTable;
+  readonly operation: "hset" | "hdel";
+  readonly key: string;
+  readonly id: string;
+}
+
+/** The ids of the item's last three hash writes, newest first. */
+const WRITE_IDS = [STATE.writeId, STATE.writeId1, STATE.writeId2] as const;
+
+/**
+ * Sets `write_id` to `:w` and shifts the two before it on (operands read the item as it was):
+ * a re-sent copy finds its own id although two other writers' writes came in between.
+ */
+const SHIFT_WRITE_IDS =
+  "#w0 = :w, #w1 = if_not_exists(#w0, :none), #w2 = if_not_exists(#w1, :none)";
+
+/**
+ * Fails a re-sent copy whose first copy was applied (its id is still among the last three): a
+ * copy must not apply the write again after another writer's write came in between.
+ */
+const NOT_MINE = "NOT (#w0 = :w OR #w1 = :w OR #w2 = :w)";
+
+/** The names {@linkcode SHIFT_WRITE_IDS} and {@linkcode NOT_MINE} use. */
+function writeIdNames(): Record<string, string> {
+  return { "#w0": WRITE_IDS[0], "#w1": WRITE_IDS[1], "#w2": WRITE_IDS[2] };
+}
+/** The values {@linkcode SHIFT_WRITE_IDS} and {@linkcode NOT_MINE} use: the write's `id`, `""`. */
+function writeIdValues(id: string): Record<string, AttributeValue> {
+  return { ":w": S(id), ":none": S("") };
+}
+
+/** How often a write re-reads after losing a race against another writer's migration. */
+const MAX_RACES = 20;
+
+/**
+ * A lost condition whose `ALL_OLD` item the SDK could not read back: its response parser
+ * throws a `TypeError` on a map key named `__proto__` (a field name we allow). Such a write
+ * re-reads the item instead.
+ */
+function isUnreadableFailure(error: unknown): boolean {
+  return error instanceof TypeError &&
+    (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
+}
+
+/** DynamoDB's refusal of an update that would grow an item past 400 KB. */
+function isItemTooLarge(error: unknown): boolean {
+  return isNamed(error, "ValidationException") &&
+    /item size.*exceed|exceed.*item size/i.test((error as Error).message);
+}
+
+/** DynamoDB's limits on one request's expressions (the developer guide's "Constraints"). */
+const EXPRESSION_BYTES = 4 * 1024;
+/** The sum of a request's ExpressionAttributeNames and ExpressionAttributeValues: 2 MB. */
+const SUBSTITUTION_BYTES = 2 * 1024 * 1024;
+/**
+ * An expression with its names substituted: DynamoDB Local refuses one over 1 MB as "Expression
+ * size has exceeded the maximum allowed size" (measured; the guide does not say), so we keep
+ * to it too.
+ */
+const SUBSTITUTED_BYTES = 1024 * 1024;
+
+/**
+ * Where the batch of `hdel` fields from `start` ends: as many as one UpdateItem can name
+ * within EXPRESSION_BYTES (some 400 short fields), SUBSTITUTION_BYTES and SUBSTITUTED_BYTES
+ * (some 16 fields of 64 KB); at least one. Counted in UTF-8 bytes, the fixed parts generously.
+ */
+function hdelBatchEnd(fields: string[], start: number): number {
+  let expression = `REMOVE  SET ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`.length;
+  let substitution = 256; // PRESENT_NAMES, the write ids' names and the six values
+  let substituted = expression;
+  let end = start;
+  for (; end < fields.length; end++) {
+    const alias = `#f${end - start}`;
+    const path = `#h.${alias}, `.length;
+    const bytes = utf8Length(fields[end]!);
+    const full = expression + path > EXPRESSION_BYTES ||
+      substitution + alias.length + bytes > SUBSTITUTION_BYTES ||
+      substituted + `${STATE.hash}., `.length + bytes > SUBSTITUTED_BYTES;
+    if (full && end > start) break;
+    expression += path;
+    substitution += alias.length + bytes;
+    substituted += `${STATE.hash}., `.length + bytes;
+  }
+  return end;
+}
+
+/** DynamoDB's 400 KB refusal of a hash write, as the RangeError a check before sending gives. */
+function tooLarge(key: string, cause: unknown): RangeError {
+  return new RangeError(
+    `key ${
+      JSON.stringify(key.slice(0, 40))
+    }: the item would exceed DynamoDB's ${LIMITS.itemBytes}-byte (400 KB) item limit`,
+    { cause },
+  );
+}
+
+/**
+ * Sets `field` of the hash at `key` to `plain` (`native` as a DynamoDB value): `1` if the field
+ * is new, `0` if it was updated. Input is checked by the caller.
+ */
+export async function writeField(
+  table: HashTable,
+  key: string,
+  field: string,
+  plain: unknown,
+  native: AttributeValue,
+): Promise<number> {
+  const write: Write = { table, operation: "hset", key, id: writeId() };
+  for (let race = 0; race < MAX_RACES; race++) {
+    const now = nowSeconds();
+    const command = new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: stateKey(key),
+      UpdateExpression: `SET #h.#f = :v, ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`,
+      ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS} AND ${NOT_MINE}`,
+      ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field, ...writeIdNames() },
+      ExpressionAttributeValues: {
+        ":v": native,
+        ":at": N(Math.floor(now)),
+        ...writeIdValues(write.id),
+        ":map": S("M"),
+        ":now": N(now),
+        ":zero": ZERO,
+      },
+      ReturnValues: "UPDATED_OLD",
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    });
+    const attempts = new Attempts(command);
+    let answer: { Attributes?: Item };
+    try {
+      answer = await table.client.send(command);
+    } catch (error) {
+      if (isItemTooLarge(error)) throw tooLarge(key, error);
+      const found = await lostCondition(table, key, error);
+      // A re-sent copy: the first one set the field, and its answer (new or not) is lost.
+      if (writtenBy(found, write)) throw unknownCount(write, field, error);
+      // No live Map yet: seed one (from the legacy hash if any) holding the field.
+      const seeded = await seed(write, found, now, (fields) => {
+        const isNew = !Object.hasOwn(fields, field);
+        setOwn(fields, field, plain);
+        return isNew ? 1 : 0;
+      });
+      if (seeded !== undefined) return seeded;
+      continue;
+    }
+    const oldHash = answer.Attributes?.[STATE.hash]?.M;
+    if (!(oldHash && Object.hasOwn(oldHash, field))) return 1;
+    // The field was there: set before, or by an earlier copy of this request whose answer was
+    // lost and whose id other writers pushed out of the item's last three. Only that answer
+    // could tell, so a copy sent again (by the SDK or by Deno's HTTP client) cannot answer.
+    if (attempts.earlierMayHaveApplied(answer)) throw unknownCount(write, field);
+    return 0;
+  }
+  throw new WriteContention("hset", key, MAX_RACES);
+}
+
+/** `hset` of `field` was applied, but whether the field was new is unknown. */
+function unknownCount(write: Write, field: string, cause?: unknown): OutcomeUnknown {
+  return new OutcomeUnknown(
+    "hset",
+    write.key,
+    `field ${
+      JSON.stringify(field.slice(0, 40))
+    } was set, but whether it was new (1) or updated (0) is unknown: DynamoDB's answer to the write was lost, and the request was sent again`,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+/**
+ * Removes the (checked, unique) hash fields `all` of `key`: how many existed. When an earlier
+ * copy of a write, whose answer was lost, may have removed some of them, the fields are gone
+ * but the count is not known: an {@linkcode OutcomeUnknown}, once every batch is done.
+ */
+export async function removeFields(table: HashTable, key: string, all: string[]): Promise<number> {
+  // DynamoDB's expression limits cap the fields one UpdateItem can name: more go a batch at
+  // a time, each counted from its own write's answer.
+  let total = 0;
+  let unknown = false;
+  for (let start = 0; start < all.length;) {
+    const end = hdelBatchEnd(all, start);
+    // An id per batch: a batch must not take the one before it for its own earlier copy.
+    const write: Write = { table, operation: "hdel", key, id: writeId() };
+    const batch = await removeBatch(write, all.slice(start, end), all.slice(start));
+    total += batch.removed;
+    unknown ||= batch.unknown;
+    if (batch.last) break;
+    start = end;
+  }
+  if (unknown) {
+    throw new OutcomeUnknown(
+      "hdel",
+      key,
+      "the fields were removed, but how many of them existed is unknown: DynamoDB's answer to a write was lost, and the request was sent again",
+    );
+  }
+  return total;
+}
+
+/**
+ * Removes the hash fields `unique` (one UpdateItem's worth) as one write; `last` when
+ * nothing of the hash is left for later batches: the key emptied or gone, or a legacy hash
+ * migrated without every field of `rest` (this batch and the ones after it). `unknown` when
+ * an earlier copy of the write may have removed fields that `removed` does not count.
+ */
+async function removeBatch(
+  write: Write,
+  unique: string[],
+  rest: string[],
+): Promise<{ removed: number; last: boolean; unknown: boolean }> {
+  const { table, key } = write;
+  const names: Record<string, string> = { ...PRESENT_NAMES, ...writeIdNames() };
+  unique.forEach((f, i) => names[`#f${i}`] = f);
+  for (let race = 0; race < MAX_RACES; race++) {
+    const now = nowSeconds();
+    const input: UpdateItemCommandInput = {
+      TableName: table.tableName,
+      Key: stateKey(key),
+      UpdateExpression: `REMOVE ${
+        unique.map((_, i) => `#h.#f${i}`).join(", ")
+      } SET ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`,
+      ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS} AND ${NOT_MINE}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: {
+        ":at": N(Math.floor(now)),
+        ...writeIdValues(write.id),
+        ":map": S("M"),
+        ":now": N(now),
+        ":zero": ZERO,
+      },
+      // The whole old item: which fields existed, and whether none is left.
+      ReturnValues: "ALL_OLD",
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    };
+    const command = new UpdateItemCommand(input);
+    const attempts = new Attempts(command);
+    let answer: { Attributes?: Item };
+    try {
+      answer = await table.client.send(command);
+    } catch (error) {
+      const found = await lostCondition(table, key, error);
+      if (found !== undefined && writtenBy(found, write)) {
+        // A re-sent copy: the first one removed the fields, and its count is lost. An
+        // emptied key is still to go.
+        const emptied = !holds(found);
+        if (emptied) await dropEmpty(table, key);
+        return { removed: 0, last: emptied, unknown: true };
+      }
+      if (!isPresent(found, now)) {
+        // An earlier copy whose answer was lost may have taken the last fields.
+        const item: Item | undefined = found;
+        const mine = attempts.earlierMayHaveApplied(error);
+        if (mine && item !== undefined && !holds(item)) await dropEmpty(table, key);
+        return { removed: 0, last: true, unknown: mine };
+      }
+      const removed = await seed(write, found, now, (legacy) => {
+        const present = rest.filter((f) => Object.hasOwn(legacy, f));
+        for (const f of present) delete legacy[f];
+        return present.length;
+      });
+      if (removed !== undefined) return { removed, last: true, unknown: false };
+      continue;
+    }
+    const old = answer.Attributes ?? {};
+    const oldHash = old[STATE.hash]?.M ?? {};
+    const removed = unique.filter((f) => Object.hasOwn(oldHash, f)).length;
+    // Every field still there: no earlier attempt removed any of them (or they were all set
+    // again since), so the count is this write's.
+    const unknown = removed < unique.length && attempts.earlierMayHaveApplied(answer);
+    const emptied = Object.keys(oldHash).every((f) => unique.includes(f));
+    const last = emptied && old[STATE.value] === undefined;
+    if ((removed > 0 || unknown) && last) {
+      await dropEmpty(table, key);
+    }
+    return { removed, last, unknown };
+  }
+  throw new WriteContention("hdel", key, MAX_RACES);
+}
+
+/** Whether one of `item`'s last hash writes was one of `write`'s (an earlier copy, re-sent). */
+function writtenBy(item: Item | undefined, write: Write): boolean {
+  return WRITE_IDS.some((name) => item?.[name]?.S === write.id);
+}
+
+/** The item a conditional write found (its `ALL_OLD`); rethrows any other error. */
+async function lostCondition(
+  table: HashTable,
+  key: string,
+  error: unknown,
+): Promise<Item | undefined> {
+  if (isConditionFailure(error)) return error.Item;
+  if (!isUnreadableFailure(error)) throw error;
+  const result = await table.client.send(
+    new GetItemCommand({ TableName: table.tableName, Key: stateKey(key), ConsistentRead: true }),
+  );
+  return result.Item;
+}
+
+/**
+ * Deletes the item if its hash is (still) empty and it holds no value: Redis deletes an
+ * emptied hash. A concurrent `hset` that got there first wins; readers treat an empty
+ * leftover as absent anyway.
+ */
+async function dropEmpty(table: HashTable, key: string): Promise<void> {
+  try {
+    await table.client.send(
+      new DeleteItemCommand({
+        TableName: table.tableName,
+        Key: stateKey(key),
+        ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
+        ExpressionAttributeNames: { "#v": STATE.value, "#h": STATE.hash },
+        ExpressionAttributeValues: { ":zero": ZERO },
+      }),
+    );
+  } catch (error) {
+    if (!isConditionFailure(error)) throw error;
+  }
+}
+
+/**
+ * Writes a native hash Map where the item `old` (from ALL_OLD) had none: a fresh one
+ * when the key is missing, expired or emptied, else the legacy hash migrated out of
+ * `value`. `change` edits the fields and gives the result. The write is conditioned on
+ * the item being as `old` showed it, so it never clobbers a concurrent seeder;
+ * `undefined` means it lost that race and the caller starts over. A re-sent copy whose
+ * condition fails recognises its own earlier copy by the `write_id` it left.
+ */
+async function seed(
+  write: Write,
+  old: Item | undefined,
+  now: number,
+  change: (fields: Record<string, unknown>) => number,
+): Promise<number | undefined> {
+  const { table, key } = write;
+  const present = isPresent(old, now);
+  const oldHash = present ? old[STATE.hash] : undefined;
+  if (oldHash !== undefined) {
+    // A Map that the condition did not see was written after it ran: start over.
+    if (oldHash.M !== undefined) return undefined;
+    throw new TypeError(
+      `key ${JSON.stringify(key)} has a "hash" attribute that is not a Map; not overwriting it`,
+    );
+  }
+  const legacy = present ? legacyFields(old[STATE.value]?.S, true) : undefined;
+  if (present && legacy === undefined) {
+    throw new TypeError(
+      `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
+    );
+  }
+  const fields = legacy ?? fieldRecord();
+  const result = change(fields);
+  for (const [field, value] of Object.entries(fields)) checkMigrating(key, field, value);
+  const map = toAttribute(fields).M!;
+  const at = N(Math.floor(now));
+  const unchanged = {
+    ConditionExpression:
+      `attribute_exists(${STATE.key}) AND attribute_not_exists(#h) AND #v = :old`,
+    ExpressionAttributeNames: { "#h": STATE.hash, "#v": STATE.value },
+  };
+  if (present && Object.keys(fields).length === 0) {
+    // hdel took the legacy hash's last field: the key is gone, as in Redis. A transaction, so
+    // that a copy re-sent after a lost answer is answered as the first one.
+    const deleted = await transactOne(
+      table.client,
+      {
+        Delete: {
+          TableName: table.tableName,
+          Key: stateKey(key),
+          ...unchanged,
+          ExpressionAttributeValues: { ":old": old[STATE.value]! },
+        },
+      },
+      write,
+      table.resends,
+      "if it was applied, the key is gone",
+    );
+    return deleted.applied ? result : undefined;
+  }
+  let command: PutItemCommand | UpdateItemCommand;
+  if (!present) {
+    // Missing, expired or emptied: a fresh item, no TTL, only if that is still so.
+    const item: Item = {
+      [STATE.key]: S(key),
+      [STATE.hash]: { M: map },
+      [STATE.updatedAt]: at,
+      [STATE.writeId]: S(write.id),
+      // The leftover's write ids go on, so that its writers' re-sent copies still see theirs.
+      [STATE.writeId1]: old?.[STATE.writeId] ?? S(""),
+      [STATE.writeId2]: old?.[STATE.writeId1] ?? S(""),
+    };
+    checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, item);
+    command = new PutItemCommand({
+      TableName: table.tableName,
+      Item: item,
+      ConditionExpression:
+        `(attribute_not_exists(${STATE.key}) OR NOT (${LIVE} AND ${HOLDS})) AND ${NOT_MINE}`,
+      ExpressionAttributeNames: { ...PRESENT_NAMES, ...writeIdNames() },
+      ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO, ":w": S(write.id) },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    });
+  } else {
+    const migrated: Item = {
+      ...old,
+      [STATE.hash]: { M: map },
+      [STATE.updatedAt]: at,
+      ...Object.fromEntries(WRITE_IDS.map((name) => [name, S(write.id)])),
+    };
+    delete migrated[STATE.value];
+    checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, migrated);
+    command = new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: stateKey(key),
+      UpdateExpression: `SET #h = :m, ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS} REMOVE #v`,
+      ConditionExpression: unchanged.ConditionExpression,
+      ExpressionAttributeNames: { ...unchanged.ExpressionAttributeNames, ...writeIdNames() },
+      ExpressionAttributeValues: {
+        ":m": { M: map },
+        ":at": at,
+        ...writeIdValues(write.id),
+        ":old": old[STATE.value]!,
+      },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    });
+  }
+  const attempts = new Attempts(command);
+  try {
+    await (command instanceof PutItemCommand
+      ? table.client.send(command)
+      : table.client.send(command));
+    return result;
+  } catch (error) {
+    if (isItemTooLarge(error)) throw tooLarge(key, error);
+    const found = await lostCondition(table, key, error);
+    // Our own write, re-sent after its answer was lost, found what its first copy wrote.
+    if (writtenBy(found, write)) return result;
+    if (attempts.earlierMayHaveApplied(error)) {
+      throw new OutcomeUnknown(
+        write.operation,
+        key,
+        "an earlier copy of its write, whose answer was lost, may have been applied and then changed by another writer; read the key to find out",
+        { cause: error },
+      );
+    }
+    return undefined;
+  }
+}

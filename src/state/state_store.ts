@@ -1,0 +1,697 @@
+/**
+ * `DynamoDBStateStore`: Redis-like keys and hash fields with TTL, in one DynamoDB table.
+ *
+ * @module
+ */
+import {
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { Attempts, type Resends, retryingConflicts, transactOne } from "../dynamo/_lost_answers.ts";
+import { OutcomeUnknown } from "../core/errors.ts";
+import {
+  checkField,
+  checkItemSize,
+  checkKey,
+  checkOptions,
+  checkTtlHorizon,
+  describe,
+  LIMITS,
+} from "../core/_validate.ts";
+import {
+  checkHdelFields,
+  checkPattern,
+  checkTtlSeconds,
+  decodeValue,
+  fieldRecord,
+  fromAttribute,
+  fromMap,
+  legacyFields,
+  setOwn,
+  setTtl,
+  toAttribute,
+} from "./_state_values.ts";
+import { plainValue, toJson } from "../core/_json.ts";
+import { connectStore } from "../dynamo/connect.ts";
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import { type Item, pages, S } from "../dynamo/_dynamo.ts";
+import { globMatch } from "../core/glob.ts";
+import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "../dynamo/tables.ts";
+import type { SetOptions, StateStore } from "../core/types.ts";
+import { instrument } from "../core/_telemetry.ts";
+import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
+import { STATE, stateKey } from "../core/_layout.ts";
+import {
+  HOLDS,
+  holds,
+  isConditionFailure,
+  isLive,
+  LIVE,
+  N,
+  nowSeconds,
+  PRESENT_NAMES,
+  ZERO,
+} from "./_state_presence.ts";
+import { type HashTable, removeFields, writeField } from "./_hash_writes.ts";
+import type { CreateStateStoreOptions, DynamoDBStateStoreOptions } from "./state_store_options.ts";
+
+export type { CreateStateStoreOptions, DynamoDBStateStoreOptions };
+
+/** What a read of the whole item projects (every attribute but `updated_at` and `write_id`). */
+const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
+
+/**
+ * How the deletes (one-item transactions) go on: re-sent with the same token up to 3 times
+ * while the answer is lost, and up to 8 times after a transaction conflict. A plain write that
+ * one of them held off is retried as often.
+ */
+const RESENDS: Resends = { lost: 3, conflicts: 8 };
+
+/** A size stand-in for the ids of the last three hash writes on an item (22 characters each). */
+const WRITE_IDS_SIZE: Item = Object.fromEntries(
+  [STATE.writeId, STATE.writeId1, STATE.writeId2].map((name) => [name, S("0".repeat(22))]),
+);
+
+/**
+ * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
+ * Every read honours expiry; hash fields live in a native Map and are written one
+ * field at a time, so concurrent writers of different fields never lose a write. Items
+ * of the legacy layout (a hash as a JSON string in `value`) read transparently and
+ * migrate on their first hash write.
+ *
+ * @example Session state
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * await state.hset("session:abc", "step", 2);
+ * await state.expire("session:abc", 3600);
+ * assert.equal((await state.hgetall("session:abc")).step, 2);
+ * ```
+ */
+export class DynamoDBStateStore implements StateStore {
+  /** The table this store uses. */
+  readonly tableName: string;
+  readonly #client: DynamoDBSender;
+  readonly #consistent: boolean;
+  readonly #ownership: ClientOwnership;
+  readonly #hashes: HashTable;
+
+  /**
+   * A store on an existing client. Sends nothing: call `ensureTable()` once, or use
+   * {@linkcode DynamoDBStateStore.create}. The client stays the caller's to destroy.
+   *
+   * @param client Any DynamoDB client (anything with `send()`).
+   * @param options The table name and read consistency.
+   */
+  constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStateStoreOptions = {}) {
+    checkClient(client);
+    const given = checkOptions(options);
+    this.tableName = checkTableName("tableName", given.tableName ?? "harel_state");
+    const consistentReads = given.consistentReads ?? true;
+    if (typeof consistentReads !== "boolean") {
+      throw new TypeError(
+        `consistentReads must be true or false, got ${describe(consistentReads)}`,
+      );
+    }
+    this.#consistent = consistentReads;
+    this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
+    // The deletes are transactions: a plain write they hold off for a moment is sent again.
+    this.#client = retryingConflicts(this.#ownership.gate(client), RESENDS.conflicts);
+    this.#hashes = { client: this.#client, tableName: this.tableName, resends: RESENDS };
+  }
+
+  /**
+   * Builds a client (as {@linkcode DynamoDBStore.create} does), waits with backoff until
+   * DynamoDB answers, and ensures the table — or, with `ensureTable: false`, only checks
+   * with one DescribeTable that it exists. The store owns that client.
+   *
+   * @example Creating a store
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({
+   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+   *   tableName: "demo_state",
+   * });
+   * ```
+   *
+   * @param options Where DynamoDB is, how long to wait for it, and the store's options.
+   * @returns A store whose table exists with TTL enabled.
+   *
+   * @throws {TypeError} For options of the wrong type, before anything is sent.
+   * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
+   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
+   * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
+   */
+  static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
+    try {
+      options = checkOptions(options); // null is no options
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const ensure = options.ensureTable ?? true;
+    if (typeof ensure !== "boolean") {
+      return Promise.reject(
+        new TypeError(`ensureTable must be true or false, got ${describe(ensure)}`),
+      );
+    }
+    let client: DynamoDBSender;
+    return connectStore(
+      options,
+      (built) => new DynamoDBStateStore(client = built, options),
+      (store) =>
+        ensure ? store.ensureTable() : checkTableExists(
+          client,
+          store.tableName,
+          "create it once at deploy time with `await state.ensureTable()` (or call create() " +
+            "without ensureTable: false, which creates it)",
+        ),
+    );
+  }
+
+  /**
+   * Creates the table where missing (key `pk`, PAY_PER_REQUEST) and enables TTL on `ttl`.
+   * Idempotent.
+   *
+   * @example Creating the table at deploy time
+   * ```ts
+   * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await new DynamoDBStateStore(new DynamoDBClient({})).ensureTable();
+   * ```
+   *
+   * @throws {StoreClosed} After `close()`.
+   * @throws {Error} The SDK's error when the table cannot be created or described (e.g.
+   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
+   */
+  async ensureTable(): Promise<void> {
+    this.#open("ensureTable");
+    await ensureTable(this.#client, { name: this.tableName, hash: [STATE.key, "S"] });
+    await ensureTtl(this.#client, this.tableName, STATE.ttl);
+  }
+
+  /** The live item at `key` (or undefined), projected on `paths` (each a list of names). */
+  async #read(key: string, paths: string[][]): Promise<Item | undefined> {
+    const names: Record<string, string> = {};
+    const projection = paths.map((path) =>
+      path.map((name) => {
+        const alias = `#p${Object.keys(names).length}`;
+        names[alias] = name;
+        return alias;
+      }).join(".")
+    );
+    const result = await this.#client.send(
+      new GetItemCommand({
+        TableName: this.tableName,
+        Key: stateKey(key),
+        ProjectionExpression: projection.join(", "),
+        ExpressionAttributeNames: names,
+        ConsistentRead: this.#consistent,
+      }),
+    );
+    return isLive(result.Item, nowSeconds()) ? result.Item : undefined;
+  }
+
+  /**
+   * The value of `key`, or `null` when it is missing, expired, or holds only a hash. `T`
+   * names the type you stored (it is not checked, as with Deno KV's `get<T>()`).
+   *
+   * @example Reading a value
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.set("greeting", { text: "hi" });
+   * const greeting = await state.get<{ text: string }>("greeting");
+   * assert.equal(greeting?.text, "hi");
+   * ```
+   */
+  async get<T = unknown>(key: string): Promise<T | null> {
+    this.#open("get");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    const item = await this.#read(key, [[STATE.value], [STATE.ttl]]);
+    const text = item?.[STATE.value]?.S;
+    return text === undefined ? null : decodeValue(text) as T;
+  }
+
+  /**
+   * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
+   * included — like Redis SET. With `ttl`, the key expires after that many seconds: the
+   * expiry is stored as whole epoch seconds, rounded up, so `ttl: 2` lives at least 2 s and
+   * less than 3 s. The value is stored as `JSON.stringify` sees it (`toJSON` applied): what JSON
+   * would silently change (class instances, Map, Set, BigInt, NaN, functions, cycles), nesting
+   * past 500 levels and items over 400 KB are refused, naming the path, before anything is sent.
+   *
+   * @example Setting a value with a TTL
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.set("otp:alice", "493021", { ttl: 300 });
+   * ```
+   *
+   * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
+   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0, one over
+   *   10 years (315360000 s: milliseconds or an absolute epoch time, the message says which
+   *   it looks like), a value nested too deep, or an item over 400 KB.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
+    this.#open("set");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkTtlHorizon("options.ttl", options?.ttl);
+    const ttl = setTtl(options);
+    const item: Item = {
+      [STATE.key]: S(key),
+      [STATE.value]: S(toJson("value", value)),
+      [STATE.updatedAt]: N(Math.floor(nowSeconds())),
+    };
+    if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(nowSeconds() + ttl));
+    checkItemSize(`set ${JSON.stringify(key.slice(0, 40))}`, item);
+    await this.#client.send(new PutItemCommand({ TableName: this.tableName, Item: item }));
+  }
+
+  /**
+   * Removes `key`; `true` if a live key was removed. The answer is exact also when DynamoDB's
+   * answer was lost and the request re-sent: the delete is a one-item transaction with an
+   * idempotency token (it costs 2 write units), answered as its first copy was. An expired or
+   * emptied leftover is removed too (a second call), and answers `false`.
+   *
+   * @example Deleting a key
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * console.log(await state.delete("greeting"));
+   * ```
+   *
+   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
+   * @throws {OutcomeUnknown} When no answer came back, also after 3 re-sends with the same
+   *   token: the key may or may not have been removed.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async delete(key: string): Promise<boolean> {
+    this.#open("delete");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    const removed = await this.#deletePresent("delete", key, true);
+    if (removed.applied) return true;
+    if (removed.found !== undefined || removed.unreadable) {
+      // An expired or emptied leftover: it goes too, unless a live key was written since.
+      try {
+        await this.#client.send(
+          new DeleteItemCommand({
+            TableName: this.tableName,
+            Key: stateKey(key),
+            ConditionExpression: `NOT (${LIVE} AND ${HOLDS})`,
+            ExpressionAttributeNames: PRESENT_NAMES,
+            ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
+          }),
+        );
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Deletes the item at `key` if it is present (live and holding something), as a one-item
+   * transaction with an idempotency token: a copy re-sent after a lost answer is answered as
+   * the first one, never as a failed condition. `withOld`: the item found when not present.
+   */
+  #deletePresent(
+    operation: string,
+    key: string,
+    withOld: boolean,
+  ): ReturnType<typeof transactOne> {
+    return transactOne(
+      this.#client,
+      {
+        Delete: {
+          TableName: this.tableName,
+          Key: stateKey(key),
+          ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
+          ExpressionAttributeNames: PRESENT_NAMES,
+          ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
+          ReturnValuesOnConditionCheckFailure: withOld ? "ALL_OLD" : undefined,
+        },
+      },
+      { operation, key },
+      RESENDS,
+      "if it was applied, the key is gone",
+    );
+  }
+
+  /**
+   * The live item at `key` when it holds a value or a hash field. A GetItem of the whole
+   * item (a Query could filter on the server, but would need one more IAM action than the
+   * store's policy has always granted).
+   */
+  async #present(key: string): Promise<Item | undefined> {
+    const item = await this.#read(key, WHOLE_ITEM);
+    return item && holds(item) ? item : undefined;
+  }
+
+  /**
+   * Whether `key` exists and has not expired. A key whose hash was emptied (and that holds
+   * no value) does not exist, as in Redis.
+   *
+   * @example Checking a key
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * console.log(await state.exists("greeting"));
+   * ```
+   */
+  async exists(key: string): Promise<boolean> {
+    this.#open("exists");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    return (await this.#present(key)) !== undefined;
+  }
+
+  /**
+   * Every live key matching the glob `pattern` (`*`, `?`, `[...]`), across all scan pages.
+   * Reads only keys and TTLs, never values. The order is DynamoDB's scan order.
+   *
+   * @example Listing keys by pattern
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * console.log(await state.keys("session:*"));
+   * ```
+   */
+  async keys(pattern = "*"): Promise<string[]> {
+    this.#open("keys");
+    checkPattern(pattern);
+    const keys: string[] = [];
+    const scan = async (start: Item | undefined) => {
+      const now = nowSeconds();
+      const page = await this.#client.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          ProjectionExpression: `${STATE.key}, #t`,
+          FilterExpression: `${LIVE} AND ${HOLDS}`,
+          ExpressionAttributeNames: PRESENT_NAMES,
+          ExpressionAttributeValues: { ":now": N(now), ":zero": ZERO },
+          ConsistentRead: this.#consistent,
+          ExclusiveStartKey: start,
+        }),
+      );
+      return { ...page, now };
+    };
+    for await (const { Items, now } of pages(scan)) {
+      for (const item of Items ?? []) {
+        const key = item[STATE.key]?.S;
+        if (key !== undefined && isLive(item, now) && globMatch(pattern, key)) keys.push(key);
+      }
+    }
+    return keys;
+  }
+
+  /**
+   * Whole seconds until `key` expires (rounded down), or `null` when it has no TTL or
+   * does not exist.
+   *
+   * @example Reading the time left
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.set("otp:alice", "493021", { ttl: 300 });
+   * const left = await state.ttl("otp:alice");
+   * assert.ok(left === 299 || left === 300);
+   * ```
+   */
+  async ttl(key: string): Promise<number | null> {
+    this.#open("ttl");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    const ttl = (await this.#present(key))?.[STATE.ttl]?.N;
+    return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
+  }
+
+  /**
+   * Sets `key` to expire in `seconds` (like Redis EXPIRE, not EXPIREAT: seconds from now, not
+   * an epoch time); `false` when the key is missing or expired. `seconds <= 0` expires it now
+   * (it is removed, as `delete` removes it: a one-item transaction whose answer stays exact when
+   * it is re-sent after a lost answer). The expiry is whole epoch seconds, rounded up
+   * (`expire(k, 2)` lives at least 2 s and less than 3 s). At most 10 years (315360000 s): more
+   * is refused as the unit mix-up it almost surely is.
+   *
+   * @example Setting a TTL
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.hset("session:abc", "step", 1);
+   * assert.equal(await state.expire("session:abc", 3600), true);
+   * assert.equal(await state.expire("no-such-key", 3600), false);
+   * ```
+   *
+   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years (the
+   *   message says whether it looks like milliseconds or an absolute epoch time).
+   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
+   * @throws {OutcomeUnknown} When the answer cannot tell what this call did: `seconds <= 0`
+   *   and no answer came back after 3 re-sends, or the SDK re-sent a request whose first
+   *   answer was lost and the key was gone by then.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async expire(key: string, seconds: number): Promise<boolean> {
+    this.#open("expire");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkTtlHorizon("seconds", seconds);
+    checkTtlSeconds("seconds", seconds, true);
+    if (seconds <= 0) return (await this.#deletePresent("expire", key, false)).applied;
+    const now = nowSeconds();
+    const command = new UpdateItemCommand({
+      TableName: this.tableName,
+      Key: stateKey(key),
+      UpdateExpression: `SET #t = :ttl, ${STATE.updatedAt} = :at`,
+      ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
+      ExpressionAttributeNames: PRESENT_NAMES,
+      ExpressionAttributeValues: {
+        ":now": N(now),
+        ":zero": ZERO,
+        ":ttl": N(Math.ceil(now + seconds)),
+        ":at": N(Math.floor(now)),
+      },
+    });
+    const attempts = new Attempts(command);
+    try {
+      // A copy re-sent after a lost answer finds the key still present: it answers true too.
+      await this.#client.send(command);
+      return true;
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      if (attempts.earlierMayHaveApplied(error)) {
+        // The first copy may have set the expiry before the key went away.
+        throw new OutcomeUnknown(
+          "expire",
+          key,
+          "the key is missing now, but an earlier copy of this write, whose answer was lost, may have set its expiry before another writer removed it",
+          { cause: error },
+        );
+      }
+      return false;
+    }
+  }
+
+  /**
+   * The hash field's value, or `null` when the field, the key or its life is gone. `T`
+   * names the type you stored (not checked).
+   *
+   * @example Reading one field
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.hset("session:abc", "step", 2);
+   * const step = await state.hget<number>("session:abc", "step");
+   * assert.equal(step, 2);
+   * ```
+   *
+   * @throws {TypeError} For a key or field that is not a non-empty string (a `RangeError` for
+   *   one too long: 2048 bytes for the key, 65,535 for the field).
+   * @throws {StoreClosed} After `close()`.
+   */
+  async hget<T = unknown>(key: string, field: string): Promise<T | null> {
+    this.#open("hget");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkField(field);
+    // `hash.<field>` reads just that field; `value` is there for legacy items.
+    const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
+    let item = await this.#read(key, oneField);
+    const native = item?.[STATE.hash]?.M;
+    if (native && Object.hasOwn(native, field)) return fromAttribute(native[field]!) as T;
+    // A legacy value naming the field counts only if no Map exists (the projection of a
+    // Map lacking the field is empty): look at the whole item once to know.
+    if (
+      item && native === undefined && Object.hasOwn(legacyFields(item[STATE.value]?.S) ?? {}, field)
+    ) {
+      item = await this.#read(key, WHOLE_ITEM);
+    } else if (native === undefined) {
+      return null;
+    }
+    const fields = this.#fields(item);
+    return fields && Object.hasOwn(fields, field) ? fields[field] as T : null;
+  }
+
+  /** The fields of a live item: its native Map once it has a `hash`, else its legacy hash. */
+  #fields(item: Item | undefined): Record<string, unknown> | undefined {
+    if (!item) return undefined;
+    const hash = item[STATE.hash];
+    if (hash !== undefined) return hash.M ? fromMap(hash.M, fieldRecord()) : undefined;
+    return legacyFields(item[STATE.value]?.S);
+  }
+
+  /**
+   * Every field of the hash at `key`; `{}` when the key is missing or expired. The result
+   * has no prototype: every property is a field (`toString` only if you stored one). `T`
+   * names the fields' type (not checked).
+   *
+   * @example Reading every field
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const fields = await state.hgetall<number>("session:abc");
+   * console.log(fields.step);
+   * ```
+   */
+  async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
+    this.#open("hgetall");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    const fields = this.#fields(
+      await this.#read(key, WHOLE_ITEM),
+    );
+    return (fields ?? fieldRecord()) as Record<string, T>;
+  }
+
+  /**
+   * Sets one hash field: `1` if the field is new, `0` if it was updated. One call when
+   * the hash exists; a missing, expired or emptied key starts a fresh hash (without TTL),
+   * and a legacy item migrates to a native Map keeping its fields (one a Map cannot hold —
+   * an empty field name, nesting too deep — is refused naming the field and left as it is:
+   * it reads as before; `hdel` of that field, `set` or `delete` gets it going). The value
+   * follows `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
+   * DynamoDB value: integers beyond 2^53 keep their decimal digits; numbers of magnitude
+   * 1e126 or more (or below 1e-130), more than 30 levels of maps and lists (DynamoDB's 32
+   * count the `hash` Map and the innermost value) and empty keys inside are refused (a
+   * `RangeError`/`TypeError` naming the field); holes in arrays are stored as null.
+   *
+   * @example Setting a field
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.delete("session:abc");
+   * assert.equal(await state.hset("session:abc", "step", 1), 1); // a new field
+   * assert.equal(await state.hset("session:abc", "step", 2), 0); // updated
+   * ```
+   *
+   * @throws {TypeError} For a key, field or value as described above (a `RangeError` for one
+   *   out of range), before anything is sent.
+   * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and
+   *   the copy found the field already set — by its own first copy or before it: the field
+   *   holds the value, but whether it was new is unknown. (A first write of a key and a
+   *   legacy migration recognise their own first copy and answer exactly.)
+   * @throws {StoreClosed} After `close()`.
+   */
+  async hset(key: string, field: string, value: unknown): Promise<number> {
+    this.#open("hset");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    checkField(field);
+    const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
+    const native = toAttribute(plain);
+    const single: Item = {
+      [STATE.key]: S(key),
+      [STATE.hash]: { M: {} },
+      [STATE.updatedAt]: N(0),
+      [STATE.ttl]: N(0),
+      ...WRITE_IDS_SIZE,
+    };
+    setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
+    checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
+    return await writeField(this.#hashes, key, field, plain, native);
+  }
+
+  /**
+   * Removes hash fields; returns exactly how many existed (from the write's own
+   * answer, so two concurrent `hdel`s of one field count 1 in total). Removing the last
+   * field of a key that holds no value deletes the key, as in Redis. More fields than one
+   * write can name (DynamoDB's 4 KB expression and 2 MB names limits: some 400 short fields)
+   * are removed a batch at a time, each write counted from its own answer.
+   *
+   * @example Deleting fields
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.delete("session:abc");
+   * await state.hset("session:abc", "step", 1);
+   * assert.equal(await state.hdel("session:abc", "step", "absent"), 1);
+   * assert.equal(await state.exists("session:abc"), false); // the last field took the key
+   * ```
+   *
+   * @throws {TypeError} For a key or field as `hget` refuses, before anything is sent.
+   * @throws {WriteContention} When other writers of the key won 20 races in a row.
+   * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and the
+   *   copy found some of the fields already gone — perhaps removed by its own first copy: the
+   *   fields are gone (every batch is done, an emptied key is deleted), but the count is
+   *   unknown.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async hdel(key: string, ...fields: string[]): Promise<number> {
+    this.#open("hdel");
+    checkKey("key", key, LIMITS.partitionKeyBytes);
+    const all = checkHdelFields(fields);
+    return await removeFields(this.#hashes, key, all);
+  }
+
+  /**
+   * Releases the client if `create()` built it; a client passed to the constructor stays
+   * the caller's. Either way every later call is refused with {@linkcode StoreClosed}.
+   * Idempotent.
+   *
+   * @example Closing a store
+   * ```ts
+   * import { DynamoDBStateStore } from "@harel/dynamodb";
+   *
+   * const state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * await state.close();
+   * ```
+   */
+  close(): Promise<void> {
+    return this.#ownership.close();
+  }
+
+  /** Same as {@linkcode DynamoDBStateStore.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Refuses a call on a closed store before anything else, input checks included. */
+  #open(method: string): void {
+    this.#ownership.open(method);
+  }
+}
+
+// Every public method in a span `DynamoDBStateStore.{method}` (see _telemetry.ts).
+instrument(DynamoDBStateStore);

@@ -1,0 +1,52 @@
+/**
+ * The options of `DynamoDBStateStore`: of the constructor and of `create()`.
+ * Re-exported by `state_store.ts` (and so by `mod.ts`) unchanged.
+ *
+ * @module
+ */
+import type { ConnectOptions } from "../dynamo/connect.ts";
+
+/**
+ * Options of {@linkcode DynamoDBStateStore}.
+ *
+ * @example A state table of your own
+ * ```ts
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * const state = new DynamoDBStateStore(new DynamoDBClient({}), {
+ *   tableName: "agents_state",
+ *   consistentReads: false,
+ * });
+ * ```
+ */
+export interface DynamoDBStateStoreOptions {
+  /** The table's name. @default {"harel_state"} */
+  tableName?: string;
+  /** Read with strongly consistent reads (read-your-writes). @default {true} */
+  consistentReads?: boolean;
+}
+
+/**
+ * Options of {@linkcode DynamoDBStateStore.create}: the store's options plus where DynamoDB is.
+ *
+ * @example Connecting to LocalStack
+ * ```ts
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * await using state = await DynamoDBStateStore.create({
+ *   endpoint: "http://localhost:4566",
+ *   tableName: "agents_state",
+ * });
+ * ```
+ */
+export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {
+  /**
+   * Create the table where missing and enable TTL on it. `false` for a cold start that goes
+   * straight to work: one DescribeTable checks that DynamoDB answers and the table was
+   * created (at deploy time, with `ensureTable()`); a missing table is an immediate
+   * {@linkcode TableNotFound}.
+   * @default {true}
+   */
+  ensureTable?: boolean;
+}

@@ -1,0 +1,82 @@
+// The dependency rules of src/ (docs/contributing.md), read off the import statements: no
+// DynamoDB needed.
+import { deepStrictEqual as assertEquals } from "node:assert/strict";
+import { type ImportGraph, importGraph } from "./_support/import_graph.ts";
+
+const graph: ImportGraph = await importGraph(new URL("../", import.meta.url));
+
+/** Every file `from` reaches through imports that run (type-only imports left out). */
+function runtimeReach(from: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [from];
+  while (stack.length > 0) {
+    for (const edge of graph.get(stack.pop()!) ?? []) {
+      if (edge.typeOnly || seen.has(edge.to)) continue;
+      seen.add(edge.to);
+      stack.push(edge.to);
+    }
+  }
+  return seen;
+}
+
+function filesIn(folder: string): string[] {
+  return [...graph.keys()].filter((file) => file.startsWith(folder));
+}
+
+Deno.test("execution/ and state/ do not import each other", () => {
+  const crossings = [];
+  for (const [from, to] of [["src/execution/", "src/state/"], ["src/state/", "src/execution/"]]) {
+    for (const file of filesIn(from!)) {
+      for (const edge of graph.get(file)!) {
+        if (edge.to.startsWith(to!)) crossings.push(`${file} -> ${edge.to}`);
+      }
+    }
+  }
+  assertEquals(crossings, []);
+});
+
+Deno.test("core/ imports nothing outside core/ but npm type-only imports and telemetry's API", () => {
+  const outside = [];
+  for (const file of filesIn("src/core/")) {
+    for (const edge of graph.get(file)!) {
+      const allowed = edge.to.startsWith("src/core/") || edge.to === "@opentelemetry/api" ||
+        (edge.typeOnly && edge.to.startsWith("@aws-sdk/"));
+      if (!allowed) outside.push(`${file} -> ${edge.to}`);
+    }
+  }
+  assertEquals(outside, []);
+});
+
+Deno.test("core/ and the memory twins never reach dynamo/ or the AWS SDK at run time", () => {
+  const roots = [
+    ...filesIn("src/core/"),
+    "src/execution/memory_store.ts",
+    "src/state/memory_state_store.ts",
+    "src/testing.ts",
+  ];
+  const reached = [];
+  for (const root of roots) {
+    for (const file of runtimeReach(root)) {
+      if (file.startsWith("src/dynamo/") || file.startsWith("@aws-sdk/")) {
+        reached.push(`${root} -> ${file}`);
+      }
+    }
+  }
+  assertEquals(reached, []);
+});
+
+Deno.test("no module of src/ imports itself back through a chain of imports", () => {
+  const cycles: string[] = [];
+  const done = new Set<string>();
+  const visit = (file: string, path: string[]): void => {
+    if (path.includes(file)) {
+      cycles.push([...path.slice(path.indexOf(file)), file].join(" -> "));
+      return;
+    }
+    if (done.has(file)) return;
+    for (const edge of graph.get(file) ?? []) visit(edge.to, [...path, file]);
+    done.add(file);
+  };
+  for (const file of graph.keys()) visit(file, []);
+  assertEquals(cycles, []);
+});
