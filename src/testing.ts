@@ -37,7 +37,9 @@
  */
 export * from "./execution/memory_store.ts";
 export * from "./state/memory_state_store.ts";
-export * from "./conformance/conformance.ts";
+export * from "./conformance/execution.ts";
+export * from "./conformance/snapshot.ts";
+export * from "./conformance/state.ts";
 export * from "./core/documents.ts";
 export * from "./core/errors.ts";
 export type * from "./core/types.ts";
