@@ -113,8 +113,8 @@ Deno.test("with finishedTtlSeconds, a commit that finishes or reopens an executi
   });
   assert.deepEqual(calls.sort(), [
     ...Array(3).fill("BatchWriteItemCommand"),
-    "DeleteItemCommand",
     ...Array(3).fill("QueryCommand"),
+    "TransactWriteItemsCommand", // the execution's delete, with an idempotency token
   ]);
 });
 

@@ -259,21 +259,7 @@ async function dueParked(
 ): Promise<void> {
   const { client, table } = reads;
   let found = 0;
-  const query = (start: Item | undefined) =>
-    queryIndex(
-      client,
-      table,
-      new QueryCommand({
-        TableName: table,
-        IndexName: TIMER_INDEX.name,
-        KeyConditionExpression: "#s = :s AND #f <= :now",
-        ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
-        ExpressionAttributeValues: { ":s": N(PARKED_SHARD), ":now": N(now) },
-        Limit: LIMITS.batchGetKeys,
-        ExclusiveStartKey: start,
-      }),
-    );
-  for await (const page of pages(query)) {
+  for await (const page of shardPages(reads, PARKED_SHARD, now, () => LIMITS.batchGetKeys)) {
     const keys = (page.Items ?? []).map((item) => {
       const { executionId, path } = timerFromItem(item);
       return timerKey(executionId, path);
@@ -294,13 +280,29 @@ async function dueParked(
 
 /** The index entries of one shard due at `now`, at most `limit` of them. */
 async function queryShard(
-  { client, table }: TimerReads,
+  reads: TimerReads,
   shard: number,
   now: number,
   limit: number,
 ): Promise<Item[]> {
   const found: Item[] = [];
-  const query = (start: Item | undefined) =>
+  // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
+  const pageLimit = () => limit === Infinity ? undefined : Math.min(limit - found.length, 1000);
+  for await (const page of shardPages(reads, shard, now, pageLimit)) {
+    found.push(...page.Items ?? []);
+    if (found.length >= limit) break;
+  }
+  return found;
+}
+
+/** The pages of one shard of the timer index due at `now`, each of at most `pageLimit()` keys. */
+function shardPages(
+  { client, table }: TimerReads,
+  shard: number,
+  now: number,
+  pageLimit: () => number | undefined,
+): AsyncGenerator<QueryCommandOutput, void, undefined> {
+  return pages((start: Item | undefined) =>
     queryIndex(
       client,
       table,
@@ -310,16 +312,11 @@ async function queryShard(
         KeyConditionExpression: "#s = :s AND #f <= :now",
         ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
         ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
-        // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
-        Limit: limit === Infinity ? undefined : Math.min(limit - found.length, 1000),
+        Limit: pageLimit(),
         ExclusiveStartKey: start,
       }),
-    );
-  for await (const page of pages(query)) {
-    found.push(...page.Items ?? []);
-    if (found.length >= limit) break;
-  }
-  return found;
+    )
+  );
 }
 
 /** One Query of the timer index; a table without the index is an {@linkcode IndexNotFound}. */
