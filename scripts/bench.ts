@@ -8,10 +8,10 @@ import {
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
-import { countingClient, testClient } from "../tests/_env.ts";
-import { countingProxy } from "../tests/_counting_proxy.ts";
-import { heapProbe, seedOutbox } from "../tests/_heap.ts";
-import { capacityClient } from "../tests/_capacity.ts";
+import { countingClient, testClient } from "../tests/_support/env.ts";
+import { countingProxy } from "../tests/_support/counting_proxy.ts";
+import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
+import { capacityClient } from "../tests/_support/capacity.ts";
 import { setSpansEnabled } from "../src/core/_telemetry.ts";
 import {
   type CommitChanges,
@@ -387,7 +387,7 @@ const latency = { inline: [] as number[], nextPass: [] as number[] };
 }
 
 // Heap grown by a bounded read of a 20 000-entry backlog (after a full gc around every
-// request, see tests/_heap.ts), next to reading the backlog whole.
+// request, see tests/_support/heap.ts), next to reading the backlog whole.
 progress("heap of a bounded read of a 20000-entry backlog");
 const heapClient = testClient();
 const heapStore = new DynamoDBStore(heapClient, { prefix: `${prefix}_heap` });

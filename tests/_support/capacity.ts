@@ -1,0 +1,30 @@
+// A client that asks DynamoDB for the capacity every call consumes and adds it up: the cost
+// of an operation measured in what DynamoDB bills, not in time.
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { testClient } from "./env.ts";
+
+interface Consumed {
+  CapacityUnits?: number;
+}
+
+/** A client on the test endpoint; `capacity.units` sums the capacity of every call since reset. */
+export function capacityClient(region?: string): {
+  client: DynamoDBClient;
+  capacity: { units: number; calls: string[] };
+} {
+  const client = testClient(region);
+  const capacity = { units: 0, calls: [] as string[] };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      (args.input as Record<string, unknown>).ReturnConsumedCapacity = "TOTAL";
+      const result = await next(args);
+      const consumed = (result.output as { ConsumedCapacity?: Consumed | Consumed[] })
+        .ConsumedCapacity;
+      for (const each of [consumed ?? []].flat()) capacity.units += each.CapacityUnits ?? 0;
+      capacity.calls.push(context.commandName as string);
+      return result;
+    },
+    { step: "initialize", name: "sumCapacity" },
+  );
+  return { client, capacity };
+}

@@ -1,0 +1,87 @@
+// Shared test plumbing: the DynamoDB every test talks to, and unique table names.
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { buildClient } from "../../src/dynamo/connect.ts";
+import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
+
+/** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */
+export function endpoint(): string {
+  const value = Deno.env.get("DYNAMODB_ENDPOINT");
+  if (!value) {
+    throw new Error(
+      "DYNAMODB_ENDPOINT is not set: run the tests with `deno task test`, which starts a DynamoDB",
+    );
+  }
+  return value;
+}
+
+/** A client that `using` destroys at the end of its block (in place of `try/finally`). */
+export type TestClient = DynamoDBClient & Disposable;
+
+/**
+ * A fresh client on the test endpoint; another `region` is another database in DynamoDB Local
+ * (one per access key and region). `using client = testClient()` destroys it at block end.
+ */
+export function testClient(region?: string): TestClient {
+  const client = buildClient({ endpoint: endpoint(), region });
+  return Object.assign(client, { [Symbol.dispose]: () => client.destroy() });
+}
+
+let counter = 0;
+/** A name no other test uses, valid as a table name or prefix. */
+export function uniqueName(stem: string): string {
+  return `${stem}_${Date.now().toString(36)}_${(counter++).toString(36)}_${
+    crypto.randomUUID().slice(0, 6)
+  }`;
+}
+
+/** A store on fresh tables (a unique prefix) of the test DynamoDB. */
+export async function freshStore(
+  options: DynamoDBStoreOptions = {},
+): Promise<DynamoDBStore> {
+  return await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix: uniqueName("t"),
+    ...options,
+  });
+}
+
+/** A state store on a fresh table of the test DynamoDB. */
+export async function freshStateStore(): Promise<DynamoDBStateStore> {
+  return await DynamoDBStateStore.create({ endpoint: endpoint(), tableName: uniqueName("state") });
+}
+
+/** Waits `ms` milliseconds. */
+export function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A client on the test endpoint that records the name of every command it sends;
+ * `using counting = countingClient()` destroys the client at block end.
+ */
+export function countingClient(
+  region?: string,
+): { client: TestClient; calls: string[] } & Disposable {
+  const client = testClient(region);
+  const calls: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      calls.push(context.commandName as string);
+      return next(args);
+    },
+    { step: "initialize", name: "countCalls" },
+  );
+  return { client, calls, [Symbol.dispose]: () => client.destroy() };
+}
+
+/** A local endpoint that answers every call the way AWS answers a bad access key. */
+export function rejectingEndpoint(): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
+    Response.json(
+      {
+        __type: "com.amazonaws.dynamodb.v20120810#UnrecognizedClientException",
+        message: "The security token included in the request is invalid.",
+      },
+      { status: 400, headers: { "content-type": "application/x-amz-json-1.0" } },
+    ));
+}

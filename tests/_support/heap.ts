@@ -1,0 +1,98 @@
+// Measuring what a read keeps alive: a backlog seeded straight into the table, and the
+// heap a call holds at its peak, sampled after a full gc around every request it sends.
+import {
+  BatchWriteItemCommand,
+  type DynamoDBClient,
+  type WriteRequest,
+} from "@aws-sdk/client-dynamodb";
+import { newEvent } from "../../mod.ts";
+
+/** Writes `count` outbox entries (seqs 1..count, ~400 bytes each) with BatchWriteItem. */
+export async function seedOutbox(
+  client: DynamoDBClient,
+  table: string,
+  count: number,
+): Promise<void> {
+  const batches: WriteRequest[][] = [];
+  for (let seq = 1; seq <= count; seq += 25) {
+    batches.push(
+      Array.from({ length: Math.min(25, count - seq + 1) }, (_, i) => ({
+        PutRequest: {
+          Item: {
+            seq: { N: String(seq + i) },
+            target_id: { S: `target-${(seq + i) % 50}` },
+            event: { S: JSON.stringify(newEvent("backlog", { pad: "x".repeat(250) })) },
+          },
+        },
+      })),
+    );
+  }
+  let next = 0;
+  const lane = async () => {
+    while (next < batches.length) {
+      let pending = batches[next++]!;
+      while (pending.length > 0) {
+        const result = await client.send(
+          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
+        );
+        pending = result.UnprocessedItems?.[table] ?? [];
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, lane));
+}
+
+/** `gc` when the runtime was started with `--v8-flags=--expose-gc`. */
+export function exposedGc(): () => void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (typeof gc !== "function") {
+    throw new Error("run with --v8-flags=--expose-gc (deno task test and deno task bench do)");
+  }
+  return gc;
+}
+
+/**
+ * Adds to `client` a probe that, when armed, collects garbage and samples the heap before
+ * every request and after every response (when the response page is alive). `measure`
+ * runs `action` armed and returns the largest growth over the heap before it, counting
+ * the result it returns (still referenced at the last sample).
+ */
+export function heapProbe(client: DynamoDBClient): {
+  measure<T>(action: () => Promise<T>): Promise<{ result: T; grownBytes: number }>;
+} {
+  const gc = exposedGc();
+  let armed = false;
+  let peak = 0;
+  const sample = () => {
+    if (!armed) return;
+    gc();
+    peak = Math.max(peak, Deno.memoryUsage().heapUsed);
+  };
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      sample();
+      const output = await next(args);
+      sample();
+      return output;
+    },
+    { step: "deserialize", name: "heapProbe" },
+  );
+  return {
+    async measure(action) {
+      // Settle what earlier work left (sockets, promise jobs) before taking the baseline.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+      gc();
+      const before = Deno.memoryUsage().heapUsed;
+      peak = before;
+      armed = true;
+      try {
+        const result = await action();
+        sample();
+        return { result, grownBytes: peak - before };
+      } finally {
+        armed = false;
+      }
+    },
+  };
+}

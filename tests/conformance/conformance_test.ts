@@ -1,0 +1,29 @@
+// One conformance suite, two backends: DynamoDB (Local) and the in-memory twins.
+import {
+  executionStoreConformance,
+  MemoryStateStore,
+  MemoryStore,
+  stateStoreConformance,
+} from "../../src/testing.ts";
+import { freshStateStore, freshStore, pause } from "../_support/env.ts";
+
+Deno.test("DynamoDBStore passes the execution-store conformance suite", (t) =>
+  executionStoreConformance(t, (options) => freshStore(options)));
+
+Deno.test("MemoryStore passes the execution-store conformance suite", (t) =>
+  executionStoreConformance(t, (options) => Promise.resolve(new MemoryStore(options))));
+
+Deno.test("DynamoDBStateStore passes the state-store conformance suite", (t) =>
+  stateStoreConformance(t, async () => ({
+    store: await freshStateStore(),
+    advance: (seconds) => pause(seconds * 1000),
+  })));
+
+Deno.test("MemoryStateStore passes the state-store conformance suite", (t) =>
+  stateStoreConformance(t, () => {
+    let now = Date.now();
+    return Promise.resolve({
+      store: new MemoryStateStore({ now: () => now }),
+      advance: (seconds) => Promise.resolve(void (now += seconds * 1000)),
+    });
+  }));

@@ -1,0 +1,179 @@
+// The least-privilege IAM policy (what the CLI's `policy` command prints, and docs/operations.md
+// tells operators to run) is derived from the calls the code makes: this test records every
+// DynamoDB action (per table) while both stores run every method, and compares it with the
+// policy, both ways: nothing used is missing, nothing granted is unused. Until the README's
+// policy is regenerated, what retention (#21) added is documented in docs/retention.md: the
+// documented policy is the README's and that one's statements together.
+import assert from "node:assert/strict";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+  DynamoDBStateStore,
+  DynamoDBStore,
+  newEvent,
+  newExecution,
+  relayOutbox,
+  relaySpawns,
+  sweepTimers,
+} from "../../mod.ts";
+import { leastPrivilegePolicy, main } from "../../src/cli.ts";
+import { testClient, uniqueName } from "../_support/env.ts";
+import { blockUnder, section } from "../_support/markdown.ts";
+
+type Input = Record<string, unknown> & { TableName?: string };
+
+/** IAM actions a command needs, per table: a transaction needs each item's own action. */
+function actionsOf(command: string, input: Input): [string, string][] {
+  const name = command.replace(/Command$/, "");
+  if (name === "TransactWriteItems") {
+    const actions: Record<string, string> = {
+      Put: "PutItem",
+      Update: "UpdateItem",
+      Delete: "DeleteItem",
+      ConditionCheck: "ConditionCheckItem",
+    };
+    return (input.TransactItems as Record<string, { TableName: string }>[]).flatMap((item) =>
+      Object.entries(item).map(([kind, op]) => [actions[kind]!, op.TableName] as [string, string])
+    );
+  }
+  if (name === "BatchWriteItem" || name === "BatchGetItem") {
+    return Object.keys(input.RequestItems as object).map((table) => [name, table]);
+  }
+  return [[name, input.TableName!]];
+}
+
+function recording(client: DynamoDBClient, used: Set<string>): void {
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      for (const [action, table] of actionsOf(context.commandName as string, args.input as Input)) {
+        used.add(`dynamodb:${action} ${table}`);
+      }
+      return next(args);
+    },
+    { step: "initialize", name: "recordIamActions" },
+  );
+}
+
+/** The policy `cli policy` prints, as "action table" pairs for the given table names. */
+function policyGrants(prefix: string, stateTable: string): Set<string> {
+  const policy = leastPrivilegePolicy() as {
+    Statement: { Effect: string; Action: string[]; Resource: string[] }[];
+  };
+  const grants = new Set<string>();
+  for (const statement of policy.Statement) {
+    assert.equal(statement.Effect, "Allow");
+    for (const resource of statement.Resource) {
+      const table = resource.match(/^arn:aws:dynamodb:\*:\*:table\/(.+)$/)?.[1];
+      assert.ok(table, `resource ${resource} names one table`);
+      const actual = table === "harel_state" ? stateTable : table.replace(/^harel_/, `${prefix}_`);
+      for (const action of statement.Action) grants.add(`${action} ${actual}`);
+    }
+  }
+  return grants;
+}
+
+Deno.test("the least-privilege IAM policy grants exactly the actions the stores use", async () => {
+  using client = testClient();
+  const used = new Set<string>();
+  recording(client, used);
+  const prefix = uniqueName("iam");
+  const stateTable = `${prefix}_state`;
+  const store = new DynamoDBStore(client, {
+    prefix,
+    traceMax: 1,
+    processedTtlSeconds: 3600,
+    finishedTtlSeconds: 3600,
+  });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "iam" });
+  await store.commit(exe, {
+    emits: [{ target: null, event: newEvent("e") }],
+    spawns: [{ childId: "c", rootPath: "r", context: {} }],
+    processedEventId: "e1",
+    timers: [{ action: "schedule", path: "a", fireAt: 1 }, { action: "cancel", path: "b" }],
+    trace: { n: 1 },
+  });
+  await store.commit(exe, { trace: { n: 2 } }); // drops a step out of the ring
+  const other = newExecution({ definition_id: "iam" });
+  const wide = new DynamoDBStore(client, { prefix, traceMax: 5 });
+  await wide.commit(other, { trace: { n: 1 } });
+  await wide.appendTrace(other.id, { n: 2 }); // a ring not yet full: guards on the previous step
+  await store.load(exe.id);
+  await store.loadForEvent(exe.id, "e1");
+  await store.isProcessed(exe.id, "e1");
+  await store.listExecutions({ definitionId: "iam" });
+  await store.readTrace(exe.id);
+  await store.ackOutbox((await store.pendingOutbox()).map((e) => e.seq));
+  await store.ackSpawn((await store.pendingSpawns()).map((s) => s.seq));
+  for (const timer of await store.dueTimers(10)) {
+    await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
+  }
+  // The relay's bookkeeping: failures recorded (with the held-target hint), dead letters listed,
+  // retried and dropped.
+  await store.commit(exe, {
+    emits: [{ target: "t", event: newEvent("f") }],
+    spawns: [{ childId: "c2", rootPath: "r", context: {} }],
+    timers: [{ action: "schedule", path: "d", fireAt: 2 }],
+  });
+  const fail = () => Promise.reject(new Error("down"));
+  const failAll = async () => {
+    await relayOutbox(store, fail, { maxAttempts: 1 });
+    await relaySpawns(store, fail, { maxAttempts: 1 });
+    await sweepTimers(store, fail, { maxAttempts: 1, now: 10 });
+  };
+  await failAll();
+  for (const kind of ["outbox", "spawns", "timers"] as const) {
+    for (const letter of await store.deadLetters(kind)) {
+      await store.retryDeadLetter(kind, letter.key as never);
+    }
+  }
+  await failAll();
+  for (const kind of ["outbox", "spawns", "timers"] as const) {
+    for (const letter of await store.deadLetters(kind)) {
+      await store.dropDeadLetter(kind, letter.key as never);
+    }
+  }
+  await store.commit(exe, { timers: [{ action: "schedule", path: "c", fireAt: 1 }] });
+  await store.deleteExecution(exe.id);
+
+  const state = new DynamoDBStateStore(client, { tableName: stateTable });
+  await state.ensureTable();
+  await state.set("k", 1, { ttl: 60 });
+  await state.get("k");
+  await state.exists("k");
+  await state.ttl("k");
+  await state.expire("k", 30);
+  await state.keys("*");
+  await state.hset("h", "f", 1);
+  await state.hset("h", "g", 2);
+  await state.hget("h", "f");
+  await state.hgetall("h");
+  await state.hdel("h", "f");
+  await state.expire("h", 0);
+  await state.delete("k");
+  const granted = policyGrants(prefix, stateTable);
+  const missing = [...used].filter((pair) => !granted.has(pair)).sort();
+  const unused = [...granted].filter((pair) => !used.has(pair)).sort();
+  assert.deepEqual(missing, [], "actions the code uses that the policy lacks");
+  assert.deepEqual(unused, [], "actions the policy grants that the code never uses");
+});
+
+Deno.test("docs/operations.md sends operators to the CLI's `policy` command, which prints that policy", async () => {
+  const iam = section("docs/operations.md", "## Least-privilege IAM policy");
+  const command = blockUnder("docs/operations.md", "## Least-privilege IAM policy", "sh");
+  const args = command.split("\n")[0]!.split(/\s+/);
+  assert.deepEqual(args.slice(0, 4), ["deno", "run", "-A", "jsr:@harel/dynamodb/cli"]);
+  assert.equal(args[4], "policy");
+  assert.doesNotMatch(iam, /"Statement"/, "the policy is printed by the CLI, not pasted");
+  const printed: string[] = [];
+  assert.equal(await main(args.slice(4), { out: (line) => printed.push(line) }), 0);
+  assert.deepEqual(
+    JSON.parse(printed.join("\n")),
+    leastPrivilegePolicy({ prefix: "prod", region: "eu-west-1", account: "123456789012" }),
+  );
+  // Every action the page names is one the policy grants, or one it says the policy lacks.
+  const granted = new Set(leastPrivilegePolicy().Statement.flatMap((s) => s.Action));
+  const extra = ["dynamodb:UpdateTable", "dynamodb:Query"];
+  for (const action of iam.match(/dynamodb:\w+/g) ?? []) {
+    assert.ok(granted.has(action) || extra.includes(action), `${action} in docs/operations.md`);
+  }
+});

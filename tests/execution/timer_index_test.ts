@@ -1,0 +1,332 @@
+// The timer index (timerIndex: true): a sweep reads what is due, not every armed timer.
+// Costs are asserted in the capacity units DynamoDB reports (ReturnConsumedCapacity), not time.
+import assert from "node:assert/strict";
+import {
+  DeleteItemCommand,
+  DescribeTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import {
+  type CommitChanges,
+  DynamoDBStore,
+  type DynamoDBStoreOptions,
+  newExecution,
+} from "../../mod.ts";
+import { capacityClient } from "../_support/capacity.ts";
+import { countingClient, testClient, uniqueName } from "../_support/env.ts";
+
+const NOT_DUE = 2e9; // 2033: armed, never due in these tests
+type TimerChange = NonNullable<CommitChanges["timers"]>[number];
+
+/** Arms `count` timers (`due` of them due at 1000 + i) over executions of up to 90 timers each. */
+async function arm(store: DynamoDBStore, count: number, due = 0, tag = "t"): Promise<void> {
+  const changes: TimerChange[] = Array.from({ length: count }, (_, i) => ({
+    action: "schedule",
+    path: `${tag}.${i}`,
+    fireAt: i < due ? 1000 + i : NOT_DUE + i,
+  }));
+  const commits = [];
+  for (let i = 0; i < changes.length; i += 90) {
+    commits.push(
+      store.commit(newExecution({ definition_id: "d" }), { timers: changes.slice(i, i + 90) }),
+    );
+  }
+  await Promise.all(commits);
+}
+
+// DynamoDB Local keeps one database per access key and region, and adding an index to an
+// existing table there takes time that grows with that whole database (over a minute once the
+// rest of the suite has filled it): these tests keep a database of their own.
+const REGION = "eu-west-3";
+
+/**
+ * Stores on one client and one fresh prefix, the first with its tables ensured. Not create():
+ * its deadline counts the table creation, which a loaded DynamoDB Local can take long over.
+ */
+async function storesOn(
+  ...options: DynamoDBStoreOptions[]
+): Promise<{ stores: DynamoDBStore[]; prefix: string } & AsyncDisposable> {
+  const client = testClient(REGION);
+  const prefix = uniqueName("tix");
+  const stores = options.map((each) => new DynamoDBStore(client, { prefix, ...each }));
+  await stores[0]!.ensureTables();
+  return { stores, prefix, [Symbol.asyncDispose]: () => Promise.resolve(client.destroy()) };
+}
+
+Deno.test("dueTimers() with timerIndex costs O(due): more armed timers do not raise its read capacity", async () => {
+  const { client, capacity } = capacityClient(REGION);
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
+  try {
+    await store.ensureTables();
+    await arm(store, 400, 10);
+    const sweep = async (scan: boolean) => {
+      capacity.units = 0;
+      const due = await store.dueTimers(5000, { scan });
+      return { units: capacity.units, due };
+    };
+    const indexed = await sweep(false);
+    const scanned = await sweep(true);
+    assert.equal(indexed.due.length, 10);
+    assert.deepEqual(indexed.due, scanned.due);
+
+    await arm(store, 1200, 0, "more");
+    const indexedMore = await sweep(false);
+    const scannedMore = await sweep(true);
+    assert.deepEqual(indexedMore.due, indexed.due);
+    // The scan pays for every armed timer; the index only for the due ones (plus at most one
+    // rounding step per shard).
+    assert.ok(scannedMore.units > scanned.units * 3, JSON.stringify({ scanned, scannedMore }));
+    assert.ok(indexedMore.units <= indexed.units + 0.5, JSON.stringify({ indexed, indexedMore }));
+    assert.ok(indexedMore.units * 5 < scannedMore.units, JSON.stringify({ indexedMore }));
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("dueTimers() with timerIndex returns the limit earliest due timers, earliest first", async (t) => {
+  const { client, calls } = countingClient(REGION);
+  const store = new DynamoDBStore(client, {
+    prefix: uniqueName("tix"),
+    timerIndex: true,
+    timerShards: 4,
+  });
+  try {
+    await store.ensureTables();
+    const exe = newExecution({ definition_id: "d" });
+    // 40 due timers over every shard, fire_at falling as the path number rises; one exactly now.
+    await store.commit(exe, {
+      timers: Array.from({ length: 40 }, (_, i) => ({
+        action: "schedule" as const,
+        path: `p${i}`,
+        fireAt: 1040 - i,
+      })),
+    });
+    await store.commit(exe, { timers: [{ action: "schedule", path: "later", fireAt: 1041 }] });
+
+    await t.step("one Query per shard, and one of the shard where failed timers wait", async () => {
+      calls.length = 0;
+      assert.equal((await store.dueTimers(1040)).length, 40);
+      assert.deepEqual(calls, Array(5).fill("QueryCommand"));
+    });
+    await t.step("limit 5: the 5 earliest", async () => {
+      const due = await store.dueTimers(1040, { limit: 5 });
+      assert.deepEqual(due.map((x) => x.path), ["p39", "p38", "p37", "p36", "p35"]);
+      assert.deepEqual(due[0], { executionId: exe.id, path: "p39", fireAt: 1001 });
+    });
+    await t.step("limit Infinity: all of them, and fire_at <= now is inclusive", async () => {
+      const due = await store.dueTimers(1041, { limit: Infinity });
+      assert.equal(due.length, 41);
+      assert.deepEqual(due.map((x) => x.fireAt), Array.from({ length: 41 }, (_, i) => 1001 + i));
+    });
+    await t.step("a bad limit or now is refused before anything is sent", async () => {
+      calls.length = 0;
+      await assert.rejects(() => store.dueTimers(1040, { limit: 0 }), RangeError);
+      await assert.rejects(() => store.dueTimers(1040, { limit: 1.5 }), RangeError);
+      await assert.rejects(() => store.dueTimers(NaN), RangeError);
+      assert.deepEqual(calls, []);
+    });
+  } finally {
+    client.destroy();
+  }
+});
+
+Deno.test("a stale index listing loses to deleteTimer()'s fire_at guard", async () => {
+  await using env = await storesOn({ timerIndex: true }, { timerIndex: true });
+  const [sweeper, writer] = env.stores as [DynamoDBStore, DynamoDBStore];
+  const exe = newExecution({ definition_id: "d" });
+  await writer.commit(exe, {
+    timers: [
+      { action: "schedule", path: "moved", fireAt: 1000 },
+      { action: "schedule", path: "cancelled", fireAt: 1001 },
+      { action: "schedule", path: "kept", fireAt: 1002 },
+    ],
+  });
+  const listed = await sweeper.dueTimers(1500);
+  assert.deepEqual(listed.map((x) => x.path), ["moved", "cancelled", "kept"]);
+  // After the listing (as an index that lags would still show them), another writer moves one
+  // timer and cancels another.
+  await writer.commit(exe, {
+    timers: [
+      { action: "schedule", path: "moved", fireAt: 3000 },
+      { action: "cancel", path: "cancelled" },
+    ],
+  });
+  const won = [];
+  for (const timer of listed) {
+    won.push(await sweeper.deleteTimer(timer.executionId, timer.path, timer.fireAt));
+  }
+  assert.deepEqual(won, [false, false, true]);
+  assert.deepEqual(await sweeper.dueTimers(5000), [
+    { executionId: exe.id, path: "moved", fireAt: 3000 },
+  ]);
+});
+
+Deno.test("ensureTables() with timerIndex adds the index to an existing timers table and marks the timers already there", async (t) => {
+  await using env = await storesOn({});
+  const { prefix } = env;
+  const before = env.stores[0]!;
+  const raw = testClient(REGION);
+  try {
+    const put = (execution_id: string, path: string, fireAt: number) =>
+      raw.send(
+        new PutItemCommand({
+          TableName: before.tables.timers.name,
+          Item: {
+            execution_id: { S: execution_id },
+            path: { S: path },
+            fire_at: { N: String(fireAt) },
+          },
+        }),
+      );
+    // As the Python store writes them: no timer_shard.
+    for (let i = 0; i < 30; i++) await put(`py-${i}`, "wait", 1000 + i);
+    // As this module writes them with the index off: with timer_shard.
+    const exe = newExecution({ definition_id: "d" });
+    await before.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 999 }] });
+
+    // A re-schedule and a cancel that land while the backfill runs, just before its writes.
+    using counting = countingClient(REGION);
+    const { client, calls } = counting;
+    let raced = false;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "UpdateItemCommand" && !raced) {
+          raced = true;
+          await put("py-3", "wait", 5000);
+          await raw.send(
+            new DeleteItemCommand({
+              TableName: before.tables.timers.name,
+              Key: { execution_id: { S: "py-4" }, path: { S: "wait" } },
+            }),
+          );
+        }
+        return next(args);
+      },
+      { step: "initialize", name: "race" },
+    );
+    const after = new DynamoDBStore(client, { prefix, timerIndex: true });
+    await assert.rejects(
+      () => after.dueTimers(2000),
+      /has no index timer_shard-fire_at: run ensureTables\(\)/,
+    );
+    await after.ensureTables();
+    assert.ok(calls.includes("UpdateTableCommand"));
+    const table = await raw.send(
+      new DescribeTableCommand({ TableName: after.tables.timers.name }),
+    );
+    assert.deepEqual(
+      table.Table?.GlobalSecondaryIndexes?.map((gsi) => [gsi.IndexName, gsi.IndexStatus]),
+      [["timer_shard-fire_at", "ACTIVE"]],
+    );
+
+    await t.step("every timer is listed by the index, except the one a race moved", async () => {
+      const due = await after.dueTimers(2000);
+      const expected = [
+        `${exe.id}:999`,
+        ...Array.from({ length: 30 }, (_, i) => `py-${i}:${1000 + i}`).filter((x) =>
+          !x.startsWith("py-3:") && !x.startsWith("py-4:")
+        ),
+      ];
+      assert.deepEqual(due.map((x) => `${x.executionId}:${x.fireAt}`), expected);
+    });
+    await t.step(
+      "the raced re-schedule is not clobbered, the cancelled timer not revived",
+      async () => {
+        const get = (id: string) =>
+          raw.send(
+            new GetItemCommand({
+              TableName: after.tables.timers.name,
+              Key: { execution_id: { S: id }, path: { S: "wait" } },
+              ConsistentRead: true,
+            }),
+          );
+        assert.equal((await get("py-3")).Item?.fire_at?.N, "5000");
+        assert.equal((await get("py-4")).Item, undefined);
+      },
+    );
+    await t.step("a second ensureTables marks what the race left and adds nothing", async () => {
+      calls.length = 0;
+      await after.ensureTables();
+      assert.ok(!calls.includes("UpdateTableCommand"));
+      assert.deepEqual(
+        (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
+        [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
+      );
+    });
+    await t.step(
+      "a timer written without timer_shard is missed by the index, found by a scan",
+      async () => {
+        await put("py-late", "wait", 1);
+        assert.equal((await after.dueTimers(2)).length, 0);
+        assert.deepEqual(await after.dueTimers(2, { scan: true }), [
+          { executionId: "py-late", path: "wait", fireAt: 1 },
+        ]);
+      },
+    );
+  } finally {
+    raw.destroy();
+  }
+});
+
+Deno.test("ensureTables() with timerIndex is safe when several processes run it at once", async () => {
+  await using env = await storesOn({});
+  const { prefix } = env;
+  await env.stores[0]!.commit(newExecution({ definition_id: "d" }), {
+    timers: [{ action: "schedule", path: "a", fireAt: 1 }],
+  });
+  using client = testClient(REGION);
+  const stores = Array.from(
+    { length: 3 },
+    () => new DynamoDBStore(client, { prefix, timerIndex: true }),
+  );
+  await Promise.all(stores.map((store) => store.ensureTables()));
+  for (const store of stores) assert.equal((await store.dueTimers(1)).length, 1);
+});
+
+Deno.test("a sweeper with more timer shards finds the timers of writers with fewer", async () => {
+  await using env = await storesOn(
+    { timerIndex: true, timerShards: 2 },
+    { timerIndex: true, timerShards: 64 },
+  );
+  const [few, many] = env.stores as [DynamoDBStore, DynamoDBStore];
+  await arm(few, 50, 50);
+  assert.equal((await many.dueTimers(5000)).length, 50);
+});
+
+Deno.test("timerIndex and timerShards are checked", () => {
+  using client = testClient(REGION);
+  assert.throws(
+    () => new DynamoDBStore(client, { timerIndex: "yes" as unknown as boolean }),
+    (error: Error) => error instanceof TypeError && /timerIndex/.test(error.message),
+  );
+  for (const timerShards of [0, 1001, 2.5]) {
+    assert.throws(
+      () => new DynamoDBStore(client, { timerShards }),
+      (error: Error) => error instanceof RangeError && /timerShards/.test(error.message),
+    );
+  }
+});
+
+Deno.test("ensureTables() with timerIndex creates a new timers table with its index, no UpdateTable", async () => {
+  using counting = countingClient(REGION);
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
+  await store.ensureTables();
+  assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
+  assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);
+  const { Table } = await client.send(
+    new DescribeTableCommand({ TableName: store.tables.timers.name }),
+  );
+  assert.deepEqual(
+    Table?.GlobalSecondaryIndexes?.map((index) => [index.IndexName, index.IndexStatus]),
+    [["timer_shard-fire_at", "ACTIVE"]],
+  );
+  // A second run finds everything in place: no table or index is created again.
+  calls.length = 0;
+  await store.ensureTables();
+  assert.ok(
+    !calls.includes("CreateTableCommand") && !calls.includes("UpdateTableCommand"),
+    calls.join(),
+  );
+});

@@ -1,0 +1,214 @@
+// The Performance targets, asserted as DynamoDB call counts (never as times).
+import assert from "node:assert/strict";
+import {
+  DynamoDBStateStore,
+  DynamoDBStore,
+  newEvent,
+  newExecution,
+  relayOutbox,
+} from "../../mod.ts";
+import { countingClient, uniqueName } from "../_support/env.ts";
+import { seedAppendTrace } from "../_support/seed.ts";
+
+Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent and batch of 25 acks", async (t) => {
+  using counting = countingClient();
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls") });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "d" });
+  // The first commits of an execution in a process reserve seq blocks and read the trace end.
+  await store.commit(exe, {
+    emits: [{ target: null, event: newEvent("warm") }],
+    spawns: [{ childId: "c0", rootPath: "r", context: {} }],
+    trace: { n: 0 },
+  });
+  const measure = async (action: () => Promise<unknown>) => {
+    calls.length = 0;
+    await action();
+    return [...calls];
+  };
+
+  await t.step(
+    "a commit with emits, spawns, timers, a dedupe mark and a trace step: 1 call",
+    async () => {
+      for (let i = 1; i <= 5; i++) {
+        const sent = await measure(() =>
+          store.commit(exe, {
+            emits: [{ target: "x", event: newEvent("e") }, {
+              target: null,
+              event: newEvent("f"),
+            }],
+            spawns: [{ childId: `c${i}`, rootPath: "fork", context: { i } }],
+            processedEventId: `event-${i}`,
+            timers: [
+              { action: "schedule", path: "a", fireAt: 100 + i },
+              { action: "cancel", path: "b" },
+            ],
+            trace: { n: i },
+          })
+        );
+        assert.deepEqual(sent, ["TransactWriteItemsCommand"]);
+      }
+      assert.deepEqual(await measure(() => store.save(exe)), ["TransactWriteItemsCommand"]);
+    },
+  );
+
+  await t.step("loadForEvent: 1 call", async () => {
+    assert.deepEqual(await measure(() => store.loadForEvent(exe.id, "event-1")), [
+      "BatchGetItemCommand",
+    ]);
+  });
+
+  await t.step("ackOutbox / ackSpawn of n seqs: ceil(n / 25) calls", async () => {
+    const seqs: number[] = [];
+    const spawnSeqs: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const { outbox, spawns } = await store.commit(exe, {
+        emits: Array.from({ length: 10 }, () => ({ target: null, event: newEvent("bulk") })),
+        spawns: Array.from(
+          { length: 5 },
+          (_, j) => ({ childId: `s${i}-${j}`, rootPath: "r", context: {} }),
+        ),
+      });
+      seqs.push(...outbox);
+      spawnSeqs.push(...spawns);
+    }
+    const pending = (await store.pendingOutbox()).map((e) => e.seq);
+    assert.equal(pending.length, 71);
+    const sent = await measure(() => store.ackOutbox(pending));
+    assert.deepEqual(sent, Array(3).fill("BatchWriteItemCommand"));
+    assert.deepEqual(await store.pendingOutbox(), []);
+    const spawnsSent = await measure(() => store.ackSpawn(spawnSeqs));
+    assert.deepEqual(spawnsSent, Array(2).fill("BatchWriteItemCommand"));
+  });
+});
+
+Deno.test("with finishedTtlSeconds, a commit that finishes or reopens an execution is still one call, and deleteExecution is 4 + ceil(n / 25) per table", async () => {
+  using counting = countingClient();
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, {
+    prefix: uniqueName("calls"),
+    finishedTtlSeconds: 3600,
+    processedTtlSeconds: 3600,
+  });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "d", status: "RUNNING" });
+  await store.commit(exe, {
+    emits: [{ target: null, event: newEvent("warm") }],
+    spawns: [{ childId: "c0", rootPath: "r", context: {} }],
+    trace: { n: 0 },
+  });
+  for (const status of ["DONE", "RUNNING", "FAILED", "PENDING", "CANCELLED"] as const) {
+    exe.status = status;
+    calls.length = 0;
+    await store.commit(exe, {
+      emits: [{ target: "x", event: newEvent("e") }],
+      spawns: [{ childId: `c-${status}`, rootPath: "fork", context: {} }],
+      processedEventId: `event-${status}`,
+      timers: [{ action: "schedule", path: "a", fireAt: 100 }, { action: "cancel", path: "b" }],
+      trace: { status },
+    });
+    assert.deepEqual(calls, ["TransactWriteItemsCommand"], status);
+  }
+  calls.length = 0;
+  assert.deepEqual(await store.deleteExecution(exe.id), {
+    execution: true,
+    timers: 1,
+    trace: 6,
+    processed: 5,
+  });
+  assert.deepEqual(calls.sort(), [
+    ...Array(3).fill("BatchWriteItemCommand"),
+    ...Array(3).fill("QueryCommand"),
+    "TransactWriteItemsCommand", // the execution's delete, with an idempotency token
+  ]);
+});
+
+Deno.test("a traced commit of a new execution takes 2 calls with no cached trace end, and still continues a ring another writer started", async (t) => {
+  using counting = countingClient();
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls"), traceMax: 3 });
+  await store.ensureTables();
+  await t.step(
+    "a new execution: one Query for the ring's end, then the transaction",
+    async () => {
+      const exe = newExecution({ definition_id: "d" });
+      calls.length = 0;
+      await store.commit(exe, { trace: { n: 0 } });
+      assert.deepEqual(calls, ["QueryCommand", "TransactWriteItemsCommand"]);
+      assert.deepEqual((await store.readTrace(exe.id)).map((s) => s.index), [0]);
+    },
+  );
+  await t.step("a ring the seed already started for that id goes on from its end", async () => {
+    const exe = newExecution({ definition_id: "d" });
+    for (let n = 0; n < 5; n++) {
+      await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py" }, 2);
+    }
+    calls.length = 0;
+    await store.commit(exe, { trace: { by: "deno" } });
+    assert.deepEqual(calls, ["QueryCommand", "TransactWriteItemsCommand"]);
+    assert.deepEqual((await store.readTrace(exe.id)).map((s) => [s.index, s.by]), [
+      [3, "py"],
+      [4, "py"],
+      [5, "deno"],
+    ]);
+  });
+});
+
+Deno.test("DynamoDBStateStore makes one call per hset on a live hash, hdel, hget and hgetall", async () => {
+  using counting = countingClient();
+  const { client, calls } = counting;
+  const state = new DynamoDBStateStore(client, { tableName: uniqueName("calls") });
+  await state.ensureTable();
+  await state.hset("k", "seed", 1);
+  const measure = async (action: () => Promise<unknown>) => {
+    calls.length = 0;
+    await action();
+    return [...calls];
+  };
+  assert.deepEqual(await measure(() => state.hset("k", "a", 1)), ["UpdateItemCommand"]);
+  assert.deepEqual(await measure(() => state.hset("k", "a", 2)), ["UpdateItemCommand"]);
+  assert.deepEqual(await measure(() => state.hdel("k", "a", "b")), ["UpdateItemCommand"]);
+  assert.deepEqual(await measure(() => state.hget("k", "seed")), ["GetItemCommand"]);
+  assert.deepEqual(await measure(() => state.hgetall("k")), ["GetItemCommand"]);
+  assert.deepEqual(await measure(() => state.hset("new-key", "a", 1)), [
+    "UpdateItemCommand",
+    "PutItemCommand",
+  ], "a first write: the failed update tells what is there, the seed writes the field");
+  assert.deepEqual(await measure(() => state.hget("k", "absent")), ["GetItemCommand"]);
+  assert.deepEqual(await measure(() => state.exists("k")), ["GetItemCommand"]);
+  assert.deepEqual(await measure(() => state.ttl("k")), ["GetItemCommand"]);
+  assert.deepEqual(await measure(() => state.expire("k", 100)), ["UpdateItemCommand"]);
+  assert.deepEqual(await measure(() => state.hdel("new-key", "a")), [
+    "UpdateItemCommand",
+    "DeleteItemCommand",
+  ], "removing the last field also deletes the emptied key");
+});
+
+Deno.test("a relayOutbox pass of n entries is one Scan of keys and bookkeeping, one GetItem of the held targets, ceil(n / 100) BatchGetItem and ceil(n / 25) BatchWriteItem calls", async () => {
+  using counting = countingClient();
+  const { client, calls } = counting;
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls") });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "d" });
+  for (let i = 0; i < 6; i++) {
+    await store.commit(exe, {
+      emits: Array.from({ length: 20 }, (_, k) => ({
+        target: `t${k % 4}`,
+        event: newEvent("e"),
+      })),
+    });
+  }
+  calls.length = 0;
+  const report = await relayOutbox(store, () => Promise.resolve());
+  assert.deepEqual([report.delivered, report.failed, report.setAside], [120, 0, 0]);
+  assert.deepEqual(
+    calls.sort(),
+    [
+      ...Array(5).fill("BatchWriteItemCommand"),
+      ...Array(2).fill("BatchGetItemCommand"),
+      "GetItemCommand",
+      "ScanCommand",
+    ].sort(),
+  );
+});

@@ -1,0 +1,69 @@
+// The README runs as written: its quick start, saved as a file, completes against the test
+// DynamoDB with the command lines the README gives, and it stays what a newcomer reads in ten
+// minutes. The docs pages have their own test (docs_test.ts).
+import assert from "node:assert/strict";
+import { readDoc, ROOT, run, runQuickStart, section } from "../_support/markdown.ts";
+
+Deno.test("the README's quick start runs with the command line of its first hour", async () => {
+  const steps = section("README.md", "## Your first hour");
+  const line = steps.split("\n").map((l) => l.trim()).find((l) => l.startsWith("deno run "));
+  assert.ok(line, "the first hour has a deno run command line");
+  const { code, output } = await runQuickStart(line);
+  assert.equal(code, 0, output);
+  assert.match(output, /deliver order\.ship to \(broadcast\)/, "what step 4 says it prints");
+  assert.match(steps, /deno task dynamodb/);
+  assert.match(steps, /deno task test/);
+});
+
+Deno.test("the README's simple permission set runs the quick start", async () => {
+  const simple = section("README.md", "## Permissions").match(/The simple set: `([^`]+)`/)?.[1];
+  assert.equal(simple, "--allow-net --allow-env --allow-read --allow-sys=osRelease");
+  const { code, output } = await runQuickStart(`deno run ${simple} quick_start.ts`);
+  assert.equal(code, 0, output);
+  assert.match(output, /deliver order\.ship/);
+});
+
+Deno.test("the README is what a newcomer reads in ten minutes", () => {
+  const readme = readDoc("README.md");
+  const size = new TextEncoder().encode(readme).length;
+  assert.ok(
+    size < 16 * 1024,
+    `README.md is ${size} bytes; keep it under 16 KB (move detail to docs/)`,
+  );
+  const headings = readme.split("\n").filter((line) => line.startsWith("## "));
+  assert.deepEqual(headings, [
+    "## Install",
+    "## Your first hour",
+    "## Quick start",
+    "## Permissions",
+    "## API map",
+    "## Versioning",
+    "## Links",
+  ]);
+  const intro = readme.slice(0, readme.indexOf("## Install"));
+  assert.match(intro, /harel.*statechart engine/s, "says what harel is");
+  assert.match(intro, /Deno KV/, "says when to pick it over Deno KV");
+  const steps = section("README.md", "## Your first hour").match(/^\d\. /gm) ?? [];
+  assert.equal(steps.length, 5, "five steps");
+});
+
+Deno.test("the README's API map links every docs page", () => {
+  const map = section("README.md", "## API map");
+  for (const entry of Deno.readDirSync(new URL("docs/", ROOT))) {
+    if (entry.name.endsWith(".md")) {
+      assert.match(map, new RegExp(`\\(docs/${entry.name.replace(".", "\\.")}[)#]`), entry.name);
+    }
+  }
+});
+
+Deno.test("the published files hold the README, the docs and the CHANGELOG, and leave out deno.lock", async () => {
+  const { code, output } = await run("deno", ["publish", "--dry-run", "--allow-dirty"], {
+    cwd: ROOT.pathname,
+  });
+  assert.equal(code, 0, output);
+  assert.match(output, /README\.md/);
+  assert.match(output, /CHANGELOG\.md/);
+  assert.match(output, /docs\/operations\.md/);
+  assert.doesNotMatch(output, /deno\.lock/);
+  assert.doesNotMatch(output, /\.github\//);
+});
