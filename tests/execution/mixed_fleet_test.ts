@@ -1,7 +1,7 @@
 // The execution store in a mixed fleet (issue #10): other writers on the same tables (another
 // deploy with another traceMax, the Python seed's algorithm) and the mistakes users make.
 import assert from "node:assert/strict";
-import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, ListTablesCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBStore,
   type Execution,
@@ -9,11 +9,14 @@ import {
   InvalidCursor,
   newEvent,
   newExecution,
+  relayOutbox,
   StoreClosed,
+  sweepTimers,
 } from "../../mod.ts";
 import { MemoryStore } from "../../src/testing.ts";
 import { countingClient, endpoint, freshStore, testClient, uniqueName } from "../_support/env.ts";
 import { seedAppendTrace } from "../_support/seed.ts";
+import { main } from "../../src/cli.ts";
 
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
 const indexes = async (store: ExecutionStore, id: string) =>
@@ -425,4 +428,222 @@ Deno.test("a traceMax 1 store and a traceMax 3 store share one ring without bloc
   } finally {
     await one.close();
   }
+});
+
+// What a Python harel worker (the seed) leaves in the execution store's tables.
+// Each test fails on the code it was written against and names the behaviour a fix must give.
+// Python's json.dumps (allow_nan=True, its default) writes NaN and ±Infinity as bare words, and
+// puts a space after ":" and ",". These are its bytes for the documents below.
+const PY_EVENT = '{"id": "py-event-1", "kind": "scored", "data": {"score": NaN, "top": Infinity}}';
+const PY_STEP = '{"event": "scored", "score": NaN}';
+const PY_CONTEXT = '{"ratio": -Infinity, "name": "x"}';
+
+Deno.test("entries a Python worker wrote with NaN in their JSON read as null, and never wedge a reader", async (t) => {
+  await using store = await freshStore();
+  using client = testClient();
+  const exe = newExecution({ definition_id: "py" });
+  // One entry of ours, before the Python worker's: a relay must be able to deliver it.
+  await store.commit(exe, {
+    emits: [{ target: "a", event: newEvent("ours") }],
+    trace: { step: "ours" },
+  });
+  const put = (table: string, item: Record<string, { S: string } | { N: string }>) =>
+    client.send(new PutItemCommand({ TableName: table, Item: item }));
+  await put(store.tables.outbox.name, {
+    seq: { N: "900000001" },
+    target_id: { S: "b" },
+    event: { S: PY_EVENT },
+  });
+  await put(store.tables.spawns.name, {
+    seq: { N: "900000002" },
+    parent_id: { S: exe.id },
+    child_id: { S: "child-1" },
+    root_path: { S: "fork.a" },
+    context: { S: PY_CONTEXT },
+  });
+  await put(store.tables.trace.name, {
+    execution_id: { S: exe.id },
+    idx: { N: "1" },
+    entry: { S: PY_STEP },
+  });
+  const pyExe = newExecution({ definition_id: "py" });
+  await put(store.tables.executions.name, {
+    id: { S: pyExe.id },
+    data: {
+      S: JSON.stringify({ ...pyExe, version: 1 }).replace(
+        '"context":{}',
+        '"context": {"score": NaN}',
+      ),
+    },
+    version: { N: "1" },
+    definition_id: { S: "py" },
+  });
+
+  await t.step("pendingOutbox() reads the Python entry, NaN as null", async () => {
+    const entries = await store.pendingOutbox();
+    assert.deepEqual(entries.map((e) => e.event.kind), ["ours", "scored"]);
+    assert.equal(entries[1]!.event.data.score, null);
+  });
+  await t.step("relayOutbox() delivers both entries", async () => {
+    const delivered: string[] = [];
+    const report = await relayOutbox(store, (entry) => {
+      delivered.push(entry.event.kind);
+      return Promise.resolve();
+    });
+    assert.deepEqual([report.delivered, report.failed, report.setAside], [2, 0, 0]);
+    assert.deepEqual(delivered.sort(), ["ours", "scored"]);
+  });
+  await t.step("pendingSpawns() reads a context with -Infinity", async () => {
+    const spawns = await store.pendingSpawns();
+    assert.equal(spawns.length, 1);
+    assert.deepEqual(spawns[0]!.context, { ratio: null, name: "x" });
+  });
+  await t.step("readTrace() reads a step with NaN", async () => {
+    const steps = await store.readTrace(exe.id);
+    assert.deepEqual(steps.map((s) => s.index), [0, 1]);
+    assert.equal(steps[1]!.score, null);
+  });
+  await t.step("listExecutions() lists it", async () => {
+    const page = await store.listExecutions({ definitionId: "py" });
+    assert.deepEqual(page.items.map((item) => item.id).sort(), [exe.id, pyExe.id].sort());
+  });
+  await t.step("load() reads an execution whose context holds NaN", async () => {
+    const loaded = await store.load(pyExe.id);
+    assert.equal(loaded?.version, 1);
+    assert.equal(loaded?.context.score, null);
+  });
+});
+
+Deno.test("a timer whose fire_at another writer stored with more digits than a double is swept once, not every pass", async () => {
+  await using store = await freshStore();
+  using client = testClient();
+  // str(Decimal(1700000000.1)) in Python: boto3 takes it (31 digits, exact), and it reads
+  // back here as the double 1700000000.1.
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.timers.name,
+      Item: {
+        execution_id: { S: "py-exe" },
+        path: { S: "order.waiting" },
+        fire_at: { N: "1700000000.099999904632568359375" },
+      },
+    }),
+  );
+  const [timer] = await store.dueTimers(1_700_000_001);
+  assert.equal(timer?.fireAt, 1_700_000_000.1);
+  const fired: string[] = [];
+  const fire = (_: unknown, event: { id: string }) => {
+    fired.push(event.id);
+    return Promise.resolve();
+  };
+  await sweepTimers(store, fire, { now: 1_700_000_001 });
+  await sweepTimers(store, fire, { now: 1_700_000_001 });
+  await sweepTimers(store, fire, { now: 1_700_000_001 });
+  // At least once is fine; on every pass forever is not: the first pass must claim it.
+  assert.deepEqual(fired, ["timeout:py-exe:order.waiting:1700000000.1"]);
+  assert.deepEqual(await store.dueTimers(1_700_000_001), []);
+});
+
+// The reads and guards what other writers leave reaches: loadForEvent and the CLI on Python's
+// NaN, deleteTimer's guard at a tie, options that are not an object.
+Deno.test("loadForEvent() and the CLI read what a Python worker wrote with NaN, as null", async (t) => {
+  const prefix = uniqueName("py");
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  using client = testClient();
+  const exe = newExecution({ definition_id: "py" });
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.executions.name,
+      Item: {
+        id: { S: exe.id },
+        data: {
+          S: JSON.stringify({ ...exe, version: 1 }).replace(
+            '"context":{}',
+            '"context": {"score": NaN, "top": Infinity}',
+          ),
+        },
+        version: { N: "1" },
+        definition_id: { S: "py" },
+      },
+    }),
+  );
+  await client.send(
+    new PutItemCommand({
+      TableName: store.tables.outbox.name,
+      Item: {
+        seq: { N: "7" },
+        target_id: { S: "b" },
+        event: { S: '{"id": "py-1", "kind": "scored", "data": {"score": -Infinity}}' },
+      },
+    }),
+  );
+  await t.step("loadForEvent()", async () => {
+    const { execution } = await store.loadForEvent(exe.id, "e1");
+    assert.deepEqual(execution?.context, { score: null, top: null });
+  });
+  await t.step("the CLI's show and outbox", async () => {
+    for (const args of [["show", exe.id], ["outbox", "--json"]]) {
+      const out: string[] = [], err: string[] = [];
+      const code = await main([...args, "--prefix", prefix, "--endpoint", endpoint()], {
+        out: (line) => out.push(line),
+        err: (line) => err.push(line),
+      });
+      assert.equal(code, 0, err.join("\n"));
+      if (args[0] === "outbox") {
+        assert.equal(JSON.parse(out.join("\n")).oldest[0].event.kind, "scored");
+      }
+    }
+  });
+});
+
+Deno.test("deleteTimer() claims exactly the stored fire_at values that read back as its double", async (t) => {
+  await using store = await freshStore();
+  const client = testClient();
+  const put = (fireAt: string) =>
+    client.send(
+      new PutItemCommand({
+        TableName: store.tables.timers.name,
+        Item: { execution_id: { S: "x" }, path: { S: "p" }, fire_at: { N: fireAt } },
+      }),
+    );
+  try {
+    // 1700000000.1 + 2 ** -22 has an odd last bit: the decimal halfway between it and the
+    // next double up reads back as that next (even) double, so it is not this timer's.
+    const odd = 1_700_000_000.1 + 2 ** -22, even = odd + 2 ** -22;
+    const halfway = "1700000000.10000026226043701171875";
+    assert.equal(Number(halfway), even);
+    await t.step("a tie belongs to the even neighbour", async () => {
+      await put(halfway);
+      assert.equal(await store.deleteTimer("x", "p", odd), false);
+      assert.equal(await store.deleteTimer("x", "p", even), true);
+    });
+    await t.step("a re-scheduled timer (a different double) is not claimed", async () => {
+      await put("1700000001.1");
+      assert.equal(await store.deleteTimer("x", "p", 1_700_000_000.1), false);
+      assert.equal(await store.deleteTimer("x", "p", 1_700_000_001.1), true);
+    });
+    await t.step("a small time (bounds past 38 digits) keeps the exact equality", async () => {
+      await put("5");
+      assert.equal(await store.deleteTimer("x", "p", 5 + 2 ** -50), false);
+      assert.equal(await store.deleteTimer("x", "p", 5), true);
+    });
+  } finally {
+    await client.send(
+      new DeleteItemCommand({
+        TableName: store.tables.timers.name,
+        Key: { execution_id: { S: "x" }, path: { S: "p" } },
+      }),
+    );
+    client.destroy();
+  }
+});
+
+Deno.test("options that are not an object are refused with a TypeError naming options", () => {
+  using client = testClient();
+  assert.throws(() => new DynamoDBStore(client, 5 as never), /options must be an object/);
+  assert.throws(() => new MemoryStore("x" as never), /options must be an object/);
+  assert.throws(
+    () => new DynamoDBStore(client, { timerIndex: true, consistentReads: 0 as never }),
+    /consistentReads must be a boolean, got 0/,
+  );
 });

@@ -1,5 +1,5 @@
-// The state stores at DynamoDB's limits and after close(): what the hostile tests
-// (hostile_state_store_test.ts, hostile_mistakes_test.ts) found, checked at each edge and on
+// The state stores at DynamoDB's limits and after close(): what a hostile review found (see also
+// state_store_writers_test.ts and ../execution/bad_input_test.ts), checked at each edge and on
 // both stores.
 import assert from "node:assert/strict";
 import { DescribeTableCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
