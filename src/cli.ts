@@ -32,17 +32,31 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { type DynamoDBClient, QueryCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
-import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "./dynamo/connect.ts";
-import { isNamed, isUnreachable, type Item, pages, S } from "./dynamo/_dynamo.ts";
+import { S } from "./dynamo/_dynamo.ts";
 import { TIMER, timerFromItem } from "./core/_layout.ts";
-import { oldestOutbox, type OutboxRow, soonestTimers } from "./cli/_cli_reads.ts";
-import type { RelayKind, Timer } from "./core/types.ts";
-import { type Status, STATUSES } from "./core/documents.ts";
+import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
-import { MissingSetup } from "./core/errors.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
+import {
+  CliError,
+  endpointOf,
+  parseDeadLetter,
+  parseLimit,
+  parseStatuses,
+  usage,
+  UsageError,
+  type Values,
+} from "./cli/_args.ts";
+import { connect, count, describeFailure, onTable, progress, queryAll } from "./cli/_client.ts";
+import {
+  deadLetterWhat,
+  indent,
+  outboxCells,
+  table,
+  timerTable,
+  timerText,
+} from "./cli/_format.ts";
 
 export {
   leastPrivilegePolicy,
@@ -81,68 +95,6 @@ Options:
   -h, --help           this help
 
 Exit codes: 0 done, 1 runtime error, 2 usage error.`;
-
-/** A dead letter's queue and key, from the command line. */
-function parseDeadLetter(
-  command: string,
-  rest: string[],
-): { kind: RelayKind; key: number | Timer } {
-  const [kind, ...key] = rest;
-  if (kind !== "outbox" && kind !== "spawns" && kind !== "timers") {
-    throw new UsageError(
-      `${command} needs a kind: outbox, spawns or timers, got ${JSON.stringify(kind)}`,
-    );
-  }
-  if (command === "dead-letters") return { kind, key: 0 };
-  const number = (text: string, what: string) => {
-    const value = Number(text);
-    if (text.trim() === "" || !Number.isFinite(value)) {
-      throw new UsageError(`${what} must be a number, got ${JSON.stringify(text)}`);
-    }
-    return value;
-  };
-  if (kind === "timers") {
-    if (key.length !== 3) {
-      throw new UsageError(
-        `a timer is EXECUTION_ID PATH FIRE_AT, got ${JSON.stringify(key.join(" "))}`,
-      );
-    }
-    return {
-      kind,
-      key: { executionId: key[0]!, path: key[1]!, fireAt: number(key[2]!, "FIRE_AT") },
-    };
-  }
-  if (key.length !== 1) {
-    throw new UsageError(
-      `${kind} items are keyed by one seq, got ${JSON.stringify(key.join(" "))}`,
-    );
-  }
-  return { kind, key: number(key[0]!, "the seq") };
-}
-
-function timerText(timer: Timer): string {
-  return `${timer.executionId} ${timer.path} ${timer.fireAt}`;
-}
-
-/** A dead letter's item in a few words. */
-function deadLetterWhat(item: unknown): string {
-  const it = item as { event?: { kind?: string }; targetId?: string | null; childId?: string };
-  if (it.event) return `${it.event.kind} to ${it.targetId ?? "(none)"}`;
-  if (it.childId) return `start ${it.childId}`;
-  return "fire";
-}
-
-/** A usage error: exit code 2. */
-class UsageError extends Error {
-  override name = "UsageError";
-}
-
-/** A runtime error with a message fit for an operator: exit code 1. */
-class CliError extends Error {
-  override name = "CliError";
-}
-
-type Values = Record<string, string | boolean | undefined>;
 
 /** Where the CLI writes: stdout and stderr by default, capturable in tests. */
 export interface CliOutput {
@@ -475,251 +427,5 @@ async function run(
 const PLACEHOLDER = {
   send: () => Promise.reject(new CliError("not connected")),
 } as never;
-
-function usage<T>(check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) {
-      throw new UsageError(error.message);
-    }
-    throw error;
-  }
-}
-
-function parseLimit(text: string | boolean | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (typeof text !== "string" || !/^\d+$/.test(text) || n < 1 || n > 1000) {
-    throw new UsageError(`--limit must be a whole number from 1 to 1000, got ${String(text)}`);
-  }
-  return n;
-}
-
-function parseStatuses(text: string | boolean | undefined): Status[] | undefined {
-  if (typeof text !== "string") return undefined;
-  const statuses = text.split(",").map((s) => s.trim().toUpperCase());
-  for (const status of statuses) {
-    if (!STATUSES.includes(status as Status)) {
-      throw new UsageError(
-        `--status ${JSON.stringify(status)} is not a status; one of ${STATUSES.join(", ")}`,
-      );
-    }
-  }
-  return statuses as Status[];
-}
-
-/**
- * The endpoint to use: `--endpoint`, else `$DYNAMODB_ENDPOINT`, else null (AWS). An explicit
- * empty `--endpoint` is refused, never taken as AWS; an empty variable counts as unset (the
- * shell idiom), a blank one is refused.
- */
-function endpointOf(values: Values): string | null {
-  const given = values.endpoint;
-  if (typeof given === "string") {
-    if (given.trim() === "") {
-      throw new UsageError(
-        `--endpoint is empty (${JSON.stringify(given)}): pass a URL, or leave --endpoint out ` +
-          "to use $DYNAMODB_ENDPOINT, or AWS when that is unset",
-      );
-    }
-    return given;
-  }
-  const variable = envVar("DYNAMODB_ENDPOINT");
-  if (variable === undefined || variable === "") return null;
-  if (variable.trim() === "") {
-    throw new UsageError(
-      `DYNAMODB_ENDPOINT is blank (${JSON.stringify(variable)}): set it to a URL, or unset it ` +
-        "to use AWS",
-    );
-  }
-  return variable;
-}
-
-/** How long the CLI waits for DynamoDB to answer: an operator is waiting. */
-const CLI_DEADLINE_MS = 5_000;
-
-/** A line on stderr per failed attempt while the CLI waits for DynamoDB. */
-function progress(retry: ConnectRetry): string {
-  const why = retry.error instanceof Error
-    ? retry.error.message.split("\n")[0]
-    : String(retry.error);
-  return `waiting for DynamoDB at ${retry.endpoint}: attempt ${retry.attempt} failed (${why}); ` +
-    `retrying in ${(retry.delayMs / 1000).toFixed(1)} s (gives up after ${
-      retry.deadlineMs / 1000
-    } s)`;
-}
-
-/**
- * A client for the options, once DynamoDB answers (within a few seconds, reporting each
- * failed attempt); one quick try per request after that, since an operator is waiting.
- */
-async function connect(
-  endpoint: string | null,
-  values: Values,
-  probeTable: string,
-  onRetry: (retry: ConnectRetry) => void,
-): Promise<DynamoDBClient> {
-  const client = usage(() =>
-    buildClient({
-      endpoint,
-      region: values.region as string | undefined,
-      requestTimeoutMs: 10_000,
-      clientConfig: { maxAttempts: 2 },
-    })
-  );
-  try {
-    const region = await checkSetup(client);
-    await awaitAnswer(client, probeTable, {
-      endpoint: endpoint || null,
-      deadlineMs: CLI_DEADLINE_MS,
-      backoff: { minDelayMs: 250, maxDelayMs: 1_000 },
-      onRetry,
-    }, region);
-  } catch (error) {
-    client.destroy();
-    if (error instanceof MissingSetup && error.missing === "region") {
-      throw new CliError(
-        "no AWS region: pass --region or set AWS_REGION for AWS, " +
-          "or pass --endpoint or set DYNAMODB_ENDPOINT for a local DynamoDB",
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-  return client;
-}
-
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
-function describeFailure(error: unknown, values: Values): string {
-  if (isUnreachable(error)) {
-    let where = "AWS";
-    try {
-      where = endpointOf(values) ?? "AWS";
-    } catch { /* refused before connecting: not this failure */ }
-    return `cannot reach DynamoDB at ${where}: ${(error as Error).message || String(error)}`;
-  }
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** `work`, with a missing table reported by its name (DynamoDB's message names none). */
-async function onTable<T>(tableName: string, work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (!isNamed(error, "ResourceNotFoundException")) throw error;
-    throw new CliError(
-      `table ${tableName} does not exist; check --prefix and --endpoint, ` +
-        "or create the tables with `ensure-tables`",
-      { cause: error },
-    );
-  }
-}
-
-function queryAll(
-  client: DynamoDBClient,
-  input: ConstructorParameters<typeof QueryCommand>[0],
-): Promise<Item[]> {
-  return onTable(input.TableName!, queryPages(client, input));
-}
-
-async function queryPages(
-  client: DynamoDBClient,
-  input: ConstructorParameters<typeof QueryCommand>[0],
-): Promise<Item[]> {
-  const items: Item[] = [];
-  const query = (start: Item | undefined) =>
-    client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-  for await (const page of pages(query)) items.push(...page.Items ?? []);
-  return items;
-}
-
-/** The number of items in a table, by `Select: "COUNT"` scans (every page). */
-function count(client: DynamoDBClient, tableName: string): Promise<number> {
-  return onTable(tableName, countPages(client, tableName));
-}
-
-async function countPages(client: DynamoDBClient, tableName: string): Promise<number> {
-  let total = 0;
-  const scan = (start: Item | undefined) =>
-    client.send(
-      new ScanCommand({ TableName: tableName, Select: "COUNT", ExclusiveStartKey: start }),
-    );
-  for await (const page of pages(scan)) total += page.Count ?? 0;
-  return total;
-}
-
-/** An outbox row's cells; an unreadable one shows its raw text, quoted and cut short. */
-function outboxCells(row: OutboxRow): string[] {
-  const seq = row.seqText ?? String(row.seq);
-  const target = row.targetId ?? "(broadcast)";
-  if (row.unreadable !== undefined) {
-    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60)];
-  }
-  return [seq, target, cell(row.event?.kind), cell(row.event?.id)];
-}
-
-/**
- * A document field as a table cell: a plain string as it is; anything else, or a string with
- * control characters (a newline, a terminal escape another writer stored), as JSON.
- */
-function cell(value: unknown): string {
-  if (value === undefined || value === null) return "";
-  // deno-lint-ignore no-control-regex
-  if (typeof value === "string" && !/[\u0000-\u001f\u007f]/.test(value)) return value;
-  return JSON.stringify(value) ?? String(value);
-}
-
-/** `text` as JSON (quoted, escapes visible), cut to about `max` characters. */
-function shorten(text: string, max: number): string {
-  const quoted = JSON.stringify(text);
-  return quoted.length <= max ? quoted : `${quoted.slice(0, max - 4)}..."`;
-}
-
-function timerTable(timers: Timer[], now = Date.now() / 1000): string {
-  return table(
-    ["EXECUTION", "PATH", "FIRE AT", "IN"],
-    timers.map((t) => [
-      t.executionId,
-      t.path,
-      Number.isFinite(t.fireAt) && Math.abs(t.fireAt) < 8.64e12
-        ? new Date(t.fireAt * 1000).toISOString()
-        : String(t.fireAt),
-      relative(t.fireAt - now),
-    ]),
-  );
-}
-
-function relative(seconds: number): string {
-  const abs = Math.abs(seconds);
-  const text = abs < 120
-    ? `${Math.round(abs)} s`
-    : abs < 7200
-    ? `${Math.round(abs / 60)} min`
-    : abs < 172_800
-    ? `${Math.round(abs / 3600)} h`
-    : `${Math.round(abs / 86_400)} d`;
-  return seconds < 0 ? `${text} ago` : text;
-}
-
-/** Columns padded to their widest cell. */
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i]!)).join("  ")
-      .trimEnd();
-  return [line(header), ...rows.map(line)].join("\n");
-}
-
-function indent(text: string): string {
-  return text.split("\n").map((line) => `  ${line}`).join("\n");
-}
 
 if (import.meta.main) Deno.exitCode = await main(Deno.args);

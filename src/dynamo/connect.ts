@@ -142,7 +142,8 @@ export interface ClientConfig {
 /** The credentials DynamoDB Local and LocalStack accept when the environment has none. */
 const DUMMY_CREDENTIALS = { accessKeyId: "test", secretAccessKey: "test" } as const;
 
-function envVar(name: string): string | undefined {
+/** An environment variable, or undefined when it is unset or the environment may not be read. */
+export function envVar(name: string): string | undefined {
   try {
     return Deno.env.get(name);
   } catch {

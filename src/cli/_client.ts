@@ -1,0 +1,118 @@
+// The CLI's client: connecting while an operator waits, and reads that name a missing table.
+import { type DynamoDBClient, QueryCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "../dynamo/connect.ts";
+import { isNamed, isUnreachable, type Item, pages } from "../dynamo/_dynamo.ts";
+import { MissingSetup } from "../core/errors.ts";
+import { CliError, endpointOf, usage, type Values } from "./_args.ts";
+
+/** How long the CLI waits for DynamoDB to answer: an operator is waiting. */
+export const CLI_DEADLINE_MS = 5_000;
+
+/** A line on stderr per failed attempt while the CLI waits for DynamoDB. */
+export function progress(retry: ConnectRetry): string {
+  const why = retry.error instanceof Error
+    ? retry.error.message.split("\n")[0]
+    : String(retry.error);
+  return `waiting for DynamoDB at ${retry.endpoint}: attempt ${retry.attempt} failed (${why}); ` +
+    `retrying in ${(retry.delayMs / 1000).toFixed(1)} s (gives up after ${
+      retry.deadlineMs / 1000
+    } s)`;
+}
+
+/**
+ * A client for the options, once DynamoDB answers (within a few seconds, reporting each
+ * failed attempt); one quick try per request after that, since an operator is waiting.
+ */
+export async function connect(
+  endpoint: string | null,
+  values: Values,
+  probeTable: string,
+  onRetry: (retry: ConnectRetry) => void,
+): Promise<DynamoDBClient> {
+  const client = usage(() =>
+    buildClient({
+      endpoint,
+      region: values.region as string | undefined,
+      requestTimeoutMs: 10_000,
+      clientConfig: { maxAttempts: 2 },
+    })
+  );
+  try {
+    const region = await checkSetup(client);
+    await awaitAnswer(client, probeTable, {
+      endpoint: endpoint || null,
+      deadlineMs: CLI_DEADLINE_MS,
+      backoff: { minDelayMs: 250, maxDelayMs: 1_000 },
+      onRetry,
+    }, region);
+  } catch (error) {
+    client.destroy();
+    if (error instanceof MissingSetup && error.missing === "region") {
+      throw new CliError(
+        "no AWS region: pass --region or set AWS_REGION for AWS, " +
+          "or pass --endpoint or set DYNAMODB_ENDPOINT for a local DynamoDB",
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  return client;
+}
+
+export function describeFailure(error: unknown, values: Values): string {
+  if (isUnreachable(error)) {
+    let where = "AWS";
+    try {
+      where = endpointOf(values) ?? "AWS";
+    } catch { /* refused before connecting: not this failure */ }
+    return `cannot reach DynamoDB at ${where}: ${(error as Error).message || String(error)}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `work`, with a missing table reported by its name (DynamoDB's message names none). */
+export async function onTable<T>(tableName: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (!isNamed(error, "ResourceNotFoundException")) throw error;
+    throw new CliError(
+      `table ${tableName} does not exist; check --prefix and --endpoint, ` +
+        "or create the tables with `ensure-tables`",
+      { cause: error },
+    );
+  }
+}
+
+export function queryAll(
+  client: DynamoDBClient,
+  input: ConstructorParameters<typeof QueryCommand>[0],
+): Promise<Item[]> {
+  return onTable(input.TableName!, queryPages(client, input));
+}
+
+export async function queryPages(
+  client: DynamoDBClient,
+  input: ConstructorParameters<typeof QueryCommand>[0],
+): Promise<Item[]> {
+  const items: Item[] = [];
+  const query = (start: Item | undefined) =>
+    client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+  for await (const page of pages(query)) items.push(...page.Items ?? []);
+  return items;
+}
+
+/** The number of items in a table, by `Select: "COUNT"` scans (every page). */
+export function count(client: DynamoDBClient, tableName: string): Promise<number> {
+  return onTable(tableName, countPages(client, tableName));
+}
+
+export async function countPages(client: DynamoDBClient, tableName: string): Promise<number> {
+  let total = 0;
+  const scan = (start: Item | undefined) =>
+    client.send(
+      new ScanCommand({ TableName: tableName, Select: "COUNT", ExclusiveStartKey: start }),
+    );
+  for await (const page of pages(scan)) total += page.Count ?? 0;
+  return total;
+}

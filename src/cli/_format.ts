@@ -1,0 +1,81 @@
+// How the CLI prints: tables, timers, outbox rows and dead letters as text.
+import type { OutboxRow } from "./_cli_reads.ts";
+import type { Timer } from "../core/types.ts";
+
+export function timerText(timer: Timer): string {
+  return `${timer.executionId} ${timer.path} ${timer.fireAt}`;
+}
+
+/** A dead letter's item in a few words. */
+export function deadLetterWhat(item: unknown): string {
+  const it = item as { event?: { kind?: string }; targetId?: string | null; childId?: string };
+  if (it.event) return `${it.event.kind} to ${it.targetId ?? "(none)"}`;
+  if (it.childId) return `start ${it.childId}`;
+  return "fire";
+}
+
+/** An outbox row's cells; an unreadable one shows its raw text, quoted and cut short. */
+export function outboxCells(row: OutboxRow): string[] {
+  const seq = row.seqText ?? String(row.seq);
+  const target = row.targetId ?? "(broadcast)";
+  if (row.unreadable !== undefined) {
+    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60)];
+  }
+  return [seq, target, cell(row.event?.kind), cell(row.event?.id)];
+}
+
+/**
+ * A document field as a table cell: a plain string as it is; anything else, or a string with
+ * control characters (a newline, a terminal escape another writer stored), as JSON.
+ */
+export function cell(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  // deno-lint-ignore no-control-regex
+  if (typeof value === "string" && !/[\u0000-\u001f\u007f]/.test(value)) return value;
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** `text` as JSON (quoted, escapes visible), cut to about `max` characters. */
+export function shorten(text: string, max: number): string {
+  const quoted = JSON.stringify(text);
+  return quoted.length <= max ? quoted : `${quoted.slice(0, max - 4)}..."`;
+}
+
+export function timerTable(timers: Timer[], now = Date.now() / 1000): string {
+  return table(
+    ["EXECUTION", "PATH", "FIRE AT", "IN"],
+    timers.map((t) => [
+      t.executionId,
+      t.path,
+      Number.isFinite(t.fireAt) && Math.abs(t.fireAt) < 8.64e12
+        ? new Date(t.fireAt * 1000).toISOString()
+        : String(t.fireAt),
+      relative(t.fireAt - now),
+    ]),
+  );
+}
+
+export function relative(seconds: number): string {
+  const abs = Math.abs(seconds);
+  const text = abs < 120
+    ? `${Math.round(abs)} s`
+    : abs < 7200
+    ? `${Math.round(abs / 60)} min`
+    : abs < 172_800
+    ? `${Math.round(abs / 3600)} h`
+    : `${Math.round(abs / 86_400)} d`;
+  return seconds < 0 ? `${text} ago` : text;
+}
+
+/** Columns padded to their widest cell. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i]!)).join("  ")
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+export function indent(text: string): string {
+  return text.split("\n").map((line) => `  ${line}`).join("\n");
+}
