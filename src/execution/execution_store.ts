@@ -30,14 +30,9 @@ import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { instrument } from "../core/_telemetry.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { ChainCache } from "./_outbox_chain.ts";
-import {
-  deadLetters,
-  dropDeadLetter,
-  type QueueReads,
-  recordFailure,
-  relayBatch,
-  retryDeadLetter,
-} from "./_relay_queue.ts";
+import { relayBatch } from "./_relay_queue.ts";
+import type { QueueReads } from "./_queue_items.ts";
+import { deadLetters, dropDeadLetter, recordFailure, retryDeadLetter } from "./_dead_letters.ts";
 import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
 import { type CommitContext, runCommit } from "./_commit_loop.ts";
 import {
@@ -81,7 +76,6 @@ import type {
   Timer,
 } from "../core/types.ts";
 import { readLimit } from "../core/_bounded.ts";
-
 import type {
   CreateStoreOptions,
   DueTimersOptions,

@@ -1,0 +1,90 @@
+// What every relay queue's reads share: what they need of a store, and how a queue item reads
+// (a timer, a due time, a created time, a row no reader can use).
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import type { Item } from "../dynamo/_dynamo.ts";
+import { FAILURE, TIMER } from "../core/_layout.ts";
+import type { TimerReads } from "./_table_reads.ts";
+import type { ExecutionTables } from "../core/table_specs.ts";
+import type { RelayKey, RelayKind, Timer, UnreadableRow } from "../core/types.ts";
+
+/** What the relay reads need of a store. */
+export interface QueueReads {
+  timers: TimerReads;
+  tables: ExecutionTables;
+  /** Whether due timers come from the timer index. */
+  timerIndex: boolean;
+}
+
+export function timerOf(item: Item): Timer {
+  return {
+    executionId: item[TIMER.executionId]?.S ?? "",
+    path: item[TIMER.path]?.S ?? "",
+    fireAt: Number(item[TIMER.fireAt]?.N),
+  };
+}
+
+/** Whether a row may be attempted at `now`: not waiting for a retry (dead rows are checked apart). */
+export function isDue(item: Item, now: number): boolean {
+  const retryAt = numberOf(item[FAILURE.retryAt]);
+  return retryAt === undefined || retryAt <= now;
+}
+
+export function numberOf(value: AttributeValue | undefined): number | undefined {
+  if (value?.N === undefined) return undefined;
+  const n = Number(value.N);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+export function earliest(a: number | null, b: number | null | undefined): number | null {
+  if (b === undefined || b === null) return a;
+  return a === null || b < a ? b : a;
+}
+
+/**
+ * An event's `created_time` in epoch seconds: ISO 8601 as Python's `isoformat()` or JS's
+ * `toISOString()` writes it; without an offset it is UTC (what harel engines write). Anything
+ * else is null.
+ */
+export function createdTime(text: unknown): number | null {
+  if (typeof text !== "string") return null;
+  const match = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d(?:\.\d+)?)?)(Z|[+-]\d\d:?\d\d)?$/i
+    .exec(text.trim());
+  if (!match) return null;
+  const [, date, time, offset] = match;
+  const ms = Date.parse(`${date}T${time}${offset ?? "Z"}`);
+  return Number.isFinite(ms) ? ms / 1000 : null;
+}
+
+export function unreadableRow<K extends RelayKind>(
+  seq: number,
+  item: Item,
+  attempts: number,
+  error: unknown,
+): UnreadableRow<K> {
+  return {
+    key: seq as RelayKey<K>,
+    attempts,
+    error: error instanceof Error ? error.message : String(error),
+    raw: plain(item),
+  };
+}
+
+/** A stored item as plain values (numbers that a double cannot hold stay strings). */
+export function plain(item: Item): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(item).map(([name, value]) => [name, plainValue(value)]));
+}
+
+export function plainValue(value: AttributeValue): unknown {
+  if (value.S !== undefined) return value.S;
+  if (value.N !== undefined) {
+    const n = Number(value.N);
+    return Number.isFinite(n) && String(n) === value.N ? n : value.N;
+  }
+  if (value.NULL) return null;
+  if (value.BOOL !== undefined) return value.BOOL;
+  if (value.M !== undefined) return plain(value.M);
+  if (value.L !== undefined) return value.L.map(plainValue);
+  if (value.SS !== undefined) return value.SS;
+  if (value.NS !== undefined) return value.NS;
+  return "(binary)";
+}
