@@ -14,6 +14,7 @@ import { backoffDelay, type BackoffOptions, sleep } from "../core/_backoff.ts";
 import type { Item } from "../core/_attributes.ts";
 
 export { isNamed, isUnreachable, type Item, N, S } from "../core/_attributes.ts";
+export { eachConcurrently } from "../core/_lanes.ts";
 
 /** What the stores need of a client: its `send()` (they check for it at run time). */
 export type DynamoDBSender = Pick<DynamoDBClient, "send">;
@@ -123,19 +124,6 @@ export function chunks<T>(items: readonly T[], size: number): T[][] {
   const runs: T[][] = [];
   for (let i = 0; i < items.length; i += size) runs.push(items.slice(i, i + size));
   return runs;
-}
-
-/** Runs `task` on every item, at most `limit` at a time; rejects with the first failure. */
-export async function eachConcurrently<T>(
-  items: readonly T[],
-  limit: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** Scans the whole table, handing each page to `take` (a page is dropped before the next). */

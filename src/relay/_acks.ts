@@ -1,0 +1,83 @@
+// Acknowledging what a relay pass delivered: seqs in batches of one BatchWriteItem, a few in
+// flight, a batch the store refuses split until the seq it refuses fails alone.
+import { isNamed } from "../core/_attributes.ts";
+import { currentPass } from "./_relay_pass.ts";
+import { readFromTable } from "../core/_table_seqs.ts";
+import { LIMITS } from "../core/_validate.ts";
+import { StoreClosed } from "../core/errors.ts";
+
+/** Acknowledgements go out in batches of one BatchWriteItem, at most this many at once (as ackOutbox). */
+export const ACKS_IN_FLIGHT = 16;
+
+/**
+ * Acknowledges seqs in batches of one BatchWriteItem (25), a few batches in flight; `add`
+ * waits when too many are, so a fast pass does not flood the client's sockets. The seqs are
+ * acknowledged as read from the table, whatever another writer stored; a batch the store
+ * refuses as input is split until the seq it refuses fails alone. In a pass, the pass flushes
+ * it before settling even if the body did not.
+ */
+export class Acks {
+  #batch: number[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  #error: { cause: unknown } | null = null;
+  readonly #pass = currentPass();
+
+  constructor(readonly ack: (seqs: number[]) => Promise<void>) {
+    this.#pass?.owe(this);
+  }
+
+  async add(seq: number): Promise<void> {
+    this.#batch.push(seq);
+    if (this.#batch.length < LIMITS.batchWriteItems) return;
+    this.#send();
+    while (this.#inFlight.size >= ACKS_IN_FLIGHT) await Promise.race(this.#inFlight);
+  }
+
+  /** Sends what is left and waits for every batch; rejects with the first failure. */
+  async flush(): Promise<void> {
+    this.#send();
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    if (this.#error) throw this.#error.cause;
+  }
+
+  #send(): void {
+    if (this.#batch.length === 0) return;
+    const seqs = this.#batch;
+    this.#batch = [];
+    const sent: Promise<void> = this.#acknowledge(seqs)
+      .finally(() => this.#inFlight.delete(sent));
+    this.#inFlight.add(sent);
+  }
+
+  async #acknowledge(seqs: number[]): Promise<void> {
+    try {
+      await this.ack(readFromTable(seqs));
+    } catch (error) {
+      if (seqs.length > 1 && refusesInput(error)) {
+        const half = seqs.length >> 1;
+        await Promise.all([
+          this.#acknowledge(seqs.slice(0, half)),
+          this.#acknowledge(seqs.slice(half)),
+        ]);
+      } else {
+        this.#error ??= { cause: this.#inFlightAtClose(error) };
+      }
+    }
+  }
+
+  /**
+   * An acknowledgement follows the pass's read, so a store that refuses it as closed was
+   * closed while the pass ran: say to await the pass, not to make a new store.
+   */
+  #inFlightAtClose(error: unknown): unknown {
+    if (!(error instanceof StoreClosed) || error.inFlight) return error;
+    const step = this.#pass ? `${error.method}() of ${this.#pass.name}()` : `${error.method}()`;
+    return new StoreClosed(error.store, step, { inFlight: true, cause: error });
+  }
+}
+
+/** Whether a store refused an acknowledgement for what it was given (a seq), not for a failure. */
+export function refusesInput(error: unknown): boolean {
+  return error instanceof RangeError || error instanceof TypeError ||
+    isNamed(error, "ValidationException");
+}
