@@ -4,57 +4,21 @@
  * @module
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { SeqBlocks } from "./_seq_blocks.ts";
-import {
-  checkExecutionStoreOptions,
-  checkInteger,
-  checkKey,
-  checkOptions,
-  checkTime,
-  describe,
-  LIMITS,
-} from "../core/_validate.ts";
+import { ensureStoreTables, type StoreContext, storeContext } from "./_store_context.ts";
+import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { planListing } from "./_listing.ts";
 import type { Execution } from "../core/documents.ts";
-import {
-  checkTableExists,
-  ensureIndex,
-  ensureTable,
-  ensureTtl,
-  type ExecutionTables,
-  executionTables,
-} from "../dynamo/tables.ts";
-import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
+import { checkTableExists, type ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
-import { TraceRing } from "./_trace_ring.ts";
-import { ChainCache } from "./_outbox_chain.ts";
 import { relayBatch } from "./_relay_queue.ts";
-import type { QueueReads } from "./_queue_items.ts";
 import { deadLetters, dropDeadLetter, recordFailure, retryDeadLetter } from "./_dead_letters.ts";
 import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
-import { type CommitContext, runCommit } from "./_commit_loop.ts";
-import {
-  type ExecutionReads,
-  listPage,
-  readChains,
-  readExecution,
-  readForEvent,
-  readProcessed,
-} from "./_execution_reads.ts";
-import {
-  backfillTimerShards,
-  claimTimer,
-  deleteSeqs,
-  dueByScan,
-  dueFromIndex,
-  type Reads,
-  type TimerReads,
-} from "./_table_reads.ts";
-import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
-import { claimCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
-import { checkClock, checkFinishedTtl } from "./_retention.ts";
+import { runCommit } from "./_commit_loop.ts";
+import { listPage, readExecution, readForEvent, readProcessed } from "./_execution_reads.ts";
+import { claimTimer, deleteSeqs, dueByScan, dueFromIndex } from "./_table_reads.ts";
+import { claimCommit, planTraceEntry } from "./_transaction.ts";
 import { removeExecution } from "./_delete_execution.ts";
 import type {
   CommitChanges,
@@ -107,23 +71,7 @@ export class DynamoDBStore implements ExecutionStore {
   readonly traceMax: number;
   /** The seven tables this store uses. */
   readonly tables: ExecutionTables;
-  readonly #client: DynamoDBSender;
-  readonly #ownership: ClientOwnership;
-  readonly #consistent: boolean;
-  readonly #processedTtl: number | null;
-  readonly #conflictRetries: number;
-  readonly #ambiguousRetries: number;
-  readonly #outboxSeqs: SeqBlocks;
-  readonly #spawnSeqs: SeqBlocks;
-  readonly #ring: TraceRing;
-  readonly #commits: CommitContext;
-  readonly #tx: TxContext;
-  readonly #reads: Reads;
-  readonly #executionReads: ExecutionReads;
-  readonly #timerReads: TimerReads;
-  readonly #timerIndex: boolean;
-  readonly #chains = new ChainCache();
-  readonly #queues: QueueReads;
+  readonly #ctx: StoreContext;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
@@ -133,79 +81,9 @@ export class DynamoDBStore implements ExecutionStore {
    * @param options Prefix, trace ring size and tuning.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
-    checkClient(client);
-    const {
-      prefix = "harel",
-      traceMax = 200,
-      consistentReads = true,
-      processedTtlSeconds = null,
-      seqBlockSize = 1000,
-      conflictRetries = 8,
-      ambiguousRetries = 3,
-      timerIndex = false,
-      timerShards = DEFAULT_TIMER_SHARDS,
-      finishedTtlSeconds = null,
-      now = Date.now,
-    } = checkOptions(options);
-    this.tables = executionTables(prefix);
-    const rules = checkExecutionStoreOptions(traceMax, processedTtlSeconds);
-    this.traceMax = rules.traceMax;
-    if (typeof consistentReads !== "boolean") {
-      throw new TypeError(`consistentReads must be a boolean, got ${describe(consistentReads)}`);
-    }
-    this.#consistent = consistentReads;
-    this.#processedTtl = rules.processedTtl;
-    this.#conflictRetries = checkInteger("conflictRetries", conflictRetries, 0, 100);
-    this.#ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetries, 0, 100);
-    const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
-    this.#ownership = new ClientOwnership("DynamoDBStore", client);
-    this.#client = this.#ownership.gate(client);
-    if (typeof timerIndex !== "boolean") {
-      throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
-    }
-    this.#timerIndex = timerIndex;
-    this.#tx = {
-      tables: this.tables,
-      traceMax: this.traceMax,
-      processedTtl: this.#processedTtl,
-      timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
-      finishedTtl: checkFinishedTtl(finishedTtlSeconds),
-      now: checkClock(now),
-    };
-    this.#reads = { client: this.#client, consistent: this.#consistent };
-    this.#executionReads = {
-      ...this.#reads,
-      tables: this.tables,
-      chains: this.#chains,
-      now: this.#tx.now,
-    };
-    this.#ring = new TraceRing(
-      this.#client,
-      this.#tx,
-      this.#consistent,
-      this.#conflictRetries,
-      this.#ambiguousRetries,
-    );
-    this.#timerReads = {
-      ...this.#reads,
-      table: this.tables.timers.name,
-      shards: this.#tx.timerShards,
-    };
-    this.#queues = { timers: this.#timerReads, tables: this.tables, timerIndex };
-    this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
-    this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
-    this.#commits = {
-      client: this.#client,
-      tx: this.#tx,
-      ring: this.#ring,
-      outboxSeqs: this.#outboxSeqs,
-      spawnSeqs: this.#spawnSeqs,
-      conflictRetries: this.#conflictRetries,
-      ambiguousRetries: this.#ambiguousRetries,
-      load: (id) => this.load(id),
-      chains: this.#chains,
-      readChains: (id) => readChains(this.#executionReads, id),
-    };
+    this.#ctx = storeContext(client, options, (id) => this.load(id));
+    this.tables = this.#ctx.tables;
+    this.traceMax = this.#ctx.traceMax;
   }
 
   /**
@@ -281,30 +159,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ensureTables(): Promise<void> {
     this.#open("ensureTables");
-    const { timers } = this.tables;
-    await Promise.all(
-      Object.values(this.tables).map((spec) =>
-        // A timers table made now gets the index with it; an existing one gets it below.
-        ensureTable(
-          this.#client,
-          spec,
-          this.#timerIndex && spec === timers ? TIMER_INDEX : undefined,
-        )
-      ),
-    );
-    const expiring = [
-      this.#processedTtl === null ? undefined : this.tables.processed.name,
-      this.#tx.finishedTtl === null ? undefined : this.tables.executions.name,
-    ];
-    await Promise.all(
-      expiring.flatMap((table) =>
-        table === undefined ? [] : [ensureTtl(this.#client, table, "ttl")]
-      ),
-    );
-    if (this.#timerIndex) {
-      await ensureIndex(this.#client, this.tables.timers.name, TIMER_INDEX);
-      await backfillTimerShards(this.#timerReads);
-    }
+    await ensureStoreTables(this.#ctx);
   }
 
   /**
@@ -322,7 +177,7 @@ export class DynamoDBStore implements ExecutionStore {
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await readExecution(this.#executionReads, id);
+    return await readExecution(this.#ctx, id);
   }
 
   /**
@@ -343,7 +198,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("loadForEvent");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
-    return await readForEvent(this.#executionReads, id, eventId);
+    return await readForEvent(this.#ctx, id, eventId);
   }
 
   /**
@@ -361,7 +216,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
-    return await readProcessed(this.#executionReads, id, eventId);
+    return await readProcessed(this.#ctx, id, eventId);
   }
 
   /**
@@ -433,7 +288,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("commit");
     const release = claimCommit(exe);
     try {
-      return await runCommit(this.#commits, exe, changes);
+      return await runCommit(this.#ctx, exe, changes);
     } finally {
       release();
     }
@@ -465,7 +320,7 @@ export class DynamoDBStore implements ExecutionStore {
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");
     const { index, json } = planTraceEntry(id, entry);
-    await this.#ring.append(id, index, json);
+    await this.#ctx.ring.append(id, index, json);
   }
 
   /**
@@ -482,7 +337,7 @@ export class DynamoDBStore implements ExecutionStore {
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await this.#ring.read(id);
+    return await this.#ctx.ring.read(id);
   }
 
   /**
@@ -510,7 +365,7 @@ export class DynamoDBStore implements ExecutionStore {
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    return await listPage(this.#executionReads, listing);
+    return await listPage(this.#ctx, listing);
   }
 
   /**
@@ -552,7 +407,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
-    await deleteSeqs(this.#client, this.tables.outbox.name, "seq", seq);
+    await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
   }
 
   /**
@@ -592,7 +447,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
-    await deleteSeqs(this.#client, this.tables.spawns.name, "seq", seq);
+    await deleteSeqs(this.#ctx.client, this.tables.spawns.name, "seq", seq);
   }
 
   /**
@@ -625,9 +480,9 @@ export class DynamoDBStore implements ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    const due = this.#timerIndex && !options?.scan
-      ? await dueFromIndex(this.#timerReads, now, limit, true)
-      : await dueByScan(this.#timerReads, now, limit, true);
+    const due = this.#ctx.timerIndex && !options?.scan
+      ? await dueFromIndex(this.#ctx, now, limit, true)
+      : await dueByScan(this.#ctx, now, limit, true);
     return due.map(({ attempts: _, ...timer }) => timer);
   }
 
@@ -658,9 +513,9 @@ export class DynamoDBStore implements ExecutionStore {
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
-    return await claimTimer(this.#timerReads, executionId, path, fireAt, {
-      lost: this.#ambiguousRetries,
-      conflicts: this.#conflictRetries,
+    return await claimTimer(this.#ctx, executionId, path, fireAt, {
+      lost: this.#ctx.ambiguousRetries,
+      conflicts: this.#ctx.conflictRetries,
     });
   }
 
@@ -693,7 +548,7 @@ export class DynamoDBStore implements ExecutionStore {
   ): Promise<RelayItems<K>> {
     this.#open("relayBatch");
     const { limit, now, seqs } = checkBatchOptions(kind, options);
-    return await relayBatch(this.#queues, kind, { limit, now, seqs, pass: true });
+    return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
   /**
@@ -721,7 +576,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("recordFailure");
     checkRelayKey(kind, key);
     checkFailure(failure);
-    return await recordFailure(this.#queues, kind, key, failure);
+    return await recordFailure(this.#ctx, kind, key, failure);
   }
 
   /**
@@ -747,7 +602,7 @@ export class DynamoDBStore implements ExecutionStore {
   ): Promise<DeadLetter<K>[]> {
     this.#open("deadLetters");
     checkRelayKind(kind);
-    return await deadLetters(this.#queues, kind, readLimit(options));
+    return await deadLetters(this.#ctx, kind, readLimit(options));
   }
 
   /**
@@ -768,7 +623,7 @@ export class DynamoDBStore implements ExecutionStore {
   async retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
     this.#open("retryDeadLetter");
     checkRelayKey(kind, key);
-    return await retryDeadLetter(this.#queues, kind, key);
+    return await retryDeadLetter(this.#ctx, kind, key);
   }
 
   /**
@@ -789,12 +644,12 @@ export class DynamoDBStore implements ExecutionStore {
   async dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
     this.#open("dropDeadLetter");
     checkRelayKey(kind, key);
-    return await dropDeadLetter(this.#queues, kind, key);
+    return await dropDeadLetter(this.#ctx, kind, key);
   }
 
   /** A batch for the bounded reads (`pass: false`: no hint is recorded for the next pass). */
   #batch<K extends RelayKind>(kind: K, limit: number, pass: boolean): Promise<RelayItems<K>> {
-    return relayBatch(this.#queues, kind, { limit, now: Date.now() / 1000, pass });
+    return relayBatch(this.#ctx, kind, { limit, now: Date.now() / 1000, pass });
   }
 
   /**
@@ -834,13 +689,13 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("deleteExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     try {
-      return await removeExecution(this.#executionReads, id, {
-        lost: this.#ambiguousRetries,
-        conflicts: this.#conflictRetries,
+      return await removeExecution(this.#ctx, id, {
+        lost: this.#ctx.ambiguousRetries,
+        conflicts: this.#ctx.conflictRetries,
       });
     } finally {
-      this.#ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
-      this.#chains.forget(id);
+      this.#ctx.ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
+      this.#ctx.chains.forget(id);
     }
   }
 
@@ -859,7 +714,7 @@ export class DynamoDBStore implements ExecutionStore {
   close(): Promise<void> {
     // The client stays the caller's when it was injected: only a client create() built is
     // destroyed. Either way this store refuses every later call (StoreClosed).
-    return this.#ownership.close();
+    return this.#ctx.ownership.close();
   }
 
   /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */
@@ -869,12 +724,9 @@ export class DynamoDBStore implements ExecutionStore {
 
   /** Refuses a call on a closed store before anything else, input checks included. */
   #open(method: string): void {
-    this.#ownership.open(method);
+    this.#ctx.ownership.open(method);
   }
 }
-
-/** The most timer shards: a sweep pays one Query per shard. */
-const MAX_TIMER_SHARDS = 1000;
 
 // Every public method in a span `DynamoDBStore.{method}` (see _telemetry.ts).
 instrument(DynamoDBStore, { executionIds: true });

@@ -1,0 +1,129 @@
+// What DynamoDBStore's modules share, built once by its constructor from the checked options:
+// one object that is every context a module names for the part it reads (Reads,
+// ExecutionReads, TimerReads, QueueReads, TxContext, CommitContext).
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
+import { ensureIndex, ensureTable, ensureTtl, executionTables } from "../dynamo/tables.ts";
+import type { Execution } from "../core/documents.ts";
+import {
+  checkExecutionStoreOptions,
+  checkInteger,
+  checkOptions,
+  describe,
+} from "../core/_validate.ts";
+import { SeqBlocks } from "./_seq_blocks.ts";
+import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
+import { TraceRing } from "./_trace_ring.ts";
+import { ChainCache } from "./_outbox_chain.ts";
+import type { QueueReads } from "./_queue_items.ts";
+import type { CommitContext } from "./_commit_loop.ts";
+import { type ExecutionReads, readChains } from "./_execution_reads.ts";
+import { backfillTimerShards, type TimerReads } from "./_table_reads.ts";
+import type { TxContext } from "./_transaction.ts";
+import { checkClock, checkFinishedTtl } from "./_retention.ts";
+import type { DynamoDBStoreOptions } from "./execution_store_options.ts";
+
+/** The most timer shards: a sweep pays one Query per shard. */
+const MAX_TIMER_SHARDS = 1000;
+
+/** A DynamoDBStore's client (gated by its ownership), options, caches and seq blocks. */
+export type StoreContext =
+  & ExecutionReads
+  & TimerReads
+  & QueueReads
+  & TxContext
+  & CommitContext
+  & {
+    /** Whether the client is still the store's to use, and who destroys it on close. */
+    readonly ownership: ClientOwnership;
+  };
+
+/**
+ * Checks the options (in the order the constructor always has: the first bad one is named)
+ * and builds the store's context. `load` is the store's own, for a commit out of conflict
+ * retries.
+ */
+export function storeContext(
+  client: DynamoDBSender,
+  options: DynamoDBStoreOptions,
+  load: (id: string) => Promise<Execution | null>,
+): StoreContext {
+  checkClient(client);
+  const {
+    prefix = "harel",
+    traceMax: traceMaxOption = 200,
+    consistentReads = true,
+    processedTtlSeconds = null,
+    seqBlockSize = 1000,
+    conflictRetries: conflictRetriesOption = 8,
+    ambiguousRetries: ambiguousRetriesOption = 3,
+    timerIndex = false,
+    timerShards = DEFAULT_TIMER_SHARDS,
+    finishedTtlSeconds = null,
+    now = Date.now,
+  } = checkOptions(options);
+  const tables = executionTables(prefix);
+  const rules = checkExecutionStoreOptions(traceMaxOption, processedTtlSeconds);
+  if (typeof consistentReads !== "boolean") {
+    throw new TypeError(`consistentReads must be a boolean, got ${describe(consistentReads)}`);
+  }
+  const conflictRetries = checkInteger("conflictRetries", conflictRetriesOption, 0, 100);
+  const ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetriesOption, 0, 100);
+  const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
+  const ownership = new ClientOwnership("DynamoDBStore", client);
+  const gated = ownership.gate(client);
+  if (typeof timerIndex !== "boolean") {
+    throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
+  }
+  const tx: TxContext = {
+    tables,
+    traceMax: rules.traceMax,
+    processedTtl: rules.processedTtl,
+    timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
+    finishedTtl: checkFinishedTtl(finishedTtlSeconds),
+    now: checkClock(now),
+  };
+  const context: Omit<StoreContext, "timers" | "tx"> = {
+    ...tx,
+    client: gated,
+    consistent: consistentReads,
+    chains: new ChainCache(),
+    table: tables.timers.name,
+    shards: tx.timerShards,
+    timerIndex,
+    ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
+    outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block),
+    spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),
+    conflictRetries,
+    ambiguousRetries,
+    load,
+    readChains: (id) => readChains(store, id),
+    ownership,
+  };
+  const store: StoreContext = Object.assign(context, { timers: context, tx }) as StoreContext;
+  return store;
+}
+
+/**
+ * Creates the tables that are missing (a timers table made now gets the index with it), turns
+ * on the TTLs the options use, and adds the timer index to an existing timers table.
+ */
+export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
+  const { timers } = ctx.tables;
+  await Promise.all(
+    Object.values(ctx.tables).map((spec) =>
+      ensureTable(ctx.client, spec, ctx.timerIndex && spec === timers ? TIMER_INDEX : undefined)
+    ),
+  );
+  const expiring = [
+    ctx.processedTtl === null ? undefined : ctx.tables.processed.name,
+    ctx.finishedTtl === null ? undefined : ctx.tables.executions.name,
+  ];
+  await Promise.all(
+    expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
+  );
+  if (ctx.timerIndex) {
+    await ensureIndex(ctx.client, ctx.tables.timers.name, TIMER_INDEX);
+    await backfillTimerShards(ctx);
+  }
+}
