@@ -6,12 +6,11 @@
 import {
   DeleteItemCommand,
   type DynamoDBClient,
-  GetItemCommand,
   PutItemCommand,
   ScanCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { Attempts, type Resends, retryingConflicts, transactOne } from "../dynamo/_lost_answers.ts";
+import { Attempts, retryingConflicts } from "../dynamo/_lost_answers.ts";
 import { OutcomeUnknown } from "../core/errors.ts";
 import {
   checkField,
@@ -29,7 +28,6 @@ import {
   decodeValue,
   fieldRecord,
   fromAttribute,
-  fromMap,
   legacyFields,
   setOwn,
   setTtl,
@@ -47,7 +45,6 @@ import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import { STATE, stateKey } from "../core/_layout.ts";
 import {
   HOLDS,
-  holds,
   isConditionFailure,
   isLive,
   LIVE,
@@ -56,20 +53,19 @@ import {
   PRESENT_NAMES,
   ZERO,
 } from "./_state_presence.ts";
-import { type HashTable, removeFields, writeField } from "./_hash_writes.ts";
+import { removeFields, writeField } from "./_hash_writes.ts";
+import {
+  deletePresent,
+  fieldsOf,
+  presentItem,
+  readItem,
+  RESENDS,
+  type StateTable,
+  WHOLE_ITEM,
+} from "./_state_reads.ts";
 import type { CreateStateStoreOptions, DynamoDBStateStoreOptions } from "./state_store_options.ts";
 
 export type { CreateStateStoreOptions, DynamoDBStateStoreOptions };
-
-/** What a read of the whole item projects (every attribute but `updated_at` and `write_id`). */
-const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
-
-/**
- * How the deletes (one-item transactions) go on: re-sent with the same token up to 3 times
- * while the answer is lost, and up to 8 times after a transaction conflict. A plain write that
- * one of them held off is retried as often.
- */
-const RESENDS: Resends = { lost: 3, conflicts: 8 };
 
 /** A size stand-in for the ids of the last three hash writes on an item (22 characters each). */
 const WRITE_IDS_SIZE: Item = Object.fromEntries(
@@ -100,7 +96,7 @@ export class DynamoDBStateStore implements StateStore {
   readonly #client: DynamoDBSender;
   readonly #consistent: boolean;
   readonly #ownership: ClientOwnership;
-  readonly #hashes: HashTable;
+  readonly #table: StateTable;
 
   /**
    * A store on an existing client. Sends nothing: call `ensureTable()` once, or use
@@ -123,7 +119,12 @@ export class DynamoDBStateStore implements StateStore {
     this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
     // The deletes are transactions: a plain write they hold off for a moment is sent again.
     this.#client = retryingConflicts(this.#ownership.gate(client), RESENDS.conflicts);
-    this.#hashes = { client: this.#client, tableName: this.tableName, resends: RESENDS };
+    this.#table = {
+      client: this.#client,
+      tableName: this.tableName,
+      resends: RESENDS,
+      consistent: consistentReads,
+    };
   }
 
   /**
@@ -199,28 +200,6 @@ export class DynamoDBStateStore implements StateStore {
     await ensureTtl(this.#client, this.tableName, STATE.ttl);
   }
 
-  /** The live item at `key` (or undefined), projected on `paths` (each a list of names). */
-  async #read(key: string, paths: string[][]): Promise<Item | undefined> {
-    const names: Record<string, string> = {};
-    const projection = paths.map((path) =>
-      path.map((name) => {
-        const alias = `#p${Object.keys(names).length}`;
-        names[alias] = name;
-        return alias;
-      }).join(".")
-    );
-    const result = await this.#client.send(
-      new GetItemCommand({
-        TableName: this.tableName,
-        Key: stateKey(key),
-        ProjectionExpression: projection.join(", "),
-        ExpressionAttributeNames: names,
-        ConsistentRead: this.#consistent,
-      }),
-    );
-    return isLive(result.Item, nowSeconds()) ? result.Item : undefined;
-  }
-
   /**
    * The value of `key`, or `null` when it is missing, expired, or holds only a hash. `T`
    * names the type you stored (it is not checked, as with Deno KV's `get<T>()`).
@@ -239,7 +218,7 @@ export class DynamoDBStateStore implements StateStore {
   async get<T = unknown>(key: string): Promise<T | null> {
     this.#open("get");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const item = await this.#read(key, [[STATE.value], [STATE.ttl]]);
+    const item = await readItem(this.#table, key, [[STATE.value], [STATE.ttl]]);
     const text = item?.[STATE.value]?.S;
     return text === undefined ? null : decodeValue(text) as T;
   }
@@ -303,7 +282,7 @@ export class DynamoDBStateStore implements StateStore {
   async delete(key: string): Promise<boolean> {
     this.#open("delete");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const removed = await this.#deletePresent("delete", key, true);
+    const removed = await deletePresent(this.#table, "delete", key, true);
     if (removed.applied) return true;
     if (removed.found !== undefined || removed.unreadable) {
       // An expired or emptied leftover: it goes too, unless a live key was written since.
@@ -325,44 +304,6 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Deletes the item at `key` if it is present (live and holding something), as a one-item
-   * transaction with an idempotency token: a copy re-sent after a lost answer is answered as
-   * the first one, never as a failed condition. `withOld`: the item found when not present.
-   */
-  #deletePresent(
-    operation: string,
-    key: string,
-    withOld: boolean,
-  ): ReturnType<typeof transactOne> {
-    return transactOne(
-      this.#client,
-      {
-        Delete: {
-          TableName: this.tableName,
-          Key: stateKey(key),
-          ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
-          ExpressionAttributeNames: PRESENT_NAMES,
-          ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
-          ReturnValuesOnConditionCheckFailure: withOld ? "ALL_OLD" : undefined,
-        },
-      },
-      { operation, key },
-      RESENDS,
-      "if it was applied, the key is gone",
-    );
-  }
-
-  /**
-   * The live item at `key` when it holds a value or a hash field. A GetItem of the whole
-   * item (a Query could filter on the server, but would need one more IAM action than the
-   * store's policy has always granted).
-   */
-  async #present(key: string): Promise<Item | undefined> {
-    const item = await this.#read(key, WHOLE_ITEM);
-    return item && holds(item) ? item : undefined;
-  }
-
-  /**
    * Whether `key` exists and has not expired. A key whose hash was emptied (and that holds
    * no value) does not exist, as in Redis.
    *
@@ -377,7 +318,7 @@ export class DynamoDBStateStore implements StateStore {
   async exists(key: string): Promise<boolean> {
     this.#open("exists");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    return (await this.#present(key)) !== undefined;
+    return (await presentItem(this.#table, key)) !== undefined;
   }
 
   /**
@@ -438,7 +379,7 @@ export class DynamoDBStateStore implements StateStore {
   async ttl(key: string): Promise<number | null> {
     this.#open("ttl");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const ttl = (await this.#present(key))?.[STATE.ttl]?.N;
+    const ttl = (await presentItem(this.#table, key))?.[STATE.ttl]?.N;
     return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
   }
 
@@ -474,7 +415,7 @@ export class DynamoDBStateStore implements StateStore {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkTtlHorizon("seconds", seconds);
     checkTtlSeconds("seconds", seconds, true);
-    if (seconds <= 0) return (await this.#deletePresent("expire", key, false)).applied;
+    if (seconds <= 0) return (await deletePresent(this.#table, "expire", key, false)).applied;
     const now = nowSeconds();
     const command = new UpdateItemCommand({
       TableName: this.tableName,
@@ -534,7 +475,7 @@ export class DynamoDBStateStore implements StateStore {
     checkField(field);
     // `hash.<field>` reads just that field; `value` is there for legacy items.
     const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
-    let item = await this.#read(key, oneField);
+    let item = await readItem(this.#table, key, oneField);
     const native = item?.[STATE.hash]?.M;
     if (native && Object.hasOwn(native, field)) return fromAttribute(native[field]!) as T;
     // A legacy value naming the field counts only if no Map exists (the projection of a
@@ -542,20 +483,12 @@ export class DynamoDBStateStore implements StateStore {
     if (
       item && native === undefined && Object.hasOwn(legacyFields(item[STATE.value]?.S) ?? {}, field)
     ) {
-      item = await this.#read(key, WHOLE_ITEM);
+      item = await readItem(this.#table, key, WHOLE_ITEM);
     } else if (native === undefined) {
       return null;
     }
-    const fields = this.#fields(item);
+    const fields = fieldsOf(item);
     return fields && Object.hasOwn(fields, field) ? fields[field] as T : null;
-  }
-
-  /** The fields of a live item: its native Map once it has a `hash`, else its legacy hash. */
-  #fields(item: Item | undefined): Record<string, unknown> | undefined {
-    if (!item) return undefined;
-    const hash = item[STATE.hash];
-    if (hash !== undefined) return hash.M ? fromMap(hash.M, fieldRecord()) : undefined;
-    return legacyFields(item[STATE.value]?.S);
   }
 
   /**
@@ -575,8 +508,8 @@ export class DynamoDBStateStore implements StateStore {
   async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     this.#open("hgetall");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    const fields = this.#fields(
-      await this.#read(key, WHOLE_ITEM),
+    const fields = fieldsOf(
+      await readItem(this.#table, key, WHOLE_ITEM),
     );
     return (fields ?? fieldRecord()) as Record<string, T>;
   }
@@ -628,7 +561,7 @@ export class DynamoDBStateStore implements StateStore {
     };
     setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
     checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
-    return await writeField(this.#hashes, key, field, plain, native);
+    return await writeField(this.#table, key, field, plain, native);
   }
 
   /**
@@ -662,7 +595,7 @@ export class DynamoDBStateStore implements StateStore {
     this.#open("hdel");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const all = checkHdelFields(fields);
-    return await removeFields(this.#hashes, key, all);
+    return await removeFields(this.#table, key, all);
   }
 
   /**
