@@ -16,7 +16,7 @@ import {
 } from "../core/_validate.ts";
 import { encodeCursor } from "../core/cursor.ts";
 import { planListing } from "./_listing.ts";
-import { type Event, type Execution, summarize } from "../core/documents.ts";
+import { type Execution, summarize } from "../core/documents.ts";
 import { StoreClosed, StoreConflict } from "../core/errors.ts";
 import { executionTables } from "../core/table_specs.ts";
 import type {
@@ -33,14 +33,14 @@ import type {
   ReadLimitOptions,
   RelayBatchOptions,
   RelayFailure,
-  RelayItem,
   RelayItems,
   RelayKey,
   RelayKind,
   Timer,
 } from "../core/types.ts";
 import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
-import { byFireAt, bySeq, Lowest, readLimit } from "../core/_bounded.ts";
+import { readLimit } from "../core/_bounded.ts";
+import { keyOf, MemoryQueues } from "./_memory_queues.ts";
 
 /**
  * Options of {@linkcode MemoryStore}.
@@ -75,8 +75,6 @@ export interface MemoryStoreOptions {
   now?: () => number;
 }
 
-const keyOf = (a: string, b: string) => `${a}\u0000${b}`;
-
 /**
  * An in-memory {@linkcode ExecutionStore} with DynamoDBStore's semantics: CAS on
  * `version`, all-or-nothing commits, seqs rising in commit order, the trace ring, timers
@@ -103,15 +101,7 @@ export class MemoryStore implements ExecutionStore {
   readonly #now: () => number;
   readonly #executions = new Map<string, string>(); // id → data JSON
   readonly #expiries = new Map<string, number>(); // id → ttl (epoch s) of a finished execution
-  readonly #outbox = new Map<
-    number,
-    { targetId: string | null; event: string; sourceId: string } & Bookkeeping
-  >();
-  readonly #spawns = new Map<
-    number,
-    Omit<PendingSpawn, "context" | "seq"> & { context: string } & Bookkeeping
-  >();
-  readonly #timers = new Map<string, Timer & Partial<Bookkeeping>>();
+  readonly #queues: MemoryQueues;
   readonly #processed = new Map<string, number | null>(); // → expiry (epoch s) or null
   readonly #trace = new Map<string, Map<number, string>>();
   #seq = 0;
@@ -145,6 +135,7 @@ export class MemoryStore implements ExecutionStore {
       now,
     };
     this.#now = now;
+    this.#queues = new MemoryQueues(now);
   }
 
   /**
@@ -226,17 +217,17 @@ export class MemoryStore implements ExecutionStore {
       else this.#expiries.set(plan.id, plan.expiresAt);
       const outbox = plan.emits.map((emit) => {
         const seq = ++this.#seq;
-        this.#outbox.set(seq, {
+        this.#queues.outbox.set(seq, {
           targetId: emit.target,
           event: emit.event,
           sourceId: plan.id,
-          ...this.#fresh(),
+          ...this.#queues.fresh(),
         });
         return seq;
       });
       const spawns = plan.spawns.map((spawn) => {
         const seq = ++this.#seq;
-        this.#spawns.set(seq, { parentId: plan.id, ...spawn, ...this.#fresh() });
+        this.#queues.spawns.set(seq, { parentId: plan.id, ...spawn, ...this.#queues.fresh() });
         return seq;
       });
       if (plan.processedEventId !== undefined) {
@@ -247,8 +238,8 @@ export class MemoryStore implements ExecutionStore {
         );
       }
       for (const [path, fireAt] of plan.timers) {
-        if (fireAt === null) this.#timers.delete(keyOf(plan.id, path));
-        else this.#timers.set(keyOf(plan.id, path), { executionId: plan.id, path, fireAt });
+        if (fireAt === null) this.#queues.timers.delete(keyOf(plan.id, path));
+        else this.#queues.timers.set(keyOf(plan.id, path), { executionId: plan.id, path, fireAt });
       }
       if (plan.trace !== undefined) this.#append(plan.id, plan.trace);
       exe.version = plan.next;
@@ -309,7 +300,7 @@ export class MemoryStore implements ExecutionStore {
       this.#trace.delete(id);
       return {
         execution,
-        timers: removeUnder(this.#timers),
+        timers: removeUnder(this.#queues.timers),
         trace,
         processed: removeUnder(this.#processed),
       };
@@ -357,7 +348,9 @@ export class MemoryStore implements ExecutionStore {
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     return Promise.try(() => {
       this.#open("pendingOutbox");
-      return this.#outboxBatch(readLimit(options), this.#now() / 1000).items.map((q) => q.item);
+      return this.#queues.outboxBatch(readLimit(options), this.#now() / 1000).items.map((q) =>
+        q.item
+      );
     });
   }
 
@@ -365,7 +358,7 @@ export class MemoryStore implements ExecutionStore {
    * Removes delivered outbox entries.
    */
   ackOutbox(seq: number | number[]): Promise<void> {
-    return this.#ack(this.#outbox, seq, "ackOutbox");
+    return this.#ack(this.#queues.outbox, seq, "ackOutbox");
   }
 
   /**
@@ -375,7 +368,9 @@ export class MemoryStore implements ExecutionStore {
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     return Promise.try(() => {
       this.#open("pendingSpawns");
-      return this.#spawnBatch(readLimit(options), this.#now() / 1000).items.map((q) => q.item);
+      return this.#queues.spawnBatch(readLimit(options), this.#now() / 1000).items.map((q) =>
+        q.item
+      );
     });
   }
 
@@ -383,7 +378,7 @@ export class MemoryStore implements ExecutionStore {
    * Removes started spawn intents.
    */
   ackSpawn(seq: number | number[]): Promise<void> {
-    return this.#ack(this.#spawns, seq, "ackSpawn");
+    return this.#ack(this.#queues.spawns, seq, "ackSpawn");
   }
 
   #ack(table: Map<number, unknown>, seq: number | number[], method: string): Promise<void> {
@@ -406,7 +401,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("dueTimers");
       checkTime("now", now);
-      return this.#timerBatch(readLimit(options), now).items.map((q) => q.item);
+      return this.#queues.timerBatch(readLimit(options), now).items.map((q) => q.item);
     });
   }
 
@@ -435,8 +430,8 @@ export class MemoryStore implements ExecutionStore {
       checkKey("path", path, LIMITS.sortKeyBytes);
       checkTime("fireAt", fireAt);
       const key = keyOf(executionId, path);
-      if (this.#timers.get(key)?.fireAt !== fireAt) return (false);
-      this.#timers.delete(key);
+      if (this.#queues.timers.get(key)?.fireAt !== fireAt) return (false);
+      this.#queues.timers.delete(key);
       return (true);
     });
   }
@@ -477,12 +472,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("relayBatch");
       const { limit, now, seqs } = checkBatchOptions(kind, options);
-      const batch = kind === "timers"
-        ? this.#timerBatch(limit, now)
-        : kind === "spawns"
-        ? this.#spawnBatch(limit, now)
-        : this.#outboxBatch(limit, now, seqs);
-      return batch as RelayItems<K>;
+      return this.#queues.batch(kind, limit, now, seqs);
     });
   }
 
@@ -496,14 +486,7 @@ export class MemoryStore implements ExecutionStore {
       this.#open("recordFailure");
       checkRelayKey(kind, key);
       checkFailure(failure);
-      const row = this.#row(kind, key);
-      if (row === undefined) return false;
-      row.attempts = failure.attempts;
-      row.lastError = failure.error.slice(0, 1000) || "(no message)";
-      row.retryAt = failure.retryAt;
-      row.deadAt = failure.retryAt === null ? this.#now() / 1000 : null;
-      row.unreadable = failure.unreadable === true;
-      return true;
+      return this.#queues.recordFailure(kind, key, failure);
     });
   }
 
@@ -512,28 +495,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("deadLetters");
       checkRelayKind(kind);
-      const limit = readLimit(options);
-      const letters: DeadLetter<K>[] = [];
-      if (kind === "timers") {
-        const dead = [...this.#timers.values()].filter((t) => typeof t.deadAt === "number");
-        for (const t of dead.sort(byFireAt).slice(0, limit)) {
-          const timer = { executionId: t.executionId, path: t.path, fireAt: t.fireAt };
-          letters.push(
-            letter(timer as RelayKey<K>, timer as RelayItem<K>, t, {
-              execution_id: t.executionId,
-              path: t.path,
-            }),
-          );
-        }
-        return letters;
-      }
-      const table: Map<number, Bookkeeping> = kind === "outbox" ? this.#outbox : this.#spawns;
-      const dead = [...table].filter(([, row]) => row.deadAt !== null).sort(([a], [b]) => a - b);
-      for (const [seq, row] of dead.slice(0, limit)) {
-        const item = kind === "outbox" ? this.#outboxEntry(seq) : this.#pendingSpawn(seq);
-        letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }));
-      }
-      return letters as DeadLetter<K>[];
+      return this.#queues.deadLetters(kind, readLimit(options));
     });
   }
 
@@ -542,16 +504,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("retryDeadLetter");
       checkRelayKey(kind, key);
-      const row = this.#row(kind, key);
-      if (row === undefined) return false;
-      Object.assign(row, {
-        attempts: 0,
-        retryAt: null,
-        deadAt: null,
-        lastError: null,
-        unreadable: false,
-      });
-      return true;
+      return this.#queues.retryDeadLetter(kind, key);
     });
   }
 
@@ -560,124 +513,8 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("dropDeadLetter");
       checkRelayKey(kind, key);
-      const row = this.#row(kind, key);
-      if (row === undefined) return true;
-      if (row.deadAt === null || row.deadAt === undefined) return false;
-      if (kind === "timers") {
-        const { executionId, path } = key as Timer;
-        this.#timers.delete(keyOf(executionId, path));
-      } else (kind === "outbox" ? this.#outbox : this.#spawns).delete(key as number);
-      return true;
+      return this.#queues.dropDeadLetter(kind, key);
     });
-  }
-
-  /** Bookkeeping of a new outbox entry or spawn. */
-  #fresh(): Bookkeeping {
-    return {
-      attempts: 0,
-      retryAt: null,
-      deadAt: null,
-      lastError: null,
-      createdAt: this.#now() / 1000,
-    };
-  }
-
-  /** The stored row of a queue item (a timer only while it still fires at `fireAt`). */
-  #row<K extends RelayKind>(kind: K, key: RelayKey<K>): Partial<Bookkeeping> | undefined {
-    if (kind === "timers") {
-      const { executionId, path, fireAt } = key as Timer;
-      const timer = this.#timers.get(keyOf(executionId, path));
-      return timer?.fireAt === fireAt ? timer : undefined;
-    }
-    return (kind === "outbox" ? this.#outbox : this.#spawns).get(key as number);
-  }
-
-  #outboxEntry(seq: number): OutboxEntry {
-    const entry = this.#outbox.get(seq)!;
-    return { seq, targetId: entry.targetId, event: JSON.parse(entry.event) as Event };
-  }
-
-  #pendingSpawn(seq: number): PendingSpawn {
-    const spawn = this.#spawns.get(seq)!;
-    return {
-      seq,
-      parentId: spawn.parentId,
-      childId: spawn.childId,
-      rootPath: spawn.rootPath,
-      context: JSON.parse(spawn.context),
-    };
-  }
-
-  /**
-   * The outbox as a relay pass reads it: a target is held from its lowest entry that waits or is
-   * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
-   * source and target that is not among them.
-   */
-  #outboxBatch(limit: number, now: number, seqs?: number[]): RelayItems<"outbox"> {
-    const held = new Map<string | null, number>();
-    let oldestAt: number | null = null;
-    for (const [seq, row] of this.#outbox) {
-      if (row.deadAt === null) oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
-      if ((row.deadAt !== null && !row.unreadable) || (row.deadAt === null && !due(row, now))) {
-        held.set(row.targetId, Math.min(held.get(row.targetId) ?? Infinity, seq));
-      }
-    }
-    const clear = (seq: number) => {
-      const row = this.#outbox.get(seq)!;
-      return row.deadAt === null && due(row, now) && !(seq > (held.get(row.targetId) ?? Infinity));
-    };
-    let chosen: number[];
-    if (seqs === undefined) {
-      chosen = [...this.#outbox.keys()].filter(clear).sort(bySeq).slice(0, limit);
-    } else {
-      const given = new Set(seqs.filter((seq) => this.#outbox.has(seq)));
-      const blocked = new Set<string>();
-      chosen = [];
-      for (const seq of [...given].sort(bySeq)) {
-        const row = this.#outbox.get(seq)!;
-        const chain = `${row.sourceId}\u0000${JSON.stringify(row.targetId)}`;
-        const behind = [...this.#outbox].some(([other, o]) =>
-          other < seq && !given.has(other) && o.sourceId === row.sourceId &&
-          o.targetId === row.targetId
-        );
-        if (blocked.has(chain) || behind || !clear(seq)) blocked.add(chain);
-        else chosen.push(seq);
-      }
-    }
-    const items = chosen.map((seq) => ({
-      item: this.#outboxEntry(seq),
-      attempts: this.#outbox.get(seq)!.attempts,
-    }));
-    return { items, unreadable: [], oldestAt };
-  }
-
-  #spawnBatch(limit: number, now: number): RelayItems<"spawns"> {
-    let oldestAt: number | null = null;
-    const ready: number[] = [];
-    for (const [seq, row] of this.#spawns) {
-      if (row.deadAt !== null) continue;
-      oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
-      if (due(row, now)) ready.push(seq);
-    }
-    const items = lowestSeqs(ready, limit).map((seq) => ({
-      item: this.#pendingSpawn(seq),
-      attempts: this.#spawns.get(seq)!.attempts,
-    }));
-    return { items, unreadable: [], oldestAt };
-  }
-
-  #timerBatch(limit: number, now: number): RelayItems<"timers"> {
-    const ready = new Lowest<Timer & Partial<Bookkeeping>>(limit, byFireAt);
-    for (const timer of this.#timers.values()) {
-      if (timer.fireAt <= now && typeof timer.deadAt !== "number" && due(timer, now)) {
-        ready.offer(timer);
-      }
-    }
-    const items = ready.sorted().map((t) => ({
-      item: { executionId: t.executionId, path: t.path, fireAt: t.fireAt },
-      attempts: t.attempts ?? 0,
-    }));
-    return { items, unreadable: [], oldestAt: items[0]?.item.fireAt ?? null };
   }
 
   /**
@@ -693,44 +530,4 @@ export class MemoryStore implements ExecutionStore {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-/** A relay's bookkeeping on a queue item (see _layout.ts FAILURE). */
-interface Bookkeeping {
-  attempts: number;
-  retryAt: number | null;
-  deadAt: number | null;
-  lastError: string | null;
-  /** When it was written, in epoch seconds (lag). */
-  createdAt: number;
-  /** Set aside as unreadable: holds nothing back. */
-  unreadable?: boolean;
-}
-
-/** Whether a row may be attempted at `now` (not waiting for a retry). */
-function due(row: { retryAt?: number | null }, now: number): boolean {
-  return row.retryAt === null || row.retryAt === undefined || row.retryAt <= now;
-}
-
-function letter<K extends RelayKind>(
-  key: RelayKey<K>,
-  item: RelayItem<K>,
-  row: Partial<Bookkeeping>,
-  raw: Record<string, unknown>,
-): DeadLetter<K> {
-  return {
-    key,
-    item,
-    attempts: row.attempts ?? 0,
-    lastError: row.lastError ?? null,
-    deadAt: row.deadAt ?? 0,
-    raw: { ...raw, attempts: row.attempts, last_error: row.lastError, dead_at: row.deadAt },
-  };
-}
-
-/** The `limit` lowest of `seqs`, ascending. */
-function lowestSeqs(seqs: Iterable<number>, limit: number): number[] {
-  const lowest = new Lowest(limit, bySeq);
-  for (const seq of seqs) lowest.offer(seq);
-  return lowest.sorted();
 }
