@@ -14,7 +14,7 @@ import {
   TIMER,
   timerKey,
 } from "../core/_layout.ts";
-import { DEAD_SHARD, PARKED_SHARD } from "./_table_reads.ts";
+import { DEAD_SHARD, PARKED_SHARD } from "./_timers.ts";
 import { timerShard } from "./_timer_index.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import type {

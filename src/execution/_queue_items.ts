@@ -3,7 +3,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { Item } from "../dynamo/_dynamo.ts";
 import { FAILURE, TIMER } from "../core/_layout.ts";
-import type { TimerReads } from "./_table_reads.ts";
+import type { TimerReads } from "./_timers.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import type { RelayKey, RelayKind, Timer, UnreadableRow } from "../core/types.ts";
 

@@ -6,7 +6,7 @@
 import { Lowest } from "../core/_bounded.ts";
 import { batchGet, chunks, eachConcurrently, type Item, scanAll } from "../dynamo/_dynamo.ts";
 import { FAILURE, SPAWN, spawnFromItem } from "../core/_layout.ts";
-import { dueByScan, dueFromIndex } from "./_table_reads.ts";
+import { dueByScan, dueFromIndex } from "./_timers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { RelayItems, RelayKind, UnreadableRow } from "../core/types.ts";
 import { earliest, isDue, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";

@@ -18,7 +18,7 @@ import { ChainCache } from "./_outbox_chain.ts";
 import type { QueueReads } from "./_queue_items.ts";
 import type { CommitContext } from "./_commit_loop.ts";
 import { type ExecutionReads, readChains } from "./_execution_reads.ts";
-import { backfillTimerShards, type TimerReads } from "./_table_reads.ts";
+import { backfillTimerShards, type TimerReads } from "./_timers.ts";
 import type { TxContext } from "./_transaction.ts";
 import { checkClock, checkFinishedTtl } from "./_retention.ts";
 import type { DynamoDBStoreOptions } from "./execution_store_options.ts";
