@@ -10,7 +10,7 @@ import { encodeCursor } from "../core/cursor.ts";
 import type { Listing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
-import type { Reads } from "./_table_reads.ts";
+import type { Reads } from "./_seq_queues.ts";
 import type { ChainCache } from "./_outbox_chain.ts";
 import {
   EXECUTION,

@@ -1,7 +1,7 @@
 // The timers table's reads and writes: due timers by the index or by a scan (with the parked
 // and dead shards), the index's backfill, and the claim of one due timer. Memory grows with the
 // `limit` asked for, never with the table.
-import { type Reads, WRITE_CONCURRENCY } from "./_table_reads.ts";
+import { type Reads, WRITE_CONCURRENCY } from "./_seq_queues.ts";
 import {
   QueryCommand,
   type QueryCommandOutput,

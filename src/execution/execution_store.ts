@@ -17,7 +17,7 @@ import { deadLetters, dropDeadLetter, recordFailure, retryDeadLetter } from "./_
 import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
 import { runCommit } from "./_commit_loop.ts";
 import { listPage, readExecution, readForEvent, readProcessed } from "./_execution_reads.ts";
-import { deleteSeqs } from "./_table_reads.ts";
+import { deleteSeqs } from "./_seq_queues.ts";
 import { claimTimer, dueByScan, dueFromIndex } from "./_timers.ts";
 import { claimCommit, planTraceEntry } from "./_transaction.ts";
 import { removeExecution } from "./_delete_execution.ts";
