@@ -3,7 +3,7 @@
  * stops flowing (each `Equal` below must be `true`), and the run checks the same values.
  */
 import assert from "node:assert/strict";
-import { type Event, type Execution, newEvent, newExecution } from "../../mod.ts";
+import { type Event, type Execution, newEvent, newExecution } from "../../src/testing.ts";
 
 /** `true` only when A and B are the same type (not merely assignable). */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
