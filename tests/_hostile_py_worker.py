@@ -16,7 +16,7 @@ while time.time() < end:
         UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}},
         ReturnValues="UPDATED_NEW")["Attributes"]["n"]["N"])
     target = rnd.choice(["A", "B"])
-    ev = {"id": uuid.uuid4().hex, "kind": "py", "data": {"src": eid, "n": -1}, "created_time": None, "received_time": None}
+    ev = {"id": uuid.uuid4().hex, "kind": "py", "data": {"src": eid, "n": -1, "v": old + 1}, "created_time": None, "received_time": None}
     try:
         db.transact_write_items(TransactItems=[
             {"Put": {"TableName": f"{prefix}_executions", "Item": {"id": {"S": eid}, "data": {"S": json.dumps(doc)},

@@ -2,7 +2,7 @@
 // the same tables, lost answers, and the mistakes a Deno user makes. Each test states the expected
 // behaviour; the ones not marked REGRESSION failed on the code they were written against.
 import assert from "node:assert/strict";
-import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBStore,
   type Execution,
@@ -13,7 +13,8 @@ import {
   StoreConflict,
   sweepTimers,
 } from "../mod.ts";
-import { endpoint, freshStore, pause, testClient } from "./_env.ts";
+import { endpoint, freshStore, pause, testClient, uniqueName } from "./_env.ts";
+import { FaultProxy } from "./_fault_proxy.ts";
 
 const PY_WORKER = new URL("./_hostile_py_worker.py", import.meta.url).pathname;
 
@@ -60,7 +61,11 @@ Deno.test("REGRESSION (passes today): with a Python worker Putting executions an
       const exe = await store.load(id) as Execution;
       const n = ((exe.context.n as number | undefined) ?? 0) + 1;
       exe.context.n = n;
-      const events = [newEvent("deno", { src: id, n, w }), newEvent("deno", { src: id, n, w })];
+      const v = exe.version + 1;
+      const events = [
+        newEvent("deno", { src: id, n, w, v }),
+        newEvent("deno", { src: id, n, w, v }),
+      ];
       try {
         const { outbox } = await store.commit(exe, {
           emits: [{ target: "A", event: events[0]! }, { target: "B", event: events[1]! }],
@@ -91,7 +96,9 @@ Deno.test("REGRESSION (passes today): with a Python worker Putting executions an
   assert.equal(py.code, 0, new TextDecoder().decode(py.stderr));
   failing = false;
   for (let i = 0; i < 50; i++) {
-    for (const letter of await s1.deadLetters("outbox")) await s1.retryDeadLetter("outbox", letter.key);
+    for (const letter of await s1.deadLetters("outbox")) {
+      await s1.retryDeadLetter("outbox", letter.key);
+    }
     await relayOutbox(s1, deliver, retry);
     if ((await s1.pendingOutbox({ limit: Infinity })).length === 0) break;
   }
@@ -111,7 +118,31 @@ Deno.test("REGRESSION (passes today): with a Python worker Putting executions an
     );
     last.set(key, data.n);
   }
-  console.log(`python commits: ${new TextDecoder().decode(py.stdout).trim()}, deno entries ${written.size}, delivered ${seen.size}`);
+  // Seqs rise per execution in commit order, Python's commits (whole-item Puts) in between.
+  const bySource = new Map<string, { v: number; seq: number }[]>();
+  for (const entry of seen.values()) {
+    const data = entry.event.data as { src: string; v: number };
+    bySource.set(data.src, [...bySource.get(data.src) ?? [], { v: data.v, seq: entry.seq }]);
+  }
+  for (const [src, rows] of bySource) {
+    rows.sort((a, b) => a.v - b.v || a.seq - b.seq);
+    for (let i = 1; i < rows.length; i++) {
+      assert.ok(
+        rows[i]!.seq > rows[i - 1]!.seq,
+        `${src}: v${rows[i]!.v} seq ${rows[i]!.seq} after v${rows[i - 1]!.v} seq ${
+          rows[i - 1]!.seq
+        }`,
+      );
+    }
+  }
+  using raw = testClient();
+  const left = await raw.send(new ScanCommand({ TableName: s1.tables.outbox.name }));
+  assert.deepEqual(left.Items, [], "the outbox is empty: Python rows delivered too");
+  console.log(
+    `python commits: ${
+      new TextDecoder().decode(py.stdout).trim()
+    }, deno entries ${written.size}, delivered ${seen.size}`,
+  );
 });
 
 const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
@@ -206,4 +237,30 @@ Deno.test("relayOutbox with backoff { minSeconds: 10_000 } (milliseconds meant) 
     () => relayOutbox(store, async () => {}, { backoff: { minSeconds: 10_000 } }),
     (error: Error) => /millisecond/i.test(error.message),
   );
+});
+
+Deno.test("dropDeadLetter whose answer was lost still releases the target: the next inline delivery to it goes out at once", async () => {
+  await using proxy = new FaultProxy(endpoint());
+  const prefix = uniqueName("h2");
+  await using store = await DynamoDBStore.create({ endpoint: proxy.endpoint, prefix });
+  const a = newExecution({ definition_id: "d" });
+  const first = await store.commit(a, { emits: [{ target: "T", event: newEvent("a") }] });
+  await relayOutbox(store, () => Promise.reject(new Error("boom")), {
+    maxAttempts: 1,
+    onError: () => {},
+  });
+  assert.equal((await store.deadLetters("outbox"))[0]?.key, first.outbox[0]);
+  let dropped = 0;
+  proxy.script = {
+    request: ({ operation }) =>
+      operation === "DeleteItem" && dropped++ === 0 ? { kind: "drop-response" } : { kind: "pass" },
+  };
+  assert.equal(await store.dropDeadLetter("outbox", first.outbox[0]!), true);
+  assert.equal(dropped > 0, true);
+  // Another execution emits to the same target and delivers within its request.
+  const b = newExecution({ definition_id: "d" });
+  const { outbox } = await store.commit(b, { emits: [{ target: "T", event: newEvent("b") }] });
+  const delivered: number[] = [];
+  await relayOutbox(store, async (entry) => void delivered.push(entry.seq), { seqs: outbox });
+  assert.deepEqual(delivered, outbox, "left for the next cron pass: the hint still holds T");
 });
