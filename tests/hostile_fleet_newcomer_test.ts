@@ -264,3 +264,16 @@ Deno.test("dropDeadLetter whose answer was lost still releases the target: the n
   await relayOutbox(store, async (entry) => void delivered.push(entry.seq), { seqs: outbox });
   assert.deepEqual(delivered, outbox, "left for the next cron pass: the hint still holds T");
 });
+
+Deno.test("cli timers --due does not list a dead-lettered timer as due without saying it is dead (dueTimers leaves it out)", async () => {
+  await using store = await freshStore();
+  await deadTimer(store);
+  assert.deepEqual(await store.dueTimers(1_700_000_200), []);
+  const out = await cli(store, "timers", "--due", "--json");
+  assert.equal(out.code, 0, out.stderr);
+  const shown = JSON.parse(out.stdout) as { total: number; timers: Record<string, unknown>[] };
+  assert.ok(
+    shown.timers.length === 0 || shown.timers.every((t) => /dead/i.test(JSON.stringify(t))),
+    `the dead timer shows as due: ${out.stdout}`,
+  );
+});
