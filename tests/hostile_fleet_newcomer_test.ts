@@ -261,7 +261,9 @@ Deno.test("dropDeadLetter whose answer was lost still releases the target: the n
   const b = newExecution({ definition_id: "d" });
   const { outbox } = await store.commit(b, { emits: [{ target: "T", event: newEvent("b") }] });
   const delivered: number[] = [];
-  await relayOutbox(store, async (entry) => void delivered.push(entry.seq), { seqs: outbox });
+  await relayOutbox(store, (entry) => Promise.resolve(void delivered.push(entry.seq)), {
+    seqs: outbox,
+  });
   assert.deepEqual(delivered, outbox, "left for the next cron pass: the hint still holds T");
 });
 
