@@ -414,15 +414,14 @@ async function run(
       if (json) return print({ kind: deadLetter.kind, key: deadLetter.key, done });
       if (!done) {
         throw new CliError(
-          command === "retry"
-            ? `no ${deadLetter.kind} item ${rest.slice(1).join(" ")} (already delivered or dropped)`
-            : `${deadLetter.kind} item ${rest.slice(1).join(" ")} is pending, not a dead letter: ` +
-              "the relay delivers it (it is not dropped)",
+          `no dead ${deadLetter.kind} item ${rest.slice(1).join(" ")}: it is not there, or it is ` +
+            `pending (the relay delivers it), or (timers) it fires at another time; ` +
+            `\`dead-letters ${deadLetter.kind}\` lists them`,
         );
       }
       out(
         command === "retry"
-          ? `${deadLetter.kind} ${rest.slice(1).join(" ")}: due again; the next pass delivers it`
+          ? `${deadLetter.kind} ${rest.slice(1).join(" ")}: due again; the next pass takes it up`
           : `${deadLetter.kind} ${rest.slice(1).join(" ")}: gone`,
       );
     } else if (command === "outbox") {
@@ -436,7 +435,11 @@ async function run(
       out(`outbox backlog: ${outbox} entries; pending spawns: ${spawns}`);
       if (oldest.length) {
         out(`oldest ${oldest.length}:`);
-        out(indent(table(["SEQ", "TARGET", "EVENT", "EVENT ID"], oldest.map(outboxCells))));
+        out(
+          indent(table(["SEQ", "TARGET", "EVENT", "EVENT ID", "STATE"], oldest.map(outboxCells))),
+        );
+        const dead = oldest.filter((row) => row.state === "dead").length;
+        if (dead) out(`${dead} of them dead-lettered (see dead-letters outbox)`);
         const unreadable = oldest.filter((row) => row.unreadable !== undefined).length;
         if (unreadable) {
           out(`${unreadable} of them unreadable (raw text shown; --json says why)`);
@@ -656,10 +659,16 @@ async function countPages(client: DynamoDBClient, tableName: string): Promise<nu
 function outboxCells(row: OutboxRow): string[] {
   const seq = row.seqText ?? String(row.seq);
   const target = row.targetId ?? "(broadcast)";
+  const state = stateCell(row);
   if (row.unreadable !== undefined) {
-    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60)];
+    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60), state];
   }
-  return [seq, target, cell(row.event?.kind), cell(row.event?.id)];
+  return [seq, target, cell(row.event?.kind), cell(row.event?.id), state];
+}
+
+/** A relay's verdict in a cell: "pending", or "waiting"/"dead" after n attempts. */
+function stateCell(row: { state?: string; attempts?: number }): string {
+  return row.state === undefined ? "pending" : `${row.state} (${row.attempts} attempts)`;
 }
 
 /**
@@ -679,9 +688,12 @@ function shorten(text: string, max: number): string {
   return quoted.length <= max ? quoted : `${quoted.slice(0, max - 4)}..."`;
 }
 
-function timerTable(timers: Timer[], now = Date.now() / 1000): string {
+function timerTable(
+  timers: (Timer & { state?: string; attempts?: number })[],
+  now = Date.now() / 1000,
+): string {
   return table(
-    ["EXECUTION", "PATH", "FIRE AT", "IN"],
+    ["EXECUTION", "PATH", "FIRE AT", "IN", "STATE"],
     timers.map((t) => [
       t.executionId,
       t.path,
@@ -689,6 +701,7 @@ function timerTable(timers: Timer[], now = Date.now() / 1000): string {
         ? new Date(t.fireAt * 1000).toISOString()
         : String(t.fireAt),
       relative(t.fireAt - now),
+      stateCell(t),
     ]),
   );
 }

@@ -196,7 +196,12 @@ export class DynamoDBStore implements ExecutionStore {
       table: this.tables.timers.name,
       shards: this.#tx.timerShards,
     };
-    this.#queues = { timers: this.#timerReads, tables: this.tables, timerIndex };
+    this.#queues = {
+      timers: this.#timerReads,
+      tables: this.tables,
+      timerIndex,
+      resends: { lost: this.#ambiguousRetries, conflicts: this.#conflictRetries },
+    };
     this.#outboxSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "outbox", block);
     this.#spawnSeqs = new SeqBlocks(this.#client, this.tables.counters.name, "spawn", block);
     this.#commits = {

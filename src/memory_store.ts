@@ -543,7 +543,7 @@ export class MemoryStore implements ExecutionStore {
       this.#open("retryDeadLetter");
       checkRelayKey(kind, key);
       const row = this.#row(kind, key);
-      if (row === undefined) return false;
+      if (row?.deadAt === null || row?.deadAt === undefined) return false;
       Object.assign(row, {
         attempts: 0,
         retryAt: null,
@@ -561,8 +561,7 @@ export class MemoryStore implements ExecutionStore {
       this.#open("dropDeadLetter");
       checkRelayKey(kind, key);
       const row = this.#row(kind, key);
-      if (row === undefined) return true;
-      if (row.deadAt === null || row.deadAt === undefined) return false;
+      if (row?.deadAt === null || row?.deadAt === undefined) return false;
       if (kind === "timers") {
         const { executionId, path } = key as Timer;
         this.#timers.delete(keyOf(executionId, path));

@@ -253,7 +253,10 @@ Deno.test("dropDeadLetter whose answer was lost still releases the target: the n
   let dropped = 0;
   proxy.script = {
     request: ({ operation }) =>
-      operation === "DeleteItem" && dropped++ === 0 ? { kind: "drop-response" } : { kind: "pass" },
+      // The drop is a one-item transaction (with an idempotency token).
+      operation === "TransactWriteItems" && dropped++ === 0
+        ? { kind: "drop-response" }
+        : { kind: "pass" },
   };
   assert.equal(await store.dropDeadLetter("outbox", first.outbox[0]!), true);
   assert.equal(dropped > 0, true);
