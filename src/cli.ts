@@ -370,15 +370,14 @@ async function run(
       if (json) return print({ kind: deadLetter.kind, key: deadLetter.key, done });
       if (!done) {
         throw new CliError(
-          command === "retry"
-            ? `no ${deadLetter.kind} item ${rest.slice(1).join(" ")} (already delivered or dropped)`
-            : `${deadLetter.kind} item ${rest.slice(1).join(" ")} is pending, not a dead letter: ` +
-              "the relay delivers it (it is not dropped)",
+          `no dead ${deadLetter.kind} item ${rest.slice(1).join(" ")}: it is not there, or it is ` +
+            `pending (the relay delivers it), or (timers) it fires at another time; ` +
+            `\`dead-letters ${deadLetter.kind}\` lists them`,
         );
       }
       out(
         command === "retry"
-          ? `${deadLetter.kind} ${rest.slice(1).join(" ")}: due again; the next pass delivers it`
+          ? `${deadLetter.kind} ${rest.slice(1).join(" ")}: due again; the next pass takes it up`
           : `${deadLetter.kind} ${rest.slice(1).join(" ")}: gone`,
       );
     } else if (command === "outbox") {
@@ -392,7 +391,11 @@ async function run(
       out(`outbox backlog: ${outbox} entries; pending spawns: ${spawns}`);
       if (oldest.length) {
         out(`oldest ${oldest.length}:`);
-        out(indent(table(["SEQ", "TARGET", "EVENT", "EVENT ID"], oldest.map(outboxCells))));
+        out(
+          indent(table(["SEQ", "TARGET", "EVENT", "EVENT ID", "STATE"], oldest.map(outboxCells))),
+        );
+        const dead = oldest.filter((row) => row.state === "dead").length;
+        if (dead) out(`${dead} of them dead-lettered (see dead-letters outbox)`);
         const unreadable = oldest.filter((row) => row.unreadable !== undefined).length;
         if (unreadable) {
           out(`${unreadable} of them unreadable (raw text shown; --json says why)`);

@@ -425,7 +425,12 @@ function checkRetry(options: RelayOptions): Retry {
   const maxSeconds = checkSeconds("backoff.maxSeconds", backoff.maxSeconds ?? 3600);
   if (maxSeconds < minSeconds) {
     throw new RangeError(
-      `backoff.maxSeconds (${maxSeconds}) must not be below backoff.minSeconds (${minSeconds})`,
+      `backoff.maxSeconds (${maxSeconds}) must not be below backoff.minSeconds (${minSeconds})` +
+        (minSeconds >= 1000
+          ? `; both are seconds, not milliseconds (${minSeconds} ms is minSeconds: ${
+            minSeconds / 1000
+          })`
+          : ""),
     );
   }
   return { maxAttempts: checkInteger("maxAttempts", maxAttempts, 1, 1000), minSeconds, maxSeconds };

@@ -14,7 +14,7 @@ import {
   pages,
   scanAll,
 } from "../dynamo/_dynamo.ts";
-import { OUTBOX, TIMER, timerFromItem } from "../core/_layout.ts";
+import { FAILURE, OUTBOX, TIMER, timerFromItem } from "../core/_layout.ts";
 import { parseDocument } from "../core/_json.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { Timer } from "../core/types.ts";
@@ -33,6 +33,10 @@ export interface OutboxRow {
   unreadable?: string;
   /** The stored `event` text, when it could not be read. */
   raw?: string;
+  /** A relay's verdict on it: waiting for a retry, or dead-lettered; absent when pending. */
+  state?: "waiting" | "dead";
+  /** Failed attempts a relay recorded on it. */
+  attempts?: number;
 }
 
 /**
@@ -92,6 +96,7 @@ export function outboxRow(item: Item): OutboxRow {
     ...(String(seq) === key ? {} : { seqText: key }),
     targetId: item[OUTBOX.targetId]?.S ?? null,
     event: null,
+    ...relayState(item),
   };
   const text = item[OUTBOX.event]?.S;
   if (text === undefined) return { ...row, unreadable: "no event text (attribute missing)" };
@@ -107,31 +112,44 @@ export function outboxRow(item: Item): OutboxRow {
   return { ...row, event: event as OutboxRow["event"] };
 }
 
+/** What a relay recorded on a row: its state (waiting, dead) and attempts; nothing when pending. */
+export function relayState(item: Item): { state?: "waiting" | "dead"; attempts?: number } {
+  const attempts = Number(item[FAILURE.attempts]?.N ?? 0) || 0;
+  if (item[FAILURE.deadAt] !== undefined) return { state: "dead", attempts };
+  if (item[FAILURE.retryAt] !== undefined) return { state: "waiting", attempts };
+  return {};
+}
+
 /** Armed timers: how many, and the `limit` soonest. */
 export interface TimerListing {
-  /** How many timers the table holds (with `dueAt`: how many are due). */
+  /** How many timers the table holds (with `dueAt`: how many are due to fire). */
   total: number;
   /** The `limit` soonest, by fire time (a timer without a numeric `fire_at` last). */
-  timers: Timer[];
+  timers: (Timer & { state?: "waiting" | "dead"; attempts?: number })[];
 }
 
 /**
  * The `limit` soonest timers, and how many there are, in one projected scan: each page is
- * counted and offered to a heap of `limit`, then dropped. `dueAt`: only timers due by then.
+ * counted and offered to a heap of `limit`, then dropped. `dueAt`: only timers due to fire by
+ * then, as a sweep sees them (neither dead-lettered nor waiting for a later retry).
  */
 export async function soonestTimers(
   client: DynamoDBSender,
   table: string,
   options: { limit: number; dueAt?: number },
 ): Promise<TimerListing> {
-  const soonest = new Lowest<Timer>(options.limit, byFireAtLenient);
+  const soonest = new Lowest<TimerListing["timers"][number]>(options.limit, byFireAtLenient);
   const names: Record<string, string> = {
     "#e": TIMER.executionId,
     "#p": TIMER.path,
     "#f": TIMER.fireAt,
+    "#a": FAILURE.attempts,
+    "#r": FAILURE.retryAt,
+    "#d": FAILURE.deadAt,
   };
   const due = options.dueAt === undefined ? {} : {
-    FilterExpression: "#f <= :now",
+    FilterExpression:
+      "#f <= :now AND attribute_not_exists(#d) AND (attribute_not_exists(#r) OR #r <= :now)",
     ExpressionAttributeValues: { ":now": N(options.dueAt) },
   };
   let total = 0;
@@ -139,7 +157,7 @@ export async function soonestTimers(
     client.send(
       new ScanCommand({
         TableName: table,
-        ProjectionExpression: "#e, #p, #f",
+        ProjectionExpression: "#e, #p, #f, #a, #r, #d",
         ExpressionAttributeNames: names,
         ...due,
         ExclusiveStartKey: start,
@@ -148,7 +166,7 @@ export async function soonestTimers(
   for await (const page of pages(scan)) {
     for (const item of page.Items ?? []) {
       total++;
-      soonest.offer(timerFromItem(item));
+      soonest.offer({ ...timerFromItem(item), ...relayState(item) });
     }
   }
   return { total, timers: soonest.sorted() };

@@ -18,10 +18,11 @@ export function deadLetterWhat(item: unknown): string {
 export function outboxCells(row: OutboxRow): string[] {
   const seq = row.seqText ?? String(row.seq);
   const target = row.targetId ?? "(broadcast)";
+  const state = stateCell(row);
   if (row.unreadable !== undefined) {
-    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60)];
+    return [seq, target, "(unreadable)", row.raw === undefined ? "" : shorten(row.raw, 60), state];
   }
-  return [seq, target, cell(row.event?.kind), cell(row.event?.id)];
+  return [seq, target, cell(row.event?.kind), cell(row.event?.id), state];
 }
 
 /**
@@ -41,9 +42,12 @@ export function shorten(text: string, max: number): string {
   return quoted.length <= max ? quoted : `${quoted.slice(0, max - 4)}..."`;
 }
 
-export function timerTable(timers: Timer[], now = Date.now() / 1000): string {
+export function timerTable(
+  timers: (Timer & { state?: string; attempts?: number })[],
+  now = Date.now() / 1000,
+): string {
   return table(
-    ["EXECUTION", "PATH", "FIRE AT", "IN"],
+    ["EXECUTION", "PATH", "FIRE AT", "IN", "STATE"],
     timers.map((t) => [
       t.executionId,
       t.path,
@@ -51,6 +55,7 @@ export function timerTable(timers: Timer[], now = Date.now() / 1000): string {
         ? new Date(t.fireAt * 1000).toISOString()
         : String(t.fireAt),
       relative(t.fireAt - now),
+      stateCell(t),
     ]),
   );
 }
@@ -78,4 +83,9 @@ export function table(header: string[], rows: string[][]): string {
 
 export function indent(text: string): string {
   return text.split("\n").map((line) => `  ${line}`).join("\n");
+}
+
+/** A relay's verdict in a cell: "pending", or "waiting"/"dead" after n attempts. */
+function stateCell(row: { state?: string; attempts?: number }): string {
+  return row.state === undefined ? "pending" : `${row.state} (${row.attempts} attempts)`;
 }

@@ -1,8 +1,9 @@
 // The failures relays record on a queue item, and the dead letters operators list, retry or
 // drop.
-import { DeleteItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { transactOne } from "../dynamo/_lost_answers.ts";
 import { Lowest } from "../core/_bounded.ts";
-import { isNamed, type Item, N, S, scanAll } from "../dynamo/_dynamo.ts";
+import { batchGet, isNamed, type Item, N, S, scanAll } from "../dynamo/_dynamo.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import {
   FAILURE,
@@ -123,22 +124,22 @@ export async function recordFailure<K extends RelayKind>(
   return stored !== undefined;
 }
 
-/** Makes a dead letter due again, its attempts forgotten: `false` when the item is gone. */
-export async function retryDeadLetter<K extends RelayKind>(
+/**
+ * Makes a dead letter due again, its attempts forgotten. `false` when there is no such dead
+ * letter: the item is gone, pending (not dead-lettered), or (timers) fires at another time.
+ */
+export function retryDeadLetter<K extends RelayKind>(
   q: QueueReads,
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
-  const at = locate(q.tables, kind, key);
   const names: Record<string, string> = {
-    ...at.names,
     "#a": FAILURE.attempts,
     "#e": FAILURE.lastError,
     "#r": FAILURE.retryAt,
-    "#d": FAILURE.deadAt,
     "#u": FAILURE.unreadable,
   };
-  const values = { ...at.values };
+  const values: Item = {};
   let update = "REMOVE #a, #e, #r, #d, #u";
   if (kind === "timers") {
     // Back to the timer's own shard of the index.
@@ -147,48 +148,84 @@ export async function retryDeadLetter<K extends RelayKind>(
     values[":s"] = N(timerShard(executionId, path, q.timers.shards));
     update = `SET #s = :s ${update}`;
   }
-  const stored = await conditional(q, {
-    TableName: at.table,
-    Key: at.key,
-    UpdateExpression: update,
-    ConditionExpression: at.condition,
-    ExpressionAttributeNames: names,
-    ExpressionAttributeValues: Object.keys(values).length ? values : undefined,
-    ReturnValues: kind === "outbox" ? "ALL_NEW" : "NONE",
-  });
-  if (stored && kind === "outbox") {
-    await releaseTarget(q, candidateOf(stored).target, key as number);
-  }
-  return stored !== undefined;
+  return onDeadLetter(q, kind, key, "retryDeadLetter", (at) => ({
+    Update: {
+      TableName: at.table,
+      Key: at.key,
+      UpdateExpression: update,
+      ConditionExpression: at.condition,
+      ExpressionAttributeNames: { ...at.names, ...names },
+      ...(Object.keys({ ...at.values, ...values }).length
+        ? { ExpressionAttributeValues: { ...at.values, ...values } }
+        : {}),
+    },
+  }));
 }
 
 /**
- * Deletes a dead letter: `true` once it is gone (also when it already was: a re-send after a
- * lost answer finds nothing), `false` when the item is there but not dead-lettered.
+ * Deletes a dead letter. `false` when there is no such dead letter: the item is gone (or never
+ * was: a mistyped key), pending (a pending item is acknowledged, not dropped), or (timers) fires
+ * at another time.
  */
-export async function dropDeadLetter<K extends RelayKind>(
+export function dropDeadLetter<K extends RelayKind>(
   q: QueueReads,
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
+  return onDeadLetter(q, kind, key, "dropDeadLetter", (at) => ({
+    Delete: {
+      TableName: at.table,
+      Key: at.key,
+      ConditionExpression: at.condition,
+      ExpressionAttributeNames: at.names,
+      ...(Object.keys(at.values).length ? { ExpressionAttributeValues: at.values } : {}),
+    },
+  }));
+}
+
+/**
+ * One operator action on a dead letter: a one-item transaction with an idempotency token,
+ * conditioned on the item being that dead letter, so the answer is exact also when it is
+ * re-sent after a lost answer. An outbox entry's target is then released from the held-target
+ * hint (read first: a transaction returns no old item), so inline delivery goes on at once.
+ */
+async function onDeadLetter<K extends RelayKind>(
+  q: QueueReads,
+  kind: K,
+  key: RelayKey<K>,
+  operation: string,
+  write: (at: ReturnType<typeof locate>) => TransactWriteItem,
+): Promise<boolean> {
   const at = locate(q.tables, kind, key);
-  const keyName = kind === "timers" ? TIMER.executionId : OUTBOX.seq;
-  try {
-    const { Attributes: old } = await q.timers.client.send(
-      new DeleteItemCommand({
-        TableName: at.table,
-        Key: at.key,
-        ConditionExpression: "attribute_not_exists(#id) OR attribute_exists(#d)",
-        ExpressionAttributeNames: { "#id": keyName, "#d": FAILURE.deadAt },
-        ReturnValues: kind === "outbox" ? "ALL_OLD" : "NONE",
-      }),
+  const dead = {
+    ...at,
+    names: { ...at.names, "#d": FAILURE.deadAt },
+    condition: `attribute_exists(#d) AND ${at.condition}`,
+  };
+  // A BatchGetItem (the relay's read), not a GetItem: no other action for the operator's role.
+  let before: Item | undefined;
+  if (kind === "outbox") {
+    await batchGet(
+      q.timers.client,
+      { [at.table]: { Keys: [at.key], ConsistentRead: true } },
+      (responses) => void (before ??= responses[at.table]?.[0]),
     );
-    if (old) await releaseTarget(q, candidateOf(old).target, key as number);
-    return true;
-  } catch (error) {
-    if (isNamed(error, "ConditionalCheckFailedException")) return false;
-    throw error;
   }
+  const done = await transactOne(
+    q.timers.client,
+    write(dead),
+    { operation, key: kind === "timers" ? timerName(key as Timer) : String(key) },
+    q.resends,
+    `the ${kind} dead letter is ${operation === "dropDeadLetter" ? "gone" : "due again"} if it was`,
+  );
+  if (done.applied && before !== undefined) {
+    await releaseTarget(q, candidateOf(before).target, key as number);
+  }
+  return done.applied;
+}
+
+function timerName(timer: Timer): string {
+  return `${timer.executionId}/${timer.path}@${timer.fireAt}`;
 }
 
 /** The `limit` lowest dead letters of a queue (timers: earliest first). */

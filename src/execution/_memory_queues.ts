@@ -79,10 +79,10 @@ export class MemoryQueues {
     return letters as DeadLetter<K>[];
   }
 
-  /** Makes a dead letter due again; false when it is gone. */
+  /** Makes a dead letter due again; false when there is no such dead letter. */
   retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): boolean {
     const row = this.row(kind, key);
-    if (row === undefined) return false;
+    if (row?.deadAt === null || row?.deadAt === undefined) return false;
     Object.assign(row, {
       attempts: 0,
       retryAt: null,
@@ -93,11 +93,10 @@ export class MemoryQueues {
     return true;
   }
 
-  /** Removes a dead letter; false when the item is not dead. */
+  /** Removes a dead letter; false when there is no such dead letter. */
   dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): boolean {
     const row = this.row(kind, key);
-    if (row === undefined) return true;
-    if (row.deadAt === null || row.deadAt === undefined) return false;
+    if (row?.deadAt === null || row?.deadAt === undefined) return false;
     if (kind === "timers") {
       const { executionId, path } = key as Timer;
       this.timers.delete(keyOf(executionId, path));

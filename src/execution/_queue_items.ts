@@ -2,6 +2,7 @@
 // (a timer, a due time, a created time, a row no reader can use).
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { Item } from "../dynamo/_dynamo.ts";
+import type { Resends } from "../dynamo/_lost_answers.ts";
 import { FAILURE, TIMER } from "../core/_layout.ts";
 import type { TimerReads } from "./_timers.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
@@ -13,6 +14,8 @@ export interface QueueReads {
   tables: ExecutionTables;
   /** Whether due timers come from the timer index. */
   timerIndex: boolean;
+  /** How an operator's one-item transaction is re-sent (lost answers, conflicts). */
+  resends: Resends;
 }
 
 export function timerOf(item: Item): Timer {

@@ -96,6 +96,7 @@ export function storeContext(
     spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),
     conflictRetries,
     ambiguousRetries,
+    resends: { lost: ambiguousRetries, conflicts: conflictRetries },
     load,
     readChains: (id) => readChains(store, id),
     ownership,
