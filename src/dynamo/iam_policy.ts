@@ -53,6 +53,9 @@ export interface PolicyDocument {
 
 type Role = keyof ReturnType<typeof executionTables> | "state";
 
+/** What ensureTables() / ensureTable() call on a table whose TTL they turn on. */
+const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "UpdateTimeToLive"];
+
 // What each table needs, from the calls the stores make (tests/iam_test.ts records them).
 // CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only. deleteExecution
 // (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace and processed.
@@ -64,10 +67,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
     sid: "HarelExecutions",
     roles: ["executions"],
     actions: [
-      "DescribeTable",
-      "CreateTable",
-      "DescribeTimeToLive",
-      "UpdateTimeToLive",
+      ...ENSURE_WITH_TTL,
       "GetItem",
       "BatchGetItem",
       "UpdateItem",
@@ -107,10 +107,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
     sid: "HarelDedupeMarks",
     roles: ["processed"],
     actions: [
-      "DescribeTable",
-      "CreateTable",
-      "DescribeTimeToLive",
-      "UpdateTimeToLive",
+      ...ENSURE_WITH_TTL,
       "PutItem",
       "GetItem",
       "BatchGetItem",
@@ -140,10 +137,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
     sid: "HarelStateStore",
     roles: ["state"],
     actions: [
-      "DescribeTable",
-      "CreateTable",
-      "DescribeTimeToLive",
-      "UpdateTimeToLive",
+      ...ENSURE_WITH_TTL,
       "GetItem",
       "PutItem",
       "UpdateItem",

@@ -75,6 +75,20 @@ function writeIdValues(id: string): Record<string, AttributeValue> {
   return { ":w": S(id), ":none": S("") };
 }
 
+/** A write's condition: the item is live and holds a native hash, and this write is not in it. */
+const ON_LIVE_MAP = `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS} AND ${NOT_MINE}`;
+
+/** The values {@linkcode ON_LIVE_MAP} and the write-id shift need, at `now` (epoch seconds). */
+function onLiveMapValues(id: string, now: number): Record<string, AttributeValue> {
+  return {
+    ":at": N(Math.floor(now)),
+    ...writeIdValues(id),
+    ":map": S("M"),
+    ":now": N(now),
+    ":zero": ZERO,
+  };
+}
+
 /** How often a write re-reads after losing a race against another writer's migration. */
 const MAX_RACES = 20;
 
@@ -158,16 +172,9 @@ export async function writeField(
       TableName: table.tableName,
       Key: stateKey(key),
       UpdateExpression: `SET #h.#f = :v, ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`,
-      ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS} AND ${NOT_MINE}`,
+      ConditionExpression: ON_LIVE_MAP,
       ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field, ...writeIdNames() },
-      ExpressionAttributeValues: {
-        ":v": native,
-        ":at": N(Math.floor(now)),
-        ...writeIdValues(write.id),
-        ":map": S("M"),
-        ":now": N(now),
-        ":zero": ZERO,
-      },
+      ExpressionAttributeValues: { ":v": native, ...onLiveMapValues(write.id, now) },
       ReturnValues: "UPDATED_OLD",
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     });
@@ -264,15 +271,9 @@ async function removeBatch(
       UpdateExpression: `REMOVE ${
         unique.map((_, i) => `#h.#f${i}`).join(", ")
       } SET ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`,
-      ConditionExpression: `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS} AND ${NOT_MINE}`,
+      ConditionExpression: ON_LIVE_MAP,
       ExpressionAttributeNames: names,
-      ExpressionAttributeValues: {
-        ":at": N(Math.floor(now)),
-        ...writeIdValues(write.id),
-        ":map": S("M"),
-        ":now": N(now),
-        ":zero": ZERO,
-      },
+      ExpressionAttributeValues: onLiveMapValues(write.id, now),
       // The whole old item: which fields existed, and whether none is left.
       ReturnValues: "ALL_OLD",
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
