@@ -293,20 +293,12 @@ export async function writeHolds(
 
 /** Adds a held target to the `outbox_holds` hint, keeping the lower seq of two. */
 export async function holdTarget(q: QueueReads, target: string, seq: number): Promise<void> {
-  const key = { [COUNTER.id]: S(HOLDS.id) };
-  const names = { "#h": HOLDS.holds, "#t": target };
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      await q.timers.client.send(
-        new UpdateItemCommand({
-          TableName: q.tables.counters.name,
-          Key: key,
-          UpdateExpression: "SET #h.#t = :s",
-          ConditionExpression: "attribute_not_exists(#h.#t) OR #h.#t > :s",
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ":s": N(seq) },
-        }),
-      );
+      await updateHint(q, "SET #h.#t = :s", "attribute_not_exists(#h.#t) OR #h.#t > :s", {
+        names: { "#t": target },
+        values: { ":s": N(seq) },
+      });
       return;
     } catch (error) {
       if (isNamed(error, "ConditionalCheckFailedException")) return; // a lower seq holds it
@@ -314,16 +306,9 @@ export async function holdTarget(q: QueueReads, target: string, seq: number): Pr
     }
     // No hint item (or no map) yet: make one, unless another pass just did.
     try {
-      await q.timers.client.send(
-        new UpdateItemCommand({
-          TableName: q.tables.counters.name,
-          Key: key,
-          UpdateExpression: "SET #h = :m",
-          ConditionExpression: "attribute_not_exists(#h)",
-          ExpressionAttributeNames: { "#h": HOLDS.holds },
-          ExpressionAttributeValues: { ":m": { M: { [target]: N(seq) } } },
-        }),
-      );
+      await updateHint(q, "SET #h = :m", "attribute_not_exists(#h)", {
+        values: { ":m": { M: { [target]: N(seq) } } },
+      });
       return;
     } catch (error) {
       if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
@@ -334,17 +319,30 @@ export async function holdTarget(q: QueueReads, target: string, seq: number): Pr
 /** Takes a target out of the hint when it is held at `seq` (its dead letter was retried or dropped). */
 export async function releaseTarget(q: QueueReads, target: string, seq: number): Promise<void> {
   try {
-    await q.timers.client.send(
-      new UpdateItemCommand({
-        TableName: q.tables.counters.name,
-        Key: { [COUNTER.id]: S(HOLDS.id) },
-        UpdateExpression: "REMOVE #h.#t",
-        ConditionExpression: "#h.#t = :s",
-        ExpressionAttributeNames: { "#h": HOLDS.holds, "#t": target },
-        ExpressionAttributeValues: { ":s": N(seq) },
-      }),
-    );
+    await updateHint(q, "REMOVE #h.#t", "#h.#t = :s", {
+      names: { "#t": target },
+      values: { ":s": N(seq) },
+    });
   } catch (error) {
     if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
   }
+}
+
+/** One conditional update of the `outbox_holds` item (`#h` is its map of held targets). */
+async function updateHint(
+  q: QueueReads,
+  update: string,
+  condition: string,
+  { names = {}, values }: { names?: Record<string, string>; values: Item },
+): Promise<void> {
+  await q.timers.client.send(
+    new UpdateItemCommand({
+      TableName: q.tables.counters.name,
+      Key: { [COUNTER.id]: S(HOLDS.id) },
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: { "#h": HOLDS.holds, ...names },
+      ExpressionAttributeValues: values,
+    }),
+  );
 }

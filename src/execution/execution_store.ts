@@ -165,15 +165,6 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * The execution with this id, or `null`.
-   *
-   * @example Loading an execution
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const exe = await store.load("0123456789abcdef0123456789abcdef");
-   * console.log(exe?.status ?? "no such execution");
-   * ```
    */
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
@@ -204,14 +195,6 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Whether `eventId` was already handled by execution `id`.
-   *
-   * @example Checking a dedupe mark
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * console.log(await store.isProcessed("exe-1", "event-1"));
-   * ```
    */
   async isProcessed(id: string, eventId: string): Promise<boolean> {
     this.#open("isProcessed");
@@ -302,14 +285,6 @@ export class DynamoDBStore implements ExecutionStore {
    * always read first. The write carries an idempotency token: a copy re-sent after a lost
    * answer does not append the step twice.
    *
-   * @example Appending an operator note
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.appendTrace("exe-1", { note: "operator retried the payment" });
-   * ```
-   *
    * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
    *   for an index or size out of range), before anything is sent.
    * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
@@ -326,14 +301,6 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * The execution's trace, oldest step first, each with its `index`.
-   *
-   * @example Reading a trace
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * for (const step of await store.readTrace("exe-1")) console.log(step.index, step);
-   * ```
    */
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
@@ -397,14 +364,6 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
-   *
-   * @example Acknowledging delivered entries
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.ackOutbox([1, 2, 3]);
-   * ```
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
@@ -416,17 +375,6 @@ export class DynamoDBStore implements ExecutionStore {
    * for all), by seq, leaving out those waiting for a retry, dead-lettered or unreadable; memory
    * grows with `limit`, not with the backlog.
    *
-   * @example Reading spawn intents
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * for (const spawn of await store.pendingSpawns({ limit: 100 })) {
-   *   // start spawn.childId at spawn.rootPath with spawn.context, then:
-   *   await store.ackSpawn(spawn.seq);
-   * }
-   * ```
-   *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    * @throws {StoreClosed} After `close()`.
    */
@@ -437,14 +385,6 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Removes started spawn intents (one seq or many).
-   *
-   * @example Acknowledging a started child
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.ackSpawn(7);
-   * ```
    */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
@@ -558,14 +498,6 @@ export class DynamoDBStore implements ExecutionStore {
    * (acknowledged) or, for a timer, re-scheduled. Exact under lost answers (a re-send writes the
    * same values).
    *
-   * @example Parking an entry for a minute
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.recordFailure("outbox", 7, { attempts: 1, retryAt: Date.now() / 1000 + 60, error: "503" });
-   * ```
-   *
    * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
    * @throws {StoreClosed} After `close()`.
    */
@@ -610,14 +542,6 @@ export class DynamoDBStore implements ExecutionStore {
    * Makes a dead letter due again, its attempts forgotten: the next relay pass delivers it.
    * `false` when the item is gone.
    *
-   * @example Retrying a dead outbox entry
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.retryDeadLetter("outbox", 7);
-   * ```
-   *
    * @throws {TypeError} For a key of the wrong shape.
    * @throws {StoreClosed} After `close()`.
    */
@@ -630,14 +554,6 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Deletes a dead letter. `true` once it is gone (also when it already was), `false` when the
    * item is there but not dead-lettered (a pending item is acknowledged, not dropped).
-   *
-   * @example Dropping a dead outbox entry
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.dropDeadLetter("outbox", 7);
-   * ```
    *
    * @throws {TypeError} For a key of the wrong shape.
    * @throws {StoreClosed} After `close()`.
@@ -703,14 +619,6 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Releases the client if `create()` built it; a client passed to the constructor stays
    * the caller's. Idempotent.
-   *
-   * @example Closing a store
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * const store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await store.close();
-   * ```
    */
   close(): Promise<void> {
     // The client stays the caller's when it was injected: only a client create() built is

@@ -558,7 +558,9 @@ Deno.test("two concurrent relay passes plus inline deliveries, with a flaky rece
   }));
   stop = true;
   await Promise.all(relays);
-  for (let i = 0; i < 20 && (await writer.pendingOutbox()).length; i++) {
+  // Drain what is left (each attempt fails 15% of the time: a pass may deliver little). An entry
+  // stuck where no pass sees it would outlast any bound: 200 passes is a liveness bound only.
+  for (let i = 0; i < 200 && (await writer.pendingOutbox({ limit: Infinity })).length; i++) {
     await relayOutbox(r1, deliver, opts);
   }
   assert.deepEqual(violations, []);
