@@ -1,5 +1,6 @@
-// A writer using the Python seed's trace algorithm, with its own trace_max: Query the highest
-// index, Put at entry.index (else that index, or -1, plus 1), Delete index - trace_max. No guards.
+// Writes as the Python seed store makes them: an execution committed with a whole-item Put, and
+// trace steps appended with its algorithm and its own trace_max (Query the highest index, Put at
+// entry.index, else that index, or -1, plus 1, Delete index - trace_max; no guards).
 import {
   DeleteItemCommand,
   type DynamoDBClient,
@@ -48,4 +49,26 @@ export async function seedAppendTrace(
     );
   }
   return index;
+}
+
+/**
+ * Commits `exe` as the Python store does: a whole-item Put of `id`, `data`, `version` and
+ * `definition_id`, at `exe.version` — every attribute this module adds is gone afterwards.
+ */
+export async function seedPutExecution(
+  client: Pick<DynamoDBClient, "send">,
+  table: string,
+  exe: { id: string; version: number; definition_id: string },
+): Promise<void> {
+  await client.send(
+    new PutItemCommand({
+      TableName: table,
+      Item: {
+        id: { S: exe.id },
+        data: { S: JSON.stringify(exe) },
+        version: { N: String(exe.version) },
+        definition_id: { S: exe.definition_id },
+      },
+    }),
+  );
 }

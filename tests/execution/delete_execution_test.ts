@@ -4,7 +4,6 @@ import assert from "node:assert/strict";
 import {
   BatchWriteItemCommand,
   type DynamoDBClient,
-  PutItemCommand,
   QueryCommand,
   type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
@@ -18,7 +17,7 @@ import {
   testClient,
   uniqueName,
 } from "../_support/env.ts";
-import { seedAppendTrace } from "../_support/seed.ts";
+import { seedAppendTrace, seedPutExecution } from "../_support/seed.ts";
 
 /** How many items each per-execution table holds for `id`, read straight from the tables. */
 async function leftOf(store: DynamoDBStore, id: string) {
@@ -171,17 +170,7 @@ Deno.test("deleteExecution() removes what Python-store writers left: a whole-ite
   await using store = await freshStore();
   using client = testClient();
   const exe = newExecution({ definition_id: "py", status: "DONE", version: 3 });
-  await client.send(
-    new PutItemCommand({
-      TableName: store.tables.executions.name,
-      Item: {
-        id: { S: exe.id },
-        data: { S: JSON.stringify(exe) },
-        version: { N: "3" },
-        definition_id: { S: "py" },
-      },
-    }),
-  );
+  await seedPutExecution(client, store.tables.executions.name, exe);
   for (let n = 0; n < 4; n++) {
     await seedAppendTrace(client, store.tables.trace.name, exe.id, { by: "py", n }, 200);
   }

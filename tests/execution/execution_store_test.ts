@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
 import { endpoint, freshStore, testClient } from "../_support/env.ts";
+import { seedPutExecution } from "../_support/seed.ts";
 
 Deno.test("dueTimers() reads every page when the timers table is larger than one 1 MB scan page", async () => {
   await using store = await freshStore();
@@ -101,17 +102,7 @@ Deno.test("seqs stay ordered after a writer that keeps no watermark (the Python 
   );
   const pySeq = Number(counter.Attributes!.n!.N);
   exe.version = 2;
-  await client.send(
-    new PutItemCommand({
-      TableName: store.tables.executions.name,
-      Item: {
-        id: { S: exe.id },
-        data: { S: JSON.stringify(exe) },
-        version: { N: "2" },
-        definition_id: { S: exe.definition_id },
-      },
-    }),
-  );
+  await seedPutExecution(client, store.tables.executions.name, exe);
   await client.send(
     new PutItemCommand({
       TableName: store.tables.outbox.name,

@@ -2,10 +2,11 @@
 // the chains the execution item keeps (`outbox_last`): across store instances, after another
 // writer's whole-item Put, and past the map's cap.
 import assert from "node:assert/strict";
-import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
 import { CHAIN_CAP } from "../../src/execution/_outbox_chain.ts";
 import { countingClient, testClient, uniqueName } from "../_support/env.ts";
+import { seedPutExecution } from "../_support/seed.ts";
 
 /** The chain attributes of one stored outbox entry. */
 async function linkOf(store: DynamoDBStore, seq: number) {
@@ -73,17 +74,7 @@ Deno.test("after a Python worker's whole-item Put the next entry's predecessor i
   const before = await store.commit(exe, { emits: [{ target: "t", event: newEvent("ours") }] });
   // The seed writes id, data, version and definition_id only.
   exe.version += 1;
-  await client.send(
-    new PutItemCommand({
-      TableName: store.tables.executions.name,
-      Item: {
-        id: { S: exe.id },
-        data: { S: JSON.stringify(exe) },
-        version: { N: String(exe.version) },
-        definition_id: { S: exe.definition_id },
-      },
-    }),
-  );
+  await seedPutExecution(client, store.tables.executions.name, exe);
   const loaded = (await store.load(exe.id))!;
   const after = await store.commit(loaded, { emits: [{ target: "t", event: newEvent("a") }] });
   assert.deepEqual(await linkOf(store, after.outbox[0]!), { source: exe.id, prev: undefined });

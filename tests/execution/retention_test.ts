@@ -21,6 +21,7 @@ import {
 import { MemoryStore } from "../../src/testing.ts";
 import { main } from "../../src/cli.ts";
 import { countingClient, endpoint, freshStore, testClient, uniqueName } from "../_support/env.ts";
+import { seedPutExecution } from "../_support/seed.ts";
 
 const HOUR = 3600;
 const DAY = 86_400;
@@ -47,17 +48,7 @@ async function rawItem(store: DynamoDBStore, id: string) {
 /** The execution document and item written the way the Python store writes one: a whole-item Put. */
 async function pythonPut(store: DynamoDBStore, exe: Execution): Promise<void> {
   using client = testClient();
-  await client.send(
-    new PutItemCommand({
-      TableName: store.tables.executions.name,
-      Item: {
-        id: { S: exe.id },
-        data: { S: JSON.stringify(exe) },
-        version: { N: String(exe.version) },
-        definition_id: { S: exe.definition_id },
-      },
-    }),
-  );
+  await seedPutExecution(client, store.tables.executions.name, exe);
 }
 
 Deno.test("a commit that leaves an execution finished writes its ttl in the same call; one that reopens it removes it", async (t) => {

@@ -20,6 +20,7 @@ import {
 } from "../../mod.ts";
 import { MemoryStore } from "../../src/testing.ts";
 import { endpoint, freshStore, pause, testClient, uniqueName } from "../_support/env.ts";
+import { seedPutExecution } from "../_support/seed.ts";
 import { FaultProxy } from "../_support/fault_proxy.ts";
 
 const backends: [string, () => Promise<ExecutionStore>][] = [
@@ -367,17 +368,7 @@ async function putRaw(store: DynamoDBStore, item: Record<string, unknown>) {
 async function pythonPut(store: DynamoDBStore, exe: Execution) {
   using client = testClient();
   const next = { ...exe, version: exe.version + 1 };
-  await client.send(
-    new PutItemCommand({
-      TableName: store.tables.executions.name,
-      Item: {
-        id: { S: exe.id },
-        data: { S: JSON.stringify(next) },
-        version: { N: String(next.version) },
-        definition_id: { S: exe.definition_id },
-      },
-    }),
-  );
+  await seedPutExecution(client, store.tables.executions.name, next);
   exe.version = next.version;
 }
 
