@@ -14,7 +14,7 @@ import {
   pages,
   scanAll,
 } from "../dynamo/_dynamo.ts";
-import { FAILURE, OUTBOX, TIMER, timerFromItem } from "../core/_layout.ts";
+import { FAILURE, OUTBOX, RELAY_DUE, TIMER, timerFromItem } from "../core/_layout.ts";
 import { parseDocument } from "../core/_json.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { Timer } from "../core/types.ts";
@@ -144,12 +144,10 @@ export async function soonestTimers(
     "#p": TIMER.path,
     "#f": TIMER.fireAt,
     "#a": FAILURE.attempts,
-    "#r": FAILURE.retryAt,
-    "#d": FAILURE.deadAt,
+    ...RELAY_DUE.names,
   };
   const due = options.dueAt === undefined ? {} : {
-    FilterExpression:
-      "#f <= :now AND attribute_not_exists(#d) AND (attribute_not_exists(#r) OR #r <= :now)",
+    FilterExpression: `#f <= :now AND ${RELAY_DUE.filter}`,
     ExpressionAttributeValues: { ":now": N(options.dueAt) },
   };
   let total = 0;

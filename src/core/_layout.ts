@@ -58,6 +58,18 @@ export const FAILURE = {
   unreadable: "unreadable",
 } as const;
 
+/** A filter of the rows a relay may attempt at `:now`: not dead-lettered, not waiting for a retry. */
+export const RELAY_DUE = {
+  filter: "attribute_not_exists(#d) AND (attribute_not_exists(#r) OR #r <= :now)",
+  names: { "#d": FAILURE.deadAt, "#r": FAILURE.retryAt },
+} as const;
+
+/** Whether a row may be attempted at `now`: not waiting for a retry (dead rows are checked apart). */
+export function isRetryDue(item: Item, now: number): boolean {
+  const retryAt = Number(item[FAILURE.retryAt]?.N);
+  return !Number.isFinite(retryAt) || retryAt <= now;
+}
+
 /** The most UTF-8 bytes of an error a relay records (`last_error`). */
 export const LAST_ERROR_BYTES = 1000;
 

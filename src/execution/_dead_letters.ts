@@ -13,6 +13,7 @@ import {
   seqKey,
   spawnFromItem,
   TIMER,
+  timerFromItem,
   timerKey,
 } from "../core/_layout.ts";
 import { DEAD_SHARD, PARKED_SHARD } from "./_timers.ts";
@@ -26,7 +27,7 @@ import type {
   RelayKind,
   Timer,
 } from "../core/types.ts";
-import { numberOf, plain, type QueueReads, timerOf } from "./_queue_items.ts";
+import { numberOf, plain, type QueueReads } from "./_queue_items.ts";
 import { candidateOf, holdTarget, releaseTarget } from "./_outbox_queue.ts";
 
 /** The table and key of one queue item, and the condition that it is still that item. */
@@ -256,13 +257,13 @@ export async function deadLetters<K extends RelayKind>(
     let item: RelayItem<K> | null = null;
     try {
       item = (kind === "timers"
-        ? { ...timerOf(row) }
+        ? timerFromItem(row)
         : kind === "outbox"
         ? outboxFromItem(row)
         : spawnFromItem(row)) as RelayItem<K>;
     } catch { /* unreadable: raw shows it */ }
     return {
-      key: (kind === "timers" ? timerOf(row) : numberOf(row.seq)!) as RelayKey<K>,
+      key: (kind === "timers" ? timerFromItem(row) : numberOf(row.seq)!) as RelayKey<K>,
       item,
       attempts: numberOf(row[FAILURE.attempts]) ?? 0,
       lastError: row[FAILURE.lastError]?.S ?? null,

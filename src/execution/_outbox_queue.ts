@@ -13,19 +13,20 @@ import {
   pages,
   S,
 } from "../dynamo/_dynamo.ts";
-import { COUNTER, FAILURE, HOLDS, OUTBOX, outboxFromItem, seqKey } from "../core/_layout.ts";
+import {
+  COUNTER,
+  FAILURE,
+  HOLDS,
+  isRetryDue,
+  OUTBOX,
+  outboxFromItem,
+  seqKey,
+} from "../core/_layout.ts";
 import { targetKey } from "./_outbox_chain.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { RelayItems, UnreadableRow } from "../core/types.ts";
-import {
-  createdTime,
-  earliest,
-  isDue,
-  numberOf,
-  type QueueReads,
-  unreadableRow,
-} from "./_queue_items.ts";
+import { createdTime, earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
 
 /** The most held targets the `outbox_holds` hint keeps (it must fit one item). */
 export const MAX_HOLDS = 1000;
@@ -99,7 +100,7 @@ export async function outboxBatch(
       const dead = item[FAILURE.deadAt] !== undefined;
       if (!dead) oldestAt = earliest(oldestAt, numberOf(item[OUTBOX.createdAt]));
       if (dead && item[FAILURE.unreadable]?.BOOL) continue; // set aside: holds nothing back
-      if (dead || !isDue(item, now)) {
+      if (dead || !isRetryDue(item, now)) {
         held.set(candidate.target, Math.min(held.get(candidate.target) ?? Infinity, candidate.seq));
         continue;
       }
@@ -153,7 +154,7 @@ export async function outboxOf(
     const hinted = holds.get(candidate.target);
     if (item[FAILURE.unreadable]?.BOOL) continue;
     if (
-      item[FAILURE.deadAt] !== undefined || !isDue(item, now) || held.has(candidate.target) ||
+      item[FAILURE.deadAt] !== undefined || !isRetryDue(item, now) || held.has(candidate.target) ||
       (hinted !== undefined && seq > hinted) ||
       // Its predecessor is unknown (written after a Python commit, or past the chains' cap):
       // only a full pass, which sees the whole outbox, can order it.

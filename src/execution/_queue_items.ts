@@ -3,10 +3,9 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { Item } from "../dynamo/_dynamo.ts";
 import type { Resends } from "../dynamo/_lost_answers.ts";
-import { FAILURE, TIMER } from "../core/_layout.ts";
 import type { TimerReads } from "./_timers.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
-import type { RelayKey, RelayKind, Timer, UnreadableRow } from "../core/types.ts";
+import type { RelayKey, RelayKind, UnreadableRow } from "../core/types.ts";
 
 /** What the relay reads need of a store. */
 export interface QueueReads {
@@ -16,20 +15,6 @@ export interface QueueReads {
   timerIndex: boolean;
   /** How an operator's one-item transaction is re-sent (lost answers, conflicts). */
   resends: Resends;
-}
-
-export function timerOf(item: Item): Timer {
-  return {
-    executionId: item[TIMER.executionId]?.S ?? "",
-    path: item[TIMER.path]?.S ?? "",
-    fireAt: Number(item[TIMER.fireAt]?.N),
-  };
-}
-
-/** Whether a row may be attempted at `now`: not waiting for a retry (dead rows are checked apart). */
-export function isDue(item: Item, now: number): boolean {
-  const retryAt = numberOf(item[FAILURE.retryAt]);
-  return retryAt === undefined || retryAt <= now;
 }
 
 export function numberOf(value: AttributeValue | undefined): number | undefined {

@@ -5,11 +5,11 @@
 
 import { Lowest } from "../core/_bounded.ts";
 import { batchGet, chunks, eachConcurrently, type Item, scanAll } from "../dynamo/_dynamo.ts";
-import { FAILURE, SPAWN, spawnFromItem } from "../core/_layout.ts";
+import { FAILURE, isRetryDue, SPAWN, spawnFromItem } from "../core/_layout.ts";
 import { dueByScan, dueFromIndex } from "./_timers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { RelayItems, RelayKind, UnreadableRow } from "../core/types.ts";
-import { earliest, isDue, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
+import { earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
 import {
   type Candidate,
   candidateOf,
@@ -59,7 +59,7 @@ async function spawnBatch(
     for (const item of page) {
       if (item[FAILURE.deadAt] !== undefined) continue;
       oldestAt = earliest(oldestAt, numberOf(item[SPAWN.createdAt]));
-      if (isDue(item, now)) lowest.offer(candidateOf(item));
+      if (isRetryDue(item, now)) lowest.offer(candidateOf(item));
     }
   });
   const candidates = lowest.sorted();

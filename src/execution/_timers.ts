@@ -20,7 +20,7 @@ import {
   pages,
   scanAll,
 } from "../dynamo/_dynamo.ts";
-import { FAILURE, TIMER, timerFromItem, timerKey } from "../core/_layout.ts";
+import { FAILURE, isRetryDue, RELAY_DUE, TIMER, timerFromItem, timerKey } from "../core/_layout.ts";
 import { TIMER_INDEX, timerShard } from "./_timer_index.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
@@ -47,10 +47,10 @@ export function dueFilter(now: number, relay: boolean) {
     "#f": TIMER.fireAt,
   };
   if (!relay) return { names, filter: "", values: { ":now": N(now) }, projection: "#e, #p, #f" };
-  Object.assign(names, { "#a": FAILURE.attempts, "#r": FAILURE.retryAt, "#d": FAILURE.deadAt });
+  Object.assign(names, { "#a": FAILURE.attempts }, RELAY_DUE.names);
   return {
     names,
-    filter: "attribute_not_exists(#d) AND (attribute_not_exists(#r) OR #r <= :now)",
+    filter: RELAY_DUE.filter,
     values: { ":now": N(now) },
     projection: "#e, #p, #f, #a",
   };
@@ -133,8 +133,7 @@ export async function dueParked(
     if (keys.length === 0) continue;
     await batchGet(client, { [table]: { Keys: keys, ConsistentRead: true } }, (responses) => {
       for (const item of responses[table] ?? []) {
-        const retryAt = Number(item[FAILURE.retryAt]?.N ?? -Infinity);
-        if (item[FAILURE.deadAt] === undefined && retryAt <= now) {
+        if (item[FAILURE.deadAt] === undefined && isRetryDue(item, now)) {
           due.offer(dueTimerOf(item));
           found++;
         }
