@@ -83,11 +83,52 @@ export const FAILURE_PLACEHOLDER: Item = {
 };
 
 /**
- * `{prefix}_counters`, item `outbox_holds`: the targets a relay pass found held (behind a parked
- * or dead entry), each with its lowest held seq, so that the next pass skips their later entries
- * while it scans and fills its `limit` with deliverable work. A hint: order never depends on it.
+ * `{prefix}_counters`, item `outbox_holds`: written by deploys before the relay index (#24), a
+ * map of held targets (target key → lowest held seq). Read, never written, by inline delivery
+ * while such a deploy may still run (a rolling upgrade): a target it names is held only when the
+ * entry it names is still waiting or dead.
  */
 export const HOLDS = { id: "outbox_holds", holds: "holds" } as const;
+
+/**
+ * The relay index's two attributes on outbox entries, spawns and timers (#24): the partition a
+ * row is in (`relay_part`, S) and its place there (`relay_order`, N). A row is in exactly one
+ * partition of the index, named by its state: `p{shard}` pending (order: seq, or a timer's
+ * `fire_at`), `w{shard}` waiting for a retry (order: `retry_at`), `d{shard}` dead-lettered (order:
+ * seq or `fire_at`), `h{target key}` an outbox entry held behind a waiting or dead entry of its
+ * target (order: seq). Commits write `p`; relays move rows between partitions. Rows without
+ * them (the seed, older deploys) are adopted by the runners (see _upkeep.ts).
+ */
+export const RELAY = { part: "relay_part", order: "relay_order" } as const;
+
+/**
+ * `{prefix}_counters`, items `outbox_hold:{target key}`: the entries of one target that hold it
+ * (`heads`, a number set of their seqs: waiting for a retry, or dead-lettered and readable). A
+ * target is held from its lowest head; a head is added in the same transaction that parks or
+ * dead-letters its entry, and removed when it is delivered, retried or dropped.
+ */
+export const HOLD = { prefix: "outbox_hold:", heads: "heads" } as const;
+
+/**
+ * `{prefix}_counters`, item `outbox_releases`: targets being released (`targets`, a string set of
+ * `{target key}@{epoch seconds}`), marked before the change that releases them and unmarked once
+ * their held entries are back in the pending partitions, so that a crash in between loses
+ * nothing: a pass finishes a mark older than a minute.
+ */
+export const RELEASES = { id: "outbox_releases", targets: "targets" } as const;
+
+/**
+ * `{prefix}_counters`, items `relay_adopt:{kind}`: where the runners' adoption scan of a relay
+ * table stands (`cursor`, the scan's position as JSON text; absent at the start), the foreign seq
+ * allocations seen when its current cycle began (`cycle`) and those its last whole cycle covered
+ * (`covered`). See _upkeep.ts.
+ */
+export const ADOPTION = {
+  prefix: "relay_adopt:",
+  cursor: "cursor",
+  cycle: "cycle",
+  covered: "covered",
+} as const;
 
 /** `{prefix}_spawns`, key `seq`: a child execution to start. */
 export const SPAWN = {
@@ -117,8 +158,12 @@ export const PROCESSED = { executionId: "execution_id", eventId: "event_id", ttl
 /** `{prefix}_trace`, key `execution_id` + `idx`: one step of the ring, as JSON text. */
 export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" } as const;
 
-/** `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns). */
-export const COUNTER = { id: "id", n: "n" } as const;
+/**
+ * `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns), and `ours`,
+ * how many of them this module's stores reserved (in the same `ADD`): `n - ours` counts the seqs
+ * other writers (the seed, older deploys) took, whose rows lack the relay index's attributes.
+ */
+export const COUNTER = { id: "id", n: "n", ours: "ours" } as const;
 
 /**
  * The state store's table (`harel_state` unless named), key `pk`: a plain value as JSON text

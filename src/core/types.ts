@@ -430,6 +430,99 @@ export interface ReadLimitOptions {
 }
 
 /**
+ * Options of `deadLetters`: how many, and (outbox) of which target.
+ *
+ * @example The dead letters of one target
+ * ```ts
+ * import type { DeadLetterOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function ofPayments(store: ExecutionStore): Promise<number> {
+ *   const options: DeadLetterOptions = { targetId: "payments", limit: 50 };
+ *   return (await store.deadLetters("outbox", options)).length;
+ * }
+ * ```
+ */
+export interface DeadLetterOptions extends ReadLimitOptions {
+  /** Outbox only: just the dead letters to this target (`null`: those without a target). @default {undefined} */
+  targetId?: string | null;
+}
+
+/**
+ * Options of `retryDeadLetters` and `dropDeadLetters`.
+ *
+ * @example Retrying every dead letter of one target, with progress
+ * ```ts
+ * import type { BulkDeadLetterOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function retryPayments(store: ExecutionStore): Promise<number> {
+ *   const options: BulkDeadLetterOptions = {
+ *     targetId: "payments",
+ *     onProgress: (done) => console.error(`${done} retried`),
+ *   };
+ *   return await store.retryDeadLetters("outbox", options);
+ * }
+ * ```
+ */
+export interface BulkDeadLetterOptions {
+  /** Outbox only: just the dead letters to this target (`null`: those without a target). @default {undefined} */
+  targetId?: string | null;
+  /** Called with the count so far after each dead letter retried (dropped). @default {undefined} */
+  onProgress?: (done: number) => void;
+  /** Stops it between dead letters: it rejects with the signal's reason. @default {undefined} */
+  signal?: AbortSignal;
+}
+
+/**
+ * A queue's backlog, as `backlog` counts it: each count reads at most `limit` rows.
+ *
+ * @example Relay lag and dead letters at a glance
+ * ```ts
+ * import type { Backlog, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function summary(store: ExecutionStore): Promise<string> {
+ *   const b: Backlog = await store.backlog("outbox");
+ *   const lag = b.oldestAt === null ? "none" : `${Math.round(Date.now() / 1000 - b.oldestAt)} s`;
+ *   return `${b.pending} pending, ${b.waiting} waiting, ${b.dead} dead, lag ${lag}`;
+ * }
+ * ```
+ */
+export interface Backlog {
+  /** Deliverable or held but not failed (timers: due now), up to `limit`. */
+  pending: number;
+  /** Waiting for a retry after a failed delivery, up to `limit`. */
+  waiting: number;
+  /** Dead-lettered, up to `limit`. */
+  dead: number;
+  /** Outbox: the targets of the waiting and dead entries counted (their later entries wait). */
+  heldTargets: number;
+  /** Whether a count reached `limit`: the true figure may be higher. */
+  capped: boolean;
+  /**
+   * When the oldest pending item counted was committed (timers: due), epoch seconds; `null`
+   * when none (or no row says). Relay lag is now minus this.
+   */
+  oldestAt: number | null;
+}
+
+/**
+ * Options of `backlog`.
+ *
+ * @example A summary that reads at most 100 rows per count
+ * ```ts
+ * import type { BacklogOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function dead(store: ExecutionStore): Promise<number> {
+ *   const options: BacklogOptions = { limit: 100 };
+ *   return (await store.backlog("spawns", options)).dead;
+ * }
+ * ```
+ */
+export interface BacklogOptions {
+  /** The most rows each count reads, 1 to 10,000. @default {1000} */
+  limit?: number;
+}
+
+/**
  * What `loadForEvent` returns.
  *
  * @example Skipping what was handled
@@ -527,12 +620,18 @@ export interface ExecutionStore extends AsyncDisposable {
     key: RelayKey<K>,
     failure: RelayFailure,
   ): Promise<boolean>;
-  /** The `limit` lowest dead-lettered items of a queue. */
-  deadLetters<K extends RelayKind>(kind: K, options?: ReadLimitOptions): Promise<DeadLetter<K>[]>;
+  /** The `limit` lowest dead-lettered items of a queue (outbox: optionally of one target). */
+  deadLetters<K extends RelayKind>(kind: K, options?: DeadLetterOptions): Promise<DeadLetter<K>[]>;
   /** Makes a dead-lettered item due again: `false` when it is gone. */
   retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean>;
   /** Removes a dead-lettered item: `false` when it is pending, not dead-lettered. */
   dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean>;
+  /** Retries every dead letter of a queue (or of one target): how many it retried. */
+  retryDeadLetters(kind: RelayKind, options?: BulkDeadLetterOptions): Promise<number>;
+  /** Drops every dead letter of a queue (or of one target): how many it dropped. */
+  dropDeadLetters(kind: RelayKind, options?: BulkDeadLetterOptions): Promise<number>;
+  /** A queue's backlog: pending, waiting, dead and held counts (capped), and the oldest pending. */
+  backlog(kind: RelayKind, options?: BacklogOptions): Promise<Backlog>;
   /** The execution's trace, oldest first, each step with its `index`. */
   readTrace(id: string): Promise<Record<string, unknown>[]>;
   /** Appends one trace step outside a commit. */

@@ -186,24 +186,44 @@ export async function transactOne(
   resends: Resends,
   known: string,
 ): Promise<{ applied: true } | { applied: false; found: Item | undefined; unreadable: boolean }> {
+  const done = await transactItems(client, [item], write, resends, known);
+  if (done.applied) return done;
+  return { applied: false, found: done.reasons[0]?.Item, unreadable: done.unreadable };
+}
+
+/**
+ * A transaction of several items ({@linkcode sendTransaction}), sent again with a new token while
+ * DynamoDB cancels it for a conflict with another writer: `applied`, or not because a condition
+ * failed, with each item's reason (in the order of `items`).
+ */
+export async function transactItems(
+  client: DynamoDBSender,
+  items: TransactWriteItem[],
+  write: WriteName,
+  resends: Resends,
+  known: string,
+): Promise<
+  { applied: true } | { applied: false; reasons: CancellationReason[]; unreadable: boolean }
+> {
   for (let conflict = 0;; conflict++) {
     try {
-      await sendTransaction(client, [item], write, resends.lost, known);
+      await sendTransaction(client, items, write, resends.lost, known);
       return { applied: true };
     } catch (error) {
       if (!isNamed(error, "TransactionCanceledException")) {
         // The SDK's parser throws a TypeError on a returned map key named `__proto__`.
         if (error instanceof TypeError && isBadRequest(error)) {
-          return { applied: false, found: undefined, unreadable: true };
+          return { applied: false, reasons: [], unreadable: true };
         }
         throw error;
       }
-      const reason = (error as { CancellationReasons?: CancellationReason[] })
-        .CancellationReasons?.[0];
-      if (reason?.Code === "ConditionalCheckFailed") {
-        return { applied: false, found: reason.Item, unreadable: false };
+      const reasons = (error as { CancellationReasons?: CancellationReason[] })
+        .CancellationReasons ?? [];
+      if (reasons.some((reason) => reason.Code === "ConditionalCheckFailed")) {
+        return { applied: false, reasons, unreadable: false };
       }
-      if (reason?.Code !== "TransactionConflict" || conflict >= resends.conflicts) throw error;
+      const conflicted = reasons.some((reason) => reason.Code === "TransactionConflict");
+      if (!conflicted || conflict >= resends.conflicts) throw error;
       await sleep(backoffDelay(conflict, { minDelayMs: 20, maxDelayMs: 1000 }));
     }
   }

@@ -1,7 +1,8 @@
 // The failures relays record on a queue item, and the dead letters operators list, retry or
-// drop.
+// drop — each moving the item between the relay index's partitions, and (outbox) adding or
+// removing its target's head.
 import { type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { transactOne } from "../dynamo/_lost_answers.ts";
+import { transactItems, transactOne } from "../dynamo/_lost_answers.ts";
 import { Lowest } from "../core/_bounded.ts";
 import { batchGet, isNamed, type Item, N, S, scanAll } from "../dynamo/_dynamo.ts";
 import { fireAtGuard } from "./_fire_at.ts";
@@ -10,12 +11,14 @@ import {
   LAST_ERROR_BYTES,
   OUTBOX,
   outboxFromItem,
+  RELAY,
   seqKey,
   spawnFromItem,
   TIMER,
   timerFromItem,
   timerKey,
 } from "../core/_layout.ts";
+import { LIMITS } from "../core/_validate.ts";
 import { DEAD_SHARD, PARKED_SHARD } from "./_timers.ts";
 import { timerShard } from "./_timer_index.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
@@ -28,7 +31,10 @@ import type {
   Timer,
 } from "../core/types.ts";
 import { numberOf, plain, type QueueReads } from "./_queue_items.ts";
-import { candidateOf, holdTarget, releaseTarget } from "./_outbox_queue.ts";
+import { candidateOf } from "./_outbox_queue.ts";
+import { addHead, release } from "./_holds.ts";
+import { byIndexOrder, MergedPartitions, mergePage } from "./_index_reads.ts";
+import { keyOrder, partition, pendingPlace, rowKey, rowShard } from "./_relay_index.ts";
 
 /** The table and key of one queue item, and the condition that it is still that item. */
 export function locate<K extends RelayKind>(
@@ -58,8 +64,11 @@ export function locate<K extends RelayKind>(
 
 /**
  * Records a failed delivery on the item (attempts, the next attempt's time or the dead letter,
- * the error): `false` when the item is gone (acknowledged) or, for a timer, re-scheduled. A
- * re-send after a lost answer sets the same values again, so the answer is exact.
+ * the error) and moves it to its partition of the relay index (waiting or dead): `false` when the
+ * item is gone (acknowledged) or, for a timer, re-scheduled. An outbox entry that failed (not an
+ * unreadable one) becomes a head of its target in the same transaction, so that the target's
+ * later entries wait behind it. Exact under lost answers: a re-send sets the same values again
+ * (an entry's transaction carries an idempotency token).
  */
 export async function recordFailure<K extends RelayKind>(
   q: QueueReads,
@@ -74,15 +83,21 @@ export async function recordFailure<K extends RelayKind>(
     "#e": FAILURE.lastError,
     "#r": FAILURE.retryAt,
     "#d": FAILURE.deadAt,
+    "#p": RELAY.part,
+    "#o": RELAY.order,
   };
+  const dead = failure.retryAt === null;
+  const shard = rowShard(kind, keyItem(kind, key));
   const values: Item = {
     ...at.values,
     ":a": N(failure.attempts),
     ":e": S(utf8Prefix(failure.error, LAST_ERROR_BYTES) || "(no message)"),
+    ":p": S(partition(dead ? "d" : "w", shard)),
+    ":o": dead ? keyOrder(kind, keyItem(kind, key))! : N(failure.retryAt!),
   };
-  const sets = ["#a = :a", "#e = :e"];
-  if (failure.retryAt === null) {
-    values[":d"] = N(Date.now() / 1000);
+  const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
+  if (dead) {
+    values[":d"] = N(q.now() / 1000);
     sets.push("#d = :d");
     if (failure.unreadable) {
       Object.assign(names, { "#u": FAILURE.unreadable });
@@ -90,64 +105,95 @@ export async function recordFailure<K extends RelayKind>(
       sets.push("#u = :u");
     }
   } else {
-    values[":r"] = N(failure.retryAt);
+    values[":r"] = N(failure.retryAt!);
     sets.push("#r = :r");
   }
   if (kind === "timers") {
-    // Out of the index's sweep shards, so that failing timers never fill a sweep's limit.
+    // Out of the legacy timer index's sweep shards, for deploys that still sweep through it.
     Object.assign(names, { "#s": TIMER.shard });
-    values[":s"] = N(failure.retryAt === null ? DEAD_SHARD : PARKED_SHARD);
+    values[":s"] = N(dead ? DEAD_SHARD : PARKED_SHARD);
     sets.push("#s = :s");
   }
-  const update = `SET ${sets.join(", ")} REMOVE ${failure.retryAt === null ? "#r" : "#d"}`;
-  const input = {
+  const update = {
     TableName: at.table,
     Key: at.key,
-    UpdateExpression: update,
+    UpdateExpression: `SET ${sets.join(", ")} REMOVE ${dead ? "#r" : "#d"}`,
     ConditionExpression: at.condition,
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
-    ReturnValues: kind === "outbox" ? "ALL_NEW" as const : "NONE" as const,
   };
-  let stored: Item | undefined;
+  const tooBig = (error: unknown) =>
+    isNamed(error, "ValidationException") && /size/i.test(String(error));
+  const record = async () => {
+    if (kind !== "outbox" || failure.unreadable) return await conditional(q, update) !== undefined;
+    // The entry's target: its hold gains this head in the same transaction.
+    const row = await readRow(q, at.table, at.key);
+    if (row === undefined) return false;
+    const done = await transactItems(
+      q.timers.client,
+      [{ Update: update }, addHead(q, candidateOf(row).target, row[OUTBOX.seq]!)],
+      { operation: "recordFailure", key: String(key) },
+      q.resends,
+      "the failure may or may not be recorded; the entry comes again if it was not",
+    );
+    return done.applied;
+  };
   try {
-    stored = await conditional(q, input);
+    return await record();
   } catch (error) {
     // A row another writer left near 400 KB has no room for the error text: record the rest.
-    if (!isNamed(error, "ValidationException") || !/size/i.test(String(error))) throw error;
+    if (!tooBig(error)) throw error;
     values[":e"] = S("(error not recorded: the item is at DynamoDB's 400 KB limit)");
-    stored = await conditional(q, input);
+    return await record();
   }
-  if (stored && kind === "outbox" && !failure.unreadable) {
-    // The next pass skips this target's later entries while it scans (see outboxBatch).
-    await holdTarget(q, candidateOf(stored).target, key as number);
-  }
-  return stored !== undefined;
+}
+
+/** The key of a queue item as a row (a timer with its fire time, for its shard and order). */
+function keyItem<K extends RelayKind>(kind: K, key: RelayKey<K>): Item {
+  if (kind !== "timers") return seqKey(key as number);
+  const timer = key as Timer;
+  return { ...timerKey(timer.executionId, timer.path), [TIMER.fireAt]: N(timer.fireAt) };
+}
+
+/** One row, strongly consistent (a BatchGetItem: the relay's read, no other IAM action). */
+async function readRow(q: QueueReads, table: string, key: Item): Promise<Item | undefined> {
+  let found: Item | undefined;
+  await batchGet(
+    q.timers.client,
+    { [table]: { Keys: [key], ConsistentRead: true } },
+    (responses) => void (found ??= responses[table]?.[0]),
+  );
+  return found;
 }
 
 /**
- * Makes a dead letter due again, its attempts forgotten. `false` when there is no such dead
- * letter: the item is gone, pending (not dead-lettered), or (timers) fires at another time.
+ * Makes a dead letter due again, its attempts forgotten, back in its pending partition (a timer
+ * also in its legacy timer index shard). `false` when there is no such dead letter: the item is
+ * gone, pending (not dead-lettered), or (timers) fires at another time. An outbox entry's target
+ * is released: its held entries go back to pending behind it.
  */
 export function retryDeadLetter<K extends RelayKind>(
   q: QueueReads,
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
+  const place = pendingPlace(kind, keyItem(kind, key));
   const names: Record<string, string> = {
     "#a": FAILURE.attempts,
     "#e": FAILURE.lastError,
     "#r": FAILURE.retryAt,
     "#u": FAILURE.unreadable,
+    "#p": RELAY.part,
+    "#o": RELAY.order,
   };
-  const values: Item = {};
-  let update = "REMOVE #a, #e, #r, #d, #u";
+  const values: Item = { ":p": S(place.part), ":o": place.order };
+  let update = "SET #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u";
   if (kind === "timers") {
-    // Back to the timer's own shard of the index.
+    // Back to the timer's own shard of the legacy index.
     const { executionId, path } = key as Timer;
     names["#s"] = TIMER.shard;
     values[":s"] = N(timerShard(executionId, path, q.timers.shards));
-    update = `SET #s = :s ${update}`;
+    update = `SET #s = :s, #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u`;
   }
   return onDeadLetter(q, kind, key, "retryDeadLetter", (at) => ({
     Update: {
@@ -156,9 +202,7 @@ export function retryDeadLetter<K extends RelayKind>(
       UpdateExpression: update,
       ConditionExpression: at.condition,
       ExpressionAttributeNames: { ...at.names, ...names },
-      ...(Object.keys({ ...at.values, ...values }).length
-        ? { ExpressionAttributeValues: { ...at.values, ...values } }
-        : {}),
+      ExpressionAttributeValues: { ...at.values, ...values },
     },
   }));
 }
@@ -166,7 +210,7 @@ export function retryDeadLetter<K extends RelayKind>(
 /**
  * Deletes a dead letter. `false` when there is no such dead letter: the item is gone (or never
  * was: a mistyped key), pending (a pending item is acknowledged, not dropped), or (timers) fires
- * at another time.
+ * at another time. An outbox entry's target is released.
  */
 export function dropDeadLetter<K extends RelayKind>(
   q: QueueReads,
@@ -185,10 +229,10 @@ export function dropDeadLetter<K extends RelayKind>(
 }
 
 /**
- * One operator action on a dead letter: a one-item transaction with an idempotency token,
- * conditioned on the item being that dead letter, so the answer is exact also when it is
- * re-sent after a lost answer. An outbox entry's target is then released from the held-target
- * hint (read first: a transaction returns no old item), so inline delivery goes on at once.
+ * One operator action on a dead letter: a transaction with an idempotency token, conditioned on
+ * the item being that dead letter, so the answer is exact also when it is re-sent after a lost
+ * answer. An outbox entry's target is released with it (its hold loses this head in the same
+ * transaction; its held entries go back behind it).
  */
 async function onDeadLetter<K extends RelayKind>(
   q: QueueReads,
@@ -203,74 +247,115 @@ async function onDeadLetter<K extends RelayKind>(
     names: { ...at.names, "#d": FAILURE.deadAt },
     condition: `attribute_exists(#d) AND ${at.condition}`,
   };
-  // A BatchGetItem (the relay's read), not a GetItem: no other action for the operator's role.
-  let before: Item | undefined;
+  const name = { operation, key: kind === "timers" ? timerName(key as Timer) : String(key) };
+  const known = `the ${kind} dead letter is ${
+    operation === "dropDeadLetter" ? "gone" : "due again"
+  } if it was`;
   if (kind === "outbox") {
-    await batchGet(
-      q.timers.client,
-      { [at.table]: { Keys: [at.key], ConsistentRead: true } },
-      (responses) => void (before ??= responses[at.table]?.[0]),
-    );
+    const row = await readRow(q, at.table, at.key);
+    if (row === undefined || row[FAILURE.deadAt] === undefined) return false;
+    const seq = row[OUTBOX.seq]!.N!;
+    return await release(q, candidateOf(row).target, [seq], [write(dead)], { ...name, known });
   }
-  const done = await transactOne(
-    q.timers.client,
-    write(dead),
-    { operation, key: kind === "timers" ? timerName(key as Timer) : String(key) },
-    q.resends,
-    `the ${kind} dead letter is ${operation === "dropDeadLetter" ? "gone" : "due again"} if it was`,
-  );
-  if (done.applied && before !== undefined) {
-    await releaseTarget(q, candidateOf(before).target, key as number);
-  }
-  return done.applied;
+  return (await transactOne(q.timers.client, write(dead), name, q.resends, known)).applied;
 }
 
 function timerName(timer: Timer): string {
   return `${timer.executionId}/${timer.path}@${timer.fireAt}`;
 }
 
-/** The `limit` lowest dead letters of a queue (timers: earliest first). */
+/**
+ * The `limit` lowest dead letters of a queue (timers: earliest first), optionally of one target
+ * (outbox): through the relay index, its dead partitions merged; without it, a scan.
+ */
 export async function deadLetters<K extends RelayKind>(
   q: QueueReads,
   kind: K,
   limit: number,
+  target?: string | null,
 ): Promise<DeadLetter<K>[]> {
-  const table = kind === "timers"
-    ? q.tables.timers.name
-    : kind === "outbox"
-    ? q.tables.outbox.name
-    : q.tables.spawns.name;
-  const order = (a: Item, b: Item) =>
-    kind === "timers"
-      ? numberOf(a[TIMER.fireAt])! - numberOf(b[TIMER.fireAt])!
-      : numberOf(a.seq)! - numberOf(b.seq)!;
-  const lowest = new Lowest<Item>(limit, order);
-  await scanAll(q.timers.client, {
-    TableName: table,
-    FilterExpression: "attribute_exists(#d)",
-    ExpressionAttributeNames: { "#d": FAILURE.deadAt },
-    ConsistentRead: q.timers.consistent,
-  }, (page) => {
-    for (const item of page) lowest.offer(item);
-  });
-  return lowest.sorted().map((row) => {
-    let item: RelayItem<K> | null = null;
-    try {
-      item = (kind === "timers"
-        ? timerFromItem(row)
-        : kind === "outbox"
-        ? outboxFromItem(row)
-        : spawnFromItem(row)) as RelayItem<K>;
-    } catch { /* unreadable: raw shows it */ }
-    return {
-      key: (kind === "timers" ? timerFromItem(row) : numberOf(row.seq)!) as RelayKey<K>,
-      item,
-      attempts: numberOf(row[FAILURE.attempts]) ?? 0,
-      lastError: row[FAILURE.lastError]?.S ?? null,
-      deadAt: numberOf(row[FAILURE.deadAt]) ?? 0,
-      raw: plain(row),
-    };
-  });
+  const letters: DeadLetter<K>[] = [];
+  for await (const rows of deadRows(q, kind, limit, target)) {
+    for (const row of rows) letters.push(deadLetterOf(kind, row));
+    if (letters.length >= limit) break;
+  }
+  return letters.slice(0, limit);
+}
+
+/**
+ * The dead rows of a queue, whole and read again from the table (still dead), in pages, lowest
+ * first: from the relay index's dead partitions, or (without it) a scan kept to the `limit`
+ * lowest. `target` keeps those of one target (outbox).
+ */
+export async function* deadRows(
+  q: QueueReads,
+  kind: RelayKind,
+  limit: number,
+  target?: string | null,
+): AsyncGenerator<Item[], void, undefined> {
+  const table = q.tables[kind].name;
+  const ofTarget = (row: Item) =>
+    target === undefined ||
+    (target === null ? row[OUTBOX.targetId]?.NULL === true : row[OUTBOX.targetId]?.S === target);
+  if (!q.relayIndex) {
+    const order = (a: Item, b: Item) =>
+      kind === "timers"
+        ? numberOf(a[TIMER.fireAt])! - numberOf(b[TIMER.fireAt])!
+        : numberOf(a.seq)! - numberOf(b.seq)!;
+    const lowest = new Lowest<Item>(limit, order);
+    await scanAll(q.timers.client, {
+      TableName: table,
+      FilterExpression: "attribute_exists(#d)",
+      ExpressionAttributeNames: { "#d": FAILURE.deadAt },
+      ConsistentRead: q.timers.consistent,
+    }, (page) => {
+      for (const item of page) if (ofTarget(item)) lowest.offer(item);
+    });
+    yield lowest.sorted();
+    return;
+  }
+  const stream = new MergedPartitions(q.timers.client, table, "d", mergePage(limit));
+  for (let left = limit; left > 0;) {
+    const keys: Item[] = [];
+    const chunk = Math.min(LIMITS.batchGetKeys, left);
+    for (let row; keys.length < chunk && (row = await stream.next());) {
+      if (ofTarget(row)) keys.push(rowKey(kind, row));
+    }
+    left -= keys.length;
+    if (keys.length === 0) return;
+    const found: Item[] = [];
+    await batchGet(
+      q.timers.client,
+      { [table]: { Keys: keys, ConsistentRead: true } },
+      (responses) => void found.push(...responses[table] ?? []),
+    );
+    const dead = found.filter((row) => row[FAILURE.deadAt] !== undefined);
+    yield dead.sort((a, b) => byIndexOrder(withOrder(kind, a), withOrder(kind, b)));
+  }
+}
+
+function withOrder(kind: RelayKind, row: Item): Item {
+  return { ...row, [RELAY.order]: keyOrder(kind, row) ?? N(0) };
+}
+
+/** A dead row as operators see it. */
+function deadLetterOf<K extends RelayKind>(kind: K, row: Item): DeadLetter<K> {
+  let item: RelayItem<K> | null = null;
+  try {
+    item = (kind === "timers"
+      ? timerFromItem(row)
+      : kind === "outbox"
+      ? outboxFromItem(row)
+      : spawnFromItem(row)) as RelayItem<K>;
+  } catch { /* unreadable: raw shows it */ }
+  return {
+    key: (kind === "timers" ? timerFromItem(row) : numberOf(row.seq)!) as RelayKey<K>,
+    item,
+    attempts: numberOf(row[FAILURE.attempts]) ?? 0,
+    lastError: row[FAILURE.lastError]?.S ?? null,
+    deadAt: numberOf(row[FAILURE.deadAt]) ?? 0,
+    raw: plain(row),
+  };
 }
 
 /** An update whose condition may fail: the item after it (empty without ReturnValues), or undefined. */

@@ -4,6 +4,7 @@
 import type { Event } from "../core/documents.ts";
 import { byFireAt, bySeq, Lowest } from "../core/_bounded.ts";
 import type {
+  Backlog,
   DeadLetter,
   OutboxEntry,
   PendingSpawn,
@@ -54,8 +55,12 @@ export class MemoryQueues {
     return true;
   }
 
-  /** The `limit` lowest dead letters of a queue. */
-  deadLetters<K extends RelayKind>(kind: K, limit: number): DeadLetter<K>[] {
+  /** The `limit` lowest dead letters of a queue (outbox: of `target` when given). */
+  deadLetters<K extends RelayKind>(
+    kind: K,
+    limit: number,
+    target?: string | null,
+  ): DeadLetter<K>[] {
     const letters: DeadLetter<K>[] = [];
     if (kind === "timers") {
       const dead = [...this.timers.values()].filter((t) => typeof t.deadAt === "number");
@@ -71,12 +76,57 @@ export class MemoryQueues {
       return letters;
     }
     const table: Map<number, Bookkeeping> = kind === "outbox" ? this.outbox : this.spawns;
-    const dead = [...table].filter(([, row]) => row.deadAt !== null).sort(([a], [b]) => a - b);
+    const dead = [...table]
+      .filter(([seq, row]) =>
+        row.deadAt !== null && (target === undefined || this.outbox.get(seq)?.targetId === target)
+      )
+      .sort(([a], [b]) => a - b);
     for (const [seq, row] of dead.slice(0, limit)) {
       const item = kind === "outbox" ? this.outboxEntry(seq) : this.pendingSpawn(seq);
       letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }));
     }
     return letters as DeadLetter<K>[];
+  }
+
+  /**
+   * A queue's backlog, each count at most `limit` (see DynamoDBStore's `backlog`): pending
+   * (timers: due at `now`), waiting, dead, the outbox targets held behind those, the oldest
+   * pending.
+   */
+  backlog(kind: RelayKind, limit: number, now: number): Backlog {
+    const counts = { pending: 0, waiting: 0, dead: 0 };
+    const held = new Set<string | null>();
+    let oldestAt: number | null = null;
+    const rows: [Partial<Bookkeeping>, number | null, string | null | undefined, number][] =
+      kind === "timers"
+        ? [...this.timers.values()].map((t) => [t, t.fireAt <= now ? t.fireAt : null, undefined, 0])
+        : [...(kind === "outbox" ? this.outbox : this.spawns)].map(([seq, row]) => [
+          row,
+          row.createdAt,
+          "targetId" in row ? row.targetId as string | null : undefined,
+          seq,
+        ]);
+    const heads = kind === "outbox" ? this.heads(now) : new Map<string | null, number>();
+    for (const [row, at, target, seq] of rows) {
+      const state = typeof row.deadAt === "number"
+        ? "dead"
+        : typeof row.retryAt === "number" && row.retryAt > now
+        ? "waiting"
+        : "pending";
+      if (state === "pending" && kind === "timers" && at === null) continue;
+      // Held behind a head of its target: neither deliverable nor failed (a pass sets it apart).
+      if (state === "pending" && seq > (heads.get(target ?? null) ?? Infinity)) continue;
+      if (counts[state] >= limit) continue;
+      counts[state]++;
+      if (state !== "pending" && kind === "outbox" && !row.unreadable) held.add(target ?? null);
+      if (state === "pending" && at !== null) oldestAt = Math.min(oldestAt ?? Infinity, at);
+    }
+    return {
+      ...counts,
+      heldTargets: held.size,
+      capped: Object.values(counts).some((n) => n >= limit),
+      oldestAt,
+    };
   }
 
   /** Makes a dead letter due again; false when there is no such dead letter. */
@@ -146,14 +196,22 @@ export class MemoryQueues {
    * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
    * source and target that is not among them.
    */
-  outboxBatch(limit: number, now: number, seqs?: number[]): RelayItems<"outbox"> {
+  /** Each held target's lowest head: an entry waiting for a retry, or dead and readable. */
+  heads(now: number): Map<string | null, number> {
     const held = new Map<string | null, number>();
-    let oldestAt: number | null = null;
     for (const [seq, row] of this.outbox) {
-      if (row.deadAt === null) oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
       if ((row.deadAt !== null && !row.unreadable) || (row.deadAt === null && !due(row, now))) {
         held.set(row.targetId, Math.min(held.get(row.targetId) ?? Infinity, seq));
       }
+    }
+    return held;
+  }
+
+  outboxBatch(limit: number, now: number, seqs?: number[]): RelayItems<"outbox"> {
+    const held = this.heads(now);
+    let oldestAt: number | null = null;
+    for (const row of this.outbox.values()) {
+      if (row.deadAt === null) oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
     }
     const clear = (seq: number) => {
       const row = this.outbox.get(seq)!;

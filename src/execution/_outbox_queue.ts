@@ -1,18 +1,9 @@
-// The outbox's batch for a relay pass: the lowest seqs of each source and target, read without
-// the bodies first, and the held targets (outbox_holds) that keep a failed entry's successors
-// waiting. Memory grows with the limit asked for (plus one number per held target).
-import { GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+// The outbox's batches that need no index: a scan (with `relayIndex: false`), a commit's own seqs
+// (delivery within the request), and what every batch shares — the candidates' bodies, read
+// with the predecessors they wait for. Held targets come from their hold items (_holds.ts).
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { Lowest } from "../core/_bounded.ts";
-import {
-  batchGet,
-  chunks,
-  eachConcurrently,
-  isNamed,
-  type Item,
-  N,
-  pages,
-  S,
-} from "../dynamo/_dynamo.ts";
+import { batchGet, chunks, eachConcurrently, type Item, pages, S } from "../dynamo/_dynamo.ts";
 import {
   COUNTER,
   FAILURE,
@@ -20,16 +11,16 @@ import {
   isRetryDue,
   OUTBOX,
   outboxFromItem,
+  RELAY,
   seqKey,
 } from "../core/_layout.ts";
+import { holdsTarget, readHolds } from "./_holds.ts";
+import { partOf } from "./_relay_index.ts";
 import { targetKey } from "./_outbox_chain.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { RelayItems, UnreadableRow } from "../core/types.ts";
 import { createdTime, earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
-
-/** The most held targets the `outbox_holds` hint keeps (it must fit one item). */
-export const MAX_HOLDS = 1000;
 
 /** How many BatchGetItem calls a batch keeps in flight. */
 export const GET_CONCURRENCY = 4;
@@ -45,33 +36,32 @@ export interface Candidate {
   target: string;
   /** Outbox: the previous seq of the same source to the same target (0: none; undefined: unknown). */
   prev: number | undefined;
+  /** The relay index partition it was read from, if any. */
+  part?: string;
 }
 
 /**
- * One scan of the outbox: the `limit` lowest deliverable seqs. A target is held from its lowest
- * entry that waits for a retry or is dead: nothing of it after that seq is deliverable. The held
- * targets of the last pass (`outbox_holds`) are skipped while scanning, so that `limit` fills with
- * deliverable work; this pass's own findings decide, and (for a relay pass, `recordHolds`) become
- * the next pass's hint.
+ * One scan of the outbox (with `relayIndex: false`): the `limit` lowest deliverable seqs. A target
+ * is held from its lowest head: an entry its hold item lists, or one the scan finds waiting for
+ * a retry or dead (written by a writer that keeps no holds). The holds of the targets a page
+ * shows are read with it, so held entries never fill the `limit`. Reads the whole table.
  */
 export async function outboxBatch(
   q: QueueReads,
   limit: number,
   now: number,
-  recordHolds: boolean,
 ): Promise<RelayItems<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
-  const hint = readHolds(q);
   const held = new Map<string, number>();
+  const known = new Set<string>();
   const lowest = new Lowest<Candidate>(limit, (a, b) => a.seq - b.seq);
-  // Entries the hint skipped: kept apart (as many as the limit), in case their target is no
-  // longer held (its entry was delivered, retried or dropped since the hint was written).
-  const skipped = new Lowest<Candidate>(limit, (a, b) => a.seq - b.seq);
   let oldestAt: number | null = null;
   // Everything (`Infinity`): the scan reads whole items, and no BatchGetItem is needed.
   const whole = limit === Infinity;
   const bodies = new Map<string, Item>();
+  const hold = (target: string, seq: number) =>
+    held.set(target, Math.min(held.get(target) ?? Infinity, seq));
   const scan = (start: Item | undefined) =>
     client.send(
       new ScanCommand({
@@ -94,34 +84,33 @@ export async function outboxBatch(
       }),
     );
   for await (const page of pages(scan)) {
-    const holds = await hint;
-    for (const item of page.Items ?? []) {
+    const items = page.Items ?? [];
+    const targets = items.map((item) => candidateOf(item).target).filter((t) => !known.has(t));
+    for (const [target, heads] of await readHolds(q, targets)) hold(target, heads.lowest);
+    for (const target of targets) known.add(target);
+    for (const item of items) {
       const candidate = candidateOf(item);
       const dead = item[FAILURE.deadAt] !== undefined;
       if (!dead) oldestAt = earliest(oldestAt, numberOf(item[OUTBOX.createdAt]));
       if (dead && item[FAILURE.unreadable]?.BOOL) continue; // set aside: holds nothing back
       if (dead || !isRetryDue(item, now)) {
-        held.set(candidate.target, Math.min(held.get(candidate.target) ?? Infinity, candidate.seq));
+        hold(candidate.target, candidate.seq);
         continue;
       }
-      const hinted = holds.get(candidate.target);
-      (hinted !== undefined && candidate.seq > hinted ? skipped : lowest).offer(candidate);
+      if (candidate.seq > (held.get(candidate.target) ?? Infinity)) continue;
+      lowest.offer(candidate);
       if (whole) bodies.set(candidate.id, item);
     }
   }
   const clear = (c: Candidate) => !(c.seq > (held.get(c.target) ?? Infinity));
-  const candidates = [...lowest.sorted().filter(clear), ...skipped.sorted().filter(clear)]
-    .sort((a, b) => a.seq - b.seq).slice(0, limit);
-  const batch = await readOutboxBodies(q, candidates, bodies);
-  oldestAt = earliest(oldestAt, batch.oldestAt);
-  if (recordHolds) await writeHolds(q, await hint, held);
-  return { ...batch, oldestAt };
+  const batch = await readOutboxBodies(q, lowest.sorted().filter(clear), now, bodies);
+  return { ...batch, oldestAt: earliest(oldestAt, batch.oldestAt) };
 }
 
 /**
  * The entries of these seqs (a commit's own), read with their predecessors: what a worker
- * delivers within the request that committed them. An entry waiting for a retry, dead, or behind
- * a target the last pass found held is left to the next pass.
+ * delivers within the request that committed them. An entry waiting for a retry, dead, behind
+ * a head of its target, or whose predecessor is unknown is left to the next pass.
  */
 export async function outboxOf(
   q: QueueReads,
@@ -131,8 +120,8 @@ export async function outboxOf(
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const found = new Map<string, Item>();
-  const [holds] = await Promise.all([
-    readHolds(q),
+  const [legacy] = await Promise.all([
+    readLegacyHint(q),
     eachConcurrently(
       chunks([...new Set(seqs)], LIMITS.batchGetKeys),
       GET_CONCURRENCY,
@@ -146,23 +135,28 @@ export async function outboxOf(
         ),
     ),
   ]);
+  const rows = [...found.values()].map((item) => ({ item, candidate: candidateOf(item) }));
+  const holds = await readHolds(q, rows.map((row) => row.candidate.target));
+  const hinted = await stillHeld(q, legacy, rows.map((row) => row.candidate));
   const candidates: Candidate[] = [];
   const held = new Set<string>();
-  const rows = [...found.values()].map((item) => ({ item, candidate: candidateOf(item) }));
   for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
     const seq = candidate.seq;
-    const hinted = holds.get(candidate.target);
+    const lowest = Math.min(
+      holds.get(candidate.target)?.lowest ?? Infinity,
+      hinted.get(candidate.target) ?? Infinity,
+    );
     if (item[FAILURE.unreadable]?.BOOL) continue;
     if (
       item[FAILURE.deadAt] !== undefined || !isRetryDue(item, now) || held.has(candidate.target) ||
-      (hinted !== undefined && seq > hinted) ||
+      seq > lowest ||
       // Its predecessor is unknown (written after a Python commit, or past the chains' cap):
       // only a full pass, which sees the whole outbox, can order it.
       candidate.prev === undefined
     ) held.add(candidate.target);
     else candidates.push(candidate);
   }
-  return await readOutboxBodies(q, candidates, found);
+  return await readOutboxBodies(q, candidates, now, found);
 }
 
 /**
@@ -174,6 +168,7 @@ export async function outboxOf(
 export async function readOutboxBodies(
   q: QueueReads,
   candidates: Candidate[],
+  now: number,
   known = new Map<string, Item>(),
 ): Promise<RelayItems<"outbox">> {
   const { client, consistent } = q.timers;
@@ -216,6 +211,16 @@ export async function readOutboxBodies(
   for (const c of candidates) {
     const body = found.get(c.id);
     if (body === undefined) continue; // acknowledged since the scan
+    if (
+      (body[FAILURE.deadAt] !== undefined && !body[FAILURE.unreadable]?.BOOL) ||
+      !isRetryDue(body, now) ||
+      (partOf(body[RELAY.part]?.S) === "h" && body[RELAY.part]?.S !== c.part)
+    ) {
+      // Parked, dead-lettered or held since the read (an index lags the table): it holds its
+      // target in this pass.
+      blocked.add(c.target);
+      continue;
+    }
     const prev = waitsFor.get(c.id);
     const prevRow = prev === undefined ? undefined : found.get(String(prev));
     // A predecessor found is still pending (acknowledged ones are deleted): this entry waits;
@@ -250,11 +255,15 @@ export function candidateOf(item: Item): Candidate {
       ? targetKey(null)
       : `raw:${JSON.stringify(target ?? null)}`,
     prev: prev === undefined ? undefined : Number(prev),
+    part: item[RELAY.part]?.S,
   };
 }
 
-/** The held targets the last pass recorded (empty when none, or not readable). */
-export async function readHolds(q: QueueReads): Promise<Map<string, number>> {
+/**
+ * The targets the `outbox_holds` hint of an older deploy names (target key → seq), for inline
+ * delivery while such a deploy may still run; empty when there is none.
+ */
+export async function readLegacyHint(q: QueueReads): Promise<Map<string, number>> {
   const result = await q.timers.client.send(
     new GetItemCommand({
       TableName: q.tables.counters.name,
@@ -262,88 +271,42 @@ export async function readHolds(q: QueueReads): Promise<Map<string, number>> {
       ConsistentRead: q.timers.consistent,
     }),
   );
-  const holds = new Map<string, number>();
+  const hint = new Map<string, number>();
   for (const [target, seq] of Object.entries(result.Item?.[HOLDS.holds]?.M ?? {})) {
-    if (seq.N !== undefined) holds.set(target, Number(seq.N));
+    if (seq.N !== undefined) hint.set(target, Number(seq.N));
   }
-  return holds;
+  return hint;
 }
 
-/** Records this pass's held targets for the next pass, when they differ from the last record. */
-export async function writeHolds(
+/**
+ * Of the targets an older deploy's hint names, those whose named entry still holds them (read
+ * from the table), among the targets of `candidates` with a later entry: target key → seq.
+ */
+async function stillHeld(
   q: QueueReads,
-  before: Map<string, number>,
-  held: Map<string, number>,
-): Promise<void> {
-  const kept = [...held].sort(([, a], [, b]) => a - b).slice(0, MAX_HOLDS);
-  if (kept.length === before.size && kept.every(([target, seq]) => before.get(target) === seq)) {
-    return;
+  hint: Map<string, number>,
+  candidates: Candidate[],
+): Promise<Map<string, number>> {
+  const named = new Map<string, number>();
+  for (const c of candidates) {
+    const seq = hint.get(c.target);
+    if (seq !== undefined && seq < c.seq) named.set(c.target, seq);
   }
-  await q.timers.client.send(
-    new UpdateItemCommand({
-      TableName: q.tables.counters.name,
-      Key: { [COUNTER.id]: S(HOLDS.id) },
-      UpdateExpression: "SET #h = :h",
-      ExpressionAttributeNames: { "#h": HOLDS.holds },
-      ExpressionAttributeValues: {
-        ":h": { M: Object.fromEntries(kept.map(([target, seq]) => [target, N(seq)])) },
-      },
-    }),
+  if (named.size === 0) return named;
+  const table = q.tables.outbox.name;
+  const heads = new Map<number, Item>();
+  await eachConcurrently(
+    chunks([...new Set(named.values())], LIMITS.batchGetKeys),
+    GET_CONCURRENCY,
+    (chunk) =>
+      batchGet(
+        q.timers.client,
+        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: true } },
+        (responses) => {
+          for (const item of responses[table] ?? []) heads.set(Number(item.seq?.N), item);
+        },
+      ),
   );
-}
-
-/** Adds a held target to the `outbox_holds` hint, keeping the lower seq of two. */
-export async function holdTarget(q: QueueReads, target: string, seq: number): Promise<void> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      await updateHint(q, "SET #h.#t = :s", "attribute_not_exists(#h.#t) OR #h.#t > :s", {
-        names: { "#t": target },
-        values: { ":s": N(seq) },
-      });
-      return;
-    } catch (error) {
-      if (isNamed(error, "ConditionalCheckFailedException")) return; // a lower seq holds it
-      if (!isNamed(error, "ValidationException")) throw error;
-    }
-    // No hint item (or no map) yet: make one, unless another pass just did.
-    try {
-      await updateHint(q, "SET #h = :m", "attribute_not_exists(#h)", {
-        values: { ":m": { M: { [target]: N(seq) } } },
-      });
-      return;
-    } catch (error) {
-      if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-    }
-  }
-}
-
-/** Takes a target out of the hint when it is held at `seq` (its dead letter was retried or dropped). */
-export async function releaseTarget(q: QueueReads, target: string, seq: number): Promise<void> {
-  try {
-    await updateHint(q, "REMOVE #h.#t", "#h.#t = :s", {
-      names: { "#t": target },
-      values: { ":s": N(seq) },
-    });
-  } catch (error) {
-    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-  }
-}
-
-/** One conditional update of the `outbox_holds` item (`#h` is its map of held targets). */
-async function updateHint(
-  q: QueueReads,
-  update: string,
-  condition: string,
-  { names = {}, values }: { names?: Record<string, string>; values: Item },
-): Promise<void> {
-  await q.timers.client.send(
-    new UpdateItemCommand({
-      TableName: q.tables.counters.name,
-      Key: { [COUNTER.id]: S(HOLDS.id) },
-      UpdateExpression: update,
-      ConditionExpression: condition,
-      ExpressionAttributeNames: { "#h": HOLDS.holds, ...names },
-      ExpressionAttributeValues: values,
-    }),
-  );
+  for (const [target, seq] of named) if (!holdsTarget(heads.get(seq))) named.delete(target);
+  return named;
 }

@@ -3,6 +3,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { Item } from "../dynamo/_dynamo.ts";
 import type { Resends } from "../dynamo/_lost_answers.ts";
+import type { Lru } from "../core/_lru.ts";
 import type { TimerReads } from "./_timers.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import type { RelayKey, RelayKind, UnreadableRow } from "../core/types.ts";
@@ -11,10 +12,21 @@ import type { RelayKey, RelayKind, UnreadableRow } from "../core/types.ts";
 export interface QueueReads {
   timers: TimerReads;
   tables: ExecutionTables;
-  /** Whether due timers come from the timer index. */
+  /** Whether due timers come from the timer index (with `relayIndex` off). */
   timerIndex: boolean;
+  /** Whether the relay tables are read through the relay index (#24), else scanned. */
+  relayIndex: boolean;
+  /** How many rows a pass's adoption scan reads (rows without the relay index's attributes). */
+  adoptRows: number;
   /** How an operator's one-item transaction is re-sent (lost answers, conflicts). */
   resends: Resends;
+  /** The store's clock, epoch milliseconds. */
+  now: () => number;
+  /**
+   * Heads of held targets this store handed out for delivery (seq → its target key and stored
+   * seq): an acknowledgement of one releases its target.
+   */
+  headsOut: Lru<number, { target: string; id: string }>;
 }
 
 export function numberOf(value: AttributeValue | undefined): number | undefined {

@@ -68,3 +68,36 @@ export function checkBatchOptions(
   );
   return { limit, now, seqs: options.seqs };
 }
+
+/** A `targetId` filter: outbox only, a string or `null` (undefined: every target). */
+export function checkTargetFilter(
+  kind: RelayKind,
+  options: { targetId?: unknown } | undefined,
+): string | null | undefined {
+  const targetId = options?.targetId;
+  if (targetId === undefined) return undefined;
+  if (kind !== "outbox") {
+    throw new TypeError(`options.targetId is for the outbox only, not ${kind}`);
+  }
+  if (targetId !== null) checkKey("options.targetId", targetId, LIMITS.itemBytes);
+  return targetId as string | null;
+}
+
+/** The options of `retryDeadLetters` / `dropDeadLetters`, checked before anything is sent. */
+export function checkBulkOptions(kind: unknown, options: unknown): void {
+  checkRelayKind(kind);
+  const o = checkObject("options", options as Record<string, unknown>);
+  checkTargetFilter(kind as RelayKind, o);
+  if (o.onProgress !== undefined && typeof o.onProgress !== "function") {
+    throw new TypeError(`options.onProgress must be a function, got ${describe(o.onProgress)}`);
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new TypeError(`options.signal must be an AbortSignal, got ${describe(o.signal)}`);
+  }
+}
+
+/** The `limit` of `backlog`: 1 to 10,000 rows per count. */
+export function checkBacklogLimit(options: unknown): number {
+  const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
+  return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
+}

@@ -1,12 +1,20 @@
 // What relays read and write on DynamoDB: one pass's batch of each queue (outbox, spawns, due
-// timers) with what is not deliverable left out, the failures they record, and the dead letters
-// operators retry or drop. Memory grows with the `limit` asked for (plus one number per held
-// target), never with the backlog.
+// timers) with what is not deliverable left out. Through the relay index (#24) a batch reads
+// what is due and little else; with `relayIndex: false` it scans the table. Memory grows with the
+// `limit` asked for, never with the backlog.
 
-import { Lowest } from "../core/_bounded.ts";
-import { batchGet, chunks, eachConcurrently, type Item, scanAll } from "../dynamo/_dynamo.ts";
-import { FAILURE, isRetryDue, SPAWN, spawnFromItem } from "../core/_layout.ts";
-import { dueByScan, dueFromIndex } from "./_timers.ts";
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { byFireAt, Lowest } from "../core/_bounded.ts";
+import {
+  batchGet,
+  chunks,
+  eachConcurrently,
+  isNamed,
+  type Item,
+  scanAll,
+} from "../dynamo/_dynamo.ts";
+import { FAILURE, isRetryDue, RELAY, SPAWN, spawnFromItem, TIMER } from "../core/_layout.ts";
+import { dueByScan, type DueTimer, dueTimerOf } from "./_timers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { RelayItems, RelayKind, UnreadableRow } from "../core/types.ts";
 import { earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
@@ -17,6 +25,10 @@ import {
   outboxBatch,
   outboxOf,
 } from "./_outbox_queue.ts";
+import { misplaced, outboxFromIndex } from "./_outbox_index.ts";
+import { MergedPartitions, mergePage } from "./_index_reads.ts";
+import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
+import { upkeep } from "./_upkeep.ts";
 
 /** The items of a relay pass over one queue (see `ExecutionStore.relayBatch`). */
 export async function relayBatch<K extends RelayKind>(
@@ -24,28 +36,43 @@ export async function relayBatch<K extends RelayKind>(
   kind: K,
   { limit, now, seqs, pass }: { limit: number; now: number; seqs?: number[]; pass: boolean },
 ): Promise<RelayItems<K>> {
-  if (kind === "timers") return await timerBatch(q, limit, now) as RelayItems<K>;
-  if (kind === "spawns") return await spawnBatch(q, limit, now) as RelayItems<K>;
-  const batch = seqs === undefined ? outboxBatch(q, limit, now, pass) : outboxOf(q, seqs, now);
-  return await batch as RelayItems<K>;
+  if (kind === "outbox" && seqs !== undefined) return await outboxOf(q, seqs, now) as RelayItems<K>;
+  // A pass first adopts rows written without the index's attributes (so that it delivers them
+  // at once) and finishes releases, a little each time; a plain read (pendingOutbox, dueTimers)
+  // only reads.
+  if (pass && q.relayIndex) await upkeep(q, kind, now);
+  return await read(q, kind, limit, now, pass) as RelayItems<K>;
 }
 
-// --- outbox ----------------------------------------------------------------------------
+function read(
+  q: QueueReads,
+  kind: RelayKind,
+  limit: number,
+  now: number,
+  pass: boolean,
+): Promise<RelayItems<RelayKind>> {
+  if (!q.relayIndex) {
+    if (kind === "outbox") return outboxBatch(q, limit, now);
+    return kind === "spawns" ? spawnScan(q, limit, now) : timerScan(q, limit, now);
+  }
+  if (kind === "outbox") return outboxFromIndex(q, limit, now, pass);
+  return kind === "spawns"
+    ? spawnsFromIndex(q, limit, now, pass)
+    : timersFromIndex(q, limit, now, pass);
+}
 
 // --- spawns ----------------------------------------------------------------------------
 
 /** One scan of the spawn intents: the `limit` lowest seqs that are neither waiting nor dead. */
-async function spawnBatch(
+async function spawnScan(
   q: QueueReads,
   limit: number,
   now: number,
 ): Promise<RelayItems<"spawns">> {
-  const { client, consistent } = q.timers;
-  const table = q.tables.spawns.name;
   const lowest = new Lowest<Candidate>(limit, (a, b) => a.seq - b.seq);
   let oldestAt: number | null = null;
-  await scanAll(client, {
-    TableName: table,
+  await scanAll(q.timers.client, {
+    TableName: q.tables.spawns.name,
     ProjectionExpression: "#s, #c, #a, #r, #d",
     ExpressionAttributeNames: {
       "#s": SPAWN.seq,
@@ -54,7 +81,7 @@ async function spawnBatch(
       "#r": FAILURE.retryAt,
       "#d": FAILURE.deadAt,
     },
-    ConsistentRead: consistent,
+    ConsistentRead: q.timers.consistent,
   }, (page) => {
     for (const item of page) {
       if (item[FAILURE.deadAt] !== undefined) continue;
@@ -62,45 +89,59 @@ async function spawnBatch(
       if (isRetryDue(item, now)) lowest.offer(candidateOf(item));
     }
   });
-  const candidates = lowest.sorted();
-  const found = new Map<string, Item>();
-  await eachConcurrently(
-    chunks(candidates, LIMITS.batchGetKeys),
-    GET_CONCURRENCY,
-    (chunk) =>
-      batchGet(
-        client,
-        { [table]: { Keys: chunk.map((c) => c.key), ConsistentRead: consistent } },
-        (responses) => {
-          for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
-        },
-      ),
-  );
+  return { ...await spawnBodies(q, lowest.sorted(), now), oldestAt };
+}
+
+/**
+ * The `limit` lowest spawn intents deliverable now, through the relay index: those whose retry
+ * is due, then the lowest pending ones. A pass moves a row another writer parked or
+ * dead-lettered in place to where it belongs.
+ */
+async function spawnsFromIndex(
+  q: QueueReads,
+  limit: number,
+  now: number,
+  pass: boolean,
+): Promise<RelayItems<"spawns">> {
+  const rows = await dueRows(q, "spawns", limit, now, pass);
+  let oldestAt: number | null = null;
+  for (const row of rows) oldestAt = earliest(oldestAt, numberOf(row[SPAWN.createdAt]));
+  const candidates = rows.map(candidateOf).sort((a, b) => a.seq - b.seq).slice(0, limit);
+  return { ...await spawnBodies(q, candidates, now), oldestAt };
+}
+
+/** The spawn intents' bodies (strongly consistent): what is still there, due and not dead. */
+async function spawnBodies(
+  q: QueueReads,
+  candidates: Candidate[],
+  now: number,
+): Promise<Omit<RelayItems<"spawns">, "oldestAt">> {
+  const found = await bodies(q, "spawns", candidates.map((c) => c.key));
   const items: RelayItems<"spawns">["items"] = [];
   const unreadable: UnreadableRow<"spawns">[] = [];
   for (const c of candidates) {
     const body = found.get(c.id);
-    if (body === undefined) continue;
+    if (body === undefined || body[FAILURE.deadAt] !== undefined || !isRetryDue(body, now)) {
+      continue; // acknowledged, or parked since the read
+    }
     try {
       items.push({ item: spawnFromItem(body), attempts: c.attempts });
     } catch (error) {
       unreadable.push(unreadableRow(c.seq, body, c.attempts, error));
     }
   }
-  return { items, unreadable, oldestAt };
+  return { items, unreadable };
 }
 
 // --- timers ----------------------------------------------------------------------------
 
-/** The `limit` earliest due timers that are neither waiting for a retry nor dead. */
-async function timerBatch(
+/** The `limit` earliest due timers that are neither waiting for a retry nor dead (a scan). */
+async function timerScan(
   q: QueueReads,
   limit: number,
   now: number,
 ): Promise<RelayItems<"timers">> {
-  const due = q.timerIndex
-    ? await dueFromIndex(q.timers, now, limit, true)
-    : await dueByScan(q.timers, now, limit, true);
+  const due = await dueByScan(q.timers, now, limit, true);
   return {
     items: due.map(({ attempts, ...timer }) => ({ item: timer, attempts })),
     unreadable: [],
@@ -108,6 +149,111 @@ async function timerBatch(
   };
 }
 
-// --- failures and dead letters ---------------------------------------------------------
+/**
+ * The `limit` earliest due timers through the relay index: pending ones due by `now` and parked
+ * ones whose retry is due, each read again from the table (the index lags it: a timer cancelled
+ * or re-scheduled a moment ago must not fire).
+ */
+async function timersFromIndex(
+  q: QueueReads,
+  limit: number,
+  now: number,
+  pass: boolean,
+): Promise<RelayItems<"timers">> {
+  const rows = await dueRows(q, "timers", limit, now, pass);
+  const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
+  const due = new Lowest<DueTimer>(limit, byFireAt);
+  for (const row of rows) {
+    const body = found.get(keyId("timers", row));
+    if (
+      body === undefined || body[TIMER.fireAt]?.N !== row[TIMER.fireAt]?.N ||
+      body[FAILURE.deadAt] !== undefined || !isRetryDue(body, now) ||
+      !(Number(body[TIMER.fireAt]?.N) <= now)
+    ) continue; // cancelled, re-scheduled or parked since the index showed it
+    due.offer(dueTimerOf(body));
+  }
+  const sorted = due.sorted();
+  return {
+    items: sorted.map(({ attempts, ...timer }) => ({ item: timer, attempts })),
+    unreadable: [],
+    oldestAt: sorted[0]?.fireAt ?? null,
+  };
+}
 
-// --- helpers ---------------------------------------------------------------------------
+// --- shared ----------------------------------------------------------------------------
+
+/**
+ * Index rows of a spawn or timer queue that may be due: those waiting whose retry is due, and
+ * the lowest pending ones (timers: due by `now`), up to `limit` each. A pass moves rows another
+ * writer parked or dead-lettered in place, and leaves them out.
+ */
+async function dueRows(
+  q: QueueReads,
+  kind: "spawns" | "timers",
+  limit: number,
+  now: number,
+  pass: boolean,
+): Promise<Item[]> {
+  const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
+  const page = mergePage(limit);
+  const pendingBound = kind === "timers" ? { upTo: now } : {};
+  const streams = [
+    new MergedPartitions(q.timers.client, table, "w", page, { upTo: now }),
+    new MergedPartitions(q.timers.client, table, "p", page, pendingBound),
+  ];
+  const rows: Item[] = [];
+  const moves: { row: Item; from: string; place: NonNullable<ReturnType<typeof placeOf>> }[] = [];
+  const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
+  for (const stream of streams) {
+    let taken = 0, examined = 0;
+    for (let row; taken < limit && examined < budget && (row = await stream.next());) {
+      examined++;
+      const from = row[RELAY.part]?.S ?? "";
+      const place = placeOf(kind, row, now);
+      if (place && misplaced(partOf(from), partOf(place.part))) {
+        moves.push({ row, from, place });
+        continue;
+      }
+      rows.push(row);
+      taken++;
+    }
+  }
+  if (pass) {
+    await eachConcurrently(moves, GET_CONCURRENCY, async ({ row, from, place }) => {
+      try {
+        await q.timers.client.send(
+          new UpdateItemCommand(moveInput(table, rowKey(kind, row), from, place)),
+        );
+      } catch (error) {
+        if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+      }
+    });
+  }
+  return rows;
+}
+
+/** The rows of these keys, strongly consistent, by {@linkcode keyId}. */
+async function bodies(
+  q: QueueReads,
+  kind: "spawns" | "timers",
+  keys: Item[],
+): Promise<Map<string, Item>> {
+  const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
+  const found = new Map<string, Item>();
+  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GET_CONCURRENCY, (chunk) =>
+    batchGet(
+      q.timers.client,
+      { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },
+      (responses) => {
+        for (const item of responses[table] ?? []) found.set(keyId(kind, item), item);
+      },
+    ));
+  return found;
+}
+
+/** A row's key as text (the seq as stored; a timer's execution and path). */
+function keyId(kind: RelayKind, item: Item): string {
+  return kind === "timers"
+    ? `${item[TIMER.executionId]?.S}\u0000${item[TIMER.path]?.S}`
+    : item[SPAWN.seq]?.N ?? "";
+}

@@ -50,8 +50,9 @@ export class SeqBlocks {
       new UpdateItemCommand({
         TableName: this.table,
         Key: { [COUNTER.id]: S(this.counterId) },
-        UpdateExpression: "ADD #n :k",
-        ExpressionAttributeNames: { "#n": COUNTER.n },
+        // `ours` counts what this module reserved: the rest other writers took (see _upkeep.ts).
+        UpdateExpression: "ADD #n :k, #o :k",
+        ExpressionAttributeNames: { "#n": COUNTER.n, "#o": COUNTER.ours },
         ExpressionAttributeValues: { ":k": N(size) },
         ReturnValues: "UPDATED_NEW",
       }),

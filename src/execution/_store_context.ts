@@ -3,7 +3,16 @@
 // ExecutionReads, TimerReads, QueueReads, TxContext, CommitContext).
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
-import { ensureIndex, ensureTable, ensureTtl, executionTables } from "../dynamo/tables.ts";
+import {
+  ensureIndex,
+  ensureTable,
+  ensureTtl,
+  executionTables,
+  type TableSpec,
+} from "../dynamo/tables.ts";
+import { Lru } from "../core/_lru.ts";
+import { RELAY_INDEX } from "./_relay_index.ts";
+import { adoptTable } from "./_upkeep.ts";
 import type { Execution } from "../core/documents.ts";
 import {
   checkExecutionStoreOptions,
@@ -25,6 +34,10 @@ import type { DynamoDBStoreOptions } from "./execution_store_options.ts";
 
 /** The most timer shards: a sweep pays one Query per shard. */
 const MAX_TIMER_SHARDS = 1000;
+
+/** How many rows a pass's adoption scan reads by default, and at most (one Scan page's limit). */
+export const DEFAULT_ADOPT_ROWS = 100;
+const MAX_ADOPT_ROWS = 10_000;
 
 /** A DynamoDBStore's client (gated by its ownership), options, caches and seq blocks. */
 export type StoreContext =
@@ -59,6 +72,8 @@ export function storeContext(
     ambiguousRetries: ambiguousRetriesOption = 3,
     timerIndex = false,
     timerShards = DEFAULT_TIMER_SHARDS,
+    relayIndex = true,
+    adoptRows = DEFAULT_ADOPT_ROWS,
     finishedTtlSeconds = null,
     now = Date.now,
   } = checkOptions(options);
@@ -74,6 +89,15 @@ export function storeContext(
   const gated = ownership.gate(client);
   if (typeof timerIndex !== "boolean") {
     throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
+  }
+  if (typeof relayIndex !== "boolean") {
+    throw new TypeError(`relayIndex must be a boolean, got ${describe(relayIndex)}`);
+  }
+  if (timerIndex && !relayIndex) {
+    throw new TypeError(
+      "timerIndex: true needs relayIndex (it keeps the legacy timer index for older deploys; " +
+        "sweeps read the relay index): drop relayIndex: false, or timerIndex",
+    );
   }
   const tx: TxContext = {
     tables,
@@ -91,6 +115,9 @@ export function storeContext(
     table: tables.timers.name,
     shards: tx.timerShards,
     timerIndex,
+    relayIndex,
+    adoptRows: checkInteger("adoptRows", adoptRows, 0, MAX_ADOPT_ROWS),
+    headsOut: new Lru(10_000),
     ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
     outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block),
     spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),
@@ -106,15 +133,18 @@ export function storeContext(
 }
 
 /**
- * Creates the tables that are missing (a timers table made now gets the index with it), turns
- * on the TTLs the options use, and adds the timer index to an existing timers table.
+ * Creates the tables that are missing (the relay tables made now get the relay index with them,
+ * the timers table the legacy timer index when asked), turns on the TTLs the options use, adds
+ * the indexes to existing tables, and adopts the rows already there into the relay index.
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
-  const { timers } = ctx.tables;
+  const { outbox, spawns, timers } = ctx.tables;
+  const indexes = (spec: TableSpec) => [
+    ...(ctx.relayIndex && [outbox, spawns, timers].includes(spec) ? [RELAY_INDEX] : []),
+    ...(ctx.timerIndex && spec === timers ? [TIMER_INDEX] : []),
+  ];
   await Promise.all(
-    Object.values(ctx.tables).map((spec) =>
-      ensureTable(ctx.client, spec, ctx.timerIndex && spec === timers ? TIMER_INDEX : undefined)
-    ),
+    Object.values(ctx.tables).map((spec) => ensureTable(ctx.client, spec, indexes(spec))),
   );
   const expiring = [
     ctx.processedTtl === null ? undefined : ctx.tables.processed.name,
@@ -123,6 +153,16 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   await Promise.all(
     expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
   );
+  if (ctx.relayIndex) {
+    // One index change at a time per table: the tables in parallel, each one's in turn.
+    await Promise.all(
+      [outbox, spawns, timers].map((spec) => ensureIndex(ctx.client, spec.name, RELAY_INDEX)),
+    );
+    const now = ctx.now() / 1000;
+    await Promise.all(
+      (["outbox", "spawns", "timers"] as const).map((kind) => adoptTable(ctx, kind, now)),
+    );
+  }
   if (ctx.timerIndex) {
     await ensureIndex(ctx.client, ctx.tables.timers.name, TIMER_INDEX);
     await backfillTimerShards(ctx);

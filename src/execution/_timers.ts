@@ -1,30 +1,14 @@
-// The timers table's reads and writes: due timers by the index or by a scan (with the parked
-// and dead shards), the index's backfill, and the claim of one due timer. Memory grows with the
-// `limit` asked for, never with the table.
+// The timers table's reads and writes: due timers by a scan (with `relayIndex: false`, or
+// `dueTimers(now, { scan: true })`), the legacy timer index's backfill, and the claim of one due
+// timer. Memory grows with the `limit` asked for, never with the table.
 import { type Reads, WRITE_CONCURRENCY } from "./_seq_queues.ts";
-import {
-  QueryCommand,
-  type QueryCommandOutput,
-  ScanCommand,
-  UpdateItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../core/_bounded.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import { type Resends, transactOne } from "../dynamo/_lost_answers.ts";
-import {
-  batchGet,
-  eachConcurrently,
-  isNamed,
-  type Item,
-  N,
-  pages,
-  scanAll,
-} from "../dynamo/_dynamo.ts";
-import { FAILURE, isRetryDue, RELAY_DUE, TIMER, timerFromItem, timerKey } from "../core/_layout.ts";
-import { TIMER_INDEX, timerShard } from "./_timer_index.ts";
-import { LIMITS } from "../core/_validate.ts";
-import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
-import { IndexNotFound } from "../dynamo/tables.ts";
+import { eachConcurrently, isNamed, type Item, N, pages, scanAll } from "../dynamo/_dynamo.ts";
+import { FAILURE, RELAY_DUE, TIMER, timerFromItem, timerKey } from "../core/_layout.ts";
+import { timerShard } from "./_timer_index.ts";
 import type { Timer } from "../core/types.ts";
 
 /** Reads of the timers table: which table, and how many shards its index has. */
@@ -83,127 +67,13 @@ export async function dueByScan(
 }
 
 /**
- * The `limit` earliest due timers, read from the timer index: one Query per shard (in
- * parallel), each reading at most `limit` index entries, merged by due time. The index is
- * eventually consistent: a timer may show a sweep late, or still show after a re-schedule
- * or cancel; `deleteTimer`'s guard on `fire_at` makes the stale entry lose.
- */
-export async function dueFromIndex(
-  reads: TimerReads,
-  now: number,
-  limit: number,
-  relay = false,
-): Promise<DueTimer[]> {
-  const due = new Lowest<DueTimer>(limit, byFireAt);
-  const all = Array.from({ length: reads.shards }, (_, shard) => shard);
-  await eachConcurrently(all, WRITE_CONCURRENCY, async (shard) => {
-    for (const item of await queryShard(reads, shard, now, limit)) due.offer(dueTimerOf(item));
-  });
-  if (relay) await dueParked(reads, now, limit, due);
-  return due.sorted();
-}
-
-/**
- * The index's shard of timers whose fire failed and wait for a retry (a relay moves them there,
- * so that they never fill a sweep's `limit`); dead-lettered timers go to {@linkcode DEAD_SHARD},
- * which no sweep reads. Re-scheduling a timer puts it back in its own shard.
+ * The legacy timer index's `timer_shard` of a timer whose fire failed: out of the sweep shards
+ * that deploys before the relay index (#24) query, while it waits for a retry or is dead. This
+ * module writes it for them and reads it never.
  */
 export const PARKED_SHARD = -1;
 
 export const DEAD_SHARD = -2;
-
-/**
- * Offers the parked timers (see {@linkcode PARKED_SHARD}) due at `now` whose retry is due too:
- * the index keeps keys only, so each page of the shard is read from the table, page after page
- * until `limit` are found, so that timers still waiting never hide one whose retry is due.
- */
-export async function dueParked(
-  reads: TimerReads,
-  now: number,
-  limit: number,
-  due: Lowest<DueTimer>,
-): Promise<void> {
-  const { client, table } = reads;
-  let found = 0;
-  for await (const page of shardPages(reads, PARKED_SHARD, now, () => LIMITS.batchGetKeys)) {
-    const keys = (page.Items ?? []).map((item) => {
-      const { executionId, path } = timerFromItem(item);
-      return timerKey(executionId, path);
-    });
-    if (keys.length === 0) continue;
-    await batchGet(client, { [table]: { Keys: keys, ConsistentRead: true } }, (responses) => {
-      for (const item of responses[table] ?? []) {
-        if (item[FAILURE.deadAt] === undefined && isRetryDue(item, now)) {
-          due.offer(dueTimerOf(item));
-          found++;
-        }
-      }
-    });
-    if (found >= limit) return;
-  }
-}
-
-/** The index entries of one shard due at `now`, at most `limit` of them. */
-export async function queryShard(
-  reads: TimerReads,
-  shard: number,
-  now: number,
-  limit: number,
-): Promise<Item[]> {
-  const found: Item[] = [];
-  // DynamoDB refuses a Limit past 32 bits: a huge finite limit reads pages.
-  const pageLimit = () => limit === Infinity ? undefined : Math.min(limit - found.length, 1000);
-  for await (const page of shardPages(reads, shard, now, pageLimit)) {
-    found.push(...page.Items ?? []);
-    if (found.length >= limit) break;
-  }
-  return found;
-}
-
-/** The pages of one shard of the timer index due at `now`, each of at most `pageLimit()` keys. */
-export function shardPages(
-  { client, table }: TimerReads,
-  shard: number,
-  now: number,
-  pageLimit: () => number | undefined,
-): AsyncGenerator<QueryCommandOutput, void, undefined> {
-  return pages((start: Item | undefined) =>
-    queryIndex(
-      client,
-      table,
-      new QueryCommand({
-        TableName: table,
-        IndexName: TIMER_INDEX.name,
-        KeyConditionExpression: "#s = :s AND #f <= :now",
-        ExpressionAttributeNames: { "#s": TIMER.shard, "#f": TIMER.fireAt },
-        ExpressionAttributeValues: { ":s": N(shard), ":now": N(now) },
-        Limit: pageLimit(),
-        ExclusiveStartKey: start,
-      }),
-    )
-  );
-}
-
-/** One Query of the timer index; a table without the index is an {@linkcode IndexNotFound}. */
-export async function queryIndex(
-  client: DynamoDBSender,
-  table: string,
-  query: QueryCommand,
-): Promise<QueryCommandOutput> {
-  try {
-    return await client.send(query);
-  } catch (error) {
-    if (!(isNamed(error, "ValidationException") && /specified index/.test(String(error)))) {
-      throw error;
-    }
-    throw new IndexNotFound(
-      table,
-      TIMER_INDEX.name,
-      "run ensureTables() of a store with timerIndex: true",
-      { cause: error },
-    );
-  }
-}
 
 /**
  * Writes `timer_shard` onto timers armed without it (by older deploys or the Python store),

@@ -33,6 +33,7 @@ import { type Execution, type Status, STATUSES } from "../core/documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
+import { pendingPlace, RELAY_PLACEHOLDER, relayAttributes } from "./_relay_index.ts";
 import {
   type Chains,
   CHAINS_PLACEHOLDER,
@@ -294,7 +295,11 @@ function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
       item.ConditionCheck?.Key ?? {};
     // Outbox entries, spawns and timers keep room for what a relay records on a failure.
     const queued = item.Put && ["outbox", "spawn", "timer"].includes(roles[i]!);
-    const extra = item.Update ? executionItem : queued ? FAILURE_PLACEHOLDER : {};
+    const extra = item.Update
+      ? executionItem
+      : queued
+      ? { ...FAILURE_PLACEHOLDER, ...RELAY_PLACEHOLDER }
+      : {};
     total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
   });
   if (total > LIMITS.transactionBytes) {
@@ -413,13 +418,14 @@ export function buildTransaction(
   });
   plan.emits.forEach((emit, i) => {
     const link = { sourceId: plan.id, prevSeq: links ? links.prevs[i]! : null };
-    add(
-      "outbox",
-      put(t.outbox.name, outboxItem(outbox.seqs[i]!, emit.target, emit.event, link, createdAt)),
-    );
+    const item = outboxItem(outbox.seqs[i]!, emit.target, emit.event, link, createdAt);
+    add("outbox", put(t.outbox.name, pending("outbox", item)));
   });
   plan.spawns.forEach((spawn, i) =>
-    add("spawn", put(t.spawns.name, spawnItem(spawns.seqs[i]!, plan.id, spawn, createdAt)))
+    add(
+      "spawn",
+      put(t.spawns.name, pending("spawns", spawnItem(spawns.seqs[i]!, plan.id, spawn, createdAt))),
+    )
   );
   if (plan.processedEventId !== undefined) {
     const mark = processedItem(plan.id, plan.processedEventId, ctx.processedTtl, plan.now);
@@ -432,7 +438,10 @@ export function buildTransaction(
         ? { Delete: { TableName: t.timers.name, Key: timerKey(plan.id, path) } }
         : put(
           t.timers.name,
-          timerItem(plan.id, path, fireAt, timerShard(plan.id, path, ctx.timerShards)),
+          pending(
+            "timers",
+            timerItem(plan.id, path, fireAt, timerShard(plan.id, path, ctx.timerShards)),
+          ),
         ),
     );
   }
@@ -440,6 +449,11 @@ export function buildTransaction(
     for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
   }
   return { items, roles };
+}
+
+/** A row as a commit writes it: with the relay index's attributes of a pending row (#24). */
+function pending(kind: "outbox" | "spawns" | "timers", item: Item): Item {
+  return { ...item, ...relayAttributes(pendingPlace(kind, item)) };
 }
 
 /** Why the execution item's condition failed (see {@linkcode executionRefusal}). */

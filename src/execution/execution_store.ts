@@ -14,17 +14,32 @@ import { checkTableExists, type ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
 import { relayBatch } from "./_relay_queue.ts";
 import { deadLetters, dropDeadLetter, recordFailure, retryDeadLetter } from "./_dead_letters.ts";
-import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
+import {
+  checkBacklogLimit,
+  checkBatchOptions,
+  checkBulkOptions,
+  checkFailure,
+  checkRelayKey,
+  checkRelayKind,
+  checkTargetFilter,
+} from "./_relay_checks.ts";
 import { runCommit } from "./_commit_loop.ts";
 import { listPage, readExecution, readForEvent, readProcessed } from "./_execution_reads.ts";
 import { deleteSeqs } from "./_seq_queues.ts";
-import { claimTimer, dueByScan, dueFromIndex } from "./_timers.ts";
+import { claimTimer, dueByScan } from "./_timers.ts";
+import { releaseDelivered } from "./_holds.ts";
+import { backlog, onDeadLetters } from "./_bulk.ts";
+import { adoptTable } from "./_upkeep.ts";
 import { claimCommit, planTraceEntry } from "./_transaction.ts";
 import { removeExecution } from "./_delete_execution.ts";
 import type {
+  Backlog,
+  BacklogOptions,
+  BulkDeadLetterOptions,
   CommitChanges,
   CommitResult,
   DeadLetter,
+  DeadLetterOptions,
   DeleteExecutionResult,
   ExecutionStore,
   ListOptions,
@@ -368,6 +383,7 @@ export class DynamoDBStore implements ExecutionStore {
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
     await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
+    await releaseDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
   }
 
   /**
@@ -421,9 +437,11 @@ export class DynamoDBStore implements ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    const due = this.#ctx.timerIndex && !options?.scan
-      ? await dueFromIndex(this.#ctx, now, limit, true)
-      : await dueByScan(this.#ctx, now, limit, true);
+    if (this.#ctx.relayIndex && !options?.scan) {
+      const batch = await relayBatch(this.#ctx, "timers", { limit, now, pass: false });
+      return batch.items.map(({ item }) => item);
+    }
+    const due = await dueByScan(this.#ctx, now, limit, true);
     return due.map(({ attempts: _, ...timer }) => timer);
   }
 
@@ -531,11 +549,12 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async deadLetters<K extends RelayKind>(
     kind: K,
-    options?: ReadLimitOptions,
+    options?: DeadLetterOptions,
   ): Promise<DeadLetter<K>[]> {
     this.#open("deadLetters");
     checkRelayKind(kind);
-    return await deadLetters(this.#ctx, kind, readLimit(options));
+    const target = checkTargetFilter(kind, options);
+    return await deadLetters(this.#ctx, kind, readLimit(options), target);
   }
 
   /**
@@ -564,9 +583,78 @@ export class DynamoDBStore implements ExecutionStore {
     return await dropDeadLetter(this.#ctx, kind, key);
   }
 
-  /** A batch for the bounded reads (`pass: false`: no hint is recorded for the next pass). */
+  /**
+   * Retries every dead letter of a queue — of one target with `targetId` (outbox) — and resolves
+   * to how many it retried: each as `retryDeadLetter` does (exact under lost answers), reading
+   * the relay index's dead partitions, so what it reads follows the dead letters, not the table.
+   * Idempotent: run it again after a crash or an abort and it goes on.
+   *
+   * @example Retrying an outage's dead letters
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const retried = await store.retryDeadLetters("outbox", { onProgress: (n) => console.error(n) });
+   * console.log(`${retried} retried`);
+   * ```
+   *
+   * @throws {TypeError} For a kind or options of the wrong type (`targetId` is for the outbox).
+   * @throws {OutcomeUnknown} When no answer came back for one of them: run it again.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async retryDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
+    this.#open("retryDeadLetters");
+    checkBulkOptions(kind, options);
+    return await onDeadLetters(this.#ctx, kind, "retry", options);
+  }
+
+  /**
+   * Drops every dead letter of a queue — of one target with `targetId` (outbox) — and resolves to
+   * how many it dropped: each as `dropDeadLetter` does. Idempotent, like
+   * {@linkcode DynamoDBStore.retryDeadLetters}.
+   *
+   * @throws {TypeError} For a kind or options of the wrong type (`targetId` is for the outbox).
+   * @throws {OutcomeUnknown} When no answer came back for one of them: run it again.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async dropDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
+    this.#open("dropDeadLetters");
+    checkBulkOptions(kind, options);
+    return await onDeadLetters(this.#ctx, kind, "drop", options);
+  }
+
+  /**
+   * A queue's backlog for a dashboard or an alarm: how many items are pending (timers: due),
+   * waiting for a retry and dead, the outbox targets held behind those, and when the oldest
+   * pending one was committed (relay lag) — each count reading at most `limit` rows of the relay
+   * index (default 1000; `capped` says a count reached it).
+   *
+   * @throws {RangeError} For a `limit` outside 1 to 10,000.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async backlog(kind: RelayKind, options: BacklogOptions = {}): Promise<Backlog> {
+    this.#open("backlog");
+    checkRelayKind(kind);
+    const limit = checkBacklogLimit(options);
+    return await backlog(this.#ctx, kind, limit, this.#ctx.now() / 1000);
+  }
+
+  /**
+   * Adopts into the relay index every row of a relay table written without its attributes (by
+   * the Python store or an older deploy) — one scan of the table — and resolves to how many it
+   * adopted. Relay passes do the same a page at a time (`adoptRows`); this does it now.
+   *
+   * @throws {StoreClosed} After `close()`.
+   */
+  async adoptRows(kind: RelayKind): Promise<number> {
+    this.#open("adoptRows");
+    checkRelayKind(kind);
+    return await adoptTable(this.#ctx, kind, this.#ctx.now() / 1000);
+  }
+
+  /** A batch for the bounded reads (`pass: false`: nothing is moved or adopted). */
   #batch<K extends RelayKind>(kind: K, limit: number, pass: boolean): Promise<RelayItems<K>> {
-    return relayBatch(this.#ctx, kind, { limit, now: Date.now() / 1000, pass });
+    return relayBatch(this.#ctx, kind, { limit, now: this.#ctx.now() / 1000, pass });
   }
 
   /**

@@ -63,17 +63,33 @@ export interface DynamoDBStoreOptions {
    */
   ambiguousRetries?: number;
   /**
-   * Sweep timers through a sparse index of due times instead of scanning every armed timer:
-   * `ensureTables` adds the index (and marks the timers already there), `dueTimers` reads
-   * only what is due. Timers written without the index attribute (the Python store) are
-   * not in it: keep this off in mixed fleets, or sweep with `{ scan: true }` now and then.
+   * Read the relay tables (outbox, spawns, timers) through the relay index: a sparse index whose
+   * partitions are the rows' states (pending, waiting for a retry, dead, held behind their
+   * target), so that a relay pass, a sweep and a dead-letter listing read what is due and not
+   * what is parked, dead or held. `ensureTables` creates it (and adopts the rows already there);
+   * a table without it makes a pass throw `IndexNotFound`. `false` scans the tables instead:
+   * every pass then reads every row (see docs/performance.md).
+   * @default {true}
+   */
+  relayIndex?: boolean;
+  /**
+   * How many rows each relay pass's adoption scan reads, 0 to 10,000: rows written without the
+   * relay index's attributes (the Python store, older deploys) are found by a scan that goes on
+   * a page a pass where the last one stopped, a whole 1 MB page a pass while other writers' seqs
+   * keep appearing. 0 turns it off (a fleet with no other writer; `adoptRows()` on request).
+   * @default {100}
+   */
+  adoptRows?: number;
+  /**
+   * Also keep the legacy timer index (`timer_shard` + `fire_at`) that deploys before the relay
+   * index sweep through: `ensureTables` adds it and gives the timers already there their shard.
+   * Sweeps of this version read the relay index either way.
    * @default {false}
    */
   timerIndex?: boolean;
   /**
-   * How many index shards timers spread over, 1 to 1000 (about 8,000 timers armed per
-   * second for 16); raise it on sweepers first, then on writers, and never lower it (see
-   * docs/operations.md, "Timer index").
+   * How many shards of the legacy timer index timers spread over, 1 to 1000: keep what the older
+   * deploys sharing the table use (see docs/operations.md, "Timer index").
    * @default {16}
    */
   timerShards?: number;
@@ -97,9 +113,10 @@ export interface DynamoDBStoreOptions {
  */
 export interface DueTimersOptions extends ReadLimitOptions {
   /**
-   * Scan the timers table instead of querying the timer index: finds timers written without
-   * the `timer_shard` attribute (the Python store, older deploys), at the cost of reading
-   * every timer. Without `timerIndex` every read is a scan.
+   * Scan the timers table instead of querying the relay index: finds at once timers written
+   * without the index's attributes (the Python store, older deploys) that the runners' adoption
+   * scan has not reached yet, at the cost of reading every timer. With `relayIndex: false`
+   * every read is a scan.
    * @default {false}
    */
   scan?: boolean;

@@ -20,9 +20,13 @@ import { type Execution, summarize } from "../core/documents.ts";
 import { StoreClosed, StoreConflict } from "../core/errors.ts";
 import { executionTables } from "../core/table_specs.ts";
 import type {
+  Backlog,
+  BacklogOptions,
+  BulkDeadLetterOptions,
   CommitChanges,
   CommitResult,
   DeadLetter,
+  DeadLetterOptions,
   DeleteExecutionResult,
   ExecutionStore,
   ListOptions,
@@ -38,7 +42,15 @@ import type {
   RelayKind,
   Timer,
 } from "../core/types.ts";
-import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
+import {
+  checkBacklogLimit,
+  checkBatchOptions,
+  checkBulkOptions,
+  checkFailure,
+  checkRelayKey,
+  checkRelayKind,
+  checkTargetFilter,
+} from "./_relay_checks.ts";
 import { readLimit } from "../core/_bounded.ts";
 import { keyOf, MemoryQueues } from "./_memory_queues.ts";
 
@@ -491,11 +503,52 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /** The `limit` lowest dead letters of a queue: see {@linkcode DynamoDBStore.deadLetters}. */
-  deadLetters<K extends RelayKind>(kind: K, options?: ReadLimitOptions): Promise<DeadLetter<K>[]> {
+  deadLetters<K extends RelayKind>(kind: K, options?: DeadLetterOptions): Promise<DeadLetter<K>[]> {
     return Promise.try(() => {
       this.#open("deadLetters");
       checkRelayKind(kind);
-      return this.#queues.deadLetters(kind, readLimit(options));
+      const target = checkTargetFilter(kind, options);
+      return this.#queues.deadLetters(kind, readLimit(options), target);
+    });
+  }
+
+  /** Retries every dead letter of a queue: see {@linkcode DynamoDBStore.retryDeadLetters}. */
+  retryDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
+    return this.#onDeadLetters("retryDeadLetters", kind, options);
+  }
+
+  /** Drops every dead letter of a queue: see {@linkcode DynamoDBStore.dropDeadLetters}. */
+  dropDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
+    return this.#onDeadLetters("dropDeadLetters", kind, options);
+  }
+
+  #onDeadLetters(
+    method: "retryDeadLetters" | "dropDeadLetters",
+    kind: RelayKind,
+    options: BulkDeadLetterOptions,
+  ): Promise<number> {
+    return Promise.try(() => {
+      this.#open(method);
+      checkBulkOptions(kind, options);
+      const letters = this.#queues.deadLetters(kind, Infinity, options.targetId);
+      let done = 0;
+      for (const letter of letters) {
+        options.signal?.throwIfAborted();
+        const acted = method === "retryDeadLetters"
+          ? this.#queues.retryDeadLetter(kind, letter.key)
+          : this.#queues.dropDeadLetter(kind, letter.key);
+        if (acted) options.onProgress?.(++done);
+      }
+      return done;
+    });
+  }
+
+  /** A queue's backlog: see {@linkcode DynamoDBStore.backlog}. */
+  backlog(kind: RelayKind, options: BacklogOptions = {}): Promise<Backlog> {
+    return Promise.try(() => {
+      this.#open("backlog");
+      checkRelayKind(kind);
+      return this.#queues.backlog(kind, checkBacklogLimit(options), this.#now() / 1000);
     });
   }
 

@@ -1,0 +1,252 @@
+// Held targets (#24): which outbox entries hold their target (its heads: waiting for a retry, or
+// dead), and releasing a target — its held entries back to the pending partitions, in order —
+// when a head is delivered, retried, dropped or found gone. A target's hold is one small item in
+// the counters table, read by key: what a pass pays for it follows the targets it delivers to,
+// never how many targets are held.
+import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
+import { sendTransaction, transactItems } from "../dynamo/_lost_answers.ts";
+import { COUNTER, FAILURE, HOLD, OUTBOX, RELEASES } from "../core/_layout.ts";
+import { LIMITS } from "../core/_validate.ts";
+import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
+import { queryPartition } from "./_index_reads.ts";
+import type { QueueReads } from "./_queue_items.ts";
+
+/** How many BatchGetItem calls (and moves) a hold read or release keeps in flight. */
+const IN_FLIGHT = 8;
+
+/** A mark older than this (seconds) is a release that did not finish: a pass finishes it. */
+export const STALE_RELEASE_SECONDS = 60;
+
+/** The entries holding one target: their seqs as stored, and the lowest as a number. */
+export interface Heads {
+  seqs: string[];
+  lowest: number;
+}
+
+/** The key of a target's hold item in the counters table. */
+export const holdKey = (target: string): Item => ({ [COUNTER.id]: S(`${HOLD.prefix}${target}`) });
+
+/** The heads a hold item lists, lowest first (`undefined`: none, the target is not held). */
+export function headsOf(item: Item | undefined): Heads | undefined {
+  const seqs = [...item?.[HOLD.heads]?.NS ?? []].sort((a, b) => Number(a) - Number(b));
+  return seqs.length === 0 ? undefined : { seqs, lowest: Number(seqs[0]) };
+}
+
+/** The holds of these targets (strongly consistent unless the store reads eventually). */
+export async function readHolds(
+  q: QueueReads,
+  targets: Iterable<string>,
+): Promise<Map<string, Heads>> {
+  const table = q.tables.counters.name;
+  const holds = new Map<string, Heads>();
+  const keys = [...new Set(targets)].map(holdKey);
+  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), IN_FLIGHT, (chunk) =>
+    batchGet(
+      q.timers.client,
+      { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },
+      (responses) => {
+        for (const item of responses[table] ?? []) {
+          const heads = headsOf(item);
+          const id = item[COUNTER.id]?.S ?? "";
+          if (heads) holds.set(id.slice(HOLD.prefix.length), heads);
+        }
+      },
+    ));
+  return holds;
+}
+
+/** The transaction item that makes `seq` a head of `target` (in the same transaction as its park). */
+export function addHead(q: QueueReads, target: string, seq: AttributeValue): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "ADD #h :s",
+      ExpressionAttributeNames: { "#h": HOLD.heads },
+      ExpressionAttributeValues: { ":s": { NS: [seq.N!] } },
+    },
+  };
+}
+
+/** The transaction item that takes `seqs` out of `target`'s heads. */
+export function removeHeads(q: QueueReads, target: string, seqs: string[]): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "DELETE #h :s",
+      ExpressionAttributeNames: { "#h": HOLD.heads },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    },
+  };
+}
+
+/** The condition that an outbox entry still holds its target: there, and waiting or dead. */
+export const STILL_HEAD =
+  "attribute_exists(#k) AND (attribute_exists(#hd) OR attribute_exists(#hr))";
+export const STILL_HEAD_NAMES = { "#k": OUTBOX.seq, "#hd": FAILURE.deadAt, "#hr": FAILURE.retryAt };
+
+/**
+ * Releases `target` with `change` (what makes its heads `seqs` stop holding it: a retry, a drop;
+ * nothing for a delivered head, already acknowledged): marks the release, applies the change
+ * with the heads taken out of the hold (one transaction with an idempotency token), brings the
+ * held entries back, then unmarks it. A crash anywhere leaves the mark, and a pass finishes it.
+ * `false` when a condition of the change failed (nothing was applied).
+ */
+export async function release(
+  q: QueueReads,
+  target: string,
+  seqs: string[],
+  change: TransactWriteItem[],
+  write: { operation: string; key: string; known: string },
+): Promise<boolean> {
+  const mark = `${target}@${Math.floor(q.now() / 1000)}`;
+  await updateReleases(q, "ADD", mark);
+  const items = seqs.length ? [...change, removeHeads(q, target, seqs)] : change;
+  const done = items.length
+    ? await transactItems(q.timers.client, items, write, q.resends, write.known)
+    : { applied: true };
+  if (done.applied) await replace(q, target);
+  await updateReleases(q, "DELETE", mark);
+  return done.applied;
+}
+
+/**
+ * Releases the targets of the heads among `seqs` (just acknowledged) that this store handed out:
+ * their held entries go back to pending. A head acknowledged elsewhere is found gone later (by the
+ * next pass that would hold an entry behind it, or by the adoption scan).
+ */
+export async function releaseDelivered(q: QueueReads, seqs: readonly number[]): Promise<void> {
+  const byTarget = new Map<string, string[]>();
+  for (const seq of seqs) {
+    const head = q.headsOut.get(seq);
+    if (head === undefined) continue;
+    q.headsOut.delete(seq);
+    byTarget.set(head.target, [...byTarget.get(head.target) ?? [], head.id]);
+  }
+  await eachConcurrently([...byTarget], IN_FLIGHT, ([target, ids]) =>
+    release(q, target, ids, [], {
+      operation: "ackOutbox",
+      key: ids.join(","),
+      known: "the delivered entry may still hold its target; the next pass finds it gone",
+    }).then(() => {}));
+}
+
+/**
+ * Brings `target`'s held entries back to the pending partitions: those below its lowest head
+ * still holding it (every one when none does). Heads that no longer hold it (delivered, retried
+ * or dropped by a writer that does not keep holds) are taken out first. Idempotent.
+ */
+export async function replace(q: QueueReads, target: string): Promise<void> {
+  const heads = await validHeads(q, target);
+  const table = q.tables.outbox.name;
+  const part = partition("h", target);
+  let start: Item | undefined;
+  do {
+    const page = await queryPartition(
+      q.timers.client,
+      table,
+      heads ? { part, below: N(heads.lowest) } : { part },
+      undefined,
+      start,
+    );
+    await eachConcurrently(page.Items ?? [], IN_FLIGHT, (row) => moveBack(q, row, part));
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+/** A held entry back to its pending partition, unless it moved (or went) meanwhile. */
+async function moveBack(q: QueueReads, row: Item, from: string): Promise<void> {
+  const key = { [OUTBOX.seq]: row[OUTBOX.seq]! };
+  try {
+    await q.timers.client.send(
+      new UpdateItemCommand(
+        moveInput(q.tables.outbox.name, key, from, pendingPlace("outbox", key)),
+      ),
+    );
+  } catch (error) {
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+  }
+}
+
+/**
+ * The heads of `target` that still hold it, read from the table: a head whose entry is gone or
+ * no longer waiting or dead (delivered by a relay that keeps no holds, retried by an older
+ * deploy) is taken out of the hold — unless it failed again meanwhile (the removal is guarded).
+ */
+export async function validHeads(q: QueueReads, target: string): Promise<Heads | undefined> {
+  const heads = (await readHolds(q, [target])).get(target);
+  if (!heads) return undefined;
+  const rows = new Map<string, Item>();
+  const table = q.tables.outbox.name;
+  await eachConcurrently(chunks(heads.seqs, LIMITS.batchGetKeys), IN_FLIGHT, (chunk) =>
+    batchGet(
+      q.timers.client,
+      { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
+      (responses) => {
+        for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
+      },
+    ));
+  const gone = heads.seqs.filter((seq) => !holdsTarget(rows.get(seq)));
+  await eachConcurrently(gone, IN_FLIGHT, (seq) => dropHead(q, target, seq));
+  const left = heads.seqs.filter((seq) => !gone.includes(seq));
+  return left.length ? { seqs: left, lowest: Number(left[0]) } : undefined;
+}
+
+/** Whether an outbox row holds its target: waiting for a retry, or dead and readable. */
+export function holdsTarget(row: Item | undefined): boolean {
+  if (row === undefined || row[FAILURE.unreadable]?.BOOL) return false;
+  return row[FAILURE.deadAt] !== undefined || row[FAILURE.retryAt] !== undefined;
+}
+
+/** Takes a head that no longer holds its target out of the hold, unless it holds it again. */
+async function dropHead(q: QueueReads, target: string, seq: string): Promise<void> {
+  const check: TransactWriteItem = {
+    ConditionCheck: {
+      TableName: q.tables.outbox.name,
+      Key: { [OUTBOX.seq]: { N: seq } },
+      ConditionExpression: `NOT (${STILL_HEAD})`,
+      ExpressionAttributeNames: STILL_HEAD_NAMES,
+    },
+  };
+  try {
+    await sendTransaction(
+      q.timers.client,
+      [check, removeHeads(q, target, [seq])],
+      { operation: "release", key: target },
+      q.resends.lost,
+      "a head no longer holding its target may still be listed; the next release takes it out",
+    );
+  } catch (error) {
+    if (!isNamed(error, "TransactionCanceledException")) throw error;
+  }
+}
+
+/** Adds (`ADD`) or removes (`DELETE`) a release mark. */
+async function updateReleases(q: QueueReads, verb: "ADD" | "DELETE", mark: string): Promise<void> {
+  await q.timers.client.send(
+    new UpdateItemCommand({
+      TableName: q.tables.counters.name,
+      Key: { [COUNTER.id]: S(RELEASES.id) },
+      UpdateExpression: `${verb} #t :m`,
+      ExpressionAttributeNames: { "#t": RELEASES.targets },
+      ExpressionAttributeValues: { ":m": { SS: [mark] } },
+    }),
+  );
+}
+
+/** Finishes releases that a crash left marked (older than a minute): at most `budget` of them. */
+export async function finishReleases(
+  q: QueueReads,
+  marks: string[],
+  budget: number,
+): Promise<void> {
+  const now = q.now() / 1000;
+  const stale = marks.filter((mark) => now - Number(mark.split("@")[1]) > STALE_RELEASE_SECONDS);
+  await eachConcurrently(stale.slice(0, budget), IN_FLIGHT, async (mark) => {
+    await replace(q, mark.split("@")[0]!);
+    await updateReleases(q, "DELETE", mark);
+  });
+}

@@ -1,0 +1,304 @@
+// A relay pass over the outbox through the relay index (#24): the lowest pending seqs and the
+// waiting entries whose retry is due, read from the index a page at a time until `limit` are
+// deliverable. What it finds held (behind a waiting or dead entry of its target) it moves to
+// its target's partition, once, so that no later pass pays for it; what another writer parked
+// or dead-lettered in place it moves to where it belongs, and makes its target's head.
+import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { chunks, eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
+import { transactItems } from "../dynamo/_lost_answers.ts";
+import { FAILURE, OUTBOX, RELAY } from "../core/_layout.ts";
+import type { RelayItems } from "../core/types.ts";
+import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
+import {
+  addHead,
+  type Heads,
+  readHolds,
+  removeHeads,
+  replace,
+  STILL_HEAD,
+  STILL_HEAD_NAMES,
+} from "./_holds.ts";
+import { moveInput, partition, partOf, type Place, placeOf } from "./_relay_index.ts";
+import { type Candidate, candidateOf, readOutboxBodies } from "./_outbox_queue.ts";
+import { earliest, numberOf, type QueueReads } from "./_queue_items.ts";
+
+/** How many entries of one target a move takes in one transaction (with the head's check). */
+const MOVE_CHUNK = 98;
+/** How many transactions a pass's moves keep in flight. */
+const IN_FLIGHT = 8;
+
+/** A row the index showed, with what the pass decided about it. */
+interface Row {
+  item: Item;
+  candidate: Candidate;
+  /** The partition it was read from. */
+  from: string;
+}
+
+/** What one pass decided, beyond what it delivers. */
+interface Decisions {
+  /** Rows whose own attributes say they are waiting or dead: moved there (heads, unless unreadable). */
+  relocate: { row: Row; place: Place; head: boolean }[];
+  /** Waiting rows whose target's hold does not list them yet. */
+  unlisted: Row[];
+  /** Entries held behind their target's lowest head, by target. */
+  held: Map<string, Row[]>;
+  /** Heads behind a lower head of their target: held too, and no longer heads. */
+  behind: Row[];
+  /** Targets whose hold lists an entry that no longer fails. */
+  stale: Set<string>;
+}
+
+/**
+ * The `limit` lowest deliverable outbox entries, read through the relay index. A relay pass
+ * (`pass`) also moves what it found held or misplaced; a plain read (`pendingOutbox`) only
+ * leaves it out. Examines at most max(1000, 4 × limit) index entries beyond what it delivers.
+ */
+export async function outboxFromIndex(
+  q: QueueReads,
+  limit: number,
+  now: number,
+  pass: boolean,
+): Promise<RelayItems<"outbox">> {
+  const { client } = q.timers;
+  const table = q.tables.outbox.name;
+  const page = mergePage(limit);
+  const holds = new Map<string, Heads | undefined>();
+  const found = new Map<string, string>(); // target → its lowest head found this pass (stored seq)
+  const dueHeads = new Set<string>(); // listed heads whose retry is due: they hold nothing back
+  const decisions: Decisions = {
+    relocate: [],
+    unlisted: [],
+    held: new Map(),
+    behind: [],
+    stale: new Set(),
+  };
+  const chosen: Row[] = [];
+  let oldestAt: number | null = null;
+
+  /** The head a target is held from: its lowest that is not due now (undefined: not held). */
+  const holdFrom = (target: string): string | undefined => {
+    const listed = holds.get(target)?.seqs.find((id) => !dueHeads.has(id));
+    const extra = found.get(target);
+    if (listed === undefined || extra === undefined) return listed ?? extra;
+    return Number(extra) < Number(listed) ? extra : listed;
+  };
+  const classify = async (rows: Row[]) => {
+    const unknown = rows.map((r) => r.candidate.target).filter((t) => !holds.has(t));
+    const read = await readHolds(q, unknown);
+    for (const target of unknown) holds.set(target, read.get(target));
+    for (const row of rows) {
+      const { item, candidate: c } = row;
+      if (item[FAILURE.deadAt] === undefined) {
+        oldestAt = earliest(oldestAt, numberOf(item[OUTBOX.createdAt]));
+      }
+      const place = placeOf("outbox", item, now);
+      if (place && misplaced(partOf(row.from), partOf(place.part))) {
+        // Parked or dead-lettered in place, by a writer that keeps no index.
+        const head = !item[FAILURE.unreadable]?.BOOL;
+        decisions.relocate.push({ row, place, head });
+        const before = found.get(c.target);
+        if (head && (before === undefined || c.seq < Number(before))) found.set(c.target, c.id);
+        continue;
+      }
+      const listed = holds.get(c.target)?.seqs.includes(c.id) ?? false;
+      if (listed && item[FAILURE.retryAt] === undefined && item[FAILURE.deadAt] === undefined) {
+        // Listed, but no longer failed (retried by a writer that keeps no holds): it holds
+        // nothing, and its target's hold is put right.
+        dueHeads.add(c.id);
+        decisions.stale.add(c.target);
+      }
+      const dueHead = partOf(row.from) === "w" || (listed && item[FAILURE.retryAt] !== undefined);
+      if (dueHead) {
+        dueHeads.add(c.id);
+        if (!listed) decisions.unlisted.push(row);
+      }
+      const from = holdFrom(c.target);
+      if (from === undefined || c.seq < Number(from)) chosen.push(row);
+      else if (dueHead || listed) decisions.behind.push(row);
+      else decisions.held.set(c.target, [...decisions.held.get(c.target) ?? [], row]);
+    }
+  };
+
+  // Heads whose retry is due first: they decide whether their targets are still held.
+  const waiting = new MergedPartitions(client, table, "w", page, { upTo: now });
+  const due: Row[] = [];
+  for (let item; due.length < limit && (item = await waiting.next());) {
+    due.push({ item, candidate: candidateOf(item), from: item[RELAY.part]?.S ?? "" });
+  }
+  await classify(due);
+  const pending = new MergedPartitions(client, table, "p", page);
+  const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
+  let examined = 0, exhausted = false;
+  while (!exhausted && chosen.length < limit && examined < budget) {
+    const want = limit === Infinity ? 1000 : Math.max(25, limit - chosen.length);
+    const rows: Row[] = [];
+    while (rows.length < want) {
+      const item = await pending.next();
+      if (item === undefined) {
+        exhausted = true;
+        break;
+      }
+      rows.push({ item, candidate: candidateOf(item), from: item[RELAY.part]?.S ?? "" });
+    }
+    examined += rows.length;
+    await classify(rows);
+  }
+  if (pass) await settle(q, decisions, holdFrom);
+  chosen.push(...await followers(q, chosen, dueHeads, holdFrom, limit - chosen.length));
+  const ordered = chosen.sort((a, b) => a.candidate.seq - b.candidate.seq).slice(0, limit);
+  const batch = await readOutboxBodies(q, ordered.map((r) => r.candidate), now);
+  for (const { candidate: c } of ordered) {
+    // A head handed out: its acknowledgement releases its target.
+    if (dueHeads.has(c.id)) q.headsOut.set(c.seq, { target: c.target, id: c.id });
+  }
+  return { ...batch, oldestAt: earliest(oldestAt, batch.oldestAt) };
+}
+
+/**
+ * The held entries that may follow a head chosen for delivery in the same pass (due for its
+ * retry): those of its target below the head it is still held from, lowest first, up to `room`.
+ * They go after it in its target's lane, so they wait for it as they would have.
+ */
+async function followers(
+  q: QueueReads,
+  chosen: Row[],
+  dueHeads: Set<string>,
+  holdFrom: (target: string) => string | undefined,
+  room: number,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  const targets = new Set(
+    chosen.filter(({ candidate: c }) => dueHeads.has(c.id)).map(({ candidate: c }) => c.target),
+  );
+  for (const target of targets) {
+    const from = holdFrom(target);
+    const part = partition("h", target);
+    let start: Item | undefined;
+    do {
+      if (rows.length >= room) return rows;
+      const page = await queryPartition(
+        q.timers.client,
+        q.tables.outbox.name,
+        from === undefined ? { part } : { part, below: { N: from } },
+        room === Infinity ? undefined : room - rows.length,
+        start,
+      );
+      for (const item of page.Items ?? []) {
+        rows.push({ item, candidate: candidateOf(item), from: part });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+  }
+  return rows;
+}
+
+/**
+ * Whether a row read from partition `from` belongs elsewhere by its own attributes: dead but not
+ * in a dead partition, or waiting for a retry still to come but in a pending one.
+ */
+export function misplaced(from: string | null, belongs: string | null): boolean {
+  return (belongs === "d" && from !== "d") || (belongs === "w" && from === "p");
+}
+
+/** Writes what a pass decided: misplaced rows moved, unlisted heads listed, held rows moved. */
+async function settle(
+  q: QueueReads,
+  decisions: Decisions,
+  holdFrom: (target: string) => string | undefined,
+): Promise<void> {
+  await eachConcurrently(decisions.relocate, IN_FLIGHT, ({ row, place, head }) =>
+    guarded(q, [
+      moveItem(q, row, place),
+      ...(head ? [addHead(q, row.candidate.target, row.item[OUTBOX.seq]!)] : []),
+    ]));
+  await eachConcurrently(decisions.unlisted, IN_FLIGHT, (row) =>
+    guarded(q, [
+      headCheck(q, row.item[OUTBOX.seq]!),
+      addHead(q, row.candidate.target, row.item[OUTBOX.seq]!),
+    ]));
+  await eachConcurrently(decisions.behind, IN_FLIGHT, async (row) => {
+    const from = holdFrom(row.candidate.target);
+    if (from === undefined || Number(from) >= row.candidate.seq) return;
+    await guarded(q, [
+      headCheck(q, { N: from }),
+      moveItem(q, row, heldPlaceOf(row)),
+      removeHeads(q, row.candidate.target, [row.candidate.id]),
+    ]);
+  });
+  await eachConcurrently(
+    [...decisions.held],
+    IN_FLIGHT,
+    ([target, rows]) => holdBack(q, target, rows, holdFrom(target)),
+  );
+  await eachConcurrently([...decisions.stale], IN_FLIGHT, (target) => replace(q, target));
+}
+
+/**
+ * Moves a held target's entries to its partition, a transaction per chunk that also checks the
+ * lowest head still holds it: if not (delivered or dropped meanwhile, or by a writer keeping no
+ * holds), the target is released instead. An entry that changed meanwhile is left out.
+ */
+async function holdBack(
+  q: QueueReads,
+  target: string,
+  rows: Row[],
+  from: string | undefined,
+): Promise<void> {
+  if (from === undefined) return;
+  const held = rows.filter((row) => row.candidate.seq > Number(from));
+  for (let chunk of chunks(held, MOVE_CHUNK)) {
+    for (let attempt = 0; chunk.length > 0 && attempt < 3; attempt++) {
+      const done = await transactItems(
+        q.timers.client,
+        [headCheck(q, { N: from }), ...chunk.map((row) => moveItem(q, row, heldPlaceOf(row)))],
+        { operation: "relayBatch", key: `held target ${target}` },
+        q.resends,
+        "held entries may have moved to their target's partition; the next pass reads the rest",
+      );
+      if (done.applied) break;
+      if (done.reasons[0]?.Code === "ConditionalCheckFailed") {
+        await replace(q, target); // its head no longer holds it
+        return;
+      }
+      chunk = chunk.filter((_, i) => done.reasons[i + 1]?.Code !== "ConditionalCheckFailed");
+    }
+  }
+  // A release that raced these moves may have missed them (the index lags): look again.
+  if ((await readHolds(q, [target])).get(target)?.seqs.includes(from) !== true) {
+    await replace(q, target);
+  }
+}
+
+/** The update that moves an index row to `place`, if it is still where the pass found it. */
+function moveItem(q: QueueReads, row: Row, place: Place): TransactWriteItem {
+  const key = { [OUTBOX.seq]: row.item[OUTBOX.seq]! };
+  return { Update: moveInput(q.tables.outbox.name, key, row.from, place) };
+}
+
+/** A check that the entry `seq` still holds its target (waiting for a retry, or dead). */
+function headCheck(q: QueueReads, seq: AttributeValue): TransactWriteItem {
+  return {
+    ConditionCheck: {
+      TableName: q.tables.outbox.name,
+      Key: { [OUTBOX.seq]: { N: seq.N! } },
+      ConditionExpression: STILL_HEAD,
+      ExpressionAttributeNames: STILL_HEAD_NAMES,
+    },
+  };
+}
+
+function heldPlaceOf(row: Row): Place {
+  return { part: partition("h", row.candidate.target), order: { N: row.item[OUTBOX.seq]!.N! } };
+}
+
+/** A transaction whose failed conditions mean "changed meanwhile": the next pass looks again. */
+async function guarded(q: QueueReads, items: TransactWriteItem[]): Promise<void> {
+  await transactItems(
+    q.timers.client,
+    items,
+    { operation: "relayBatch", key: `outbox ${items.length} items` },
+    q.resends,
+    "the rows may have moved; the next pass reads where they are",
+  );
+}
