@@ -6,12 +6,18 @@ import {
   type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
 import { newEvent } from "../../mod.ts";
+import { pendingPlace, relayAttributes } from "../../src/execution/_relay_index.ts";
 
-/** Writes `count` outbox entries (seqs 1..count, ~400 bytes each) with BatchWriteItem. */
+/**
+ * Writes `count` outbox entries (seqs 1..count, ~400 bytes each) with BatchWriteItem: with the
+ * relay index's attributes, as this module's commits write them, unless `indexed` is false (as
+ * the Python store writes them).
+ */
 export async function seedOutbox(
   client: DynamoDBClient,
   table: string,
   count: number,
+  { indexed = true }: { indexed?: boolean } = {},
 ): Promise<void> {
   const batches: WriteRequest[][] = [];
   for (let seq = 1; seq <= count; seq += 25) {
@@ -22,6 +28,9 @@ export async function seedOutbox(
             seq: { N: String(seq + i) },
             target_id: { S: `target-${(seq + i) % 50}` },
             event: { S: JSON.stringify(newEvent("backlog", { pad: "x".repeat(250) })) },
+            ...(indexed
+              ? relayAttributes(pendingPlace("outbox", { seq: { N: String(seq + i) } }))
+              : {}),
           },
         },
       })),

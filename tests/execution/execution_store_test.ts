@@ -24,7 +24,7 @@ Deno.test("dueTimers() reads every page when the timers table is larger than one
     if (writes.length === 50) await Promise.all(writes.splice(0));
   }
   await Promise.all(writes);
-  const due = await store.dueTimers(1e9);
+  const due = await store.dueTimers(1e9, { scan: true }); // rows as another writer writes them
   assert.equal(due.length, 700);
   assert.deepEqual(due.map((x) => x.fireAt), Array.from({ length: 700 }, (_, i) => i * 2));
 });
