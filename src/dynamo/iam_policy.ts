@@ -57,12 +57,15 @@ type Role = keyof ReturnType<typeof executionTables> | "state";
 const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "UpdateTimeToLive"];
 
 // What each table needs, from the calls the stores make (tests/iam_test.ts records them).
-// CreateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only. deleteExecution
-// (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace and processed.
-// The relay (#18) records failures (UpdateItem), drops dead letters (DeleteItem), reads and
-// writes the held targets (GetItem, UpdateItem on counters). With the timer index, a sweep also
-// reads parked timers (BatchGetItem on timers; docs/operations.md lists the index's extras).
-const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
+// CreateTable / UpdateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only.
+// deleteExecution (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace
+// and processed. The relay (#18, #24) reads the relay tables through their relay index (Query on
+// the table's indexes), records failures and moves rows between the index's partitions
+// (UpdateItem, in transactions with ConditionCheckItem on the outbox), drops dead letters
+// (DeleteItem), keeps each held target's hold, the releases and the adoption scan's place
+// (BatchGetItem, UpdateItem on counters), adopts rows other writers wrote (Scan), and reads an
+// older deploy's hint during a rolling upgrade (GetItem on counters).
+const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boolean }[] = [
   {
     sid: "HarelExecutions",
     roles: ["executions"],
@@ -76,13 +79,34 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
     ],
   },
   {
-    sid: "HarelOutboxAndSpawns",
-    roles: ["outbox", "spawns"],
+    sid: "HarelOutbox",
+    roles: ["outbox"],
+    indexes: true,
     actions: [
       "DescribeTable",
       "CreateTable",
+      "UpdateTable",
       "PutItem",
       "Scan",
+      "Query",
+      "BatchGetItem",
+      "BatchWriteItem",
+      "UpdateItem",
+      "DeleteItem",
+      "ConditionCheckItem",
+    ],
+  },
+  {
+    sid: "HarelSpawns",
+    roles: ["spawns"],
+    indexes: true,
+    actions: [
+      "DescribeTable",
+      "CreateTable",
+      "UpdateTable",
+      "PutItem",
+      "Scan",
+      "Query",
       "BatchGetItem",
       "BatchWriteItem",
       "UpdateItem",
@@ -92,13 +116,16 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelTimers",
     roles: ["timers"],
+    indexes: true,
     actions: [
       "DescribeTable",
       "CreateTable",
+      "UpdateTable",
       "PutItem",
       "DeleteItem",
       "Scan",
       "Query",
+      "BatchGetItem",
       "BatchWriteItem",
       "UpdateItem",
     ],
@@ -118,7 +145,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
   {
     sid: "HarelCounters",
     roles: ["counters"],
-    actions: ["DescribeTable", "CreateTable", "UpdateItem", "GetItem"],
+    actions: ["DescribeTable", "CreateTable", "UpdateItem", "GetItem", "BatchGetItem"],
   },
   {
     sid: "HarelTrace",
@@ -170,11 +197,15 @@ export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocumen
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {
     Version: "2012-10-17",
-    Statement: STATEMENTS.map(({ sid, roles, actions }) => ({
+    Statement: STATEMENTS.map(({ sid, roles, actions, indexes }) => ({
       Sid: sid,
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),
-      Resource: roles.map((role) => arn(role === "state" ? stateTable : tables[role].name)),
+      // A Query of a table's index is granted on the index's own ARN.
+      Resource: roles.flatMap((role) => {
+        const table = arn(role === "state" ? stateTable : tables[role].name);
+        return indexes ? [table, `${table}/index/*`] : [table];
+      }),
     })),
   };
 }
