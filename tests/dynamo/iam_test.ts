@@ -125,6 +125,11 @@ Deno.test("the least-privilege IAM policy grants exactly the actions the stores 
     spawns: [{ childId: "c2", rootPath: "r", context: {} }],
     timers: [{ action: "schedule", path: "d", fireAt: 2 }],
   });
+  // Delivery within the request reads an older deploy's held-target hint too (GetItem).
+  const { outbox: inline } = await store.commit(exe, {
+    emits: [{ target: "u", event: newEvent("u") }],
+  });
+  await relayOutbox(store, () => Promise.resolve(), { seqs: inline });
   const fail = () => Promise.reject(new Error("down"));
   const failAll = async () => {
     await relayOutbox(store, fail, { maxAttempts: 1 });

@@ -235,7 +235,7 @@ Deno.test("the CLI's policy is the least-privilege policy for the prefix", async
   assert.ok(
     policy.Statement.every((s: { Resource: string[] }) =>
       s.Resource.every((arn) =>
-        /^arn:aws:dynamodb:\*:123456789012:table\/(prod_\w+|harel_state)$/.test(arn)
+        /^arn:aws:dynamodb:\*:123456789012:table\/(prod_\w+(\/index\/\*)?|harel_state)$/.test(arn)
       )
     ),
   );
