@@ -83,14 +83,14 @@ Commands:
   drop KIND KEY --yes  delete a dead letter for good (a pending item is refused);
                        --json needs no --yes
   ensure-tables        create the missing tables (execution store and state store)
-  policy [--account A] the least-privilege IAM policy for --prefix (JSON)
+  policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
 
 Options:
   --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
                        --endpoint is an error, an empty DYNAMODB_ENDPOINT counts as unset
   --region R           AWS region (default: $AWS_REGION; us-east-1 with an endpoint)
   --prefix P           table prefix (default: harel)
-  --state-table T      the state store's table (default: harel_state)
+  --state-table T      the state store's table (default: the prefix's, P_state: harel_state)
   --json               print JSON for scripts instead of tables
   -h, --help           this help
 
@@ -220,7 +220,7 @@ async function run(
     }
   }
   const prefix = values.prefix as string | undefined ?? "harel";
-  const stateTable = values["state-table"] as string | undefined ?? "harel_state";
+  const stateTable = values["state-table"] as string | undefined ?? `${prefix}_state`;
   const json = values.json === true;
   const print = (value: unknown) => out(JSON.stringify(value, null, 2));
 

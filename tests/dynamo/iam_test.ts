@@ -17,7 +17,8 @@ import {
 } from "../../mod.ts";
 import { leastPrivilegePolicy, main } from "../../src/cli.ts";
 import { testClient, uniqueName } from "../_support/env.ts";
-import { blockUnder, section } from "../_support/markdown.ts";
+import { executionTables } from "../../src/core/table_specs.ts";
+import { blocks, blockUnder, docFiles, section } from "../_support/markdown.ts";
 
 type Input = Record<string, unknown> & { TableName?: string };
 
@@ -53,30 +54,26 @@ function recording(client: DynamoDBClient, used: Set<string>): void {
   );
 }
 
-/** The policy `cli policy` prints, as "action table" pairs for the given table names. */
-function policyGrants(prefix: string, stateTable: string): Set<string> {
-  const policy = leastPrivilegePolicy() as {
-    Statement: { Effect: string; Action: string[]; Resource: string[] }[];
-  };
+/** What `cli policy --prefix P` grants (no other option), as "action table" pairs. */
+function policyGrants(prefix: string): Set<string> {
   const grants = new Set<string>();
-  for (const statement of policy.Statement) {
+  for (const statement of leastPrivilegePolicy({ prefix }).Statement) {
     assert.equal(statement.Effect, "Allow");
     for (const resource of statement.Resource) {
       const table = resource.match(/^arn:aws:dynamodb:\*:\*:table\/(.+)$/)?.[1];
       assert.ok(table, `resource ${resource} names one table`);
-      const actual = table === "harel_state" ? stateTable : table.replace(/^harel_/, `${prefix}_`);
-      for (const action of statement.Action) grants.add(`${action} ${actual}`);
+      for (const action of statement.Action) grants.add(`${action} ${table}`);
     }
   }
   return grants;
 }
 
-Deno.test("the least-privilege IAM policy grants exactly the actions the stores use", async () => {
+Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions the stores of that prefix use, its state table included", async () => {
   using client = testClient();
   const used = new Set<string>();
   recording(client, used);
   const prefix = uniqueName("iam");
-  const stateTable = `${prefix}_state`;
+  const stateTable = `${prefix}_state`; // as the docs name it: prefix "prod", table "prod_state"
   const store = new DynamoDBStore(client, {
     prefix,
     traceMax: 1,
@@ -150,7 +147,7 @@ Deno.test("the least-privilege IAM policy grants exactly the actions the stores 
   await state.hdel("h", "f");
   await state.expire("h", 0);
   await state.delete("k");
-  const granted = policyGrants(prefix, stateTable);
+  const granted = policyGrants(prefix);
   const missing = [...used].filter((pair) => !granted.has(pair)).sort();
   const unused = [...granted].filter((pair) => !used.has(pair)).sort();
   assert.deepEqual(missing, [], "actions the code uses that the policy lacks");
@@ -176,4 +173,32 @@ Deno.test("docs/operations.md sends operators to the CLI's `policy` command, whi
   for (const action of iam.match(/dynamodb:\w+/g) ?? []) {
     assert.ok(granted.has(action) || extra.includes(action), `${action} in docs/operations.md`);
   }
+});
+
+Deno.test("`policy --prefix P` covers every table the docs' examples use next to prefix P", async () => {
+  let examples = 0;
+  for (const file of docFiles()) {
+    for (const block of blocks(file).filter((b) => b.lang === "ts")) {
+      const prefix = block.code.match(/\bprefix: "([^"]+)"/)?.[1];
+      if (prefix === undefined) continue;
+      examples++;
+      const printed: string[] = [];
+      assert.equal(await main(["policy", "--prefix", prefix], { out: (l) => printed.push(l) }), 0);
+      const policy = JSON.parse(printed.join("\n")) as ReturnType<typeof leastPrivilegePolicy>;
+      const granted = new Set(
+        policy.Statement.flatMap((s) => s.Resource).map((arn) => arn.split(":table/")[1]),
+      );
+      const used = [
+        ...Object.values(executionTables(prefix)).map((table) => table.name),
+        ...[...block.code.matchAll(/\btableName: "([^"]+)"/g)].map((match) => match[1]!),
+      ];
+      for (const table of used) {
+        assert.ok(
+          granted.has(table),
+          `${file}:${block.line} uses ${table}; policy --prefix ${prefix}`,
+        );
+      }
+    }
+  }
+  assert.ok(examples >= 2, "the Deploy examples of docs/operations.md name a prefix");
 });
