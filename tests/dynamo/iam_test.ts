@@ -39,7 +39,9 @@ function actionsOf(command: string, input: Input): [string, string][] {
   if (name === "BatchWriteItem" || name === "BatchGetItem") {
     return Object.keys(input.RequestItems as object).map((table) => [name, table]);
   }
-  return [[name, input.TableName!]];
+  // A Query or Scan of an index is granted on the index's own ARN (table/T/index/I).
+  const index = typeof input.IndexName === "string" ? `/index/${input.IndexName}` : "";
+  return [[name, `${input.TableName!}${index}`]];
 }
 
 function recording(client: DynamoDBClient, used: Set<string>): void {
@@ -201,4 +203,54 @@ Deno.test("`policy --prefix P` covers every table the docs' examples use next to
     }
   }
   assert.ok(examples >= 2, "the Deploy examples of docs/operations.md name a prefix");
+});
+
+Deno.test("docs/operations.md lists exactly the calls the timer index adds to the policy, in one place", async () => {
+  // A database of its own (a region): DynamoDB Local adds an index to an existing table in a time
+  // that grows with the whole database (tests/execution/timer_index_test.ts does the same).
+  using client = testClient("eu-south-2");
+  const used = new Set<string>();
+  recording(client, used);
+  const prefix = uniqueName("iamtix");
+  // Tables made without the index (as before the option was turned on), then turned on.
+  await new DynamoDBStore(client, { prefix }).ensureTables();
+  const store = new DynamoDBStore(client, { prefix, timerIndex: true, timerShards: 2 });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "iam" });
+  await store.commit(exe, {
+    timers: [{ action: "schedule", path: "a", fireAt: 1 }, {
+      action: "schedule",
+      path: "b",
+      fireAt: 2,
+    }],
+  });
+  await sweepTimers(store, () => Promise.reject(new Error("down")), {
+    now: 10,
+    backoff: { minSeconds: 0 },
+  });
+  await sweepTimers(store, () => {}, { now: 11 });
+  await store.dueTimers(12, { scan: true });
+  await store.commit(exe, { timers: [{ action: "cancel", path: "a" }] });
+  await store.deleteExecution(exe.id);
+
+  const granted = policyGrants(prefix);
+  const extra = [...used].filter((pair) => !granted.has(pair))
+    .map((pair) => pair.replace(` ${prefix}_`, " harel_")).sort();
+  const iam = section("docs/operations.md", "## Least-privilege IAM policy");
+  const bullet = iam.split("\n- ").find((item) => item.includes("`timerIndex`"));
+  assert.ok(bullet, "the IAM section says what the timer index adds");
+  const listed = [
+    ...bullet.replace(/\s+/g, " ").matchAll(
+      /`(dynamodb:\w+)`((?:(?: and |, )`dynamodb:\w+`)*) on `([\w/-]+)`/g,
+    ),
+  ]
+    .flatMap(([, first, more, table]) =>
+      [first!, ...(more!.match(/dynamodb:\w+/g) ?? [])].map((action) =>
+        `${action} ${table!.replace(/^table\//, "")}`
+      )
+    ).sort();
+  assert.deepEqual(listed, extra, "the IAM section's timerIndex list against the calls made");
+  const timerIndex = section("docs/operations.md", "## Timer index (`timerIndex`)");
+  assert.doesNotMatch(timerIndex, /dynamodb:\w+/, "the timer index section points to the IAM one");
+  assert.match(timerIndex, /\(#least-privilege-iam-policy\)/);
 });
