@@ -195,11 +195,11 @@ const WHAT_THEY_TAKE: Record<string, string> = {
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
 
-/** What `dead-letters KIND` counts, in the singular or plural. */
-const DEAD_WHAT: Record<RelayKind, (n: number) => string> = {
-  outbox: (n) => n === 1 ? "outbox entry" : "outbox entries",
-  spawns: (n) => n === 1 ? "spawn" : "spawns",
-  timers: (n) => n === 1 ? "timer" : "timers",
+/** What `dead-letters KIND` counts: its noun in the singular and the plural. */
+const DEAD_LETTERS: Record<RelayKind, [string, string]> = {
+  outbox: ["dead outbox entry", "dead outbox entries"],
+  spawns: ["dead spawn", "dead spawns"],
+  timers: ["dead timer", "dead timers"],
 };
 
 async function run(
@@ -358,7 +358,7 @@ async function run(
     } else if (deadLetter && command === "dead-letters") {
       const letters = await reader.deadLetters(deadLetter.kind, { limit });
       if (json) return print(letters);
-      out(`${letters.length} dead ${DEAD_WHAT[deadLetter.kind](letters.length)}`);
+      out(counted(letters.length, ...DEAD_LETTERS[deadLetter.kind]));
       if (letters.length) {
         out(table(
           ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT"],

@@ -57,9 +57,11 @@ export async function defaultTables(endpoint: string): Promise<DefaultTables> {
 /**
  * Records the first snapshot of the suite, once per `deno test` process (the variable is
  * process-wide, and test files run one after another): called by env.ts as it loads, before
- * any test of its file can write. Names the file that took it.
+ * any test of its file can write. Names the file that took it. Not for a script that imports
+ * env.ts (the bench, a test's child process).
  */
 export async function recordBaseline(endpoint: string | undefined): Promise<void> {
+  if (!/_test\.ts$/.test(Deno.mainModule)) return;
   if (endpoint === undefined || Deno.env.get(BASELINE) !== undefined) return;
   const tables = await defaultTables(endpoint);
   Deno.env.set(BASELINE, JSON.stringify({ by: Deno.mainModule, endpoint, tables }));
