@@ -35,6 +35,8 @@ import { parseArgs } from "node:util";
 import { S } from "./dynamo/_dynamo.ts";
 import { TIMER, timerFromItem } from "./core/_layout.ts";
 import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
+import { markHeld } from "./cli/_held.ts";
+import type { RelayKind } from "./core/types.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
@@ -44,12 +46,14 @@ import {
   parseDeadLetter,
   parseLimit,
   parseStatuses,
+  refusedAsUsage,
   usage,
   UsageError,
   type Values,
 } from "./cli/_args.ts";
 import { connect, count, describeFailure, onTable, progress, queryAll } from "./cli/_client.ts";
 import {
+  counted,
   deadLetterWhat,
   indent,
   outboxCells,
@@ -73,24 +77,25 @@ Commands:
   delete ID --yes      delete an execution with its timers, trace and dedupe marks
                        (not its outbox entries and spawns); --json needs no --yes
   outbox [--limit N]   the outbox backlog (and pending spawns) and its N oldest entries
-                       (default 100); an entry whose event is not JSON is flagged
+                       (default 100), each pending, waiting, dead or held behind an earlier
+                       entry of its target; an entry whose event is not JSON is flagged
   timers [--due] [--limit N]
                        armed timers, the N soonest (default 100; --due: only those due now)
   dead-letters KIND [--limit N]
                        what a relay gave up on (KIND: outbox, spawns or timers), the N lowest
-  retry KIND KEY       make a dead letter due again; KEY: a seq, or for timers
-                       EXECUTION_ID PATH FIRE_AT
+  retry KIND KEY       make a dead letter due again; KEY: a seq (e.g. 42), or for timers
+                       EXECUTION_ID PATH FIRE_AT (epoch seconds), as dead-letters lists them
   drop KIND KEY --yes  delete a dead letter for good (a pending item is refused);
                        --json needs no --yes
   ensure-tables        create the missing tables (execution store and state store)
-  policy [--account A] the least-privilege IAM policy for --prefix (JSON)
+  policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
 
 Options:
   --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
                        --endpoint is an error, an empty DYNAMODB_ENDPOINT counts as unset
   --region R           AWS region (default: $AWS_REGION; us-east-1 with an endpoint)
   --prefix P           table prefix (default: harel)
-  --state-table T      the state store's table (default: harel_state)
+  --state-table T      the state store's table (default: the prefix's, P_state: harel_state)
   --json               print JSON for scripts instead of tables
   -h, --help           this help
 
@@ -190,6 +195,13 @@ const WHAT_THEY_TAKE: Record<string, string> = {
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
 
+/** What `dead-letters KIND` counts: its noun in the singular and the plural. */
+const DEAD_LETTERS: Record<RelayKind, [string, string]> = {
+  outbox: ["dead outbox entry", "dead outbox entries"],
+  spawns: ["dead spawn", "dead spawns"],
+  timers: ["dead timer", "dead timers"],
+};
+
 async function run(
   positionals: string[],
   values: Values,
@@ -220,7 +232,7 @@ async function run(
     }
   }
   const prefix = values.prefix as string | undefined ?? "harel";
-  const stateTable = values["state-table"] as string | undefined ?? "harel_state";
+  const stateTable = values["state-table"] as string | undefined ?? `${prefix}_state`;
   const json = values.json === true;
   const print = (value: unknown) => out(JSON.stringify(value, null, 2));
 
@@ -321,7 +333,7 @@ async function run(
       if (json) return print({ execution, trace, timers });
       out(JSON.stringify(execution, null, 2));
       out("");
-      out(`trace (${trace.length} steps, oldest first):`);
+      out(`trace (${counted(trace.length, "step")}, oldest first):`);
       for (const step of trace) out(`  ${JSON.stringify(step)}`);
       out("");
       out(`armed timers (${timers.length}):`);
@@ -340,17 +352,13 @@ async function run(
       if (json) return print({ id, ...removed });
       out(
         `${removed.execution ? "deleted execution" : "no execution"} ${id}; removed ` +
-          `${removed.timers} timers, ${removed.trace} trace steps, ${removed.processed} ` +
-          "dedupe marks (its outbox entries and spawns stay)",
+          `${counted(removed.timers, "timer")}, ${counted(removed.trace, "trace step")}, ` +
+          `${counted(removed.processed, "dedupe mark")} (its outbox entries and spawns stay)`,
       );
     } else if (deadLetter && command === "dead-letters") {
       const letters = await reader.deadLetters(deadLetter.kind, { limit });
       if (json) return print(letters);
-      out(
-        `${letters.length} dead ${
-          deadLetter.kind === "outbox" ? "outbox entries" : deadLetter.kind
-        }`,
-      );
+      out(counted(letters.length, ...DEAD_LETTERS[deadLetter.kind]));
       if (letters.length) {
         out(table(
           ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT"],
@@ -364,9 +372,11 @@ async function run(
         ));
       }
     } else if (deadLetter && (command === "retry" || command === "drop")) {
-      const done = command === "retry"
-        ? await reader.retryDeadLetter(deadLetter.kind, deadLetter.key)
-        : await reader.dropDeadLetter(deadLetter.kind, deadLetter.key);
+      const done = await refusedAsUsage(
+        command === "retry"
+          ? reader.retryDeadLetter(deadLetter.kind, deadLetter.key)
+          : reader.dropDeadLetter(deadLetter.kind, deadLetter.key),
+      );
       if (json) return print({ kind: deadLetter.kind, key: deadLetter.key, done });
       if (!done) {
         throw new CliError(
@@ -383,12 +393,12 @@ async function run(
     } else if (command === "outbox") {
       const outbox = await count(client, tables.outbox.name);
       const spawns = await count(client, tables.spawns.name);
-      const oldest = await onTable(
-        tables.outbox.name,
-        oldestOutbox(client, tables.outbox.name, limit),
+      const oldest = markHeld(
+        await onTable(tables.outbox.name, oldestOutbox(client, tables.outbox.name, limit)),
+        Date.now() / 1000,
       );
       if (json) return print({ outbox, spawns, oldest });
-      out(`outbox backlog: ${outbox} entries; pending spawns: ${spawns}`);
+      out(`outbox backlog: ${counted(outbox, "entry", "entries")}; pending spawns: ${spawns}`);
       if (oldest.length) {
         out(`oldest ${oldest.length}:`);
         out(
@@ -396,6 +406,10 @@ async function run(
         );
         const dead = oldest.filter((row) => row.state === "dead").length;
         if (dead) out(`${dead} of them dead-lettered (see dead-letters outbox)`);
+        const held = oldest.filter((row) => row.state === "held").length;
+        if (held) {
+          out(`${held} of them held behind an earlier dead or waiting entry of their target`);
+        }
         const unreadable = oldest.filter((row) => row.unreadable !== undefined).length;
         if (unreadable) {
           out(`${unreadable} of them unreadable (raw text shown; --json says why)`);
@@ -409,7 +423,7 @@ async function run(
       );
       if (json) return print({ total, timers });
       out(
-        `${total} ${values.due ? "due" : "armed"} timers${
+        `${counted(total, values.due ? "due timer" : "armed timer")}${
           total > timers.length ? `; the ${timers.length} soonest:` : ""
         }`,
       );

@@ -202,7 +202,7 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  * ```
  *
  * @param store Any execution store.
- * @param deliver Delivers one entry; throwing leaves it pending.
+ * @param deliver Delivers one entry (sync or async); throwing or rejecting leaves it pending.
  * @param options How many entries, how many at once, and a signal to stop.
  * @returns How many entries were delivered and how many failed.
  *
@@ -213,7 +213,7 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  */
 export function relayOutbox(
   store: ExecutionStore,
-  deliver: (entry: OutboxEntry) => Promise<void>,
+  deliver: (entry: OutboxEntry) => void | Promise<void>,
   options: OutboxRelayOptions = {},
 ): Promise<RelayReport> {
   return inSpan("relayOutbox", () => relayOutboxPass(store, deliver, options));
@@ -221,7 +221,7 @@ export function relayOutbox(
 
 async function relayOutboxPass(
   store: ExecutionStore,
-  deliver: (entry: OutboxEntry) => Promise<void>,
+  deliver: (entry: OutboxEntry) => void | Promise<void>,
   options: OutboxRelayOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("deliver", deliver, options);
@@ -287,7 +287,7 @@ async function relayOutboxPass(
  * ```
  *
  * @param store Any execution store.
- * @param start Starts one child; throwing leaves the intent pending.
+ * @param start Starts one child (sync or async); throwing or rejecting leaves the intent pending.
  * @param options How many intents, how many at once, and a signal to stop.
  * @returns How many spawns were started and how many failed.
  *
@@ -298,7 +298,7 @@ async function relayOutboxPass(
  */
 export function relaySpawns(
   store: ExecutionStore,
-  start: (spawn: PendingSpawn) => Promise<void>,
+  start: (spawn: PendingSpawn) => void | Promise<void>,
   options: RelayOptions = {},
 ): Promise<RelayReport> {
   return inSpan("relaySpawns", () => relaySpawnsPass(store, start, options));
@@ -306,7 +306,7 @@ export function relaySpawns(
 
 async function relaySpawnsPass(
   store: ExecutionStore,
-  start: (spawn: PendingSpawn) => Promise<void>,
+  start: (spawn: PendingSpawn) => void | Promise<void>,
   options: RelayOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("start", start, options);
@@ -354,7 +354,8 @@ async function relaySpawnsPass(
  * ```
  *
  * @param store Any execution store.
- * @param fire Delivers the Timeout event of one timer; throwing keeps the timer.
+ * @param fire Delivers the Timeout event of one timer (sync or async); throwing or rejecting
+ *   keeps the timer.
  * @param options The time, how many timers, how many at once, and a signal to stop.
  * @returns How many timers fired and how many failed.
  *
@@ -366,7 +367,7 @@ async function relaySpawnsPass(
  */
 export function sweepTimers(
   store: ExecutionStore,
-  fire: (timer: Timer, event: Event) => Promise<void>,
+  fire: (timer: Timer, event: Event) => void | Promise<void>,
   options: SweepOptions = {},
 ): Promise<RelayReport> {
   return inSpan("sweepTimers", () => sweepTimersPass(store, fire, options));
@@ -374,7 +375,7 @@ export function sweepTimers(
 
 async function sweepTimersPass(
   store: ExecutionStore,
-  fire: (timer: Timer, event: Event) => Promise<void>,
+  fire: (timer: Timer, event: Event) => void | Promise<void>,
   options: SweepOptions,
 ): Promise<RelayReport> {
   const { limit, concurrency, signal, onError } = checkOptions("fire", fire, options);

@@ -15,13 +15,6 @@ export function parseDeadLetter(
     );
   }
   if (command === "dead-letters") return { kind, key: 0 };
-  const number = (text: string, what: string) => {
-    const value = Number(text);
-    if (text.trim() === "" || !Number.isFinite(value)) {
-      throw new UsageError(`${what} must be a number, got ${JSON.stringify(text)}`);
-    }
-    return value;
-  };
   if (kind === "timers") {
     if (key.length !== 3) {
       throw new UsageError(
@@ -30,7 +23,7 @@ export function parseDeadLetter(
     }
     return {
       kind,
-      key: { executionId: key[0]!, path: key[1]!, fireAt: number(key[2]!, "FIRE_AT") },
+      key: { executionId: key[0]!, path: key[1]!, fireAt: parseFireAt(key[2]!) },
     };
   }
   if (key.length !== 1) {
@@ -38,7 +31,38 @@ export function parseDeadLetter(
       `${kind} items are keyed by one seq, got ${JSON.stringify(key.join(" "))}`,
     );
   }
-  return { kind, key: number(key[0]!, "the seq") };
+  return { kind, key: parseSeq(key[0]!) };
+}
+
+/**
+ * A seq as `outbox` and `dead-letters` list it: decimal digits (another writer's odd seq may
+ * carry a sign or a fraction), no larger than a double holds exactly. Anything else (`0x10`,
+ * `1e300`, `Infinity`) is a usage error, never a key that Number() happens to read.
+ */
+export function parseSeq(text: string): number {
+  const value = Number(text);
+  if (!/^-?\d+(\.\d+)?$/.test(text) || !(Math.abs(value) <= Number.MAX_SAFE_INTEGER)) {
+    throw new UsageError(
+      `a seq is written in decimal digits, as \`outbox\` and \`dead-letters\` list it (e.g. 42), ` +
+        `at most ${Number.MAX_SAFE_INTEGER}; got ${JSON.stringify(text)}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * A timer's FIRE_AT as `dead-letters timers` lists it: epoch seconds in decimal (JavaScript
+ * writes the tiniest with an exponent, e.g. 1e-7). Hexadecimal and the like are usage errors;
+ * the store refuses a time it cannot hold (after 9999, e.g. milliseconds) as usage too.
+ */
+export function parseFireAt(text: string): number {
+  if (!/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(text) || !Number.isFinite(Number(text))) {
+    throw new UsageError(
+      "FIRE_AT is epoch seconds in decimal, as `dead-letters timers` lists it " +
+        `(e.g. 1700000000.5); got ${JSON.stringify(text)}`,
+    );
+  }
+  return Number(text);
 }
 
 /** A usage error: exit code 2. */
@@ -56,6 +80,21 @@ export type Values = Record<string, string | boolean | undefined>;
 export function usage<T>(check: () => T): T {
   try {
     return check();
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) {
+      throw new UsageError(error.message);
+    }
+    throw error;
+  }
+}
+
+/**
+ * What a store method refuses before sending (a `TypeError` or `RangeError` naming the input,
+ * e.g. a FIRE_AT in milliseconds) as a usage error; what DynamoDB answers stays a runtime one.
+ */
+export async function refusedAsUsage<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
   } catch (error) {
     if (error instanceof TypeError || error instanceof RangeError) {
       throw new UsageError(error.message);

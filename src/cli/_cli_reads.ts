@@ -37,6 +37,10 @@ export interface OutboxRow {
   state?: "waiting" | "dead";
   /** Failed attempts a relay recorded on it. */
   attempts?: number;
+  /** When a relay may try it again (epoch seconds), once it failed. */
+  retryAt?: number;
+  /** Dead-lettered because no one can read it: it holds nothing back. */
+  setAside?: true;
 }
 
 /**
@@ -112,11 +116,25 @@ export function outboxRow(item: Item): OutboxRow {
   return { ...row, event: event as OutboxRow["event"] };
 }
 
-/** What a relay recorded on a row: its state (waiting, dead) and attempts; nothing when pending. */
-export function relayState(item: Item): { state?: "waiting" | "dead"; attempts?: number } {
+/**
+ * What a relay recorded on a row: its state (waiting, dead), attempts, when it may be tried
+ * again, and whether it was set aside as unreadable; nothing when pending.
+ */
+export function relayState(
+  item: Item,
+): Pick<OutboxRow, "state" | "attempts" | "retryAt" | "setAside"> {
   const attempts = Number(item[FAILURE.attempts]?.N ?? 0) || 0;
-  if (item[FAILURE.deadAt] !== undefined) return { state: "dead", attempts };
-  if (item[FAILURE.retryAt] !== undefined) return { state: "waiting", attempts };
+  if (item[FAILURE.deadAt] !== undefined) {
+    return {
+      state: "dead",
+      attempts,
+      ...(item[FAILURE.unreadable]?.BOOL ? { setAside: true } : {}),
+    };
+  }
+  const retryAt = Number(item[FAILURE.retryAt]?.N);
+  if (item[FAILURE.retryAt] !== undefined) {
+    return { state: "waiting", attempts, ...(Number.isFinite(retryAt) ? { retryAt } : {}) };
+  }
   return {};
 }
 
@@ -125,7 +143,7 @@ export interface TimerListing {
   /** How many timers the table holds (with `dueAt`: how many are due to fire). */
   total: number;
   /** The `limit` soonest, by fire time (a timer without a numeric `fire_at` last). */
-  timers: (Timer & { state?: "waiting" | "dead"; attempts?: number })[];
+  timers: (Timer & Pick<OutboxRow, "state" | "attempts" | "retryAt">)[];
 }
 
 /**

@@ -1,6 +1,11 @@
 // How the CLI prints: tables, timers, outbox rows and dead letters as text.
-import type { OutboxRow } from "./_cli_reads.ts";
+import type { ShownOutboxRow } from "./_held.ts";
 import type { Timer } from "../core/types.ts";
+
+/** `n` and a noun that agrees with it: "1 timer", "2 timers", "1 entry", "0 entries". */
+export function counted(n: number, singular: string, plural = `${singular}s`): string {
+  return `${n} ${n === 1 ? singular : plural}`;
+}
 
 export function timerText(timer: Timer): string {
   return `${timer.executionId} ${timer.path} ${timer.fireAt}`;
@@ -15,7 +20,7 @@ export function deadLetterWhat(item: unknown): string {
 }
 
 /** An outbox row's cells; an unreadable one shows its raw text, quoted and cut short. */
-export function outboxCells(row: OutboxRow): string[] {
+export function outboxCells(row: ShownOutboxRow): string[] {
   const seq = row.seqText ?? String(row.seq);
   const target = row.targetId ?? "(broadcast)";
   const state = stateCell(row);
@@ -85,7 +90,17 @@ export function indent(text: string): string {
   return text.split("\n").map((line) => `  ${line}`).join("\n");
 }
 
-/** A relay's verdict in a cell: "pending", or "waiting"/"dead" after n attempts. */
-function stateCell(row: { state?: string; attempts?: number }): string {
-  return row.state === undefined ? "pending" : `${row.state} (${row.attempts} attempts)`;
+/**
+ * A relay's verdict in a cell: "pending", "waiting"/"dead" after n attempts, or "held" behind
+ * the seq of its target's dead or waiting entry.
+ */
+function stateCell(
+  row: { state?: string; attempts?: number; heldBehind?: number },
+): string {
+  if (row.state === undefined) return "pending";
+  const attempts = row.attempts ? counted(row.attempts, "attempt") : "";
+  if (row.state === "held") {
+    return `held behind ${row.heldBehind}${attempts ? ` (${attempts})` : ""}`;
+  }
+  return `${row.state} (${attempts || "0 attempts"})`;
 }

@@ -139,7 +139,10 @@ export interface Execution<C extends Record<string, unknown> = Record<string, un
   processed_events: number;
   /** The optimistic-concurrency token: 0 = never saved; each commit adds 1. */
   version: number;
-  /** Scheduling priority, 0 (highest) to 4. */
+  /**
+   * Scheduling priority, as the Python engine reads it: 0 (normal, the default) to 4 (highest).
+   * Its workers route an execution of priority 1 or more to their high-priority lane.
+   */
   priority: number;
   /** The parent execution, for children. */
   parent_id?: string | null;
@@ -201,7 +204,7 @@ export function newId(): string {
 
 /**
  * A new Execution with the engine's defaults: a fresh id, status `PENDING`,
- * version 0 (never saved), priority 2, empty history, context and children.
+ * version 0 (never saved), priority 0 (normal), empty history, context and children.
  * The context's type flows from `fields.context` (`Record<string, unknown>` without one).
  *
  * @example Starting an execution
@@ -230,7 +233,7 @@ export function newExecution<C extends Record<string, unknown> = Record<string, 
     context: {} as C, // replaced by fields.context when given
     processed_events: 0,
     version: 0,
-    priority: 2,
+    priority: 0,
     parent_id: null,
     child_id: null,
     deferred: [],

@@ -20,7 +20,11 @@ import { checkTableName, executionTables } from "../core/table_specs.ts";
 export interface PolicyOptions {
   /** The execution store's table prefix. @default {"harel"} */
   prefix?: string;
-  /** The state store's table name. @default {"harel_state"} */
+  /**
+   * The state store's table name: by default the prefix's own, as in the docs' examples
+   * (`DynamoDBStore` with `prefix: "prod"` next to `DynamoDBStateStore` on `"prod_state"`).
+   * @default {`${prefix}_state` ("harel_state" for the default prefix)}
+   */
   stateTable?: string;
   /** The region in the table ARNs. @default {"*"} */
   region?: string;
@@ -191,8 +195,9 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boo
  * @returns The policy document.
  */
 export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocument {
-  const tables = executionTables(options.prefix ?? "harel");
-  const stateTable = checkTableName("stateTable", options.stateTable ?? "harel_state");
+  const prefix = options.prefix ?? "harel";
+  const tables = executionTables(prefix);
+  const stateTable = checkTableName("stateTable", options.stateTable ?? `${prefix}_state`);
   const arn = (table: string) =>
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {

@@ -2,6 +2,11 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { buildClient } from "../../src/dynamo/connect.ts";
 import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
+import { recordBaseline } from "./default_tables.ts";
+
+// The default tables as the suite found them, before any test of this file can write
+// (tests/zz_default_tables_test.ts compares at the end).
+await recordBaseline(Deno.env.get("DYNAMODB_ENDPOINT") || undefined);
 
 /** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */
 export function endpoint(): string {

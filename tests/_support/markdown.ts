@@ -132,10 +132,54 @@ export async function run(
 
 const CONFIG = new URL("deno.json", ROOT).pathname;
 
+/** The region of the docs' own database: DynamoDB Local keeps one per access key and region. */
+export const DOCS_REGION = "ap-northeast-3";
+
+/**
+ * An endpoint for the code of the README and docs/, which uses the default tables (`harel_*`)
+ * by design: a proxy to the test DynamoDB that moves every request into a database of its own
+ * by rewriting the region of its credential scope (DynamoDB Local and LocalStack do not check
+ * signatures). So the suite's own database never sees that code, whatever region it runs with
+ * and whatever permissions: the narrowest documented set cannot even read `AWS_REGION`. It
+ * also spares that code the suite's crowded database, where adding the timer index to a table
+ * can outlast `create()`'s deadline. `await using docs = docsEndpoint()` stops it.
+ */
+export function docsEndpoint(): { url: string } & AsyncDisposable {
+  const upstream = endpoint();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const headers = new Headers(request.headers);
+    const authorization = headers.get("authorization");
+    if (authorization !== null) {
+      headers.set(
+        "authorization",
+        authorization.replace(
+          /(Credential=[^/,\s]+\/\d{8}\/)[^/]+(\/dynamodb\/aws4_request)/,
+          `$1${DOCS_REGION}$2`,
+        ),
+      );
+    }
+    const url = new URL(request.url);
+    const answer = await fetch(new URL(url.pathname + url.search, upstream), {
+      method: request.method,
+      headers,
+      body: await request.arrayBuffer(),
+    });
+    return new Response(await answer.arrayBuffer(), {
+      status: answer.status,
+      headers: answer.headers,
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
 /**
  * Runs a documented `deno run ... quick_start.ts` command line in bash, in a temporary folder
- * holding the README's quick start as quick_start.ts, with DYNAMODB_ENDPOINT set; `--config`
- * makes "@harel/dynamodb" this package, as in a clone or after `deno add jsr:@harel/dynamodb`.
+ * holding the README's quick start as quick_start.ts, with DYNAMODB_ENDPOINT set to the docs'
+ * own database ({@linkcode docsEndpoint}); `--config` makes "@harel/dynamodb" this package, as
+ * in a clone or after `deno add jsr:@harel/dynamodb`.
  */
 export async function runQuickStart(
   commandLine: string,
@@ -144,6 +188,7 @@ export async function runQuickStart(
   const command = commandLine.replaceAll("\\\n", " ").trim();
   assert.match(command, /^deno run .* quick_start\.ts$/, command);
   const dir = await Deno.makeTempDir({ prefix: "harel_readme_" });
+  await using docs = docsEndpoint();
   try {
     await Deno.writeTextFile(
       `${dir}/quick_start.ts`,
@@ -152,7 +197,7 @@ export async function runQuickStart(
     const script = command.replace(/^deno run /, `deno run --no-prompt --config '${CONFIG}' `);
     return await run("bash", ["-c", script], {
       cwd: dir,
-      env: { DYNAMODB_ENDPOINT: endpoint(), ...env },
+      env: { DYNAMODB_ENDPOINT: docs.url, ...env },
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -2,12 +2,12 @@
 // (unless an HTML comment above it says why not), the module docs' examples run, every relative
 // link resolves, and docs/permissions.md's command lines work as the page says.
 import assert from "node:assert/strict";
-import { endpoint } from "../_support/env.ts";
 import {
   anchors,
   blocks,
   blockUnder,
   docFiles,
+  docsEndpoint,
   readDoc,
   relativeLinks,
   ROOT,
@@ -16,11 +16,11 @@ import {
 } from "../_support/markdown.ts";
 
 const CONFIG = new URL("deno.json", ROOT).pathname;
-const DOCS_REGION = "ap-northeast-3";
 const PERMISSIONS = ["--allow-net", "--allow-env", "--allow-read", "--allow-sys=osRelease"];
 
 Deno.test("every TypeScript block of the README and docs/ runs, unless marked not to with a reason", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "harel_docs_" });
+  await using docs = docsEndpoint(); // the blocks use the default tables: a database of their own
   try {
     for (const file of docFiles()) {
       for (const block of blocks(file).filter((b) => b.lang === "ts")) {
@@ -36,10 +36,7 @@ Deno.test("every TypeScript block of the README and docs/ runs, unless marked no
           const { code, output } = await run(
             "deno",
             [test ? "test" : "run", "--no-prompt", "--config", CONFIG, ...PERMISSIONS, path],
-            // A database of their own (DynamoDB Local keeps one per region): the blocks use the
-            // default prefix, and adding the timer index to a table in the suite's crowded
-            // database can outlast create()'s deadline.
-            { env: { DYNAMODB_ENDPOINT: endpoint(), AWS_REGION: DOCS_REGION } },
+            { env: { DYNAMODB_ENDPOINT: docs.url } },
           );
           assert.equal(code, 0, `${where}:\n${output}`);
         });
@@ -51,6 +48,7 @@ Deno.test("every TypeScript block of the README and docs/ runs, unless marked no
 });
 
 Deno.test("the examples of mod.ts and @harel/dynamodb/testing run and assert", async () => {
+  await using docs = docsEndpoint(); // they use the default tables too
   const { code, output } = await run("deno", [
     "test",
     "--doc",
@@ -58,7 +56,7 @@ Deno.test("the examples of mod.ts and @harel/dynamodb/testing run and assert", a
     ...PERMISSIONS,
     "mod.ts",
     "src/testing.ts",
-  ], { cwd: ROOT.pathname, env: { DYNAMODB_ENDPOINT: endpoint() } });
+  ], { cwd: ROOT.pathname, env: { DYNAMODB_ENDPOINT: docs.url } });
   assert.equal(code, 0, output);
   const passed = Number(output.match(/ok \| (\d+) passed/)?.[1]);
   assert.ok(passed >= 7, output);

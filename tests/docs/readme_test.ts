@@ -2,7 +2,9 @@
 // DynamoDB with the command lines the README gives, and it stays what a newcomer reads in ten
 // minutes. The docs pages have their own test (docs_test.ts).
 import assert from "node:assert/strict";
-import { readDoc, ROOT, run, runQuickStart, section } from "../_support/markdown.ts";
+import { blockUnder, readDoc, ROOT, run, runQuickStart, section } from "../_support/markdown.ts";
+
+const CONFIG = new URL("deno.json", ROOT).pathname;
 
 Deno.test("the README's quick start runs with the command line of its first hour", async () => {
   const steps = section("README.md", "## Your first hour");
@@ -13,6 +15,31 @@ Deno.test("the README's quick start runs with the command line of its first hour
   assert.match(output, /deliver order\.ship to \(broadcast\)/, "what step 4 says it prints");
   assert.match(steps, /deno task dynamodb/);
   assert.match(steps, /deno task test/);
+});
+
+Deno.test("the README's quick start passes the repository's own checks, saved as quick_start.ts in the clone", async () => {
+  // Step 4 saves it at the root of the clone, and step 5 runs `deno task check` there: its
+  // format and lint steps (run without paths) and a type check, with the repository's config.
+  const check = JSON.parse(readDoc("deno.json")).tasks.check as string;
+  const steps = check.split("&&").map((step) => step.trim().split(/\s+/));
+  const wholeRepo = steps.filter(([deno, command, ...rest]) =>
+    deno === "deno" && ["fmt", "lint"].includes(command!) && rest.every((a) => a.startsWith("-"))
+  );
+  assert.deepEqual(wholeRepo.map((step) => step.join(" ")), ["deno fmt --check", "deno lint"]);
+  const dir = await Deno.makeTempDir({ prefix: "harel_readme_" });
+  try {
+    const file = `${dir}/quick_start.ts`;
+    await Deno.writeTextFile(file, `${blockUnder("README.md", "## Quick start", "ts")}\n`);
+    for (const [, command, ...flags] of [...wholeRepo, ["deno", "check"]]) {
+      const { code, output } = await run("deno", [command!, ...flags, "--config", CONFIG, file]);
+      assert.equal(code, 0, `deno ${command} on the quick start:\n${output}`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // Saved in the clone, it is the reader's file, not the repository's: git and `deno publish`
+  // leave it out.
+  assert.ok(readDoc(".gitignore").split("\n").includes("/quick_start.ts"));
 });
 
 Deno.test("the README's simple permission set runs the quick start", async () => {

@@ -17,7 +17,8 @@ import {
 } from "../../mod.ts";
 import { leastPrivilegePolicy, main } from "../../src/cli.ts";
 import { testClient, uniqueName } from "../_support/env.ts";
-import { blockUnder, section } from "../_support/markdown.ts";
+import { executionTables } from "../../src/core/table_specs.ts";
+import { blocks, blockUnder, docFiles, section } from "../_support/markdown.ts";
 
 type Input = Record<string, unknown> & { TableName?: string };
 
@@ -38,7 +39,9 @@ function actionsOf(command: string, input: Input): [string, string][] {
   if (name === "BatchWriteItem" || name === "BatchGetItem") {
     return Object.keys(input.RequestItems as object).map((table) => [name, table]);
   }
-  return [[name, input.TableName!]];
+  // A Query or Scan of an index is granted on the index's own ARN (table/T/index/I).
+  const index = typeof input.IndexName === "string" ? `/index/${input.IndexName}` : "";
+  return [[name, `${input.TableName!}${index}`]];
 }
 
 function recording(client: DynamoDBClient, used: Set<string>): void {
@@ -53,13 +56,10 @@ function recording(client: DynamoDBClient, used: Set<string>): void {
   );
 }
 
-/** The policy `cli policy` prints, as "action table" pairs for the given table names. */
-function policyGrants(prefix: string, stateTable: string): Set<string> {
-  const policy = leastPrivilegePolicy() as {
-    Statement: { Effect: string; Action: string[]; Resource: string[] }[];
-  };
+/** What `cli policy --prefix P` grants (no other option), as "action table" pairs. */
+function policyGrants(prefix: string): Set<string> {
   const grants = new Set<string>();
-  for (const statement of policy.Statement) {
+  for (const statement of leastPrivilegePolicy({ prefix }).Statement) {
     assert.equal(statement.Effect, "Allow");
     for (const resource of statement.Resource) {
       // A table's indexes (`table/NAME/index/*`) are granted with it: only Query reads them.
@@ -70,20 +70,19 @@ function policyGrants(prefix: string, stateTable: string): Set<string> {
       }
       const table = resource.match(/^arn:aws:dynamodb:\*:\*:table\/([^/]+)$/)?.[1];
       assert.ok(table, `resource ${resource} names one table`);
-      const actual = table === "harel_state" ? stateTable : table.replace(/^harel_/, `${prefix}_`);
-      for (const action of statement.Action) grants.add(`${action} ${actual}`);
+      for (const action of statement.Action) grants.add(`${action} ${table}`);
     }
   }
   return grants;
 }
 
-Deno.test("the least-privilege IAM policy grants exactly the actions the stores use", async () => {
+Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions the stores of that prefix use, its state table included", async () => {
   // A database of its own (a region of DynamoDB Local): adding an index to a table there is fast.
   using client = testClient("ap-south-1");
   const used = new Set<string>();
   recording(client, used);
   const prefix = uniqueName("iam");
-  const stateTable = `${prefix}_state`;
+  const stateTable = `${prefix}_state`; // as the docs name it: prefix "prod", table "prod_state"
   // Tables an older deploy made: ensureTables() adds the relay index to them (UpdateTable).
   await new DynamoDBStore(client, { prefix, relayIndex: false }).ensureTables();
   const store = new DynamoDBStore(client, {
@@ -167,7 +166,7 @@ Deno.test("the least-privilege IAM policy grants exactly the actions the stores 
   await state.hdel("h", "f");
   await state.expire("h", 0);
   await state.delete("k");
-  const granted = policyGrants(prefix, stateTable);
+  const granted = policyGrants(prefix);
   const missing = [...used].filter((pair) => !granted.has(pair)).sort();
   const unused = [...granted].filter((pair) => !used.has(pair)).sort();
   assert.deepEqual(missing, [], "actions the code uses that the policy lacks");
@@ -193,4 +192,82 @@ Deno.test("docs/operations.md sends operators to the CLI's `policy` command, whi
   for (const action of iam.match(/dynamodb:\w+/g) ?? []) {
     assert.ok(granted.has(action) || extra.includes(action), `${action} in docs/operations.md`);
   }
+});
+
+Deno.test("`policy --prefix P` covers every table the docs' examples use next to prefix P", async () => {
+  let examples = 0;
+  for (const file of docFiles()) {
+    for (const block of blocks(file).filter((b) => b.lang === "ts")) {
+      const prefix = block.code.match(/\bprefix: "([^"]+)"/)?.[1];
+      if (prefix === undefined) continue;
+      examples++;
+      const printed: string[] = [];
+      assert.equal(await main(["policy", "--prefix", prefix], { out: (l) => printed.push(l) }), 0);
+      const policy = JSON.parse(printed.join("\n")) as ReturnType<typeof leastPrivilegePolicy>;
+      const granted = new Set(
+        policy.Statement.flatMap((s) => s.Resource).map((arn) => arn.split(":table/")[1]),
+      );
+      const used = [
+        ...Object.values(executionTables(prefix)).map((table) => table.name),
+        ...[...block.code.matchAll(/\btableName: "([^"]+)"/g)].map((match) => match[1]!),
+      ];
+      for (const table of used) {
+        assert.ok(
+          granted.has(table),
+          `${file}:${block.line} uses ${table}; policy --prefix ${prefix}`,
+        );
+      }
+    }
+  }
+  assert.ok(examples >= 2, "the Deploy examples of docs/operations.md name a prefix");
+});
+
+Deno.test("docs/operations.md lists exactly the calls the timer index adds to the policy, in one place", async () => {
+  // A database of its own (a region): DynamoDB Local adds an index to an existing table in a time
+  // that grows with the whole database (tests/execution/timer_index_test.ts does the same).
+  using client = testClient("eu-south-2");
+  const used = new Set<string>();
+  recording(client, used);
+  const prefix = uniqueName("iamtix");
+  // Tables made without the index (as before the option was turned on), then turned on.
+  await new DynamoDBStore(client, { prefix }).ensureTables();
+  const store = new DynamoDBStore(client, { prefix, timerIndex: true, timerShards: 2 });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "iam" });
+  await store.commit(exe, {
+    timers: [{ action: "schedule", path: "a", fireAt: 1 }, {
+      action: "schedule",
+      path: "b",
+      fireAt: 2,
+    }],
+  });
+  await sweepTimers(store, () => Promise.reject(new Error("down")), {
+    now: 10,
+    backoff: { minSeconds: 0 },
+  });
+  await sweepTimers(store, () => {}, { now: 11 });
+  await store.dueTimers(12, { scan: true });
+  await store.commit(exe, { timers: [{ action: "cancel", path: "a" }] });
+  await store.deleteExecution(exe.id);
+
+  const granted = policyGrants(prefix);
+  const extra = [...used].filter((pair) => !granted.has(pair))
+    .map((pair) => pair.replace(` ${prefix}_`, " harel_")).sort();
+  const iam = section("docs/operations.md", "## Least-privilege IAM policy");
+  const bullet = iam.split("\n- ").find((item) => item.includes("`timerIndex`"));
+  assert.ok(bullet, "the IAM section says what the timer index adds");
+  const listed = [
+    ...bullet.replace(/\s+/g, " ").matchAll(
+      /`(dynamodb:\w+)`((?:(?: and |, )`dynamodb:\w+`)*) on `([\w/-]+)`/g,
+    ),
+  ]
+    .flatMap(([, first, more, table]) =>
+      [first!, ...(more!.match(/dynamodb:\w+/g) ?? [])].map((action) =>
+        `${action} ${table!.replace(/^table\//, "")}`
+      )
+    ).sort();
+  assert.deepEqual(listed, extra, "the IAM section's timerIndex list against the calls made");
+  const timerIndex = section("docs/operations.md", "## Timer index (`timerIndex`)");
+  assert.doesNotMatch(timerIndex, /dynamodb:\w+/, "the timer index section points to the IAM one");
+  assert.match(timerIndex, /\(#least-privilege-iam-policy\)/);
 });

@@ -233,7 +233,7 @@ Deno.test("the CLI's delete asks for --yes (not with --json), then deletes the e
     assert.equal(done.code, 0, done.err);
     assert.match(
       done.out,
-      new RegExp(`deleted execution ${exe.id}; removed 1 timers, 1 trace steps, 1 dedupe marks`),
+      new RegExp(`deleted execution ${exe.id}; removed 1 timer, 1 trace step, 1 dedupe mark `),
     );
     assert.deepEqual(await leftOf(store, exe.id), NOTHING);
   });

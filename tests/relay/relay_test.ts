@@ -231,6 +231,26 @@ for (const [backend, make] of backends) {
   });
 }
 
+Deno.test("the runners take plain functions as callbacks: returning nothing delivers, throwing is a failed attempt", async () => {
+  const store = new MemoryStore();
+  const exe = newExecution({ definition_id: "plain" });
+  await store.commit(exe, {
+    emits: [{ target: "a", event: newEvent("ok") }, { target: "b", event: newEvent("down") }],
+    spawns: [{ childId: "c", rootPath: "r", context: {} }],
+    timers: [{ action: "schedule", path: "t", fireAt: 1 }],
+  });
+  const kinds: string[] = [];
+  const outbox = await relayOutbox(store, (entry) => {
+    if (entry.event.kind === "down") throw new Error("b is down");
+    kinds.push(entry.event.kind);
+  });
+  assertCounts(outbox, 1, 1);
+  assert.deepEqual(kinds, ["ok"]);
+  assertCounts(await relaySpawns(store, () => {}), 1, 0);
+  assertCounts(await sweepTimers(store, () => {}, { now: 2 }), 1, 0);
+  assert.deepEqual([await store.pendingSpawns(), await store.dueTimers(2)], [[], []]);
+});
+
 Deno.test("timeoutEvent is harel's Timeout event: id, kind, data, and newEvent's other fields", () => {
   const event = timeoutEvent("exe-1", "order.waiting", 1_700_000_001);
   assert.equal(event.id, "timeout:exe-1:order.waiting:1700000001.0");

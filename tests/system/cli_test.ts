@@ -1,7 +1,16 @@
 // The operator CLI end to end: `deno run src/cli.ts ...` against the test DynamoDB.
 import assert from "node:assert/strict";
 import { BatchWriteItemCommand, PutItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStore, newEvent, newExecution, relayOutbox, sweepTimers } from "../../mod.ts";
+import {
+  DynamoDBStore,
+  newEvent,
+  newExecution,
+  type OutboxEntry,
+  relayOutbox,
+  sweepTimers,
+} from "../../mod.ts";
+import type { OutboxRow } from "../../src/cli/_cli_reads.ts";
+import { markHeld } from "../../src/cli/_held.ts";
 import { leastPrivilegePolicy, main } from "../../src/cli.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { seedOutbox } from "../_support/heap.ts";
@@ -116,7 +125,7 @@ Deno.test("the CLI shows what the stores hold, for people and as JSON", async (t
       "order.payment",
     ]);
     const text = ok(await cli("show", order.id, "--prefix", prefix));
-    assert.match(text, /trace \(1 steps/);
+    assert.match(text, /trace \(1 step, oldest first\)/);
     assert.match(text, /armed timers \(2\)/);
     assert.match(text, /order\.payment\s+\d{4}-\d\d-\d\dT[\d:.]+Z\s+\d+ s ago/);
   });
@@ -148,7 +157,7 @@ Deno.test("the CLI shows what the stores hold, for people and as JSON", async (t
       path: "order.payment",
       fireAt: now - 60,
     }]);
-    assert.match(ok(await cli("timers", "--due", "--prefix", prefix)), /^1 due timers/);
+    assert.match(ok(await cli("timers", "--due", "--prefix", prefix)), /^1 due timer\n/);
   });
 
   await t.step("show of an unknown id is a runtime error", async () => {
@@ -235,7 +244,7 @@ Deno.test("the CLI's policy is the least-privilege policy for the prefix", async
   assert.ok(
     policy.Statement.every((s: { Resource: string[] }) =>
       s.Resource.every((arn) =>
-        /^arn:aws:dynamodb:\*:123456789012:table\/(prod_\w+(\/index\/\*)?|harel_state)$/.test(arn)
+        /^arn:aws:dynamodb:\*:123456789012:table\/prod_\w+(\/index\/\*)?$/.test(arn)
       )
     ),
   );
@@ -383,7 +392,7 @@ Deno.test("the CLI lists, retries and drops dead letters", async () => {
   await relayOutbox(store, fail, { maxAttempts: 1 });
   await sweepTimers(store, fail, { maxAttempts: 1 });
   const listed = ok(await cli("dead-letters", "outbox", "--prefix", prefix));
-  assert.match(listed, /1 dead outbox entries/);
+  assert.match(listed, /^1 dead outbox entry\n/);
   assert.match(listed, new RegExp(`${outbox[0]}\\s+1\\s+.*HTTP 503.*first to down`));
   const timers = JSON.parse(ok(await cli("dead-letters", "timers", "--json", "--prefix", prefix)));
   assert.deepEqual(timers.map((l: { key: unknown }) => l.key), [
@@ -410,6 +419,119 @@ Deno.test("the CLI lists, retries and drops dead letters", async () => {
   const bad = await cli("retry", "sideways", "1", "--prefix", prefix);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /outbox, spawns or timers/);
+});
+
+Deno.test("cli outbox shows an entry behind its target's dead or waiting entry as held, and behind which seq", async () => {
+  const prefix = uniqueName("cliheld");
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  const exe = newExecution({ definition_id: "d" });
+  const emit = (target: string, kind: string) => ({ target, event: newEvent(kind) });
+  const { outbox: [dead, behindDead, alsoBehind, waiting, behindWaiting, due, afterDue] } =
+    await store.commit(exe, {
+      emits: [
+        emit("down", "d1"),
+        emit("down", "d2"),
+        emit("down", "d3"),
+        emit("slow", "s1"),
+        emit("slow", "s2"),
+        emit("soon", "n1"),
+        emit("soon", "n2"),
+      ],
+    });
+  const fail = new Set(["d1", "s1", "n1"]);
+  const deliver = (entry: OutboxEntry) => {
+    if (fail.has(entry.event.kind)) throw new Error(`${entry.targetId} is down`);
+  };
+  // d1 is dead-lettered, s1 waits an hour for its retry, n1's retry is due at once.
+  await relayOutbox(store, (entry) => entry.event.kind === "d1" ? deliver(entry) : undefined, {
+    maxAttempts: 1,
+    limit: 1,
+  });
+  await relayOutbox(store, deliver, { backoff: { minSeconds: 3600 }, seqs: [waiting!] });
+  await relayOutbox(store, deliver, { backoff: { minSeconds: 0 }, seqs: [due!] });
+
+  const listed = JSON.parse(ok(await cli("outbox", "--prefix", prefix, "--json")));
+  const states = Object.fromEntries(
+    listed.oldest.map((row: { seq: number; state?: string; heldBehind?: number }) => [
+      row.seq,
+      [row.state ?? "pending", row.heldBehind],
+    ]),
+  );
+  assert.deepEqual(states, {
+    [dead!]: ["dead", undefined],
+    [behindDead!]: ["held", dead],
+    [alsoBehind!]: ["held", dead],
+    [waiting!]: ["waiting", undefined],
+    [behindWaiting!]: ["held", waiting],
+    [due!]: ["waiting", undefined], // its retry is due: it holds nothing back
+    [afterDue!]: ["pending", undefined],
+  });
+  const text = ok(await cli("outbox", "--prefix", prefix));
+  assert.match(
+    text,
+    new RegExp(`^\\s+${behindDead}\\s+down\\s+d2\\s+\\S+\\s+held behind ${dead}$`, "m"),
+  );
+  assert.match(
+    text,
+    new RegExp(`^\\s+${waiting}\\s+slow\\s+s1\\s+\\S+\\s+waiting \\(1 attempt\\)$`, "m"),
+  );
+  assert.match(text, /^3 of them held behind an earlier dead or waiting entry of their target$/m);
+});
+
+Deno.test("markHeld holds a target from its lowest dead or still waiting entry, and nothing behind one set aside as unreadable", () => {
+  const row = (seq: number, targetId: string | null, more: Partial<OutboxRow> = {}) => ({
+    seq,
+    targetId,
+    event: { kind: `e${seq}` },
+    ...more,
+  });
+  const now = 1_000;
+  const shown = markHeld([
+    row(1, null, { state: "waiting", attempts: 1, retryAt: now + 1 }),
+    row(2, "a", { state: "dead", attempts: 3, setAside: true }),
+    row(3, null),
+    row(4, "a"),
+    row(5, "b", { state: "waiting", attempts: 2, retryAt: now }),
+    row(6, "b"),
+    row(7, "a", { state: "dead", attempts: 10 }),
+    row(8, "a", { state: "dead", attempts: 10 }),
+    row(9, "a", { state: "waiting", attempts: 1, retryAt: now + 60 }),
+  ], now);
+  assert.deepEqual(
+    shown.map((r) => [r.seq, r.state ?? "pending", "heldBehind" in r ? r.heldBehind : null]),
+    [
+      [1, "waiting", null],
+      [2, "dead", null],
+      [3, "held", 1],
+      [4, "pending", null],
+      [5, "waiting", null],
+      [6, "pending", null],
+      [7, "dead", null],
+      [8, "dead", null],
+      [9, "held", 7],
+    ],
+  );
+});
+
+Deno.test("the CLI refuses a dead-letter key that is no key, with exit code 2 and what a key looks like", async (t) => {
+  const prefix = uniqueName("clikey");
+  const cases: [string[], RegExp][] = [
+    [["retry", "outbox", "1e300"], /a seq is written in decimal digits.*e\.g\. 42.*"1e300"/],
+    [["retry", "outbox", "0x10"], /a seq is written in decimal digits.*"0x10"/],
+    [["drop", "spawns", "Infinity", "--yes"], /a seq is written in decimal digits/],
+    [["retry", "outbox", "1".repeat(300)], /at most 9007199254740991/],
+    [["retry", "timers", "exe", "p", "0x10"], /FIRE_AT is epoch seconds in decimal.*"0x10"/],
+    [["retry", "timers", "exe", "p", "1e300"], /fireAt.*seconds/],
+    [["drop", "timers", "exe", "p", "1700000000000", "--yes"], /fireAt.*seconds/],
+  ];
+  for (const [args, message] of cases) {
+    await t.step(args.join(" ").slice(0, 60), async () => {
+      const run = await cli(...args, "--prefix", prefix);
+      assert.equal(run.code, 2, run.stderr);
+      assert.match(run.stderr, message);
+      assert.doesNotMatch(run.stderr, /Number overflow/);
+    });
+  }
 });
 
 // Odd arguments get the documented exit codes.
