@@ -192,7 +192,7 @@ export async function checkTableExists(
   }
 }
 
-/** A global secondary index: its name and key, projecting keys only. */
+/** A global secondary index: its name and key, projecting keys only unless `project` says more. */
 export interface IndexSpec {
   /** The index name. */
   name: string;
@@ -200,10 +200,12 @@ export interface IndexSpec {
   hash: readonly [string, "S" | "N"];
   /** RANGE key attribute and type. */
   range: readonly [string, "S" | "N"];
+  /** Attributes the index projects besides the keys (INCLUDE); none: keys only. */
+  project?: readonly string[];
 }
 
 /**
- * Adds a keys-only global secondary index to an existing table unless it has it, then waits
+ * Adds a global secondary index to an existing table unless it has it, then waits
  * until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
  * can take minutes). Safe when several processes do it at once.
  */
@@ -257,7 +259,7 @@ function provisioned(table: TableDescription | undefined) {
   };
 }
 
-/** A keys-only global secondary index, as CreateTable and UpdateTable take it. */
+/** A global secondary index, as CreateTable and UpdateTable take it. */
 function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
   return {
     IndexName: index.name,
@@ -265,6 +267,8 @@ function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
       { AttributeName: index.hash[0], KeyType: "HASH" },
       { AttributeName: index.range[0], KeyType: "RANGE" },
     ],
-    Projection: { ProjectionType: "KEYS_ONLY" },
+    Projection: index.project
+      ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.project] }
+      : { ProjectionType: "KEYS_ONLY" },
   };
 }

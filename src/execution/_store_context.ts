@@ -13,6 +13,7 @@ import {
 } from "../core/_validate.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
+import { STATUS_INDEX } from "./_status_index.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { ChainCache } from "./_outbox_chain.ts";
 import type { QueueReads } from "./_queue_items.ts";
@@ -106,14 +107,19 @@ export function storeContext(
 }
 
 /**
- * Creates the tables that are missing (a timers table made now gets the index with it), turns
- * on the TTLs the options use, and adds the timer index to an existing timers table.
+ * Creates the tables that are missing (an executions table made now gets the status index with
+ * it, a timers table the timer index), adds the status index to an existing executions table,
+ * turns on the TTLs the options use, and adds the timer index to an existing timers table.
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
-  const { timers } = ctx.tables;
+  const { timers, executions } = ctx.tables;
   await Promise.all(
     Object.values(ctx.tables).map((spec) =>
-      ensureTable(ctx.client, spec, ctx.timerIndex && spec === timers ? TIMER_INDEX : undefined)
+      spec === executions
+        ? ensureTable(ctx.client, spec, STATUS_INDEX).then(() =>
+          ensureIndex(ctx.client, spec.name, STATUS_INDEX)
+        )
+        : ensureTable(ctx.client, spec, ctx.timerIndex && spec === timers ? TIMER_INDEX : undefined)
     ),
   );
   const expiring = [

@@ -8,7 +8,11 @@ import { ensureStoreTables, type StoreContext, storeContext } from "./_store_con
 import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
-import { planListing } from "./_listing.ts";
+import { planBulkDelete, planListing } from "./_listing.ts";
+import { indexPage } from "./_status_listing.ts";
+import { deleteSelected } from "./_bulk_delete.ts";
+import { inspect } from "./_inspect.ts";
+import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import { checkTableExists, type ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -309,31 +313,96 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * One page of executions, filtered. The listing follows DynamoDB's scan order (not
-   * sorted); a page holds exactly `limit` matches unless the table is exhausted.
+   * One page of executions, filtered. With `status`: newest commit first, from the status index
+   * (about `limit` entries read plus one small Query per shard, whatever the table holds). Without
+   * one (or with `scan: true`): in DynamoDB's scan order, reading `limit + 1` items at first.
+   * Executions last written without the index's attributes (the Python store's whole-item Put)
+   * are only found with `scan: true`. A page may hold fewer than `limit` items and still have a
+   * `nextCursor`; `null` means the end.
    *
-   * @example Walking every running order
+   * @example The running orders nobody touched for an hour
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
    * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
    * let cursor: string | null = null;
    * do {
-   *   const page = await store.listExecutions({ definitionId: "order", status: "RUNNING", cursor });
-   *   for (const summary of page.items) console.log(summary.id, summary.version);
+   *   const page = await store.listExecutions({
+   *     status: "RUNNING",
+   *     definitionId: "order",
+   *     updatedBefore: Date.now() / 1000 - 3600,
+   *     cursor,
+   *   });
+   *   for (const summary of page.items) console.log(summary.id, summary.updated_at);
    *   cursor = page.nextCursor;
    * } while (cursor);
    * ```
    *
-   * @throws {RangeError} For a `limit` outside 1 to 1000 (a `TypeError` for a filter of the
-   *   wrong type), before anything is sent.
-   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this table's listing.
+   * @throws {RangeError} For a `limit` outside 1 to 1000 or an `updatedBefore` that is not epoch
+   *   seconds (a `TypeError` for a filter of the wrong type or an unknown option), before
+   *   anything is sent.
+   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this listing (the same
+   *   table and filters).
+   * @throws {IndexNotFound} With `status` (and no `scan`), when the executions table lacks the
+   *   status index: run `ensureTables()` once.
    * @throws {StoreClosed} After `close()`.
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    return await listPage(this.#ctx, listing);
+    return listing.indexed
+      ? await indexPage(this.#ctx, listing)
+      : await listPage(this.#ctx, listing);
+  }
+
+  /**
+   * Deletes every execution in `status` last committed before `updatedBefore` (and of
+   * `definitionId`), each as {@linkcode DynamoDBStore.deleteExecution} does (timers, trace, dedupe
+   * marks; not outbox entries and spawns), and resolves to how many it deleted. Reads go through
+   * the status index: O(matches). Each execution is first retired (its `ttl` set far in the past,
+   * in a one-item transaction with a token, only if it is still at the version listed: one
+   * committed since stays), then what it left is swept, then it goes. Idempotent and resumable:
+   * a run that stopped (crash, `signal`, `OutcomeUnknown`) is finished by the next, which counts
+   * only what it retires itself. Open statuses need `allowOpen: true`.
+   *
+   * @example Finished orders of last year
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * const deleted = await store.deleteExecutions({
+   *   status: ["DONE", "CANCELLED", "FAILED"],
+   *   definitionId: "order",
+   *   updatedBefore: Date.parse("2026-01-01T00:00:00Z") / 1000,
+   * });
+   * console.log(`${deleted} deleted`);
+   * ```
+   *
+   * @throws {TypeError} Without `status` or `updatedBefore`, for an unknown option (a
+   *   `RangeError` for an open status without `allowOpen`, or a time in milliseconds).
+   * @throws {OutcomeUnknown} When no answer came back for one execution's retirement: run it
+   *   again (it continues).
+   * @throws {IndexNotFound} Without `scan`, when the executions table lacks the status index.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
+    this.#open("deleteExecutions");
+    const selection = planBulkDelete(options);
+    return await deleteSelected(this.#ctx, selection, this.#ctx.resends);
+  }
+
+  /**
+   * The execution with when this module last committed it, when it expires (its `ttl`), and its
+   * timers with their relay bookkeeping; `null` when there is none (or it expired). Two reads
+   * in parallel: O(its timers).
+   *
+   * @throws {TypeError} For an id DynamoDB would reject, before anything is sent.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async inspectExecution(id: string): Promise<ExecutionInspection | null> {
+    this.#open("inspectExecution");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    return await inspect(this.#ctx, id);
   }
 
   /**
