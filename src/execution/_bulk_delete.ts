@@ -43,9 +43,17 @@ export async function deleteSelected(
   const candidates = selection.indexed ? fromIndex(reads, selection) : fromScan(reads, selection);
   let batch: Candidate[] = [];
   const flush = async () => {
+    // After a failure no lane starts another execution, and the call throws once the started
+    // ones have settled: nothing of this run goes on behind the caller's back.
+    let failed: { error: unknown } | undefined;
     await eachConcurrently(batch, CONCURRENCY, async ({ id, version }) => {
-      if (await retireExecution(reads, id, version, resends)) deleted++;
-    });
+      try {
+        if (await retireExecution(reads, id, version, resends)) deleted++;
+      } catch (error) {
+        failed ??= { error };
+      }
+    }, () => failed !== undefined);
+    if (failed) throw failed.error;
     examined += batch.length;
     batch = [];
     selection.onProgress?.({ deleted, examined, elapsedMs: performance.now() - started });
