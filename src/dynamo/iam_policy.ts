@@ -6,6 +6,9 @@
  */
 import { checkTableName, executionTables } from "../core/table_specs.ts";
 
+/** The executions table's status index (#25), which listings by status and bulk deletes query. */
+const STATUS_INDEX_NAME = "status_shard-updated_at";
+
 /**
  * Options of {@linkcode leastPrivilegePolicy}.
  *
@@ -62,18 +65,27 @@ const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "
 // The relay (#18) records failures (UpdateItem), drops dead letters (DeleteItem), reads and
 // writes the held targets (GetItem, UpdateItem on counters). With the timer index, a sweep also
 // reads parked timers (BatchGetItem on timers; docs/operations.md lists the index's extras).
-const STATEMENTS: { sid: string; roles: Role[]; actions: string[] }[] = [
+// The status index (#25): ensureTables() adds it to an existing executions table (UpdateTable);
+// listExecutions({ status }) and deleteExecutions() query it.
+const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; index?: string }[] = [
   {
     sid: "HarelExecutions",
     roles: ["executions"],
     actions: [
       ...ENSURE_WITH_TTL,
+      "UpdateTable",
       "GetItem",
       "BatchGetItem",
       "UpdateItem",
       "DeleteItem",
       "Scan",
     ],
+  },
+  {
+    sid: "HarelExecutionsByStatus",
+    roles: ["executions"],
+    index: STATUS_INDEX_NAME,
+    actions: ["Query"],
   },
   {
     sid: "HarelOutboxAndSpawns",
@@ -170,11 +182,13 @@ export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocumen
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {
     Version: "2012-10-17",
-    Statement: STATEMENTS.map(({ sid, roles, actions }) => ({
+    Statement: STATEMENTS.map(({ sid, roles, actions, index }) => ({
       Sid: sid,
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),
-      Resource: roles.map((role) => arn(role === "state" ? stateTable : tables[role].name)),
+      Resource: roles.map((role) =>
+        arn(role === "state" ? stateTable : tables[role].name) + (index ? `/index/${index}` : "")
+      ),
     })),
   };
 }

@@ -313,38 +313,15 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * One page of executions, filtered. With `status`: newest commit first, from the status index
-   * (about `limit` entries read plus one small Query per shard, whatever the table holds). Without
-   * one (or with `scan: true`): in DynamoDB's scan order, reading `limit + 1` items at first.
-   * Executions last written without the index's attributes (the Python store's whole-item Put)
-   * are only found with `scan: true`. A page may hold fewer than `limit` items and still have a
-   * `nextCursor`; `null` means the end.
+   * One page of executions. With `status`: newest commit first, from the status index (about
+   * `limit` entries plus one small Query per shard, whatever the table holds); without (or with
+   * `scan: true`, which also finds what the Python store wrote): scan order, `limit + 1` items
+   * read first. A page may be short and still have a `nextCursor`; `null` is the end.
    *
-   * @example The running orders nobody touched for an hour
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * let cursor: string | null = null;
-   * do {
-   *   const page = await store.listExecutions({
-   *     status: "RUNNING",
-   *     definitionId: "order",
-   *     updatedBefore: Date.now() / 1000 - 3600,
-   *     cursor,
-   *   });
-   *   for (const summary of page.items) console.log(summary.id, summary.updated_at);
-   *   cursor = page.nextCursor;
-   * } while (cursor);
-   * ```
-   *
-   * @throws {RangeError} For a `limit` outside 1 to 1000 or an `updatedBefore` that is not epoch
-   *   seconds (a `TypeError` for a filter of the wrong type or an unknown option), before
-   *   anything is sent.
-   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this listing (the same
-   *   table and filters).
-   * @throws {IndexNotFound} With `status` (and no `scan`), when the executions table lacks the
-   *   status index: run `ensureTables()` once.
+   * @throws {RangeError} For a `limit` outside 1 to 1000 or an `updatedBefore` not in epoch
+   *   seconds (a `TypeError` for a bad filter or unknown option), before anything is sent.
+   * @throws {InvalidCursor} For a `cursor` of another listing (table or filters).
+   * @throws {IndexNotFound} With `status`, when the table lacks the index: run `ensureTables()`.
    * @throws {StoreClosed} After `close()`.
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
@@ -356,33 +333,16 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * Deletes every execution in `status` last committed before `updatedBefore` (and of
-   * `definitionId`), each as {@linkcode DynamoDBStore.deleteExecution} does (timers, trace, dedupe
-   * marks; not outbox entries and spawns), and resolves to how many it deleted. Reads go through
-   * the status index: O(matches). Each execution is first retired (its `ttl` set far in the past,
-   * in a one-item transaction with a token, only if it is still at the version listed: one
-   * committed since stays), then what it left is swept, then it goes. Idempotent and resumable:
-   * a run that stopped (crash, `signal`, `OutcomeUnknown`) is finished by the next, which counts
-   * only what it retires itself. Open statuses need `allowOpen: true`.
+   * Deletes every execution in `status` last committed before `updatedBefore` (of
+   * `definitionId`) as {@linkcode DynamoDBStore.deleteExecution} does, and resolves to how many.
+   * Reads: the status index, O(matches). Each is retired first (a one-item transaction with a
+   * token, only if still at the version listed), then swept, then deleted: a stopped run is
+   * finished by the next, which counts what it retires itself. See docs/retention.md.
    *
-   * @example Finished orders of last year
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const deleted = await store.deleteExecutions({
-   *   status: ["DONE", "CANCELLED", "FAILED"],
-   *   definitionId: "order",
-   *   updatedBefore: Date.parse("2026-01-01T00:00:00Z") / 1000,
-   * });
-   * console.log(`${deleted} deleted`);
-   * ```
-   *
-   * @throws {TypeError} Without `status` or `updatedBefore`, for an unknown option (a
-   *   `RangeError` for an open status without `allowOpen`, or a time in milliseconds).
-   * @throws {OutcomeUnknown} When no answer came back for one execution's retirement: run it
-   *   again (it continues).
-   * @throws {IndexNotFound} Without `scan`, when the executions table lacks the status index.
+   * @throws {TypeError} Without `status` or `updatedBefore`, or for an unknown option (a
+   *   `RangeError` for an open status without `allowOpen`, or milliseconds).
+   * @throws {OutcomeUnknown} When a retirement's answers were all lost: run it again.
+   * @throws {IndexNotFound} Without `scan`, when the table lacks the status index.
    * @throws {StoreClosed} After `close()`.
    */
   async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
@@ -392,12 +352,8 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * The execution with when this module last committed it, when it expires (its `ttl`), and its
-   * timers with their relay bookkeeping; `null` when there is none (or it expired). Two reads
-   * in parallel: O(its timers).
-   *
-   * @throws {TypeError} For an id DynamoDB would reject, before anything is sent.
-   * @throws {StoreClosed} After `close()`.
+   * The execution, when it was last committed and expires, and its timers with their relay
+   * bookkeeping; `null` when absent or expired. Two reads in parallel: O(its timers).
    */
   async inspectExecution(id: string): Promise<ExecutionInspection | null> {
     this.#open("inspectExecution");

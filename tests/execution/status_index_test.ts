@@ -2,11 +2,7 @@
 // reads as the table grows (capacity units as DynamoDB reports them), and the executions other
 // writers leave without its attributes (the Python store, an older version of this module).
 import assert from "node:assert/strict";
-import {
-  CreateTableCommand,
-  GetItemCommand,
-  UpdateItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import { CreateTableCommand, GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, IndexNotFound, newExecution } from "../../mod.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { countingClient, freshStore, testClient, uniqueName } from "../_support/env.ts";
