@@ -62,7 +62,7 @@ export async function connect(
 
 export function describeFailure(error: unknown, values: Values): string {
   if (error instanceof IndexNotFound) {
-    return `the table ${error.table} has no index ${error.index} (tables made before 0.2): ` +
+    return `the table ${error.table} has no index ${error.index} (tables made by an older version): ` +
       "run `ensure-tables` once (it adds the index), or pass --scan (reads the whole table)";
   }
   if (isUnreachable(error)) {

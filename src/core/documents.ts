@@ -185,7 +185,8 @@ export interface ExecutionSummary {
   parent_id: string | null;
   /**
    * When this module last committed it, epoch seconds; `null` where unknown (written by the
-   * Python store, or by a version of this module before 0.2, since its last commit here).
+   * Python store, or by a version of this module without the status index, since its last
+   * commit here).
    */
   updated_at: number | null;
 }

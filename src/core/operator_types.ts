@@ -43,7 +43,7 @@ export interface DeleteExecutionsOptions {
   allowOpen?: boolean;
   /**
    * Read the whole executions table instead of the status index: also finds executions written
-   * without the index's attributes (the Python store, versions before 0.2). Costs a full scan.
+   * without the index's attributes (the Python store, older versions of this module). Costs a full scan.
    * @default {false}
    */
   scan?: boolean;

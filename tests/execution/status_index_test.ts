@@ -116,7 +116,7 @@ Deno.test("an execution an older version of this module committed last is listed
   const kept = newExecution({ definition_id: "old", status: "RUNNING" });
   await store.save(moved);
   await store.save(kept);
-  // The commit of a version before 0.2: an Update of data and version, index attributes left.
+  // The commit of a version without the status index: an Update of data and version, index attributes left.
   const olderCommit = async (exe: typeof moved) => {
     exe.version += 1;
     await client.send(
