@@ -157,6 +157,7 @@ export async function operatorSteps(step: Step): Promise<void> {
         trace: { n: 1 },
         emits: [{ target: null, event: newEvent("stays") }],
       });
+      await tick(); // the cutoff is after every commit above, to the millisecond
       const cutoff = Date.now() / 1000;
       await tick();
       const [fresh] = await saveInOrder(store, [{ status: "DONE" }]);

@@ -172,7 +172,7 @@ Deno.test("listExecutions({ status }) on a table without the status index is an 
   );
 });
 
-Deno.test("listExecutions() refuses bad status filters before anything is sent", async () => {
+Deno.test("listExecutions(), deleteExecutions() and inspectExecution() refuse bad input before anything is sent", async () => {
   using counting = countingClient();
   const store = new DynamoDBStore(counting.client, { prefix: uniqueName("six") });
   const cases: [object, RegExp][] = [
@@ -185,5 +185,16 @@ Deno.test("listExecutions() refuses bad status filters before anything is sent",
   for (const [options, message] of cases) {
     await assert.rejects(store.listExecutions(options as never), message, JSON.stringify(options));
   }
+  const deletes: [object, RegExp][] = [
+    [{ updatedBefore: 1e9 }, /needs a status/],
+    [{ status: "DONE" }, /needs updatedBefore/],
+    [{ status: ["DONE", "PENDING"], updatedBefore: 1e9 }, /PENDING is open: pass allowOpen/],
+    [{ status: "DONE", updatedBefore: 1e9, definitonId: "d" }, /did you mean "definitionId"/],
+    [{ status: "DONE", updatedBefore: 1e9, onProgress: "yes" }, /onProgress must be a function/],
+  ];
+  for (const [options, message] of deletes) {
+    await assert.rejects(store.deleteExecutions(options as never), message);
+  }
+  await assert.rejects(store.inspectExecution("x".repeat(2049)), /at most 2048/);
   assert.deepEqual(counting.calls, []);
 });
