@@ -12,7 +12,7 @@ import type { Selection } from "./_listing.ts";
 import { isExpired, secondsOf } from "./_retention.ts";
 import { lastCommitTime, storedSummary } from "./_status_index.ts";
 import { entrySummary, IndexWalk } from "./_status_listing.ts";
-import { retireExecution } from "./_delete_execution.ts";
+import { isRetired, retireExecution } from "./_delete_execution.ts";
 
 /** Executions examined per batch (progress is reported after each). */
 const BATCH = 25;
@@ -83,7 +83,7 @@ async function* fromIndex(reads: ExecutionReads, selection: Selection) {
   const now = secondsOf(reads.now);
   for (let entry = await walk.next(); entry; entry = await walk.next()) {
     const summary = isExpired(entry, now)
-      ? storedSummary(entry)
+      ? storedSummary(entry, isRetired(entry))
       : await entrySummary(reads, entry, now);
     yield* take(selection, summary);
   }
@@ -116,10 +116,12 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
     );
   for await (const page of pages(scan)) {
     for (const item of page.Items ?? []) {
+      // A retired item is taken as it was when retired (an interrupted run's: to finish it).
+      const stored = isRetired(item) ? storedSummary(item, true) : null;
       const exe = executionFromItem(item);
       // The item's version (not the document's) guards the removal.
       const version = Number(item[EXECUTION.version]?.N);
-      const summary = { ...summarize(exe, lastCommitTime(item)), version };
+      const summary = stored ?? { ...summarize(exe, lastCommitTime(item)), version };
       yield* take(selection, summary);
     }
   }

@@ -76,10 +76,16 @@ export async function removeExecution(
  */
 export const RETIRED_TTL = 1;
 
+/** Whether an item is one deleteExecutions retired (and has not finished removing). */
+export function isRetired(item: Item): boolean {
+  return item[EXECUTION.ttl]?.N === String(RETIRED_TTL);
+}
+
 /**
  * Removes execution `id` for deleteExecutions, only if it is still alive at `version` (what the
- * listing saw): it is retired (its `ttl` set to {@linkcode RETIRED_TTL}) in a one-item
- * transaction with a token, then its timers, trace and marks are swept, then the item goes.
+ * listing saw): it is retired (its `ttl` set to {@linkcode RETIRED_TTL} and its `version` bumped,
+ * so that no writer's compare-and-set, the Python store's included, lands on it any more) in a
+ * one-item transaction with a token, then its timers, trace and marks are swept, then it goes.
  * `true` when this call retired it; `false` when it was committed since (it stays untouched),
  * was gone, or was already retired or expired (then what it left is swept and it goes, uncounted).
  */
@@ -97,11 +103,12 @@ export async function retireExecution(
       Update: {
         TableName: tables.executions.name,
         Key: executionKey(id),
-        UpdateExpression: "SET #ttl = :retired",
+        UpdateExpression: "SET #ttl = :retired, #v = :next",
         ConditionExpression: `#v = :v AND ${ALIVE}`,
         ExpressionAttributeNames: { "#v": EXECUTION.version, "#ttl": EXECUTION.ttl },
         ExpressionAttributeValues: {
           ":v": N(version),
+          ":next": N(version + 1),
           ":retired": N(RETIRED_TTL),
           ":now": N(now),
         },

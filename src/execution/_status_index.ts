@@ -48,8 +48,9 @@ export function summaryJson(exe: Execution, version: number): string {
  * The summary an item (or index entry) holds, with `updated_at`, when it is the summary of the
  * item's current version; `null` when it is not: the item was last written by another writer
  * (an older version of this module keeps the old `summary`; the Python store drops it).
+ * `retired`: an item deleteExecutions retired (it bumped the version): its summary as it was.
  */
-export function storedSummary(item: Item): ExecutionSummary | null {
+export function storedSummary(item: Item, retired = false): ExecutionSummary | null {
   const text = item[EXECUTION.summary]?.S;
   const updatedAt = Number(item[EXECUTION.updatedAt]?.N);
   if (text === undefined || !Number.isFinite(updatedAt)) return null;
@@ -61,9 +62,11 @@ export function storedSummary(item: Item): ExecutionSummary | null {
   }
   if (
     typeof summary !== "object" || summary === null || typeof summary.version !== "number" ||
-    String(summary.version) !== item[EXECUTION.version]?.N || !STATUSES.includes(summary.status)
+    !STATUSES.includes(summary.status)
   ) return null;
-  return { ...summary, updated_at: updatedAt };
+  const stored = Number(item[EXECUTION.version]?.N);
+  const current = summary.version === stored || (retired && summary.version === stored - 1);
+  return current ? { ...summary, version: stored, updated_at: updatedAt } : null;
 }
 
 /** When an item was last committed by this module, epoch seconds, or `null` when unknown. */
