@@ -27,13 +27,13 @@ export {
 
 /**
  * Creates the table unless it exists (PAY_PER_REQUEST), then waits until it is ACTIVE.
- * "Already exists" is fine; every other error is real. A table created here gets `index`
+ * "Already exists" is fine; every other error is real. A table created here gets `indexes`
  * with it (one call, nothing to backfill); an existing one is left to {@linkcode ensureIndex}.
  */
 export async function ensureTable(
   client: DynamoDBSender,
   spec: TableSpec,
-  index?: IndexSpec,
+  indexes: readonly IndexSpec[] = [],
 ): Promise<void> {
   const describe = () => client.send(new DescribeTableCommand({ TableName: spec.name }));
   let status: string | undefined;
@@ -44,7 +44,9 @@ export async function ensureTable(
     const keys: [string, "S" | "N", "HASH" | "RANGE"][] = [[...spec.hash, "HASH"]];
     if (spec.range) keys.push([...spec.range, "RANGE"]);
     const attributes = new Map(keys.map(([name, type]) => [name, type]));
-    if (index) { for (const [name, type] of [index.hash, index.range]) attributes.set(name, type); }
+    for (const index of indexes) {
+      for (const [name, type] of [index.hash, index.range]) attributes.set(name, type);
+    }
     try {
       const created = await client.send(
         new CreateTableCommand({
@@ -57,7 +59,7 @@ export async function ensureTable(
             AttributeName,
             KeyType,
           })),
-          GlobalSecondaryIndexes: index ? [indexDefinition(index)] : undefined,
+          GlobalSecondaryIndexes: indexes.length ? indexes.map(indexDefinition) : undefined,
         }),
       );
       status = created.TableDescription?.TableStatus;
@@ -192,7 +194,7 @@ export async function checkTableExists(
   }
 }
 
-/** A global secondary index: its name and key, projecting keys only unless `project` says more. */
+/** A global secondary index: its name and key, projecting keys only unless `include` says more. */
 export interface IndexSpec {
   /** The index name. */
   name: string;
@@ -200,12 +202,12 @@ export interface IndexSpec {
   hash: readonly [string, "S" | "N"];
   /** RANGE key attribute and type. */
   range: readonly [string, "S" | "N"];
-  /** Attributes the index projects besides the keys (INCLUDE); none: keys only. */
-  project?: readonly string[];
+  /** Attributes projected besides the keys (an INCLUDE projection). @default {[]} */
+  include?: readonly string[];
 }
 
 /**
- * Adds a global secondary index to an existing table unless it has it, then waits
+ * Adds a keys-only global secondary index to an existing table unless it has it, then waits
  * until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
  * can take minutes). Safe when several processes do it at once.
  */
@@ -259,7 +261,7 @@ function provisioned(table: TableDescription | undefined) {
   };
 }
 
-/** A global secondary index, as CreateTable and UpdateTable take it. */
+/** A global secondary index as CreateTable and UpdateTable take it. */
 function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
   return {
     IndexName: index.name,
@@ -267,8 +269,8 @@ function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
       { AttributeName: index.hash[0], KeyType: "HASH" },
       { AttributeName: index.range[0], KeyType: "RANGE" },
     ],
-    Projection: index.project
-      ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.project] }
+    Projection: index.include?.length
+      ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.include] }
       : { ProjectionType: "KEYS_ONLY" },
   };
 }

@@ -22,7 +22,7 @@ export const STATUS_INDEX = {
   name: "status_shard-updated_at",
   hash: [EXECUTION.statusShard, "S"],
   range: [EXECUTION.updatedAt, "N"],
-  project: [EXECUTION.summary, EXECUTION.version, EXECUTION.ttl, EXECUTION.definitionId],
+  include: [EXECUTION.summary, EXECUTION.version, EXECUTION.ttl, EXECUTION.definitionId],
 } as const;
 
 /**

@@ -3,7 +3,13 @@
 // ExecutionReads, TimerReads, QueueReads, TxContext, CommitContext).
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
-import { ensureIndex, ensureTable, ensureTtl, executionTables } from "../dynamo/tables.ts";
+import {
+  ensureIndex,
+  ensureTable,
+  ensureTtl,
+  executionTables,
+  type TableSpec,
+} from "../dynamo/tables.ts";
 import type { Execution } from "../core/documents.ts";
 import {
   checkExecutionStoreOptions,
@@ -108,18 +114,21 @@ export function storeContext(
 
 /**
  * Creates the tables that are missing (an executions table made now gets the status index with
- * it, a timers table the timer index), adds the status index to an existing executions table,
- * turns on the TTLs the options use, and adds the timer index to an existing timers table.
+ * it, a timers table the timer index when asked), turns on the TTLs the options use, and adds the
+ * indexes to existing tables.
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
-  const { timers, executions } = ctx.tables;
+  const { executions, timers } = ctx.tables;
+  const indexes = (spec: TableSpec) => [
+    ...(spec === executions ? [STATUS_INDEX] : []),
+    ...(ctx.timerIndex && spec === timers ? [TIMER_INDEX] : []),
+  ];
   await Promise.all(
     Object.values(ctx.tables).map((spec) =>
-      spec === executions
-        ? ensureTable(ctx.client, spec, STATUS_INDEX).then(() =>
-          ensureIndex(ctx.client, spec.name, STATUS_INDEX)
-        )
-        : ensureTable(ctx.client, spec, ctx.timerIndex && spec === timers ? TIMER_INDEX : undefined)
+      ensureTable(ctx.client, spec, indexes(spec)).then(() =>
+        // The status index (#25) on an executions table made before it.
+        spec === executions ? ensureIndex(ctx.client, spec.name, STATUS_INDEX) : undefined
+      )
     ),
   );
   const expiring = [

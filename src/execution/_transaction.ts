@@ -28,12 +28,12 @@ import {
   LIMITS,
 } from "../core/_validate.ts";
 import { toJson } from "../core/_json.ts";
+import { statusKey, summaryJson } from "./_status_index.ts";
 import { FAILURE_PLACEHOLDER } from "../core/_layout.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
-import { statusKey, summaryJson } from "./_status_index.ts";
 import {
   type Chains,
   CHAINS_PLACEHOLDER,

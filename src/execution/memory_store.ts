@@ -15,6 +15,7 @@ import {
   LIMITS,
 } from "../core/_validate.ts";
 import { planBulkDelete, planListing } from "./_listing.ts";
+import { byFireAt } from "../core/_bounded.ts";
 import { memoryPage } from "./_memory_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "../core/documents.ts";
 import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
@@ -41,7 +42,7 @@ import type {
 } from "../core/types.ts";
 import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
 import { keyOf, MemoryQueues } from "./_memory_queues.ts";
-import { byFireAt, readLimit } from "../core/_bounded.ts";
+import { readLimit } from "../core/_bounded.ts";
 
 /**
  * Options of {@linkcode MemoryStore}.
