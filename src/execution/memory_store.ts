@@ -41,8 +41,8 @@ import type {
   Timer,
 } from "../core/types.ts";
 import { checkBatchOptions, checkFailure, checkRelayKey, checkRelayKind } from "./_relay_checks.ts";
-import { keyOf, MemoryQueues } from "./_memory_queues.ts";
 import { readLimit } from "../core/_bounded.ts";
+import { keyOf, MemoryQueues } from "./_memory_queues.ts";
 
 /**
  * Options of {@linkcode MemoryStore}.
