@@ -159,19 +159,11 @@ export interface CommitResult {
 export interface ListOptions {
   /** Only these statuses, newest commit first (from the status index). @default {undefined} */
   status?: Status | Status[];
-  /**
-   * Only executions last committed before this time, epoch seconds (the stuck ones); an
-   * execution whose last commit time is unknown matches only with `includeUndated`.
-   * @default {undefined}
-   */
+  /** Only executions last committed before this time, epoch seconds. @default {undefined} */
   updatedBefore?: number;
-  /**
-   * With `status`: read the whole table (unordered) instead of the status index, to find
-   * executions written without the index's attributes (the Python store). O(table).
-   * @default {false}
-   */
+  /** With `status`: scan the table, not the index (finds the Python store's). @default {false} */
   scan?: boolean;
-  /** With `updatedBefore`: also executions whose last commit time is unknown. @default {false} */
+  /** With `updatedBefore`: also those whose last commit time is unknown. @default {false} */
   includeUndated?: boolean;
   /** Only this definition. @default {undefined} */
   definitionId?: string;

@@ -313,13 +313,11 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * One page of executions. With `status`: newest commit first, from the status index (about
-   * `limit` entries plus one small Query per shard, whatever the table holds); without (or with
-   * `scan: true`, which also finds what the Python store wrote): scan order, `limit + 1` items
-   * read first. A page may be short and still have a `nextCursor`; `null` is the end.
+   * One page of executions: with `status`, newest commit first from the status index, O(`limit`);
+   * else (or with `scan`) in scan order, `limit + 1` items read first. A short page may still
+   * have a `nextCursor`; `null` is the end. See docs/operations.md.
    *
-   * @throws {RangeError} For a `limit` outside 1 to 1000 or an `updatedBefore` not in epoch
-   *   seconds (a `TypeError` for a bad filter or unknown option), before anything is sent.
+   * @throws {RangeError} For a bad `limit` or `updatedBefore` (a `TypeError` for a bad filter).
    * @throws {InvalidCursor} For a `cursor` of another listing (table or filters).
    * @throws {IndexNotFound} With `status`, when the table lacks the index: run `ensureTables()`.
    * @throws {StoreClosed} After `close()`.
@@ -327,28 +325,22 @@ export class DynamoDBStore implements ExecutionStore {
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    return listing.indexed
-      ? await indexPage(this.#ctx, listing)
-      : await listPage(this.#ctx, listing);
+    return await (listing.indexed ? indexPage : listPage)(this.#ctx, listing);
   }
 
   /**
-   * Deletes every execution in `status` last committed before `updatedBefore` (of
-   * `definitionId`) as {@linkcode DynamoDBStore.deleteExecution} does, and resolves to how many.
-   * Reads: the status index, O(matches). Each is retired first (a one-item transaction with a
-   * token, only if still at the version listed), then swept, then deleted: a stopped run is
-   * finished by the next, which counts what it retires itself. See docs/retention.md.
+   * Deletes every execution in `status` last committed before `updatedBefore` as `deleteExecution`
+   * does, and resolves to how many; O(matches) reads through the status index; resumable and
+   * exact under lost answers (docs/retention.md).
    *
-   * @throws {TypeError} Without `status` or `updatedBefore`, or for an unknown option (a
-   *   `RangeError` for an open status without `allowOpen`, or milliseconds).
+   * @throws {TypeError} Without `status` or `updatedBefore` (a `RangeError` for an open status
+   *   without `allowOpen`, or milliseconds).
    * @throws {OutcomeUnknown} When a retirement's answers were all lost: run it again.
-   * @throws {IndexNotFound} Without `scan`, when the table lacks the status index.
    * @throws {StoreClosed} After `close()`.
    */
   async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
     this.#open("deleteExecutions");
-    const selection = planBulkDelete(options);
-    return await deleteSelected(this.#ctx, selection, this.#ctx.resends);
+    return await deleteSelected(this.#ctx, planBulkDelete(options), this.#ctx.resends);
   }
 
   /**
