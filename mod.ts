@@ -121,6 +121,7 @@ export * from "./src/core/documents.ts";
 export * from "./src/core/errors.ts";
 export * from "./src/execution/execution_store.ts";
 export * from "./src/core/types.ts";
+export type * from "./src/core/operator_types.ts";
 export * from "./src/relay.ts";
 export type {
   BackoffOptions,

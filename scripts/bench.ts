@@ -13,6 +13,7 @@ import { countingProxy } from "../tests/_support/counting_proxy.ts";
 import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
 import { capacityClient } from "../tests/_support/capacity.ts";
 import { setSpansEnabled } from "../src/core/_telemetry.ts";
+import { benchStatusIndex, printStatusIndex } from "./_bench_status.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -255,6 +256,10 @@ const sweeps10000 = { scan10000: await sweepCost(true), index10000: await sweepC
 const timerSweep = { ...sweeps, ...sweeps10000 };
 metered.client.destroy();
 
+// The status index (#25): listings at 1k, 10k and 50k executions, and its write cost per commit.
+progress("status index: listings at 1k, 10k and 50k executions, and commit WCU");
+const statusIndex = await benchStatusIndex(prefix, rounds, progress);
+
 // Calls per operation in the steady state.
 const perOp = async (n: number, op: (i: number) => Promise<unknown>) => {
   calls.length = 0;
@@ -492,6 +497,7 @@ const results = {
     };
   }),
   timerSweep,
+  statusIndex,
 };
 const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
 console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
@@ -513,6 +519,7 @@ console.log(
 for (const [label, cost] of Object.entries(timerSweep)) {
   console.log(`| ${label} | ${cost.units} | ${cost.calls} | ${cost.due} |`);
 }
+printStatusIndex(statusIndex);
 console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
 console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);
 console.log(`| pendingOutbox + one DeleteItem each | ${f(results.relay.perItem)} |`);

@@ -32,17 +32,17 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { S } from "./dynamo/_dynamo.ts";
-import { TIMER, timerFromItem } from "./core/_layout.ts";
 import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { markHeld } from "./cli/_held.ts";
 import type { RelayKind } from "./core/types.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
+import { bulkDeleteOptions, runBulkDelete } from "./cli/_bulk.ts";
 import {
   CliError,
   endpointOf,
+  parseBefore,
   parseDeadLetter,
   parseLimit,
   parseStatuses,
@@ -51,15 +51,18 @@ import {
   UsageError,
   type Values,
 } from "./cli/_args.ts";
-import { connect, count, describeFailure, onTable, progress, queryAll } from "./cli/_client.ts";
+import { connect, count, describeFailure, onTable, progress } from "./cli/_client.ts";
 import {
   counted,
   deadLetterWhat,
   indent,
+  isoSeconds,
   outboxCells,
+  relative,
   table,
   timerTable,
   timerText,
+  withState,
 } from "./cli/_format.ts";
 
 export {
@@ -71,11 +74,19 @@ export {
 const USAGE = `Usage: harel-dynamodb <command> [options]
 
 Commands:
-  executions [--status S[,S...]] [--definition D] [--limit N] [--cursor C]
-                       list executions (summaries), one page
-  show ID              an execution: its document, trace and armed timers
+  executions [--status S[,S...]] [--definition D] [--before DATE|EPOCH] [--limit N]
+             [--cursor C] [--scan] [--include-undated]
+                       list executions (summaries), one page; with --status newest
+                       commit first; --before: last committed before DATE (stuck ones)
+  show ID              an execution: its document, when it was last committed and
+                       expires, its trace and armed timers
   delete ID --yes      delete an execution with its timers, trace and dedupe marks
                        (not its outbox entries and spawns); --json needs no --yes
+  delete --status S --before DATE|EPOCH [--definition D] [--scan] [--include-undated]
+         [--allow-open] --yes
+                       delete every execution in S (finished ones unless --allow-open)
+                       last committed before DATE, each as above; progress on stderr;
+                       Ctrl-C stops, running it again continues
   outbox [--limit N]   the outbox backlog (and pending spawns) and its N oldest entries
                        (default 100), each pending, waiting, dead or held behind an earlier
                        entry of its target; an entry whose event is not JSON is flagged
@@ -98,6 +109,10 @@ Options:
   --state-table T      the state store's table (default: the prefix's, P_state: harel_state)
   --json               print JSON for scripts instead of tables
   -h, --help           this help
+
+DATE is ISO 8601 (2026-11-01, or 2026-11-01T12:00:00Z with its offset) or epoch seconds.
+--scan reads the whole table instead of the status index: it also finds executions the
+Python store wrote; --include-undated also takes those whose last commit time is unknown.
 
 Exit codes: 0 done, 1 runtime error, 2 usage error.`;
 
@@ -147,6 +162,10 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         due: { type: "boolean" },
         account: { type: "string" },
         yes: { type: "boolean" },
+        before: { type: "string" },
+        scan: { type: "boolean" },
+        "include-undated": { type: "boolean" },
+        "allow-open": { type: "boolean" },
       },
     }));
   } catch (error) {
@@ -173,9 +192,16 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
 }
 
 const COMMANDS: Record<string, { positionals: number | number[]; flags: string[] }> = {
-  executions: { positionals: 0, flags: ["status", "definition", "limit", "cursor"] },
+  executions: {
+    positionals: 0,
+    flags: ["status", "definition", "limit", "cursor", "before", "scan", "include-undated"],
+  },
   show: { positionals: 1, flags: [] },
-  delete: { positionals: 1, flags: ["yes"] },
+  // An execution id, or a bulk delete's filter (--status and --before).
+  delete: {
+    positionals: [1, 0],
+    flags: ["yes", "status", "definition", "before", "scan", "include-undated", "allow-open"],
+  },
   outbox: { positionals: 0, flags: ["limit"] },
   timers: { positionals: 0, flags: ["due", "limit"] },
   "dead-letters": { positionals: 1, flags: ["limit"] },
@@ -188,7 +214,7 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
 
 const WHAT_THEY_TAKE: Record<string, string> = {
   show: "an execution id",
-  delete: "an execution id",
+  delete: "an execution id, or none with --status and --before",
   "dead-letters": "a kind: outbox, spawns or timers",
   retry: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT",
   drop: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT",
@@ -255,7 +281,15 @@ async function run(
       `drop deletes ${rest.join(" ")} for good: run it again with --yes (or with --json)`,
     );
   }
-  if (command === "delete" && !json && values.yes !== true) {
+  const bulk = command === "delete" && rest.length === 0
+    ? bulkDeleteOptions(values, json)
+    : undefined;
+  if (command === "delete" && !bulk && (values.status ?? values.before) !== undefined) {
+    throw new UsageError(
+      "delete takes an execution id or --status and --before, not both",
+    );
+  }
+  if (command === "delete" && !bulk && !json && values.yes !== true) {
     throw new UsageError(
       `delete removes execution ${JSON.stringify(rest[0])} with its timers, trace and dedupe ` +
         "marks for good: run it again with --yes (or with --json, for scripts)",
@@ -284,6 +318,9 @@ async function run(
           limit,
           status,
           definitionId: values.definition as string | undefined,
+          updatedBefore: parseBefore(values.before),
+          ...(values.scan ? { scan: true } : {}),
+          ...(values["include-undated"] ? { includeUndated: true } : {}),
           cursor: values.cursor as string | undefined ?? null,
         }).catch((error) => {
           // Input validation (before any request): a TypeError or RangeError is usage.
@@ -294,11 +331,12 @@ async function run(
       );
       if (json) return print(page);
       out(table(
-        ["ID", "DEFINITION", "STATUS", "ACTIVE PATH", "VERSION", "PARENT"],
+        ["ID", "DEFINITION", "STATUS", "UPDATED", "ACTIVE PATH", "VERSION", "PARENT"],
         page.items.map((s) => [
           s.id,
           s.definition_id,
           s.status,
+          s.updated_at === null ? "unknown" : isoSeconds(s.updated_at),
           s.active_path ?? "",
           String(s.version),
           s.parent_id ?? "",
@@ -311,33 +349,49 @@ async function run(
       );
     } else if (command === "show") {
       const id = rest[0]!;
-      const execution = await onTable(
+      const seen = await onTable(
         tables.executions.name,
-        reader.load(id).catch((error) => {
+        reader.inspectExecution(id).catch((error) => {
           // Input validation (before any request): a TypeError or RangeError is usage.
           throw error instanceof TypeError || error instanceof RangeError
             ? new UsageError(error.message)
             : error;
         }),
       );
-      if (!execution) {
+      if (!seen) {
         throw new CliError(`no execution ${JSON.stringify(id)} in ${tables.executions.name}`);
       }
+      const { execution, timers, updatedAt, expiresAt } = seen;
       const trace = await onTable(tables.trace.name, reader.readTrace(id));
-      const timers = (await queryAll(client, {
-        TableName: tables.timers.name,
-        KeyConditionExpression: "#e = :id",
-        ExpressionAttributeNames: { "#e": TIMER.executionId },
-        ExpressionAttributeValues: { ":id": S(id) },
-      })).map(timerFromItem);
-      if (json) return print({ execution, trace, timers });
+      if (json) return print({ execution, updatedAt, expiresAt, trace, timers });
+      const now = Date.now() / 1000;
       out(JSON.stringify(execution, null, 2));
+      out("");
+      out(
+        `updated: ${
+          updatedAt === null
+            ? "unknown (last written by another writer)"
+            : `${isoSeconds(updatedAt)} (${relative(updatedAt - now)})`
+        }`,
+      );
+      out(
+        `expires: ${
+          expiresAt === null
+            ? "never (kept until deleted)"
+            : `${isoSeconds(expiresAt)} (${relative(expiresAt - now)})`
+        }`,
+      );
       out("");
       out(`trace (${counted(trace.length, "step")}, oldest first):`);
       for (const step of trace) out(`  ${JSON.stringify(step)}`);
       out("");
       out(`armed timers (${timers.length}):`);
-      if (timers.length) out(indent(timerTable(timers)));
+      if (timers.length) out(indent(timerTable(timers.map(withState), now)));
+    } else if (command === "delete" && bulk) {
+      await onTable(
+        tables.executions.name,
+        runBulkDelete(reader, bulk, json, out, err),
+      );
     } else if (command === "delete") {
       const id = rest[0]!;
       const removed = await onTable(

@@ -43,4 +43,5 @@ export * from "./conformance/state.ts";
 export * from "./core/documents.ts";
 export * from "./core/errors.ts";
 export type * from "./core/types.ts";
+export type * from "./core/operator_types.ts";
 export * from "./relay.ts";

@@ -81,12 +81,16 @@ Deno.test("no module of src/ imports itself back through a chain of imports", ()
   assertEquals(cycles, []);
 });
 
-Deno.test("no file of src/ is over 650 lines", async () => {
+// docs/contributing.md: the one exception is execution_store.ts (its public JSDoc alone is about
+// 480 lines), capped at 750.
+const LINE_CAPS: Record<string, number> = { "src/execution/execution_store.ts": 750 };
+
+Deno.test("no file of src/ is over 650 lines (execution_store.ts: 750)", async () => {
   const long = [];
   for (const file of graph.keys()) {
     const text = await Deno.readTextFile(new URL(`../${file}`, import.meta.url));
     const lines = text.split("\n").length - 1;
-    if (lines > 650) long.push(`${file}: ${lines} lines`);
+    if (lines > (LINE_CAPS[file] ?? 650)) long.push(`${file}: ${lines} lines`);
   }
   assertEquals(long, []);
 });

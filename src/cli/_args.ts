@@ -2,6 +2,7 @@
 import { envVar } from "../dynamo/connect.ts";
 import type { RelayKind, Timer } from "../core/types.ts";
 import { type Status, STATUSES } from "../core/documents.ts";
+import { MAX_EPOCH_SECONDS } from "../core/_validate.ts";
 
 /** A dead letter's queue and key, from the command line. */
 export function parseDeadLetter(
@@ -150,4 +151,40 @@ export function endpointOf(values: Values): string | null {
     );
   }
   return variable;
+}
+
+/**
+ * `--before DATE|EPOCH` as epoch seconds: an ISO 8601 date (`2026-11-01`, midnight UTC), a date
+ * and time with its offset (`2026-11-01T12:00:00Z`), or epoch seconds; an epoch in milliseconds
+ * is refused, saying so.
+ */
+export function parseBefore(text: string | boolean | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const expected = "a date (2026-11-01 or 2026-11-01T12:00:00Z) or epoch seconds (1793491200)";
+  if (typeof text !== "string") throw new UsageError(`--before needs ${expected}`);
+  if (/^\d+(\.\d+)?$/.test(text)) {
+    const seconds = Number(text);
+    if (seconds > MAX_EPOCH_SECONDS) {
+      throw new UsageError(
+        `--before ${text} is epoch milliseconds (a date after 9999): give epoch seconds ` +
+          `(${Math.floor(seconds / 1000)}) or a date`,
+      );
+    }
+    return seconds;
+  }
+  const date = /^\d{4}-\d{2}-\d{2}$/.test(text);
+  const dateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(
+    text,
+  );
+  const refuse = () => {
+    const hint = /T/.test(text) && !dateTime ? " (a time needs its offset: Z or +02:00)" : "";
+    return new UsageError(`--before needs ${expected}, got ${JSON.stringify(text)}${hint}`);
+  };
+  if (!date && !dateTime) throw refuse();
+  const ms = Date.parse(date ? `${text}T00:00:00Z` : text);
+  // Date.parse rolls 2026-02-30 over to March 2: a day that does not exist is refused.
+  const [year, month, day] = text.slice(0, 10).split("-").map(Number) as [number, number, number];
+  const real = new Date(Date.UTC(year, month - 1, day)).toISOString().slice(0, 10);
+  if (Number.isNaN(ms) || real !== text.slice(0, 10)) throw refuse();
+  return ms / 1000;
 }

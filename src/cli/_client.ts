@@ -1,8 +1,9 @@
 // The CLI's client: connecting while an operator waits, and reads that name a missing table.
-import { type DynamoDBClient, QueryCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { awaitAnswer, buildClient, checkSetup, type ConnectRetry } from "../dynamo/connect.ts";
 import { isNamed, isUnreachable, type Item, pages } from "../dynamo/_dynamo.ts";
 import { MissingSetup } from "../core/errors.ts";
+import { IndexNotFound } from "../dynamo/tables.ts";
 import { CliError, endpointOf, usage, type Values } from "./_args.ts";
 
 /** How long the CLI waits for DynamoDB to answer: an operator is waiting. */
@@ -60,6 +61,10 @@ export async function connect(
 }
 
 export function describeFailure(error: unknown, values: Values): string {
+  if (error instanceof IndexNotFound) {
+    return `the table ${error.table} has no index ${error.index} (tables made by an older version): ` +
+      "run `ensure-tables` once (it adds the index), or pass --scan (reads the whole table)";
+  }
   if (isUnreachable(error)) {
     let where = "AWS";
     try {
@@ -82,24 +87,6 @@ export async function onTable<T>(tableName: string, work: Promise<T>): Promise<T
       { cause: error },
     );
   }
-}
-
-export function queryAll(
-  client: DynamoDBClient,
-  input: ConstructorParameters<typeof QueryCommand>[0],
-): Promise<Item[]> {
-  return onTable(input.TableName!, queryPages(client, input));
-}
-
-export async function queryPages(
-  client: DynamoDBClient,
-  input: ConstructorParameters<typeof QueryCommand>[0],
-): Promise<Item[]> {
-  const items: Item[] = [];
-  const query = (start: Item | undefined) =>
-    client.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-  for await (const page of pages(query)) items.push(...page.Items ?? []);
-  return items;
 }
 
 /** The number of items in a table, by `Select: "COUNT"` scans (every page). */

@@ -1,6 +1,21 @@
 // How the CLI prints: tables, timers, outbox rows and dead letters as text.
 import type { ShownOutboxRow } from "./_held.ts";
 import type { Timer } from "../core/types.ts";
+import type { TimerState } from "../core/operator_types.ts";
+
+/** Epoch seconds as an ISO 8601 time to the second (`2026-11-01T12:00:00Z`). */
+export function isoSeconds(seconds: number): string {
+  return Number.isFinite(seconds) && Math.abs(seconds) < 8.64e12
+    ? new Date(Math.floor(seconds) * 1000).toISOString().replace(".000Z", "Z")
+    : String(seconds);
+}
+
+/** A timer's relay bookkeeping as the timer table shows it: pending, waiting or dead. */
+export function withState(timer: TimerState): Timer & { state?: string; attempts?: number } {
+  const { executionId, path, fireAt, attempts } = timer;
+  const state = timer.deadAt !== null ? "dead" : timer.retryAt !== null ? "waiting" : undefined;
+  return { executionId, path, fireAt, ...(state ? { state, attempts } : {}) };
+}
 
 /** `n` and a noun that agrees with it: "1 timer", "2 timers", "1 entry", "0 entries". */
 export function counted(n: number, singular: string, plural = `${singular}s`): string {

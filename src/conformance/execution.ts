@@ -12,6 +12,7 @@ import { DOCUMENT_DEPTH } from "../core/_json.ts";
 import type { CommitChanges, ExecutionStore, ListOptions } from "../core/types.ts";
 import { checkJsonRule, jsonRuleCases, nestedObject, rejection, TOO_DEEP } from "./_shared.ts";
 import { queueSteps } from "./_queues.ts";
+import { operatorSteps } from "./_operator.ts";
 import { snapshotStore } from "./snapshot.ts";
 
 /**
@@ -225,6 +226,8 @@ export async function executionStoreConformance(
       );
       const page = await store.listExecutions({ definitionId: "billing", limit: 1 });
       const exe = all.find((e) => e.id === page.items[0]!.id)!;
+      const updatedAt = page.items[0]!.updated_at;
+      assert.ok(typeof updatedAt === "number" && Math.abs(updatedAt - Date.now() / 1000) < 600);
       assert.deepEqual(page.items[0], {
         id: exe.id,
         definition_id: "billing",
@@ -233,6 +236,7 @@ export async function executionStoreConformance(
         active_path: null,
         version: 1,
         parent_id: exe.parent_id,
+        updated_at: updatedAt,
       });
       const forged = new TextEncoder().encode('{"seq":1}').toBase64({ alphabet: "base64url" });
       for (const cursor of ["!!", forged]) {
@@ -240,6 +244,8 @@ export async function executionStoreConformance(
       }
     },
   );
+
+  await operatorSteps(step);
 
   await step(
     "trace indexes start at 0 and appendTrace() honours entry.index, as the seed",
@@ -350,8 +356,9 @@ export async function executionStoreConformance(
           "a cursor of another listing",
           () =>
             store.listExecutions({
-              cursor: new TextEncoder().encode('{"table":"elsewhere_executions","id":"x"}')
-                .toBase64({ alphabet: "base64url" }),
+              cursor: new TextEncoder().encode(
+                '{"table":"elsewhere_executions","query":"x","after":"x"}',
+              ).toBase64({ alphabet: "base64url" }),
             }),
           /another listing/,
         ],

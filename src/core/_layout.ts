@@ -12,7 +12,8 @@ import type { OutboxEntry, PendingSpawn, Timer } from "./types.ts";
 /**
  * `{prefix}_executions`, key `id`: the document as JSON text in `data`, the version it is at,
  * its definition (for listing filters), and this module's watermarks: the highest outbox and
- * spawn seq it was written with, and where its trace ring ends (`trace_end`, -1: unknown).
+ * spawn seq it was written with, and where its trace ring ends (`trace_end`, -1: unknown);
+ * the status index's keys and summary (`status_shard`, `updated_at`, `summary`, #25).
  * The seed writes `id`, `data`, `version`, `definition_id` only.
  */
 export const EXECUTION = {
@@ -26,6 +27,12 @@ export const EXECUTION = {
   outboxLast: "outbox_last",
   /** Retention (#21): when a finished execution expires, epoch seconds (DynamoDB's TTL attribute). */
   ttl: "ttl",
+  /** The status index's partition key (#25): `"{status}#{shard}"`, shard 0..15 from the id. */
+  statusShard: "status_shard",
+  /** When this module last committed the execution, epoch seconds (#25): the index's sort key. */
+  updatedAt: "updated_at",
+  /** The execution's summary as JSON at the version of that commit (#25), projected by the index. */
+  summary: "summary",
 } as const;
 
 /**

@@ -276,3 +276,41 @@ export function checkExecutionStoreOptions(
       : checkInteger("processedTtlSeconds", processedTtlSeconds, 1, MAX_PROCESSED_TTL),
   };
 }
+
+/**
+ * Refuses an option name not in `known`, naming the near miss (`definitonId`: did you mean
+ * `definitionId`?): a typo must never silently become a default, least of all in a delete.
+ */
+export function checkKnownOptions(
+  what: string,
+  options: object,
+  known: readonly string[],
+): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name)) continue;
+    const near = known.find((option) =>
+      editDistance(option.toLowerCase(), name.toLowerCase()) <= 2
+    );
+    throw new TypeError(
+      `${what} has no option ${JSON.stringify(name)}` +
+        (near ? `: did you mean ${JSON.stringify(near)}?` : `; it takes ${known.join(", ")}`),
+    );
+  }
+}
+
+/** Levenshtein distance, for near misses of option names (short strings). */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(
+        row[j]! + 1,
+        next[j - 1]! + 1,
+        row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}

@@ -1,25 +1,29 @@
 /**
- * Opaque list cursors: the base64url JSON of the table a listing read and the last key it
- * returned, so that a cursor is refused by any other listing.
+ * Opaque list cursors: the base64url JSON of the table a listing read, a fingerprint of its
+ * filter and where it stopped, so that a cursor is refused by any other listing.
  *
  * @module
  */
 import { InvalidCursor } from "./errors.ts";
 import { checkKey, LIMITS } from "./_validate.ts";
 
-/** Encodes the key of the last execution a page of `table` returned. */
-export function encodeCursor(table: string, id: string): string {
-  return new TextEncoder().encode(JSON.stringify({ table, id })).toBase64({
+/**
+ * Encodes where a listing of `table` stopped: `query` fingerprints its filter (a cursor is
+ * refused by a listing with another filter), `after` is the backend's own position.
+ */
+export function encodeCursor(table: string, query: string, after: unknown): string {
+  return new TextEncoder().encode(JSON.stringify({ table, query, after })).toBase64({
     alphabet: "base64url",
     omitPadding: true,
   });
 }
 
 /**
- * Decodes a cursor made by {@linkcode encodeCursor} for `table`. Anything else (not base64url,
- * not JSON, another shape, a cursor of another table) is an {@linkcode InvalidCursor}.
+ * Decodes a cursor made by {@linkcode encodeCursor} for `table` and `query` into its position
+ * (for the backend to check). Anything else (not base64url, not JSON, another shape, a cursor
+ * of another table or filter) is an {@linkcode InvalidCursor}.
  */
-export function decodeCursor(cursor: unknown, table: string): string {
+export function decodeCursor(cursor: unknown, table: string, query: string): unknown {
   if (typeof cursor !== "string" || cursor.length === 0) {
     throw new InvalidCursor(`expected a non-empty string, got ${typeof cursor}`);
   }
@@ -41,11 +45,13 @@ export function decodeCursor(cursor: unknown, table: string): string {
   }
   if (
     typeof key !== "object" || key === null || Array.isArray(key) ||
-    Object.keys(key).sort().join() !== "id,table"
+    Object.keys(key).sort().join() !== "after,query,table"
   ) {
-    throw new InvalidCursor("it does not hold an executions listing position ({ table, id })");
+    throw new InvalidCursor(
+      "it does not hold an executions listing position ({ table, query, after })",
+    );
   }
-  const from = (key as { table: unknown }).table;
+  const { table: from, query: filter, after } = key as Record<string, unknown>;
   if (from !== table) {
     throw new InvalidCursor(
       `it was produced for another listing (table ${JSON.stringify(from)}, not ${
@@ -53,8 +59,19 @@ export function decodeCursor(cursor: unknown, table: string): string {
       })`,
     );
   }
+  if (filter !== query) {
+    throw new InvalidCursor(
+      "it was produced for another listing (other filters: status, definitionId, rootsOnly, " +
+        "updatedBefore, scan or includeUndated differ); pass the same filters with its cursor",
+    );
+  }
+  return after;
+}
+
+/** A position that is an execution id (a listing in id or scan order), else InvalidCursor. */
+export function cursorId(after: unknown): string {
   try {
-    return checkKey("cursor id", (key as { id: unknown }).id, LIMITS.partitionKeyBytes);
+    return checkKey("cursor id", after, LIMITS.partitionKeyBytes);
   } catch (cause) {
     throw new InvalidCursor((cause as Error).message, { cause });
   }

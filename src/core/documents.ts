@@ -186,6 +186,12 @@ export interface ExecutionSummary {
   version: number;
   /** Its parent, or null for a root execution. */
   parent_id: string | null;
+  /**
+   * When this module last committed it, epoch seconds; `null` where unknown (written by the
+   * Python store, or by a version of this module without the status index, since its last
+   * commit here).
+   */
+  updated_at: number | null;
 }
 
 /**
@@ -271,7 +277,8 @@ export function newEvent<D extends Record<string, unknown> = Record<string, unkn
 }
 
 /**
- * The summary of an execution document.
+ * The summary of an execution document; `updatedAt` is when it was last committed, if known
+ * (a document does not say).
  *
  * @example The summary of a loaded execution
  * ```ts
@@ -281,7 +288,7 @@ export function newEvent<D extends Record<string, unknown> = Record<string, unkn
  * assert.equal(summarize(newExecution({ definition_id: "order" })).status, "PENDING");
  * ```
  */
-export function summarize(exe: Execution): ExecutionSummary {
+export function summarize(exe: Execution, updatedAt: number | null = null): ExecutionSummary {
   return {
     id: exe.id,
     definition_id: exe.definition_id,
@@ -290,5 +297,6 @@ export function summarize(exe: Execution): ExecutionSummary {
     active_path: exe.active_path ?? null,
     version: exe.version,
     parent_id: exe.parent_id ?? null,
+    updated_at: updatedAt,
   };
 }

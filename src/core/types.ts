@@ -4,6 +4,7 @@
  * @module
  */
 import type { Event, Execution, ExecutionSummary, Status } from "./documents.ts";
+import type { DeleteExecutionsOptions, ExecutionInspection } from "./operator_types.ts";
 
 /**
  * An event a commit puts in the outbox, in the same transaction as the execution, for the
@@ -156,8 +157,14 @@ export interface CommitResult {
  * ```
  */
 export interface ListOptions {
-  /** Only these statuses. @default {undefined} */
+  /** Only these statuses, newest commit first (from the status index). @default {undefined} */
   status?: Status | Status[];
+  /** Only executions last committed before this time, epoch seconds. @default {undefined} */
+  updatedBefore?: number;
+  /** With `status`: scan the table, not the index (finds the Python store's). @default {false} */
+  scan?: boolean;
+  /** With `updatedBefore`: also those whose last commit time is unknown. @default {false} */
+  includeUndated?: boolean;
   /** Only this definition. @default {undefined} */
   definitionId?: string;
   /** Only executions without a parent. @default {false} */
@@ -641,6 +648,10 @@ export interface ExecutionStore extends AsyncDisposable {
    * entries and spawns); idempotent. A commit that lands meanwhile is removed too.
    */
   deleteExecution(id: string): Promise<DeleteExecutionResult>;
+  /** Deletes every execution a filter selects, as `deleteExecution`; resolves to how many. */
+  deleteExecutions(options: DeleteExecutionsOptions): Promise<number>;
+  /** The execution, when it was last committed and expires, and its timers; `null` if absent. */
+  inspectExecution(id: string): Promise<ExecutionInspection | null>;
   /** Releases what the store holds. */
   close(): Promise<void>;
 }

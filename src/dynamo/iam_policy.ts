@@ -6,6 +6,11 @@
  */
 import { checkTableName, executionTables } from "../core/table_specs.ts";
 
+/** The executions table's status index (#25), which listings by status and bulk deletes query. */
+const STATUS_INDEX_NAME = "status_shard-updated_at";
+/** The relay index (#24) of the outbox, spawns and timers tables, which relay passes query. */
+const RELAY_INDEX_NAME = "relay_part-relay_order";
+
 /**
  * Options of {@linkcode leastPrivilegePolicy}.
  *
@@ -64,17 +69,19 @@ const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "
 // CreateTable / UpdateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only.
 // deleteExecution (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace
 // and processed. The relay (#18, #24) reads the relay tables through their relay index (Query on
-// the table's indexes), records failures and moves rows between the index's partitions
-// (UpdateItem, in transactions with ConditionCheckItem on the outbox), drops dead letters
-// (DeleteItem), keeps each held target's hold, the releases and the adoption scan's place
-// (BatchGetItem, UpdateItem on counters), adopts rows other writers wrote (Scan), and reads an
-// older deploy's hint during a rolling upgrade (GetItem on counters).
-const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boolean }[] = [
+// the index), records failures and moves rows between the index's partitions (UpdateItem, in
+// transactions with ConditionCheckItem on the outbox), drops dead letters (DeleteItem), keeps each
+// held target's hold, the releases and the adoption scan's place (BatchGetItem, UpdateItem on
+// counters), adopts rows other writers wrote (Scan), and reads an older deploy's hint during a
+// rolling upgrade (GetItem on counters). The status index (#25): listExecutions({ status }) and
+// deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
+const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; index?: string }[] = [
   {
     sid: "HarelExecutions",
     roles: ["executions"],
     actions: [
       ...ENSURE_WITH_TTL,
+      "UpdateTable",
       "GetItem",
       "BatchGetItem",
       "UpdateItem",
@@ -83,16 +90,20 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boo
     ],
   },
   {
+    sid: "HarelExecutionsByStatus",
+    roles: ["executions"],
+    index: STATUS_INDEX_NAME,
+    actions: ["Query"],
+  },
+  {
     sid: "HarelOutbox",
     roles: ["outbox"],
-    indexes: true,
     actions: [
       "DescribeTable",
       "CreateTable",
       "UpdateTable",
       "PutItem",
       "Scan",
-      "Query",
       "BatchGetItem",
       "BatchWriteItem",
       "UpdateItem",
@@ -103,14 +114,12 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boo
   {
     sid: "HarelSpawns",
     roles: ["spawns"],
-    indexes: true,
     actions: [
       "DescribeTable",
       "CreateTable",
       "UpdateTable",
       "PutItem",
       "Scan",
-      "Query",
       "BatchGetItem",
       "BatchWriteItem",
       "UpdateItem",
@@ -120,7 +129,6 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boo
   {
     sid: "HarelTimers",
     roles: ["timers"],
-    indexes: true,
     actions: [
       "DescribeTable",
       "CreateTable",
@@ -133,6 +141,12 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; indexes?: boo
       "BatchWriteItem",
       "UpdateItem",
     ],
+  },
+  {
+    sid: "HarelRelayIndex",
+    roles: ["outbox", "spawns", "timers"],
+    index: RELAY_INDEX_NAME,
+    actions: ["Query"],
   },
   {
     sid: "HarelDedupeMarks",
@@ -202,15 +216,13 @@ export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocumen
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {
     Version: "2012-10-17",
-    Statement: STATEMENTS.map(({ sid, roles, actions, indexes }) => ({
+    Statement: STATEMENTS.map(({ sid, roles, actions, index }) => ({
       Sid: sid,
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),
-      // A Query of a table's index is granted on the index's own ARN.
-      Resource: roles.flatMap((role) => {
-        const table = arn(role === "state" ? stateTable : tables[role].name);
-        return indexes ? [table, `${table}/index/*`] : [table];
-      }),
+      Resource: roles.map((role) =>
+        arn(role === "state" ? stateTable : tables[role].name) + (index ? `/index/${index}` : "")
+      ),
     })),
   };
 }

@@ -209,13 +209,15 @@ export interface IndexSpec {
 /**
  * Adds a keys-only global secondary index to an existing table unless it has it, then waits
  * until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
- * can take minutes). Safe when several processes do it at once.
+ * can take minutes). Safe when several processes do it at once. Resolves to whether this call
+ * added it.
  */
 export async function ensureIndex(
   client: DynamoDBSender,
   tableName: string,
   index: IndexSpec,
-): Promise<void> {
+): Promise<boolean> {
+  let added = false;
   await repeat(async () => {
     const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
     const found = table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === index.name);
@@ -235,6 +237,7 @@ export async function ensureIndex(
           }],
         }),
       );
+      added = true;
     } catch (error) {
       // Another process is adding it (or another index) right now: look again.
       if (
@@ -243,6 +246,7 @@ export async function ensureIndex(
     }
     return false;
   }, POLL);
+  return added;
 }
 
 /** A provisioned table's index needs its own throughput: the table's. On-demand needs none. */

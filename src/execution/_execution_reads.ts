@@ -6,7 +6,7 @@
  */
 import { GetItemCommand, ScanCommand, type ScanCommandInput } from "@aws-sdk/client-dynamodb";
 import { batchGet, type Item, pages, S } from "../dynamo/_dynamo.ts";
-import { encodeCursor } from "../core/cursor.ts";
+import { cursorId, encodeCursor } from "../core/cursor.ts";
 import type { Listing } from "./_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
@@ -21,6 +21,7 @@ import {
 } from "../core/_layout.ts";
 import type { ListPage, LoadForEventResult } from "../core/types.ts";
 import { isExpired, secondsOf } from "./_retention.ts";
+import { lastCommitTime } from "./_status_index.ts";
 
 /**
  * What these reads need of the store: its client, read consistency, tables and clock, and where
@@ -138,15 +139,21 @@ export async function readProcessed(
   return result.Item !== undefined && isLiveMark(result.Item, secondsOf(reads.now));
 }
 
-/** One page of the executions `listing` selects, in scan order (`listExecutions`). */
+/**
+ * One page of the executions `listing` selects in scan order (`listExecutions` without the
+ * status index). It reads `limit + 1` items first and doubles the read while filters leave the
+ * page short, so an unfiltered page reads O(`limit`).
+ */
 export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
   const input: ScanCommandInput = {
     TableName: reads.tables.executions.name,
-    ProjectionExpression: "#d, #v, #ttl",
+    ProjectionExpression: "#d, #v, #ttl, #ua, #sm",
     ExpressionAttributeNames: {
       "#d": EXECUTION.data,
       "#v": EXECUTION.version,
       "#ttl": EXECUTION.ttl,
+      "#ua": EXECUTION.updatedAt,
+      "#sm": EXECUTION.summary,
     },
     ConsistentRead: reads.consistent,
   };
@@ -155,9 +162,13 @@ export async function listPage(reads: ExecutionReads, listing: Listing): Promise
     input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
     input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
   }
-  const after = listing.after === null ? undefined : { id: S(listing.after) };
-  const scan = (start: Item | undefined) =>
-    reads.client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+  const after = listing.after === null ? undefined : { id: S(cursorId(listing.after)) };
+  let pageSize = listing.limit + 1;
+  const scan = (start: Item | undefined) => {
+    const Limit = pageSize;
+    pageSize = Math.min(pageSize * 2, MAX_SCAN_PAGE);
+    return reads.client.send(new ScanCommand({ ...input, Limit, ExclusiveStartKey: start }));
+  };
   const items: ExecutionSummary[] = [];
   const now = secondsOf(reads.now);
   for await (const page of pages(scan, after)) {
@@ -165,16 +176,18 @@ export async function listPage(reads: ExecutionReads, listing: Listing): Promise
     for (let i = 0; i < found.length; i++) {
       if (isExpired(found[i]!, now)) continue;
       const exe = executionFromItem(found[i]!);
-      if (!listing.matches(exe)) continue;
-      items.push(summarize(exe));
+      const summary = summarize(exe, lastCommitTime(found[i]!));
+      if (!listing.matches(summary)) continue;
+      items.push(summary);
       if (items.length === listing.limit) {
         const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
-        return {
-          items,
-          nextCursor: more ? encodeCursor(reads.tables.executions.name, exe.id) : null,
-        };
+        const table = reads.tables.executions.name;
+        return { items, nextCursor: more ? encodeCursor(table, listing.query, exe.id) : null };
       }
     }
   }
   return { items, nextCursor: null };
 }
+
+/** The most items one page of a listing's scan evaluates (DynamoDB stops at 1 MB anyway). */
+const MAX_SCAN_PAGE = 100_000;

@@ -22,6 +22,7 @@ import {
 } from "../core/_validate.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
+import { STATUS_INDEX } from "./_status_index.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { ChainCache } from "./_outbox_chain.ts";
 import type { QueueReads } from "./_queue_items.ts";
@@ -133,18 +134,25 @@ export function storeContext(
 }
 
 /**
- * Creates the tables that are missing (the relay tables made now get the relay index with them,
- * the timers table the legacy timer index when asked), turns on the TTLs the options use, adds
- * the indexes to existing tables, and adopts the rows already there into the relay index.
+ * Creates the tables that are missing (with their indexes: the executions table's status index,
+ * the relay tables' relay index, the legacy timer index when asked), turns on the TTLs the
+ * options use, adds the indexes to existing tables, and adopts the rows of a relay table that
+ * predates the relay index.
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
-  const { outbox, spawns, timers } = ctx.tables;
+  const { executions, outbox, spawns, timers } = ctx.tables;
   const indexes = (spec: TableSpec) => [
+    ...(spec === executions ? [STATUS_INDEX] : []),
     ...(ctx.relayIndex && [outbox, spawns, timers].includes(spec) ? [RELAY_INDEX] : []),
     ...(ctx.timerIndex && spec === timers ? [TIMER_INDEX] : []),
   ];
   await Promise.all(
-    Object.values(ctx.tables).map((spec) => ensureTable(ctx.client, spec, indexes(spec))),
+    Object.values(ctx.tables).map((spec) =>
+      ensureTable(ctx.client, spec, indexes(spec)).then(() =>
+        // The status index (#25) on an executions table made before it.
+        spec === executions ? ensureIndex(ctx.client, spec.name, STATUS_INDEX) : undefined
+      )
+    ),
   );
   const expiring = [
     ctx.processedTtl === null ? undefined : ctx.tables.processed.name,
@@ -154,13 +162,15 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
     expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
   );
   if (ctx.relayIndex) {
-    // One index change at a time per table: the tables in parallel, each one's in turn.
-    await Promise.all(
-      [outbox, spawns, timers].map((spec) => ensureIndex(ctx.client, spec.name, RELAY_INDEX)),
-    );
+    // A table that predates the index gets it, and its rows are adopted now (one scan, once);
+    // rows other writers add later are adopted by the runners, a page a pass.
     const now = ctx.now() / 1000;
     await Promise.all(
-      (["outbox", "spawns", "timers"] as const).map((kind) => adoptTable(ctx, kind, now)),
+      (["outbox", "spawns", "timers"] as const).map(async (kind) => {
+        if (await ensureIndex(ctx.client, ctx.tables[kind].name, RELAY_INDEX)) {
+          await adoptTable(ctx, kind, now);
+        }
+      }),
     );
   }
   if (ctx.timerIndex) {

@@ -19,16 +19,25 @@ export const DEFAULT_TIMER_SHARDS = 16;
 const encoder = new TextEncoder();
 
 /**
- * The shard of a timer: FNV-1a (32 bit) over the UTF-8 of `executionId`, a 0 byte and `path`,
- * modulo `shards`. Deterministic, so every writer (any process, any language) agrees.
+ * FNV-1a (32 bit) over the UTF-8 of `parts`, a 0 byte between each: the shard hash every writer
+ * (any process, any language) computes alike.
  */
-export function timerShard(executionId: string, path: string, shards: number): number {
+export function fnv1a(...parts: string[]): number {
   let hash = 0x811c9dc5;
   const mix = (bytes: Uint8Array) => {
     for (const byte of bytes) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
   };
-  mix(encoder.encode(executionId));
-  mix(new Uint8Array(1));
-  mix(encoder.encode(path));
-  return hash % shards;
+  parts.forEach((part, i) => {
+    if (i > 0) mix(new Uint8Array(1));
+    mix(encoder.encode(part));
+  });
+  return hash;
+}
+
+/**
+ * The shard of a timer: {@linkcode fnv1a} of `executionId` and `path`, modulo `shards`.
+ * Deterministic, so every writer (any process, any language) agrees.
+ */
+export function timerShard(executionId: string, path: string, shards: number): number {
+  return fnv1a(executionId, path) % shards;
 }

@@ -28,6 +28,7 @@ import {
   LIMITS,
 } from "../core/_validate.ts";
 import { toJson } from "../core/_json.ts";
+import { statusKey, summaryJson } from "./_status_index.ts";
 import { FAILURE_PLACEHOLDER } from "../core/_layout.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
@@ -67,6 +68,9 @@ export interface CommitPlan {
   definitionId: string;
   /** The status the commit leaves the execution in. */
   status: Status;
+  /** The status index's partition (`status_shard`) and the summary it projects (#25). */
+  statusKey: string;
+  summary: string;
   /** The commit's time, epoch seconds: what expiries are measured from and checked against. */
   now: number;
   /** The `ttl` the execution item gets (epoch seconds), or null: the commit removes it. */
@@ -181,6 +185,8 @@ function encodeCommit(
     data: toJson("exe", { ...exe, version: expected + 1 }),
     definitionId,
     status: exe.status,
+    statusKey: statusKey(exe.status, id),
+    summary: summaryJson(exe, expected + 1),
     emits: listOf("emits", changes.emits).map(encodeEmit),
     spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
     timers: new Map(),
@@ -288,6 +294,9 @@ function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
     [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
     [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
     [EXECUTION.ttl]: SEQ_PLACEHOLDER,
+    [EXECUTION.statusShard]: S(plan.statusKey),
+    [EXECUTION.updatedAt]: SEQ_PLACEHOLDER,
+    [EXECUTION.summary]: S(plan.summary),
   };
   let total = 0;
   items.forEach((item, i) => {
@@ -366,6 +375,14 @@ export function buildTransaction(
     values[":ov"] = N(plan.expected);
     conditions.push("#v = :ov", ALIVE);
   }
+  // The status index (#25): the status's shard, this commit's time and the summary it lists.
+  Object.assign(names, {
+    "#ss": EXECUTION.statusShard,
+    "#ua": EXECUTION.updatedAt,
+    "#sm": EXECUTION.summary,
+  });
+  Object.assign(values, { ":ss": S(plan.statusKey), ":sm": S(plan.summary) });
+  sets.push("#ss = :ss", "#ua = :now", "#sm = :sm");
   if (plan.expiresAt === null) removes.push("#ttl");
   else {
     values[":ttl"] = N(plan.expiresAt);

@@ -8,7 +8,11 @@ import { ensureStoreTables, type StoreContext, storeContext } from "./_store_con
 import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
-import { planListing } from "./_listing.ts";
+import { planBulkDelete, planListing } from "./_listing.ts";
+import { indexPage } from "./_status_listing.ts";
+import { deleteSelected } from "./_bulk_delete.ts";
+import { inspect } from "./_inspect.ts";
+import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import { checkTableExists, type ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -324,31 +328,44 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * One page of executions, filtered. The listing follows DynamoDB's scan order (not
-   * sorted); a page holds exactly `limit` matches unless the table is exhausted.
+   * One page of executions: with `status`, newest commit first from the status index, O(`limit`);
+   * else (or with `scan`) in scan order, `limit + 1` items read first. A short page may still
+   * have a `nextCursor`; `null` is the end. See docs/operations.md.
    *
-   * @example Walking every running order
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * let cursor: string | null = null;
-   * do {
-   *   const page = await store.listExecutions({ definitionId: "order", status: "RUNNING", cursor });
-   *   for (const summary of page.items) console.log(summary.id, summary.version);
-   *   cursor = page.nextCursor;
-   * } while (cursor);
-   * ```
-   *
-   * @throws {RangeError} For a `limit` outside 1 to 1000 (a `TypeError` for a filter of the
-   *   wrong type), before anything is sent.
-   * @throws {InvalidCursor} For a `cursor` that is not a `nextCursor` of this table's listing.
+   * @throws {RangeError} For a bad `limit` or `updatedBefore` (a `TypeError` for a bad filter).
+   * @throws {InvalidCursor} For a `cursor` of another listing (table or filters).
+   * @throws {IndexNotFound} With `status`, when the table lacks the index: run `ensureTables()`.
    * @throws {StoreClosed} After `close()`.
    */
   async listExecutions(options: ListOptions = {}): Promise<ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    return await listPage(this.#ctx, listing);
+    return await (listing.indexed ? indexPage : listPage)(this.#ctx, listing);
+  }
+
+  /**
+   * Deletes every execution in `status` last committed before `updatedBefore` as `deleteExecution`
+   * does, and resolves to how many; O(matches) reads through the status index; resumable and
+   * exact under lost answers (docs/retention.md).
+   *
+   * @throws {TypeError} Without `status` or `updatedBefore` (a `RangeError` for an open status
+   *   without `allowOpen`, or milliseconds).
+   * @throws {OutcomeUnknown} When a retirement's answers were all lost: run it again.
+   * @throws {StoreClosed} After `close()`.
+   */
+  async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
+    this.#open("deleteExecutions");
+    return await deleteSelected(this.#ctx, planBulkDelete(options), this.#ctx.resends);
+  }
+
+  /**
+   * The execution, when it was last committed and expires, and its timers with their relay
+   * bookkeeping; `null` when absent or expired. Two reads in parallel: O(its timers).
+   */
+  async inspectExecution(id: string): Promise<ExecutionInspection | null> {
+    this.#open("inspectExecution");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    return await inspect(this.#ctx, id);
   }
 
   /**

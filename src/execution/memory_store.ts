@@ -14,9 +14,11 @@ import {
   checkTime,
   LIMITS,
 } from "../core/_validate.ts";
-import { encodeCursor } from "../core/cursor.ts";
-import { planListing } from "./_listing.ts";
-import { type Execution, summarize } from "../core/documents.ts";
+import { planBulkDelete, planListing } from "./_listing.ts";
+import { byFireAt } from "../core/_bounded.ts";
+import { memoryPage } from "./_memory_listing.ts";
+import { type Execution, type ExecutionSummary, summarize } from "../core/documents.ts";
+import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
 import { StoreClosed, StoreConflict } from "../core/errors.ts";
 import { executionTables } from "../core/table_specs.ts";
 import type {
@@ -113,6 +115,7 @@ export class MemoryStore implements ExecutionStore {
   readonly #now: () => number;
   readonly #executions = new Map<string, string>(); // id → data JSON
   readonly #expiries = new Map<string, number>(); // id → ttl (epoch s) of a finished execution
+  readonly #updated = new Map<string, number>(); // id → its last commit (epoch s), as updated_at
   readonly #queues: MemoryQueues;
   readonly #processed = new Map<string, number | null>(); // → expiry (epoch s) or null
   readonly #trace = new Map<string, Map<number, string>>();
@@ -225,6 +228,7 @@ export class MemoryStore implements ExecutionStore {
       }
       // Everything below is synchronous: no other call can see half of it.
       this.#executions.set(plan.id, plan.data);
+      this.#updated.set(plan.id, plan.now);
       if (plan.expiresAt === null) this.#expiries.delete(plan.id);
       else this.#expiries.set(plan.id, plan.expiresAt);
       const outbox = plan.emits.map((emit) => {
@@ -301,6 +305,7 @@ export class MemoryStore implements ExecutionStore {
       const execution = this.#live(id) !== undefined;
       this.#executions.delete(id);
       this.#expiries.delete(id);
+      this.#updated.delete(id);
       const removeUnder = (table: Map<string, unknown>) => {
         let removed = 0;
         for (const key of table.keys()) {
@@ -329,27 +334,71 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * One page of executions, in id order.
+   * One page of executions: with `status`, newest commit first (as DynamoDBStore's status index
+   * reads them); without (or with `scan`), in id order.
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
     return Promise.try(() => {
       this.#open("listExecutions");
       const table = this.#tx.tables.executions.name;
-      const { after, limit, matches } = planListing(options, table);
-      const now = secondsOf(this.#now);
-      const ids = [...this.#executions.keys()].sort().filter((id) => after === null || id > after);
-      const items = [];
-      for (const [i, id] of ids.entries()) {
-        const data = this.#live(id, now); // an expired execution is skipped, as a filtered one
-        if (data === undefined) continue;
-        const exe = JSON.parse(data) as Execution;
-        if (!matches(exe)) continue;
-        items.push(summarize(exe));
-        if (items.length === limit) {
-          return ({ items, nextCursor: i < ids.length - 1 ? encodeCursor(table, id) : null });
-        }
+      return memoryPage(this.#summaries(), planListing(options, table), table);
+    });
+  }
+
+  /** Every live execution's summary, with its last commit time. */
+  #summaries(): ExecutionSummary[] {
+    const now = secondsOf(this.#now);
+    return [...this.#executions.keys()].flatMap((id) => {
+      const data = this.#live(id, now); // an expired execution is skipped, as a filtered one
+      return data === undefined ? [] : [summarize(JSON.parse(data), this.#updated.get(id))];
+    });
+  }
+
+  /**
+   * Deletes every execution the options select, as {@linkcode MemoryStore.deleteExecution}
+   * does: see {@linkcode DynamoDBStore.deleteExecutions}.
+   */
+  async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
+    this.#open("deleteExecutions");
+    const selection = planBulkDelete(options);
+    const started = performance.now();
+    const chosen = this.#summaries().filter((summary) => selection.matches(summary));
+    let deleted = 0, examined = 0;
+    for (let i = 0; i === 0 || i < chosen.length; i += 25) {
+      if (selection.signal?.aborted) break;
+      for (const { id } of chosen.slice(i, i + 25)) {
+        if ((await this.deleteExecution(id)).execution) deleted++;
+        examined++;
       }
-      return ({ items, nextCursor: null });
+      selection.onProgress?.({ deleted, examined, elapsedMs: performance.now() - started });
+    }
+    return deleted;
+  }
+
+  /** The execution, when it was last committed and expires, and its timers; `null` if absent. */
+  inspectExecution(id: string): Promise<ExecutionInspection | null> {
+    return Promise.try(() => {
+      this.#open("inspectExecution");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const data = this.#live(id);
+      if (data === undefined) return null;
+      const timers = [...this.#queues.timers.values()].filter((t) => t.executionId === id).map((
+        t,
+      ) => ({
+        executionId: t.executionId,
+        path: t.path,
+        fireAt: t.fireAt,
+        attempts: t.attempts ?? 0,
+        retryAt: t.retryAt ?? null,
+        deadAt: t.deadAt ?? null,
+        lastError: t.lastError ?? null,
+      }));
+      return {
+        execution: JSON.parse(data),
+        updatedAt: this.#updated.get(id) ?? null,
+        expiresAt: this.#expiries.get(id) ?? null,
+        timers: timers.sort(byFireAt),
+      };
     });
   }
 

@@ -1,0 +1,134 @@
+/**
+ * The shapes of the operator calls on executions (#25): deleting finished executions in bulk,
+ * and everything about one execution at once.
+ *
+ * @module
+ */
+import type { Execution, Status } from "./documents.ts";
+
+/**
+ * Options of `deleteExecutions`: which executions go. `status` and `updatedBefore` are required,
+ * so that a bulk delete always says what it takes.
+ *
+ * @example Finished orders untouched for a year
+ * ```ts
+ * import type { DeleteExecutionsOptions } from "@harel/dynamodb";
+ *
+ * const options: DeleteExecutionsOptions = {
+ *   status: ["DONE", "CANCELLED", "FAILED"],
+ *   definitionId: "order",
+ *   updatedBefore: Date.now() / 1000 - 365 * 86_400,
+ *   onProgress: ({ deleted, examined }) => console.error(`${deleted} of ${examined}`),
+ * };
+ * ```
+ */
+export interface DeleteExecutionsOptions {
+  /**
+   * Only executions in this status (or these). Finished statuses (`DONE`, `CANCELLED`,
+   * `FAILED`) unless `allowOpen`.
+   */
+  status: Status | Status[];
+  /**
+   * Only executions this module last committed before this time, epoch seconds (an execution
+   * whose last commit time is unknown matches only with `includeUndated`).
+   */
+  updatedBefore: number;
+  /** Only this definition. @default {undefined} */
+  definitionId?: string;
+  /**
+   * Also delete open executions (`PENDING`, `RUNNING`, `SUSPENDED`, `CANCELLING`): they stop
+   * mid-flight, their pending timers with them.
+   * @default {false}
+   */
+  allowOpen?: boolean;
+  /**
+   * Read the whole executions table instead of the status index: also finds executions written
+   * without the index's attributes (the Python store, older versions of this module). Costs a full scan.
+   * @default {false}
+   */
+  scan?: boolean;
+  /**
+   * Also take executions whose last commit time is unknown (the Python store's, an older
+   * version's): their age cannot be checked against `updatedBefore`. Mostly with `scan`.
+   * @default {false}
+   */
+  includeUndated?: boolean;
+  /** Called after each batch of executions examined, with the totals so far. @default {undefined} */
+  onProgress?: (progress: DeleteProgress) => void;
+  /**
+   * Stops the run between batches: what was started finishes, and the call resolves with the
+   * number deleted so far. Running it again continues.
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * How far a `deleteExecutions` run is.
+ *
+ * @example A progress line
+ * ```ts
+ * import type { DeleteProgress } from "@harel/dynamodb";
+ *
+ * const line = ({ deleted, elapsedMs }: DeleteProgress) =>
+ *   `${deleted} deleted, ${(deleted / (elapsedMs / 1000)).toFixed(0)}/s`;
+ * ```
+ */
+export interface DeleteProgress {
+  /** Executions deleted so far. */
+  deleted: number;
+  /** Executions looked at so far (deleted, or skipped: committed since they were listed). */
+  examined: number;
+  /** Milliseconds since the run started. */
+  elapsedMs: number;
+}
+
+/**
+ * A timer of an execution with a relay's bookkeeping on it.
+ *
+ * @example Telling a dead-lettered timer
+ * ```ts
+ * import type { TimerState } from "@harel/dynamodb";
+ *
+ * const dead = (timer: TimerState) => timer.deadAt !== null;
+ * ```
+ */
+export interface TimerState {
+  /** The execution it belongs to. */
+  executionId: string;
+  /** Its state path. */
+  path: string;
+  /** When it fires, epoch seconds. */
+  fireAt: number;
+  /** Failed attempts to fire it. */
+  attempts: number;
+  /** When the next attempt may start (epoch seconds), or `null`. */
+  retryAt: number | null;
+  /** When it was dead-lettered (epoch seconds), or `null`. */
+  deadAt: number | null;
+  /** The last error a relay recorded, or `null`. */
+  lastError: string | null;
+}
+
+/**
+ * One execution as an operator sees it (`inspectExecution`): the document, when it was last
+ * committed, when it expires, and its timers.
+ *
+ * @example When a finished execution goes
+ * ```ts
+ * import type { ExecutionInspection } from "@harel/dynamodb";
+ *
+ * const expiry = (seen: ExecutionInspection) =>
+ *   seen.expiresAt === null ? "kept" : new Date(seen.expiresAt * 1000).toISOString();
+ * ```
+ */
+export interface ExecutionInspection {
+  /** The execution document. */
+  execution: Execution;
+  /** When this module last committed it, epoch seconds; `null` when unknown. */
+  updatedAt: number | null;
+  /** When it expires (its `ttl`, epoch seconds; `finishedTtlSeconds`), or `null`: never. */
+  expiresAt: number | null;
+  /** Its armed timers, earliest first, with their relay bookkeeping. */
+  timers: TimerState[];
+}

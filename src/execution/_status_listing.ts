@@ -1,0 +1,242 @@
+// Reading the status index (#25): the executions of some statuses, newest commit first. Each
+// status spreads over STATUS_SHARDS index partitions; a walk queries each partition newest first
+// in small pages and merges them lazily (a partition is read further only when its next entry
+// may be the newest left), so a page of `limit` reads about `limit` entries plus one small page
+// per partition, whatever the table holds.
+import { GetItemCommand, QueryCommand, type QueryCommandOutput } from "@aws-sdk/client-dynamodb";
+import { eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
+import { IndexNotFound } from "../dynamo/tables.ts";
+import { InvalidCursor } from "../core/errors.ts";
+import { encodeCursor } from "../core/cursor.ts";
+import { EXECUTION, executionFromItem, executionKey } from "../core/_layout.ts";
+import { type ExecutionSummary, summarize } from "../core/documents.ts";
+import type { ListPage } from "../core/types.ts";
+import type { Listing, Selection } from "./_listing.ts";
+import type { ExecutionReads } from "./_execution_reads.ts";
+import { isExpired, secondsOf } from "./_retention.ts";
+import { lastCommitTime, STATUS_INDEX, STATUS_SHARDS, storedSummary } from "./_status_index.ts";
+
+/** Queries of the index in flight at once (a walk of seven statuses has 112 partitions). */
+const QUERY_CONCURRENCY = 16;
+/** The largest page a partition is read in: pages double from a small first one up to this. */
+const MAX_PAGE = 1000;
+
+/** One index partition (`"{status}#{shard}"`) as a walk reads it. */
+interface Partition {
+  key: string;
+  /** Entries read and not yet taken, newest first. */
+  buffer: Item[];
+  /** Where the next Query starts (DynamoDB's LastEvaluatedKey), if it was cut. */
+  next: Item | undefined;
+  /** Nothing more to read. */
+  done: boolean;
+  /** What a cursor resumes after: the last entry taken, or the page end; undefined: the top. */
+  resume: Item | undefined;
+  pageSize: number;
+}
+
+/** A cursor's position: per partition, the `[updated_at, id]` it resumes after, or 0 (done). */
+type Position = Record<string, [string, string] | 0>;
+
+/**
+ * The entries of the index partitions of `selection`'s statuses, newest first, from `after` (a
+ * position of {@linkcode IndexWalk.position}). `firstPage` sizes each partition's first Query.
+ */
+export class IndexWalk {
+  readonly #partitions: Partition[];
+
+  constructor(
+    private readonly reads: ExecutionReads,
+    private readonly selection: Selection,
+    after: unknown,
+    firstPage: number,
+  ) {
+    const keys = selection.statuses!.flatMap((status) =>
+      Array.from({ length: STATUS_SHARDS }, (_, shard) => `${status}#${shard}`)
+    );
+    const position = checkPosition(after, keys);
+    this.#partitions = keys.map((key) => {
+      const at = position[key];
+      const resume = at === undefined || at === 0 ? undefined : {
+        [EXECUTION.id]: S(at[1]),
+        [EXECUTION.statusShard]: S(key),
+        [EXECUTION.updatedAt]: { N: at[0] },
+      };
+      return { key, buffer: [], next: resume, done: at === 0, resume, pageSize: firstPage };
+    });
+  }
+
+  /** The next entry, newest first; undefined when every partition is read. */
+  async next(): Promise<Item | undefined> {
+    for (;;) {
+      const waiting = this.#partitions.filter((p) => !p.done && p.buffer.length === 0);
+      if (waiting.length === 0) break;
+      await eachConcurrently(waiting, QUERY_CONCURRENCY, (p) => this.#read(p));
+    }
+    let newest: Partition | undefined;
+    for (const p of this.#partitions) {
+      if (p.buffer.length > 0 && (!newest || newer(p.buffer[0]!, newest.buffer[0]!))) newest = p;
+    }
+    if (!newest) return undefined;
+    const entry = newest.buffer.shift()!;
+    if (newest.buffer.length > 0) newest.resume = entry;
+    else {
+      newest.resume = newest.next;
+      newest.done = newest.next === undefined;
+    }
+    return entry;
+  }
+
+  /** Whether every partition is read to its end. */
+  get finished(): boolean {
+    return this.#partitions.every((p) => p.done);
+  }
+
+  /** Where a next page resumes: per partition that moved, after what (or 0: read to its end). */
+  position(): Position {
+    const position: Position = {};
+    for (const p of this.#partitions) {
+      if (p.done) position[p.key] = 0;
+      else if (p.resume) {
+        position[p.key] = [p.resume[EXECUTION.updatedAt]!.N!, p.resume[EXECUTION.id]!.S!];
+      }
+    }
+    return position;
+  }
+
+  async #read(p: Partition): Promise<void> {
+    const { selection, reads } = this;
+    const names: Record<string, string> = { "#ss": EXECUTION.statusShard };
+    const values: Item = { ":ss": S(p.key) };
+    let condition = "#ss = :ss";
+    if (selection.updatedBefore !== null && !selection.includeUndated) {
+      names["#ua"] = EXECUTION.updatedAt;
+      // An entry's time is when this module last committed it; a later commit by another
+      // writer leaves it behind (stale), so with includeUndated every entry is looked at.
+      condition += " AND #ua < :before";
+      values[":before"] = N(selection.updatedBefore);
+    }
+    let filter: string | undefined;
+    if (selection.definitionId !== undefined) {
+      filter = "#def = :def";
+      names["#def"] = EXECUTION.definitionId;
+      values[":def"] = S(selection.definitionId);
+    }
+    const page = await queryStatusIndex(
+      reads,
+      new QueryCommand({
+        TableName: reads.tables.executions.name,
+        IndexName: STATUS_INDEX.name,
+        KeyConditionExpression: condition,
+        FilterExpression: filter,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: false,
+        Limit: p.pageSize,
+        ExclusiveStartKey: p.next,
+      }),
+    );
+    p.pageSize = Math.min(p.pageSize * 2, MAX_PAGE);
+    p.buffer = page.Items ?? [];
+    p.next = page.LastEvaluatedKey;
+    // Nothing of an empty page is needed (filtered out): a cursor resumes after it.
+    if (p.buffer.length === 0) {
+      p.resume = p.next ?? p.resume;
+      p.done = p.next === undefined;
+    }
+  }
+}
+
+/** Newest first; at one time, the higher id first (any fixed order would do). */
+function newer(a: Item, b: Item): boolean {
+  const at = Number(a[EXECUTION.updatedAt]?.N), bt = Number(b[EXECUTION.updatedAt]?.N);
+  return at !== bt ? at > bt : (a[EXECUTION.id]?.S ?? "") > (b[EXECUTION.id]?.S ?? "");
+}
+
+/** A cursor's position, checked against the walk's partitions; InvalidCursor otherwise. */
+function checkPosition(after: unknown, keys: string[]): Position {
+  if (after === null || after === undefined) return {};
+  const bad = (why: string) => new InvalidCursor(`its position ${why}`);
+  if (typeof after !== "object" || Array.isArray(after)) throw bad("is not a map of partitions");
+  for (const [key, at] of Object.entries(after)) {
+    if (!keys.includes(key)) throw bad(`names an unknown partition ${JSON.stringify(key)}`);
+    if (at === 0) continue;
+    if (
+      !Array.isArray(at) || at.length !== 2 || typeof at[0] !== "string" ||
+      !/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(at[0]) || typeof at[1] !== "string" ||
+      at[1].length === 0 || at[1].length > 2048
+    ) throw bad(`of ${JSON.stringify(key)} is not [updated_at, id]`);
+  }
+  return after as Position;
+}
+
+/** One Query of the status index; a table without it (or still building it) is IndexNotFound. */
+export async function queryStatusIndex(
+  reads: ExecutionReads,
+  query: QueryCommand,
+): Promise<QueryCommandOutput> {
+  try {
+    return await reads.client.send(query);
+  } catch (error) {
+    if (!isNamed(error, "ValidationException")) throw error;
+    const text = String(error);
+    const building = /backfilling/i.test(text);
+    if (!building && !/specified index/i.test(text)) throw error;
+    throw new IndexNotFound(
+      reads.tables.executions.name,
+      STATUS_INDEX.name,
+      building
+        ? "DynamoDB is still building it: ensureTables() returns once it is ready"
+        : "run ensureTables() once (it adds the index), or list with { scan: true } (a full scan)",
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * The summary of an index entry as `selection` sees it, or null when the execution is gone for
+ * its readers (expired). An entry another writer left stale (it committed since, without the
+ * index's attributes) is read from the table: its real status decides, its time is unknown.
+ */
+export async function entrySummary(
+  reads: ExecutionReads,
+  entry: Item,
+  now: number,
+): Promise<ExecutionSummary | null> {
+  if (isExpired(entry, now)) return null;
+  const fresh = storedSummary(entry);
+  if (fresh) return fresh;
+  const item = (await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.executions.name,
+      Key: executionKey(entry[EXECUTION.id]!.S!),
+      ConsistentRead: reads.consistent,
+    }),
+  )).Item;
+  if (!item || isExpired(item, now)) return null;
+  return summarize(executionFromItem(item), lastCommitTime(item));
+}
+
+/** One page of `listing` from the status index, newest commit first (`listExecutions`). */
+export async function indexPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
+  const partitions = listing.statuses!.length * STATUS_SHARDS;
+  const walk = new IndexWalk(
+    reads,
+    listing,
+    listing.after,
+    Math.ceil(listing.limit / partitions) + 1,
+  );
+  const now = secondsOf(reads.now);
+  const items: ExecutionSummary[] = [];
+  while (items.length < listing.limit) {
+    const entry = await walk.next();
+    if (entry === undefined) return { items, nextCursor: null };
+    const summary = await entrySummary(reads, entry, now);
+    if (summary && listing.matches(summary)) items.push(summary);
+  }
+  const table = reads.tables.executions.name;
+  return {
+    items,
+    nextCursor: walk.finished ? null : encodeCursor(table, listing.query, walk.position()),
+  };
+}
