@@ -63,7 +63,8 @@ function policyGrants(prefix: string): Set<string> {
     assert.equal(statement.Effect, "Allow");
     for (const resource of statement.Resource) {
       // A table (`table/T`), or one of its indexes (`table/T/index/I`).
-      const table = resource.match(/^arn:aws:dynamodb:\*:\*:table\/([^/]+(\/index\/[\w.-]+)?)$/)?.[1];
+      const table = resource.match(/^arn:aws:dynamodb:\*:\*:table\/([^/]+(\/index\/[\w.-]+)?)$/)
+        ?.[1];
       assert.ok(table, `resource ${resource} names one table or index`);
       for (const action of statement.Action) grants.add(`${action} ${table}`);
     }

@@ -1,0 +1,339 @@
+/**
+ * The shapes of the relay's queues (outbox entries, spawn intents, timers), of what a relay pass
+ * reads and records, and of the operators' dead letters and backlog: re-exported by types.ts.
+ *
+ * @module
+ */
+import type { Event } from "./documents.ts";
+/**
+ * An outbox entry waiting for the relay.
+ *
+ * @example Delivering one entry
+ * ```ts
+ * import type { OutboxEntry } from "@harel/dynamodb";
+ *
+ * function route(entry: OutboxEntry): string {
+ *   return entry.targetId === null ? `broadcast ${entry.event.kind}` : `to ${entry.targetId}`;
+ * }
+ * ```
+ */
+export interface OutboxEntry {
+  /** Its seq; pass it to `ackOutbox` once delivered. */
+  seq: number;
+  /** The target execution, or `null`. */
+  targetId: string | null;
+  /** The event. */
+  event: Event;
+}
+
+/**
+ * A spawn intent waiting for the relay.
+ *
+ * @example Starting a spawned child
+ * ```ts
+ * import { newExecution, type PendingSpawn } from "@harel/dynamodb";
+ *
+ * function childOf(spawn: PendingSpawn) {
+ *   return newExecution({
+ *     id: spawn.childId,
+ *     definition_id: "order",
+ *     root_path: spawn.rootPath,
+ *     parent_id: spawn.parentId,
+ *     context: spawn.context,
+ *   });
+ * }
+ * ```
+ */
+export interface PendingSpawn {
+  /** Its seq; pass it to `ackSpawn` once the child is started. */
+  seq: number;
+  /** The parent execution. */
+  parentId: string;
+  /** The child's id. */
+  childId: string;
+  /** The state path the child starts from. */
+  rootPath: string;
+  /** The child's initial context. */
+  context: Record<string, unknown>;
+}
+
+/**
+ * A durable timer.
+ *
+ * @example Firing a timer
+ * ```ts
+ * import type { Timer } from "@harel/dynamodb";
+ *
+ * function timeoutEventId(timer: Timer): string {
+ *   // Stable, so a sweep that retries is deduplicated.
+ *   return `timer:${timer.executionId}:${timer.path}:${timer.fireAt}`;
+ * }
+ * ```
+ */
+export interface Timer {
+  /** The execution it belongs to. */
+  executionId: string;
+  /** Its state path. */
+  path: string;
+  /** When it fires, in epoch seconds. */
+  fireAt: number;
+}
+
+/** The three queues a relay works through: outbox entries, spawn intents and due timers. */
+export type RelayKind = "outbox" | "spawns" | "timers";
+
+/** What identifies one item of a queue: a seq (outbox, spawns) or a timer. */
+export type RelayKey<K extends RelayKind> = K extends "timers" ? Timer : number;
+
+/** One item of a queue, as the relay reads it (see {@linkcode RelayItems}). */
+export type RelayItem<K extends RelayKind> = K extends "outbox" ? OutboxEntry
+  : K extends "spawns" ? PendingSpawn
+  : Timer;
+
+/**
+ * Options of {@linkcode ExecutionStore.relayBatch}.
+ *
+ * @example The outbox entries one commit wrote, for delivery within the same request
+ * ```ts
+ * import { type ExecutionStore, newEvent, newExecution, type RelayBatchOptions } from "@harel/dynamodb";
+ *
+ * async function own(store: ExecutionStore): Promise<number> {
+ *   const exe = newExecution({ definition_id: "order" });
+ *   const { outbox } = await store.commit(exe, { emits: [{ target: null, event: newEvent("go") }] });
+ *   const options: RelayBatchOptions = { seqs: outbox };
+ *   return (await store.relayBatch("outbox", options)).items.length;
+ * }
+ * ```
+ */
+export interface RelayBatchOptions {
+  /** How many items at most (the lowest seqs, the earliest timers): a positive integer or `Infinity`. @default {1000} */
+  limit?: number;
+  /** The time items are due at, in epoch seconds. @default {Date.now() / 1000} */
+  now?: number;
+  /**
+   * Outbox only: read just these seqs (those a commit returned) instead of scanning, still
+   * holding back any whose earlier entry of the same source and target is pending.
+   * @default {undefined}
+   */
+  seqs?: number[];
+}
+
+/**
+ * What one relay pass reads of a queue: the items deliverable now, rows no one can read, and how
+ * old the oldest pending item is.
+ *
+ * @example Reading a pass's worth of the outbox
+ * ```ts
+ * import type { ExecutionStore, RelayItems } from "@harel/dynamodb";
+ *
+ * async function lag(store: ExecutionStore): Promise<number | null> {
+ *   const batch: RelayItems<"outbox"> = await store.relayBatch("outbox", { limit: 100 });
+ *   return batch.oldestAt === null ? null : Date.now() / 1000 - batch.oldestAt;
+ * }
+ * ```
+ */
+export interface RelayItems<K extends RelayKind> {
+  /**
+   * Deliverable now, lowest seq (earliest timer) first, each with the failed attempts it had:
+   * not dead-lettered, not waiting for a retry, and (outbox) not behind an earlier entry of its
+   * target that is waiting, dead or still pending.
+   */
+  items: { item: RelayItem<K>; attempts: number }[];
+  /** Rows that cannot be read (not JSON, a missing attribute): for the relay to set aside. */
+  unreadable: UnreadableRow<K>[];
+  /** When the oldest pending (not dead-lettered) item seen was written or due, in epoch seconds. */
+  oldestAt: number | null;
+}
+
+/**
+ * A queue row that cannot be read, as another writer (or a bug) left it.
+ *
+ * @example Logging an unreadable row
+ * ```ts
+ * import type { UnreadableRow } from "@harel/dynamodb";
+ *
+ * const row: UnreadableRow<"outbox"> = { key: 7, attempts: 0, error: "event is not JSON", raw: { event: "{oops" } };
+ * console.log(`outbox seq ${row.key}: ${row.error}`);
+ * ```
+ */
+export interface UnreadableRow<K extends RelayKind> {
+  /** Its key. */
+  key: RelayKey<K>;
+  /** Failed attempts recorded on it. */
+  attempts: number;
+  /** Why it cannot be read. */
+  error: string;
+  /** Its attributes as stored (strings, numbers, null), for an operator to look at. */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * A failed delivery, as a relay records it on the item: the attempts so far, and either when the
+ * next may start or that it is dead-lettered (`retryAt: null`).
+ *
+ * @example Parking an entry for a minute
+ * ```ts
+ * import type { RelayFailure } from "@harel/dynamodb";
+ *
+ * const failure: RelayFailure = { attempts: 1, retryAt: Date.now() / 1000 + 60, error: "HTTP 503" };
+ * ```
+ */
+export interface RelayFailure {
+  /** Failed attempts in all, this one included. */
+  attempts: number;
+  /** When the next attempt may start (epoch seconds), or `null` to dead-letter the item. */
+  retryAt: number | null;
+  /** What went wrong (kept to its first 1000 characters). */
+  error: string;
+  /**
+   * The item cannot be read (dead-lettered with `retryAt: null`): unlike a dead entry that
+   * failed, it holds back no later entry of its target, as there is nothing to deliver in order.
+   * @default {false}
+   */
+  unreadable?: boolean;
+}
+
+/**
+ * An item a relay gave up on: kept, visible, and skipped by every pass (and, for an outbox
+ * entry, holding back the later entries of its target) until it is retried or dropped.
+ *
+ * @example Listing dead letters
+ * ```ts
+ * import type { DeadLetter, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function report(store: ExecutionStore): Promise<void> {
+ *   const dead: DeadLetter<"outbox">[] = await store.deadLetters("outbox");
+ *   for (const letter of dead) console.log(letter.key, letter.attempts, letter.lastError);
+ * }
+ * ```
+ */
+export interface DeadLetter<K extends RelayKind> {
+  /** Its key: pass it to `retryDeadLetter` or `dropDeadLetter`. */
+  key: RelayKey<K>;
+  /** The item, or `null` when it cannot be read (see `raw`). */
+  item: RelayItem<K> | null;
+  /** Failed attempts. */
+  attempts: number;
+  /** The last error recorded, if any. */
+  lastError: string | null;
+  /** When it was dead-lettered, in epoch seconds. */
+  deadAt: number;
+  /** Its attributes as stored. */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * Options of the bounded reads `pendingOutbox`, `pendingSpawns` and `dueTimers`.
+ *
+ * @example Reading the 100 oldest outbox entries
+ * ```ts
+ * import type { ExecutionStore, ReadLimitOptions } from "@harel/dynamodb";
+ *
+ * async function oldest(store: ExecutionStore): Promise<number[]> {
+ *   const options: ReadLimitOptions = { limit: 100 };
+ *   return (await store.pendingOutbox(options)).map((entry) => entry.seq);
+ * }
+ * ```
+ */
+export interface ReadLimitOptions {
+  /**
+   * How many entries (the lowest seqs, the earliest timers) one read returns at most: a
+   * positive integer, or `Infinity` for all of them. Memory grows with `limit`, not with
+   * the backlog.
+   * @default {1000}
+   */
+  limit?: number;
+}
+
+/**
+ * Options of `deadLetters`: how many, and (outbox) of which target.
+ *
+ * @example The dead letters of one target
+ * ```ts
+ * import type { DeadLetterOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function ofPayments(store: ExecutionStore): Promise<number> {
+ *   const options: DeadLetterOptions = { targetId: "payments", limit: 50 };
+ *   return (await store.deadLetters("outbox", options)).length;
+ * }
+ * ```
+ */
+export interface DeadLetterOptions extends ReadLimitOptions {
+  /** Outbox only: just the dead letters to this target (`null`: those without a target). @default {undefined} */
+  targetId?: string | null;
+}
+
+/**
+ * Options of `retryDeadLetters` and `dropDeadLetters`.
+ *
+ * @example Retrying every dead letter of one target, with progress
+ * ```ts
+ * import type { BulkDeadLetterOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function retryPayments(store: ExecutionStore): Promise<number> {
+ *   const options: BulkDeadLetterOptions = {
+ *     targetId: "payments",
+ *     onProgress: (done) => console.error(`${done} retried`),
+ *   };
+ *   return await store.retryDeadLetters("outbox", options);
+ * }
+ * ```
+ */
+export interface BulkDeadLetterOptions {
+  /** Outbox only: just the dead letters to this target (`null`: those without a target). @default {undefined} */
+  targetId?: string | null;
+  /** Called with the count so far after each dead letter retried (dropped). @default {undefined} */
+  onProgress?: (done: number) => void;
+  /** Stops it between dead letters: it rejects with the signal's reason. @default {undefined} */
+  signal?: AbortSignal;
+}
+
+/**
+ * A queue's backlog, as `backlog` counts it: each count reads at most `limit` rows.
+ *
+ * @example Relay lag and dead letters at a glance
+ * ```ts
+ * import type { Backlog, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function summary(store: ExecutionStore): Promise<string> {
+ *   const b: Backlog = await store.backlog("outbox");
+ *   const lag = b.oldestAt === null ? "none" : `${Math.round(Date.now() / 1000 - b.oldestAt)} s`;
+ *   return `${b.pending} pending, ${b.waiting} waiting, ${b.dead} dead, lag ${lag}`;
+ * }
+ * ```
+ */
+export interface Backlog {
+  /** Deliverable or held but not failed (timers: due now), up to `limit`. */
+  pending: number;
+  /** Waiting for a retry after a failed delivery, up to `limit`. */
+  waiting: number;
+  /** Dead-lettered, up to `limit`. */
+  dead: number;
+  /** Outbox: the targets of the waiting and dead entries counted (their later entries wait). */
+  heldTargets: number;
+  /** Whether a count reached `limit`: the true figure may be higher. */
+  capped: boolean;
+  /**
+   * When the oldest pending item counted was committed (timers: due), epoch seconds; `null`
+   * when none (or no row says). Relay lag is now minus this.
+   */
+  oldestAt: number | null;
+}
+
+/**
+ * Options of `backlog`.
+ *
+ * @example A summary that reads at most 100 rows per count
+ * ```ts
+ * import type { BacklogOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function dead(store: ExecutionStore): Promise<number> {
+ *   const options: BacklogOptions = { limit: 100 };
+ *   return (await store.backlog("spawns", options)).dead;
+ * }
+ * ```
+ */
+export interface BacklogOptions {
+  /** The most rows each count reads, 1 to 10,000. @default {1000} */
+  limit?: number;
+}
