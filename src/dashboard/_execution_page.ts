@@ -1,0 +1,91 @@
+// One execution: its facts, its trace as a timeline (oldest step first), and its document.
+import { type Html, html } from "./_html.ts";
+import { executionLink, href, page, statusBadge } from "./_layout.ts";
+import { actionForm } from "./_forms.ts";
+import type { Execution } from "../core/documents.ts";
+
+/** What the execution page shows. */
+export interface ExecutionView {
+  /** Where the dashboard is mounted. */
+  basePath: string;
+  /** The execution, as stored. */
+  execution: Execution;
+  /** Its trace, oldest step first. */
+  trace: Record<string, unknown>[];
+  /** The session's CSRF token when actions are on, else null (no buttons). */
+  csrf: string | null;
+  /** An action's outcome, or none. */
+  notice?: string | null;
+}
+
+/** The execution page. */
+export function executionPage(view: ExecutionView): Html {
+  const { basePath, execution: exe } = view;
+  const text = (value: unknown) => value === null || value === undefined ? null : String(value);
+  const facts: [string, Html | string | null][] = [
+    ["Definition", text(exe.definition_id)],
+    ["Status", statusBadge(exe.status)],
+    ["Outcome", text(exe.outcome)],
+    ["Error", text(exe.error)],
+    ["Active path", text(exe.active_path)],
+    ["Root path", text(exe.root_path)],
+    ["Version", text(exe.version)],
+    ["Events processed", text(exe.processed_events)],
+    ["Priority", text(exe.priority)],
+    ["Parent", typeof exe.parent_id === "string" ? executionLink(basePath, exe.parent_id) : null],
+    ["Child", typeof exe.child_id === "string" ? executionLink(basePath, exe.child_id) : null],
+  ];
+  return page(
+    { basePath, title: `Execution ${exe.id}`, notice: view.notice },
+    html`
+      <dl class="facts">${facts.filter(([, value]) => value !== null && value !== "").map((
+        [name, value],
+      ) =>
+        html`
+          <dt>${name}</dt>
+          <dd>${value}</dd>
+        `
+      )}</dl>
+      ${view.csrf === null ? null : html`<div class="actions">${
+        actionForm({
+          action: href(basePath, ["executions", exe.id, "delete"]),
+          label: "Delete",
+          fields: {},
+          csrf: view.csrf,
+          danger: true,
+          title: "Delete this execution with its timers, trace and dedupe marks",
+        })
+      }</div>`}
+      <section aria-labelledby="trace"><h2 id="trace">Trace (${view.trace
+        .length} ${view.trace.length === 1 ? "step" : "steps"}, oldest first)</h2>
+      ${view.trace.length ? html`<ol class="timeline">${view.trace.map(traceStep)}</ol>` : html`
+        <p
+          class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>
+      `}</section>
+      <section aria-labelledby="document">
+        <h2 id="document">Document</h2>
+        <pre>${JSON.stringify(exe, null, 2)}</pre>
+      </section>
+    `,
+  );
+}
+
+/** One step of the timeline: its index, its event and transition, and the step in full. */
+function traceStep(step: Record<string, unknown>): Html {
+  const shown = (value: unknown) =>
+    typeof value === "string" || typeof value === "number" ? String(value) : null;
+  const event = shown(step.event) ?? shown(step.kind);
+  const from = shown(step.from);
+  const to = shown(step.to);
+  return html`<li><span class="muted">#${shown(step.index) ?? "?"}</span> <span class="step">${
+    event ?? "step"
+  }</span>${
+    from !== null || to !== null
+      ? html`
+        <span class="mono">${from ?? "…"} → ${to ?? "…"}</span>
+      `
+      : null
+  }<details><summary>the step as stored</summary><pre>${
+    JSON.stringify(step, null, 2)
+  }</pre></details></li>`;
+}
