@@ -1,6 +1,6 @@
 // The confirmation step of a destructive action, as a page of its own so that it works
 // without JavaScript: the same form again, with `confirm=yes`, and a way back.
-import { type Html, html } from "./_html.ts";
+import { type Html, markup } from "./_html.ts";
 import { page } from "./_layout.ts";
 import { actionForm } from "./_forms.ts";
 
@@ -8,7 +8,7 @@ import { actionForm } from "./_forms.ts";
 export interface ConfirmView {
   /** Where the dashboard is mounted. */
   basePath: string;
-  /** The page's title ("Drop a dead letter?"). */
+  /** The page's title ("Drop this dead letter?"). */
   title: string;
   /** What will happen, in a sentence. */
   question: string;
@@ -26,18 +26,17 @@ export interface ConfirmView {
 
 /** The confirmation page of a destructive action. */
 export function confirmPage(view: ConfirmView): Html {
+  const button = actionForm({
+    action: view.action,
+    label: view.label,
+    fields: { ...view.fields, confirm: "yes" },
+    csrf: view.csrf,
+    danger: true,
+  });
   return page(
     { basePath: view.basePath, title: view.title },
-    html`
-      <p>${view.question}</p>
-      <p><strong>This cannot be undone.</strong></p>
-      <div class="actions">${actionForm({
-        action: view.action,
-        label: view.label,
-        fields: { ...view.fields, confirm: "yes" },
-        csrf: view.csrf,
-        danger: true,
-      })} <a href="${view.back}">Cancel</a></div>
-    `,
+    markup`<p>${view.question}</p>
+<p><strong>This cannot be undone.</strong></p>
+<div class="actions">${button} <a href="${view.back}">Cancel</a></div>`,
   );
 }

@@ -1,5 +1,5 @@
 // One execution: its facts, its trace as a timeline (oldest step first), and its document.
-import { type Html, html } from "./_html.ts";
+import { type Html, markup } from "./_html.ts";
 import { executionLink, href, page, statusBadge } from "./_layout.ts";
 import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
@@ -22,6 +22,7 @@ export interface ExecutionView {
 export function executionPage(view: ExecutionView): Html {
   const { basePath, execution: exe } = view;
   const text = (value: unknown) => value === null || value === undefined ? null : String(value);
+  const link = (id: unknown) => typeof id === "string" ? executionLink(basePath, id) : null;
   const facts: [string, Html | string | null][] = [
     ["Definition", text(exe.definition_id)],
     ["Status", statusBadge(exe.status)],
@@ -32,41 +33,33 @@ export function executionPage(view: ExecutionView): Html {
     ["Version", text(exe.version)],
     ["Events processed", text(exe.processed_events)],
     ["Priority", text(exe.priority)],
-    ["Parent", typeof exe.parent_id === "string" ? executionLink(basePath, exe.parent_id) : null],
-    ["Child", typeof exe.child_id === "string" ? executionLink(basePath, exe.child_id) : null],
+    ["Parent", link(exe.parent_id)],
+    ["Child", link(exe.child_id)],
   ];
+  const shown = facts.filter(([, value]) => value !== null && value !== "")
+    .map(([name, value]) => markup`<dt>${name}</dt><dd>${value}</dd>`);
+  const actions = view.csrf === null ? null : markup`<div class="actions">${
+    actionForm({
+      action: href(basePath, ["executions", exe.id, "delete"]),
+      label: "Delete",
+      fields: {},
+      csrf: view.csrf,
+      danger: true,
+      title: "Delete this execution with its timers, trace and dedupe marks",
+    })
+  }</div>`;
+  const steps = view.trace.length === 1 ? "1 step" : `${view.trace.length} steps`;
+  const timeline = view.trace.length
+    ? markup`<ol class="timeline">${view.trace.map(traceStep)}</ol>`
+    : markup`<p class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>`;
   return page(
     { basePath, title: `Execution ${exe.id}`, notice: view.notice },
-    html`
-      <dl class="facts">${facts.filter(([, value]) => value !== null && value !== "").map((
-        [name, value],
-      ) =>
-        html`
-          <dt>${name}</dt>
-          <dd>${value}</dd>
-        `
-      )}</dl>
-      ${view.csrf === null ? null : html`<div class="actions">${
-        actionForm({
-          action: href(basePath, ["executions", exe.id, "delete"]),
-          label: "Delete",
-          fields: {},
-          csrf: view.csrf,
-          danger: true,
-          title: "Delete this execution with its timers, trace and dedupe marks",
-        })
-      }</div>`}
-      <section aria-labelledby="trace"><h2 id="trace">Trace (${view.trace
-        .length} ${view.trace.length === 1 ? "step" : "steps"}, oldest first)</h2>
-      ${view.trace.length ? html`<ol class="timeline">${view.trace.map(traceStep)}</ol>` : html`
-        <p
-          class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>
-      `}</section>
-      <section aria-labelledby="document">
-        <h2 id="document">Document</h2>
-        <pre>${JSON.stringify(exe, null, 2)}</pre>
-      </section>
-    `,
+    markup`<dl class="facts">${shown}</dl>
+${actions}
+<section aria-labelledby="trace"><h2 id="trace">Trace (${steps}, oldest first)</h2>
+${timeline}</section>
+<section aria-labelledby="document"><h2 id="document">Document</h2>
+<pre>${JSON.stringify(exe, null, 2)}</pre></section>`,
   );
 }
 
@@ -74,18 +67,15 @@ export function executionPage(view: ExecutionView): Html {
 function traceStep(step: Record<string, unknown>): Html {
   const shown = (value: unknown) =>
     typeof value === "string" || typeof value === "number" ? String(value) : null;
-  const event = shown(step.event) ?? shown(step.kind);
+  const event = shown(step.event) ?? shown(step.kind) ?? "step";
   const from = shown(step.from);
   const to = shown(step.to);
-  return html`<li><span class="muted">#${shown(step.index) ?? "?"}</span> <span class="step">${
-    event ?? "step"
-  }</span>${
-    from !== null || to !== null
-      ? html`
-        <span class="mono">${from ?? "…"} → ${to ?? "…"}</span>
-      `
-      : null
-  }<details><summary>the step as stored</summary><pre>${
+  const move = from !== null || to !== null
+    ? markup` <span class="mono">${from ?? "…"} → ${to ?? "…"}</span>`
+    : null;
+  return markup`<li><span class="muted">#${
+    shown(step.index) ?? "?"
+  }</span> <span class="step">${event}</span>${move}<details><summary>the step as stored</summary><pre>${
     JSON.stringify(step, null, 2)
   }</pre></details></li>`;
 }

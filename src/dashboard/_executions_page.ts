@@ -1,5 +1,5 @@
 // The first page: the executions, filtered and paged, under a summary of the relay's backlog.
-import { type Html, html } from "./_html.ts";
+import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
   formatAge,
@@ -33,110 +33,68 @@ export interface ExecutionsView {
 /** The executions page. */
 export function executionsPage(view: ExecutionsView): Html {
   const { basePath, filters } = view;
-  const query = {
-    status: filters.statuses,
-    definition: filters.definition,
-  };
-  const rows = view.page.items.map((s) =>
-    html`
-      <tr>
-        <td>${executionLink(basePath, s.id)}</td>
-        <td>${s.definition_id}</td>
-        <td>${statusBadge(s.status)}</td>
-        <td>${s.outcome ?? ""}</td>
-        <td class="mono">${s.active_path ?? ""}</td>
-        <td>${s.version}</td>
-        <td>${s.parent_id === null
-          ? html`<span class="muted">root</span>`
-          : executionLink(basePath, s.parent_id)}</td>
-      </tr>
-    `
-  );
+  const query = { status: filters.statuses, definition: filters.definition };
   const filtered = filters.statuses.length > 0 || filters.definition !== null;
+  const cards = view.backlog.map((queue) => backlogCard(basePath, queue, view.now));
+  const options = STATUSES.map((status) =>
+    filters.statuses.includes(status)
+      ? markup`<option selected>${status}</option>`
+      : markup`<option>${status}</option>`
+  );
+  const clear = filtered ? markup` <a href="${href(basePath, [])}">Clear</a>` : null;
+  const rows = view.page.items.map((s) => {
+    const parent = s.parent_id === null
+      ? markup`<span class="muted">root</span>`
+      : executionLink(basePath, s.parent_id);
+    return markup`<tr><td>${executionLink(basePath, s.id)}</td><td>${s.definition_id}</td><td>${
+      statusBadge(s.status)
+    }</td><td>${s.outcome ?? ""}</td><td class="mono">${
+      s.active_path ?? ""
+    }</td><td>${s.version}</td><td>${parent}</td></tr>`;
+  });
+  const empty = view.later
+    ? "No more executions."
+    : filtered
+    ? "No execution matches."
+    : "No executions yet.";
+  const listing = rows.length
+    ? markup`<table><thead><tr><th>Id</th><th>Definition</th><th>Status</th><th>Outcome</th><th>Active path</th><th>Version</th><th>Parent</th></tr></thead>
+<tbody>${rows}</tbody></table>`
+    : markup`<p class="muted">${empty}</p>`;
+  const first = view.later ? markup`<a href="${href(basePath, [], query)}">First page</a>` : null;
+  const next = view.page.nextCursor
+    ? markup`<a rel="next" href="${
+      href(basePath, [], { ...query, cursor: view.page.nextCursor })
+    }">Next page</a>`
+    : null;
   return page(
     { basePath, title: "Executions", notice: view.notice },
-    html`
-      <section aria-labelledby="backlog">
-        <h2 id="backlog">Relay backlog</h2>
-        <div class="cards">${view.backlog.map((queue) =>
-          backlogCard(basePath, queue, view.now)
-        )}</div>
-      </section>
-      <section aria-labelledby="list"><h2 id="list">Executions</h2>
-      <form class="filters" method="get" action="${href(basePath, [])}">
-      <label>Status <select name="status"><option value="">any</option>${STATUSES.map((status) =>
-        html`<option${
-          filters.statuses.includes(status)
-            ? html`
-              selected
-            `
-            : null
-        }>${status}</option>`
-      )}</select></label>
-      <label>Definition <input name="definition" value="${filters.definition ??
-        ""}" maxlength="1024"></label>
-      <button type="submit">Filter</button>${filtered
-        ? html`
-          <a href="${href(basePath, [])}">Clear</a>
-        `
-        : null}</form>
-      ${rows.length
-        ? html`
-          <table>
-            <thead>
-              <tr>
-                <th>Id</th>
-                <th>Definition</th>
-                <th>Status</th>
-                <th>Outcome</th>
-                <th>Active path</th>
-                <th>Version</th>
-                <th>Parent</th>
-              </tr>
-            </thead>
-            <tbody>${rows}</tbody>
-          </table>
-        `
-        : html`<p class="muted">${
-          view.later
-            ? "No more executions."
-            : filtered
-            ? "No execution matches."
-            : "No executions yet."
-        }</p>`}
-      <p class="pager">${view.later
-        ? html`<a href="${href(basePath, [], query)}">First page</a>`
-        : null}${view.page.nextCursor
-        ? html`<a rel="next" href="${
-          href(basePath, [], { ...query, cursor: view.page.nextCursor })
-        }">Next page</a>`
-        : null}</p>
-      <p class="muted">In the store's listing order, not by time.</p></section>
-    `,
+    markup`<section aria-labelledby="backlog"><h2 id="backlog">Relay backlog</h2>
+<div class="cards">${cards}</div></section>
+<section aria-labelledby="list"><h2 id="list">Executions</h2>
+<form class="filters" method="get" action="${href(basePath, [])}">
+<label>Status <select name="status"><option value="">any</option>${options}</select></label>
+<label>Definition <input name="definition" value="${
+      filters.definition ?? ""
+    }" maxlength="1024"></label>
+<button type="submit">Filter</button>${clear}</form>
+${listing}
+<p class="pager">${first}${next}</p>
+<p class="muted">In the store's listing order, not by time.</p></section>`,
   );
 }
 
 function backlogCard(basePath: string, queue: QueueBacklog, now: number): Html {
-  const dead = queue.dead.n > 0;
-  return html`
-    <div class="card">
-      <h3>${capitalized(kindLabel(queue.kind))}</h3>
-      <dl>
-        <dt>ready to deliver</dt>
-        <dd>${formatCount(queue.ready)}</dd>
-        <dt>dead letters</dt>
-        <dd>${dead
-          ? html`<a class="dead" href="${href(basePath, ["dead-letters", queue.kind])}">${
-            formatCount(queue.dead)
-          }</a>`
-          : "0"}</dd>
-        <dt>${queue.kind === "timers" ? "oldest due for" : "oldest waiting for"}</dt>
-        <dd>${queue.oldestAt === null ? "—" : formatAge(now - queue.oldestAt)}</dd>
-      </dl>
-    </div>
-  `;
-}
-
-function capitalized(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
+  const dead = queue.dead.n > 0
+    ? markup`<a class="dead" href="${href(basePath, ["dead-letters", queue.kind])}">${
+      formatCount(queue.dead)
+    }</a>`
+    : "0";
+  const oldest = queue.kind === "timers" ? "oldest due for" : "oldest waiting for";
+  const age = queue.oldestAt === null ? "—" : formatAge(now - queue.oldestAt);
+  const name = kindLabel(queue.kind);
+  return markup`<div class="card"><h3>${name.charAt(0).toUpperCase()}${name.slice(1)}</h3><dl>
+<dt>ready to deliver</dt><dd>${formatCount(queue.ready)}</dd>
+<dt>dead letters</dt><dd>${dead}</dd>
+<dt>${oldest}</dt><dd>${age}</dd></dl></div>`;
 }

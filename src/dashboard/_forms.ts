@@ -1,6 +1,6 @@
 // The dashboard's POST forms, rendered: each carries the session's CSRF token and is one
 // button labelled with what it does.
-import { type Html, html } from "./_html.ts";
+import { type Html, markup } from "./_html.ts";
 
 /** One action button. */
 export interface ActionButton {
@@ -20,19 +20,10 @@ export interface ActionButton {
 
 /** A `<form method="post">` with the token, the fields as hidden inputs, and one button. */
 export function actionForm(button: ActionButton): Html {
-  return html`
-    <form class="inline" method="post"
-      action="${button.action}"><input type="hidden" name="csrf" value="${button.csrf}">${Object
-        .entries(button.fields).map(([name, value]) =>
-          html`<input type="hidden" name="${name}" value="${value}">`
-        )}<button type="submit"${button.danger
-        ? html`
-          class="danger"
-        `
-        : null}${button.title
-        ? html`
-          title="${button.title}"
-        `
-        : null}>${button.label}</button></form>
-  `;
+  const fields = Object.entries(button.fields).map(([name, value]) =>
+    markup`<input type="hidden" name="${name}" value="${value}">`
+  );
+  const danger = button.danger ? markup` class="danger"` : null;
+  const title = button.title ? markup` title="${button.title}"` : null;
+  return markup`<form class="inline" method="post" action="${button.action}"><input type="hidden" name="csrf" value="${button.csrf}">${fields}<button type="submit"${danger}${title}>${button.label}</button></form>`;
 }

@@ -5,7 +5,7 @@
 export class Html {
   readonly #text: string;
 
-  /** Only `html` (and the constants of this module) make one. */
+  /** Only `markup` (and `trusted`) make one. */
   private constructor(text: string) {
     this.#text = text;
   }
@@ -49,16 +49,17 @@ function render(value: Fragment): string {
   if (typeof value === "number") return escapeHtml(String(value));
   if (typeof value !== "string") {
     // A boolean `true` or an object is a bug in a template, never data to print.
-    throw new TypeError(`html: cannot insert ${typeof value}`);
+    throw new TypeError(`markup: cannot insert ${typeof value}`);
   }
   return escapeHtml(value);
 }
 
 /**
  * Markup from a template: the literal parts as written, every inserted value escaped (arrays
- * joined, `null`, `undefined` and `false` left out), `Html` values as they are.
+ * joined, `null`, `undefined` and `false` left out), `Html` values as they are. (Named `markup`,
+ * not `html`: `deno fmt` reformats templates tagged `html`, which would change the pages.)
  */
-export function html(strings: TemplateStringsArray, ...values: Fragment[]): Html {
+export function markup(strings: TemplateStringsArray, ...values: Fragment[]): Html {
   let text = strings[0]!;
   for (let i = 0; i < values.length; i++) text += render(values[i]!) + strings[i + 1]!;
   return Html.trusted(text);

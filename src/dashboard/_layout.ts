@@ -1,6 +1,6 @@
 // The frame every page shares (head, stylesheet, navigation) and the small formatting rules
 // the pages use: links under the base path, times, ages, status badges, counts capped at N.
-import { type Fragment, Html, html } from "./_html.ts";
+import { type Fragment, Html, markup } from "./_html.ts";
 import { STYLESHEET } from "./_style.ts";
 import type { RelayKind } from "../core/types.ts";
 
@@ -20,35 +20,34 @@ export interface Frame {
 /** A whole page: doctype, head with the stylesheet, navigation, title and content. */
 export function page(frame: Frame, body: Fragment): Html {
   const base = frame.basePath;
-  return html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="same-origin">
-        <title>${frame.title} · harel dashboard</title>
-        <style>${Html.trusted(STYLESHEET)}</style>
-      </head>
-      <body>
-        <header><strong>harel</strong><nav><a href="${href(base, [])}">Executions</a>${KINDS.map((
-          kind,
-        ) =>
-          html`<a href="${href(base, ["dead-letters", kind])}">Dead ${kindLabel(kind)}</a>`
-        )}</nav></header>
-        <main>
-    <h1>${frame.title}</h1>
-    ${frame.notice ? html`<p class="notice" role="status">${frame.notice}</p>` : null}
-    ${body}
-        </main>
-      </body>
-    </html>
-  `;
+  const nav = KINDS.map((kind) =>
+    markup`<a href="${href(base, ["dead-letters", kind])}">Dead ${kindLabel(kind)}</a>`
+  );
+  const notice = frame.notice ? markup`<p class="notice" role="status">${frame.notice}</p>` : null;
+  return markup`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${frame.title} · harel dashboard</title>
+<style>${Html.trusted(STYLESHEET)}</style>
+</head>
+<body>
+<header><strong>harel</strong><nav><a href="${href(base, [])}">Executions</a>${nav}</nav></header>
+<main>
+<h1>${frame.title}</h1>
+${notice}
+${body}
+</main>
+</body>
+</html>
+`;
 }
 
 /**
  * A link inside the dashboard: the base path, each segment percent-encoded (an id holding `/`
- * or `..` stays one segment), then the query. The result still goes through `html`'s escaping.
+ * or `..` stays one segment), then the query. The result still goes through `markup`'s escaping.
  */
 export function href(
   basePath: string,
@@ -111,10 +110,10 @@ const STATUS_CLASSES: Record<string, string> = {
 export function statusBadge(status: unknown): Html {
   const text = typeof status === "string" ? status : JSON.stringify(status) ?? "?";
   const known = Object.hasOwn(STATUS_CLASSES, text) ? STATUS_CLASSES[text] : undefined;
-  return html`<span class="${["status", known ? ` ${known}` : ""].join("")}">${text}</span>`;
+  return markup`<span class="${known ? `status ${known}` : "status"}">${text}</span>`;
 }
 
 /** An execution id as a link to its page. */
 export function executionLink(basePath: string, id: string): Html {
-  return html`<a class="mono" href="${href(basePath, ["executions", id])}">${id}</a>`;
+  return markup`<a class="mono" href="${href(basePath, ["executions", id])}">${id}</a>`;
 }
