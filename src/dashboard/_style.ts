@@ -52,7 +52,6 @@ input, select, button { font: inherit; padding: .25rem .5rem; border: 1px solid 
 button { cursor: pointer; background: var(--panel); }
 button.danger { color: var(--bad); border-color: var(--bad); }
 .notice { border: 1px solid var(--good); border-radius: 6px; padding: .5rem .75rem; margin: .5rem 0 1rem; }
-.error { border-color: var(--bad); }
 .pager { margin: .75rem 0; display: flex; gap: 1rem; }
 ol.timeline { list-style: none; margin: .5rem 0; padding: 0 0 0 1rem; border-left: 2px solid var(--line); }
 ol.timeline li { position: relative; margin: 0 0 .75rem; padding-left: .75rem; }
