@@ -84,7 +84,7 @@ export function deadLettersPage(view: DeadLettersView): Html {
     : null;
   const actionsHead = csrf === null ? null : markup`<th>Actions</th>`;
   const listing = rows.length
-    ? markup`<table><thead><tr><th>Key</th><th>Target</th><th>What</th><th>Attempts</th><th>Dead since</th><th>Last error</th>${actionsHead}</tr></thead>
+    ? markup`<table class="letters"><thead><tr><th>Key</th><th>Target</th><th>What</th><th>Attempts</th><th>Dead since</th><th>Last error</th>${actionsHead}</tr></thead>
 <tbody>${rows}</tbody></table>`
     : markup`<p class="muted">No dead ${kindLabel(kind)}.</p>`;
   const more = view.more
