@@ -4,6 +4,9 @@ import { executionLink, href, page, statusBadge } from "./_layout.ts";
 import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
 
+/** The most trace steps a page shows (the newest): a ring kept whole (`traceMax: 0`) can be long. */
+export const TRACE_SHOWN = 500;
+
 /** What the execution page shows. */
 export interface ExecutionView {
   /** Where the dashboard is mounted. */
@@ -49,8 +52,12 @@ export function executionPage(view: ExecutionView): Html {
     })
   }</div>`;
   const steps = view.trace.length === 1 ? "1 step" : `${view.trace.length} steps`;
+  const shownSteps = view.trace.slice(-TRACE_SHOWN);
+  const cut = view.trace.length > TRACE_SHOWN
+    ? markup`<p class="muted">The last ${TRACE_SHOWN} steps of ${view.trace.length}.</p>`
+    : null;
   const timeline = view.trace.length
-    ? markup`<ol class="timeline">${view.trace.map(traceStep)}</ol>`
+    ? markup`${cut}<ol class="timeline">${shownSteps.map(traceStep)}</ol>`
     : markup`<p class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>`;
   return page(
     { basePath, title: `Execution ${exe.id}`, notice: view.notice },

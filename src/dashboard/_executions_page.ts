@@ -84,13 +84,20 @@ ${listing}
   );
 }
 
+/** What each queue's age measures (see `backlog`): the relay's lag, as far as the reads tell. */
+const OLDEST: Record<QueueBacklog["kind"], string> = {
+  outbox: "oldest ready entry",
+  spawns: "oldest pending spawn",
+  timers: "oldest due timer",
+};
+
 function backlogCard(basePath: string, queue: QueueBacklog, now: number): Html {
   const dead = queue.dead.n > 0
     ? markup`<a class="dead" href="${href(basePath, ["dead-letters", queue.kind])}">${
       formatCount(queue.dead)
     }</a>`
     : "0";
-  const oldest = queue.kind === "timers" ? "oldest due for" : "oldest waiting for";
+  const oldest = OLDEST[queue.kind];
   const age = queue.oldestAt === null ? "—" : formatAge(now - queue.oldestAt);
   const name = kindLabel(queue.kind);
   return markup`<div class="card"><h3>${name.charAt(0).toUpperCase()}${name.slice(1)}</h3><dl>

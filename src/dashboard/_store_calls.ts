@@ -29,7 +29,10 @@ export interface QueueBacklog {
   ready: CappedCount;
   /** Dead letters. */
   dead: CappedCount;
-  /** When the oldest item still waiting to be delivered was written (timers: due), in epoch seconds. */
+  /**
+   * In epoch seconds: when the oldest ready outbox entry's event was made, the oldest pending
+   * (not dead) spawn was written, the earliest due timer was due; null when none says.
+   */
   oldestAt: number | null;
 }
 

@@ -158,7 +158,7 @@ Deno.test("the backlog summary shows capped counts as N+, links dead letters, an
   assert.match(page, /ready to deliver<\/dt><dd>100\+<\/dd>/);
   assert.match(page, /<a class="dead" href="\/dead-letters\/outbox">3<\/a>/);
   assert.match(page, /<a class="dead" href="\/dead-letters\/timers">100\+<\/a>/);
-  assert.match(page, /oldest waiting for<\/dt><dd>10 min<\/dd>/);
+  assert.match(page, /oldest ready entry<\/dt><dd>10 min<\/dd>/);
   assert.match(page, /No executions yet\./);
 });
 
@@ -205,6 +205,21 @@ Deno.test("the execution page escapes the document and every trace step", () => 
   assertNoScriptOrInlineStyle(page);
   assert.ok(page.includes(ESCAPED));
   assert.ok(page.includes("&lt;script&gt;alert(\\&quot;pwned\\&quot;)"), "inside the JSON too");
+});
+
+Deno.test("a long trace shows its newest steps, and says how many there are", () => {
+  const trace = Array.from({ length: 700 }, (_, index) => ({ index, event: `e${index}` }));
+  const page = executionPage({
+    basePath: "",
+    execution: newExecution({ id: "e1", definition_id: "d" }),
+    trace,
+    csrf: null,
+  }).toString();
+  assert.match(page, /Trace \(700 steps, oldest first\)/);
+  assert.match(page, /The last 500 steps of 700\./);
+  const shown = [...page.matchAll(/<span class="step">e(\d+)<\/span>/g)].map((m) => Number(m[1]));
+  assert.equal(shown.length, 500);
+  assert.deepEqual([shown[0], shown.at(-1)], [200, 699]);
 });
 
 Deno.test("with actions, the execution page has one Delete form carrying the token", () => {
