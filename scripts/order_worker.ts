@@ -4,6 +4,8 @@
 //   POST /executions/:id/events       {"id"?: "...", "kind": "...", "data"?: {}}   deliver an event
 //   GET  /executions?limit&cursor&status                                  list, with cursors
 //   GET  /executions/:id                                                  the document and its trace
+//   GET  /dashboard/                  the operator dashboard (@harel/dynamodb/dashboard), behind
+//                                     HAREL_DASHBOARD_TOKEN: any user name, the token as password
 //
 // The package's relay (relayOutbox) and sweeper (sweepTimers) run in the background: on
 // Deno.cron where the runtime has it (Deno Deploy; locally with --unstable-cron), and on an
@@ -24,6 +26,7 @@ import {
   sweepTimers,
 } from "../mod.ts";
 import type { CommitChanges } from "../mod.ts";
+import { authorizeToken, dashboard } from "../src/dashboard.ts";
 
 /** Options of the order worker. */
 export interface OrderWorkerOptions {
@@ -31,6 +34,11 @@ export interface OrderWorkerOptions {
   paymentTimeoutSeconds?: number;
   /** How often the relay and the timer sweep run, in ms. */
   tickMs?: number;
+  /**
+   * Mounts the operator dashboard at /dashboard behind this token (a bearer token, or the
+   * password of Basic auth with any user name), with its actions on. Absent: no dashboard.
+   */
+  dashboardToken?: string;
 }
 
 interface Transition {
@@ -76,7 +84,14 @@ const json = (body: unknown, status = 200) => Response.json(body, { status });
 
 /** The worker: an HTTP handler, plus the relay and timer sweep it runs in the background. */
 export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOptions = {}) {
-  const { paymentTimeoutSeconds = 30, tickMs = 1000 } = options;
+  const { paymentTimeoutSeconds = 30, tickMs = 1000, dashboardToken } = options;
+  const ops = dashboardToken === undefined ? null : dashboard(store, {
+    authorize: authorizeToken(dashboardToken),
+    challenge: 'Basic realm="harel dashboard", charset="UTF-8"',
+    basePath: "/dashboard",
+    actions: true,
+    secret: dashboardToken, // one CSRF key for every isolate that serves it
+  });
   /** Events the relay sent out to other services (null targets), for a look from outside. */
   const delivered: Event[] = [];
 
@@ -132,6 +147,9 @@ export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOpt
 
   async function handler(request: Request): Promise<Response> {
     const url = new URL(request.url);
+    if (ops && (url.pathname === "/dashboard" || url.pathname.startsWith("/dashboard/"))) {
+      return await ops(request);
+    }
     const parts = url.pathname.split("/").filter(Boolean);
     try {
       if (parts[0] !== "executions" || parts.length > 3) return json({ error: "not found" }, 404);
@@ -239,7 +257,12 @@ if (import.meta.main) {
     prefix: Deno.env.get("HAREL_PREFIX") ?? "harel",
     ensureTables: Deno.env.get("DENO_DEPLOYMENT_ID") === undefined,
   });
-  const worker = createOrderWorker(store, { paymentTimeoutSeconds: 30 });
+  // The dashboard's token: from the environment; locally, a fresh one when none is set (printed
+  // below); on Deno Deploy, none means no dashboard.
+  const deployed = Deno.env.get("DENO_DEPLOYMENT_ID") !== undefined;
+  const given = Deno.env.get("HAREL_DASHBOARD_TOKEN") || undefined;
+  const dashboardToken = given ?? (deployed ? undefined : crypto.randomUUID());
+  const worker = createOrderWorker(store, { paymentTimeoutSeconds: 30, dashboardToken });
   worker.start();
   // Deno Deploy runs the cron; locally it needs --unstable-cron (deno task example passes it).
   const cron = (Deno as unknown as {
@@ -252,4 +275,11 @@ if (import.meta.main) {
   const port = Number(Deno.env.get("PORT") ?? 8787);
   Deno.serve({ port }, worker.handler);
   console.error(`order worker on http://localhost:${port}, DynamoDB at ${endpoint ?? "AWS"}`);
+  console.error(
+    dashboardToken === undefined
+      ? "dashboard off: set HAREL_DASHBOARD_TOKEN to mount it at /dashboard"
+      : `dashboard on http://localhost:${port}/dashboard/ (any user name; password: ${
+        given ? "$HAREL_DASHBOARD_TOKEN" : `${dashboardToken}, or set HAREL_DASHBOARD_TOKEN`
+      })`,
+  );
 }

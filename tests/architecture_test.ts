@@ -65,6 +65,14 @@ Deno.test("core/ and the memory twins never reach dynamo/ or the AWS SDK at run 
   assertEquals(reached, []);
 });
 
+Deno.test("the dashboard never reaches dynamo/ or the AWS SDK at run time", () => {
+  const reached = [...runtimeReach("src/dashboard.ts")].filter((file) =>
+    file.startsWith("src/dynamo/") || file.startsWith("@aws-sdk/")
+  );
+  assertEquals(reached, []);
+  assertEquals(runtimeReach("src/dashboard.ts").has("src/dashboard/_store_calls.ts"), true);
+});
+
 Deno.test("no module of src/ imports itself back through a chain of imports", () => {
   const cycles: string[] = [];
   const done = new Set<string>();

@@ -1,0 +1,205 @@
+// The actions a POST may ask for: read from the route and the form, checked as strictly as the
+// store checks them, run through the store calls, and reported back to the page they return to
+// with a fixed notice code (so no text of the request ever reaches the page as a message).
+import { checkKey, checkTime, LIMITS } from "../core/_validate.ts";
+import type { RelayKey, RelayKind } from "../core/types.ts";
+import { href, itemLabel, kindLabel } from "./_layout.ts";
+import { keyFields, keyText } from "./_dead_letters_page.ts";
+import { BULK_CAP, deleteOne, dropOne, onEveryDeadLetter, retryOne } from "./_store_calls.ts";
+import type { ExecutionStore } from "../core/types.ts";
+
+/** What a POST asks for. */
+export type Action =
+  | { do: "retry" | "drop"; kind: RelayKind; key: RelayKey<RelayKind> }
+  | { do: "retry-all" | "drop-all"; kind: RelayKind; target: string | null }
+  | { do: "delete"; id: string };
+
+/** The operations of the dead-letter routes. */
+export const DEAD_LETTER_OPS = ["retry", "drop", "retry-all", "drop-all"] as const;
+
+/** A number as `String(number)` writes it (what the pages put in their forms). */
+const NUMBER = /^-?[0-9]{1,21}(\.[0-9]{1,21})?(e[+-]?[0-9]{1,3})?$/;
+
+/** A form field or route part the action cannot use: answered 400. */
+export class BadAction extends Error {
+  /** Always `"BadAction"`. */
+  override name = "BadAction";
+}
+
+/** One value of a form field: exactly one, or a BadAction. */
+function one(form: URLSearchParams, name: string): string {
+  const values = form.getAll(name);
+  if (values.length !== 1) throw new BadAction(`the form needs exactly one ${name}`);
+  return values[0]!;
+}
+
+/** A key string as the store takes it (non-empty, well-formed, within DynamoDB's limit). */
+function key(field: string, value: string, maxBytes: number): string {
+  try {
+    return checkKey(field, value, maxBytes);
+  } catch {
+    throw new BadAction(`the form's ${field} is not a valid key`);
+  }
+}
+
+/** The action of a dead-letter route and its form. */
+export function deadLetterAction(
+  kind: RelayKind,
+  op: typeof DEAD_LETTER_OPS[number],
+  form: URLSearchParams,
+): Action {
+  if (op === "retry-all" || op === "drop-all") {
+    const targets = form.getAll("target");
+    if (targets.length > 1) throw new BadAction("the form has more than one target");
+    if (targets.length === 1 && kind !== "outbox") {
+      throw new BadAction("only outbox entries are retried or dropped by target");
+    }
+    const target = targets.length ? key("target", targets[0]!, LIMITS.partitionKeyBytes) : null;
+    return { do: op, kind, target };
+  }
+  if (kind !== "timers") {
+    // Any finite number: another writer's row is retried or dropped by its own key.
+    const text = one(form, "seq");
+    const seq = Number(text);
+    if (!NUMBER.test(text) || !Number.isFinite(seq)) {
+      throw new BadAction("the form's seq is not a number");
+    }
+    return { do: op, kind, key: seq };
+  }
+  const executionId = key("execution_id", one(form, "execution_id"), LIMITS.partitionKeyBytes);
+  const path = key("path", one(form, "path"), LIMITS.sortKeyBytes);
+  const fireAtText = one(form, "fire_at");
+  const fireAt = Number(fireAtText);
+  try {
+    if (!NUMBER.test(fireAtText)) throw new RangeError("not a number");
+    checkTime("fire_at", fireAt);
+  } catch {
+    throw new BadAction("the form's fire_at is not a time in epoch seconds");
+  }
+  return { do: op, kind, key: { executionId, path, fireAt } };
+}
+
+/** The action of an execution's delete route. */
+export function deleteAction(id: string): Action {
+  return { do: "delete", id: key("id", id, LIMITS.partitionKeyBytes) };
+}
+
+/** Whether an action destroys something, and so needs a confirmation first. */
+export function destructive(action: Action): boolean {
+  return action.do === "drop" || action.do === "drop-all" || action.do === "delete";
+}
+
+/** What the confirmation page of a destructive action says and re-posts. */
+export function confirmation(basePath: string, action: Action): {
+  title: string;
+  question: string;
+  label: string;
+  path: string;
+  fields: Record<string, string>;
+  back: string;
+} {
+  if (action.do === "delete") {
+    return {
+      title: "Delete this execution?",
+      question: `Delete execution ${action.id} with its timers, trace steps and dedupe marks ` +
+        "(its outbox entries and spawns stay)?",
+      label: "Delete",
+      path: href(basePath, ["executions", action.id, "delete"]),
+      fields: {},
+      back: href(basePath, ["executions", action.id]),
+    };
+  }
+  const back = href(basePath, ["dead-letters", action.kind]);
+  if (action.do === "drop-all") {
+    return {
+      title: `Drop all dead ${kindLabel(action.kind)}?`,
+      question: action.target === null
+        ? `Drop every dead ${itemLabel(action.kind)} (the ${BULK_CAP} lowest at most)?`
+        : `Drop every dead outbox entry for target ${action.target} (among the ${BULK_CAP} lowest)?`,
+      label: "Drop all",
+      path: href(basePath, ["dead-letters", action.kind, "drop-all"]),
+      fields: action.target === null ? {} : { target: action.target },
+      back,
+    };
+  }
+  if (action.do !== "drop") throw new TypeError(`${action.do} needs no confirmation`);
+  return {
+    title: "Drop this dead letter?",
+    question: `Drop the dead ${itemLabel(action.kind)} ${
+      keyText(action.kind, action.key)
+    } for good?`,
+    label: "Drop",
+    path: href(basePath, ["dead-letters", action.kind, "drop"]),
+    fields: keyFields(action.kind, action.key),
+    back,
+  };
+}
+
+/** Runs an action; the answer is where to send the browser, with the outcome's notice code. */
+export async function runAction(
+  store: ExecutionStore,
+  basePath: string,
+  action: Action,
+): Promise<string> {
+  switch (action.do) {
+    case "delete": {
+      const deleted = await deleteOne(store, action.id);
+      return href(basePath, [], { done: deleted ? "deleted" : "no-execution" });
+    }
+    case "retry":
+    case "drop": {
+      const done = action.do === "retry"
+        ? await retryOne(store, action.kind, action.key)
+        : await dropOne(store, action.kind, action.key);
+      return href(basePath, ["dead-letters", action.kind], {
+        done: done ? (action.do === "retry" ? "retried" : "dropped") : "gone",
+      });
+    }
+    case "retry-all":
+    case "drop-all": {
+      const outcome = await onEveryDeadLetter(
+        store,
+        action.kind,
+        action.do === "retry-all" ? "retry" : "drop",
+        action.target ?? undefined,
+      );
+      return href(basePath, ["dead-letters", action.kind], {
+        done: action.do === "retry-all" ? "retried-all" : "dropped-all",
+        n: String(outcome.done),
+        ...(outcome.more ? { more: "1" } : {}),
+      });
+    }
+  }
+}
+
+/** The query parameters a page takes to show an action's outcome. */
+export const NOTICE_PARAMS = ["done", "n", "more"] as const;
+
+/** The notice of an outcome code (from `runAction`'s redirect), or null for none or unknown. */
+export function noticeOf(query: URLSearchParams): string | null {
+  const done = query.get("done");
+  const n = query.get("n") ?? "";
+  const count = /^[0-9]{1,7}$/.test(n) ? Number(n) : null;
+  const more = query.get("more") === "1"
+    ? ` The ${BULK_CAP} lowest were looked at; there may be more: press it again.`
+    : "";
+  const letters = (k: number) => `${k} dead ${k === 1 ? "letter" : "letters"}`;
+  switch (done) {
+    case "retried":
+      return "Retried: the dead letter is due again, and the next relay pass takes it up.";
+    case "dropped":
+      return "Dropped: the dead letter is gone.";
+    case "gone":
+      return "Nothing done: that dead letter is no longer there (retried, dropped or delivered meanwhile).";
+    case "retried-all":
+      return count === null ? null : `Retried ${letters(count)}.${more}`;
+    case "dropped-all":
+      return count === null ? null : `Dropped ${letters(count)}.${more}`;
+    case "deleted":
+      return "Deleted the execution with its timers, trace steps and dedupe marks.";
+    case "no-execution":
+      return "Nothing deleted: there was no such execution.";
+    default:
+      return null;
+  }
+}

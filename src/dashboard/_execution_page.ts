@@ -1,0 +1,88 @@
+// One execution: its facts, its trace as a timeline (oldest step first), and its document.
+import { type Html, markup } from "./_html.ts";
+import { executionLink, href, page, statusBadge } from "./_layout.ts";
+import { actionForm } from "./_forms.ts";
+import type { Execution } from "../core/documents.ts";
+
+/** The most trace steps a page shows (the newest): a ring kept whole (`traceMax: 0`) can be long. */
+export const TRACE_SHOWN = 500;
+
+/** What the execution page shows. */
+export interface ExecutionView {
+  /** Where the dashboard is mounted. */
+  basePath: string;
+  /** The execution, as stored. */
+  execution: Execution;
+  /** Its trace, oldest step first. */
+  trace: Record<string, unknown>[];
+  /** The session's CSRF token when actions are on, else null (no buttons). */
+  csrf: string | null;
+  /** An action's outcome, or none. */
+  notice?: string | null;
+}
+
+/** The execution page. */
+export function executionPage(view: ExecutionView): Html {
+  const { basePath, execution: exe } = view;
+  const text = (value: unknown) => value === null || value === undefined ? null : String(value);
+  const link = (id: unknown) => typeof id === "string" ? executionLink(basePath, id) : null;
+  const facts: [string, Html | string | null][] = [
+    ["Definition", text(exe.definition_id)],
+    ["Status", statusBadge(exe.status)],
+    ["Outcome", text(exe.outcome)],
+    ["Error", text(exe.error)],
+    ["Active path", text(exe.active_path)],
+    ["Root path", text(exe.root_path)],
+    ["Version", text(exe.version)],
+    ["Events processed", text(exe.processed_events)],
+    ["Priority", text(exe.priority)],
+    ["Parent", link(exe.parent_id)],
+    ["Child", link(exe.child_id)],
+  ];
+  const shown = facts.filter(([, value]) => value !== null && value !== "")
+    .map(([name, value]) => markup`<dt>${name}</dt><dd>${value}</dd>`);
+  const actions = view.csrf === null ? null : markup`<div class="actions">${
+    actionForm({
+      action: href(basePath, ["executions", exe.id, "delete"]),
+      label: "Delete",
+      fields: {},
+      csrf: view.csrf,
+      danger: true,
+      title: "Delete this execution with its timers, trace and dedupe marks",
+    })
+  }</div>`;
+  const steps = view.trace.length === 1 ? "1 step" : `${view.trace.length} steps`;
+  const shownSteps = view.trace.slice(-TRACE_SHOWN);
+  const cut = view.trace.length > TRACE_SHOWN
+    ? markup`<p class="muted">The last ${TRACE_SHOWN} steps of ${view.trace.length}.</p>`
+    : null;
+  const timeline = view.trace.length
+    ? markup`${cut}<ol class="timeline">${shownSteps.map(traceStep)}</ol>`
+    : markup`<p class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>`;
+  return page(
+    { basePath, title: `Execution ${exe.id}`, notice: view.notice },
+    markup`<dl class="facts">${shown}</dl>
+${actions}
+<section aria-labelledby="trace"><h2 id="trace">Trace (${steps}, oldest first)</h2>
+${timeline}</section>
+<section aria-labelledby="document"><h2 id="document">Document</h2>
+<pre>${JSON.stringify(exe, null, 2)}</pre></section>`,
+  );
+}
+
+/** One step of the timeline: its index, its event and transition, and the step in full. */
+function traceStep(step: Record<string, unknown>): Html {
+  const shown = (value: unknown) =>
+    typeof value === "string" || typeof value === "number" ? String(value) : null;
+  const event = shown(step.event) ?? shown(step.kind) ?? "step";
+  const from = shown(step.from);
+  const to = shown(step.to);
+  const move = from !== null || to !== null
+    ? markup` <span class="mono">${from ?? "…"} → ${to ?? "…"}</span>`
+    : null;
+  return markup`<li><span class="muted">#${
+    shown(step.index) ?? "?"
+  }</span> <span class="step">${event}</span>${move}<details><summary>the step as stored</summary><pre>${
+    JSON.stringify(step, null, 2)
+  }</pre></details></li>`;
+}

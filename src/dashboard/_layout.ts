@@ -1,0 +1,119 @@
+// The frame every page shares (head, stylesheet, navigation) and the small formatting rules
+// the pages use: links under the base path, times, ages, status badges, counts capped at N.
+import { type Fragment, Html, markup } from "./_html.ts";
+import { STYLESHEET } from "./_style.ts";
+import type { RelayKind } from "../core/types.ts";
+
+/** The three dead-letter queues, in the order the pages show them. */
+export const KINDS: readonly RelayKind[] = ["outbox", "spawns", "timers"];
+
+/** What the frame of a page needs. */
+export interface Frame {
+  /** Where the dashboard is mounted ("" at the root). */
+  basePath: string;
+  /** The page's title (also its `<h1>`). */
+  title: string;
+  /** A one-line message above the content (an action's outcome), or none. */
+  notice?: string | null;
+}
+
+/** A whole page: doctype, head with the stylesheet, navigation, title and content. */
+export function page(frame: Frame, body: Fragment): Html {
+  const base = frame.basePath;
+  const nav = KINDS.map((kind) =>
+    markup`<a href="${href(base, ["dead-letters", kind])}">Dead ${kindLabel(kind)}</a>`
+  );
+  const notice = frame.notice ? markup`<p class="notice" role="status">${frame.notice}</p>` : null;
+  return markup`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${frame.title} · harel dashboard</title>
+<style>${Html.trusted(STYLESHEET)}</style>
+</head>
+<body>
+<header><strong>harel</strong><nav><a href="${href(base, [])}">Executions</a>${nav}</nav></header>
+<main>
+<h1>${frame.title}</h1>
+${notice}
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+/**
+ * A link inside the dashboard: the base path, each segment percent-encoded (an id holding `/`
+ * or `..` stays one segment), then the query. The result still goes through `markup`'s escaping.
+ */
+export function href(
+  basePath: string,
+  segments: string[],
+  query?: Record<string, string | string[] | null | undefined>,
+): string {
+  const path = `${basePath}/${segments.map(encodeURIComponent).join("/")}`;
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query ?? {})) {
+    for (const one of [value ?? []].flat()) params.append(name, one);
+  }
+  const search = params.toString();
+  return search ? `${path}?${search}` : path;
+}
+
+/** A queue's name in a sentence: "outbox entries", "spawns", "timers". */
+export function kindLabel(kind: RelayKind): string {
+  return kind === "outbox" ? "outbox entries" : kind;
+}
+
+/** One item of a queue in a sentence: "outbox entry", "spawn", "timer". */
+export function itemLabel(kind: RelayKind): string {
+  return kind === "outbox" ? "outbox entry" : kind.slice(0, -1);
+}
+
+/** Epoch seconds as a UTC time, "2025-01-31 12:00:05 UTC"; "—" when unknown or not a time. */
+export function formatTime(seconds: number | null | undefined): string {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "—";
+  const date = new Date(seconds * 1000);
+  if (Number.isNaN(date.getTime())) return "—";
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/** A duration in seconds, rounded for a person: "45 s", "12 min", "3 h", "2 d"; "—" when unknown. */
+export function formatAge(seconds: number | null | undefined): string {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "—";
+  const s = Math.max(0, seconds);
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
+  if (s < 36 * 3600) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} d`;
+}
+
+/** A count read with a cap: "12", or "100+" when the read stopped at its cap. */
+export function formatCount(count: { n: number; capped: boolean }): string {
+  return count.capped ? `${count.n}+` : String(count.n);
+}
+
+const STATUS_CLASSES: Record<string, string> = {
+  PENDING: "status-pending",
+  RUNNING: "status-running",
+  DONE: "status-done",
+  CANCELLED: "status-cancelled",
+  SUSPENDED: "status-suspended",
+  CANCELLING: "status-cancelling",
+  FAILED: "status-failed",
+};
+
+/** A status as a badge; a status another writer invented is shown as text, unstyled. */
+export function statusBadge(status: unknown): Html {
+  const text = typeof status === "string" ? status : JSON.stringify(status) ?? "?";
+  const known = Object.hasOwn(STATUS_CLASSES, text) ? STATUS_CLASSES[text] : undefined;
+  return markup`<span class="${known ? `status ${known}` : "status"}">${text}</span>`;
+}
+
+/** An execution id as a link to its page. */
+export function executionLink(basePath: string, id: string): Html {
+  return markup`<a class="mono" href="${href(basePath, ["executions", id])}">${id}</a>`;
+}

@@ -1,0 +1,252 @@
+// The dashboard in a real browser (Debian's Chromium, driven by puppeteer-core) over
+// DynamoDBStore on DynamoDB Local: what an operator clicks, and what a hostile page tries.
+import assert from "node:assert/strict";
+import type { Page } from "puppeteer-core";
+import { authorizeToken, dashboard, type DashboardOptions } from "../../src/dashboard.ts";
+import { type DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
+import { freshStore } from "../_support/env.ts";
+import { launchBrowser } from "../_support/browser.ts";
+
+const TOKEN = "a-token-of-the-operators-0123456789";
+
+/** A dashboard over `store` at http://127.0.0.1:PORT/dashboard, behind Basic auth. */
+function serve(store: DynamoDBStore, options: Partial<DashboardOptions> = {}) {
+  const handler = dashboard(store, {
+    authorize: authorizeToken(TOKEN),
+    challenge: 'Basic realm="harel dashboard"',
+    basePath: "/dashboard",
+    actions: true,
+    ...options,
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handler);
+  return Object.assign(server, { base: `http://127.0.0.1:${server.addr.port}/dashboard` });
+}
+
+/** Clicks a button and waits for the page it leads to; its HTTP status. */
+async function clickAndWait(page: Page, selector: string): Promise<number> {
+  const [response] = await Promise.all([page.waitForNavigation(), page.click(selector)]);
+  return response!.status();
+}
+
+/** The texts of the elements a selector finds. */
+function texts(page: Page, selector: string): Promise<string[]> {
+  return page.$$eval(selector, (nodes) => nodes.map((node) => node.textContent ?? ""));
+}
+
+/** What the page shows, as a person reads it. */
+async function bodyText(page: Page): Promise<string> {
+  return String(await page.evaluate("document.body.innerText"));
+}
+
+/** Two dead outbox entries for one target; their seqs. */
+async function deadLetters(store: DynamoDBStore): Promise<number[]> {
+  const { outbox } = await store.commit(newExecution({ definition_id: "order" }), {
+    emits: [
+      { target: "billing-1", event: newEvent("invoice.requested") },
+      { target: "billing-1", event: newEvent("invoice.requested") },
+    ],
+  });
+  for (const seq of outbox) {
+    await store.recordFailure("outbox", seq, { attempts: 10, retryAt: null, error: "HTTP 503" });
+  }
+  return outbox;
+}
+
+Deno.test("in a browser, an operator pages through the executions and opens one to read its trace", async () => {
+  await using store = await freshStore();
+  const ids = new Set<string>();
+  for (let i = 0; i < 7; i++) {
+    const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "a" });
+    await store.commit(exe, { trace: { event: "start", to: "a" } });
+    exe.active_path = "b";
+    await store.commit(exe, { trace: { event: "paid", from: "a", to: "b" } });
+    ids.add(exe.id);
+  }
+  await using server = serve(store, { pageSize: 3 });
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.authenticate({ username: "ops", password: TOKEN });
+  const first = await page.goto(`${server.base}/`);
+  assert.equal(first!.status(), 200);
+  assert.deepEqual(await texts(page, "h1"), ["Executions"]);
+
+  const seen: string[] = [];
+  for (let pages = 1;; pages++) {
+    seen.push(...await texts(page, "tbody td:first-child a"));
+    if ((await page.$("a[rel=next]")) === null) break;
+    assert.equal(await clickAndWait(page, "a[rel=next]"), 200);
+    assert.ok(pages < 5, "the pages end");
+  }
+  assert.equal(seen.length, 7);
+  assert.deepEqual(new Set(seen), ids);
+
+  await page.goto(`${server.base}/`);
+  const [id] = await texts(page, "tbody td:first-child a");
+  assert.equal(await clickAndWait(page, "tbody td:first-child a"), 200);
+  assert.deepEqual(await texts(page, "h1"), [`Execution ${id}`]);
+  assert.deepEqual(await texts(page, "ol.timeline .step"), ["start", "paid"]);
+  assert.match((await texts(page, "ol.timeline li"))[1]!, /#1 paid a → b/);
+  assert.match((await texts(page, "pre"))[2]!, new RegExp(`"id": "${id}"`));
+});
+
+Deno.test("in a browser, Retry on a dead letter makes it due again, and it is gone from the page", async () => {
+  await using store = await freshStore();
+  const [first, second] = await deadLetters(store);
+  await using server = serve(store);
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.authenticate({ username: "ops", password: TOKEN });
+  await page.goto(`${server.base}/dead-letters/outbox`);
+  assert.deepEqual(await texts(page, "table.letters td:first-child"), [
+    `seq ${first}`,
+    `seq ${second}`,
+  ]);
+
+  const status = await clickAndWait(
+    page,
+    `table.letters tbody tr:first-child form[action$="/retry"] button`,
+  );
+  assert.equal(status, 200, "redirected back to the list");
+  assert.equal(new URL(page.url()).pathname, "/dashboard/dead-letters/outbox");
+  assert.match((await texts(page, ".notice"))[0]!, /^Retried/);
+  assert.deepEqual(await texts(page, "table.letters td:first-child"), [`seq ${second}`]);
+  assert.deepEqual((await store.deadLetters("outbox")).map((letter) => letter.key), [second]);
+  assert.deepEqual((await store.pendingOutbox()).map((entry) => entry.seq), [first]);
+});
+
+Deno.test("in a browser, Drop asks for a confirmation first, and the dead letter is gone once confirmed", async () => {
+  await using store = await freshStore();
+  const [first, second] = await deadLetters(store);
+  await using server = serve(store);
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.authenticate({ username: "ops", password: TOKEN });
+  await page.goto(`${server.base}/dead-letters/outbox`);
+
+  assert.equal(
+    await clickAndWait(page, `table.letters tbody tr:first-child form[action$="/drop"] button`),
+    200,
+  );
+  assert.deepEqual(await texts(page, "h1"), ["Drop this dead letter?"]);
+  assert.equal((await store.deadLetters("outbox")).length, 2, "nothing dropped while asking");
+  assert.equal(await clickAndWait(page, `form[action$="/drop"] button`), 200);
+  assert.match((await texts(page, ".notice"))[0]!, /^Dropped/);
+  assert.deepEqual(await texts(page, "table.letters td:first-child"), [`seq ${second}`]);
+  assert.deepEqual((await store.deadLetters("outbox")).map((letter) => letter.key), [second]);
+  assert.ok(!(await store.pendingOutbox()).some((entry) => entry.seq === first));
+});
+
+Deno.test("a script another writer stored never runs in the browser: it shows as text", async () => {
+  await using store = await freshStore();
+  const script = `<script>window.__harel_pwned = 1; alert("script")</script>`;
+  const image = `<img src="x" onerror="window.__harel_pwned = 2; alert('img')">`;
+  const exe = newExecution({
+    definition_id: script,
+    status: "FAILED",
+    error: image,
+    active_path: script,
+    context: { note: script, photo: image },
+  });
+  await store.commit(exe, {
+    trace: { event: script, from: image, to: script },
+    emits: [{ target: exe.id, event: newEvent(script, { html: image }) }],
+  });
+  const [seq] = (await store.pendingOutbox()).map((entry) => entry.seq);
+  await store.recordFailure("outbox", seq!, { attempts: 1, retryAt: null, error: image });
+  await using server = serve(store);
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  const dialogs: string[] = [];
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  await page.authenticate({ username: "ops", password: TOKEN });
+  for (const path of ["/", `/executions/${exe.id}`, "/dead-letters/outbox"]) {
+    const response = await page.goto(`${server.base}${path}`);
+    assert.equal(response!.status(), 200, path);
+    assert.equal(await page.evaluate("document.scripts.length"), 0, path);
+    assert.equal(await page.$$eval("img", (nodes) => nodes.length), 0, path);
+    assert.equal(
+      await page.evaluate("typeof window.__harel_pwned"),
+      "undefined",
+      path,
+    );
+    const text = await bodyText(page);
+    assert.ok(text.includes(path === "/dead-letters/outbox" ? image : script), path);
+  }
+  assert.deepEqual(dialogs, []);
+});
+
+Deno.test("in a browser, the dashboard answers 401 without credentials and with a wrong token, showing nothing of the store", async () => {
+  await using store = await freshStore();
+  await store.commit(newExecution({ definition_id: "secret-definition" }));
+  // Without a challenge: headless Chromium cannot ask for a password, it would abort the page.
+  await using server = serve(store, { challenge: undefined });
+  await using browser = await launchBrowser();
+  const stranger = await browser.newPage();
+  const response = await stranger.goto(`${server.base}/`);
+  assert.equal(response!.status(), 401);
+  const text = await bodyText(stranger);
+  assert.match(text, /needs you to sign in/);
+  assert.doesNotMatch(text, /secret-definition/);
+
+  const guesser = await browser.newPage();
+  await guesser.setExtraHTTPHeaders({ authorization: "Bearer a-wrong-token-0123456789" });
+  const guessed = await guesser.goto(`${server.base}/`);
+  assert.equal(guessed!.status(), 401);
+  assert.doesNotMatch(await bodyText(guesser), /secret-definition/);
+
+  const operator = await browser.newPage();
+  await operator.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
+  const allowed = await operator.goto(`${server.base}/`);
+  assert.equal(allowed!.status(), 200);
+  assert.match(await bodyText(operator), /secret-definition/);
+});
+
+Deno.test("a POST forged by another site is refused with 403 and changes nothing, even carrying the real token", async (t) => {
+  await using store = await freshStore();
+  const [seq] = await deadLetters(store);
+  await using server = serve(store);
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.authenticate({ username: "ops", password: TOKEN });
+  // The operator's own session: the cookie and the token a real page carries.
+  await page.goto(`${server.base}/dead-letters/outbox`);
+  const token = await page.$eval(
+    `input[name=csrf]`,
+    (input) => (input as unknown as { value: string }).value,
+  );
+  const port = new URL(server.base).port;
+
+  const forged = (csrf: string) =>
+    `<!doctype html><title>prize</title>
+<form method="post" action="http://127.0.0.1:${port}/dashboard/dead-letters/outbox/drop">
+<input name="csrf" value="${csrf}"><input name="seq" value="${seq}"><input name="confirm" value="yes">
+<button>Claim your prize</button></form>`;
+  // On the loopback address; the page is opened as localhost (another site) or 127.0.0.1.
+  const evil = (body: string) =>
+    Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => new Response(body, { headers: { "content-type": "text/html" } }),
+    );
+
+  const cases: [string, string, string][] = [
+    ["another site (localhost), a made-up token", "localhost", "forged-token"],
+    ["another site (localhost), the real token", "localhost", token],
+    ["a same-site neighbour (another port), the real token", "127.0.0.1", token],
+  ];
+  for (const [what, hostname, csrf] of cases) {
+    await t.step(what, async () => {
+      await using attacker = evil(forged(csrf));
+      await page.goto(`http://${hostname}:${attacker.addr.port}/`);
+      assert.equal(await clickAndWait(page, "button"), 403);
+      assert.match(await bodyText(page), /Nothing was done/);
+      assert.deepEqual(
+        (await store.deadLetters("outbox")).map((letter) => letter.key).includes(seq!),
+        true,
+        "still dead, not dropped",
+      );
+    });
+  }
+});

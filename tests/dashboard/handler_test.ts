@@ -1,0 +1,755 @@
+// The dashboard's request handling on the memory twin: authorization, methods, routes, the
+// session and CSRF token, the same-origin rule, the headers, refusals that change nothing, and
+// what a hostile visitor tries. No DynamoDB, no browser (tests/dashboard/browser_test.ts).
+import assert from "node:assert/strict";
+import { authorizeToken, dashboard, type DashboardOptions } from "../../src/dashboard.ts";
+import { MemoryStore, newEvent, newExecution, type Timer } from "../../src/testing.ts";
+
+const ORIGIN = "http://ops.test";
+type Handler = (request: Request) => Promise<Response>;
+
+/** A store with one execution, two dead outbox entries for "billing", one for "crm", a dead timer. */
+async function seeded() {
+  const store = new MemoryStore();
+  const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+  const fireAt = 1_700_000_000.5;
+  const { outbox } = await store.commit(exe, {
+    emits: [
+      { target: "billing", event: newEvent("invoice") },
+      { target: "billing", event: newEvent("invoice") },
+      { target: "crm", event: newEvent("contact") },
+    ],
+    timers: [{ action: "schedule", path: "order.wait", fireAt }],
+  });
+  for (const seq of outbox) {
+    await store.recordFailure("outbox", seq, { attempts: 10, retryAt: null, error: "HTTP 503" });
+  }
+  const timer: Timer = { executionId: exe.id, path: "order.wait", fireAt };
+  await store.recordFailure("timers", timer, { attempts: 10, retryAt: null, error: "down" });
+  return { store, exe, outbox, timer };
+}
+
+function build(store: MemoryStore, options: Partial<DashboardOptions> = {}): Handler {
+  return dashboard(store, { authorize: () => true, actions: true, ...options });
+}
+
+/** A browser's session: the cookie the dashboard set, and the token of its forms. */
+async function openSession(
+  handler: Handler,
+  path = "/dead-letters/outbox",
+): Promise<{ cookie: string; csrf: string }> {
+  const response = await handler(new Request(`${ORIGIN}${path}`));
+  assert.equal(response.status, 200);
+  const cookie = response.headers.get("set-cookie")!.split(";")[0]!;
+  const csrf = (await response.text()).match(/name="csrf" value="([^"]+)"/)![1]!;
+  return { cookie, csrf };
+}
+
+/** A POST as the dashboard's own form sends it, headers overridable (null removes one). */
+function post(
+  handler: Handler,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string | null> = {},
+): Promise<Response> {
+  const all: Record<string, string | null> = {
+    "content-type": "application/x-www-form-urlencoded",
+    origin: ORIGIN,
+    "sec-fetch-site": "same-origin",
+    ...headers,
+  };
+  const sent = new Headers();
+  for (const [name, value] of Object.entries(all)) if (value !== null) sent.set(name, value);
+  return handler(
+    new Request(`${ORIGIN}${path}`, {
+      method: "POST",
+      headers: sent,
+      body: new URLSearchParams(fields).toString(),
+    }),
+  );
+}
+
+async function deadSeqs(store: MemoryStore): Promise<number[]> {
+  return (await store.deadLetters("outbox")).map((letter) => letter.key);
+}
+
+Deno.test("building a dashboard without authorize throws a TypeError that says how to let a local machine in", () => {
+  const store = new MemoryStore();
+  assert.throws(
+    () => dashboard(store, {} as DashboardOptions),
+    (error: Error) => error instanceof TypeError && /authorize: \(\) => true/.test(error.message),
+  );
+  assert.throws(() => dashboard(store, undefined as never), TypeError);
+  assert.throws(() => dashboard(store, { authorize: true as never }), TypeError);
+});
+
+Deno.test("an option the dashboard does not know is refused naming the near miss, and bad values are refused", () => {
+  const store = new MemoryStore();
+  const authorize = () => true;
+  assert.throws(
+    () => dashboard(store, { authorize, basepath: "/x" } as never),
+    /no option "basepath"; did you mean "basePath"\?/,
+  );
+  assert.throws(() => dashboard(store, { authorize, action: true } as never), /"actions"/);
+  for (const basePath of ["dashboard", "/a//b", "/a/../b", "/a b", "/a?x"]) {
+    assert.throws(() => dashboard(store, { authorize, basePath }), TypeError, basePath);
+  }
+  assert.throws(() => dashboard(store, { authorize, pageSize: 0 }), RangeError);
+  assert.throws(() => dashboard(store, { authorize, secret: "short" }), TypeError);
+  assert.throws(() => dashboard(store, { authorize, origin: "https://a.test/path" }), TypeError);
+  assert.throws(
+    () => dashboard(store, { authorize, challenge: "Basic\r\nSet-Cookie: x" }),
+    TypeError,
+  );
+  assert.throws(() => dashboard({} as never, { authorize }), /no listExecutions\(\) method/);
+});
+
+Deno.test("a request authorize refuses is answered 401 with the challenge, and shows nothing of the store", async () => {
+  const { store, exe } = await seeded();
+  const handler = build(store, {
+    authorize: () => false,
+    challenge: 'Basic realm="ops"',
+  });
+  for (const path of ["/", `/executions/${exe.id}`, "/dead-letters/outbox"]) {
+    const response = await handler(new Request(`${ORIGIN}${path}`));
+    assert.equal(response.status, 401, path);
+    assert.equal(response.headers.get("www-authenticate"), 'Basic realm="ops"');
+    assert.equal(response.headers.get("set-cookie"), null, "no session for a stranger");
+    const page = await response.text();
+    assert.match(page, /needs you to sign in/);
+    const body = page.slice(page.indexOf("</style>"));
+    assert.doesNotMatch(body, new RegExp(`${exe.id}|order|billing|HTTP 503`));
+  }
+});
+
+Deno.test("a POST authorize refuses is answered 401 and changes nothing, even with a valid token", async () => {
+  const { store, outbox } = await seeded();
+  let allowed = true;
+  const handler = build(store, { authorize: () => allowed });
+  const { cookie, csrf } = await openSession(handler);
+  allowed = false;
+  const response = await post(handler, "/dead-letters/outbox/retry", {
+    csrf,
+    seq: String(outbox[0]),
+  }, {
+    cookie,
+  });
+  assert.equal(response.status, 401);
+  assert.deepEqual(await deadSeqs(store), outbox);
+});
+
+Deno.test("every response carries the security headers: a CSP with no script, nosniff, no-store, the referrer policy, no framing", async () => {
+  const { store, outbox } = await seeded();
+  let allowed = true;
+  const handler = build(store, { authorize: () => allowed, onError: () => {} });
+  const { cookie, csrf } = await openSession(handler);
+  const responses: [string, Response][] = [
+    ["200", await handler(new Request(`${ORIGIN}/`))],
+    [
+      "303",
+      await post(handler, "/dead-letters/outbox/retry", { csrf, seq: String(outbox[0]) }, {
+        cookie,
+      }),
+    ],
+    ["400", await handler(new Request(`${ORIGIN}/?before=1`))],
+    ["403", await post(handler, "/dead-letters/outbox/retry", { csrf: "x", seq: "1" }, { cookie })],
+    ["404", await handler(new Request(`${ORIGIN}/nowhere`))],
+    ["405", await handler(new Request(`${ORIGIN}/`, { method: "PUT" }))],
+  ];
+  allowed = false;
+  responses.push(["401", await handler(new Request(`${ORIGIN}/`))]);
+  await store.close();
+  allowed = true;
+  responses.push(["500", await handler(new Request(`${ORIGIN}/`))]);
+  for (const [status, response] of responses) {
+    assert.equal(String(response.status), status);
+    const csp = response.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/, status);
+    assert.match(csp, /frame-ancestors 'none'/, status);
+    assert.match(csp, /form-action 'self'/, status);
+    assert.match(csp, /style-src 'sha256-[A-Za-z0-9+/]+=*'(;|$)/, status);
+    assert.doesNotMatch(csp, /script-src|unsafe-inline|unsafe-eval/, status);
+    assert.equal(response.headers.get("x-content-type-options"), "nosniff", status);
+    assert.equal(response.headers.get("cache-control"), "no-store", status);
+    assert.equal(response.headers.get("referrer-policy"), "same-origin", status);
+    assert.equal(response.headers.get("x-frame-options"), "DENY", status);
+    await response.body?.cancel();
+  }
+});
+
+Deno.test("the page's one inline stylesheet is exactly the one the CSP's hash allows", async () => {
+  const response = await build(new MemoryStore())(new Request(`${ORIGIN}/`));
+  const page = await response.text();
+  const styles = [...page.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]!);
+  assert.equal(styles.length, 1);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(styles[0]!));
+  const hash = new Uint8Array(digest).toBase64();
+  assert.match(
+    response.headers.get("content-security-policy")!,
+    new RegExp(`style-src 'sha256-${hash.replace(/[+/]/g, "\\$&")}'`),
+  );
+  assert.equal(response.headers.get("content-type"), "text/html; charset=utf-8");
+});
+
+Deno.test("a store that fails shows a generic page with no message, endpoint or stack, and onError gets the error", async () => {
+  const store = new MemoryStore();
+  const secret = "connect ECONNREFUSED http://10.0.0.7:8000 AKIAEXAMPLEKEY";
+  store.listExecutions = () => Promise.reject(new TypeError(secret));
+  const seen: unknown[] = [];
+  const handler = build(store, { onError: (error) => seen.push(error) });
+  const response = await handler(new Request(`${ORIGIN}/`));
+  assert.equal(response.status, 500);
+  const page = await response.text();
+  assert.match(page, /Something went wrong/);
+  assert.doesNotMatch(page, /ECONNREFUSED|10\.0\.0\.7|AKIA|TypeError|at \w+ \(/);
+  assert.equal((seen[0] as Error).message, secret);
+});
+
+Deno.test("an onError that throws still leaves a generic page, and authorize that throws is a 500", async () => {
+  const handler = build(new MemoryStore(), {
+    authorize: () => {
+      throw new Error("token store down at https://vault.internal");
+    },
+    onError: () => {
+      throw new Error("logger down");
+    },
+  });
+  const response = await handler(new Request(`${ORIGIN}/`));
+  assert.equal(response.status, 500);
+  assert.doesNotMatch(await response.text(), /vault|logger/);
+});
+
+Deno.test("HEAD answers as GET does, without a body", async () => {
+  const { store, exe } = await seeded();
+  const handler = build(store);
+  for (const path of ["/", `/executions/${exe.id}`, "/executions/nobody", "/nowhere"]) {
+    const get = await handler(new Request(`${ORIGIN}${path}`));
+    const head = await handler(new Request(`${ORIGIN}${path}`, { method: "HEAD" }));
+    assert.equal(head.status, get.status, path);
+    assert.equal(head.body, null, path);
+    assert.equal(head.headers.get("content-type"), get.headers.get("content-type"));
+    await get.body?.cancel();
+  }
+});
+
+Deno.test("methods other than GET, HEAD and POST are answered 405 with Allow", async () => {
+  const { store, outbox } = await seeded();
+  for (const method of ["PUT", "DELETE", "PATCH", "OPTIONS"]) {
+    const response = await build(store)(
+      new Request(`${ORIGIN}/dead-letters/outbox/drop`, {
+        method,
+        body: `seq=${outbox[0]}&confirm=yes`,
+      }),
+    );
+    assert.equal(response.status, 405, method);
+    assert.equal(response.headers.get("allow"), "GET, HEAD, POST");
+    await response.body?.cancel();
+  }
+  const readOnly = await dashboard(store, { authorize: () => true })(
+    new Request(`${ORIGIN}/`, { method: "DELETE" }),
+  );
+  assert.equal(readOnly.headers.get("allow"), "GET, HEAD");
+  assert.deepEqual(await deadSeqs(store), outbox);
+});
+
+Deno.test("with actions off (the default) pages have no buttons and no session, and every POST is 405 and changes nothing", async () => {
+  const { store, exe, outbox } = await seeded();
+  const handler = dashboard(store, { authorize: () => true });
+  for (
+    const path of ["/", `/executions/${exe.id}`, "/dead-letters/outbox", "/dead-letters/timers"]
+  ) {
+    const response = await handler(new Request(`${ORIGIN}${path}`));
+    const page = await response.text();
+    assert.doesNotMatch(page, /<form[^>]*method="post"/, path);
+    assert.equal(response.headers.get("set-cookie"), null, path);
+  }
+  for (
+    const path of [
+      "/dead-letters/outbox/retry",
+      "/dead-letters/outbox/drop",
+      `/executions/${exe.id}/delete`,
+    ]
+  ) {
+    const response = await post(handler, path, { seq: String(outbox[0]), confirm: "yes" });
+    assert.equal(response.status, 405, path);
+    await response.body?.cancel();
+  }
+  const unknown = await handler(new Request(`${ORIGIN}/dead-letters/outbox/retry`));
+  assert.equal(unknown.status, 404, "an action's address is no page when actions are off");
+  assert.deepEqual(await deadSeqs(store), outbox);
+  assert.ok(await store.load(exe.id));
+});
+
+Deno.test("a GET that tries to act is answered 405 and changes nothing", async () => {
+  const { store, exe, outbox } = await seeded();
+  const handler = build(store);
+  const { csrf } = await openSession(handler);
+  for (
+    const url of [
+      `/dead-letters/outbox/retry?csrf=${csrf}&seq=${outbox[0]}`,
+      `/dead-letters/outbox/drop?csrf=${csrf}&seq=${outbox[0]}&confirm=yes`,
+      `/dead-letters/outbox/drop-all?csrf=${csrf}&confirm=yes`,
+      `/executions/${exe.id}/delete?csrf=${csrf}&confirm=yes`,
+    ]
+  ) {
+    const response = await handler(new Request(`${ORIGIN}${url}`));
+    assert.equal(response.status, 405, url);
+    assert.equal(response.headers.get("allow"), "POST");
+    await response.body?.cancel();
+  }
+  assert.deepEqual(await deadSeqs(store), outbox);
+  assert.ok(await store.load(exe.id));
+});
+
+Deno.test("a POST from the dashboard's own page with the session's token retries the dead letter and redirects back with a notice", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const response = await post(handler, "/dead-letters/outbox/retry", {
+    csrf,
+    seq: String(outbox[0]),
+  }, {
+    cookie,
+  });
+  assert.equal(response.status, 303);
+  assert.equal(response.headers.get("location"), "/dead-letters/outbox?done=retried");
+  assert.deepEqual(await deadSeqs(store), outbox.slice(1));
+  const back = await handler(
+    new Request(`${ORIGIN}/dead-letters/outbox?done=retried`, { headers: { cookie } }),
+  );
+  assert.match(
+    await back.text(),
+    /<p class="notice" role="status">Retried: the dead letter is due again/,
+  );
+  assert.equal(back.headers.get("set-cookie"), null, "the session goes on");
+
+  const again = await post(
+    handler,
+    "/dead-letters/outbox/retry",
+    { csrf, seq: String(outbox[0]) },
+    {
+      cookie,
+    },
+  );
+  assert.equal(
+    again.headers.get("location"),
+    "/dead-letters/outbox?done=gone",
+    "it is no longer dead",
+  );
+});
+
+Deno.test("a POST without the session cookie, without a token, with a made-up token or another session's is 403 and changes nothing", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store);
+  const mine = await openSession(handler);
+  const theirs = await openSession(handler);
+  assert.notEqual(mine.cookie, theirs.cookie);
+  const seq = String(outbox[0]);
+  const attempts: [string, Record<string, string>, Record<string, string | null>][] = [
+    ["no cookie", { csrf: mine.csrf, seq }, {}],
+    ["no token", { seq }, { cookie: mine.cookie }],
+    ["a made-up token", { csrf: "A".repeat(43), seq }, { cookie: mine.cookie }],
+    ["an empty token", { csrf: "", seq }, { cookie: mine.cookie }],
+    ["another session's token", { csrf: theirs.csrf, seq }, { cookie: mine.cookie }],
+    ["a made-up cookie", { csrf: mine.csrf, seq }, {
+      cookie: `harel_dashboard_session=${"B".repeat(43)}`,
+    }],
+  ];
+  for (const [what, fields, headers] of attempts) {
+    const response = await post(handler, "/dead-letters/outbox/retry", fields, headers);
+    assert.equal(response.status, 403, what);
+    assert.match(await response.text(), /Nothing was done/, what);
+  }
+  const twice = new URLSearchParams([["csrf", mine.csrf], ["csrf", mine.csrf], ["seq", seq]]);
+  const response = await handler(
+    new Request(`${ORIGIN}/dead-letters/outbox/retry`, {
+      method: "POST",
+      headers: { origin: ORIGIN, "sec-fetch-site": "same-origin", cookie: mine.cookie },
+      body: twice,
+    }),
+  );
+  assert.equal(response.status, 403, "two tokens");
+  await response.body?.cancel();
+  assert.deepEqual(await deadSeqs(store), outbox);
+});
+
+Deno.test("a POST that fails the same-origin rule is 403 and changes nothing, even with the right token", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const fields = { csrf, seq: String(outbox[0]) };
+  const cases: [string, Record<string, string | null>][] = [
+    ["Sec-Fetch-Site: cross-site", { "sec-fetch-site": "cross-site", origin: "https://evil.test" }],
+    ["Sec-Fetch-Site: same-site", {
+      "sec-fetch-site": "same-site",
+      origin: "http://ops.test:8080",
+    }],
+    ["Sec-Fetch-Site: none", { "sec-fetch-site": "none", origin: null }],
+    ["no Origin and no Sec-Fetch-Site", { "sec-fetch-site": null, origin: null }],
+    ["another Origin, no Sec-Fetch-Site", { "sec-fetch-site": null, origin: "https://evil.test" }],
+    ["Origin null", { "sec-fetch-site": null, origin: "null" }],
+    ["same-origin claimed, another Origin", { origin: "http://ops.test:8080" }],
+  ];
+  for (const [what, headers] of cases) {
+    const response = await post(handler, "/dead-letters/outbox/retry", fields, {
+      cookie,
+      ...headers,
+    });
+    assert.equal(response.status, 403, what);
+    await response.body?.cancel();
+  }
+  assert.deepEqual(await deadSeqs(store), outbox);
+  const alone = await post(handler, "/dead-letters/outbox/retry", fields, {
+    cookie,
+    "sec-fetch-site": null,
+  });
+  assert.equal(
+    alone.status,
+    303,
+    "an Origin that matches is enough (browsers without Fetch metadata)",
+  );
+});
+
+Deno.test("a second session cookie (planted by a neighbour) makes the POST refused", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const planted = `harel_dashboard_session=${"C".repeat(43)}`;
+  const response = await post(handler, "/dead-letters/outbox/retry", {
+    csrf,
+    seq: String(outbox[0]),
+  }, {
+    cookie: `${planted}; ${cookie}`,
+  });
+  assert.equal(response.status, 403);
+  assert.deepEqual(await deadSeqs(store), outbox);
+});
+
+Deno.test("the session cookie is HttpOnly, SameSite=Strict, scoped to the base path, and Secure over HTTPS", async () => {
+  const handler = build(new MemoryStore(), { basePath: "/ops" });
+  const plain = await handler(new Request("http://ops.test/ops/"));
+  assert.match(
+    plain.headers.get("set-cookie")!,
+    /^harel_dashboard_session=[A-Za-z0-9_-]{43}; Path=\/ops; HttpOnly; SameSite=Strict$/,
+  );
+  const secure = await handler(new Request("https://ops.test/ops/"));
+  assert.match(secure.headers.get("set-cookie")!, /; Secure$/);
+  await plain.body?.cancel();
+  await secure.body?.cancel();
+});
+
+Deno.test("destructive actions answer a confirmation page first, and act only once confirmed", async (t) => {
+  const { store, exe, outbox, timer } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const confirmFirst = async (path: string, fields: Record<string, string>, label: string) => {
+    const asked = await post(handler, path, { csrf, ...fields }, { cookie });
+    assert.equal(asked.status, 200);
+    const page = await asked.text();
+    assert.match(page, new RegExp(`<button type="submit" class="danger">${label}</button>`));
+    assert.match(page, /name="confirm" value="yes"/);
+    assert.match(page, /This cannot be undone/);
+    return post(handler, path, { csrf, ...fields, confirm: "yes" }, { cookie });
+  };
+  await t.step("Drop", async () => {
+    const pending = confirmFirst("/dead-letters/outbox/drop", { seq: String(outbox[0]) }, "Drop");
+    assert.deepEqual(await deadSeqs(store), outbox, "nothing dropped while asking");
+    const done = await pending;
+    assert.equal(done.headers.get("location"), "/dead-letters/outbox?done=dropped");
+    assert.deepEqual(await deadSeqs(store), outbox.slice(1));
+  });
+  await t.step("Drop all of a timer queue", async () => {
+    const done = await confirmFirst("/dead-letters/timers/drop-all", {}, "Drop all");
+    assert.equal(done.headers.get("location"), "/dead-letters/timers?done=dropped-all&n=1");
+    assert.deepEqual(await store.deadLetters("timers"), []);
+    assert.equal(await store.retryDeadLetter("timers", timer), false, "gone");
+  });
+  await t.step("Delete", async () => {
+    const done = await confirmFirst(`/executions/${exe.id}/delete`, {}, "Delete");
+    assert.equal(done.headers.get("location"), "/?done=deleted");
+    assert.equal(await store.load(exe.id), null);
+  });
+  await t.step("confirm must be exactly yes", async () => {
+    const response = await post(handler, "/dead-letters/outbox/drop", {
+      csrf,
+      seq: String(outbox[1]),
+      confirm: "true",
+    }, { cookie });
+    assert.equal(response.status, 200, "asked again");
+    await response.body?.cancel();
+    assert.deepEqual(await deadSeqs(store), outbox.slice(1));
+  });
+});
+
+Deno.test("Retry all and Drop all of an outbox target act on that target's dead letters only", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const retried = await post(
+    handler,
+    "/dead-letters/outbox/retry-all",
+    { csrf, target: "billing" },
+    {
+      cookie,
+    },
+  );
+  assert.equal(retried.headers.get("location"), "/dead-letters/outbox?done=retried-all&n=2");
+  assert.deepEqual(await deadSeqs(store), [outbox[2]], "crm's stays dead");
+  const page = await handler(
+    new Request(`${ORIGIN}/dead-letters/outbox?done=retried-all&n=2`, { headers: { cookie } }),
+  );
+  assert.match(await page.text(), /Retried 2 dead letters\./);
+  const dropped = await post(handler, "/dead-letters/outbox/drop-all", {
+    csrf,
+    target: "crm",
+    confirm: "yes",
+  }, { cookie });
+  assert.equal(dropped.headers.get("location"), "/dead-letters/outbox?done=dropped-all&n=1");
+  assert.deepEqual(await deadSeqs(store), []);
+  assert.deepEqual((await store.pendingOutbox()).map((entry) => entry.seq), outbox.slice(0, 2));
+});
+
+Deno.test("an action's form that does not name a dead letter properly is 400 and changes nothing", async () => {
+  const { store, outbox, timer } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const bad: [string, Record<string, string>][] = [
+    ["/dead-letters/outbox/retry", { csrf }],
+    ["/dead-letters/outbox/retry", { csrf, seq: "one" }],
+    ["/dead-letters/outbox/retry", { csrf, seq: "Infinity" }],
+    ["/dead-letters/timers/retry", {
+      csrf,
+      execution_id: timer.executionId,
+      path: timer.path,
+      fire_at: "NaN",
+    }],
+    ["/dead-letters/timers/retry", { csrf, execution_id: "", path: timer.path, fire_at: "1" }],
+    ["/dead-letters/timers/retry", {
+      csrf,
+      execution_id: "e",
+      path: "p",
+      fire_at: "1700000000000000",
+    }],
+    ["/dead-letters/timers/retry-all", { csrf, target: "e" }],
+    ["/dead-letters/outbox/retry-all", { csrf, target: "x".repeat(3000) }],
+  ];
+  for (const [path, fields] of bad) {
+    const response = await post(handler, path, fields, { cookie });
+    assert.equal(response.status, 400, `${path} ${JSON.stringify(fields).slice(0, 80)}`);
+    await response.body?.cancel();
+  }
+  assert.deepEqual(await deadSeqs(store), outbox);
+  assert.equal((await store.deadLetters("timers")).length, 1);
+});
+
+Deno.test("a form over 16 KB is 413 and a body that is not a form is 415, and neither changes anything", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store);
+  const { cookie, csrf } = await openSession(handler);
+  const large = await post(handler, "/dead-letters/outbox/retry", {
+    csrf,
+    seq: String(outbox[0]),
+    pad: "x".repeat(20_000),
+  }, { cookie });
+  assert.equal(large.status, 413);
+  const json = await post(handler, "/dead-letters/outbox/retry", { csrf, seq: String(outbox[0]) }, {
+    cookie,
+    "content-type": "application/json",
+  });
+  assert.equal(json.status, 415);
+  await large.body?.cancel();
+  await json.body?.cancel();
+  assert.deepEqual(await deadSeqs(store), outbox);
+});
+
+Deno.test("a path that tries to climb out stays an id or a 404: /executions/..%2F.. names no page but its own", async () => {
+  const { store } = await seeded();
+  const handler = build(store, { basePath: "/ops" });
+  const traversal = await handler(new Request(`${ORIGIN}/ops/executions/..%2F..`));
+  assert.equal(traversal.status, 404);
+  assert.match(await traversal.text(), /There is no execution \.\.\/\.\./);
+  for (
+    const path of [
+      "/ops/executions/%2e%2e/%2e%2e/secret",
+      "/ops/dead-letters/../../etc/passwd",
+      "/ops/executions/a/b/c",
+    ]
+  ) {
+    const response = await handler(new Request(`${ORIGIN}${path}`));
+    assert.equal(response.status, 404, path);
+    assert.match(await response.text(), /There is no such page/);
+  }
+  const broken = await handler(new Request(`${ORIGIN}/ops/executions/%E0%A4%A`));
+  assert.equal(broken.status, 400);
+  await broken.body?.cancel();
+  const long = await handler(new Request(`${ORIGIN}/ops/executions/${"x".repeat(3000)}`));
+  assert.equal(long.status, 400, "longer than any key DynamoDB stores");
+  await long.body?.cancel();
+});
+
+Deno.test("an id holding a <script> shows escaped on the page that says there is no such execution", async () => {
+  const handler = build(new MemoryStore());
+  const id = `<script>alert(1)</script>`;
+  const response = await handler(new Request(`${ORIGIN}/executions/${encodeURIComponent(id)}`));
+  assert.equal(response.status, 404);
+  const page = await response.text();
+  assert.ok(page.includes("There is no execution &lt;script&gt;alert(1)&lt;/script&gt;."));
+  assert.doesNotMatch(page, /<script/);
+});
+
+Deno.test("query strings: a huge one is 414, a parameter a page does not take (before=) is 400, and so are bad filters and a tampered cursor", async () => {
+  const store = new MemoryStore();
+  for (let i = 0; i < 3; i++) await store.commit(newExecution({ definition_id: "d" }));
+  const handler = build(store, { pageSize: 2 });
+  const refused: [string, number][] = [
+    [`/?definition=${"x".repeat(9000)}`, 414],
+    ["/?before=1700000000", 400],
+    ["/?status=RUNNING&limit=1000000", 400],
+    ["/?status=<script>", 400],
+    ["/?definition=a&definition=b", 400],
+    ["/?cursor=not-a-cursor", 400],
+    ["/dead-letters/outbox?status=DONE", 400],
+    ["/executions/x?cursor=1", 400],
+  ];
+  for (const [path, status] of refused) {
+    const response = await handler(new Request(`${ORIGIN}${path}`));
+    assert.equal(response.status, status, path);
+    assert.doesNotMatch(await response.text(), /<script>/);
+  }
+  const first = await (await handler(new Request(`${ORIGIN}/`))).text();
+  const cursor = new URLSearchParams(
+    first.match(/rel="next" href="\/\?([^"]+)"/)![1]!.replaceAll("&amp;", "&"),
+  )
+    .get("cursor")!;
+  const tampered = `${cursor.slice(0, -2)}${cursor.endsWith("A") ? "B" : "A"}A`;
+  const response = await handler(new Request(`${ORIGIN}/?cursor=${tampered}`));
+  assert.equal(response.status, 400);
+  assert.match(await response.text(), /page link is no longer valid/);
+});
+
+Deno.test("the listing pages through every execution by cursor and filters by status and definition", async () => {
+  const store = new MemoryStore();
+  const ids = new Set<string>();
+  for (let i = 0; i < 7; i++) {
+    const exe = newExecution({
+      definition_id: i % 2 ? "odd" : "even",
+      status: i < 5 ? "RUNNING" : "DONE",
+    });
+    await store.commit(exe);
+    ids.add(exe.id);
+  }
+  const handler = build(store, { pageSize: 3 });
+  const seen: string[] = [];
+  let path: string | null = "/";
+  while (path !== null) {
+    const page: string = await (await handler(new Request(`${ORIGIN}${path}`))).text();
+    seen.push(
+      ...[...page.matchAll(/<td><a class="mono" href="\/executions\/([0-9a-f]{32})">/g)].map((m) =>
+        m[1]!
+      ),
+    );
+    const next = page.match(/rel="next" href="([^"]+)"/)?.[1];
+    path = next ? next.replaceAll("&amp;", "&") : null;
+  }
+  assert.deepEqual(new Set(seen), ids);
+  assert.equal(seen.length, 7);
+  const filtered = await (await handler(new Request(`${ORIGIN}/?status=DONE&definition=even`)))
+    .text();
+  assert.equal([...filtered.matchAll(/<span class="status status-done">/g)].length, 1);
+});
+
+Deno.test("mounted under a base path behind a router, links start with it and requests outside it are 404", async () => {
+  const { store, exe } = await seeded();
+  const ops = build(store, { basePath: "/internal/ops" });
+  const router = (request: Request) =>
+    new URL(request.url).pathname.startsWith("/internal/")
+      ? ops(request)
+      : Promise.resolve(new Response("app"));
+  const page = await (await router(new Request(`${ORIGIN}/internal/ops`))).text();
+  const links = [...page.matchAll(/(?:href|action)="([^"]+)"/g)].map((m) => m[1]!);
+  assert.ok(links.length > 5);
+  for (const link of links) assert.match(link, /^\/internal\/ops\//, link);
+  assert.ok(links.includes(`/internal/ops/executions/${exe.id}`));
+  for (const outside of ["/internal/opsx", "/internal/", "/internal/other/executions"]) {
+    const response = await router(new Request(`${ORIGIN}${outside}`));
+    assert.equal(response.status, 404, outside);
+    await response.body?.cancel();
+  }
+  assert.equal((await router(new Request(`${ORIGIN}/internal/ops/`))).status, 200);
+  assert.equal(await (await router(new Request(`${ORIGIN}/shop`))).text(), "app");
+});
+
+Deno.test("behind a proxy, origin names the origin a POST must come from", async () => {
+  const { store, outbox } = await seeded();
+  const handler = build(store, { origin: "https://ops.example.com" });
+  const { cookie, csrf } = await openSession(handler);
+  const fields = { csrf, seq: String(outbox[0]) };
+  const direct = await post(handler, "/dead-letters/outbox/retry", fields, { cookie });
+  assert.equal(direct.status, 403, "the internal URL's origin is not the public one");
+  const viaProxy = await post(handler, "/dead-letters/outbox/retry", fields, {
+    cookie,
+    origin: "https://ops.example.com",
+  });
+  assert.equal(viaProxy.status, 303);
+});
+
+Deno.test("two dashboards with one secret accept each other's tokens (isolates); without one they do not", async () => {
+  const { store, outbox } = await seeded();
+  const secret = "a shared secret of the deployment";
+  const a = build(store, { secret });
+  const b = build(store, { secret });
+  const { cookie, csrf } = await openSession(a);
+  const onB = await post(b, "/dead-letters/outbox/retry", { csrf, seq: String(outbox[0]) }, {
+    cookie,
+  });
+  assert.equal(onB.status, 303);
+  const c = build(store);
+  const onC = await post(c, "/dead-letters/outbox/retry", { csrf, seq: String(outbox[1]) }, {
+    cookie,
+  });
+  assert.equal(onC.status, 403);
+  await onC.body?.cancel();
+});
+
+Deno.test("an unknown page is 404 and a page of an unknown kind of dead letter too", async () => {
+  const handler = build(new MemoryStore());
+  for (
+    const path of [
+      "/nowhere",
+      "/dead-letters/mail",
+      "/dead-letters/",
+      "/executions/",
+      "/executions",
+    ]
+  ) {
+    const response = await handler(new Request(`${ORIGIN}${path}`));
+    assert.equal(response.status, 404, path);
+    await response.body?.cancel();
+  }
+});
+
+Deno.test("authorizeToken lets in the token as a bearer token or a Basic password, and nothing else", async () => {
+  const token = "s3cret-token-of-the-ops-team";
+  const allowed = authorizeToken(token);
+  const ask = (authorization?: string) =>
+    allowed(new Request(ORIGIN, { headers: authorization ? { authorization } : {} }));
+  assert.equal(await ask(`Bearer ${token}`), true);
+  assert.equal(await ask(`Basic ${btoa(`anyone:${token}`)}`), true);
+  assert.equal(await ask(`basic ${btoa(`:${token}`)}`), true);
+  for (
+    const wrong of [
+      undefined,
+      "",
+      `Bearer ${token}x`,
+      `Bearer ${token.slice(0, -1)}`,
+      `Basic ${btoa(token)}`,
+      `Basic ${btoa(`${token}:x`)}`,
+      "Basic %%%",
+      `Token ${token}`,
+      `Bearer ${token} extra`,
+    ]
+  ) {
+    assert.equal(await ask(wrong), false, String(wrong));
+  }
+  assert.throws(() => authorizeToken("short"), TypeError);
+});
