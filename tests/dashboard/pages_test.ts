@@ -35,6 +35,7 @@ function summary(overrides: Partial<ExecutionSummary> = {}): ExecutionSummary {
     active_path: "order.shipping",
     version: 2,
     parent_id: null,
+    updated_at: null,
     ...overrides,
   };
 }
