@@ -34,10 +34,11 @@ export function headsOf(item: Item | undefined): Heads | undefined {
   return seqs.length === 0 ? undefined : { seqs, lowest: Number(seqs[0]) };
 }
 
-/** The holds of these targets (strongly consistent unless the store reads eventually). */
+/** The holds of these targets (strongly consistent unless the store, or the caller, says otherwise). */
 export async function readHolds(
   q: QueueReads,
   targets: Iterable<string>,
+  consistent: boolean = q.timers.consistent,
 ): Promise<Map<string, Heads>> {
   const table = q.tables.counters.name;
   const holds = new Map<string, Heads>();
@@ -45,7 +46,7 @@ export async function readHolds(
   await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), IN_FLIGHT, (chunk) =>
     batchGet(
       q.timers.client,
-      { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },
+      { [table]: { Keys: chunk, ConsistentRead: consistent } },
       (responses) => {
         for (const item of responses[table] ?? []) {
           const heads = headsOf(item);

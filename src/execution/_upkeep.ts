@@ -18,7 +18,7 @@ const RELEASES_PER_PASS = 10;
 /** How many writes a page's adoption keeps in flight. */
 const IN_FLIGHT = 8;
 /** How many targets of held entries a page checks are still held (two reads each). */
-const HELD_CHECKS_PER_PAGE = 8;
+const HELD_CHECKS_PER_PAGE = 4;
 
 /** The counters that tell how many seqs other writers took (their rows lack the index). */
 const SEQ_COUNTERS = ["outbox", "spawn"];
@@ -49,7 +49,7 @@ async function readCounters(
   const items = new Map<string, Item>();
   await batchGet(
     q.timers.client,
-    { [table]: { Keys: ids.map((id) => ({ [COUNTER.id]: S(id) })), ConsistentRead: true } },
+    { [table]: { Keys: ids.map((id) => ({ [COUNTER.id]: S(id) })), ConsistentRead: false } },
     (responses) => {
       for (const item of responses[table] ?? []) items.set(item[COUNTER.id]?.S ?? "", item);
     },
@@ -174,7 +174,9 @@ async function unheld(q: QueueReads, all: Map<string, number>): Promise<string[]
     [...all].sort(() => Math.random() - 0.5).slice(0, HELD_CHECKS_PER_PAGE),
   );
   if (held.size === 0) return [];
-  const holds = await readHolds(q, held.keys());
+  // Eventually consistent (half the price): a target found unheld only costs a release that
+  // re-checks it strongly.
+  const holds = await readHolds(q, held.keys(), false);
   const table = q.tables.outbox.name;
   const heads = new Map<string, Item>();
   const keys = [...new Set([...holds.values()].map((h) => h.seqs[0]!))].map((n) => ({
@@ -183,7 +185,7 @@ async function unheld(q: QueueReads, all: Map<string, number>): Promise<string[]
   for (let i = 0; i < keys.length; i += 100) {
     await batchGet(
       q.timers.client,
-      { [table]: { Keys: keys.slice(i, i + 100), ConsistentRead: true } },
+      { [table]: { Keys: keys.slice(i, i + 100), ConsistentRead: false } },
       (responses) => {
         for (const row of responses[table] ?? []) heads.set(row[OUTBOX.seq]?.N ?? "", row);
       },
