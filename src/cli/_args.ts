@@ -188,3 +188,15 @@ export function parseBefore(text: string | boolean | undefined): number | undefi
   if (Number.isNaN(ms) || real !== text.slice(0, 10)) throw refuse();
   return ms / 1000;
 }
+
+/** The kinds `adopt` takes: one named, or (none named) all three. */
+export function parseKinds(rest: string[]): RelayKind[] {
+  if (rest.length === 0) return ["outbox", "spawns", "timers"];
+  const kind = rest[0];
+  if (kind !== "outbox" && kind !== "spawns" && kind !== "timers") {
+    throw new UsageError(
+      `adopt takes a kind: outbox, spawns or timers, got ${JSON.stringify(kind)}`,
+    );
+  }
+  return [kind];
+}
