@@ -9,6 +9,7 @@ import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "..
 import { sendTransaction, transactItems } from "../dynamo/_lost_answers.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELEASES } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
+import { type Bookkept, isHead } from "../core/_relay_rules.ts";
 import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
 import { queryPartition } from "./_index_reads.ts";
 import type { QueueReads } from "./_queue_items.ts";
@@ -196,10 +197,25 @@ export async function validHeads(q: QueueReads, target: string): Promise<Heads |
   return left.length ? { seqs: left, lowest: Number(left[0]) } : undefined;
 }
 
-/** Whether an outbox row holds its target: waiting for a retry, or dead and readable. */
+/**
+ * Whether an outbox row is still one of its target's heads: there, and waiting for a retry (due
+ * or not) or dead and readable (the relay's rule, {@linkcode isHead}).
+ */
 export function holdsTarget(row: Item | undefined): boolean {
-  if (row === undefined || row[FAILURE.unreadable]?.BOOL) return false;
-  return row[FAILURE.deadAt] !== undefined || row[FAILURE.retryAt] !== undefined;
+  return row !== undefined && isHead(bookkeepingOf(row));
+}
+
+/** A stored row's bookkeeping, as the relay's rules read it (an unreadable time: none). */
+export function bookkeepingOf(row: Item): Bookkept {
+  const time = (name: string) => {
+    const n = Number(row[name]?.N);
+    return row[name] === undefined ? null : Number.isFinite(n) ? n : 0;
+  };
+  return {
+    retryAt: time(FAILURE.retryAt),
+    deadAt: time(FAILURE.deadAt),
+    unreadable: row[FAILURE.unreadable]?.BOOL === true,
+  };
 }
 
 /** Takes a head that no longer holds its target out of the hold, unless it holds it again. */

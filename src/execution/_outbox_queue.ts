@@ -1,6 +1,7 @@
 // The outbox's batches that need no index: a scan (with `relayIndex: false`), a commit's own seqs
 // (delivery within the request), and what every batch shares — the candidates' bodies, read
 // with the predecessors they wait for. Held targets come from their hold items (_holds.ts).
+import type { QueueBatch } from "../core/_queue_batch.ts";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { Lowest } from "../core/_bounded.ts";
 import { batchGet, chunks, eachConcurrently, type Item, pages, S } from "../dynamo/_dynamo.ts";
@@ -50,7 +51,7 @@ export async function outboxBatch(
   q: QueueReads,
   limit: number,
   now: number,
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const held = new Map<string, number>();
@@ -116,7 +117,7 @@ export async function outboxOf(
   q: QueueReads,
   seqs: number[],
   now: number,
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const found = new Map<string, Item>();
@@ -170,7 +171,7 @@ export async function readOutboxBodies(
   candidates: Candidate[],
   now: number,
   known = new Map<string, Item>(),
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const bySeqs = new Map(candidates.map((c) => [c.seq, c]));

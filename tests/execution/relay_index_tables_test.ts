@@ -253,18 +253,21 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
         assert.equal((await get("py-4")).Item, undefined);
       },
     );
-    await t.step("a second ensureTables adds nothing; adoptRows takes what the race left", async () => {
-      calls.length = 0;
-      await after.ensureTables();
-      assert.ok(!calls.includes("UpdateTableCommand"));
-      assert.ok(!calls.includes("ScanCommand"), "no scan of the tables on every ensureTables");
-      assert.deepEqual(await after.dueTimers(6000).then((due) => due.length), 29);
-      assert.equal(await after.adoptRows("timers"), 1);
-      assert.deepEqual(
-        (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
-        [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
-      );
-    });
+    await t.step(
+      "a second ensureTables adds nothing; adoptRows takes what the race left",
+      async () => {
+        calls.length = 0;
+        await after.ensureTables();
+        assert.ok(!calls.includes("UpdateTableCommand"));
+        assert.ok(!calls.includes("ScanCommand"), "no scan of the tables on every ensureTables");
+        assert.deepEqual(await after.dueTimers(6000).then((due) => due.length), 29);
+        assert.equal(await after.adoptRows("timers"), 1);
+        assert.deepEqual(
+          (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
+          [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
+        );
+      },
+    );
     await t.step(
       "a timer written without the attributes is found at once by a scan, then adopted by a sweep",
       async () => {
