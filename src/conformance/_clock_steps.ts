@@ -1,6 +1,7 @@
-// The execution-store conformance suite's steps on time (#26): every time a store writes or
-// reads — created_at, a retry's wait, a dead letter's time, a due timer, an expiry — is its own
-// clock's, and the runners measure by it too, so a fake clock moves all of it on both stores.
+// The execution-store conformance suite's steps on the relay's rules (#26): every time a store
+// writes or reads — created_at, a retry's wait, a dead letter's time, a due timer, an expiry — is
+// its own clock's, and the runners measure by it too, so a fake clock moves all of it on both
+// stores; and a failure's error is kept alike.
 import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import { relayOutbox, relaySpawns, sweepTimers } from "../relay.ts";
@@ -52,6 +53,23 @@ export async function clockSteps(step: Step): Promise<void> {
       assert.equal((await sweepTimers(store, () => {})).delivered, 0, "due in 20 s");
       clock.advance(21);
       assert.equal((await sweepTimers(store, () => {})).delivered, 1);
+    },
+  );
+
+  await step(
+    "a failure's error is kept to its first 1,000 UTF-8 bytes, cut between characters",
+    async (store) => {
+      const exe = newExecution({ definition_id: "clock" });
+      const { outbox: [seq] } = await store.commit(exe, {
+        emits: [{ target: "t", event: newEvent("e") }],
+      });
+      const error = "é".repeat(1000) + "!";
+      assert.equal(
+        await store.recordFailure("outbox", seq!, { attempts: 1, retryAt: null, error }),
+        true,
+      );
+      const [letter] = await store.deadLetters("outbox");
+      assert.equal(letter?.lastError, "é".repeat(500), "1,000 bytes: 500 characters of é");
     },
   );
 }

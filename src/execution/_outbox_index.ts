@@ -3,6 +3,7 @@
 // deliverable. What it finds held (behind a waiting or dead entry of its target) it moves to
 // its target's partition, once, so that no later pass pays for it; what another writer parked
 // or dead-lettered in place it moves to where it belongs, and makes its target's head.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import type { QueueBatch } from "../core/_queue_batch.ts";
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { chunks, eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
@@ -27,8 +28,6 @@ import { earliest, numberOf, type QueueReads } from "./_queue_items.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 98;
-/** How many transactions a pass's moves keep in flight. */
-const IN_FLIGHT = 8;
 
 /** A row the index showed, with what the pass decided about it. */
 interface Row {
@@ -219,17 +218,21 @@ async function settle(
   decisions: Decisions,
   holdFrom: (target: string) => string | undefined,
 ): Promise<void> {
-  await eachConcurrently(decisions.relocate, IN_FLIGHT, ({ row, place, head }) =>
-    guarded(q, [
-      moveItem(q, row, place),
-      ...(head ? [addHead(q, row.candidate.target, row.item[OUTBOX.seq]!)] : []),
-    ]));
-  await eachConcurrently(decisions.unlisted, IN_FLIGHT, (row) =>
+  await eachConcurrently(
+    decisions.relocate,
+    ITEM_WRITES_IN_FLIGHT,
+    ({ row, place, head }) =>
+      guarded(q, [
+        moveItem(q, row, place),
+        ...(head ? [addHead(q, row.candidate.target, row.item[OUTBOX.seq]!)] : []),
+      ]),
+  );
+  await eachConcurrently(decisions.unlisted, ITEM_WRITES_IN_FLIGHT, (row) =>
     guarded(q, [
       headCheck(q, row.item[OUTBOX.seq]!),
       addHead(q, row.candidate.target, row.item[OUTBOX.seq]!),
     ]));
-  await eachConcurrently(decisions.behind, IN_FLIGHT, async (row) => {
+  await eachConcurrently(decisions.behind, ITEM_WRITES_IN_FLIGHT, async (row) => {
     const from = holdFrom(row.candidate.target);
     if (from === undefined || Number(from) >= row.candidate.seq) return;
     await guarded(q, [
@@ -240,10 +243,14 @@ async function settle(
   });
   await eachConcurrently(
     [...decisions.held],
-    IN_FLIGHT,
+    ITEM_WRITES_IN_FLIGHT,
     ([target, rows]) => holdBack(q, target, rows, holdFrom(target)),
   );
-  await eachConcurrently([...decisions.stale], IN_FLIGHT, (target) => replace(q, target));
+  await eachConcurrently(
+    [...decisions.stale],
+    ITEM_WRITES_IN_FLIGHT,
+    (target) => replace(q, target),
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 // The outbox's batches that need no index: a scan (with `relayIndex: false`), a commit's own seqs
 // (delivery within the request), and what every batch shares — the candidates' bodies, read
 // with the predecessors they wait for. Held targets come from their hold items (_holds.ts).
+import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
 import type { QueueBatch } from "../core/_queue_batch.ts";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { Lowest } from "../core/_bounded.ts";
@@ -22,9 +23,6 @@ import { LIMITS } from "../core/_validate.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { RelayItems, UnreadableRow } from "../core/types.ts";
 import { createdTime, earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
-
-/** How many BatchGetItem calls a batch keeps in flight. */
-export const GET_CONCURRENCY = 4;
 
 /** An outbox or spawn row as the keys-and-bookkeeping scan sees it. */
 export interface Candidate {
@@ -125,7 +123,7 @@ export async function outboxOf(
     readLegacyHint(q),
     eachConcurrently(
       chunks([...new Set(seqs)], LIMITS.batchGetKeys),
-      GET_CONCURRENCY,
+      GETS_IN_FLIGHT,
       (chunk) =>
         batchGet(
           client,
@@ -195,7 +193,7 @@ export async function readOutboxBodies(
   const found = new Map(known);
   await eachConcurrently(
     chunks([...wanted.values()], LIMITS.batchGetKeys),
-    GET_CONCURRENCY,
+    GETS_IN_FLIGHT,
     (chunk) =>
       batchGet(
         client,
@@ -298,7 +296,7 @@ async function stillHeld(
   const heads = new Map<number, Item>();
   await eachConcurrently(
     chunks([...new Set(named.values())], LIMITS.batchGetKeys),
-    GET_CONCURRENCY,
+    GETS_IN_FLIGHT,
     (chunk) =>
       batchGet(
         q.timers.client,

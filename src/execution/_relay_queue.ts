@@ -3,6 +3,7 @@
 // what is due and little else; with `relayIndex: false` it scans the table. Memory grows with the
 // `limit` asked for, never with the backlog.
 
+import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
 import type { QueueBatch } from "../core/_queue_batch.ts";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../core/_bounded.ts";
@@ -19,13 +20,7 @@ import { dueByScan, type DueTimer, dueTimerOf } from "./_timers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { RelayItems, RelayKind, UnreadableRow } from "../core/types.ts";
 import { earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
-import {
-  type Candidate,
-  candidateOf,
-  GET_CONCURRENCY,
-  outboxBatch,
-  outboxOf,
-} from "./_outbox_queue.ts";
+import { type Candidate, candidateOf, outboxBatch, outboxOf } from "./_outbox_queue.ts";
 import { misplaced, outboxFromIndex } from "./_outbox_index.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
@@ -222,7 +217,7 @@ async function dueRows(
     }
   }
   if (pass) {
-    await eachConcurrently(moves, GET_CONCURRENCY, async ({ row, from, place }) => {
+    await eachConcurrently(moves, GETS_IN_FLIGHT, async ({ row, from, place }) => {
       try {
         await q.timers.client.send(
           new UpdateItemCommand(moveInput(table, rowKey(kind, row), from, place)),
@@ -243,7 +238,7 @@ async function bodies(
 ): Promise<Map<string, Item>> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
   const found = new Map<string, Item>();
-  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GET_CONCURRENCY, (chunk) =>
+  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
     batchGet(
       q.timers.client,
       { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },

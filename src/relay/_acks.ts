@@ -1,13 +1,14 @@
 // Acknowledging what a relay pass delivered: seqs in batches of one BatchWriteItem, a few in
 // flight, a batch the store refuses split until the seq it refuses fails alone.
 import { isNamed } from "../core/_attributes.ts";
+import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import type { Pass } from "./_relay_pass.ts";
 import { readFromTable } from "../core/_table_seqs.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { StoreClosed } from "../core/errors.ts";
 
 /** Acknowledgements go out in batches of one BatchWriteItem, at most this many at once (as ackOutbox). */
-export const ACKS_IN_FLIGHT = 16;
+export const ACKS_IN_FLIGHT = WRITES_IN_FLIGHT;
 
 /**
  * Acknowledges seqs in batches of one BatchWriteItem (25), a few batches in flight; `add`
