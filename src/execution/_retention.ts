@@ -5,7 +5,9 @@
 import type { Item } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
 import type { Status } from "../core/documents.ts";
-import { checkInteger, describe } from "../core/_validate.ts";
+import { checkInteger } from "../core/_validate.ts";
+
+export { checkClock, secondsOf } from "../core/_clock.ts";
 
 /** The statuses an execution does not leave by itself: a commit to one of them starts its retention. */
 export const FINISHED: ReadonlySet<Status> = new Set<Status>(["DONE", "CANCELLED", "FAILED"]);
@@ -23,23 +25,6 @@ export function checkFinishedTtl(value: unknown): number | null {
     );
   }
   return checkInteger("finishedTtlSeconds", value, 1, MAX_FINISHED_TTL);
-}
-
-/** The `now` option, checked: a function returning epoch milliseconds, as `Date.now`. */
-export function checkClock(now: unknown): () => number {
-  if (typeof now !== "function") {
-    throw new TypeError(`now must be a function (epoch milliseconds), got ${describe(now)}`);
-  }
-  return now as () => number;
-}
-
-/** The clock's time in epoch seconds (fractional), refusing a clock that gives no number. */
-export function secondsOf(now: () => number): number {
-  const ms = now();
-  if (typeof ms !== "number" || !Number.isFinite(ms)) {
-    throw new TypeError(`now() must return epoch milliseconds, got ${describe(ms)}`);
-  }
-  return ms / 1000;
 }
 
 /**

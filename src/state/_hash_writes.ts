@@ -27,7 +27,6 @@ import {
   isPresent,
   LIVE,
   N,
-  nowSeconds,
   PRESENT_NAMES,
   ZERO,
 } from "./_state_presence.ts";
@@ -37,6 +36,8 @@ export interface HashTable {
   readonly client: DynamoDBSender;
   readonly tableName: string;
   readonly resends: Resends;
+  /** The store's clock, in epoch seconds: expiry is checked, and `updated_at` written, by it. */
+  readonly now: () => number;
 }
 
 /**
@@ -167,7 +168,7 @@ export async function writeField(
 ): Promise<number> {
   const write: Write = { table, operation: "hset", key, id: writeId() };
   for (let race = 0; race < MAX_RACES; race++) {
-    const now = nowSeconds();
+    const now = table.now();
     const command = new UpdateItemCommand({
       TableName: table.tableName,
       Key: stateKey(key),
@@ -264,7 +265,7 @@ async function removeBatch(
   const names: Record<string, string> = { ...PRESENT_NAMES, ...writeIdNames() };
   unique.forEach((f, i) => names[`#f${i}`] = f);
   for (let race = 0; race < MAX_RACES; race++) {
-    const now = nowSeconds();
+    const now = table.now();
     const input: UpdateItemCommandInput = {
       TableName: table.tableName,
       Key: stateKey(key),

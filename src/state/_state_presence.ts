@@ -7,11 +7,10 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isNamed, type Item } from "../core/_attributes.ts";
 import { STATE } from "../core/_layout.ts";
+import { isLiveAt } from "../core/_relay_rules.ts";
 
 /** The number attribute, for the state store's writes that import it from here. */
 export { N } from "../core/_attributes.ts";
-/** Now in epoch seconds, fractional: what `ttl` is compared with. */
-export const nowSeconds = (): number => Date.now() / 1000;
 /** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */
 export const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
 /** `#v` is `value`, `#h` is `hash`: a key holding neither a value nor a hash field is absent. */
@@ -30,7 +29,7 @@ export function isConditionFailure(error: unknown): error is Error & { Item?: It
 export function isLive(item: Item | undefined, now: number): item is Item {
   if (!item) return false;
   const ttl = item[STATE.ttl]?.N;
-  return ttl === undefined || Number(ttl) > now;
+  return isLiveAt(ttl === undefined ? null : Number(ttl), now);
 }
 
 /**

@@ -6,16 +6,7 @@ import { transactOne } from "../dynamo/_lost_answers.ts";
 import type { Item } from "../dynamo/_dynamo.ts";
 import { STATE, stateKey } from "../core/_layout.ts";
 import { fieldRecord, fromMap, legacyFields } from "./_state_values.ts";
-import {
-  HOLDS,
-  holds,
-  isLive,
-  LIVE,
-  N,
-  nowSeconds,
-  PRESENT_NAMES,
-  ZERO,
-} from "./_state_presence.ts";
+import { HOLDS, holds, isLive, LIVE, N, PRESENT_NAMES, ZERO } from "./_state_presence.ts";
 import type { HashTable } from "./_hash_writes.ts";
 
 /** The store's table as its reads and writes see it: the client, the name, how to resend. */
@@ -57,7 +48,7 @@ export async function readItem(
       ConsistentRead: table.consistent,
     }),
   );
-  return isLive(result.Item, nowSeconds()) ? result.Item : undefined;
+  return isLive(result.Item, table.now()) ? result.Item : undefined;
 }
 
 /**
@@ -79,7 +70,7 @@ export function deletePresent(
         Key: stateKey(key),
         ConditionExpression: `attribute_exists(${STATE.key}) AND ${LIVE} AND ${HOLDS}`,
         ExpressionAttributeNames: PRESENT_NAMES,
-        ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
+        ExpressionAttributeValues: { ":now": N(table.now()), ":zero": ZERO },
         ReturnValuesOnConditionCheckFailure: withOld ? "ALL_OLD" : undefined,
       },
     },

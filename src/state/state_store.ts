@@ -38,6 +38,7 @@ import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { globMatch } from "../core/glob.ts";
+import { checkClock, secondsOf } from "../core/_clock.ts";
 import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "../dynamo/tables.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -49,7 +50,6 @@ import {
   isLive,
   LIVE,
   N,
-  nowSeconds,
   PRESENT_NAMES,
   ZERO,
 } from "./_state_presence.ts";
@@ -119,11 +119,13 @@ export class DynamoDBStateStore implements StateStore {
     this.#ownership = new ClientOwnership("DynamoDBStateStore", client);
     // The deletes are transactions: a plain write they hold off for a moment is sent again.
     this.#client = retryingConflicts(this.#ownership.gate(client), RESENDS.conflicts);
+    const clock = checkClock(given.now ?? Date.now);
     this.#table = {
       client: this.#client,
       tableName: this.tableName,
       resends: RESENDS,
       consistent: consistentReads,
+      now: () => secondsOf(clock),
     };
   }
 
@@ -253,9 +255,9 @@ export class DynamoDBStateStore implements StateStore {
     const item: Item = {
       [STATE.key]: S(key),
       [STATE.value]: S(toJson("value", value)),
-      [STATE.updatedAt]: N(Math.floor(nowSeconds())),
+      [STATE.updatedAt]: N(Math.floor(this.#table.now())),
     };
-    if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(nowSeconds() + ttl));
+    if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(this.#table.now() + ttl));
     checkItemSize(`set ${JSON.stringify(key.slice(0, 40))}`, item);
     await this.#client.send(new PutItemCommand({ TableName: this.tableName, Item: item }));
   }
@@ -293,7 +295,7 @@ export class DynamoDBStateStore implements StateStore {
             Key: stateKey(key),
             ConditionExpression: `NOT (${LIVE} AND ${HOLDS})`,
             ExpressionAttributeNames: PRESENT_NAMES,
-            ExpressionAttributeValues: { ":now": N(nowSeconds()), ":zero": ZERO },
+            ExpressionAttributeValues: { ":now": N(this.#table.now()), ":zero": ZERO },
           }),
         );
       } catch (error) {
@@ -338,7 +340,7 @@ export class DynamoDBStateStore implements StateStore {
     checkPattern(pattern);
     const keys: string[] = [];
     const scan = async (start: Item | undefined) => {
-      const now = nowSeconds();
+      const now = this.#table.now();
       const page = await this.#client.send(
         new ScanCommand({
           TableName: this.tableName,
@@ -380,7 +382,7 @@ export class DynamoDBStateStore implements StateStore {
     this.#open("ttl");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const ttl = (await presentItem(this.#table, key))?.[STATE.ttl]?.N;
-    return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - nowSeconds()));
+    return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - this.#table.now()));
   }
 
   /**
@@ -416,7 +418,7 @@ export class DynamoDBStateStore implements StateStore {
     checkTtlHorizon("seconds", seconds);
     checkTtlSeconds("seconds", seconds, true);
     if (seconds <= 0) return (await deletePresent(this.#table, "expire", key, false)).applied;
-    const now = nowSeconds();
+    const now = this.#table.now();
     const command = new UpdateItemCommand({
       TableName: this.tableName,
       Key: stateKey(key),

@@ -25,6 +25,13 @@ export interface DynamoDBStateStoreOptions {
   tableName?: string;
   /** Read with strongly consistent reads (read-your-writes). @default {true} */
   consistentReads?: boolean;
+  /**
+   * The clock TTLs are measured with, in epoch milliseconds (as `Date.now`): when a key expires
+   * (`set`'s `ttl`, `expire`), and when every read counts it as expired. For tests that let time
+   * pass, as `MemoryStateStore`'s; DynamoDB itself deletes expired items by its own clock.
+   * @default {Date.now}
+   */
+  now?: () => number;
 }
 
 /**

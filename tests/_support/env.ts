@@ -50,9 +50,15 @@ export async function freshStore(
   });
 }
 
-/** A state store on a fresh table of the test DynamoDB. */
-export async function freshStateStore(): Promise<DynamoDBStateStore> {
-  return await DynamoDBStateStore.create({ endpoint: endpoint(), tableName: uniqueName("state") });
+/** A state store on a fresh table of the test DynamoDB (with a clock of its own, if given). */
+export async function freshStateStore(
+  options: { now?: () => number } = {},
+): Promise<DynamoDBStateStore> {
+  return await DynamoDBStateStore.create({
+    endpoint: endpoint(),
+    tableName: uniqueName("state"),
+    ...options,
+  });
 }
 
 /** Waits `ms` milliseconds. */
