@@ -13,6 +13,7 @@ import type { CommitChanges, ExecutionStore, ListOptions } from "../core/types.t
 import { checkJsonRule, jsonRuleCases, nestedObject, rejection, TOO_DEEP } from "./_shared.ts";
 import { queueSteps } from "./_queues.ts";
 import { operatorSteps } from "./_operator.ts";
+import { deadLetterSteps } from "./_dead_letters.ts";
 import { snapshotStore } from "./snapshot.ts";
 
 /**
@@ -246,6 +247,7 @@ export async function executionStoreConformance(
   );
 
   await operatorSteps(step);
+  await deadLetterSteps(step);
 
   await step(
     "trace indexes start at 0 and appendTrace() honours entry.index, as the seed",

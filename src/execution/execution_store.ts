@@ -621,7 +621,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async retryDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("retryDeadLetters");
-    checkBulkOptions(kind, options);
+    checkBulkOptions("retryDeadLetters", kind, options);
     return await onDeadLetters(this.#ctx, kind, "retry", options);
   }
 
@@ -636,7 +636,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async dropDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("dropDeadLetters");
-    checkBulkOptions(kind, options);
+    checkBulkOptions("dropDeadLetters", kind, options);
     return await onDeadLetters(this.#ctx, kind, "drop", options);
   }
 
