@@ -659,14 +659,16 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Adopts into the relay index every row of a relay table written without its attributes (by
    * the Python store or an older deploy) — one scan of the table — and resolves to how many it
-   * adopted. Relay passes do the same a page at a time (`adoptRows`); this does it now.
+   * adopted (each a one-item transaction: exact under lost answers). Relay passes do the same a
+   * page at a time (`adoptRows`); this does it now.
    *
+   * @throws {OutcomeUnknown} When no answer came back for a row: run it again.
    * @throws {StoreClosed} After `close()`.
    */
   async adoptRows(kind: RelayKind): Promise<number> {
     this.#open("adoptRows");
     checkRelayKind(kind);
-    return await adoptTable(this.#ctx, kind, this.#ctx.now() / 1000);
+    return await adoptTable(this.#ctx, kind, this.#ctx.now() / 1000, { exact: true });
   }
 
   /** A batch for the bounded reads (`pass: false`: nothing is moved or adopted). */
