@@ -103,9 +103,9 @@ export async function outboxFromIndex(
       }
       const listed = holds.get(c.target)?.seqs.includes(c.id) ?? false;
       if (listed && item[FAILURE.retryAt] === undefined && item[FAILURE.deadAt] === undefined) {
-        // Listed, but no longer failed (retried by a writer that keeps no holds): it holds
-        // nothing, and its target's hold is put right.
-        dueHeads.add(c.id);
+        // Listed, but no longer failed (retried by an operator whose release is still bringing
+        // back what it held, or by a writer that keeps no holds): it holds its target until
+        // that is back, so nothing passes an entry on its way back; the release is finished.
         decisions.stale.add(c.target);
       }
       const dueHead = partOf(row.from) === "w" || (listed && item[FAILURE.retryAt] !== undefined);

@@ -31,7 +31,7 @@ import { runCommit } from "./_commit_loop.ts";
 import { listPage, readExecution, readForEvent, readProcessed } from "./_execution_reads.ts";
 import { deleteSeqs } from "./_seq_queues.ts";
 import { claimTimer, dueByScan } from "./_timers.ts";
-import { releaseDelivered } from "./_holds.ts";
+import { markDelivered, releaseDelivered } from "./_holds.ts";
 import { backlog, onDeadLetters } from "./_bulk.ts";
 import { adoptTable } from "./_upkeep.ts";
 import { claimCommit, planTraceEntry } from "./_transaction.ts";
@@ -399,8 +399,9 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
+    const heads = await markDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
     await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
-    await releaseDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
+    await releaseDelivered(this.#ctx, heads);
   }
 
   /**
