@@ -3,7 +3,7 @@
 // what they read follows the dead letters (or the summary's cap), never the table.
 import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
-import { FAILURE, OUTBOX, SPAWN, TIMER, timerFromItem } from "../core/_layout.ts";
+import { FAILURE, OUTBOX, RELAY, SPAWN, TIMER, timerFromItem } from "../core/_layout.ts";
 import { numberOf, type QueueReads } from "./_queue_items.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
@@ -30,7 +30,9 @@ export async function onDeadLetters(
   for await (const rows of deadRows(q, kind, Infinity, targetId)) {
     signal?.throwIfAborted();
     await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
-      if (await act(q, kind, keyOf(kind, row))) onProgress?.(++done);
+      if (!await act(q, kind, keyOf(kind, row))) return;
+      done++; // counted whether or not anyone listens
+      onProgress?.(done);
     }, () => signal?.aborted === true);
   }
   signal?.throwIfAborted();
@@ -69,13 +71,25 @@ export async function backlog(
   };
   if (q.relayIndex) {
     const table = q.tables[kind].name;
-    const read = async (part: "p" | "w" | "d", state: keyof typeof counts, bound = {}) => {
+    const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
       const stream = new MergedPartitions(q.timers.client, table, part, mergePage(limit), bound);
       for (let row; counts[state] < limit && (row = await stream.next());) seen(state, row);
     };
+    // A waiting partition is ordered by retry time: those due by now come first, and are
+    // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
+    const readWaiting = async () => {
+      const stream = new MergedPartitions(q.timers.client, table, "w", mergePage(limit));
+      for (let row, read = 0; counts.waiting < limit && read < 2 * limit;) {
+        if (!(row = await stream.next())) break;
+        read++;
+        const due = Number(row[RELAY.order]?.N) <= now;
+        if (!due) seen("waiting", row);
+        else if (counts.pending < limit) seen("pending", row);
+      }
+    };
     await Promise.all([
       read("p", "pending", kind === "timers" ? { upTo: now } : {}),
-      read("w", "waiting"),
+      readWaiting(),
       read("d", "dead"),
     ]);
   } else {

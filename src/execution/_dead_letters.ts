@@ -254,8 +254,7 @@ async function onDeadLetter<K extends RelayKind>(
   if (kind === "outbox") {
     const row = await readRow(q, at.table, at.key);
     if (row === undefined || row[FAILURE.deadAt] === undefined) return false;
-    const seq = row[OUTBOX.seq]!.N!;
-    return await release(q, candidateOf(row).target, [seq], [write(dead)], { ...name, known });
+    return await release(q, candidateOf(row).target, [write(dead)], { ...name, known });
   }
   return (await transactOne(q.timers.client, write(dead), name, q.resends, known)).applied;
 }

@@ -93,62 +93,86 @@ export const STILL_HEAD =
 export const STILL_HEAD_NAMES = { "#k": OUTBOX.seq, "#hd": FAILURE.deadAt, "#hr": FAILURE.retryAt };
 
 /**
- * Releases `target` with `change` (what makes its heads `seqs` stop holding it: a retry, a drop;
- * nothing for a delivered head, already acknowledged): marks the release, applies the change
- * with the heads taken out of the hold (one transaction with an idempotency token), brings the
- * held entries back, then unmarks it. A crash anywhere leaves the mark, and a pass finishes it.
- * `false` when a condition of the change failed (nothing was applied).
+ * Releases `target` with `change` (what makes a head stop holding it: a retry, a drop; nothing
+ * for a delivered head, already acknowledged): marks the release, applies the change (one
+ * transaction with an idempotency token), brings the held entries back, then unmarks it. A crash
+ * anywhere leaves the mark, and a pass finishes it. The head leaves the hold only once what it
+ * held is back (see {@linkcode replace}): until then the target stays held, so that no pass
+ * delivers a later entry while an earlier one is still on its way back. `false` when a condition
+ * of the change failed (nothing was applied). `mark`: one {@linkcode markReleases} made.
  */
 export async function release(
   q: QueueReads,
   target: string,
-  seqs: string[],
   change: TransactWriteItem[],
   write: { operation: string; key: string; known: string },
+  mark?: string,
 ): Promise<boolean> {
-  const mark = `${target}@${Math.floor(q.now() / 1000)}`;
-  await updateReleases(q, "ADD", mark);
-  const items = seqs.length ? [...change, removeHeads(q, target, seqs)] : change;
-  const done = items.length
-    ? await transactItems(q.timers.client, items, write, q.resends, write.known)
+  const marked = mark ?? (await markReleases(q, [target]))[0]!;
+  const done = change.length
+    ? await transactItems(q.timers.client, change, write, q.resends, write.known)
     : { applied: true };
   if (done.applied) await replace(q, target);
-  await updateReleases(q, "DELETE", mark);
+  await updateReleases(q, "DELETE", [marked]);
   return done.applied;
 }
 
+/** Marks releases of `targets` about to start (one write): their marks, in the same order. */
+export async function markReleases(q: QueueReads, targets: string[]): Promise<string[]> {
+  const marks = targets.map((target) => `${target}@${Math.floor(q.now() / 1000)}`);
+  if (marks.length) await updateReleases(q, "ADD", marks);
+  return marks;
+}
+
+/** The targets whose heads among `seqs` this store handed out, marked for their release. */
+export interface DeliveredHeads {
+  targets: string[];
+  marks: string[];
+}
+
 /**
- * Releases the targets of the heads among `seqs` (just acknowledged) that this store handed out:
- * their held entries go back to pending. A head acknowledged elsewhere is found gone later (by the
- * next pass that would hold an entry behind it, or by the adoption scan).
+ * Marks the release of the targets of the heads among `seqs` that this store handed out, before
+ * they are acknowledged: a relay that dies between the acknowledgement and the release leaves the
+ * mark, and a later pass finishes the release. A head acknowledged elsewhere is found gone later
+ * (by the next pass that would hold an entry behind it, or by the adoption scan).
  */
-export async function releaseDelivered(q: QueueReads, seqs: readonly number[]): Promise<void> {
-  const byTarget = new Map<string, string[]>();
+export async function markDelivered(
+  q: QueueReads,
+  seqs: readonly number[],
+): Promise<DeliveredHeads> {
+  const targets = new Set<string>();
   for (const seq of seqs) {
     const head = q.headsOut.get(seq);
     if (head === undefined) continue;
     q.headsOut.delete(seq);
-    byTarget.set(head.target, [...byTarget.get(head.target) ?? [], head.id]);
+    targets.add(head.target);
   }
+  return { targets: [...targets], marks: await markReleases(q, [...targets]) };
+}
+
+/** Releases the targets {@linkcode markDelivered} marked, once their heads are acknowledged. */
+export async function releaseDelivered(q: QueueReads, heads: DeliveredHeads): Promise<void> {
   await eachConcurrently(
-    [...byTarget],
+    heads.targets.map((target, i) => [target, heads.marks[i]!]),
     ITEM_WRITES_IN_FLIGHT,
-    ([target, ids]) =>
-      release(q, target, ids, [], {
+    ([target, mark]) =>
+      release(q, target!, [], {
         operation: "ackOutbox",
-        key: ids.join(","),
-        known: "the delivered entry may still hold its target; the next pass finds it gone",
-      }).then(() => {}),
+        key: target!,
+        known: "the delivered entry may still hold its target; a later pass releases it",
+      }, mark).then(() => {}),
   );
 }
 
 /**
  * Brings `target`'s held entries back to the pending partitions: those below its lowest head
  * still holding it (every one when none does). Heads that no longer hold it (delivered, retried
- * or dropped by a writer that does not keep holds) are taken out first. Idempotent.
+ * or dropped, by this module or a writer that does not keep holds) are taken out of the hold
+ * last, once every entry they held is back: while they are listed, passes and inline deliveries
+ * keep the target held. Idempotent.
  */
 export async function replace(q: QueueReads, target: string): Promise<void> {
-  const heads = await validHeads(q, target);
+  const { heads, gone } = await checkHeads(q, target);
   const table = q.tables.outbox.name;
   const part = partition("h", target);
   let start: Item | undefined;
@@ -167,6 +191,7 @@ export async function replace(q: QueueReads, target: string): Promise<void> {
     );
     start = page.LastEvaluatedKey;
   } while (start);
+  await eachConcurrently(gone, ITEM_WRITES_IN_FLIGHT, (seq) => dropHead(q, target, seq));
 }
 
 /** A held entry back to its pending partition, unless it moved (or went) meanwhile. */
@@ -184,13 +209,16 @@ async function moveBack(q: QueueReads, row: Item, from: string): Promise<void> {
 }
 
 /**
- * The heads of `target` that still hold it, read from the table: a head whose entry is gone or
- * no longer waiting or dead (delivered by a relay that keeps no holds, retried by an older
- * deploy) is taken out of the hold — unless it failed again meanwhile (the removal is guarded).
+ * The heads of `target` that still hold it, read from the table, and those that no longer do
+ * (an entry gone, or no longer waiting or dead: delivered by a relay that keeps no holds,
+ * retried by an operator or an older deploy), for {@linkcode replace} to take out of the hold.
  */
-export async function validHeads(q: QueueReads, target: string): Promise<Heads | undefined> {
+async function checkHeads(
+  q: QueueReads,
+  target: string,
+): Promise<{ heads: Heads | undefined; gone: string[] }> {
   const heads = (await readHolds(q, [target])).get(target);
-  if (!heads) return undefined;
+  if (!heads) return { heads: undefined, gone: [] };
   const rows = new Map<string, Item>();
   const table = q.tables.outbox.name;
   await eachConcurrently(
@@ -206,9 +234,8 @@ export async function validHeads(q: QueueReads, target: string): Promise<Heads |
       ),
   );
   const gone = heads.seqs.filter((seq) => !holdsTarget(rows.get(seq)));
-  await eachConcurrently(gone, ITEM_WRITES_IN_FLIGHT, (seq) => dropHead(q, target, seq));
   const left = heads.seqs.filter((seq) => !gone.includes(seq));
-  return left.length ? { seqs: left, lowest: Number(left[0]) } : undefined;
+  return { heads: left.length ? { seqs: left, lowest: Number(left[0]) } : undefined, gone };
 }
 
 /**
@@ -255,15 +282,19 @@ async function dropHead(q: QueueReads, target: string, seq: string): Promise<voi
   }
 }
 
-/** Adds (`ADD`) or removes (`DELETE`) a release mark. */
-async function updateReleases(q: QueueReads, verb: "ADD" | "DELETE", mark: string): Promise<void> {
+/** Adds (`ADD`) or removes (`DELETE`) release marks. */
+async function updateReleases(
+  q: QueueReads,
+  verb: "ADD" | "DELETE",
+  marks: string[],
+): Promise<void> {
   await q.timers.client.send(
     new UpdateItemCommand({
       TableName: q.tables.counters.name,
       Key: { [COUNTER.id]: S(RELEASES.id) },
       UpdateExpression: `${verb} #t :m`,
       ExpressionAttributeNames: { "#t": RELEASES.targets },
-      ExpressionAttributeValues: { ":m": { SS: [mark] } },
+      ExpressionAttributeValues: { ":m": { SS: marks } },
     }),
   );
 }
@@ -278,6 +309,6 @@ export async function finishReleases(
   const stale = marks.filter((mark) => now - Number(mark.split("@")[1]) > STALE_RELEASE_SECONDS);
   await eachConcurrently(stale.slice(0, budget), ITEM_WRITES_IN_FLIGHT, async (mark) => {
     await replace(q, mark.split("@")[0]!);
-    await updateReleases(q, "DELETE", mark);
+    await updateReleases(q, "DELETE", [mark]);
   });
 }

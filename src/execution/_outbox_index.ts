@@ -81,14 +81,15 @@ export async function outboxFromIndex(
   let oldestAt: number | null = null;
 
   /**
-   * The head a target is held from: its lowest that holds it at `now` by the relay's rule
-   * ({@linkcode holdsAt}; a listed head this pass did not read is taken to), or one found this
-   * pass (undefined: not held).
+   * The head a target is held from (undefined: not held): its lowest listed head that holds it
+   * at `now` by the relay's rule ({@linkcode holdsAt}) — or that this pass did not read, or that
+   * no longer failed (a release is still bringing back what it held) — or one found this pass.
+   * Only a head read due for its retry holds nothing: it goes first, the rest after it.
    */
   const holdFrom = (target: string): string | undefined => {
     const listed = holds.get(target)?.seqs.find((id) => {
       const row = read.get(id);
-      return row === undefined || holdsAt(row, now);
+      return row === undefined || !isHead(row) || holdsAt(row, now);
     });
     const extra = found.get(target);
     if (listed === undefined || extra === undefined) return listed ?? extra;
@@ -115,10 +116,13 @@ export async function outboxFromIndex(
       const listed = holds.get(c.target)?.seqs.includes(c.id) ?? false;
       const bookkeeping = bookkeepingOf(item);
       if (listed) read.set(c.id, bookkeeping);
-      // Listed, but no longer a head (retried by a writer that keeps no holds): it holds
-      // nothing, and its target's hold is put right.
-      if (listed && !isHead(bookkeeping)) decisions.stale.add(c.target);
-      // A head whose retry is due (read there by time): it goes first, then the rest.
+      if (listed && !isHead(bookkeeping)) {
+        // Listed, but no longer failed (retried by an operator whose release is still bringing
+        // back what it held, or by a writer that keeps no holds): it holds its target until
+        // that is back, so nothing passes an entry on its way back; the release is finished.
+        decisions.stale.add(c.target);
+      }
+      // A head whose retry is due (read here by time): it goes first, then the rest.
       const dueHead = isHead(bookkeeping) && !holdsAt(bookkeeping, now);
       if (dueHead) {
         dueHeads.add(c.id);

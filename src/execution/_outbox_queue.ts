@@ -153,7 +153,13 @@ export async function outboxOf(
       // only a full pass, which sees the whole outbox, can order it.
       candidate.prev === undefined
     ) held.add(candidate.target);
-    else candidates.push(candidate);
+    else {
+      candidates.push(candidate);
+      // A head whose retry is due: its acknowledgement releases its target, as after a pass.
+      if (holds.get(candidate.target)?.seqs.includes(candidate.id)) {
+        q.headsOut.set(seq, { target: candidate.target, id: candidate.id });
+      }
+    }
   }
   return await readOutboxBodies(q, candidates, now, found);
 }

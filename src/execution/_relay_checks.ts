@@ -3,6 +3,7 @@ import { readLimit } from "../core/_bounded.ts";
 import {
   checkInteger,
   checkKey,
+  checkKnownOptions,
   checkObject,
   checkTime,
   describe,
@@ -70,12 +71,21 @@ export function checkBatchOptions(
   return { limit, now, seqs: options.seqs };
 }
 
-/** A `targetId` filter: outbox only, a string or `null` (undefined: every target). */
+/**
+ * The options of `deadLetters`: known names only (a misspelt `targetId` must not list every
+ * target's), and a `targetId` filter (outbox only, a string or `null`; undefined: every target).
+ */
 export function checkTargetFilter(
   kind: RelayKind,
   options: { targetId?: unknown } | undefined,
 ): string | null | undefined {
-  const targetId = options?.targetId;
+  if (typeof options === "object" && options !== null) {
+    checkKnownOptions("deadLetters()", options, ["limit", "targetId"]);
+  }
+  return targetFilter(kind, options?.targetId);
+}
+
+function targetFilter(kind: RelayKind, targetId: unknown): string | null | undefined {
   if (targetId === undefined) return undefined;
   if (kind !== "outbox") {
     throw new TypeError(`options.targetId is for the outbox only, not ${kind}`);
@@ -84,11 +94,15 @@ export function checkTargetFilter(
   return targetId as string | null;
 }
 
-/** The options of `retryDeadLetters` / `dropDeadLetters`, checked before anything is sent. */
-export function checkBulkOptions(kind: unknown, options: unknown): void {
+/**
+ * The options of `retryDeadLetters` / `dropDeadLetters`, checked before anything is sent: a name
+ * it does not know is refused (`{ target: "payments" }` would otherwise act on every target).
+ */
+export function checkBulkOptions(method: string, kind: unknown, options: unknown): void {
   checkRelayKind(kind);
   const o = checkObject("options", options as Record<string, unknown>);
-  checkTargetFilter(kind as RelayKind, o);
+  checkKnownOptions(`${method}()`, o, ["targetId", "onProgress", "signal"]);
+  targetFilter(kind as RelayKind, o.targetId);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") {
     throw new TypeError(`options.onProgress must be a function, got ${describe(o.onProgress)}`);
   }
@@ -97,8 +111,9 @@ export function checkBulkOptions(kind: unknown, options: unknown): void {
   }
 }
 
-/** The `limit` of `backlog`: 1 to 10,000 rows per count. */
+/** The `limit` of `backlog`: 1 to 10,000 rows per count (no other option). */
 export function checkBacklogLimit(options: unknown): number {
   const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
+  checkKnownOptions("backlog()", o, ["limit"]);
   return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
 }

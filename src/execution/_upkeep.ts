@@ -12,7 +12,8 @@ import type { RelayKind } from "../core/types.ts";
 import { finishReleases, holdsTarget, readHolds, replace } from "./_holds.ts";
 import { moveInput, partOf, pendingPlace, placeOf, rowKey } from "./_relay_index.ts";
 import { candidateOf } from "./_outbox_queue.ts";
-import type { QueueReads } from "./_queue_items.ts";
+import { plain, type QueueReads } from "./_queue_items.ts";
+import { transactOne } from "../dynamo/_lost_answers.ts";
 
 /** How many stale release marks one pass finishes. */
 const RELEASES_PER_PASS = 10;
@@ -109,7 +110,12 @@ async function adoptPage(
  * back what is misplaced): one scan of the whole table, for `ensureTables()` and
  * `adoptRows()`. Returns how many rows it adopted.
  */
-export async function adoptTable(q: QueueReads, kind: RelayKind, now: number): Promise<number> {
+export async function adoptTable(
+  q: QueueReads,
+  kind: RelayKind,
+  now: number,
+  { exact = false }: { exact?: boolean } = {},
+): Promise<number> {
   let adopted = 0, start: Item | undefined;
   do {
     const page = await q.timers.client.send(
@@ -119,7 +125,7 @@ export async function adoptTable(q: QueueReads, kind: RelayKind, now: number): P
         ...projected(kind),
       }),
     );
-    adopted += await tidy(q, kind, now, page.Items ?? []);
+    adopted += await tidy(q, kind, now, page.Items ?? [], exact);
     start = page.LastEvaluatedKey;
   } while (start);
   return adopted;
@@ -133,14 +139,20 @@ export async function adoptTable(q: QueueReads, kind: RelayKind, now: number): P
  * delivered or dropped by a writer that keeps no holds) are released. Returns how many rows it
  * adopted.
  */
-async function tidy(q: QueueReads, kind: RelayKind, now: number, rows: Item[]): Promise<number> {
+async function tidy(
+  q: QueueReads,
+  kind: RelayKind,
+  now: number,
+  rows: Item[],
+  exact = false,
+): Promise<number> {
   const held = new Map<string, number>(); // target → the lowest held entry the page shows
   const released = new Set<string>(); // targets whose head the page found no longer failing
   let adopted = 0;
   await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
     const from = row[RELAY.part]?.S;
     if (from === undefined) {
-      if (await adopt(q, kind, row)) adopted++;
+      if (await adopt(q, kind, row, exact)) adopted++;
       return;
     }
     const part = partOf(from);
@@ -208,8 +220,13 @@ function projected(kind: RelayKind) {
   return { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names };
 }
 
-/** A row without the index's attributes into its pending partition (a timer: at its fire time). */
-async function adopt(q: QueueReads, kind: RelayKind, row: Item): Promise<boolean> {
+/**
+ * A row without the index's attributes into its pending partition (a timer: at its fire time).
+ * `exact` (adoptRows(), which answers how many it adopted): a transaction with an idempotency
+ * token, so that a copy re-sent after a lost answer counts the row its first copy adopted — a
+ * plain update's copy would fail its condition and leave the row uncounted.
+ */
+async function adopt(q: QueueReads, kind: RelayKind, row: Item, exact: boolean): Promise<boolean> {
   if (placeOf(kind, row, 0) === null) return false; // nothing to order it by: only a scan finds it
   const input = moveInput(q.tables[kind].name, rowKey(kind, row), null, pendingPlace(kind, row));
   if (kind === "timers") {
@@ -221,7 +238,15 @@ async function adopt(q: QueueReads, kind: RelayKind, row: Item): Promise<boolean
     input.ConditionExpression += " AND attribute_exists(#k)"; // not an acknowledged row back
     Object.assign(input.ExpressionAttributeNames, { "#k": OUTBOX.seq });
   }
-  return await conditionally(q, input);
+  if (!exact) return await conditionally(q, input);
+  const done = await transactOne(
+    q.timers.client,
+    { Update: input },
+    { operation: "adoptRows", key: `${kind} ${JSON.stringify(plain(rowKey(kind, row)))}` },
+    q.resends,
+    "the row may or may not have been adopted; adoptRows() again adopts it if it was not",
+  );
+  return done.applied;
 }
 
 /** An update that is skipped when the row changed meanwhile: whether it applied. */

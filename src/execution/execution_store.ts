@@ -31,7 +31,7 @@ import { runCommit } from "./_commit_loop.ts";
 import { listPage, readExecution, readForEvent, readProcessed } from "./_execution_reads.ts";
 import { deleteSeqs } from "./_seq_queues.ts";
 import { claimTimer, dueByScan } from "./_timers.ts";
-import { releaseDelivered } from "./_holds.ts";
+import { markDelivered, releaseDelivered } from "./_holds.ts";
 import { backlog, onDeadLetters } from "./_bulk.ts";
 import { adoptTable } from "./_upkeep.ts";
 import { claimCommit, planTraceEntry } from "./_transaction.ts";
@@ -399,8 +399,9 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
+    const heads = await markDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
     await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
-    await releaseDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
+    await releaseDelivered(this.#ctx, heads);
   }
 
   /**
@@ -621,7 +622,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async retryDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("retryDeadLetters");
-    checkBulkOptions(kind, options);
+    checkBulkOptions("retryDeadLetters", kind, options);
     return await onDeadLetters(this.#ctx, kind, "retry", options);
   }
 
@@ -636,7 +637,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async dropDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("dropDeadLetters");
-    checkBulkOptions(kind, options);
+    checkBulkOptions("dropDeadLetters", kind, options);
     return await onDeadLetters(this.#ctx, kind, "drop", options);
   }
 
@@ -659,14 +660,16 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Adopts into the relay index every row of a relay table written without its attributes (by
    * the Python store or an older deploy) — one scan of the table — and resolves to how many it
-   * adopted. Relay passes do the same a page at a time (`adoptRows`); this does it now.
+   * adopted (each a one-item transaction: exact under lost answers). Relay passes do the same a
+   * page at a time (`adoptRows`); this does it now.
    *
+   * @throws {OutcomeUnknown} When no answer came back for a row: run it again.
    * @throws {StoreClosed} After `close()`.
    */
   async adoptRows(kind: RelayKind): Promise<number> {
     this.#open("adoptRows");
     checkRelayKind(kind);
-    return await adoptTable(this.#ctx, kind, this.#ctx.now() / 1000);
+    return await adoptTable(this.#ctx, kind, this.#ctx.now() / 1000, { exact: true });
   }
 
   /** A batch for the bounded reads (`pass: false`: nothing is moved or adopted). */

@@ -578,7 +578,7 @@ export class MemoryStore implements ExecutionStore {
   ): Promise<number> {
     return Promise.try(() => {
       this.#open(method);
-      checkBulkOptions(kind, options);
+      checkBulkOptions(method, kind, options);
       const letters = this.#queues.deadLetters(kind, Infinity, options.targetId);
       let done = 0;
       for (const letter of letters) {
@@ -586,7 +586,9 @@ export class MemoryStore implements ExecutionStore {
         const acted = method === "retryDeadLetters"
           ? this.#queues.retryDeadLetter(kind, letter.key)
           : this.#queues.dropDeadLetter(kind, letter.key);
-        if (acted) options.onProgress?.(++done);
+        if (!acted) continue;
+        done++; // counted whether or not anyone listens
+        options.onProgress?.(done);
       }
       return done;
     });

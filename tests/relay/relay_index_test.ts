@@ -247,3 +247,103 @@ Deno.test("a spawn pass and a timer sweep cost as much with 3,000 parked rows as
     assert.ok(large[what].calls <= 2 * small[what].calls, `${what} calls`);
   }
 });
+
+/** A store on `store`'s tables whose client runs `hook` around each command it sends. */
+function wrapped(
+  store: DynamoDBStore,
+  hook: (name: string, input: Record<string, unknown>, send: () => Promise<unknown>) => unknown,
+  options: { adoptRows?: number; now?: () => number } = {},
+) {
+  const client = testClient();
+  const sender = {
+    send: (command: { constructor: { name: string }; input: Record<string, unknown> }) =>
+      hook(command.constructor.name, command.input, () => client.send(command as never)),
+  };
+  const prefix = store.tables.executions.name.replace(/_executions$/, "");
+  const view = new DynamoDBStore(sender as never, { prefix, ...options });
+  return { view, [Symbol.dispose]: () => client.destroy() };
+}
+
+/** Seq T1 waiting for a retry due in a second, and `held` more entries to T moved behind it. */
+async function heldBehindWaitingHead(store: DynamoDBStore, held: number): Promise<number[]> {
+  const seqs = await emitAll(store, [{ target: "T" }]);
+  await relayOutbox(store, failing("T"), { backoff: { minSeconds: 1, maxSeconds: 1 } });
+  seqs.push(...await emitAll(store, Array.from({ length: held }, () => ({ target: "T" }))));
+  await relayOutbox(store, failing("T")); // the entries behind it go to T's partition
+  await new Promise((resolve) => setTimeout(resolve, 1100)); // its retry is due
+  return seqs;
+}
+
+const collect = (into: number[]) => (entry: { seq: number }) =>
+  Promise.resolve(void into.push(entry.seq));
+
+Deno.test("an inline delivery of a head whose retry is due brings back the entries held behind it", async () => {
+  // No adoption scan (a fleet with no other writer): nothing but the release brings them back.
+  await using store = await freshStore({ adoptRows: 0 });
+  const [head, ...held] = await heldBehindWaitingHead(store, 2);
+  const inline: number[] = [];
+  await relayOutbox(store, collect(inline), { seqs: [head!] });
+  assert.deepEqual(inline, [head]);
+  const delivered: number[] = [];
+  for (let pass = 0; pass < 2; pass++) await relayOutbox(store, collect(delivered));
+  assert.deepEqual(delivered, held);
+});
+
+Deno.test("a relay that dies between acknowledging a head and releasing its target leaves nothing held for good", async () => {
+  await using store = await freshStore({ adoptRows: 0 });
+  const [head, next, ...rest] = await heldBehindWaitingHead(store, 3);
+  // The relay dies at its first write after the acknowledgement.
+  let acknowledged = false;
+  using dying = wrapped(store, async (name, _input, send) => {
+    if (acknowledged && /^(UpdateItem|TransactWriteItems)Command$/.test(name)) {
+      throw new Error("the relay's process died");
+    }
+    const answer = await send();
+    if (name === "BatchWriteItemCommand") acknowledged = true;
+    return answer;
+  }, { adoptRows: 0 });
+  const first: number[] = [];
+  await assert.rejects(relayOutbox(dying.view, collect(first), { limit: 2 }), /died/);
+  assert.deepEqual(first, [head, next]);
+  // A relay a minute later (when an unfinished release is found stale) delivers the rest.
+  using later = wrapped(store, (_name, _input, send) => send(), {
+    adoptRows: 0,
+    now: () => Date.now() + 120_000,
+  });
+  const delivered: number[] = [];
+  for (let pass = 0; pass < 2; pass++) await relayOutbox(later.view, collect(delivered));
+  assert.deepEqual(delivered, rest);
+});
+
+Deno.test("a pass never delivers a target's entries out of seq order while a release brings its held entries back", async () => {
+  // No adoption page (whose check of held targets could release T itself, at once, in a table
+  // this small): the pass sees what the operator's release has done so far, and nothing else.
+  await using store = await freshStore({ adoptRows: 0 });
+  const [source1, source2] = [
+    newExecution({ definition_id: "a" }),
+    newExecution({ definition_id: "b" }),
+  ];
+  const emit = async (exe: Execution) =>
+    (await store.commit(exe, { emits: [{ target: "T", event: newEvent("e") }] })).outbox[0]!;
+  const head = await emit(source1);
+  await relayOutbox(store, failing("T"), { maxAttempts: 1 }); // dead
+  const [second, third] = [await emit(source2), await emit(source1)]; // two sources
+  await relayOutbox(store, failing("T")); // both held behind the dead head
+  // The operator's release brings `second` back slowly.
+  using operator = wrapped(store, async (name, input, send) => {
+    const values = input.ExpressionAttributeValues as Record<string, { S?: string }> | undefined;
+    const key = input.Key as Record<string, { N?: string }> | undefined;
+    if (
+      name === "UpdateItemCommand" && values?.[":from"]?.S?.startsWith("h") &&
+      key?.seq?.N === String(second)
+    ) await new Promise((resolve) => setTimeout(resolve, 1500));
+    return await send();
+  });
+  const dropping = operator.view.dropDeadLetter("outbox", head);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const delivered: number[] = [];
+  await relayOutbox(store, collect(delivered)); // while the release runs
+  assert.equal(await dropping, true);
+  for (let pass = 0; pass < 2; pass++) await relayOutbox(store, collect(delivered));
+  assert.deepEqual(delivered, [second, third]);
+});

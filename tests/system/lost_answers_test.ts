@@ -9,10 +9,11 @@ import {
   DynamoDBStateStore,
   DynamoDBStore,
   type Execution,
+  newEvent,
   newExecution,
   OutcomeUnknown,
 } from "../../mod.ts";
-import { endpoint, freshStateStore, freshStore } from "../_support/env.ts";
+import { endpoint, freshStateStore, freshStore, testClient } from "../_support/env.ts";
 import { type Fault, FaultProxy, type FaultScript } from "../_support/fault_proxy.ts";
 
 const WRITES = ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"];
@@ -110,6 +111,23 @@ async function withTimer(store: DynamoDBStore, fireAt = 10): Promise<Execution> 
   return exe;
 }
 
+/** Outbox rows as the Python store writes them: no relay index attributes. */
+async function putBareOutboxRows(store: DynamoDBStore, seqs: number[]): Promise<void> {
+  using client = testClient();
+  for (const seq of seqs) {
+    await client.send(
+      new PutItemCommand({
+        TableName: store.tables.outbox.name,
+        Item: {
+          seq: { N: String(seq) },
+          target_id: { S: "py" },
+          event: { S: JSON.stringify(newEvent("py")) },
+        },
+      }),
+    );
+  }
+}
+
 const isUnknown = (operation: string, key: string) => (error: unknown) =>
   error instanceof OutcomeUnknown && error.operation === operation && error.key === key;
 
@@ -134,6 +152,37 @@ for (const { name, warm } of CONNECTIONS) {
       await env.lose(losing(times));
       assert.equal(await env.lossy.deleteTimer(exe.id, "wait", 10), false);
       assert.deepEqual((await env.direct.dueTimers(100)).map((t) => t.fireAt), [20]);
+    });
+
+    Deno.test(`adoptRows() counts every row it adopted when ${lostAnswers}, ${name}`, async () => {
+      await using env = await executionStores(warm);
+      await putBareOutboxRows(env.direct, [901, 902, 903]);
+      await env.lose(losing(times));
+      assert.equal(await env.lossy.adoptRows("outbox"), 3);
+      assert.equal(env.lost(), times);
+      assert.deepEqual((await env.direct.pendingOutbox()).map((e) => e.seq), [901, 902, 903]);
+    });
+
+    Deno.test(`recordFailure(), retryDeadLetter(), dropDeadLetter() and retryDeadLetters() of outbox entries answer exactly when ${lostAnswers}, ${name}`, async () => {
+      await using env = await executionStores(warm);
+      const { outbox } = await env.direct.commit(newExecution({ definition_id: "lost" }), {
+        emits: ["T", "T", "U", "V"].map((target) => ({ target, event: newEvent("e") })),
+      });
+      const dead = { attempts: 1, retryAt: null, error: "down" };
+      await env.lose(losing(times));
+      assert.equal(await env.lossy.recordFailure("outbox", outbox[0]!, dead), true);
+      for (const seq of outbox.slice(2)) await env.direct.recordFailure("outbox", seq, dead);
+      await env.lose(losing(times));
+      assert.equal(await env.lossy.retryDeadLetter("outbox", outbox[0]!), true);
+      await env.lose(losing(times));
+      assert.equal(await env.lossy.dropDeadLetter("outbox", outbox[2]!), true);
+      await env.lose(losing(times));
+      assert.equal(await env.lossy.retryDeadLetters("outbox"), 1);
+      assert.deepEqual(await env.direct.deadLetters("outbox"), []);
+      assert.deepEqual(
+        (await env.direct.pendingOutbox()).map((e) => e.seq),
+        [outbox[0], outbox[1], outbox[3]],
+      );
     });
 
     Deno.test(`appendTrace() appends its step once when ${lostAnswers}, ${name}`, async () => {
