@@ -39,6 +39,10 @@ export interface ExecutionsView {
   notice?: string | null;
 }
 
+/** What the `before` field takes. */
+const BEFORE_HINT = "A date (2026-11-01, midnight UTC), a time with its offset " +
+  "(2026-11-01T12:00Z, 2026-11-01T14:00+02:00) or epoch seconds";
+
 /** The query of a listing's links: its filters as they were given. */
 function queryOf(filters: ExecutionFilters): Record<string, string | string[] | null> {
   return {
@@ -100,7 +104,7 @@ export function executionsPage(view: ExecutionsView): Html {
     ? null
     : markup`<label>Not committed since <input name="before" value="${
       filters.before?.text ?? ""
-    }" placeholder="2026-11-01T12:00Z or epoch seconds" maxlength="40"></label>`;
+    }" placeholder="2026-11-01T12:00Z" title="${BEFORE_HINT}" maxlength="40"></label>`;
   return page(
     { basePath, title: "Executions", notice: view.notice },
     markup`<section aria-labelledby="backlog"><h2 id="backlog">Relay backlog</h2>
