@@ -31,7 +31,10 @@ export interface CappedCount {
 export interface QueueBacklog {
   /** The queue. */
   kind: RelayKind;
-  /** Deliverable or held behind their target, not failed (timers: due now). */
+  /**
+   * Not failed and not delivered yet (timers: due now). Entries a relay pass has set apart behind
+   * a waiting or dead entry of their target are not in it: `heldTargets` says how many targets.
+   */
   pending: CappedCount;
   /** Waiting for a retry after a failed delivery. */
   waiting: CappedCount;
