@@ -11,9 +11,9 @@ import {
 import { countingClient, testClient } from "../tests/_support/env.ts";
 import { countingProxy } from "../tests/_support/counting_proxy.ts";
 import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
-import { capacityClient } from "../tests/_support/capacity.ts";
 import { setSpansEnabled } from "../src/core/_telemetry.ts";
 import { benchStatusIndex, printStatusIndex } from "./_bench_status.ts";
+import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -223,38 +223,10 @@ for (let round = 1; round <= rounds; round++) {
 }
 setSpansEnabled(true);
 
-// Timer sweep: read capacity of one dueTimers with 5 000 armed timers (10 due), scan vs index,
-// then with 5 000 more armed (none due), as DynamoDB reports it (ReturnConsumedCapacity).
-progress("timer sweep capacity, scan vs index");
-const metered = capacityClient();
-const timerStore = new DynamoDBStore(metered.client, { prefix: `${prefix}_tix`, timerIndex: true });
-await timerStore.ensureTables();
-async function armTimers(count: number, due: number, tag: string): Promise<void> {
-  const timers = Array.from({ length: count }, (_, i) => ({
-    action: "schedule" as const,
-    path: `${tag}.${i}`,
-    fireAt: i < due ? 1000 + i : 2e9 + i,
-  }));
-  for (let i = 0; i < timers.length; i += 90 * 8) {
-    await Promise.all(
-      Array.from({ length: 8 }, (_, k) => timers.slice(i + k * 90, i + (k + 1) * 90)).filter((
-        part,
-      ) => part.length > 0).map((part) => timerStore.commit(doc(), { timers: part })),
-    );
-  }
-}
-async function sweepCost(scan: boolean): Promise<{ units: number; calls: number; due: number }> {
-  metered.capacity.units = 0;
-  metered.capacity.calls.length = 0;
-  const due = await timerStore.dueTimers(5000, { scan });
-  return { units: metered.capacity.units, calls: metered.capacity.calls.length, due: due.length };
-}
-await armTimers(5000, 10, "a");
-const sweeps = { scan5000: await sweepCost(true), index5000: await sweepCost(false) };
-await armTimers(5000, 0, "b");
-const sweeps10000 = { scan10000: await sweepCost(true), index10000: await sweepCost(false) };
-const timerSweep = { ...sweeps, ...sweeps10000 };
-metered.client.destroy();
+// The relay index (#24): one pass, sweep and dead-letter listing at 1k, 10k and 50k rows not due,
+// through the index and by a scan; and its write cost per commit and acknowledgement.
+progress("relay index: passes at 1k, 10k and 50k stored rows, and write units");
+const relayIndex = await benchRelayIndex(prefix, rounds, progress);
 
 // The status index (#25): listings at 1k, 10k and 50k executions, and its write cost per commit.
 progress("status index: listings at 1k, 10k and 50k executions, and commit WCU");
@@ -496,7 +468,7 @@ const results = {
       ratio: median(runs.on) / median(runs.off),
     };
   }),
-  timerSweep,
+  relayIndex,
   statusIndex,
 };
 const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
@@ -513,12 +485,7 @@ console.log("| --- | --- | --- | --- |");
 for (const c of results.spans) {
   console.log(`| ${c.writers} writer(s) | ${f(c.on)} | ${f(c.off)} | ${c.ratio.toFixed(2)} |`);
 }
-console.log(
-  "\n| one timer sweep (10 due) | read capacity units | calls | due |\n| --- | --- | --- | --- |",
-);
-for (const [label, cost] of Object.entries(timerSweep)) {
-  console.log(`| ${label} | ${cost.units} | ${cost.calls} | ${cost.due} |`);
-}
+printRelayIndex(relayIndex);
 printStatusIndex(statusIndex);
 console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
 console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);

@@ -38,12 +38,18 @@ import type { RelayKind } from "./core/types.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
-import { bulkDeleteOptions, runBulkDelete } from "./cli/_bulk.ts";
+import {
+  bulkDeadLetterOptions,
+  bulkDeleteOptions,
+  runBulkDeadLetters,
+  runBulkDelete,
+} from "./cli/_bulk.ts";
 import {
   CliError,
   endpointOf,
   parseBefore,
   parseDeadLetter,
+  parseKinds,
   parseLimit,
   parseStatuses,
   refusedAsUsage,
@@ -98,6 +104,12 @@ Commands:
                        EXECUTION_ID PATH FIRE_AT (epoch seconds), as dead-letters lists them
   drop KIND KEY --yes  delete a dead letter for good (a pending item is refused);
                        --json needs no --yes
+  retry KIND --all [--target T | --untargeted] --yes
+  drop KIND --all [--target T | --untargeted] --yes
+                       every dead letter of KIND (outbox: of target T, or of no target);
+                       progress on stderr; Ctrl-C stops, running it again continues
+  adopt [KIND]         adopt into the relay index the rows another writer wrote without
+                       its attributes (the Python store, an older deploy): one scan
   ensure-tables        create the missing tables (execution store and state store)
   policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
 
@@ -166,6 +178,9 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         scan: { type: "boolean" },
         "include-undated": { type: "boolean" },
         "allow-open": { type: "boolean" },
+        all: { type: "boolean" },
+        target: { type: "string" },
+        untargeted: { type: "boolean" },
       },
     }));
   } catch (error) {
@@ -206,8 +221,10 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   timers: { positionals: 0, flags: ["due", "limit"] },
   "dead-letters": { positionals: 1, flags: ["limit"] },
   // KIND and a seq, or KIND and a timer's execution id, path and fire_at.
-  retry: { positionals: [2, 4], flags: [] },
-  drop: { positionals: [2, 4], flags: ["yes"] },
+  // ... or KIND alone with --all (every dead letter; outbox: of one target).
+  retry: { positionals: [1, 2, 4], flags: ["all", "target", "untargeted", "yes"] },
+  drop: { positionals: [1, 2, 4], flags: ["all", "target", "untargeted", "yes"] },
+  adopt: { positionals: [0, 1], flags: [] },
   "ensure-tables": { positionals: 0, flags: [] },
   policy: { positionals: 0, flags: ["account"] },
 };
@@ -216,8 +233,9 @@ const WHAT_THEY_TAKE: Record<string, string> = {
   show: "an execution id",
   delete: "an execution id, or none with --status and --before",
   "dead-letters": "a kind: outbox, spawns or timers",
-  retry: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT",
-  drop: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT",
+  retry: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT; or a kind with --all",
+  drop: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT; or a kind with --all",
+  adopt: "a kind (outbox, spawns or timers), or none for all three",
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
 
@@ -273,10 +291,24 @@ async function run(
     ));
     return;
   }
-  const deadLetter = ["dead-letters", "retry", "drop"].includes(command)
+  const all = (command === "retry" || command === "drop") && values.all === true
+    ? bulkDeadLetterOptions(command, rest, values)
+    : undefined;
+  if (!all && (values.target !== undefined || values.untargeted === true)) {
+    throw new UsageError(`--target and --untargeted go with ${command} KIND --all`);
+  }
+  if (!all && (command === "retry" || command === "drop") && rest.length === 1) {
+    throw new UsageError(
+      `${command} needs a key after the kind (${WHAT_THEY_TAKE[command]}), got ${
+        JSON.stringify(rest.join(" "))
+      }`,
+    );
+  }
+  const deadLetter = !all && ["dead-letters", "retry", "drop"].includes(command)
     ? parseDeadLetter(command, rest)
     : undefined;
-  if (command === "drop" && !json && values.yes !== true) {
+  const adopt = command === "adopt" ? parseKinds(rest) : undefined;
+  if (command === "drop" && !all && !json && values.yes !== true) {
     throw new UsageError(
       `drop deletes ${rest.join(" ")} for good: run it again with --yes (or with --json)`,
     );
@@ -387,6 +419,17 @@ async function run(
       out("");
       out(`armed timers (${timers.length}):`);
       if (timers.length) out(indent(timerTable(timers.map(withState), now)));
+    } else if (all) {
+      await onTable(tables[all.kind].name, runBulkDeadLetters(reader, all, json, out, err));
+    } else if (adopt) {
+      const adopted: Record<string, number> = {};
+      for (const kind of adopt) {
+        adopted[kind] = await onTable(tables[kind].name, reader.adoptRows(kind));
+      }
+      if (json) return print(adopted);
+      for (const [kind, n] of Object.entries(adopted)) {
+        out(`${kind}: adopted ${counted(n, "row")} into the relay index`);
+      }
     } else if (command === "delete" && bulk) {
       await onTable(
         tables.executions.name,

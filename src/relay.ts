@@ -6,7 +6,7 @@
  */
 import { readLimit } from "./core/_bounded.ts";
 import { eachConcurrently } from "./core/_lanes.ts";
-import { currentPass, Pass, runPass } from "./relay/_relay_pass.ts";
+import { Pass } from "./relay/_relay_pass.ts";
 import { ATTR, withSpan } from "./core/_telemetry.ts";
 import { pythonFloatRepr } from "./core/_py_repr.ts";
 import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./core/_validate.ts";
@@ -22,6 +22,7 @@ import type {
   UnreadableRow,
 } from "./core/types.ts";
 import { UnreadableEntry } from "./core/errors.ts";
+import { failedAttempt, type Retry, setAside } from "./core/_relay_rules.ts";
 import { Acks } from "./relay/_acks.ts";
 
 /**
@@ -216,33 +217,36 @@ export function relayOutbox(
   deliver: (entry: OutboxEntry) => void | Promise<void>,
   options: OutboxRelayOptions = {},
 ): Promise<RelayReport> {
-  return inSpan("relayOutbox", () => relayOutboxPass(store, deliver, options));
+  // Bad options are a rejected promise, as every failure of the pass, never a throw.
+  return Promise.try(() => {
+    const checked = checkOptions("deliver", deliver, options);
+    return inSpan("relayOutbox", checked, (pass) => relayOutboxPass(pass, store, deliver, checked));
+  });
 }
 
 async function relayOutboxPass(
+  pass: Pass,
   store: ExecutionStore,
   deliver: (entry: OutboxEntry) => void | Promise<void>,
-  options: OutboxRelayOptions,
+  { limit, concurrency, retry, seqs }: CheckedOptions,
 ): Promise<RelayReport> {
-  const { limit, concurrency, signal, onError } = checkOptions("deliver", deliver, options);
-  const retry = checkRetry(options);
-  if (signal?.aborted) return emptyReport();
-  const now = Date.now() / 1000;
-  const batch = await store.relayBatch("outbox", { limit, now, seqs: options.seqs });
-  const report = startReport(batch.oldestAt, now);
-  const failed = failures(store, "outbox", retry, report, onError, now);
+  const { signal } = pass;
+  if (signal.aborted) return emptyReport();
+  const batch = await store.relayBatch("outbox", { limit, seqs });
+  const report = startReport(batch.oldestAt, batch.now);
+  const failed = failures(pass, store, "outbox", retry, report, batch.now);
   const byTarget = new Map<string | null, { item: OutboxEntry; attempts: number }[]>();
   for (const queued of batch.items) {
     const queue = byTarget.get(queued.item.targetId);
     if (queue) queue.push(queued);
     else byTarget.set(queued.item.targetId, [queued]);
   }
-  const acks = new Acks((seqs) => store.ackOutbox(seqs));
+  const acks = new Acks(pass, (seqs) => store.ackOutbox(seqs));
   await Promise.all([
     failed.setAside(batch.unreadable),
-    inLanes([...byTarget.values()], concurrency, signal, async (queue) => {
+    inLanes(pass, [...byTarget.values()], concurrency, async (queue) => {
       for (const { item: entry, attempts } of queue) {
-        if (signal?.aborted) return;
+        if (signal.aborted) return;
         try {
           await deliver(entry);
         } catch (error) {
@@ -301,25 +305,27 @@ export function relaySpawns(
   start: (spawn: PendingSpawn) => void | Promise<void>,
   options: RelayOptions = {},
 ): Promise<RelayReport> {
-  return inSpan("relaySpawns", () => relaySpawnsPass(store, start, options));
+  // Bad options are a rejected promise, as every failure of the pass, never a throw.
+  return Promise.try(() => {
+    const checked = checkOptions("start", start, options);
+    return inSpan("relaySpawns", checked, (pass) => relaySpawnsPass(pass, store, start, checked));
+  });
 }
 
 async function relaySpawnsPass(
+  pass: Pass,
   store: ExecutionStore,
   start: (spawn: PendingSpawn) => void | Promise<void>,
-  options: RelayOptions,
+  { limit, concurrency, retry }: CheckedOptions,
 ): Promise<RelayReport> {
-  const { limit, concurrency, signal, onError } = checkOptions("start", start, options);
-  const retry = checkRetry(options);
-  if (signal?.aborted) return emptyReport();
-  const now = Date.now() / 1000;
-  const batch = await store.relayBatch("spawns", { limit, now });
-  const report = startReport(batch.oldestAt, now);
-  const failed = failures(store, "spawns", retry, report, onError, now);
-  const acks = new Acks((seqs) => store.ackSpawn(seqs));
+  if (pass.signal.aborted) return emptyReport();
+  const batch = await store.relayBatch("spawns", { limit });
+  const report = startReport(batch.oldestAt, batch.now);
+  const failed = failures(pass, store, "spawns", retry, report, batch.now);
+  const acks = new Acks(pass, (seqs) => store.ackSpawn(seqs));
   await Promise.all([
     failed.setAside(batch.unreadable),
-    inLanes(batch.items, concurrency, signal, async ({ item: spawn, attempts }) => {
+    inLanes(pass, batch.items, concurrency, async ({ item: spawn, attempts }) => {
       try {
         await start(spawn);
       } catch (error) {
@@ -370,22 +376,25 @@ export function sweepTimers(
   fire: (timer: Timer, event: Event) => void | Promise<void>,
   options: SweepOptions = {},
 ): Promise<RelayReport> {
-  return inSpan("sweepTimers", () => sweepTimersPass(store, fire, options));
+  // Bad options are a rejected promise, as every failure of the pass, never a throw.
+  return Promise.try(() => {
+    const checked = checkOptions("fire", fire, options);
+    return inSpan("sweepTimers", checked, (pass) => sweepTimersPass(pass, store, fire, checked));
+  });
 }
 
 async function sweepTimersPass(
+  pass: Pass,
   store: ExecutionStore,
   fire: (timer: Timer, event: Event) => void | Promise<void>,
-  options: SweepOptions,
+  { limit, concurrency, retry, now }: CheckedOptions,
 ): Promise<RelayReport> {
-  const { limit, concurrency, signal, onError } = checkOptions("fire", fire, options);
-  const retry = checkRetry(options);
-  const now = checkTime("now", options.now ?? Date.now() / 1000);
-  if (signal?.aborted) return emptyReport();
-  const batch = await store.relayBatch("timers", { limit, now });
-  const report = startReport(batch.oldestAt, now);
-  const failed = failures(store, "timers", retry, report, onError, now);
-  await inLanes(batch.items, concurrency, signal, async ({ item: timer, attempts }) => {
+  if (pass.signal.aborted) return emptyReport();
+  // The sweep's `now`, or the store's clock (the batch says which time it read at).
+  const batch = await store.relayBatch("timers", { limit, ...(now === undefined ? {} : { now }) });
+  const report = startReport(batch.oldestAt, batch.now);
+  const failed = failures(pass, store, "timers", retry, report, batch.now);
+  await inLanes(pass, batch.items, concurrency, async ({ item: timer, attempts }) => {
     try {
       await fire(timer, timeoutEvent(timer.executionId, timer.path, timer.fireAt));
     } catch (error) {
@@ -398,17 +407,10 @@ async function sweepTimersPass(
       // Guarded: false means a commit re-scheduled it meanwhile; the new timer stays.
       await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
     } catch (error) {
-      onError?.(error); // it fires again next pass, with the same event id
+      pass.onError?.(error); // it fires again next pass, with the same event id
     }
   });
   return report;
-}
-
-/** How a pass retries: attempts before the dead letter, and the waits between attempts. */
-interface Retry {
-  maxAttempts: number;
-  minSeconds: number;
-  maxSeconds: number;
 }
 
 const YEAR = 365 * 24 * 3600;
@@ -456,17 +458,12 @@ function startReport(oldestAt: number | null, now: number): RelayReport {
   return { ...emptyReport(), lagSeconds: oldestAt === null ? null : Math.max(0, now - oldestAt) };
 }
 
-/**
- * What a pass does with what it cannot deliver: a failed attempt waits its backoff or, at
- * `maxAttempts`, is dead-lettered; an unreadable row is set aside at once. Both are recorded on
- * the item; what goes wrong recording them goes to `onError` (the item then comes again).
- */
 function failures<K extends RelayKind>(
+  pass: Pass,
   store: ExecutionStore,
   kind: K,
   retry: Retry,
   report: RelayReport,
-  onError: ((error: unknown) => void) | undefined,
   now: number,
 ) {
   const write = async (key: RelayKey<K>, failure: RelayFailure) => {
@@ -474,30 +471,19 @@ function failures<K extends RelayKind>(
       await store.recordFailure(kind, key, failure);
       if (failure.retryAt === null) report.setAside++;
     } catch (error) {
-      onError?.(error);
+      pass.onError?.(error);
     }
   };
   return {
     async record(key: RelayKey<K>, attempts: number, error: unknown): Promise<void> {
       report.failed++;
-      onError?.(error);
-      const done = attempts + 1;
-      const wait = Math.min(retry.maxSeconds, retry.minSeconds * 2 ** (done - 1));
-      await write(key, {
-        attempts: done,
-        retryAt: done >= retry.maxAttempts ? null : now + wait,
-        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      });
+      pass.onError?.(error);
+      await write(key, failedAttempt(attempts, error, retry, now));
     },
     async setAside(rows: UnreadableRow<K>[]): Promise<void> {
       for (const row of rows) {
-        onError?.(new UnreadableEntry(kind, row.key, row.error));
-        await write(row.key, {
-          attempts: row.attempts + 1,
-          retryAt: null,
-          error: `unreadable: ${row.error}`,
-          unreadable: true,
-        });
+        pass.onError?.(new UnreadableEntry(kind, row.key, row.error));
+        await write(row.key, setAside(row.attempts, row.error));
       }
     },
   };
@@ -505,16 +491,21 @@ function failures<K extends RelayKind>(
 
 /**
  * Runs one pass in a span named after its runner, with what the pass did as attributes. The
- * pass settles only when nothing it started still runs: whatever its body did, the
- * acknowledgements it owes are flushed first. It rejects with the body's error, else with what
- * stopped it (a throwing `onError`), else with a failed acknowledgement.
+ * pass (its signal, its `onError`, the acknowledgements it owes) is handed to `body`, and
+ * settles only when nothing it started still runs: whatever the body did, the acknowledgements
+ * it owes are flushed first. It rejects with the body's error, else with what stopped it (a
+ * throwing `onError`), else with a failed acknowledgement.
  */
-function inSpan(name: string, body: () => Promise<RelayReport>): Promise<RelayReport> {
+function inSpan(
+  name: string,
+  { signal, onError }: CheckedOptions,
+  body: (pass: Pass) => Promise<RelayReport>,
+): Promise<RelayReport> {
   return withSpan(name, {}, async (span) => {
-    const pass = new Pass(name);
+    const pass = new Pass(name, signal, onError);
     let report: RelayReport | undefined, failure: { error: unknown } | null = null;
     try {
-      report = await runPass(pass, body);
+      report = await body(pass);
     } catch (error) {
       failure = { error };
     }
@@ -531,21 +522,24 @@ function inSpan(name: string, body: () => Promise<RelayReport>): Promise<RelayRe
   });
 }
 
+/** A runner's options, checked before anything is read. */
 interface CheckedOptions {
   limit: number;
   concurrency: number;
   signal: AbortSignal | undefined;
   onError: ((error: unknown) => void) | undefined;
+  retry: Retry;
+  /** `relayOutbox`: deliver just these seqs. */
+  seqs?: number[];
+  /** `sweepTimers`: the time timers are due at (undefined: the store's clock). */
+  now?: number;
 }
 
-/**
- * The options, checked. In a pass, `signal` also aborts when the pass is stopped and
- * `onError` never throws (what it throws stops the pass); a sweep's `now` is the pass's clock.
- */
+/** The options of a runner taking `callback`, checked (a sweep's `now` too). */
 function checkOptions(
   field: string,
   callback: unknown,
-  options: RelayOptions,
+  options: OutboxRelayOptions & SweepOptions,
 ): CheckedOptions {
   if (typeof callback !== "function") {
     throw new TypeError(`${field} must be a function, got ${describe(callback)}`);
@@ -560,39 +554,34 @@ function checkOptions(
   if (onError !== undefined && typeof onError !== "function") {
     throw new TypeError(`onError must be a function, got ${describe(onError)}`);
   }
-  const checked = {
+  return {
     limit: readLimit({ limit: options.limit }),
     concurrency: checkInteger("concurrency", concurrency, 1, 1000),
     signal,
     onError,
+    retry: checkRetry(options),
+    seqs: options.seqs,
+    now: options.now === undefined ? undefined : checkTime("now", options.now),
   };
-  const pass = currentPass();
-  if (!pass) return checked;
-  return { ...checked, signal: pass.signal(signal), onError: pass.guard(onError) };
 }
 
 /**
- * Runs `task` on every item, `lanes` at a time, starting nothing new once `signal` aborts.
- * A task that throws stops the pass
- * (it rejects with that error once every lane has finished); `inLanes` itself resolves only
- * when no task still runs.
+ * Runs `task` on every item, `lanes` at a time, starting nothing new once the pass is stopped
+ * (its signal aborts). A task that throws stops the pass (which then rejects with that error);
+ * `inLanes` itself resolves only when no task still runs.
  */
 async function inLanes<T>(
+  pass: Pass,
   items: T[],
   lanes: number,
-  signal: AbortSignal | undefined,
   task: (item: T) => Promise<void>,
 ): Promise<void> {
-  const pass = currentPass();
-  let failure = null as { error: unknown } | null;
   const settled = async (item: T) => {
     try {
       await task(item);
     } catch (error) {
-      failure ??= { error };
-      pass?.stop(error);
+      pass.stop(error);
     }
   };
-  await eachConcurrently(items, lanes, settled, () => signal?.aborted === true || failure !== null);
-  if (failure && !pass) throw failure.error;
+  await eachConcurrently(items, lanes, settled, () => pass.signal.aborted);
 }

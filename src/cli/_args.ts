@@ -172,3 +172,15 @@ export function parseBefore(text: string | boolean | undefined): number | undefi
     throw error;
   }
 }
+
+/** The kinds `adopt` takes: one named, or (none named) all three. */
+export function parseKinds(rest: string[]): RelayKind[] {
+  if (rest.length === 0) return ["outbox", "spawns", "timers"];
+  const kind = rest[0];
+  if (kind !== "outbox" && kind !== "spawns" && kind !== "timers") {
+    throw new UsageError(
+      `adopt takes a kind: outbox, spawns or timers, got ${JSON.stringify(kind)}`,
+    );
+  }
+  return [kind];
+}

@@ -1,11 +1,12 @@
-// The CLI's bulk delete (#25): `delete --status S --before DATE [--definition D] --yes`, with
-// progress on stderr (done so far, rate) at most once a second, and Ctrl-C stopping between
-// batches (a run again continues where it stopped).
+// The CLI's bulk actions (#25): `delete --status S --before DATE [--definition D] --yes` and
+// `retry|drop KIND --all [--target T | --untargeted] --yes`, with progress on stderr (done so
+// far, rate) at most once a second, and Ctrl-C stopping them (a run again continues).
 import type { DynamoDBStore } from "../execution/execution_store.ts";
 import type { DeleteExecutionsOptions, DeleteProgress } from "../core/operator_types.ts";
 import { planBulkDelete } from "../execution/_listing.ts";
 import { FINISHED } from "../execution/_retention.ts";
 import { CliError, parseBefore, parseStatuses, usage, UsageError, type Values } from "./_args.ts";
+import type { RelayKind } from "../core/relay_types.ts";
 
 /** The options of a bulk delete from the command line, checked before anything is sent. */
 export function bulkDeleteOptions(values: Values, json: boolean): DeleteExecutionsOptions {
@@ -93,4 +94,99 @@ export async function runBulkDelete(
     `deleted ${deleted} executions (${last.examined} examined) in ${seconds} s; their outbox ` +
       "entries and spawns stay",
   );
+}
+
+/** What `retry KIND --all` / `drop KIND --all` act on: the kind, and (outbox) one target. */
+export interface BulkDeadLetters {
+  kind: RelayKind;
+  action: "retry" | "drop";
+  /** Outbox only: `--target T` (a string) or `--untargeted` (null); undefined: every target. */
+  targetId?: string | null;
+}
+
+/** The options of a bulk retry or drop from the command line, checked before anything is sent. */
+export function bulkDeadLetterOptions(
+  action: "retry" | "drop",
+  rest: string[],
+  values: Values,
+): BulkDeadLetters {
+  const kind = rest[0];
+  if (rest.length !== 1 || (kind !== "outbox" && kind !== "spawns" && kind !== "timers")) {
+    throw new UsageError(
+      `${action} --all takes a kind only (outbox, spawns or timers), got ${
+        JSON.stringify(rest.join(" "))
+      }`,
+    );
+  }
+  const target = values.target as string | undefined;
+  if (target !== undefined && values.untargeted === true) {
+    throw new UsageError("--target T and --untargeted name different targets: give one");
+  }
+  if ((target !== undefined || values.untargeted === true) && kind !== "outbox") {
+    throw new UsageError(`--target and --untargeted are for the outbox only, not ${kind}`);
+  }
+  if (target === "") throw new UsageError("--target needs a target id (--untargeted: none)");
+  const targetId = values.untargeted === true ? null : target;
+  if (values.yes !== true) {
+    const which = targetId === undefined
+      ? `every dead letter of ${kind}`
+      : `every dead outbox entry to ${targetId === null ? "no target" : JSON.stringify(targetId)}`;
+    throw new UsageError(
+      `${action} --all ${action === "retry" ? "makes" : "deletes"} ${which}${
+        action === "retry" ? " due again" : " for good"
+      }: run it again with --yes (also with --json)`,
+    );
+  }
+  return { kind, action, targetId };
+}
+
+/** Runs a bulk retry or drop, printing progress to `err` (at most once a second). */
+export async function runBulkDeadLetters(
+  store: DynamoDBStore,
+  bulk: BulkDeadLetters,
+  json: boolean,
+  out: (line: string) => void,
+  err: (line: string) => void,
+): Promise<void> {
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
+  Deno.addSignalListener("SIGINT", interrupt);
+  const started = performance.now();
+  let printed = -Infinity, done = 0;
+  const verb = bulk.action === "retry" ? "retried" : "dropped";
+  const rate = () => (done / Math.max((performance.now() - started) / 1000, 0.001)).toFixed(1);
+  const options = {
+    ...(bulk.targetId === undefined ? {} : { targetId: bulk.targetId }),
+    signal: stop.signal,
+    onProgress: (n: number) => {
+      done = n;
+      if (performance.now() - printed >= 1000) {
+        printed = performance.now();
+        err(`${bulk.action === "retry" ? "retrying" : "dropping"}: ${n} ${verb}, ${rate()}/s`);
+      }
+    },
+  };
+  try {
+    done = bulk.action === "retry"
+      ? await store.retryDeadLetters(bulk.kind, options)
+      : await store.dropDeadLetters(bulk.kind, options);
+  } catch (error) {
+    if (!stop.signal.aborted) throw error;
+    throw new CliError(
+      `interrupted after ${done} ${verb}: run the same command again to continue`,
+    );
+  } finally {
+    Deno.removeSignalListener("SIGINT", interrupt);
+  }
+  const seconds = Number(((performance.now() - started) / 1000).toFixed(3));
+  if (json) {
+    out(JSON.stringify({ kind: bulk.kind, action: bulk.action, done, seconds }, null, 2));
+    return;
+  }
+  const noun = {
+    outbox: ["dead outbox entry", "dead outbox entries"],
+    spawns: ["dead spawn", "dead spawns"],
+    timers: ["dead timer", "dead timers"],
+  }[bulk.kind];
+  out(`${verb} ${done} ${done === 1 ? noun[0] : noun[1]} in ${seconds} s`);
 }

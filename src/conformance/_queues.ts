@@ -4,16 +4,11 @@ import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import { StoreConflict } from "../core/errors.ts";
 
-import type { ExecutionStore } from "../core/types.ts";
+import type { Step } from "./_steps.ts";
+
+export type { Step };
 import { rejection } from "./_shared.ts";
 import { snapshotStore } from "./snapshot.ts";
-
-/** One step of the suite: `body` runs against a fresh store (with the given trace ring size). */
-export type Step = (
-  name: string,
-  body: (store: ExecutionStore) => Promise<void>,
-  traceMax?: number,
-) => Promise<boolean>;
 
 /** The queue steps, in the suite's order. */
 export async function queueSteps(step: Step): Promise<void> {

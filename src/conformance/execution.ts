@@ -12,11 +12,16 @@ import { DOCUMENT_DEPTH } from "../core/_json.ts";
 import type { CommitChanges, ExecutionStore, ListOptions } from "../core/types.ts";
 import { checkJsonRule, jsonRuleCases, nestedObject, rejection, TOO_DEEP } from "./_shared.ts";
 import { queueSteps } from "./_queues.ts";
+import { clockSteps } from "./_clock_steps.ts";
+import type { ConformanceStoreOptions, FakeClock, Step } from "./_steps.ts";
+
+export type { ConformanceStoreOptions, FakeClock } from "./_steps.ts";
 import { operatorSteps } from "./_operator.ts";
 import { snapshotStore } from "./snapshot.ts";
 
 /**
- * Makes a fresh, empty execution store with the given trace ring size.
+ * Makes a fresh, empty execution store with the given options (pass them all on: the suite's
+ * time-based steps move the clock it passes as `now`).
  *
  * @example A factory for the memory twin
  * ```ts
@@ -25,7 +30,7 @@ import { snapshotStore } from "./snapshot.ts";
  * const factory: ExecutionStoreFactory = (options) => Promise.resolve(new MemoryStore(options));
  * ```
  */
-export type ExecutionStoreFactory = (options: { traceMax?: number }) => Promise<ExecutionStore>;
+export type ExecutionStoreFactory = (options: ConformanceStoreOptions) => Promise<ExecutionStore>;
 
 async function walk(store: ExecutionStore, options: ListOptions) {
   const seen: string[] = [];
@@ -58,10 +63,17 @@ export async function executionStoreConformance(
   t: Deno.TestContext,
   factory: ExecutionStoreFactory,
 ): Promise<void> {
-  const step = (name: string, body: (store: ExecutionStore) => Promise<void>, traceMax?: number) =>
+  const step: Step = (name, body, options = {}) =>
     t.step(name, async () => {
-      await using store = await factory({ traceMax });
-      await body(store);
+      // A clock of its own for every step: real time, moved on by what the step advances.
+      let offset = 0;
+      const clock: FakeClock = {
+        now: () => Date.now() + offset,
+        advance: (seconds) => void (offset += seconds * 1000),
+      };
+      const made = typeof options === "number" ? { traceMax: options } : options;
+      await using store = await factory({ ...made, now: clock.now });
+      await body(store, clock);
     });
 
   await step("save() inserts at version 1 and sequential saves reach version 3", async (store) => {
@@ -246,6 +258,7 @@ export async function executionStoreConformance(
   );
 
   await operatorSteps(step);
+  await clockSteps(step);
 
   await step(
     "trace indexes start at 0 and appendTrace() honours entry.index, as the seed",

@@ -59,3 +59,45 @@ export function isUnreachable(error: unknown): boolean {
   if (status !== undefined && status >= 500) return true;
   return e.cause !== undefined && e.cause !== e && isUnreachable(e.cause);
 }
+
+/**
+ * A stored attribute value as plain JavaScript, by one rule for every reader: strings, booleans
+ * and null as they are, lists as arrays, maps as objects (every key an own property, `__proto__`
+ * included), sets as arrays, binary as base64. A number reads as the nearest JavaScript number,
+ * or — `exactNumbers`, for what an operator must see as stored — as its text when a double
+ * cannot hold it. Never throws on what another writer stored.
+ */
+export function plainAttribute(value: AttributeValue, exactNumbers = false): unknown {
+  const number = (text: string) => {
+    const n = Number(text);
+    return !exactNumbers || (Number.isFinite(n) && String(n) === text) ? n : text;
+  };
+  if (value.S !== undefined) return value.S;
+  if (value.N !== undefined) return number(value.N);
+  if (value.BOOL !== undefined) return value.BOOL;
+  if (value.NULL !== undefined) return null;
+  if (value.L !== undefined) return value.L.map((v) => plainAttribute(v, exactNumbers));
+  if (value.M !== undefined) return plainMap(value.M, {}, exactNumbers);
+  if (value.SS !== undefined) return [...value.SS];
+  if (value.NS !== undefined) return value.NS.map(number);
+  if (value.B !== undefined) return value.B.toBase64();
+  if (value.BS !== undefined) return value.BS.map((b) => b.toBase64());
+  return null;
+}
+
+/** A map's entries as own properties of `target` (see {@linkcode plainAttribute}). */
+export function plainMap<T extends Record<string, unknown>>(
+  map: Record<string, AttributeValue>,
+  target: T,
+  exactNumbers = false,
+): T {
+  for (const [key, v] of Object.entries(map)) {
+    Object.defineProperty(target, key, {
+      value: plainAttribute(v, exactNumbers),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return target;
+}

@@ -17,3 +17,18 @@ export async function eachConcurrently<T>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
+
+/** How many BatchGetItem calls one read keeps in flight. */
+export const GETS_IN_FLIGHT = 4;
+
+/**
+ * How many BatchWriteItem calls, or Queries of an index's shards, one operation keeps in flight:
+ * within the SDK's default 50 sockets, so a big backlog does not queue.
+ */
+export const WRITES_IN_FLIGHT = 16;
+
+/**
+ * How many single-item writes and small transactions (a relay's moves and releases, adoptions,
+ * bulk actions on dead letters and executions) one operation keeps in flight.
+ */
+export const ITEM_WRITES_IN_FLIGHT = 8;

@@ -7,6 +7,7 @@ import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { type Item, N, S } from "./_attributes.ts";
 import type { Event, Execution } from "./documents.ts";
 import { parseDocument } from "./_json.ts";
+import { isDue, isLiveAt, LAST_ERROR_BYTES, markExpiry } from "./_relay_rules.ts";
 import type { OutboxEntry, PendingSpawn, Timer } from "./types.ts";
 
 /**
@@ -71,14 +72,16 @@ export const RELAY_DUE = {
   names: { "#d": FAILURE.deadAt, "#r": FAILURE.retryAt },
 } as const;
 
-/** Whether a row may be attempted at `now`: not waiting for a retry (dead rows are checked apart). */
+/**
+ * Whether a row may be attempted at `now` by its retry time (dead rows are checked apart): the
+ * relay's rule ({@linkcode isDue}) on a stored item; an unreadable `retry_at` counts as due.
+ */
 export function isRetryDue(item: Item, now: number): boolean {
   const retryAt = Number(item[FAILURE.retryAt]?.N);
-  return !Number.isFinite(retryAt) || retryAt <= now;
+  return isDue({ retryAt: Number.isFinite(retryAt) ? retryAt : null }, now);
 }
 
-/** The most UTF-8 bytes of an error a relay records (`last_error`). */
-export const LAST_ERROR_BYTES = 1000;
+export { LAST_ERROR_BYTES };
 
 /** The largest bookkeeping a relay writes on an item, for size checks made at commit time. */
 export const FAILURE_PLACEHOLDER: Item = {
@@ -330,17 +333,18 @@ export function processedItem(
   executionId: string,
   eventId: string,
   ttlSeconds: number | null,
-  nowSeconds: number = Date.now() / 1000,
+  nowSeconds: number,
 ): Item {
   const item = processedKey(executionId, eventId);
-  if (ttlSeconds !== null) item[PROCESSED.ttl] = N(Math.floor(nowSeconds) + ttlSeconds);
+  const expiresAt = markExpiry(ttlSeconds, nowSeconds);
+  if (expiresAt !== null) item[PROCESSED.ttl] = N(expiresAt);
   return item;
 }
 
 /** A dedupe mark counts unless its `ttl` has passed (DynamoDB deletes expired items late). */
-export function isLiveMark(item: Item, nowSeconds: number = Date.now() / 1000): boolean {
+export function isLiveMark(item: Item, nowSeconds: number): boolean {
   const ttl = item[PROCESSED.ttl]?.N;
-  return ttl === undefined || Number(ttl) > nowSeconds;
+  return isLiveAt(ttl === undefined ? null : Number(ttl), nowSeconds);
 }
 
 // --- trace ----------------------------------------------------------------------------

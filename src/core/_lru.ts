@@ -22,3 +22,32 @@ export class Lru<K, V> {
     this.#map.delete(key);
   }
 }
+
+/**
+ * What a store knows of each execution as of one version it read or committed (the trace ring's
+ * end, the outbox chains): a commit from that version may trust it, since any other writer's
+ * commit moved the version on. Bounded: the least recently used executions are forgotten.
+ */
+export class VersionCache<T> {
+  readonly #byId = new Lru<string, { version: number | null; value: T }>(10_000);
+
+  /** What is known of `id` at `version`, or undefined (unknown, or known at another version). */
+  at(id: string, version: number): T | undefined {
+    const known = this.#byId.get(id);
+    return known?.version === version ? known.value : undefined;
+  }
+
+  /** What is known of `id`, whatever its version. */
+  peek(id: string): { version: number | null; value: T } | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Remembers `value` of `id` at `version` (`null`: a version not known yet). */
+  set(id: string, version: number | null, value: T): void {
+    this.#byId.set(id, { version, value });
+  }
+
+  forget(id: string): void {
+    this.#byId.delete(id);
+  }
+}

@@ -108,7 +108,7 @@ export type RelayItem<K extends RelayKind> = K extends "outbox" ? OutboxEntry
 export interface RelayBatchOptions {
   /** How many items at most (the lowest seqs, the earliest timers): a positive integer or `Infinity`. @default {1000} */
   limit?: number;
-  /** The time items are due at, in epoch seconds. @default {Date.now() / 1000} */
+  /** The time items are due at, in epoch seconds. @default {the store's clock (its `now` option)} */
   now?: number;
   /**
    * Outbox only: read just these seqs (those a commit returned) instead of scanning, still
@@ -143,6 +143,11 @@ export interface RelayItems<K extends RelayKind> {
   unreadable: UnreadableRow<K>[];
   /** When the oldest pending (not dead-lettered) item seen was written or due, in epoch seconds. */
   oldestAt: number | null;
+  /**
+   * The time this batch was read at, in epoch seconds: `options.now`, else the store's clock
+   * (its `now` option). A runner measures retries and lag from it, so a fake clock moves them.
+   */
+  now: number;
 }
 
 /**

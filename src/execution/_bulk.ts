@@ -1,6 +1,7 @@
 // Operators' bulk actions on a queue (#25): every dead letter of a kind (or of one target)
 // retried or dropped, and a summary of a queue's backlog — through the relay index, so that
 // what they read follows the dead letters (or the summary's cap), never the table.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
 import { FAILURE, OUTBOX, SPAWN, TIMER, timerFromItem } from "../core/_layout.ts";
 import { numberOf, type QueueReads } from "./_queue_items.ts";
@@ -10,9 +11,6 @@ import { candidateOf } from "./_outbox_queue.ts";
 import { placeOf } from "./_relay_index.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../core/types.ts";
 import { scanAll } from "../dynamo/_dynamo.ts";
-
-/** How many dead letters a bulk action works on at once. */
-const IN_FLIGHT = 8;
 
 /**
  * Retries (or drops) every dead letter of `kind` — of one target when `targetId` is given — and
@@ -31,7 +29,7 @@ export async function onDeadLetters(
   const act = action === "retry" ? retryDeadLetter : dropDeadLetter;
   for await (const rows of deadRows(q, kind, Infinity, targetId)) {
     signal?.throwIfAborted();
-    await eachConcurrently(rows, IN_FLIGHT, async (row) => {
+    await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
       if (await act(q, kind, keyOf(kind, row))) onProgress?.(++done);
     }, () => signal?.aborted === true);
   }

@@ -1,6 +1,7 @@
 // deleteExecutions (#25): every execution a selection names, found through the status index (or
 // a scan), removed as deleteExecution removes one — retired first, so that a run that stops
 // half-way leaves each execution findable until the next run finishes it.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { eachConcurrently, type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { EXECUTION, executionFromItem } from "../core/_layout.ts";
@@ -16,8 +17,7 @@ import { isRetired, retireExecution } from "./_delete_execution.ts";
 
 /** Executions examined per batch (progress is reported after each). */
 const BATCH = 25;
-/** Executions removed at once (each sweeps three tables). */
-const CONCURRENCY = 8;
+
 /** The first page of each index partition a run reads; pages double from there. */
 const FIRST_PAGE = 100;
 
@@ -46,7 +46,7 @@ export async function deleteSelected(
     // After a failure no lane starts another execution, and the call throws once the started
     // ones have settled: nothing of this run goes on behind the caller's back.
     let failed: { error: unknown } | undefined;
-    await eachConcurrently(batch, CONCURRENCY, async ({ id, version }) => {
+    await eachConcurrently(batch, ITEM_WRITES_IN_FLIGHT, async ({ id, version }) => {
       try {
         if (await retireExecution(reads, id, version, resends)) deleted++;
       } catch (error) {

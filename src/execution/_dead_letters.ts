@@ -8,7 +8,6 @@ import { batchGet, isNamed, type Item, N, S, scanAll } from "../dynamo/_dynamo.t
 import { fireAtGuard } from "./_fire_at.ts";
 import {
   FAILURE,
-  LAST_ERROR_BYTES,
   OUTBOX,
   outboxFromItem,
   RELAY,
@@ -19,6 +18,7 @@ import {
   timerKey,
 } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
+import { lastErrorText } from "../core/_relay_rules.ts";
 import { DEAD_SHARD, PARKED_SHARD } from "./_timers.ts";
 import { timerShard } from "./_timer_index.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
@@ -91,7 +91,7 @@ export async function recordFailure<K extends RelayKind>(
   const values: Item = {
     ...at.values,
     ":a": N(failure.attempts),
-    ":e": S(utf8Prefix(failure.error, LAST_ERROR_BYTES) || "(no message)"),
+    ":e": S(lastErrorText(failure.error)),
     ":p": S(partition(dead ? "d" : "w", shard)),
     ":o": dead ? keyOrder(kind, keyItem(kind, key))! : N(failure.retryAt!),
   };
@@ -370,14 +370,4 @@ export async function conditional(
     if (isNamed(error, "ConditionalCheckFailedException")) return undefined;
     throw error;
   }
-}
-
-/** The longest prefix of `text` of at most `bytes` UTF-8 bytes, cut between characters. */
-export function utf8Prefix(text: string, bytes: number): string {
-  const whole = text.toWellFormed(); // a lone surrogate would not survive the trip
-  const encoded = new TextEncoder().encode(whole);
-  if (encoded.length <= bytes) return whole;
-  let end = bytes;
-  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--; // not inside a character
-  return new TextDecoder().decode(encoded.subarray(0, end));
 }

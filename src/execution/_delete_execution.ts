@@ -2,6 +2,7 @@
 // The execution item goes first, whatever it holds: from then on every commit to it (a CAS on a
 // version >= 1) fails with StoreConflict, so the sweep that follows removes whatever a commit
 // that landed before it wrote, and nothing writes after it but an insert of the same id.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { DeleteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import {
   batchWrite,
@@ -21,9 +22,6 @@ import type { ExecutionReads } from "./_execution_reads.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import type { TableSpec } from "../core/table_specs.ts";
 import type { DeleteExecutionResult } from "../core/types.ts";
-
-/** BatchWriteItem calls kept in flight per table (three tables at once: within the SDK's 50 sockets). */
-const DELETE_CONCURRENCY = 8;
 
 /**
  * Deletes execution `id` and its timers, trace steps and dedupe marks: one DeleteItem, then per
@@ -167,7 +165,7 @@ async function sweep(client: DynamoDBSender, spec: TableSpec, id: string): Promi
     const keys = page.Items ?? [];
     await eachConcurrently(
       chunks(keys, LIMITS.batchWriteItems),
-      DELETE_CONCURRENCY,
+      ITEM_WRITES_IN_FLIGHT,
       (batch) => batchWrite(client, spec.name, batch.map((Key) => ({ DeleteRequest: { Key } }))),
     );
     removed += keys.length;

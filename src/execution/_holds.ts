@@ -3,18 +3,17 @@
 // when a head is delivered, retried, dropped or found gone. A target's hold is one small item in
 // the counters table, read by key: what a pass pays for it follows the targets it delivers to,
 // never how many targets are held.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { sendTransaction, transactItems } from "../dynamo/_lost_answers.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELEASES } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
+import { type Bookkept, isHead } from "../core/_relay_rules.ts";
 import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
 import { queryPartition } from "./_index_reads.ts";
 import type { QueueReads } from "./_queue_items.ts";
-
-/** How many BatchGetItem calls (and moves) a hold read or release keeps in flight. */
-const IN_FLIGHT = 8;
 
 /** A mark older than this (seconds) is a release that did not finish: a pass finishes it. */
 export const STALE_RELEASE_SECONDS = 60;
@@ -34,26 +33,31 @@ export function headsOf(item: Item | undefined): Heads | undefined {
   return seqs.length === 0 ? undefined : { seqs, lowest: Number(seqs[0]) };
 }
 
-/** The holds of these targets (strongly consistent unless the store reads eventually). */
+/** The holds of these targets (strongly consistent unless the store, or the caller, says otherwise). */
 export async function readHolds(
   q: QueueReads,
   targets: Iterable<string>,
+  consistent: boolean = q.timers.consistent,
 ): Promise<Map<string, Heads>> {
   const table = q.tables.counters.name;
   const holds = new Map<string, Heads>();
   const keys = [...new Set(targets)].map(holdKey);
-  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), IN_FLIGHT, (chunk) =>
-    batchGet(
-      q.timers.client,
-      { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },
-      (responses) => {
-        for (const item of responses[table] ?? []) {
-          const heads = headsOf(item);
-          const id = item[COUNTER.id]?.S ?? "";
-          if (heads) holds.set(id.slice(HOLD.prefix.length), heads);
-        }
-      },
-    ));
+  await eachConcurrently(
+    chunks(keys, LIMITS.batchGetKeys),
+    ITEM_WRITES_IN_FLIGHT,
+    (chunk) =>
+      batchGet(
+        q.timers.client,
+        { [table]: { Keys: chunk, ConsistentRead: consistent } },
+        (responses) => {
+          for (const item of responses[table] ?? []) {
+            const heads = headsOf(item);
+            const id = item[COUNTER.id]?.S ?? "";
+            if (heads) holds.set(id.slice(HOLD.prefix.length), heads);
+          }
+        },
+      ),
+  );
   return holds;
 }
 
@@ -126,12 +130,16 @@ export async function releaseDelivered(q: QueueReads, seqs: readonly number[]): 
     q.headsOut.delete(seq);
     byTarget.set(head.target, [...byTarget.get(head.target) ?? [], head.id]);
   }
-  await eachConcurrently([...byTarget], IN_FLIGHT, ([target, ids]) =>
-    release(q, target, ids, [], {
-      operation: "ackOutbox",
-      key: ids.join(","),
-      known: "the delivered entry may still hold its target; the next pass finds it gone",
-    }).then(() => {}));
+  await eachConcurrently(
+    [...byTarget],
+    ITEM_WRITES_IN_FLIGHT,
+    ([target, ids]) =>
+      release(q, target, ids, [], {
+        operation: "ackOutbox",
+        key: ids.join(","),
+        known: "the delivered entry may still hold its target; the next pass finds it gone",
+      }).then(() => {}),
+  );
 }
 
 /**
@@ -152,7 +160,11 @@ export async function replace(q: QueueReads, target: string): Promise<void> {
       undefined,
       start,
     );
-    await eachConcurrently(page.Items ?? [], IN_FLIGHT, (row) => moveBack(q, row, part));
+    await eachConcurrently(
+      page.Items ?? [],
+      ITEM_WRITES_IN_FLIGHT,
+      (row) => moveBack(q, row, part),
+    );
     start = page.LastEvaluatedKey;
   } while (start);
 }
@@ -181,24 +193,43 @@ export async function validHeads(q: QueueReads, target: string): Promise<Heads |
   if (!heads) return undefined;
   const rows = new Map<string, Item>();
   const table = q.tables.outbox.name;
-  await eachConcurrently(chunks(heads.seqs, LIMITS.batchGetKeys), IN_FLIGHT, (chunk) =>
-    batchGet(
-      q.timers.client,
-      { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
-      (responses) => {
-        for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
-      },
-    ));
+  await eachConcurrently(
+    chunks(heads.seqs, LIMITS.batchGetKeys),
+    ITEM_WRITES_IN_FLIGHT,
+    (chunk) =>
+      batchGet(
+        q.timers.client,
+        { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
+        (responses) => {
+          for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
+        },
+      ),
+  );
   const gone = heads.seqs.filter((seq) => !holdsTarget(rows.get(seq)));
-  await eachConcurrently(gone, IN_FLIGHT, (seq) => dropHead(q, target, seq));
+  await eachConcurrently(gone, ITEM_WRITES_IN_FLIGHT, (seq) => dropHead(q, target, seq));
   const left = heads.seqs.filter((seq) => !gone.includes(seq));
   return left.length ? { seqs: left, lowest: Number(left[0]) } : undefined;
 }
 
-/** Whether an outbox row holds its target: waiting for a retry, or dead and readable. */
+/**
+ * Whether an outbox row is still one of its target's heads: there, and waiting for a retry (due
+ * or not) or dead and readable (the relay's rule, {@linkcode isHead}).
+ */
 export function holdsTarget(row: Item | undefined): boolean {
-  if (row === undefined || row[FAILURE.unreadable]?.BOOL) return false;
-  return row[FAILURE.deadAt] !== undefined || row[FAILURE.retryAt] !== undefined;
+  return row !== undefined && isHead(bookkeepingOf(row));
+}
+
+/** A stored row's bookkeeping, as the relay's rules read it (an unreadable time: none). */
+export function bookkeepingOf(row: Item): Bookkept {
+  const time = (name: string) => {
+    const n = Number(row[name]?.N);
+    return row[name] === undefined ? null : Number.isFinite(n) ? n : 0;
+  };
+  return {
+    retryAt: time(FAILURE.retryAt),
+    deadAt: time(FAILURE.deadAt),
+    unreadable: row[FAILURE.unreadable]?.BOOL === true,
+  };
 }
 
 /** Takes a head that no longer holds its target out of the hold, unless it holds it again. */
@@ -245,7 +276,7 @@ export async function finishReleases(
 ): Promise<void> {
   const now = q.now() / 1000;
   const stale = marks.filter((mark) => now - Number(mark.split("@")[1]) > STALE_RELEASE_SECONDS);
-  await eachConcurrently(stale.slice(0, budget), IN_FLIGHT, async (mark) => {
+  await eachConcurrently(stale.slice(0, budget), ITEM_WRITES_IN_FLIGHT, async (mark) => {
     await replace(q, mark.split("@")[0]!);
     await updateReleases(q, "DELETE", mark);
   });

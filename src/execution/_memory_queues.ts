@@ -1,7 +1,9 @@
 // MemoryStore's relay queues: the outbox, spawn intents and timers with each item's relay
 // bookkeeping (attempts, retry and dead-letter times), and what a relay pass reads of them,
 // as DynamoDBStore's relay reads (_relay_queue.ts, _outbox_queue.ts, _dead_letters.ts) do.
+import type { QueueBatch } from "../core/_queue_batch.ts";
 import type { Event } from "../core/documents.ts";
+import { holdsAt, isDue, lastErrorText } from "../core/_relay_rules.ts";
 import { byFireAt, bySeq, Lowest } from "../core/_bounded.ts";
 import type {
   Backlog,
@@ -33,14 +35,14 @@ export class MemoryQueues {
 
   constructor(readonly now: () => number) {}
 
-  /** What one relay pass reads of a queue. */
+  /** What one relay pass reads of a queue at `now` (epoch seconds, the store's clock). */
   batch<K extends RelayKind>(kind: K, limit: number, now: number, seqs?: number[]): RelayItems<K> {
     const batch = kind === "timers"
       ? this.timerBatch(limit, now)
       : kind === "spawns"
       ? this.spawnBatch(limit, now)
       : this.outboxBatch(limit, now, seqs);
-    return batch as RelayItems<K>;
+    return { ...batch, now } as RelayItems<K>;
   }
 
   /** Records a failed delivery; false when the item is gone. */
@@ -48,7 +50,7 @@ export class MemoryQueues {
     const row = this.row(kind, key);
     if (row === undefined) return false;
     row.attempts = failure.attempts;
-    row.lastError = failure.error.slice(0, 1000) || "(no message)";
+    row.lastError = lastErrorText(failure.error);
     row.retryAt = failure.retryAt;
     row.deadAt = failure.retryAt === null ? this.now() / 1000 : null;
     row.unreadable = failure.unreadable === true;
@@ -196,18 +198,18 @@ export class MemoryQueues {
    * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
    * source and target that is not among them.
    */
-  /** Each held target's lowest head: an entry waiting for a retry, or dead and readable. */
+  /** Each held target's lowest head at `now` (the relay's rule, {@linkcode holdsAt}). */
   heads(now: number): Map<string | null, number> {
     const held = new Map<string | null, number>();
     for (const [seq, row] of this.outbox) {
-      if ((row.deadAt !== null && !row.unreadable) || (row.deadAt === null && !due(row, now))) {
+      if (holdsAt(row, now)) {
         held.set(row.targetId, Math.min(held.get(row.targetId) ?? Infinity, seq));
       }
     }
     return held;
   }
 
-  outboxBatch(limit: number, now: number, seqs?: number[]): RelayItems<"outbox"> {
+  outboxBatch(limit: number, now: number, seqs?: number[]): QueueBatch<"outbox"> {
     const held = this.heads(now);
     let oldestAt: number | null = null;
     for (const row of this.outbox.values()) {
@@ -242,7 +244,7 @@ export class MemoryQueues {
     return { items, unreadable: [], oldestAt };
   }
 
-  spawnBatch(limit: number, now: number): RelayItems<"spawns"> {
+  spawnBatch(limit: number, now: number): QueueBatch<"spawns"> {
     let oldestAt: number | null = null;
     const ready: number[] = [];
     for (const [seq, row] of this.spawns) {
@@ -257,7 +259,7 @@ export class MemoryQueues {
     return { items, unreadable: [], oldestAt };
   }
 
-  timerBatch(limit: number, now: number): RelayItems<"timers"> {
+  timerBatch(limit: number, now: number): QueueBatch<"timers"> {
     const ready = new Lowest<Timer & Partial<Bookkeeping>>(limit, byFireAt);
     for (const timer of this.timers.values()) {
       if (timer.fireAt <= now && typeof timer.deadAt !== "number" && due(timer, now)) {
@@ -284,9 +286,9 @@ export interface Bookkeeping {
   unreadable?: boolean;
 }
 
-/** Whether a row may be attempted at `now` (not waiting for a retry). */
+/** Whether a row may be attempted at `now` by its retry time (the relay's rule; dead apart). */
 function due(row: { retryAt?: number | null }, now: number): boolean {
-  return row.retryAt === null || row.retryAt === undefined || row.retryAt <= now;
+  return isDue({ retryAt: row.retryAt }, now);
 }
 
 function letter<K extends RelayKind>(

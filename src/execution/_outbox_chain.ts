@@ -5,7 +5,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { type Item, N } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
-import { Lru } from "../core/_lru.ts";
+import { VersionCache } from "../core/_lru.ts";
 
 /**
  * An execution's chains as of one version: target key → last seq. `null` when unknown (the item
@@ -88,28 +88,11 @@ export const CHAINS_PLACEHOLDER: AttributeValue = chainsAttr({
  * The chains of the executions this store read or committed, by the version they are at: a
  * commit from that version can trust them (any other writer's commit moved the version on).
  */
-export class ChainCache {
-  readonly #byId = new Lru<string, { version: number; chains: Chains }>(10_000);
-
-  /** The chains at `version`, or `undefined` when this store does not know them. */
-  at(id: string, version: number): Chains | undefined {
-    const known = this.#byId.get(id);
-    return known?.version === version ? known.chains : undefined;
-  }
-
+export class ChainCache extends VersionCache<Chains> {
   /** Remembers what an execution item read or returned holds. */
   sawItem(id: string, item: Item | undefined): void {
     const version = item?.[EXECUTION.version]?.N;
-    if (version === undefined) this.#byId.delete(id);
-    else this.#byId.set(id, { version: Number(version), chains: chainsFromItem(item) });
-  }
-
-  /** Remembers the chains a commit left at `version`. */
-  set(id: string, version: number, chains: Chains): void {
-    this.#byId.set(id, { version, chains });
-  }
-
-  forget(id: string): void {
-    this.#byId.delete(id);
+    if (version === undefined) this.forget(id);
+    else this.set(id, Number(version), chainsFromItem(item));
   }
 }

@@ -3,14 +3,18 @@
 // deliverable. What it finds held (behind a waiting or dead entry of its target) it moves to
 // its target's partition, once, so that no later pass pays for it; what another writer parked
 // or dead-lettered in place it moves to where it belongs, and makes its target's head.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+import type { QueueBatch } from "../core/_queue_batch.ts";
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { chunks, eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
 import { transactItems } from "../dynamo/_lost_answers.ts";
 import { FAILURE, OUTBOX, RELAY } from "../core/_layout.ts";
-import type { RelayItems } from "../core/types.ts";
+
 import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
+import { type Bookkept, holdsAt, isHead } from "../core/_relay_rules.ts";
 import {
   addHead,
+  bookkeepingOf,
   type Heads,
   readHolds,
   removeHeads,
@@ -24,8 +28,6 @@ import { earliest, numberOf, type QueueReads } from "./_queue_items.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 98;
-/** How many transactions a pass's moves keep in flight. */
-const IN_FLIGHT = 8;
 
 /** A row the index showed, with what the pass decided about it. */
 interface Row {
@@ -59,13 +61,15 @@ export async function outboxFromIndex(
   limit: number,
   now: number,
   pass: boolean,
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client } = q.timers;
   const table = q.tables.outbox.name;
   const page = mergePage(limit);
   const holds = new Map<string, Heads | undefined>();
   const found = new Map<string, string>(); // target → its lowest head found this pass (stored seq)
-  const dueHeads = new Set<string>(); // listed heads whose retry is due: they hold nothing back
+  // The rows of listed heads this pass read: the relay's rule tells which still hold their target.
+  const read = new Map<string, Bookkept>();
+  const dueHeads = new Set<string>(); // heads delivered this pass: they go first, hold nothing
   const decisions: Decisions = {
     relocate: [],
     unlisted: [],
@@ -76,17 +80,24 @@ export async function outboxFromIndex(
   const chosen: Row[] = [];
   let oldestAt: number | null = null;
 
-  /** The head a target is held from: its lowest that is not due now (undefined: not held). */
+  /**
+   * The head a target is held from: its lowest that holds it at `now` by the relay's rule
+   * ({@linkcode holdsAt}; a listed head this pass did not read is taken to), or one found this
+   * pass (undefined: not held).
+   */
   const holdFrom = (target: string): string | undefined => {
-    const listed = holds.get(target)?.seqs.find((id) => !dueHeads.has(id));
+    const listed = holds.get(target)?.seqs.find((id) => {
+      const row = read.get(id);
+      return row === undefined || holdsAt(row, now);
+    });
     const extra = found.get(target);
     if (listed === undefined || extra === undefined) return listed ?? extra;
     return Number(extra) < Number(listed) ? extra : listed;
   };
   const classify = async (rows: Row[]) => {
     const unknown = rows.map((r) => r.candidate.target).filter((t) => !holds.has(t));
-    const read = await readHolds(q, unknown);
-    for (const target of unknown) holds.set(target, read.get(target));
+    const fetched = await readHolds(q, unknown);
+    for (const target of unknown) holds.set(target, fetched.get(target));
     for (const row of rows) {
       const { item, candidate: c } = row;
       if (item[FAILURE.deadAt] === undefined) {
@@ -102,13 +113,13 @@ export async function outboxFromIndex(
         continue;
       }
       const listed = holds.get(c.target)?.seqs.includes(c.id) ?? false;
-      if (listed && item[FAILURE.retryAt] === undefined && item[FAILURE.deadAt] === undefined) {
-        // Listed, but no longer failed (retried by a writer that keeps no holds): it holds
-        // nothing, and its target's hold is put right.
-        dueHeads.add(c.id);
-        decisions.stale.add(c.target);
-      }
-      const dueHead = partOf(row.from) === "w" || (listed && item[FAILURE.retryAt] !== undefined);
+      const bookkeeping = bookkeepingOf(item);
+      if (listed) read.set(c.id, bookkeeping);
+      // Listed, but no longer a head (retried by a writer that keeps no holds): it holds
+      // nothing, and its target's hold is put right.
+      if (listed && !isHead(bookkeeping)) decisions.stale.add(c.target);
+      // A head whose retry is due (read there by time): it goes first, then the rest.
+      const dueHead = isHead(bookkeeping) && !holdsAt(bookkeeping, now);
       if (dueHead) {
         dueHeads.add(c.id);
         if (!listed) decisions.unlisted.push(row);
@@ -207,17 +218,21 @@ async function settle(
   decisions: Decisions,
   holdFrom: (target: string) => string | undefined,
 ): Promise<void> {
-  await eachConcurrently(decisions.relocate, IN_FLIGHT, ({ row, place, head }) =>
-    guarded(q, [
-      moveItem(q, row, place),
-      ...(head ? [addHead(q, row.candidate.target, row.item[OUTBOX.seq]!)] : []),
-    ]));
-  await eachConcurrently(decisions.unlisted, IN_FLIGHT, (row) =>
+  await eachConcurrently(
+    decisions.relocate,
+    ITEM_WRITES_IN_FLIGHT,
+    ({ row, place, head }) =>
+      guarded(q, [
+        moveItem(q, row, place),
+        ...(head ? [addHead(q, row.candidate.target, row.item[OUTBOX.seq]!)] : []),
+      ]),
+  );
+  await eachConcurrently(decisions.unlisted, ITEM_WRITES_IN_FLIGHT, (row) =>
     guarded(q, [
       headCheck(q, row.item[OUTBOX.seq]!),
       addHead(q, row.candidate.target, row.item[OUTBOX.seq]!),
     ]));
-  await eachConcurrently(decisions.behind, IN_FLIGHT, async (row) => {
+  await eachConcurrently(decisions.behind, ITEM_WRITES_IN_FLIGHT, async (row) => {
     const from = holdFrom(row.candidate.target);
     if (from === undefined || Number(from) >= row.candidate.seq) return;
     await guarded(q, [
@@ -228,10 +243,14 @@ async function settle(
   });
   await eachConcurrently(
     [...decisions.held],
-    IN_FLIGHT,
+    ITEM_WRITES_IN_FLIGHT,
     ([target, rows]) => holdBack(q, target, rows, holdFrom(target)),
   );
-  await eachConcurrently([...decisions.stale], IN_FLIGHT, (target) => replace(q, target));
+  await eachConcurrently(
+    [...decisions.stale],
+    ITEM_WRITES_IN_FLIGHT,
+    (target) => replace(q, target),
+  );
 }
 
 /**

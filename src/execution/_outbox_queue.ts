@@ -1,6 +1,8 @@
 // The outbox's batches that need no index: a scan (with `relayIndex: false`), a commit's own seqs
 // (delivery within the request), and what every batch shares — the candidates' bodies, read
 // with the predecessors they wait for. Held targets come from their hold items (_holds.ts).
+import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
+import type { QueueBatch } from "../core/_queue_batch.ts";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { Lowest } from "../core/_bounded.ts";
 import { batchGet, chunks, eachConcurrently, type Item, pages, S } from "../dynamo/_dynamo.ts";
@@ -21,9 +23,6 @@ import { LIMITS } from "../core/_validate.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { RelayItems, UnreadableRow } from "../core/types.ts";
 import { createdTime, earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
-
-/** How many BatchGetItem calls a batch keeps in flight. */
-export const GET_CONCURRENCY = 4;
 
 /** An outbox or spawn row as the keys-and-bookkeeping scan sees it. */
 export interface Candidate {
@@ -50,7 +49,7 @@ export async function outboxBatch(
   q: QueueReads,
   limit: number,
   now: number,
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const held = new Map<string, number>();
@@ -116,7 +115,7 @@ export async function outboxOf(
   q: QueueReads,
   seqs: number[],
   now: number,
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const found = new Map<string, Item>();
@@ -124,7 +123,7 @@ export async function outboxOf(
     readLegacyHint(q),
     eachConcurrently(
       chunks([...new Set(seqs)], LIMITS.batchGetKeys),
-      GET_CONCURRENCY,
+      GETS_IN_FLIGHT,
       (chunk) =>
         batchGet(
           client,
@@ -170,7 +169,7 @@ export async function readOutboxBodies(
   candidates: Candidate[],
   now: number,
   known = new Map<string, Item>(),
-): Promise<RelayItems<"outbox">> {
+): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const bySeqs = new Map(candidates.map((c) => [c.seq, c]));
@@ -194,7 +193,7 @@ export async function readOutboxBodies(
   const found = new Map(known);
   await eachConcurrently(
     chunks([...wanted.values()], LIMITS.batchGetKeys),
-    GET_CONCURRENCY,
+    GETS_IN_FLIGHT,
     (chunk) =>
       batchGet(
         client,
@@ -297,7 +296,7 @@ async function stillHeld(
   const heads = new Map<number, Item>();
   await eachConcurrently(
     chunks([...new Set(named.values())], LIMITS.batchGetKeys),
-    GET_CONCURRENCY,
+    GETS_IN_FLIGHT,
     (chunk) =>
       batchGet(
         q.timers.client,

@@ -1,5 +1,6 @@
 // What every relay queue's reads share: what they need of a store, and how a queue item reads
 // (a timer, a due time, a created time, a row no reader can use).
+import { plainMap } from "../core/_attributes.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { Item } from "../dynamo/_dynamo.ts";
 import type { Resends } from "../dynamo/_lost_answers.ts";
@@ -69,22 +70,7 @@ export function unreadableRow<K extends RelayKind>(
   };
 }
 
-/** A stored item as plain values (numbers that a double cannot hold stay strings). */
+/** A stored item as an operator sees it (numbers that a double cannot hold stay their text). */
 export function plain(item: Item): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(item).map(([name, value]) => [name, plainValue(value)]));
-}
-
-export function plainValue(value: AttributeValue): unknown {
-  if (value.S !== undefined) return value.S;
-  if (value.N !== undefined) {
-    const n = Number(value.N);
-    return Number.isFinite(n) && String(n) === value.N ? n : value.N;
-  }
-  if (value.NULL) return null;
-  if (value.BOOL !== undefined) return value.BOOL;
-  if (value.M !== undefined) return plain(value.M);
-  if (value.L !== undefined) return value.L.map(plainValue);
-  if (value.SS !== undefined) return value.SS;
-  if (value.NS !== undefined) return value.NS;
-  return "(binary)";
+  return plainMap(item, {}, true);
 }

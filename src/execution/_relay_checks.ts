@@ -54,10 +54,11 @@ export function checkFailure(failure: unknown): RelayFailure {
 export function checkBatchOptions(
   kind: unknown,
   options: RelayBatchOptions,
+  clock: () => number,
 ): { limit: number; now: number; seqs?: number[] } {
   checkRelayKind(kind);
   const limit = readLimit(options);
-  const now = checkTime("options.now", options.now ?? Date.now() / 1000);
+  const now = checkTime("options.now", options.now ?? clock() / 1000);
   if (options.seqs === undefined) return { limit, now };
   if (kind !== "outbox") throw new TypeError(`options.seqs is for the outbox only, not ${kind}`);
   if (!Array.isArray(options.seqs)) {

@@ -3,6 +3,8 @@
 // what is due and little else; with `relayIndex: false` it scans the table. Memory grows with the
 // `limit` asked for, never with the backlog.
 
+import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
+import type { QueueBatch } from "../core/_queue_batch.ts";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../core/_bounded.ts";
 import {
@@ -18,13 +20,7 @@ import { dueByScan, type DueTimer, dueTimerOf } from "./_timers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { RelayItems, RelayKind, UnreadableRow } from "../core/types.ts";
 import { earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
-import {
-  type Candidate,
-  candidateOf,
-  GET_CONCURRENCY,
-  outboxBatch,
-  outboxOf,
-} from "./_outbox_queue.ts";
+import { type Candidate, candidateOf, outboxBatch, outboxOf } from "./_outbox_queue.ts";
 import { misplaced, outboxFromIndex } from "./_outbox_index.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
@@ -36,12 +32,14 @@ export async function relayBatch<K extends RelayKind>(
   kind: K,
   { limit, now, seqs, pass }: { limit: number; now: number; seqs?: number[]; pass: boolean },
 ): Promise<RelayItems<K>> {
-  if (kind === "outbox" && seqs !== undefined) return await outboxOf(q, seqs, now) as RelayItems<K>;
+  if (kind === "outbox" && seqs !== undefined) {
+    return { ...await outboxOf(q, seqs, now), now } as RelayItems<K>;
+  }
   // A pass first adopts rows written without the index's attributes (so that it delivers them
   // at once) and finishes releases, a little each time; a plain read (pendingOutbox, dueTimers)
   // only reads.
   if (pass && q.relayIndex) await upkeep(q, kind, now);
-  return await read(q, kind, limit, now, pass) as RelayItems<K>;
+  return { ...await read(q, kind, limit, now, pass), now } as RelayItems<K>;
 }
 
 function read(
@@ -50,7 +48,7 @@ function read(
   limit: number,
   now: number,
   pass: boolean,
-): Promise<RelayItems<RelayKind>> {
+): Promise<QueueBatch<RelayKind>> {
   if (!q.relayIndex) {
     if (kind === "outbox") return outboxBatch(q, limit, now);
     return kind === "spawns" ? spawnScan(q, limit, now) : timerScan(q, limit, now);
@@ -68,7 +66,7 @@ async function spawnScan(
   q: QueueReads,
   limit: number,
   now: number,
-): Promise<RelayItems<"spawns">> {
+): Promise<QueueBatch<"spawns">> {
   const lowest = new Lowest<Candidate>(limit, (a, b) => a.seq - b.seq);
   let oldestAt: number | null = null;
   await scanAll(q.timers.client, {
@@ -102,7 +100,7 @@ async function spawnsFromIndex(
   limit: number,
   now: number,
   pass: boolean,
-): Promise<RelayItems<"spawns">> {
+): Promise<QueueBatch<"spawns">> {
   const rows = await dueRows(q, "spawns", limit, now, pass);
   let oldestAt: number | null = null;
   for (const row of rows) oldestAt = earliest(oldestAt, numberOf(row[SPAWN.createdAt]));
@@ -115,7 +113,7 @@ async function spawnBodies(
   q: QueueReads,
   candidates: Candidate[],
   now: number,
-): Promise<Omit<RelayItems<"spawns">, "oldestAt">> {
+): Promise<Omit<QueueBatch<"spawns">, "oldestAt">> {
   const found = await bodies(q, "spawns", candidates.map((c) => c.key));
   const items: RelayItems<"spawns">["items"] = [];
   const unreadable: UnreadableRow<"spawns">[] = [];
@@ -140,7 +138,7 @@ async function timerScan(
   q: QueueReads,
   limit: number,
   now: number,
-): Promise<RelayItems<"timers">> {
+): Promise<QueueBatch<"timers">> {
   const due = await dueByScan(q.timers, now, limit, true);
   return {
     items: due.map(({ attempts, ...timer }) => ({ item: timer, attempts })),
@@ -159,7 +157,7 @@ async function timersFromIndex(
   limit: number,
   now: number,
   pass: boolean,
-): Promise<RelayItems<"timers">> {
+): Promise<QueueBatch<"timers">> {
   const rows = await dueRows(q, "timers", limit, now, pass);
   const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
   const due = new Lowest<DueTimer>(limit, byFireAt);
@@ -219,7 +217,7 @@ async function dueRows(
     }
   }
   if (pass) {
-    await eachConcurrently(moves, GET_CONCURRENCY, async ({ row, from, place }) => {
+    await eachConcurrently(moves, GETS_IN_FLIGHT, async ({ row, from, place }) => {
       try {
         await q.timers.client.send(
           new UpdateItemCommand(moveInput(table, rowKey(kind, row), from, place)),
@@ -240,7 +238,7 @@ async function bodies(
 ): Promise<Map<string, Item>> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
   const found = new Map<string, Item>();
-  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GET_CONCURRENCY, (chunk) =>
+  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
     batchGet(
       q.timers.client,
       { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },

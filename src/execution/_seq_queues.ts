@@ -1,6 +1,7 @@
 // The seq-keyed relay tables (outbox, spawns): the lowest seqs of a whole table, and their
 // acknowledgements. Memory grows with the `limit` asked for, never with the table (deleting
 // another writer's odd seq may scan it, holding one page). The timers table is _timers.ts's.
+import { GETS_IN_FLIGHT, WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { bySeq, Lowest } from "../core/_bounded.ts";
 import {
   batchGet,
@@ -22,11 +23,6 @@ export interface Reads {
   client: DynamoDBSender;
   consistent: boolean;
 }
-
-/** How many BatchWriteItem calls (and timer Queries) are kept in flight. */
-export const WRITE_CONCURRENCY = 16;
-/** How many BatchGetItem calls a bounded read keeps in flight. */
-const GET_CONCURRENCY = 4;
 
 /**
  * The items of the `limit` lowest seqs of a seq-keyed table, ascending. A keys-only scan
@@ -56,7 +52,7 @@ export async function lowestSeqItems(
   });
   const seqs = lowest.sorted();
   const found = new Map<number, Item>();
-  await eachConcurrently(chunks(seqs, LIMITS.batchGetKeys), GET_CONCURRENCY, (chunk) =>
+  await eachConcurrently(chunks(seqs, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
     batchGet(
       client,
       { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
@@ -95,7 +91,7 @@ export async function deleteSeqs(
   // Parallel, but within the SDK's default 50 sockets, so a big backlog does not queue.
   await eachConcurrently(
     chunks(seqs, LIMITS.batchWriteItems),
-    WRITE_CONCURRENCY,
+    WRITES_IN_FLIGHT,
     (batch) =>
       batchWrite(client, table, batch.map((s) => ({ DeleteRequest: { Key: { [key]: N(s) } } }))),
   );
@@ -143,7 +139,7 @@ async function deleteByStoredKey(
   });
   await eachConcurrently(
     chunks(exact, LIMITS.batchWriteItems),
-    WRITE_CONCURRENCY,
+    WRITES_IN_FLIGHT,
     (batch) => batchWrite(client, table, batch.map((Key) => ({ DeleteRequest: { Key } }))),
   );
 }

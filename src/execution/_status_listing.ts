@@ -3,6 +3,7 @@
 // in small pages and merges them lazily (a partition is read further only when its next entry
 // may be the newest left), so a page of `limit` reads about `limit` entries plus one small page
 // per partition, whatever the table holds.
+import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { GetItemCommand, QueryCommand, type QueryCommandOutput } from "@aws-sdk/client-dynamodb";
 import { eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { IndexNotFound } from "../dynamo/tables.ts";
@@ -16,8 +17,6 @@ import type { ExecutionReads } from "./_execution_reads.ts";
 import { isExpired, secondsOf } from "./_retention.ts";
 import { lastCommitTime, STATUS_INDEX, STATUS_SHARDS, storedSummary } from "./_status_index.ts";
 
-/** Queries of the index in flight at once (a walk of seven statuses has 112 partitions). */
-const QUERY_CONCURRENCY = 16;
 /** The largest page a partition is read in: pages double from a small first one up to this. */
 const MAX_PAGE = 1000;
 
@@ -71,7 +70,7 @@ export class IndexWalk {
     for (;;) {
       const waiting = this.#partitions.filter((p) => !p.done && p.buffer.length === 0);
       if (waiting.length === 0) break;
-      await eachConcurrently(waiting, QUERY_CONCURRENCY, (p) => this.#read(p));
+      await eachConcurrently(waiting, WRITES_IN_FLIGHT, (p) => this.#read(p));
     }
     let newest: Partition | undefined;
     for (const p of this.#partitions) {

@@ -1,7 +1,8 @@
 // The timers table's reads and writes: due timers by a scan (with `relayIndex: false`, or
 // `dueTimers(now, { scan: true })`), the legacy timer index's backfill, and the claim of one due
 // timer. Memory grows with the `limit` asked for, never with the table.
-import { type Reads, WRITE_CONCURRENCY } from "./_seq_queues.ts";
+import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+import type { Reads } from "./_seq_queues.ts";
 import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../core/_bounded.ts";
 import { fireAtGuard } from "./_fire_at.ts";
@@ -100,7 +101,7 @@ export async function backfillTimerShards(
       }),
     );
   for await (const page of pages(scan)) {
-    await eachConcurrently(page.Items ?? [], WRITE_CONCURRENCY, async (item) => {
+    await eachConcurrently(page.Items ?? [], WRITES_IN_FLIGHT, async (item) => {
       const { executionId, path } = timerFromItem(item), fireAt = item[TIMER.fireAt];
       if (executionId === "" || path === "" || fireAt?.N === undefined) return;
       try {

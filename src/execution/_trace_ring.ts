@@ -5,7 +5,7 @@ import { type CancellationReason, QueryCommand } from "@aws-sdk/client-dynamodb"
 import { backoffDelay, sleep } from "../core/_backoff.ts";
 import { isNamed, type Item, N, pages, S } from "../dynamo/_dynamo.ts";
 import { EXECUTION, executionKey, traceStepFromItem } from "../core/_layout.ts";
-import { Lru } from "../core/_lru.ts";
+import { VersionCache } from "../core/_lru.ts";
 import { sendTransaction } from "../dynamo/_lost_answers.ts";
 import {
   TRACE_END,
@@ -20,7 +20,7 @@ import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 export class TraceRing {
   // Where each execution's trace ring ends, as of the version this store last committed it
   // at: a commit from that version can trust it (anyone else's commit moved the version).
-  readonly #heads = new Lru<string, { last: number; version: number | null }>(10_000);
+  readonly #heads = new VersionCache<number>(); // id → the ring's last index
 
   constructor(
     readonly client: DynamoDBSender,
@@ -35,21 +35,19 @@ export class TraceRing {
    * this store committed that version itself, else read.
    */
   async head(id: string, expected: number): Promise<TraceHead> {
-    const cached = this.#heads.get(id);
-    return cached !== undefined && cached.version === expected
-      ? { last: cached.last, cached: true }
-      : await this.readHead(id);
+    const last = this.#heads.at(id, expected);
+    return last !== undefined ? { last, cached: true } : await this.readHead(id);
   }
 
   /** Forgets the cached end of the ring and reads it again. */
   reread(id: string): Promise<TraceHead> {
-    this.#heads.delete(id);
+    this.#heads.forget(id);
     return this.readHead(id);
   }
 
   /** Forgets the cached end of the ring (a commit whose outcome is unknown). */
   forget(id: string): void {
-    this.#heads.delete(id);
+    this.#heads.forget(id);
   }
 
   /**
@@ -57,13 +55,10 @@ export class TraceRing {
    * ring's end moved one on; without one, a cached end stays where it was.
    */
   committed(id: string, head: TraceHead | undefined, expected: number, next: number): void {
-    const cached = this.#heads.get(id);
-    if (head !== undefined) {
-      this.#heads.set(id, { last: head.last + 1, version: next });
-    } else if (cached?.version === expected) {
-      // An untraced commit leaves the ring's end where it was.
-      this.#heads.set(id, { last: cached.last, version: next });
-    }
+    const last = this.#heads.at(id, expected);
+    if (head !== undefined) this.#heads.set(id, next, head.last + 1);
+    // An untraced commit leaves the ring's end where it was.
+    else if (last !== undefined) this.#heads.set(id, next, last);
   }
 
   /** The ring's highest index (-1 when empty): one Query, whoever wrote the ring. */
@@ -118,16 +113,16 @@ export class TraceRing {
           this.ambiguousRetries,
           "read the trace to find out",
         );
-        const cached = this.#heads.get(id);
-        if (head !== undefined && cached?.last === head.last) {
-          this.#heads.set(id, { last: head.last + 1, version: cached.version });
-        } else this.#heads.delete(id);
+        const cached = this.#heads.peek(id);
+        if (head !== undefined && cached?.value === head.last) {
+          this.#heads.set(id, cached.version, head.last + 1);
+        } else this.#heads.forget(id);
         return;
       } catch (error) {
         if (
           !isNamed(error, "TransactionCanceledException") || attempt >= this.conflictRetries
         ) {
-          this.#heads.delete(id);
+          this.#heads.forget(id);
           throw error;
         }
         const reasons = (error as { CancellationReasons?: CancellationReason[] })
@@ -137,7 +132,7 @@ export class TraceRing {
           continue;
         }
         // Someone else appended first: find the new end and try again.
-        this.#heads.delete(id);
+        this.#heads.forget(id);
         await sleep(backoffDelay(attempt, { minDelayMs: 10, maxDelayMs: 500 }));
         if (head !== undefined) head = await this.readHead(id);
       }

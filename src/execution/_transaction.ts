@@ -30,6 +30,7 @@ import {
 import { toJson } from "../core/_json.ts";
 import { statusKey, summaryJson } from "./_status_index.ts";
 import { FAILURE_PLACEHOLDER } from "../core/_layout.ts";
+import { ringDrop } from "../core/_relay_rules.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
@@ -420,7 +421,7 @@ export function buildTransaction(
     values[":ol"] = chainsAttr(links.next);
     sets.push("#ol = :ol");
   }
-  const createdAt = Date.now() / 1000;
+  const createdAt = plan.now; // the store's clock, as every time a commit writes
   add("execution", {
     Update: {
       TableName: t.executions.name,
@@ -532,7 +533,7 @@ export function traceItems(
       ExpressionAttributeNames: names,
     },
   }];
-  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  const drop = ringDrop(index, ctx.traceMax);
   const previous = { ConditionExpression: "attribute_exists(#i)", ExpressionAttributeNames: names };
   if (head.last >= 0 && drop === head.last) {
     // traceMax 1: the step to drop is the previous one (one operation per item).
@@ -560,7 +561,7 @@ export function tracePutAt(
   const table = ctx.tables.trace.name;
   const key = (idx: number) => traceKey(id, idx);
   const items: TransactWriteItem[] = [put(table, traceItem(id, index, entry))];
-  const drop = ctx.traceMax > 0 ? index - ctx.traceMax : -1;
+  const drop = ringDrop(index, ctx.traceMax);
   if (drop >= 0) items.push({ Delete: { TableName: table, Key: key(drop) } });
   return items;
 }

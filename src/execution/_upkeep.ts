@@ -4,6 +4,7 @@
 // (`adoptRows` rows a pass; a whole 1 MB page a pass while other writers' seqs keep appearing);
 // and finishing releases a crash left half done. What it costs a pass never grows with the
 // table; what it costs in all is about one read of each row per cycle of the scan.
+import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { type AttributeValue, ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { ADOPTION, COUNTER, FAILURE, OUTBOX, RELAY, RELEASES, TIMER } from "../core/_layout.ts";
@@ -15,10 +16,9 @@ import type { QueueReads } from "./_queue_items.ts";
 
 /** How many stale release marks one pass finishes. */
 const RELEASES_PER_PASS = 10;
-/** How many writes a page's adoption keeps in flight. */
-const IN_FLIGHT = 8;
+
 /** How many targets of held entries a page checks are still held (two reads each). */
-const HELD_CHECKS_PER_PAGE = 8;
+const HELD_CHECKS_PER_PAGE = 4;
 
 /** The counters that tell how many seqs other writers took (their rows lack the index). */
 const SEQ_COUNTERS = ["outbox", "spawn"];
@@ -49,7 +49,7 @@ async function readCounters(
   const items = new Map<string, Item>();
   await batchGet(
     q.timers.client,
-    { [table]: { Keys: ids.map((id) => ({ [COUNTER.id]: S(id) })), ConsistentRead: true } },
+    { [table]: { Keys: ids.map((id) => ({ [COUNTER.id]: S(id) })), ConsistentRead: false } },
     (responses) => {
       for (const item of responses[table] ?? []) items.set(item[COUNTER.id]?.S ?? "", item);
     },
@@ -137,7 +137,7 @@ async function tidy(q: QueueReads, kind: RelayKind, now: number, rows: Item[]): 
   const held = new Map<string, number>(); // target → the lowest held entry the page shows
   const released = new Set<string>(); // targets whose head the page found no longer failing
   let adopted = 0;
-  await eachConcurrently(rows, IN_FLIGHT, async (row) => {
+  await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
     const from = row[RELAY.part]?.S;
     if (from === undefined) {
       if (await adopt(q, kind, row)) adopted++;
@@ -157,7 +157,7 @@ async function tidy(q: QueueReads, kind: RelayKind, now: number, rows: Item[]): 
     }
   });
   for (const target of await unheld(q, held)) released.add(target);
-  await eachConcurrently([...released], IN_FLIGHT, (target) => replace(q, target));
+  await eachConcurrently([...released], ITEM_WRITES_IN_FLIGHT, (target) => replace(q, target));
   return adopted;
 }
 
@@ -174,7 +174,9 @@ async function unheld(q: QueueReads, all: Map<string, number>): Promise<string[]
     [...all].sort(() => Math.random() - 0.5).slice(0, HELD_CHECKS_PER_PAGE),
   );
   if (held.size === 0) return [];
-  const holds = await readHolds(q, held.keys());
+  // Eventually consistent (half the price): a target found unheld only costs a release that
+  // re-checks it strongly.
+  const holds = await readHolds(q, held.keys(), false);
   const table = q.tables.outbox.name;
   const heads = new Map<string, Item>();
   const keys = [...new Set([...holds.values()].map((h) => h.seqs[0]!))].map((n) => ({
@@ -183,7 +185,7 @@ async function unheld(q: QueueReads, all: Map<string, number>): Promise<string[]
   for (let i = 0; i < keys.length; i += 100) {
     await batchGet(
       q.timers.client,
-      { [table]: { Keys: keys.slice(i, i + 100), ConsistentRead: true } },
+      { [table]: { Keys: keys.slice(i, i + 100), ConsistentRead: false } },
       (responses) => {
         for (const row of responses[table] ?? []) heads.set(row[OUTBOX.seq]?.N ?? "", row);
       },

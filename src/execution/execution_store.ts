@@ -523,7 +523,7 @@ export class DynamoDBStore implements ExecutionStore {
     options: RelayBatchOptions = {},
   ): Promise<RelayItems<K>> {
     this.#open("relayBatch");
-    const { limit, now, seqs } = checkBatchOptions(kind, options);
+    const { limit, now, seqs } = checkBatchOptions(kind, options, this.#ctx.now);
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 

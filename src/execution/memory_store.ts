@@ -54,6 +54,7 @@ import {
   checkTargetFilter,
 } from "./_relay_checks.ts";
 import { readLimit } from "../core/_bounded.ts";
+import { isLiveAt, markExpiry, ringDrop } from "../core/_relay_rules.ts";
 import { keyOf, MemoryQueues } from "./_memory_queues.ts";
 
 /**
@@ -183,7 +184,7 @@ export class MemoryStore implements ExecutionStore {
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkKey("eventId", eventId, LIMITS.sortKeyBytes);
       const expiry = this.#processed.get(keyOf(id, eventId));
-      return expiry !== undefined && (expiry === null || expiry > this.#now() / 1000);
+      return expiry !== undefined && isLiveAt(expiry, this.#now() / 1000);
     });
   }
 
@@ -247,10 +248,9 @@ export class MemoryStore implements ExecutionStore {
         return seq;
       });
       if (plan.processedEventId !== undefined) {
-        const ttl = this.#tx.processedTtl;
         this.#processed.set(
           keyOf(plan.id, plan.processedEventId),
-          ttl === null ? null : Math.floor(plan.now) + ttl,
+          markExpiry(this.#tx.processedTtl, plan.now),
         );
       }
       for (const [path, fireAt] of plan.timers) {
@@ -330,7 +330,7 @@ export class MemoryStore implements ExecutionStore {
     this.#trace.set(id, ring);
     const at = index ?? Math.max(-1, ...ring.keys()) + 1;
     ring.set(at, entry);
-    if (this.traceMax > 0) ring.delete(at - this.traceMax);
+    ring.delete(ringDrop(at, this.traceMax)); // the same window as DynamoDBStore's
   }
 
   /**
@@ -532,7 +532,7 @@ export class MemoryStore implements ExecutionStore {
   ): Promise<RelayItems<K>> {
     return Promise.try(() => {
       this.#open("relayBatch");
-      const { limit, now, seqs } = checkBatchOptions(kind, options);
+      const { limit, now, seqs } = checkBatchOptions(kind, options, this.#now);
       return this.#queues.batch(kind, limit, now, seqs);
     });
   }

@@ -1,29 +1,32 @@
 // Acknowledging what a relay pass delivered: seqs in batches of one BatchWriteItem, a few in
 // flight, a batch the store refuses split until the seq it refuses fails alone.
 import { isNamed } from "../core/_attributes.ts";
-import { currentPass } from "./_relay_pass.ts";
+import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+import type { Pass } from "./_relay_pass.ts";
 import { readFromTable } from "../core/_table_seqs.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { StoreClosed } from "../core/errors.ts";
 
 /** Acknowledgements go out in batches of one BatchWriteItem, at most this many at once (as ackOutbox). */
-export const ACKS_IN_FLIGHT = 16;
+export const ACKS_IN_FLIGHT = WRITES_IN_FLIGHT;
 
 /**
  * Acknowledges seqs in batches of one BatchWriteItem (25), a few batches in flight; `add`
  * waits when too many are, so a fast pass does not flood the client's sockets. The seqs are
  * acknowledged as read from the table, whatever another writer stored; a batch the store
- * refuses as input is split until the seq it refuses fails alone. In a pass, the pass flushes
- * it before settling even if the body did not.
+ * refuses as input is split until the seq it refuses fails alone. The pass it is made for
+ * flushes it before settling, even if the body did not.
  */
 export class Acks {
   #batch: number[] = [];
   readonly #inFlight = new Set<Promise<void>>();
   #error: { cause: unknown } | null = null;
-  readonly #pass = currentPass();
-
-  constructor(readonly ack: (seqs: number[]) => Promise<void>) {
-    this.#pass?.owe(this);
+  /**
+   * @param pass The pass that owes these acknowledgements: it flushes them before settling.
+   * @param ack Acknowledges one batch of seqs.
+   */
+  constructor(readonly pass: Pass, readonly ack: (seqs: number[]) => Promise<void>) {
+    pass.owe(this);
   }
 
   async add(seq: number): Promise<void> {
@@ -71,7 +74,7 @@ export class Acks {
    */
   #inFlightAtClose(error: unknown): unknown {
     if (!(error instanceof StoreClosed) || error.inFlight) return error;
-    const step = this.#pass ? `${error.method}() of ${this.#pass.name}()` : `${error.method}()`;
+    const step = `${error.method}() of ${this.pass.name}()`;
     return new StoreClosed(error.store, step, { inFlight: true, cause: error });
   }
 }

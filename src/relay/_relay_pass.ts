@@ -1,16 +1,36 @@
-// One relay or sweep pass as a unit of work, shared by relay.ts's helpers (inSpan, checkOptions,
-// inLanes, Acks) through an AsyncLocalStorage, so that the pass bodies need not thread it: the
-// acknowledgements it owes, and a failure that must stop it.
-import { AsyncLocalStorage } from "node:async_hooks";
+// One relay or sweep pass as a unit of work, handed explicitly to what runs in it (the pass
+// bodies, the lanes, the acknowledgements): the signal that stops it, an `onError` that cannot
+// escape a lane, and the acknowledgements it owes before it may settle.
 
-/** What one pass shares among its helpers. */
+/** What one pass shares among its helpers. Built by {@linkcode runPass}, passed by hand. */
 export class Pass {
   readonly #stop = new AbortController();
   readonly #settling = new Set<{ flush(): Promise<void> }>();
   #failure: { error: unknown } | null = null;
+  /** The caller's signal, or the pass stopping: what the pass body goes by. */
+  readonly signal: AbortSignal;
+  /** The caller's `onError`, made safe: what it throws stops the pass instead of a lane. */
+  readonly onError: ((error: unknown) => void) | undefined;
 
-  /** @param name The runner, e.g. `"relayOutbox"`. */
-  constructor(readonly name: string) {}
+  /**
+   * @param name The runner, e.g. `"relayOutbox"`.
+   * @param signal The caller's signal, if any.
+   * @param onError The caller's error callback, if any.
+   */
+  constructor(
+    readonly name: string,
+    signal: AbortSignal | undefined,
+    onError: ((error: unknown) => void) | undefined,
+  ) {
+    this.signal = signal ? AbortSignal.any([signal, this.#stop.signal]) : this.#stop.signal;
+    this.onError = onError && ((error) => {
+      try {
+        onError(error);
+      } catch (thrown) {
+        this.stop(thrown);
+      }
+    });
+  }
 
   /** The first failure that stopped the pass (a throwing `onError`, a lane that threw). */
   get failure(): { error: unknown } | null {
@@ -21,23 +41,6 @@ export class Pass {
   stop(error: unknown): void {
     this.#failure ??= { error };
     this.#stop.abort();
-  }
-
-  /** The signal the pass body goes by: the caller's, or the pass stopping. */
-  signal(signal: AbortSignal | undefined): AbortSignal {
-    return signal ? AbortSignal.any([signal, this.#stop.signal]) : this.#stop.signal;
-  }
-
-  /** `onError` made safe: what it throws stops the pass instead of escaping a lane. */
-  guard(onError: ((error: unknown) => void) | undefined): ((error: unknown) => void) | undefined {
-    if (onError === undefined) return undefined;
-    return (error) => {
-      try {
-        onError(error);
-      } catch (thrown) {
-        this.stop(thrown);
-      }
-    };
   }
 
   /** Something the pass must flush before it settles, whatever its body did. */
@@ -57,16 +60,4 @@ export class Pass {
     }
     return first;
   }
-}
-
-const passes = new AsyncLocalStorage<Pass>();
-
-/** Runs `body` as the pass `pass`: {@linkcode currentPass} finds it, across awaits. */
-export function runPass<T>(pass: Pass, body: () => Promise<T>): Promise<T> {
-  return passes.run(pass, body);
-}
-
-/** The pass the caller runs in, if any. */
-export function currentPass(): Pass | undefined {
-  return passes.getStore();
 }

@@ -1,6 +1,7 @@
 // What the hash-state store keeps, shared by DynamoDBStateStore and its twin: how a hash field
 // (checked by _json.ts's rule) becomes a native DynamoDB value, how what other writers left
 // (Python's JSON dialect, numbers beyond a double) reads back, and the state store's arguments.
+import { plainAttribute, plainMap } from "../core/_attributes.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { N } from "../core/_attributes.ts";
 import { checkField, describe } from "../core/_validate.ts";
@@ -45,17 +46,7 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
  * number reads as the nearest JavaScript number, sets as arrays, binary as base64.
  */
 export function fromAttribute(value: AttributeValue): unknown {
-  if (value.S !== undefined) return value.S;
-  if (value.N !== undefined) return Number(value.N);
-  if (value.BOOL !== undefined) return value.BOOL;
-  if (value.NULL !== undefined) return null;
-  if (value.L !== undefined) return value.L.map(fromAttribute);
-  if (value.M !== undefined) return fromMap(value.M, {});
-  if (value.SS !== undefined) return [...value.SS];
-  if (value.NS !== undefined) return value.NS.map(Number);
-  if (value.B !== undefined) return value.B.toBase64();
-  if (value.BS !== undefined) return value.BS.map((b) => b.toBase64());
-  return null;
+  return plainAttribute(value);
 }
 
 /** A native Map's entries as own properties of `target`. */
@@ -63,8 +54,7 @@ export function fromMap(
   map: Record<string, AttributeValue>,
   target: Record<string, unknown>,
 ): Record<string, unknown> {
-  for (const [k, v] of Object.entries(map)) setOwn(target, k, fromAttribute(v));
-  return target;
+  return plainMap(map, target);
 }
 
 /**

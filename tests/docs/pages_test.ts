@@ -20,7 +20,7 @@ const CALLBACKS = "## What the callbacks get, and what a pass reports";
 Deno.test("docs/delivery.md names every field the relay's callbacks get, and of what a pass reports", () => {
   const page = section("docs/delivery.md", CALLBACKS);
   for (const type of ["OutboxEntry", "PendingSpawn", "Timer"]) {
-    const fields = fieldsOf("src/core/types.ts", type);
+    const fields = fieldsOf("src/core/relay_types.ts", type);
     assert.ok(fields.length >= 3, type);
     const about = page.split("\n- ").find((item) => item.includes(`\`${type}\``));
     assert.ok(about, `docs/delivery.md says what a ${type} is`);

@@ -253,15 +253,21 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
         assert.equal((await get("py-4")).Item, undefined);
       },
     );
-    await t.step("a second ensureTables adopts what the race left and adds nothing", async () => {
-      calls.length = 0;
-      await after.ensureTables();
-      assert.ok(!calls.includes("UpdateTableCommand"));
-      assert.deepEqual(
-        (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
-        [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
-      );
-    });
+    await t.step(
+      "a second ensureTables adds nothing; adoptRows takes what the race left",
+      async () => {
+        calls.length = 0;
+        await after.ensureTables();
+        assert.ok(!calls.includes("UpdateTableCommand"));
+        assert.ok(!calls.includes("ScanCommand"), "no scan of the tables on every ensureTables");
+        assert.deepEqual(await after.dueTimers(6000).then((due) => due.length), 29);
+        assert.equal(await after.adoptRows("timers"), 1);
+        assert.deepEqual(
+          (await after.dueTimers(6000)).filter((x) => x.executionId === "py-3"),
+          [{ executionId: "py-3", path: "wait", fireAt: 5000 }],
+        );
+      },
+    );
     await t.step(
       "a timer written without the attributes is found at once by a scan, then adopted by a sweep",
       async () => {
@@ -310,6 +316,7 @@ Deno.test("timerIndex: true keeps the legacy timer index for older deploys: ensu
       }),
     );
     assert.ok(Item?.timer_shard?.N !== undefined, "an older deploy's sweep finds it");
+    assert.equal(await legacy.adoptRows("timers"), 1, "and this version's once adopted");
     assert.deepEqual(await legacy.dueTimers(1000), [
       { executionId: "py", path: "wait", fireAt: 1000 },
     ]);

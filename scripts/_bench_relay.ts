@@ -1,0 +1,296 @@
+// deno task bench's figures for the relay index (#24): what one relay pass, spawn pass, timer
+// sweep and dead-letter listing cost (calls, read capacity units as DynamoDB reports them, ms)
+// with 1k, 10k and 50k rows stored that are not due (dead and held outbox entries, parked spawns
+// and timers), through the index and by the scan it replaces; and what the index costs a commit
+// and an acknowledgement in write units (ReturnConsumedCapacity: "INDEXES").
+import {
+  BatchWriteItemCommand,
+  type DynamoDBClient,
+  type WriteRequest,
+} from "@aws-sdk/client-dynamodb";
+import { testClient } from "../tests/_support/env.ts";
+import {
+  DynamoDBStore,
+  newEvent,
+  newExecution,
+  relayOutbox,
+  relaySpawns,
+  sweepTimers,
+} from "../mod.ts";
+import { heldPlace, partition, relayAttributes } from "../src/execution/_relay_index.ts";
+import { holdKey } from "../src/execution/_holds.ts";
+import { targetKey } from "../src/execution/_outbox_chain.ts";
+
+/** One operation's cost: its calls and read units, and its median time. */
+export interface PassCost {
+  calls: number;
+  reads: number;
+  ms: number;
+}
+
+/** The figures of this section. */
+export interface RelayIndexFigures {
+  passes: { stored: number; index: Record<string, PassCost>; scan: Record<string, PassCost> }[];
+  writes: Record<string, { index: number; none: number }>;
+}
+
+interface Consumed {
+  CapacityUnits?: number;
+}
+
+/** A client that sums the read units of read calls and counts every call. */
+function metered(): {
+  client: DynamoDBClient;
+  meter: { calls: number; reads: number; writes: number };
+} {
+  const client = testClient();
+  const meter = { calls: 0, reads: 0, writes: 0 };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      (args.input as Record<string, unknown>).ReturnConsumedCapacity = "INDEXES";
+      const result = await next(args);
+      const consumed = [
+        (result.output as { ConsumedCapacity?: Consumed | Consumed[] }).ConsumedCapacity ?? [],
+      ].flat();
+      const units = consumed.reduce((sum, each) => sum + (each.CapacityUnits ?? 0), 0);
+      if (/^(Query|Scan|GetItem|BatchGetItem)Command$/.test(context.commandName as string)) {
+        meter.reads += units;
+      } else meter.writes += units;
+      meter.calls++;
+      return result;
+    },
+    { step: "initialize", name: "meterRelay" },
+  );
+  return { client, meter };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Writes items with BatchWriteItem, 16 batches in flight. */
+async function put(client: DynamoDBClient, table: string, items: Record<string, unknown>[]) {
+  const batches: WriteRequest[][] = [];
+  for (let i = 0; i < items.length; i += 25) {
+    batches.push(
+      items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) as WriteRequest[],
+    );
+  }
+  let next = 0;
+  const lane = async () => {
+    while (next < batches.length) {
+      let pending = batches[next++]!;
+      while (pending.length > 0) {
+        const result = await client.send(
+          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
+        );
+        pending = result.UnprocessedItems?.[table] ?? [];
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, lane));
+}
+
+const N = (n: number | string) => ({ N: String(n) });
+const S = (s: string) => ({ S: s });
+
+/**
+ * Fills the relay tables of `store` with `stored` rows each, as relays leave them after failures
+ * (about 250 bytes an outbox row): outbox entries to stored / 10 targets, each a dead head and 9
+ * entries held behind it (with the targets' holds); spawns and timers parked for an hour.
+ */
+async function fill(client: DynamoDBClient, store: DynamoDBStore, stored: number) {
+  const now = Date.now() / 1000;
+  const event = JSON.stringify(newEvent("parked", { pad: "x".repeat(120) }));
+  const outbox: Record<string, unknown>[] = [];
+  const holds: Record<string, unknown>[] = [];
+  for (let seq = 1; seq <= stored; seq++) {
+    const target = `down-${Math.floor((seq - 1) / 10)}`;
+    const key = targetKey(target);
+    const head = (seq - 1) % 10 === 0;
+    const row: Record<string, unknown> = {
+      seq: N(seq),
+      target_id: S(target),
+      event: S(event),
+      source_id: S("bench"),
+      created_at: N(now - 3600),
+    };
+    if (head) {
+      Object.assign(row, relayAttributes({ part: partition("d", seq % 8), order: N(seq) }), {
+        attempts: N(10),
+        last_error: S("Error: down"),
+        dead_at: N(now - 60),
+      });
+      holds.push({ ...holdKey(key), heads: { NS: [String(seq)] } });
+    } else Object.assign(row, relayAttributes(heldPlace(key, N(seq))));
+    outbox.push(row);
+  }
+  const parked = (shard: number) =>
+    relayAttributes({ part: partition("w", shard), order: N(now + 3600) });
+  const spawns = Array.from({ length: stored }, (_, i) => ({
+    seq: N(i + 1),
+    parent_id: S("bench"),
+    child_id: S(`child-${i}`),
+    root_path: S("fork.a"),
+    context: S(JSON.stringify({ pad: "x".repeat(150) })),
+    created_at: N(now - 3600),
+    attempts: N(1),
+    retry_at: N(now + 3600),
+    last_error: S("Error: down"),
+    ...parked((i + 1) % 8),
+  }));
+  const timers = Array.from({ length: stored }, (_, i) => ({
+    execution_id: S(`exe-${i}`),
+    path: S(`order.waiting.${"x".repeat(150)}`),
+    fire_at: N(now - 60),
+    attempts: N(1),
+    retry_at: N(now + 3600),
+    last_error: S("Error: down"),
+    ...parked(i % 8),
+  }));
+  await Promise.all([
+    put(client, store.tables.outbox.name, outbox),
+    put(client, store.tables.counters.name, holds),
+    put(client, store.tables.spawns.name, spawns),
+    put(client, store.tables.timers.name, timers),
+  ]);
+}
+
+/** Runs the section: a few minutes, most of it filling 50k rows of each relay table. */
+export async function benchRelayIndex(
+  prefix: string,
+  rounds: number,
+  progress: (line: string) => void,
+): Promise<RelayIndexFigures> {
+  const passes: RelayIndexFigures["passes"] = [];
+  const filler = testClient();
+  for (const stored of [1_000, 10_000, 50_000]) {
+    progress(`relay index: ${stored} rows not due in each relay table`);
+    const tables = `${prefix}_ri${stored}`;
+    const setup = new DynamoDBStore(filler, { prefix: tables });
+    await setup.ensureTables();
+    await fill(filler, setup, stored);
+    const result = { stored, index: {}, scan: {} } as RelayIndexFigures["passes"][number];
+    for (const relayIndex of [true, false]) {
+      const { client, meter } = metered();
+      const store = new DynamoDBStore(client, { prefix: tables, relayIndex });
+      const exe = newExecution({ definition_id: "bench" });
+      const costs: Record<string, PassCost> = {};
+      const measure = async (
+        name: string,
+        prepare: () => Promise<unknown>,
+        op: () => Promise<unknown>,
+      ) => {
+        const times: number[] = [];
+        let calls = 0, reads = 0;
+        for (let round = 0; round < Math.max(1, Math.ceil(rounds / 2)); round++) {
+          await prepare();
+          meter.calls = meter.reads = 0;
+          const started = performance.now();
+          await op();
+          times.push(performance.now() - started);
+          calls = meter.calls;
+          reads = meter.reads;
+        }
+        costs[name] = { calls, reads, ms: median(times) };
+      };
+      const now = () => Date.now() / 1000;
+      await measure(
+        "relayOutbox, 10 due",
+        () =>
+          store.commit(exe, {
+            emits: Array.from(
+              { length: 10 },
+              (_, i) => ({ target: `ok-${i}`, event: newEvent("ok") }),
+            ),
+          }),
+        () => relayOutbox(store, () => Promise.resolve()),
+      );
+      await measure(
+        "relayOutbox, none due",
+        () => Promise.resolve(),
+        () => relayOutbox(store, () => Promise.resolve()),
+      );
+      await measure(
+        "relaySpawns, 10 due",
+        () =>
+          store.commit(exe, {
+            spawns: Array.from(
+              { length: 10 },
+              (_, i) => ({ childId: `c${i}`, rootPath: "r", context: {} }),
+            ),
+          }),
+        () => relaySpawns(store, () => Promise.resolve()),
+      );
+      await measure(
+        "sweepTimers, 10 due",
+        () =>
+          store.commit(exe, {
+            timers: Array.from({ length: 10 }, (_, i) => ({
+              action: "schedule" as const,
+              path: `due-${i}`,
+              fireAt: now() - 1,
+            })),
+          }),
+        () => sweepTimers(store, () => Promise.resolve()),
+      );
+      await measure(
+        "deadLetters(outbox, limit 50)",
+        () => Promise.resolve(),
+        () => store.deadLetters("outbox", { limit: 50 }),
+      );
+      result[relayIndex ? "index" : "scan"] = costs;
+      client.destroy();
+    }
+    passes.push(result);
+  }
+  filler.destroy();
+  progress("relay index: write units of a commit and of acknowledgements, with and without it");
+  const writes: RelayIndexFigures["writes"] = {};
+  for (const relayIndex of [true, false]) {
+    const { client, meter } = metered();
+    const store = new DynamoDBStore(client, { prefix: `${prefix}_riw${relayIndex}`, relayIndex });
+    await store.ensureTables();
+    const exe = newExecution({ definition_id: "bench" });
+    await store.commit(exe);
+    meter.writes = 0;
+    const { outbox } = await store.commit(exe, {
+      emits: [{ target: "a", event: newEvent("x") }, { target: "b", event: newEvent("y") }],
+      spawns: [{ childId: "c", rootPath: "r", context: {} }],
+      timers: [{ action: "schedule", path: "t", fireAt: 2e9 }],
+    });
+    const commit = meter.writes;
+    meter.writes = 0;
+    await store.ackOutbox(outbox);
+    const ack = meter.writes;
+    const key = relayIndex ? "index" : "none";
+    writes["commit, 2 emits + spawn + timer"] ??= { index: 0, none: 0 };
+    writes["commit, 2 emits + spawn + timer"]![key] = commit;
+    writes["ackOutbox of its 2 entries"] ??= { index: 0, none: 0 };
+    writes["ackOutbox of its 2 entries"]![key] = ack;
+    client.destroy();
+  }
+  return { passes, writes };
+}
+
+/** Prints the section's tables (Markdown). */
+export function printRelayIndex(figures: RelayIndexFigures): void {
+  const f = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
+  console.log(
+    "\n| one call, rows not due stored | through the relay index: calls / RCU / ms | by a scan: calls / RCU / ms |",
+  );
+  console.log("| --- | --- | --- |");
+  for (const { stored, index, scan } of figures.passes) {
+    for (const name of Object.keys(index)) {
+      const a = index[name]!, b = scan[name]!;
+      console.log(
+        `| ${name}, ${stored.toLocaleString("en")} stored | ${a.calls} / ${f(a.reads)} / ${
+          f(a.ms)
+        } | ${b.calls} / ${f(b.reads)} / ${f(b.ms)} |`,
+      );
+    }
+  }
+  console.log("\n| write units (DynamoDB Local's figures) | with the relay index | without |");
+  console.log("| --- | --- | --- |");
+  for (const [name, { index, none }] of Object.entries(figures.writes)) {
+    console.log(`| ${name} | ${f(index)} | ${f(none)} |`);
+  }
+}

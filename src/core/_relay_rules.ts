@@ -1,0 +1,140 @@
+// The relay's rules, once, for both execution stores and the runners (#26): when a queue row
+// may be attempted, when an outbox entry holds its target and from which seq a target is held,
+// what a failed attempt records (the next attempt on the pass's clock, the error cut to what the
+// item keeps), the trace ring's window and when a dedupe mark is alive. Pure: no store, no
+// clock of their own — every time is passed in, in epoch seconds.
+import type { RelayFailure } from "./relay_types.ts";
+
+/** The most UTF-8 bytes of an error a relay records (`last_error`). */
+export const LAST_ERROR_BYTES = 1000;
+
+/** A queue row's bookkeeping, as either store reads it (absent: never failed). */
+export interface Bookkept {
+  retryAt?: number | null;
+  deadAt?: number | null;
+  /** Set aside because no one can read it: holds nothing back. */
+  unreadable?: boolean;
+}
+
+/** Whether a row may be attempted at `now`: not dead-lettered, not waiting for a retry to come. */
+export function isDue(row: Bookkept, now: number): boolean {
+  return !isDead(row) && !(typeof row.retryAt === "number" && row.retryAt > now);
+}
+
+/** Whether a row is dead-lettered. */
+export function isDead(row: Bookkept): boolean {
+  return row.deadAt !== null && row.deadAt !== undefined;
+}
+
+/**
+ * Whether an outbox entry holds back its target's later entries at `now`: dead-lettered (and
+ * readable: an unreadable row has nothing to deliver in order), or waiting for a retry still to
+ * come. A failed entry whose retry is due holds nothing: it goes first, the rest after it.
+ */
+export function holdsAt(row: Bookkept, now: number): boolean {
+  return isHead(row) && (isDead(row) || row.retryAt! > now);
+}
+
+/**
+ * Whether an outbox entry is one of its target's heads: it failed (dead-lettered and readable,
+ * or waiting for a retry, due or not) and is not delivered yet. A head whose retry is due goes
+ * first; the others hold the target ({@linkcode holdsAt}).
+ */
+export function isHead(row: Bookkept): boolean {
+  if (isDead(row)) return row.unreadable !== true;
+  return typeof row.retryAt === "number";
+}
+
+/**
+ * The seq a target is held from at `now`: the lowest of its entries that hold it (Infinity: it
+ * is not held). Every entry of the target at or above it waits.
+ */
+export function heldFrom(rows: Iterable<Bookkept & { seq: number }>, now: number): number {
+  let lowest = Infinity;
+  for (const row of rows) if (row.seq < lowest && holdsAt(row, now)) lowest = row.seq;
+  return lowest;
+}
+
+/** How a pass retries: attempts before the dead letter, and the waits between attempts. */
+export interface Retry {
+  maxAttempts: number;
+  minSeconds: number;
+  maxSeconds: number;
+}
+
+/**
+ * What a failed attempt records: attempts so far, and the next attempt `minSeconds` after the
+ * first failure doubling up to `maxSeconds`, measured from `now` (the pass's clock) — or, at
+ * `maxAttempts`, the dead letter (`retryAt: null`).
+ */
+export function failedAttempt(
+  attempts: number,
+  error: unknown,
+  retry: Retry,
+  now: number,
+): RelayFailure {
+  const done = attempts + 1;
+  const wait = Math.min(retry.maxSeconds, retry.minSeconds * 2 ** (done - 1));
+  return {
+    attempts: done,
+    retryAt: done >= retry.maxAttempts ? null : now + wait,
+    error: errorText(error),
+  };
+}
+
+/** What setting aside a row no one can read records: dead at once, holding nothing back. */
+export function setAside(attempts: number, reason: string): RelayFailure {
+  return {
+    attempts: attempts + 1,
+    retryAt: null,
+    error: `unreadable: ${reason}`,
+    unreadable: true,
+  };
+}
+
+/** An error as a relay records it: `Name: message` for an Error, its text otherwise. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/**
+ * The error text a store keeps (`last_error`): at most {@linkcode LAST_ERROR_BYTES} UTF-8 bytes,
+ * cut between characters, lone surrogates made well-formed; `(no message)` for an empty one.
+ */
+export function lastErrorText(text: string): string {
+  return utf8Prefix(text, LAST_ERROR_BYTES) || "(no message)";
+}
+
+/** The longest prefix of `text` of at most `bytes` UTF-8 bytes, cut between characters. */
+export function utf8Prefix(text: string, bytes: number): string {
+  const whole = text.toWellFormed(); // a lone surrogate would not survive the trip
+  const encoded = new TextEncoder().encode(whole);
+  if (encoded.length <= bytes) return whole;
+  let end = bytes;
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--; // not inside a character
+  return new TextDecoder().decode(encoded.subarray(0, end));
+}
+
+/**
+ * The trace step that falls out of a ring of `traceMax` steps when step `index` is written: its
+ * index, or -1 for none (the ring is not full, or `traceMax` 0 keeps every step).
+ */
+export function ringDrop(index: number, traceMax: number): number {
+  return traceMax > 0 ? index - traceMax : -1;
+}
+
+/**
+ * Whether something that expires at `expiresAt` (epoch seconds; `null`/`undefined`: never) is
+ * still alive at `now`, as DynamoDB's TTL reads it: alive until the second it names.
+ */
+export function isLiveAt(expiresAt: number | null | undefined, now: number): boolean {
+  return expiresAt === null || expiresAt === undefined || expiresAt > now;
+}
+
+/**
+ * The `ttl` a dedupe mark gets when written at `now`: `ttlSeconds` after the whole second, or
+ * `null` (it never expires).
+ */
+export function markExpiry(ttlSeconds: number | null, now: number): number | null {
+  return ttlSeconds === null ? null : Math.floor(now) + ttlSeconds;
+}
