@@ -1,6 +1,6 @@
 // The screenshots of docs/dashboard.md: a dashboard over a store seeded with a small order
-// workflow (running, shipped, delivered, cancelled and failed orders, their traces, dead
-// letters of each queue), photographed page by page in headless Chromium.
+// workflow (running, shipped, delivered, cancelled and failed orders, two stuck for hours, their
+// traces and timers, dead letters of each queue), photographed page by page in headless Chromium.
 //
 //   deno task screenshots     (brings up a DynamoDB Local, writes docs/dashboard/*.png)
 //
@@ -41,7 +41,7 @@ async function order(
   return exe;
 }
 
-async function seed(store: DynamoDBStore): Promise<{ shown: Execution }> {
+async function seed(store: DynamoDBStore, hoursAgo: DynamoDBStore): Promise<{ shown: Execution }> {
   const paid = { event: "payment.received", to: "order.shipping", status: "RUNNING" as const };
   const delivered = {
     event: "shipment.delivered",
@@ -49,29 +49,42 @@ async function seed(store: DynamoDBStore): Promise<{ shown: Execution }> {
     status: "DONE" as const,
     outcome: "delivered",
   };
-  const shown = await order(store, "ada", [paid, delivered]);
-  await order(store, "grace", [paid]);
+  // Two orders whose last commit was three hours ago (a store whose clock says so): stuck.
+  await order(hoursAgo, "alan", [paid]);
+  await order(hoursAgo, "barbara", []);
+  await order(store, "ada", [paid, delivered]);
+  const shown = await order(store, "grace", [paid]);
   const waiting = await order(store, "linus", []);
-  // Due five minutes ago and not yet swept, and a timer the sweeper gave up on.
+  // Grace's shipping deadline, a label retry waiting after a failure, a reminder the sweeper
+  // gave up on; Linus's payment timer, due five minutes ago and not yet swept.
   const now = Date.now() / 1000;
-  await store.commit(waiting, {
+  await store.commit(shown, {
     timers: [
-      { action: "schedule", path: "order.awaiting_payment", fireAt: now - 300 },
+      { action: "schedule", path: "order.shipping.deadline", fireAt: now + 2 * 86_400 },
+      { action: "schedule", path: "order.shipping.label_retry", fireAt: now - 120 },
       { action: "schedule", path: "order.reminder", fireAt: now - 3600 },
     ],
   });
   await store.recordFailure("timers", {
-    executionId: waiting.id,
+    executionId: shown.id,
+    path: "order.shipping.label_retry",
+    fireAt: now - 120,
+  }, { attempts: 2, retryAt: now + 240, error: "carrier API answered 429 Too Many Requests" });
+  await store.recordFailure("timers", {
+    executionId: shown.id,
     path: "order.reminder",
     fireAt: now - 3600,
   }, { attempts: 10, retryAt: null, error: "mailer answered 421 Service not available" });
+  await store.commit(waiting, {
+    timers: [{ action: "schedule", path: "order.awaiting_payment", fireAt: now - 300 }],
+  });
   // An event for the outside world, made twelve minutes ago and not yet delivered.
   const shipped = {
     ...newEvent("order.shipped", { carrier: "ups" }),
     created_time: new Date(Date.now() - 12 * 60_000).toISOString(),
   };
   await store.commit(waiting, { emits: [{ target: null, event: shipped }] });
-  await order(store, "barbara", [{
+  await order(store, "edgar", [{
     event: "Timeout",
     to: "order.cancelled",
     status: "CANCELLED",
@@ -115,11 +128,15 @@ async function seed(store: DynamoDBStore): Promise<{ shown: Execution }> {
 if (import.meta.main) {
   const endpoint = Deno.env.get("DYNAMODB_ENDPOINT");
   if (!endpoint) throw new Error("DYNAMODB_ENDPOINT is not set: run `deno task screenshots`");
-  await using store = await DynamoDBStore.create({
+  const prefix = `screenshots_${Date.now().toString(36)}`;
+  await using store = await DynamoDBStore.create({ endpoint, prefix });
+  await using hoursAgo = await DynamoDBStore.create({
     endpoint,
-    prefix: `screenshots_${Date.now().toString(36)}`,
+    prefix,
+    ensureTables: false,
+    now: () => Date.now() - 3 * 3600_000,
   });
-  const { shown } = await seed(store);
+  const { shown } = await seed(store, hoursAgo);
   const handler = dashboard(store, {
     authorize: () => true,
     basePath: "/dashboard",

@@ -1,8 +1,9 @@
 /**
- * An operator dashboard a worker mounts: the executions (filtered, paged), each one's document
- * and trace, the relay's backlog and its dead letters — server-rendered HTML with one inline
- * stylesheet, no script, no build step — and, when you turn them on, the actions that clear an
- * outage: retry or drop a dead letter, all of a queue or of an outbox target, delete an execution.
+ * An operator dashboard a worker mounts: the executions (open ones newest first, filtered,
+ * paged), each one's document, timers and trace, the relay's backlog and its dead letters —
+ * server-rendered HTML with one inline stylesheet, no script, no build step — and, when you turn
+ * them on, the actions that clear an outage: retry or drop a dead letter, all of a queue or of an
+ * outbox target, delete an execution.
  *
  * `dashboard(store, options)` returns a `(request) => Promise<Response>` for `Deno.serve` or a
  * router. It runs on Deno Deploy (nothing is read from disk) and on `deno run`, over any
@@ -46,12 +47,15 @@ import { createHandler } from "./dashboard/_handler.ts";
 export type { DashboardOptions } from "./dashboard/dashboard_options.ts";
 
 /**
- * The dashboard of `store`, as a request handler. Pages (under `basePath`): `/` the executions,
- * in the store's listing order (`?status=` repeatable, `?definition=`, `?cursor=`) under the relay's
- * backlog; `/executions/{id}` its facts, trace and document; `/dead-letters/{kind}` (`outbox`,
- * `spawns`, `timers`) the lowest dead letters with target, attempts and last error. With
- * `actions: true` their buttons post to `/dead-letters/{kind}/{retry|drop|retry-all|drop-all}`
- * and `/executions/{id}/delete`; the destructive ones answer a confirmation page first.
+ * The dashboard of `store`, as a request handler. Pages (under `basePath`): `/` the relay's
+ * backlog per queue (pending, waiting, dead, held targets, relay lag), then the executions newest
+ * commit first — the open ones unless `?status=` (repeatable; `any`: every execution, in the
+ * table's order) says otherwise — with `?definition=`, `?before=` (a date or epoch seconds: the
+ * stuck ones) and `?cursor=`; `/executions/{id}` its facts (last commit, expiry), timers, trace
+ * and document; `/dead-letters/{kind}` (`outbox`, `spawns`, `timers`) the lowest dead letters with
+ * target, attempts and last error. Every page's reads are O(page). With `actions: true` their
+ * buttons post to `/dead-letters/{kind}/{retry|drop|retry-all|drop-all}` and
+ * `/executions/{id}/delete`; the destructive ones answer a confirmation page first.
  *
  * Answers: 401 when `authorize` says no; 403 for a POST that fails the same-origin check or the
  * CSRF token (nothing changes); 404 outside `basePath` or for an unknown page or id; 405 for

@@ -2,7 +2,7 @@
 import { envVar } from "../dynamo/connect.ts";
 import type { RelayKind, Timer } from "../core/types.ts";
 import { type Status, STATUSES } from "../core/documents.ts";
-import { MAX_EPOCH_SECONDS } from "../core/_validate.ts";
+import { parseTimeText } from "../core/_time_text.ts";
 
 /** A dead letter's queue and key, from the command line. */
 export function parseDeadLetter(
@@ -156,37 +156,21 @@ export function endpointOf(values: Values): string | null {
 /**
  * `--before DATE|EPOCH` as epoch seconds: an ISO 8601 date (`2026-11-01`, midnight UTC), a date
  * and time with its offset (`2026-11-01T12:00:00Z`), or epoch seconds; an epoch in milliseconds
- * is refused, saying so.
+ * is refused, saying so (the rule the dashboard's `?before=` follows too).
  */
 export function parseBefore(text: string | boolean | undefined): number | undefined {
   if (text === undefined) return undefined;
-  const expected = "a date (2026-11-01 or 2026-11-01T12:00:00Z) or epoch seconds (1793491200)";
-  if (typeof text !== "string") throw new UsageError(`--before needs ${expected}`);
-  if (/^\d+(\.\d+)?$/.test(text)) {
-    const seconds = Number(text);
-    if (seconds > MAX_EPOCH_SECONDS) {
-      throw new UsageError(
-        `--before ${text} is epoch milliseconds (a date after 9999): give epoch seconds ` +
-          `(${Math.floor(seconds / 1000)}) or a date`,
-      );
-    }
-    return seconds;
+  if (typeof text !== "string") {
+    throw new UsageError(
+      "--before needs a date (2026-11-01 or 2026-11-01T12:00:00Z) or epoch seconds (1793491200)",
+    );
   }
-  const date = /^\d{4}-\d{2}-\d{2}$/.test(text);
-  const dateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(
-    text,
-  );
-  const refuse = () => {
-    const hint = /T/.test(text) && !dateTime ? " (a time needs its offset: Z or +02:00)" : "";
-    return new UsageError(`--before needs ${expected}, got ${JSON.stringify(text)}${hint}`);
-  };
-  if (!date && !dateTime) throw refuse();
-  const ms = Date.parse(date ? `${text}T00:00:00Z` : text);
-  // Date.parse rolls 2026-02-30 over to March 2: a day that does not exist is refused.
-  const [year, month, day] = text.slice(0, 10).split("-").map(Number) as [number, number, number];
-  const real = new Date(Date.UTC(year, month - 1, day)).toISOString().slice(0, 10);
-  if (Number.isNaN(ms) || real !== text.slice(0, 10)) throw refuse();
-  return ms / 1000;
+  try {
+    return parseTimeText("--before", text);
+  } catch (error) {
+    if (error instanceof RangeError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /** The kinds `adopt` takes: one named, or (none named) all three. */

@@ -5,7 +5,7 @@ import { checkKey, checkTime, LIMITS } from "../core/_validate.ts";
 import type { RelayKey, RelayKind } from "../core/types.ts";
 import { href, itemLabel, kindLabel } from "./_layout.ts";
 import { keyFields, keyText } from "./_dead_letters_page.ts";
-import { BULK_CAP, deleteOne, dropOne, onEveryDeadLetter, retryOne } from "./_store_calls.ts";
+import { BULK_BUDGET_MS, deleteOne, dropOne, onEveryDeadLetter, retryOne } from "./_store_calls.ts";
 import type { ExecutionStore } from "../core/types.ts";
 
 /** What a POST asks for. */
@@ -114,8 +114,8 @@ export function confirmation(basePath: string, action: Action): {
     return {
       title: `Drop all dead ${kindLabel(action.kind)}?`,
       question: action.target === null
-        ? `Drop every dead ${itemLabel(action.kind)} (the ${BULK_CAP} lowest at most)?`
-        : `Drop every dead outbox entry for target ${action.target} (among the ${BULK_CAP} lowest)?`,
+        ? `Drop every dead ${itemLabel(action.kind)}?`
+        : `Drop every dead outbox entry for target ${action.target}?`,
       label: "Drop all",
       path: href(basePath, ["dead-letters", action.kind, "drop-all"]),
       fields: action.target === null ? {} : { target: action.target },
@@ -135,11 +135,16 @@ export function confirmation(basePath: string, action: Action): {
   };
 }
 
-/** Runs an action; the answer is where to send the browser, with the outcome's notice code. */
+/**
+ * Runs an action; the answer is where to send the browser, with the outcome's notice code.
+ * `signal` is the request's: a bulk action stops when it aborts (the browser went away) or when
+ * `BULK_BUDGET_MS` have passed, and says how far it got.
+ */
 export async function runAction(
   store: ExecutionStore,
   basePath: string,
   action: Action,
+  signal: AbortSignal,
 ): Promise<string> {
   switch (action.do) {
     case "delete": {
@@ -157,17 +162,27 @@ export async function runAction(
     }
     case "retry-all":
     case "drop-all": {
-      const outcome = await onEveryDeadLetter(
-        store,
-        action.kind,
-        action.do === "retry-all" ? "retry" : "drop",
-        action.target ?? undefined,
+      const budget = new AbortController();
+      const timer = setTimeout(
+        () => budget.abort(new DOMException("time budget", "TimeoutError")),
+        BULK_BUDGET_MS,
       );
-      return href(basePath, ["dead-letters", action.kind], {
-        done: action.do === "retry-all" ? "retried-all" : "dropped-all",
-        n: String(outcome.done),
-        ...(outcome.more ? { more: "1" } : {}),
-      });
+      try {
+        const outcome = await onEveryDeadLetter(
+          store,
+          action.kind,
+          action.do === "retry-all" ? "retry" : "drop",
+          action.target,
+          AbortSignal.any([signal, budget.signal]),
+        );
+        return href(basePath, ["dead-letters", action.kind], {
+          done: action.do === "retry-all" ? "retried-all" : "dropped-all",
+          n: String(outcome.done),
+          ...(outcome.stopped ? { more: "1" } : {}),
+        });
+      } finally {
+        clearTimeout(timer);
+      }
     }
   }
 }
@@ -181,7 +196,7 @@ export function noticeOf(query: URLSearchParams): string | null {
   const n = query.get("n") ?? "";
   const count = /^[0-9]{1,7}$/.test(n) ? Number(n) : null;
   const more = query.get("more") === "1"
-    ? ` The ${BULK_CAP} lowest were looked at; there may be more: press it again.`
+    ? ` It stopped after ${BULK_BUDGET_MS / 1000} s with more to do: press it again to go on.`
     : "";
   const letters = (k: number) => `${k} dead ${k === 1 ? "letter" : "letters"}`;
   switch (done) {

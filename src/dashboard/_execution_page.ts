@@ -1,8 +1,18 @@
-// One execution: its facts, its trace as a timeline (oldest step first), and its document.
+// One execution: its facts (when it was last committed, when it expires), its timers with the
+// relay's state of each, its trace as a timeline (oldest step first), and its document.
 import { type Html, markup } from "./_html.ts";
-import { executionLink, href, page, statusBadge } from "./_layout.ts";
+import {
+  executionLink,
+  formatAge,
+  formatRelative,
+  formatTime,
+  href,
+  page,
+  statusBadge,
+} from "./_layout.ts";
 import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
+import type { TimerState } from "../core/operator_types.ts";
 
 /** The most trace steps a page shows (the newest): a ring kept whole (`traceMax: 0`) can be long. */
 export const TRACE_SHOWN = 500;
@@ -13,8 +23,16 @@ export interface ExecutionView {
   basePath: string;
   /** The execution, as stored. */
   execution: Execution;
+  /** When this module last committed it (epoch seconds), or null: not known. */
+  updatedAt: number | null;
+  /** When it expires (epoch seconds), or null: never. */
+  expiresAt: number | null;
+  /** Its armed timers, earliest first, with their relay state. */
+  timers: TimerState[];
   /** Its trace, oldest step first. */
   trace: Record<string, unknown>[];
+  /** Now, in epoch seconds (ages are measured from it). */
+  now: number;
   /** The session's CSRF token when actions are on, else null (no buttons). */
   csrf: string | null;
   /** An action's outcome, or none. */
@@ -34,6 +52,8 @@ export function executionPage(view: ExecutionView): Html {
     ["Active path", text(exe.active_path)],
     ["Root path", text(exe.root_path)],
     ["Version", text(exe.version)],
+    ["Last committed", when(view.updatedAt, view.now, "not known (another writer's commit)")],
+    ["Expires", when(view.expiresAt, view.now, "never")],
     ["Events processed", text(exe.processed_events)],
     ["Priority", text(exe.priority)],
     ["Parent", link(exe.parent_id)],
@@ -63,11 +83,48 @@ export function executionPage(view: ExecutionView): Html {
     { basePath, title: `Execution ${exe.id}`, notice: view.notice },
     markup`<dl class="facts">${shown}</dl>
 ${actions}
+<section aria-labelledby="timers"><h2 id="timers">Timers (${view.timers.length})</h2>
+${timersTable(basePath, view.timers, view.now)}</section>
 <section aria-labelledby="trace"><h2 id="trace">Trace (${steps}, oldest first)</h2>
 ${timeline}</section>
 <section aria-labelledby="document"><h2 id="document">Document</h2>
 <pre>${JSON.stringify(exe, null, 2)}</pre></section>`,
   );
+}
+
+/** A time and how far it is from now, or what its absence means. */
+function when(at: number | null, now: number, otherwise: string): Html {
+  if (at === null) return markup`<span class="muted">${otherwise}</span>`;
+  return markup`${formatTime(at)} <span class="muted">(${formatRelative(at, now)})</span>`;
+}
+
+/** The timers: path, when each fires, and where the relay is with it. */
+function timersTable(basePath: string, timers: TimerState[], now: number): Html {
+  if (timers.length === 0) return markup`<p class="muted">No timers armed.</p>`;
+  const rows = timers.map((timer) =>
+    markup`<tr><td class="mono">${timer.path}</td><td class="nowrap">${formatTime(timer.fireAt)}
+<span class="muted">(${formatRelative(timer.fireAt, now)})</span></td><td>${
+      timerState(basePath, timer, now)
+    }</td><td>${timer.attempts}</td><td>${
+      timer.lastError === null ? "" : markup`<span class="mono">${timer.lastError}</span>`
+    }</td></tr>`
+  );
+  return markup`<table class="timers"><thead><tr><th>Path</th><th>Fires at</th><th>State</th><th>Attempts</th><th>Last error</th></tr></thead>
+<tbody>${rows}</tbody></table>`;
+}
+
+/** A timer's relay state: dead (linking its queue), waiting for a retry, due (how late), armed. */
+function timerState(basePath: string, timer: TimerState, now: number): Html {
+  if (timer.deadAt !== null) {
+    return markup`<a class="dead" href="${
+      href(basePath, ["dead-letters", "timers"])
+    }">dead</a> since ${formatTime(timer.deadAt)}`;
+  }
+  if (timer.retryAt !== null && timer.retryAt > now) {
+    return markup`waiting to retry ${formatRelative(timer.retryAt, now)}`;
+  }
+  if (timer.fireAt <= now) return markup`due, ${formatAge(now - timer.fireAt)} late`;
+  return markup`armed`;
 }
 
 /** One step of the timeline: its index, its event and transition, and the step in full. */

@@ -1,16 +1,25 @@
-// The first page: the executions, filtered and paged, under a summary of the relay's backlog.
+// The first page: the relay's backlog per queue, then the executions, filtered and paged —
+// by default the open ones, newest commit first, so that a stuck one is a `before` away.
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
   formatAge,
   formatCount,
+  formatRelative,
+  formatTime,
   href,
   kindLabel,
   page,
   statusBadge,
 } from "./_layout.ts";
 import { STATUSES } from "../core/documents.ts";
-import type { ExecutionFilters, ExecutionsPage, QueueBacklog } from "./_store_calls.ts";
+import {
+  type ExecutionFilters,
+  type ExecutionsPage,
+  OPEN_STATUSES,
+  type QueueBacklog,
+  statusesOf,
+} from "./_store_calls.ts";
 
 /** What the executions page shows. */
 export interface ExecutionsView {
@@ -30,25 +39,49 @@ export interface ExecutionsView {
   notice?: string | null;
 }
 
+/** What the `before` field takes. */
+const BEFORE_HINT = "A date (2026-11-01, midnight UTC), a time with its offset " +
+  "(2026-11-01T12:00Z, 2026-11-01T14:00+02:00) or epoch seconds";
+
+/** The query of a listing's links: its filters as they were given. */
+function queryOf(filters: ExecutionFilters): Record<string, string | string[] | null> {
+  return {
+    status: filters.status === "open" ? null : filters.status,
+    definition: filters.definition,
+    before: filters.before?.text ?? null,
+  };
+}
+
 /** The executions page. */
 export function executionsPage(view: ExecutionsView): Html {
-  const { basePath, filters } = view;
-  const query = { status: filters.statuses, definition: filters.definition };
-  const filtered = filters.statuses.length > 0 || filters.definition !== null;
-  const cards = view.backlog.map((queue) => backlogCard(basePath, queue, view.now));
+  const { basePath, filters, now } = view;
+  const query = queryOf(filters);
+  const filtered = filters.status !== "open" || filters.definition !== null ||
+    filters.before !== null;
+  const cards = view.backlog.map((queue) => backlogCard(basePath, queue, now));
+  const chosen = (status: string) =>
+    Array.isArray(filters.status) && filters.status.includes(status as never);
   const options = STATUSES.map((status) =>
-    filters.statuses.includes(status)
+    chosen(status)
       ? markup`<option selected>${status}</option>`
       : markup`<option>${status}</option>`
   );
+  const any = filters.status === "any"
+    ? markup`<option value="any" selected>any (the table's order)</option>`
+    : markup`<option value="any">any (the table's order)</option>`;
   const clear = filtered ? markup` <a href="${href(basePath, [])}">Clear</a>` : null;
   const rows = view.page.items.map((s) => {
     const parent = s.parent_id === null
       ? markup`<span class="muted">root</span>`
       : executionLink(basePath, s.parent_id);
+    const updated = s.updated_at === null
+      ? markup`<td class="muted nowrap" title="last committed by another writer: time not known">—</td>`
+      : markup`<td class="nowrap" title="${formatTime(s.updated_at)}">${
+        formatRelative(s.updated_at, now)
+      }</td>`;
     return markup`<tr><td>${executionLink(basePath, s.id)}</td><td>${s.definition_id}</td><td>${
       statusBadge(s.status)
-    }</td><td>${s.outcome ?? ""}</td><td class="mono">${
+    }</td>${updated}<td>${s.outcome ?? ""}</td><td class="mono">${
       s.active_path ?? ""
     }</td><td>${s.version}</td><td>${parent}</td></tr>`;
   });
@@ -56,9 +89,9 @@ export function executionsPage(view: ExecutionsView): Html {
     ? "No more executions."
     : filtered
     ? "No execution matches."
-    : "No executions yet.";
+    : "No open executions.";
   const listing = rows.length
-    ? markup`<table><thead><tr><th>Id</th><th>Definition</th><th>Status</th><th>Outcome</th><th>Active path</th><th>Version</th><th>Parent</th></tr></thead>
+    ? markup`<table><thead><tr><th>Id</th><th>Definition</th><th>Status</th><th>Updated</th><th>Outcome</th><th>Active path</th><th>Version</th><th>Parent</th></tr></thead>
 <tbody>${rows}</tbody></table>`
     : markup`<p class="muted">${empty}</p>`;
   const first = view.later ? markup`<a href="${href(basePath, [], query)}">First page</a>` : null;
@@ -67,28 +100,50 @@ export function executionsPage(view: ExecutionsView): Html {
       href(basePath, [], { ...query, cursor: view.page.nextCursor })
     }">Next page</a>`
     : null;
+  const before = filters.status === "any"
+    ? null
+    : markup`<label>Not committed since <input name="before" value="${
+      filters.before?.text ?? ""
+    }" placeholder="2026-11-01T12:00Z" title="${BEFORE_HINT}" maxlength="40"></label>`;
   return page(
     { basePath, title: "Executions", notice: view.notice },
     markup`<section aria-labelledby="backlog"><h2 id="backlog">Relay backlog</h2>
 <div class="cards">${cards}</div></section>
 <section aria-labelledby="list"><h2 id="list">Executions</h2>
 <form class="filters" method="get" action="${href(basePath, [])}">
-<label>Status <select name="status"><option value="">any</option>${options}</select></label>
+<label>Status <select name="status"><option value="">open</option>${options}${any}</select></label>
 <label>Definition <input name="definition" value="${
       filters.definition ?? ""
     }" maxlength="1024"></label>
-<button type="submit">Filter</button>${clear}</form>
+${before}<button type="submit">Filter</button>${clear}</form>
+<p class="muted" id="order">${orderText(filters)}</p>
 ${listing}
-<p class="pager">${first}${next}</p>
-<p class="muted">In the store's listing order, not by time.</p></section>`,
+<p class="pager">${first}${next}</p></section>`,
   );
 }
 
-/** What each queue's age measures (see `backlog`): the relay's lag, as far as the reads tell. */
-const OLDEST: Record<QueueBacklog["kind"], string> = {
-  outbox: "oldest ready entry",
-  spawns: "oldest pending spawn",
-  timers: "oldest due timer",
+/** What the listing holds and in which order, in a sentence. */
+function orderText(filters: ExecutionFilters): string {
+  const statuses = statusesOf(filters);
+  if (statuses === null) {
+    return "Every execution, in the table's order (not by time), those other writers committed " +
+      "last included.";
+  }
+  const which = filters.status === "open"
+    ? `Open executions (${OPEN_STATUSES.join(", ")})`
+    : `${statuses.join(", ")} executions`;
+  const before = filters.before === null
+    ? ""
+    : `, last committed before ${formatTime(filters.before.seconds)}`;
+  return `${which}${before}, newest commit first. One whose last commit another writer made ` +
+    "(the Python store) is not in the status index: status any lists it.";
+}
+
+/** How each queue's pending items are named, and what its lag measures. */
+const WORDS: Record<QueueBacklog["kind"], { pending: string; lag: string }> = {
+  outbox: { pending: "pending", lag: "since the oldest pending entry's commit" },
+  spawns: { pending: "pending", lag: "since the oldest pending spawn's commit" },
+  timers: { pending: "due", lag: "since the earliest due timer was due" },
 };
 
 function backlogCard(basePath: string, queue: QueueBacklog, now: number): Html {
@@ -97,11 +152,15 @@ function backlogCard(basePath: string, queue: QueueBacklog, now: number): Html {
       formatCount(queue.dead)
     }</a>`
     : "0";
-  const oldest = OLDEST[queue.kind];
-  const age = queue.oldestAt === null ? "—" : formatAge(now - queue.oldestAt);
+  const words = WORDS[queue.kind];
+  const lag = queue.oldestAt === null ? "—" : formatAge(now - queue.oldestAt);
+  const held = queue.kind === "outbox"
+    ? markup`<dt>held targets</dt><dd>${formatCount(queue.heldTargets)}</dd>`
+    : null;
   const name = kindLabel(queue.kind);
   return markup`<div class="card"><h3>${name.charAt(0).toUpperCase()}${name.slice(1)}</h3><dl>
-<dt>ready to deliver</dt><dd>${formatCount(queue.ready)}</dd>
+<dt>${words.pending}</dt><dd>${formatCount(queue.pending)}</dd>
+<dt>waiting to retry</dt><dd>${formatCount(queue.waiting)}</dd>
 <dt>dead letters</dt><dd>${dead}</dd>
-<dt>${oldest}</dt><dd>${age}</dd></dl></div>`;
+${held}<dt title="${words.lag}">relay lag</dt><dd>${lag}</dd></dl></div>`;
 }

@@ -26,10 +26,12 @@ import {
   backlog,
   deadLetterPage,
   executionDetail,
+  type ExecutionFilters,
   executionsPage as readPage,
 } from "./_store_calls.ts";
 import type { Settings } from "./_options.ts";
 import { checkKey, LIMITS } from "../core/_validate.ts";
+import { parseTimeText } from "../core/_time_text.ts";
 import { type Status, STATUSES } from "../core/documents.ts";
 import type { ExecutionStore, RelayKind } from "../core/types.ts";
 
@@ -167,20 +169,12 @@ export function createHandler(
   ): Promise<{ status: number; html: Html }> {
     const notice = noticeOf(query);
     if (route.page === "executions") {
-      onlyParams(query, ["status", "definition", "cursor", ...NOTICE_PARAMS]);
-      const statuses = query.getAll("status").filter((status) => status !== "");
-      for (const status of statuses) {
-        if (!(STATUSES as readonly string[]).includes(status)) {
-          throw new Refusal(400, "Bad request", `status must be one of ${STATUSES.join(", ")}.`);
-        }
-      }
-      const definition = atMostOne(query, "definition");
+      onlyParams(query, ["status", "definition", "before", "cursor", ...NOTICE_PARAMS]);
+      const filters = listingFilters(query);
       const cursor = atMostOne(query, "cursor");
-      const filters = { statuses: statuses as Status[], definition };
-      const now = Date.now() / 1000;
       const [page, queues] = await Promise.all([
         readPage(store, filters, { limit: settings.pageSize, cursor }).catch(staleCursor),
-        backlog(store, now),
+        backlog(store),
       ]);
       return {
         status: 200,
@@ -190,7 +184,7 @@ export function createHandler(
           page,
           later: cursor !== null,
           backlog: queues,
-          now,
+          now: Date.now() / 1000,
           notice,
         }),
       };
@@ -205,7 +199,10 @@ export function createHandler(
           html: messagePage(basePath, "No such execution", `There is no execution ${id}.`),
         };
       }
-      return { status: 200, html: executionPage({ basePath, ...detail, csrf, notice }) };
+      return {
+        status: 200,
+        html: executionPage({ basePath, ...detail, now: Date.now() / 1000, csrf, notice }),
+      };
     }
     onlyParams(query, NOTICE_PARAMS);
     const { letters, more } = await deadLetterPage(store, route.kind, settings.pageSize);
@@ -265,7 +262,7 @@ export function createHandler(
         }),
       );
     }
-    const location = await runAction(store, basePath, action);
+    const location = await runAction(store, basePath, action, request.signal);
     return await respond(request, 303, null, { location });
   }
 
@@ -346,6 +343,51 @@ function atMostOne(query: URLSearchParams, name: string): string | null {
   const values = query.getAll(name);
   if (values.length > 1) throw new Refusal(400, "Bad request", `Give ${name} once.`);
   return values[0] ? values[0] : null;
+}
+
+/**
+ * The listing's filters from the query: `status` (repeatable; none: the open statuses; `any`:
+ * every execution, in the table's order), `definition`, `before` (epoch seconds or an ISO date,
+ * and only with statuses: it reads the status index). Anything else is 400.
+ */
+function listingFilters(query: URLSearchParams): ExecutionFilters {
+  const given = query.getAll("status").filter((status) => status !== "");
+  for (const status of given) {
+    if (status !== "any" && !(STATUSES as readonly string[]).includes(status)) {
+      throw new Refusal(
+        400,
+        "Bad request",
+        `status must be one of ${STATUSES.join(", ")}, or any.`,
+      );
+    }
+  }
+  if (given.includes("any") && given.length > 1) {
+    throw new Refusal(400, "Bad request", "status any stands alone: give it, or statuses.");
+  }
+  if (new Set(given).size !== given.length) {
+    throw new Refusal(400, "Bad request", "Give each status once.");
+  }
+  const status = given.length === 0 ? "open" : given[0] === "any" ? "any" : given as Status[];
+  const definition = atMostOne(query, "definition");
+  const beforeText = atMostOne(query, "before");
+  let before: ExecutionFilters["before"] = null;
+  if (beforeText !== null) {
+    if (status === "any") {
+      throw new Refusal(
+        400,
+        "Bad request",
+        "before needs a status (the status index orders by the last commit); with status any " +
+          "the listing is in the table's order.",
+      );
+    }
+    try {
+      before = { text: beforeText, seconds: parseTimeText("before", beforeText) };
+    } catch (error) {
+      if (error instanceof RangeError) throw new Refusal(400, "Bad request", `${error.message}.`);
+      throw error;
+    }
+  }
+  return { status, definition, before };
 }
 
 /** An id from the address as the store takes it, else 400. */

@@ -91,6 +91,12 @@ export function formatAge(seconds: number | null | undefined): string {
   return `${Math.round(s / 86_400)} d`;
 }
 
+/** A time relative to now, for a person: "5 min ago", "in 2 h"; "—" when unknown. */
+export function formatRelative(at: number | null | undefined, now: number): string {
+  if (typeof at !== "number" || !Number.isFinite(at)) return "—";
+  return at <= now ? `${formatAge(now - at)} ago` : `in ${formatAge(at - now)}`;
+}
+
 /** A count read with a cap: "12", or "100+" when the read stopped at its cap. */
 export function formatCount(count: { n: number; capped: boolean }): string {
   return count.capped ? `${count.n}+` : String(count.n);

@@ -31,13 +31,14 @@ const NAMES = [
 /** The store calls the pages and actions make. */
 const CALLS = [
   "listExecutions",
-  "load",
+  "backlog",
+  "inspectExecution",
   "readTrace",
-  "pendingOutbox",
-  "relayBatch",
   "deadLetters",
   "retryDeadLetter",
   "dropDeadLetter",
+  "retryDeadLetters",
+  "dropDeadLetters",
   "deleteExecution",
 ] as const satisfies readonly (keyof ExecutionStore)[];
 

@@ -1,17 +1,23 @@
 // Everything the dashboard asks of the store, in one place: each page's reads and each action,
-// mapped onto the `ExecutionStore` calls that exist. Every read is bounded by a page size or a
-// cap, so a page's memory and store calls do not grow with the tables. Where a call the store
-// does not have yet would serve a page better (a listing newest first, per-target bulk retries,
-// a backlog summary), it slots in here and the pages do not change.
-import type { Execution, ExecutionSummary, Status } from "../core/documents.ts";
+// mapped onto `ExecutionStore` calls. Every page's reads are bounded by a page size or a cap (the
+// listing through the status index, the backlog and dead letters through the relay index), so a
+// page's memory, store calls and read units do not grow with the tables
+// (tests/dashboard/cost_test.ts measures them).
+import type { ExecutionSummary, Status } from "../core/documents.ts";
+import type { ExecutionInspection } from "../core/operator_types.ts";
 import type { DeadLetter, ExecutionStore, RelayItem, RelayKey, RelayKind } from "../core/types.ts";
+import { KINDS } from "./_layout.ts";
 
-/** How far the backlog summary counts before it says "N+". */
+/** How many rows each backlog count reads before it says "N+". */
 export const SUMMARY_CAP = 100;
-/** How many dead letters one "Retry all" or "Drop all" looks at. */
-export const BULK_CAP = 1000;
-/** How many bulk retries or drops run at once. */
-const BULK_CONCURRENCY = 8;
+/**
+ * How long one "Retry all" or "Drop all" request works before it answers with the count so far
+ * (pressing it again goes on): a request must end before a proxy or the platform gives up on it.
+ */
+export const BULK_BUDGET_MS = 20_000;
+
+/** What the first page lists when no status is asked for: the executions still under way. */
+export const OPEN_STATUSES: readonly Status[] = ["PENDING", "RUNNING", "SUSPENDED", "CANCELLING"];
 
 /** A count from a read that stops at a cap. */
 export interface CappedCount {
@@ -21,17 +27,24 @@ export interface CappedCount {
   capped: boolean;
 }
 
-/** One queue's line in the backlog summary. */
+/** One queue's card in the backlog summary (the store's `backlog`, each count capped). */
 export interface QueueBacklog {
   /** The queue. */
   kind: RelayKind;
-  /** Items a relay pass would deliver now. */
-  ready: CappedCount;
+  /**
+   * Not failed and not delivered yet (timers: due now). Entries a relay pass has set apart behind
+   * a waiting or dead entry of their target are not in it: `heldTargets` says how many targets.
+   */
+  pending: CappedCount;
+  /** Waiting for a retry after a failed delivery. */
+  waiting: CappedCount;
   /** Dead letters. */
   dead: CappedCount;
+  /** Outbox: the targets whose later entries wait behind a waiting or dead one. */
+  heldTargets: CappedCount;
   /**
-   * In epoch seconds: when the oldest ready outbox entry's event was made, the oldest pending
-   * (not dead) spawn was written, the earliest due timer was due; null when none says.
+   * In epoch seconds: when the oldest pending item counted was committed (timers: due); null
+   * when none (or no row says). Relay lag is now minus this.
    */
   oldestAt: number | null;
 }
@@ -46,21 +59,37 @@ export interface ExecutionsPage {
 
 /** The filters of the executions listing. */
 export interface ExecutionFilters {
-  /** Only these statuses (none: every status). */
-  statuses: Status[];
+  /**
+   * `"open"` (the default: {@linkcode OPEN_STATUSES}) or these statuses, newest commit first from
+   * the status index; `"any"`: every execution, in the table's order.
+   */
+  status: "open" | "any" | Status[];
   /** Only this definition, or null. */
   definition: string | null;
+  /** Only those last committed before this time: as given (for links) and in epoch seconds. */
+  before: { text: string; seconds: number } | null;
 }
 
-/** One page of executions, in the store's listing order. */
+/** The statuses a filter lists, or null for every execution (the table's order). */
+export function statusesOf(filters: ExecutionFilters): Status[] | null {
+  if (filters.status === "any") return null;
+  return filters.status === "open" ? [...OPEN_STATUSES] : filters.status;
+}
+
+/**
+ * One page of executions: with statuses, newest commit first (O(page) through the status
+ * index); with `"any"`, a page of the table in its order (O(page): `limit + 1` items read).
+ */
 export async function executionsPage(
   store: ExecutionStore,
   filters: ExecutionFilters,
   options: { limit: number; cursor: string | null },
 ): Promise<ExecutionsPage> {
+  const statuses = statusesOf(filters);
   const page = await store.listExecutions({
-    ...(filters.statuses.length ? { status: filters.statuses } : {}),
+    ...(statuses === null ? {} : { status: statuses }),
     ...(filters.definition === null ? {} : { definitionId: filters.definition }),
+    ...(filters.before === null ? {} : { updatedBefore: filters.before.seconds }),
     limit: options.limit,
     cursor: options.cursor,
   });
@@ -68,54 +97,34 @@ export async function executionsPage(
 }
 
 /**
- * The backlog of each queue, each count capped at `SUMMARY_CAP`: the reads a relay pass makes,
- * side-effect free (the outbox through `pendingOutbox`: a pass's own read of it also records
- * the held targets for the next pass, a write a page must not make).
+ * The backlog of each queue: one `backlog` call per queue, each count reading at most
+ * `SUMMARY_CAP` rows of the relay index. Reads only (a relay pass's own read of the outbox
+ * records held targets, a write a page must not make).
  */
-export async function backlog(store: ExecutionStore, now: number): Promise<QueueBacklog[]> {
-  const cap = { limit: SUMMARY_CAP };
+export async function backlog(store: ExecutionStore): Promise<QueueBacklog[]> {
+  const all = await Promise.all(KINDS.map((kind) => store.backlog(kind, { limit: SUMMARY_CAP })));
   const capped = (n: number): CappedCount => ({ n, capped: n >= SUMMARY_CAP });
-  const [outbox, spawns, timers, ...dead] = await Promise.all([
-    store.pendingOutbox(cap),
-    store.relayBatch("spawns", { ...cap, now }),
-    store.relayBatch("timers", { ...cap, now }),
-    store.deadLetters("outbox", cap),
-    store.deadLetters("spawns", cap),
-    store.deadLetters("timers", cap),
-  ]);
-  const outboxOldest = outbox.reduce<number | null>((oldest, entry) => {
-    const at = Date.parse(entry.event.created_time ?? "") / 1000;
-    return Number.isFinite(at) && (oldest === null || at < oldest) ? at : oldest;
-  }, null);
-  return [
-    {
-      kind: "outbox",
-      ready: capped(outbox.length),
-      dead: capped(dead[0]!.length),
-      oldestAt: outboxOldest,
-    },
-    {
-      kind: "spawns",
-      ready: capped(spawns.items.length + spawns.unreadable.length),
-      dead: capped(dead[1]!.length),
-      oldestAt: spawns.oldestAt,
-    },
-    {
-      kind: "timers",
-      ready: capped(timers.items.length + timers.unreadable.length),
-      dead: capped(dead[2]!.length),
-      oldestAt: timers.oldestAt,
-    },
-  ];
+  return all.map((b, i) => ({
+    kind: KINDS[i]!,
+    pending: capped(b.pending),
+    waiting: capped(b.waiting),
+    dead: capped(b.dead),
+    // Counted among the waiting and dead entries read: more may hide past a capped count.
+    heldTargets: { n: b.heldTargets, capped: b.waiting >= SUMMARY_CAP || b.dead >= SUMMARY_CAP },
+    oldestAt: b.oldestAt,
+  }));
 }
 
-/** An execution and its trace, or null when there is no such execution. */
+/**
+ * An execution with when it was last committed and expires, its timers with their relay state,
+ * and its trace; null when there is no such execution. Two calls in parallel.
+ */
 export async function executionDetail(
   store: ExecutionStore,
   id: string,
-): Promise<{ execution: Execution; trace: Record<string, unknown>[] } | null> {
-  const [execution, trace] = await Promise.all([store.load(id), store.readTrace(id)]);
-  return execution === null ? null : { execution, trace };
+): Promise<(ExecutionInspection & { trace: Record<string, unknown>[] }) | null> {
+  const [inspection, trace] = await Promise.all([store.inspectExecution(id), store.readTrace(id)]);
+  return inspection === null ? null : { ...inspection, trace };
 }
 
 /** The `limit` lowest dead letters of a queue, and whether there may be more. */
@@ -166,37 +175,38 @@ export function dropOne<K extends RelayKind>(
 export interface BulkOutcome {
   /** Dead letters retried or dropped. */
   done: number;
-  /** Whether the read stopped at its cap: there may be more to do. */
-  more: boolean;
+  /** Whether it stopped before the end (its time was up): there may be more to do. */
+  stopped: boolean;
 }
 
 /**
- * Retries (or drops) the dead letters of a queue, or of one outbox target: the `BULK_CAP`
- * lowest dead letters are read, and each that matches is retried (dropped) on its own, as an
- * operator would one by one. A letter retried, dropped or delivered meanwhile is not counted.
+ * Retries (or drops) every dead letter of a queue, or of one outbox target, with the store's
+ * bulk call, until it is done or `signal` stops it (the request's time budget, or the browser
+ * gone): then it answers with the count so far. A letter retried, dropped or delivered meanwhile
+ * is not counted.
  */
-export async function onEveryDeadLetter<K extends RelayKind>(
+export async function onEveryDeadLetter(
   store: ExecutionStore,
-  kind: K,
+  kind: RelayKind,
   what: "retry" | "drop",
-  target?: string,
+  target: string | null,
+  signal: AbortSignal,
 ): Promise<BulkOutcome> {
-  const letters = await store.deadLetters(kind, { limit: BULK_CAP });
-  const chosen = target === undefined
-    ? letters
-    : letters.filter((letter) => targetOf(kind, letter) === target);
   let done = 0;
-  for (let i = 0; i < chosen.length; i += BULK_CONCURRENCY) {
-    const results = await Promise.all(
-      chosen.slice(i, i + BULK_CONCURRENCY).map((letter) =>
-        what === "retry"
-          ? store.retryDeadLetter(kind, letter.key)
-          : store.dropDeadLetter(kind, letter.key)
-      ),
-    );
-    done += results.filter(Boolean).length;
+  const options = {
+    ...(target === null ? {} : { targetId: target }),
+    onProgress: (n: number) => void (done = n),
+    signal,
+  };
+  try {
+    done = what === "retry"
+      ? await store.retryDeadLetters(kind, options)
+      : await store.dropDeadLetters(kind, options);
+    return { done, stopped: false };
+  } catch (error) {
+    if (signal.aborted && error === signal.reason) return { done, stopped: true };
+    throw error;
   }
-  return { done, more: letters.length >= BULK_CAP };
 }
 
 /** Deletes an execution with its timers, trace and dedupe marks: false when there was none. */

@@ -24,6 +24,7 @@ th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(-
   vertical-align: top; overflow-wrap: anywhere; }
 th { font-weight: 600; color: var(--muted); font-size: .85rem; overflow-wrap: normal; }
 .nowrap { white-space: nowrap; }
+table.timers td:first-child { overflow-wrap: break-word; }
 code, pre, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
   font-size: .85rem; }
 pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { authorizeToken, dashboard, type DashboardOptions } from "../../src/dashboard.ts";
 import { type DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
-import { freshStore } from "../_support/env.ts";
+import { freshStore, pause } from "../_support/env.ts";
 import { launchBrowser } from "../_support/browser.ts";
 
 const TOKEN = "a-token-of-the-operators-0123456789";
@@ -52,16 +52,20 @@ async function deadLetters(store: DynamoDBStore): Promise<number[]> {
   return outbox;
 }
 
-Deno.test("in a browser, an operator pages through the executions and opens one to read its trace", async () => {
+Deno.test("in a browser, an operator pages through the open executions, newest first, and opens one to read its trace and timers", async () => {
   await using store = await freshStore();
-  const ids = new Set<string>();
+  const ids: string[] = [];
   for (let i = 0; i < 7; i++) {
     const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "a" });
     await store.commit(exe, { trace: { event: "start", to: "a" } });
     exe.active_path = "b";
-    await store.commit(exe, { trace: { event: "paid", from: "a", to: "b" } });
-    ids.add(exe.id);
+    await store.commit(exe, {
+      trace: { event: "paid", from: "a", to: "b" },
+      timers: [{ action: "schedule", path: "b.ship_by", fireAt: Date.now() / 1000 + 7200 }],
+    });
+    ids.push(exe.id);
   }
+  await store.commit(newExecution({ definition_id: "order", status: "DONE" }));
   await using server = serve(store, { pageSize: 3 });
   await using browser = await launchBrowser();
   const page = await browser.newPage();
@@ -69,24 +73,66 @@ Deno.test("in a browser, an operator pages through the executions and opens one 
   const first = await page.goto(`${server.base}/`);
   assert.equal(first!.status(), 200);
   assert.deepEqual(await texts(page, "h1"), ["Executions"]);
+  assert.match((await texts(page, "#order"))[0]!, /^Open executions .*newest commit first/);
 
   const seen: string[] = [];
   for (let pages = 1;; pages++) {
     seen.push(...await texts(page, "tbody td:first-child a"));
+    assert.ok(
+      (await texts(page, "tbody td:nth-child(4)")).every((text) => /^\d+ s ago$/.test(text)),
+      "each row says how long ago its last commit was",
+    );
     if ((await page.$("a[rel=next]")) === null) break;
     assert.equal(await clickAndWait(page, "a[rel=next]"), 200);
     assert.ok(pages < 5, "the pages end");
   }
-  assert.equal(seen.length, 7);
-  assert.deepEqual(new Set(seen), ids);
+  assert.deepEqual(seen, ids.toReversed(), "newest commit first; the DONE one is not open");
 
   await page.goto(`${server.base}/`);
-  const [id] = await texts(page, "tbody td:first-child a");
   assert.equal(await clickAndWait(page, "tbody td:first-child a"), 200);
+  const id = ids.at(-1)!;
   assert.deepEqual(await texts(page, "h1"), [`Execution ${id}`]);
   assert.deepEqual(await texts(page, "ol.timeline .step"), ["start", "paid"]);
   assert.match((await texts(page, "ol.timeline li"))[1]!, /#1 paid a → b/);
-  assert.match((await texts(page, "pre"))[2]!, new RegExp(`"id": "${id}"`));
+  assert.deepEqual(await texts(page, "table.timers td:first-child"), ["b.ship_by"]);
+  assert.match((await texts(page, "table.timers td:nth-child(2)"))[0]!, /\(in 2 h\)/);
+  assert.match(await bodyText(page), /Last committed\s+\S+ \S+ UTC \(\d+ s ago\)/);
+  assert.match((await texts(page, "pre")).at(-1)!, new RegExp(`"id": "${id}"`));
+});
+
+Deno.test("in a browser, an operator finds the stuck executions by typing a time into the filter", async () => {
+  await using store = await freshStore();
+  const stuck: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+    await store.commit(exe);
+    stuck.push(exe.id);
+  }
+  await pause(1100);
+  const cut = Math.floor(Date.now() / 1000);
+  await pause(1100);
+  await store.commit(newExecution({ definition_id: "order", status: "RUNNING" }));
+  await using server = serve(store);
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.authenticate({ username: "ops", password: TOKEN });
+  await page.goto(`${server.base}/`);
+  assert.equal((await texts(page, "tbody td:first-child a")).length, 4);
+  await page.type("input[name=before]", new Date(cut * 1000).toISOString());
+  assert.equal(await clickAndWait(page, "form.filters button"), 200);
+  assert.deepEqual(await texts(page, "tbody td:first-child a"), stuck.toReversed());
+  assert.match(
+    (await texts(page, "#order"))[0]!,
+    /last committed before .* UTC, newest commit first/,
+  );
+
+  await page.$eval(
+    "input[name=before]",
+    (input) => (input as unknown as { value: string }).value = "",
+  );
+  await page.type("input[name=before]", String(Date.now()));
+  assert.equal(await clickAndWait(page, "form.filters button"), 400, "milliseconds are refused");
+  assert.match(await bodyText(page), /is epoch milliseconds/);
 });
 
 Deno.test("in a browser, Retry on a dead letter makes it due again, and it is gone from the page", async () => {
@@ -136,6 +182,31 @@ Deno.test("in a browser, Drop asks for a confirmation first, and the dead letter
   assert.ok(!(await store.pendingOutbox()).some((entry) => entry.seq === first));
 });
 
+Deno.test("in a browser, Retry all of a target retries its dead letters in one click, and the front page's backlog shows them pending", async () => {
+  await using store = await freshStore();
+  const seqs = await deadLetters(store);
+  await using server = serve(store);
+  await using browser = await launchBrowser();
+  const page = await browser.newPage();
+  await page.authenticate({ username: "ops", password: TOKEN });
+  await page.goto(`${server.base}/`);
+  const outbox = async () =>
+    String(
+      await page.$eval(".card", (card) => (card as unknown as { innerText: string }).innerText),
+    )
+      .replace(/\s+/g, " ");
+  assert.match(await outbox(), /pending 0 waiting to retry 0 dead letters 2 held targets 1/);
+
+  await page.goto(`${server.base}/dead-letters/outbox`);
+  const status = await clickAndWait(page, `section form[action$="/retry-all"] button`);
+  assert.equal(status, 200);
+  assert.match((await texts(page, ".notice"))[0]!, /^Retried 2 dead letters\.$/);
+  assert.deepEqual(await store.deadLetters("outbox"), []);
+  assert.deepEqual((await store.pendingOutbox()).map((entry) => entry.seq), seqs);
+  await page.goto(`${server.base}/`);
+  assert.match(await outbox(), /pending 2 waiting to retry 0 dead letters 0 held targets 0/);
+});
+
 Deno.test("a script another writer stored never runs in the browser: it shows as text", async () => {
   await using store = await freshStore();
   const script = `<script>window.__harel_pwned = 1; alert("script")</script>`;
@@ -162,7 +233,7 @@ Deno.test("a script another writer stored never runs in the browser: it shows as
     void dialog.dismiss();
   });
   await page.authenticate({ username: "ops", password: TOKEN });
-  for (const path of ["/", `/executions/${exe.id}`, "/dead-letters/outbox"]) {
+  for (const path of ["/?status=FAILED", `/executions/${exe.id}`, "/dead-letters/outbox"]) {
     const response = await page.goto(`${server.base}${path}`);
     assert.equal(response!.status(), 200, path);
     assert.equal(await page.evaluate("document.scripts.length"), 0, path);

@@ -1,77 +1,11 @@
 // The dashboard's request handling on the memory twin: authorization, methods, routes, the
 // session and CSRF token, the same-origin rule, the headers, refusals that change nothing, and
-// what a hostile visitor tries. No DynamoDB, no browser (tests/dashboard/browser_test.ts).
+// what a hostile visitor tries. No DynamoDB, no browser (tests/dashboard/browser_test.ts); the
+// actions' outcomes are tests/dashboard/actions_test.ts, the listing's queries listing_test.ts.
 import assert from "node:assert/strict";
 import { authorizeToken, dashboard, type DashboardOptions } from "../../src/dashboard.ts";
-import { MemoryStore, newEvent, newExecution, type Timer } from "../../src/testing.ts";
-
-const ORIGIN = "http://ops.test";
-type Handler = (request: Request) => Promise<Response>;
-
-/** A store with one execution, two dead outbox entries for "billing", one for "crm", a dead timer. */
-async function seeded() {
-  const store = new MemoryStore();
-  const exe = newExecution({ definition_id: "order", status: "RUNNING" });
-  const fireAt = 1_700_000_000.5;
-  const { outbox } = await store.commit(exe, {
-    emits: [
-      { target: "billing", event: newEvent("invoice") },
-      { target: "billing", event: newEvent("invoice") },
-      { target: "crm", event: newEvent("contact") },
-    ],
-    timers: [{ action: "schedule", path: "order.wait", fireAt }],
-  });
-  for (const seq of outbox) {
-    await store.recordFailure("outbox", seq, { attempts: 10, retryAt: null, error: "HTTP 503" });
-  }
-  const timer: Timer = { executionId: exe.id, path: "order.wait", fireAt };
-  await store.recordFailure("timers", timer, { attempts: 10, retryAt: null, error: "down" });
-  return { store, exe, outbox, timer };
-}
-
-function build(store: MemoryStore, options: Partial<DashboardOptions> = {}): Handler {
-  return dashboard(store, { authorize: () => true, actions: true, ...options });
-}
-
-/** A browser's session: the cookie the dashboard set, and the token of its forms. */
-async function openSession(
-  handler: Handler,
-  path = "/dead-letters/outbox",
-): Promise<{ cookie: string; csrf: string }> {
-  const response = await handler(new Request(`${ORIGIN}${path}`));
-  assert.equal(response.status, 200);
-  const cookie = response.headers.get("set-cookie")!.split(";")[0]!;
-  const csrf = (await response.text()).match(/name="csrf" value="([^"]+)"/)![1]!;
-  return { cookie, csrf };
-}
-
-/** A POST as the dashboard's own form sends it, headers overridable (null removes one). */
-function post(
-  handler: Handler,
-  path: string,
-  fields: Record<string, string>,
-  headers: Record<string, string | null> = {},
-): Promise<Response> {
-  const all: Record<string, string | null> = {
-    "content-type": "application/x-www-form-urlencoded",
-    origin: ORIGIN,
-    "sec-fetch-site": "same-origin",
-    ...headers,
-  };
-  const sent = new Headers();
-  for (const [name, value] of Object.entries(all)) if (value !== null) sent.set(name, value);
-  return handler(
-    new Request(`${ORIGIN}${path}`, {
-      method: "POST",
-      headers: sent,
-      body: new URLSearchParams(fields).toString(),
-    }),
-  );
-}
-
-async function deadSeqs(store: MemoryStore): Promise<number[]> {
-  return (await store.deadLetters("outbox")).map((letter) => letter.key);
-}
+import { MemoryStore } from "../../src/testing.ts";
+import { build, deadSeqs, openSession, ORIGIN, post, seeded } from "../_support/dashboard.ts";
 
 Deno.test("building a dashboard without authorize throws a TypeError that says how to let a local machine in", () => {
   const store = new MemoryStore();
@@ -151,7 +85,7 @@ Deno.test("every response carries the security headers: a CSP with no script, no
         cookie,
       }),
     ],
-    ["400", await handler(new Request(`${ORIGIN}/?before=1`))],
+    ["400", await handler(new Request(`${ORIGIN}/?before=1700000000000`))],
     ["403", await post(handler, "/dead-letters/outbox/retry", { csrf: "x", seq: "1" }, { cookie })],
     ["404", await handler(new Request(`${ORIGIN}/nowhere`))],
     ["405", await handler(new Request(`${ORIGIN}/`, { method: "PUT" }))],
@@ -301,43 +235,6 @@ Deno.test("a GET that tries to act is answered 405 and changes nothing", async (
   assert.ok(await store.load(exe.id));
 });
 
-Deno.test("a POST from the dashboard's own page with the session's token retries the dead letter and redirects back with a notice", async () => {
-  const { store, outbox } = await seeded();
-  const handler = build(store);
-  const { cookie, csrf } = await openSession(handler);
-  const response = await post(handler, "/dead-letters/outbox/retry", {
-    csrf,
-    seq: String(outbox[0]),
-  }, {
-    cookie,
-  });
-  assert.equal(response.status, 303);
-  assert.equal(response.headers.get("location"), "/dead-letters/outbox?done=retried");
-  assert.deepEqual(await deadSeqs(store), outbox.slice(1));
-  const back = await handler(
-    new Request(`${ORIGIN}/dead-letters/outbox?done=retried`, { headers: { cookie } }),
-  );
-  assert.match(
-    await back.text(),
-    /<p class="notice" role="status">Retried: the dead letter is due again/,
-  );
-  assert.equal(back.headers.get("set-cookie"), null, "the session goes on");
-
-  const again = await post(
-    handler,
-    "/dead-letters/outbox/retry",
-    { csrf, seq: String(outbox[0]) },
-    {
-      cookie,
-    },
-  );
-  assert.equal(
-    again.headers.get("location"),
-    "/dead-letters/outbox?done=gone",
-    "it is no longer dead",
-  );
-});
-
 Deno.test("a POST without the session cookie, without a token, with a made-up token or another session's is 403 and changes nothing", async () => {
   const { store, outbox } = await seeded();
   const handler = build(store);
@@ -438,130 +335,6 @@ Deno.test("the session cookie is HttpOnly, SameSite=Strict, scoped to the base p
   await secure.body?.cancel();
 });
 
-Deno.test("destructive actions answer a confirmation page first, and act only once confirmed", async (t) => {
-  const { store, exe, outbox, timer } = await seeded();
-  const handler = build(store);
-  const { cookie, csrf } = await openSession(handler);
-  const confirmFirst = async (path: string, fields: Record<string, string>, label: string) => {
-    const asked = await post(handler, path, { csrf, ...fields }, { cookie });
-    assert.equal(asked.status, 200);
-    const page = await asked.text();
-    assert.match(page, new RegExp(`<button type="submit" class="danger">${label}</button>`));
-    assert.match(page, /name="confirm" value="yes"/);
-    assert.match(page, /This cannot be undone/);
-    return post(handler, path, { csrf, ...fields, confirm: "yes" }, { cookie });
-  };
-  await t.step("Drop", async () => {
-    const pending = confirmFirst("/dead-letters/outbox/drop", { seq: String(outbox[0]) }, "Drop");
-    assert.deepEqual(await deadSeqs(store), outbox, "nothing dropped while asking");
-    const done = await pending;
-    assert.equal(done.headers.get("location"), "/dead-letters/outbox?done=dropped");
-    assert.deepEqual(await deadSeqs(store), outbox.slice(1));
-  });
-  await t.step("Drop all of a timer queue", async () => {
-    const done = await confirmFirst("/dead-letters/timers/drop-all", {}, "Drop all");
-    assert.equal(done.headers.get("location"), "/dead-letters/timers?done=dropped-all&n=1");
-    assert.deepEqual(await store.deadLetters("timers"), []);
-    assert.equal(await store.retryDeadLetter("timers", timer), false, "gone");
-  });
-  await t.step("Delete", async () => {
-    const done = await confirmFirst(`/executions/${exe.id}/delete`, {}, "Delete");
-    assert.equal(done.headers.get("location"), "/?done=deleted");
-    assert.equal(await store.load(exe.id), null);
-  });
-  await t.step("confirm must be exactly yes", async () => {
-    const response = await post(handler, "/dead-letters/outbox/drop", {
-      csrf,
-      seq: String(outbox[1]),
-      confirm: "true",
-    }, { cookie });
-    assert.equal(response.status, 200, "asked again");
-    await response.body?.cancel();
-    assert.deepEqual(await deadSeqs(store), outbox.slice(1));
-  });
-});
-
-Deno.test("Retry all and Drop all of an outbox target act on that target's dead letters only", async () => {
-  const { store, outbox } = await seeded();
-  const handler = build(store);
-  const { cookie, csrf } = await openSession(handler);
-  const retried = await post(
-    handler,
-    "/dead-letters/outbox/retry-all",
-    { csrf, target: "billing" },
-    {
-      cookie,
-    },
-  );
-  assert.equal(retried.headers.get("location"), "/dead-letters/outbox?done=retried-all&n=2");
-  assert.deepEqual(await deadSeqs(store), [outbox[2]], "crm's stays dead");
-  const page = await handler(
-    new Request(`${ORIGIN}/dead-letters/outbox?done=retried-all&n=2`, { headers: { cookie } }),
-  );
-  assert.match(await page.text(), /Retried 2 dead letters\./);
-  const dropped = await post(handler, "/dead-letters/outbox/drop-all", {
-    csrf,
-    target: "crm",
-    confirm: "yes",
-  }, { cookie });
-  assert.equal(dropped.headers.get("location"), "/dead-letters/outbox?done=dropped-all&n=1");
-  assert.deepEqual(await deadSeqs(store), []);
-  assert.deepEqual((await store.pendingOutbox()).map((entry) => entry.seq), outbox.slice(0, 2));
-});
-
-Deno.test("an action's form that does not name a dead letter properly is 400 and changes nothing", async () => {
-  const { store, outbox, timer } = await seeded();
-  const handler = build(store);
-  const { cookie, csrf } = await openSession(handler);
-  const bad: [string, Record<string, string>][] = [
-    ["/dead-letters/outbox/retry", { csrf }],
-    ["/dead-letters/outbox/retry", { csrf, seq: "one" }],
-    ["/dead-letters/outbox/retry", { csrf, seq: "Infinity" }],
-    ["/dead-letters/timers/retry", {
-      csrf,
-      execution_id: timer.executionId,
-      path: timer.path,
-      fire_at: "NaN",
-    }],
-    ["/dead-letters/timers/retry", { csrf, execution_id: "", path: timer.path, fire_at: "1" }],
-    ["/dead-letters/timers/retry", {
-      csrf,
-      execution_id: "e",
-      path: "p",
-      fire_at: "1700000000000000",
-    }],
-    ["/dead-letters/timers/retry-all", { csrf, target: "e" }],
-    ["/dead-letters/outbox/retry-all", { csrf, target: "x".repeat(3000) }],
-  ];
-  for (const [path, fields] of bad) {
-    const response = await post(handler, path, fields, { cookie });
-    assert.equal(response.status, 400, `${path} ${JSON.stringify(fields).slice(0, 80)}`);
-    await response.body?.cancel();
-  }
-  assert.deepEqual(await deadSeqs(store), outbox);
-  assert.equal((await store.deadLetters("timers")).length, 1);
-});
-
-Deno.test("a form over 16 KB is 413 and a body that is not a form is 415, and neither changes anything", async () => {
-  const { store, outbox } = await seeded();
-  const handler = build(store);
-  const { cookie, csrf } = await openSession(handler);
-  const large = await post(handler, "/dead-letters/outbox/retry", {
-    csrf,
-    seq: String(outbox[0]),
-    pad: "x".repeat(20_000),
-  }, { cookie });
-  assert.equal(large.status, 413);
-  const json = await post(handler, "/dead-letters/outbox/retry", { csrf, seq: String(outbox[0]) }, {
-    cookie,
-    "content-type": "application/json",
-  });
-  assert.equal(json.status, 415);
-  await large.body?.cancel();
-  await json.body?.cancel();
-  assert.deepEqual(await deadSeqs(store), outbox);
-});
-
 Deno.test("a path that tries to climb out stays an id or a 404: /executions/..%2F.. names no page but its own", async () => {
   const { store } = await seeded();
   const handler = build(store, { basePath: "/ops" });
@@ -595,67 +368,6 @@ Deno.test("an id holding a <script> shows escaped on the page that says there is
   const page = await response.text();
   assert.ok(page.includes("There is no execution &lt;script&gt;alert(1)&lt;/script&gt;."));
   assert.doesNotMatch(page, /<script/);
-});
-
-Deno.test("query strings: a huge one is 414, a parameter a page does not take (before=) is 400, and so are bad filters and a tampered cursor", async () => {
-  const store = new MemoryStore();
-  for (let i = 0; i < 3; i++) await store.commit(newExecution({ definition_id: "d" }));
-  const handler = build(store, { pageSize: 2 });
-  const refused: [string, number][] = [
-    [`/?definition=${"x".repeat(9000)}`, 414],
-    ["/?before=1700000000", 400],
-    ["/?status=RUNNING&limit=1000000", 400],
-    ["/?status=<script>", 400],
-    ["/?definition=a&definition=b", 400],
-    ["/?cursor=not-a-cursor", 400],
-    ["/dead-letters/outbox?status=DONE", 400],
-    ["/executions/x?cursor=1", 400],
-  ];
-  for (const [path, status] of refused) {
-    const response = await handler(new Request(`${ORIGIN}${path}`));
-    assert.equal(response.status, status, path);
-    assert.doesNotMatch(await response.text(), /<script>/);
-  }
-  const first = await (await handler(new Request(`${ORIGIN}/`))).text();
-  const cursor = new URLSearchParams(
-    first.match(/rel="next" href="\/\?([^"]+)"/)![1]!.replaceAll("&amp;", "&"),
-  )
-    .get("cursor")!;
-  const tampered = `${cursor.slice(0, -2)}${cursor.endsWith("A") ? "B" : "A"}A`;
-  const response = await handler(new Request(`${ORIGIN}/?cursor=${tampered}`));
-  assert.equal(response.status, 400);
-  assert.match(await response.text(), /page link is no longer valid/);
-});
-
-Deno.test("the listing pages through every execution by cursor and filters by status and definition", async () => {
-  const store = new MemoryStore();
-  const ids = new Set<string>();
-  for (let i = 0; i < 7; i++) {
-    const exe = newExecution({
-      definition_id: i % 2 ? "odd" : "even",
-      status: i < 5 ? "RUNNING" : "DONE",
-    });
-    await store.commit(exe);
-    ids.add(exe.id);
-  }
-  const handler = build(store, { pageSize: 3 });
-  const seen: string[] = [];
-  let path: string | null = "/";
-  while (path !== null) {
-    const page: string = await (await handler(new Request(`${ORIGIN}${path}`))).text();
-    seen.push(
-      ...[...page.matchAll(/<td><a class="mono" href="\/executions\/([0-9a-f]{32})">/g)].map((m) =>
-        m[1]!
-      ),
-    );
-    const next = page.match(/rel="next" href="([^"]+)"/)?.[1];
-    path = next ? next.replaceAll("&amp;", "&") : null;
-  }
-  assert.deepEqual(new Set(seen), ids);
-  assert.equal(seen.length, 7);
-  const filtered = await (await handler(new Request(`${ORIGIN}/?status=DONE&definition=even`)))
-    .text();
-  assert.equal([...filtered.matchAll(/<span class="status status-done">/g)].length, 1);
 });
 
 Deno.test("mounted under a base path behind a router, links start with it and requests outside it are 404", async () => {

@@ -6,8 +6,8 @@ import { executionPage } from "../../src/dashboard/_execution_page.ts";
 import { deadLettersPage } from "../../src/dashboard/_dead_letters_page.ts";
 import { confirmPage } from "../../src/dashboard/_confirm_page.ts";
 import { messagePage } from "../../src/dashboard/_message_page.ts";
-import { formatAge, formatTime, href } from "../../src/dashboard/_layout.ts";
-import type { QueueBacklog } from "../../src/dashboard/_store_calls.ts";
+import { formatAge, formatRelative, formatTime, href } from "../../src/dashboard/_layout.ts";
+import type { ExecutionFilters, QueueBacklog } from "../../src/dashboard/_store_calls.ts";
 import {
   type DeadLetter,
   type ExecutionSummary,
@@ -15,16 +15,23 @@ import {
   newExecution,
   type RelayKind,
 } from "../../src/testing.ts";
+import type { TimerState } from "../../mod.ts";
 
 const SCRIPT = `<script>alert("pwned")</script>`;
 const ESCAPED = "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;";
 
+const NONE = { n: 0, capped: false };
 const QUIET: QueueBacklog[] = (["outbox", "spawns", "timers"] as const).map((kind) => ({
   kind,
-  ready: { n: 0, capped: false },
-  dead: { n: 0, capped: false },
+  pending: NONE,
+  waiting: NONE,
+  dead: NONE,
+  heldTargets: NONE,
   oldestAt: null,
 }));
+const OPEN: ExecutionFilters = { status: "open", definition: null, before: null };
+/** What an execution page shows beside the document and trace, when there is nothing to say. */
+const NO_FACTS = { updatedAt: null, expiresAt: null, timers: [], now: 0 };
 
 function summary(overrides: Partial<ExecutionSummary> = {}): ExecutionSummary {
   return {
@@ -65,7 +72,7 @@ function assertNoScriptOrInlineStyle(page: string): void {
 Deno.test("the executions page lists each execution with a link to it, its status and its parent", () => {
   const page = executionsPage({
     basePath: "/ops",
-    filters: { statuses: [], definition: null },
+    filters: OPEN,
     page: {
       items: [summary(), summary({ id: "e/2", status: "DONE", outcome: "ok", parent_id: "e1" })],
       nextCursor: null,
@@ -85,7 +92,7 @@ Deno.test("the executions page lists each execution with a link to it, its statu
 Deno.test("the executions page escapes what other writers stored: id, definition, status, outcome, path", () => {
   const page = executionsPage({
     basePath: "",
-    filters: { statuses: [], definition: SCRIPT },
+    filters: { status: "open", definition: SCRIPT, before: { text: SCRIPT, seconds: 0 } },
     page: {
       items: [summary({
         id: SCRIPT,
@@ -102,65 +109,141 @@ Deno.test("the executions page escapes what other writers stored: id, definition
     now: 0,
   }).toString();
   assertNoScriptOrInlineStyle(page);
-  assert.ok(page.split(ESCAPED).length > 6, "each stored field shows, escaped");
+  assert.ok(page.split(ESCAPED).length > 7, "each stored field shows, escaped");
   assert.match(page, /<span class="status">&lt;script/, "an unknown status is plain text");
 });
 
 Deno.test("the executions page links the next page with the filters and the cursor, and a later page links the first", () => {
   const page = executionsPage({
     basePath: "",
-    filters: { statuses: ["RUNNING", "FAILED"], definition: "order v2" },
+    filters: {
+      status: ["RUNNING", "FAILED"],
+      definition: "order v2",
+      before: { text: "2026-11-01", seconds: 1_793_491_200 },
+    },
     page: { items: [summary()], nextCursor: "abc_-" },
     later: true,
     backlog: QUIET,
     now: 0,
   }).toString();
+  const query = "status=RUNNING&amp;status=FAILED&amp;definition=order\\+v2&amp;before=2026-11-01";
   assert.match(
     page,
-    /<a rel="next" href="\/\?status=RUNNING&amp;status=FAILED&amp;definition=order\+v2&amp;cursor=abc_-">Next page<\/a>/,
+    new RegExp(`<a rel="next" href="/\\?${query}&amp;cursor=abc_-">Next page</a>`),
   );
-  assert.match(
-    page,
-    /<a href="\/\?status=RUNNING&amp;status=FAILED&amp;definition=order\+v2">First page<\/a>/,
-  );
+  assert.match(page, new RegExp(`<a href="/\\?${query}">First page</a>`));
   assert.match(page, /<option selected>RUNNING<\/option>/);
   assert.match(page, /<option selected>FAILED<\/option>/);
   assert.match(page, /<input name="definition" value="order v2"/);
+  assert.match(page, /<input name="before" value="2026-11-01"/);
+  assert.match(
+    page,
+    /RUNNING, FAILED executions, last committed before 2026-11-01 00:00:00 UTC, newest commit first\./,
+  );
 });
 
-Deno.test("the backlog summary shows capped counts as N+, links dead letters, and says how old the oldest item is", () => {
+Deno.test("by default the executions page lists the open ones newest first, and its links leave the status out", () => {
   const page = executionsPage({
     basePath: "",
-    filters: { statuses: [], definition: null },
+    filters: OPEN,
+    page: { items: [summary()], nextCursor: "c" },
+    later: false,
+    backlog: QUIET,
+    now: 0,
+  }).toString();
+  assert.match(
+    page,
+    /Open executions \(PENDING, RUNNING, SUSPENDED, CANCELLING\), newest commit first\./,
+  );
+  assert.match(page, /<a rel="next" href="\/\?cursor=c">/);
+  assert.match(page, /<option value="">open<\/option>/);
+  assert.match(page, /<input name="before" value=""/);
+  assert.doesNotMatch(page, /Clear/);
+});
+
+Deno.test("with status any the executions page says the order is the table's, and offers no before", () => {
+  const page = executionsPage({
+    basePath: "",
+    filters: { status: "any", definition: null, before: null },
+    page: { items: [summary({ updated_at: null })], nextCursor: "c" },
+    later: false,
+    backlog: QUIET,
+    now: 0,
+  }).toString();
+  assert.match(page, /Every execution, in the table&#39;s order \(not by time\)/);
+  assert.match(page, /<option value="any" selected>/);
+  assert.match(page, /<a rel="next" href="\/\?status=any&amp;cursor=c">/);
+  assert.doesNotMatch(page, /name="before"/);
+  assert.match(page, /<a href="\/">Clear<\/a>/);
+});
+
+Deno.test("each execution shows when it was last committed, relative to now, with the time in full on hover", () => {
+  const now = 1_700_000_000;
+  const page = executionsPage({
+    basePath: "",
+    filters: OPEN,
+    page: {
+      items: [summary({ updated_at: now - 720 }), summary({ id: "e2", updated_at: null })],
+      nextCursor: null,
+    },
+    later: false,
+    backlog: QUIET,
+    now,
+  }).toString();
+  assert.match(page, /<th>Status<\/th><th>Updated<\/th>/);
+  assert.match(page, /<td class="nowrap" title="2023-11-14 22:01:20 UTC">12 min ago<\/td>/);
+  assert.match(page, /<td class="muted nowrap" title="[^"]*not known">—<\/td>/);
+});
+
+Deno.test("the backlog summary shows each queue's pending, waiting, dead, held targets and relay lag, N+ when capped", () => {
+  const count = (n: number, capped = false) => ({ n, capped });
+  const page = executionsPage({
+    basePath: "",
+    filters: OPEN,
     page: { items: [], nextCursor: null },
     later: false,
     backlog: [
       {
         kind: "outbox",
-        ready: { n: 100, capped: true },
-        dead: { n: 3, capped: false },
+        pending: count(100, true),
+        waiting: count(4),
+        dead: count(3),
+        heldTargets: count(2),
         oldestAt: 1000 - 600,
       },
       {
         kind: "spawns",
-        ready: { n: 2, capped: false },
-        dead: { n: 0, capped: false },
+        pending: count(2),
+        waiting: NONE,
+        dead: NONE,
+        heldTargets: NONE,
         oldestAt: null,
       },
       {
         kind: "timers",
-        ready: { n: 0, capped: false },
-        dead: { n: 100, capped: true },
-        oldestAt: null,
+        pending: count(1),
+        waiting: NONE,
+        dead: count(100, true),
+        heldTargets: NONE,
+        oldestAt: 1000 - 7200,
       },
     ],
     now: 1000,
   }).toString();
-  assert.match(page, /ready to deliver<\/dt><dd>100\+<\/dd>/);
-  assert.match(page, /<a class="dead" href="\/dead-letters\/outbox">3<\/a>/);
-  assert.match(page, /<a class="dead" href="\/dead-letters\/timers">100\+<\/a>/);
-  assert.match(page, /oldest ready entry<\/dt><dd>10 min<\/dd>/);
-  assert.match(page, /No executions yet\./);
+  const cards = page.split('<div class="card">').slice(1);
+  assert.equal(cards.length, 3);
+  assert.match(cards[0]!, /<dt>pending<\/dt><dd>100\+<\/dd>/);
+  assert.match(cards[0]!, /<dt>waiting to retry<\/dt><dd>4<\/dd>/);
+  assert.match(cards[0]!, /<a class="dead" href="\/dead-letters\/outbox">3<\/a>/);
+  assert.match(cards[0]!, /<dt>held targets<\/dt><dd>2<\/dd>/);
+  assert.match(cards[0]!, /relay lag<\/dt><dd>10 min<\/dd>/);
+  assert.doesNotMatch(cards[1]!, /held targets/, "only outbox entries wait behind a target");
+  assert.match(cards[1]!, /<dt>dead letters<\/dt><dd>0<\/dd>/);
+  assert.match(cards[1]!, /relay lag<\/dt><dd>—<\/dd>/);
+  assert.match(cards[2]!, /<dt>due<\/dt><dd>1<\/dd>/);
+  assert.match(cards[2]!, /<a class="dead" href="\/dead-letters\/timers">100\+<\/a>/);
+  assert.match(cards[2]!, /relay lag<\/dt><dd>2 h<\/dd>/);
+  assert.match(page, /No open executions\./);
 });
 
 Deno.test("the execution page shows its facts, its trace as a timeline in order, and its document", () => {
@@ -175,6 +258,7 @@ Deno.test("the execution page shows its facts, its trace as a timeline in order,
   const page = executionPage({
     basePath: "/ops",
     execution: exe,
+    ...NO_FACTS,
     trace: [
       { index: 4, event: "start", to: "order.awaiting_payment" },
       { index: 5, event: "payment.received", from: "order.awaiting_payment", to: "order.shipping" },
@@ -195,11 +279,77 @@ Deno.test("the execution page shows its facts, its trace as a timeline in order,
   assertNoScriptOrInlineStyle(page);
 });
 
+Deno.test("the execution page says when it was last committed and when it expires, and lists its timers with their relay state", () => {
+  const now = 1_700_000_000;
+  const timer = (path: string, fireAt: number, state: Partial<TimerState> = {}): TimerState => ({
+    executionId: "e1",
+    path,
+    fireAt,
+    attempts: 0,
+    retryAt: null,
+    deadAt: null,
+    lastError: null,
+    ...state,
+  });
+  const page = executionPage({
+    basePath: "/ops",
+    execution: newExecution({ id: "e1", definition_id: "order", status: "DONE" }),
+    updatedAt: now - 300,
+    expiresAt: now + 2 * 86_400,
+    timers: [
+      timer("order.reminder", now - 3600, {
+        attempts: 10,
+        deadAt: now - 1800,
+        lastError: `mailer said ${SCRIPT}`,
+      }),
+      timer("order.retry", now - 120, { attempts: 2, retryAt: now + 60, lastError: "busy" }),
+      timer("order.late", now - 45),
+      timer(SCRIPT, now + 7200),
+    ],
+    trace: [],
+    now,
+    csrf: null,
+  }).toString();
+  assertNoScriptOrInlineStyle(page);
+  assert.match(
+    page,
+    /<dt>Last committed<\/dt><dd>2023-11-14 22:08:20 UTC <span class="muted">\(5 min ago\)<\/span>/,
+  );
+  assert.match(page, /<dt>Expires<\/dt><dd>2023-11-16 22:13:20 UTC <span class="muted">\(in 2 d\)/);
+  assert.match(page, /<h2 id="timers">Timers \(4\)<\/h2>/);
+  const states = [...page.matchAll(/<\/span><\/td><td>(.*?)<\/td><td>(\d+)<\/td>/g)].map((m) =>
+    `${m[1]!.replace(/<[^>]+>/g, "")} (${m[2]})`
+  );
+  assert.deepEqual(states, [
+    "dead since 2023-11-14 21:43:20 UTC (10)",
+    "waiting to retry in 60 s (2)",
+    "due, 45 s late (0)",
+    "armed (0)",
+  ]);
+  assert.match(page, /<a class="dead" href="\/ops\/dead-letters\/timers">dead<\/a>/);
+  assert.ok(page.includes(`<span class="mono">mailer said ${ESCAPED}</span>`));
+  assert.ok(page.includes(`<td class="mono">${ESCAPED}</td>`), "a stored path shows as text");
+});
+
+Deno.test("an execution with no timers and no known commit time says so, and that it never expires", () => {
+  const page = executionPage({
+    basePath: "",
+    execution: newExecution({ id: "e1", definition_id: "d" }),
+    ...NO_FACTS,
+    trace: [],
+    csrf: null,
+  }).toString();
+  assert.match(page, /<dt>Last committed<\/dt><dd><span class="muted">not known/);
+  assert.match(page, /<dt>Expires<\/dt><dd><span class="muted">never<\/span>/);
+  assert.match(page, /No timers armed\./);
+});
+
 Deno.test("the execution page escapes the document and every trace step", () => {
   const exe = newExecution({ id: SCRIPT, definition_id: SCRIPT, context: { note: SCRIPT } });
   const page = executionPage({
     basePath: "",
     execution: exe,
+    ...NO_FACTS,
     trace: [{ index: 0, event: SCRIPT, from: SCRIPT, to: SCRIPT, detail: SCRIPT }],
     csrf: "token",
   }).toString();
@@ -213,6 +363,7 @@ Deno.test("a long trace shows its newest steps, and says how many there are", ()
   const page = executionPage({
     basePath: "",
     execution: newExecution({ id: "e1", definition_id: "d" }),
+    ...NO_FACTS,
     trace,
     csrf: null,
   }).toString();
@@ -227,6 +378,7 @@ Deno.test("with actions, the execution page has one Delete form carrying the tok
   const page = executionPage({
     basePath: "/ops",
     execution: newExecution({ id: "a b", definition_id: "d" }),
+    ...NO_FACTS,
     trace: [],
     csrf: "tok",
   }).toString();
@@ -382,4 +534,8 @@ Deno.test("links encode each segment once, and times and ages read as a person r
     "2 h",
     "3 d",
   ]);
+  assert.deepEqual(
+    [formatRelative(940, 1000), formatRelative(1600, 1000), formatRelative(null, 1000)],
+    ["60 s ago", "in 10 min", "—"],
+  );
 });
