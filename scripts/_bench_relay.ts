@@ -3,12 +3,9 @@
 // with 1k, 10k and 50k rows stored that are not due (dead and held outbox entries, parked spawns
 // and timers), through the index and by the scan it replaces; and what the index costs a commit
 // and an acknowledgement in write units (ReturnConsumedCapacity: "INDEXES").
-import {
-  BatchWriteItemCommand,
-  type DynamoDBClient,
-  type WriteRequest,
-} from "@aws-sdk/client-dynamodb";
+import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { testClient } from "../tests/_support/env.ts";
+import { putAll } from "../tests/_support/put_all.ts";
 import {
   DynamoDBStore,
   newEvent,
@@ -66,29 +63,6 @@ function metered(): {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** Writes items with BatchWriteItem, 16 batches in flight. */
-async function put(client: DynamoDBClient, table: string, items: Record<string, unknown>[]) {
-  const batches: WriteRequest[][] = [];
-  for (let i = 0; i < items.length; i += 25) {
-    batches.push(
-      items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) as WriteRequest[],
-    );
-  }
-  let next = 0;
-  const lane = async () => {
-    while (next < batches.length) {
-      let pending = batches[next++]!;
-      while (pending.length > 0) {
-        const result = await client.send(
-          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[table] ?? [];
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, lane));
-}
-
 const N = (n: number | string) => ({ N: String(n) });
 const S = (s: string) => ({ S: s });
 
@@ -100,13 +74,13 @@ const S = (s: string) => ({ S: s });
 async function fill(client: DynamoDBClient, store: DynamoDBStore, stored: number) {
   const now = Date.now() / 1000;
   const event = JSON.stringify(newEvent("parked", { pad: "x".repeat(120) }));
-  const outbox: Record<string, unknown>[] = [];
-  const holds: Record<string, unknown>[] = [];
+  const outbox: Record<string, AttributeValue>[] = [];
+  const holds: Record<string, AttributeValue>[] = [];
   for (let seq = 1; seq <= stored; seq++) {
     const target = `down-${Math.floor((seq - 1) / 10)}`;
     const key = targetKey(target);
     const head = (seq - 1) % 10 === 0;
-    const row: Record<string, unknown> = {
+    const row: Record<string, AttributeValue> = {
       seq: N(seq),
       target_id: S(target),
       event: S(event),
@@ -147,10 +121,10 @@ async function fill(client: DynamoDBClient, store: DynamoDBStore, stored: number
     ...parked(i % 8),
   }));
   await Promise.all([
-    put(client, store.tables.outbox.name, outbox),
-    put(client, store.tables.counters.name, holds),
-    put(client, store.tables.spawns.name, spawns),
-    put(client, store.tables.timers.name, timers),
+    putAll(client, store.tables.outbox.name, outbox),
+    putAll(client, store.tables.counters.name, holds),
+    putAll(client, store.tables.spawns.name, spawns),
+    putAll(client, store.tables.timers.name, timers),
   ]);
 }
 

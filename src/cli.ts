@@ -34,7 +34,6 @@
 import { parseArgs } from "node:util";
 import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { markHeld } from "./cli/_held.ts";
-import type { RelayKind } from "./core/types.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
@@ -60,6 +59,7 @@ import {
 import { connect, count, describeFailure, onTable, progress } from "./cli/_client.ts";
 import {
   counted,
+  DEAD_LETTERS,
   deadLetterWhat,
   indent,
   isoSeconds,
@@ -238,13 +238,6 @@ const WHAT_THEY_TAKE: Record<string, string> = {
   adopt: "a kind (outbox, spawns or timers), or none for all three",
 };
 const COMMON = new Set(["endpoint", "region", "prefix", "state-table", "json", "help"]);
-
-/** What `dead-letters KIND` counts: its noun in the singular and the plural. */
-const DEAD_LETTERS: Record<RelayKind, [string, string]> = {
-  outbox: ["dead outbox entry", "dead outbox entries"],
-  spawns: ["dead spawn", "dead spawns"],
-  timers: ["dead timer", "dead timers"],
-};
 
 async function run(
   positionals: string[],

@@ -7,6 +7,7 @@ import { planBulkDelete } from "../execution/_listing.ts";
 import { FINISHED } from "../execution/_retention.ts";
 import { CliError, parseBefore, parseStatuses, usage, UsageError, type Values } from "./_args.ts";
 import type { RelayKind } from "../core/relay_types.ts";
+import { counted, DEAD_LETTERS } from "./_format.ts";
 
 /** The options of a bulk delete from the command line, checked before anything is sent. */
 export function bulkDeleteOptions(values: Values, json: boolean): DeleteExecutionsOptions {
@@ -46,6 +47,39 @@ export function bulkDeleteOptions(values: Values, json: boolean): DeleteExecutio
   return options;
 }
 
+/**
+ * Runs a long `run` that Ctrl-C stops (its signal aborts; the rejection is then a CliError saying
+ * how far it got and to run the command again), with `progress` printed to `err` at most once a
+ * second (the first call at once).
+ */
+async function interruptible<T>(
+  err: (line: string) => void,
+  run: (signal: AbortSignal, progress: (line: string) => void) => Promise<T>,
+  sofar: () => string,
+): Promise<T> {
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
+  Deno.addSignalListener("SIGINT", interrupt);
+  let printed = -Infinity;
+  const progress = (line: string) => {
+    if (performance.now() - printed < 1000) return;
+    printed = performance.now();
+    err(line);
+  };
+  try {
+    const result = await run(stop.signal, progress);
+    if (!stop.signal.aborted) return result;
+  } catch (error) {
+    if (!stop.signal.aborted) throw error;
+  } finally {
+    Deno.removeSignalListener("SIGINT", interrupt);
+  }
+  throw new CliError(`interrupted after ${sofar()}: run the same command again to continue`);
+}
+
+/** Per second, as the progress lines print it. */
+const rate = (n: number, ms: number) => (n / Math.max(ms / 1000, 0.001)).toFixed(1);
+
 /** Runs the bulk delete, printing progress to `err`; the result to `out` (JSON with `json`). */
 export async function runBulkDelete(
   store: DynamoDBStore,
@@ -54,38 +88,21 @@ export async function runBulkDelete(
   out: (line: string) => void,
   err: (line: string) => void,
 ): Promise<void> {
-  const stop = new AbortController();
-  const interrupt = () => stop.abort();
-  Deno.addSignalListener("SIGINT", interrupt);
   let last: DeleteProgress = { deleted: 0, examined: 0, elapsedMs: 0 };
-  let printed = -Infinity; // the first batch's line, then one a second
-  const line = (p: DeleteProgress) =>
-    `${p.deleted} deleted, ${p.examined} examined, ${
-      (p.deleted / Math.max(p.elapsedMs / 1000, 0.001)).toFixed(1)
-    }/s`;
-  let deleted: number;
-  try {
-    deleted = await store.deleteExecutions({
+  const deleted = await interruptible(err, (signal, progress) =>
+    store.deleteExecutions({
       ...options,
-      signal: stop.signal,
-      onProgress: (progress) => {
-        last = progress;
-        if (progress.elapsedMs - printed >= 1000) {
-          printed = progress.elapsedMs;
-          err(`deleting: ${line(progress)}`);
-        }
+      signal,
+      onProgress: (p) => {
+        last = p;
+        progress(
+          `deleting: ${p.deleted} deleted, ${p.examined} examined, ${
+            rate(p.deleted, p.elapsedMs)
+          }/s`,
+        );
       },
-    });
-  } finally {
-    Deno.removeSignalListener("SIGINT", interrupt);
-  }
+    }), () => `${last.deleted} deleted (${last.examined} examined)`);
   const seconds = Number((last.elapsedMs / 1000).toFixed(3));
-  if (stop.signal.aborted) {
-    throw new CliError(
-      `interrupted after ${deleted} deleted (${last.examined} examined): run the same command ` +
-        "again to continue",
-    );
-  }
   if (json) {
     out(JSON.stringify({ deleted, examined: last.examined, seconds }, null, 2));
     return;
@@ -148,45 +165,27 @@ export async function runBulkDeadLetters(
   out: (line: string) => void,
   err: (line: string) => void,
 ): Promise<void> {
-  const stop = new AbortController();
-  const interrupt = () => stop.abort();
-  Deno.addSignalListener("SIGINT", interrupt);
   const started = performance.now();
-  let printed = -Infinity, done = 0;
   const verb = bulk.action === "retry" ? "retried" : "dropped";
-  const rate = () => (done / Math.max((performance.now() - started) / 1000, 0.001)).toFixed(1);
-  const options = {
-    ...(bulk.targetId === undefined ? {} : { targetId: bulk.targetId }),
-    signal: stop.signal,
-    onProgress: (n: number) => {
-      done = n;
-      if (performance.now() - printed >= 1000) {
-        printed = performance.now();
-        err(`${bulk.action === "retry" ? "retrying" : "dropping"}: ${n} ${verb}, ${rate()}/s`);
-      }
-    },
-  };
-  try {
-    done = bulk.action === "retry"
-      ? await store.retryDeadLetters(bulk.kind, options)
-      : await store.dropDeadLetters(bulk.kind, options);
-  } catch (error) {
-    if (!stop.signal.aborted) throw error;
-    throw new CliError(
-      `interrupted after ${done} ${verb}: run the same command again to continue`,
-    );
-  } finally {
-    Deno.removeSignalListener("SIGINT", interrupt);
-  }
+  let done = 0;
+  done = await interruptible(err, (signal, progress) => {
+    const options = {
+      ...(bulk.targetId === undefined ? {} : { targetId: bulk.targetId }),
+      signal,
+      onProgress: (n: number) => {
+        done = n;
+        const doing = bulk.action === "retry" ? "retrying" : "dropping";
+        progress(`${doing}: ${n} ${verb}, ${rate(n, performance.now() - started)}/s`);
+      },
+    };
+    return bulk.action === "retry"
+      ? store.retryDeadLetters(bulk.kind, options)
+      : store.dropDeadLetters(bulk.kind, options);
+  }, () => `${done} ${verb}`);
   const seconds = Number(((performance.now() - started) / 1000).toFixed(3));
   if (json) {
     out(JSON.stringify({ kind: bulk.kind, action: bulk.action, done, seconds }, null, 2));
     return;
   }
-  const noun = {
-    outbox: ["dead outbox entry", "dead outbox entries"],
-    spawns: ["dead spawn", "dead spawns"],
-    timers: ["dead timer", "dead timers"],
-  }[bulk.kind];
-  out(`${verb} ${done} ${done === 1 ? noun[0] : noun[1]} in ${seconds} s`);
+  out(`${verb} ${counted(done, ...DEAD_LETTERS[bulk.kind])} in ${seconds} s`);
 }

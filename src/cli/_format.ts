@@ -1,6 +1,6 @@
 // How the CLI prints: tables, timers, outbox rows and dead letters as text.
 import type { ShownOutboxRow } from "./_held.ts";
-import type { Timer } from "../core/types.ts";
+import type { RelayKind, Timer } from "../core/types.ts";
 import type { TimerState } from "../core/operator_types.ts";
 
 /** Epoch seconds as an ISO 8601 time to the second (`2026-11-01T12:00:00Z`). */
@@ -21,6 +21,13 @@ export function withState(timer: TimerState): Timer & { state?: string; attempts
 export function counted(n: number, singular: string, plural = `${singular}s`): string {
   return `${n} ${n === 1 ? singular : plural}`;
 }
+
+/** What `dead-letters KIND` counts: its noun in the singular and the plural. */
+export const DEAD_LETTERS: Record<RelayKind, [string, string]> = {
+  outbox: ["dead outbox entry", "dead outbox entries"],
+  spawns: ["dead spawn", "dead spawns"],
+  timers: ["dead timer", "dead timers"],
+};
 
 export function timerText(timer: Timer): string {
   return `${timer.executionId} ${timer.path} ${timer.fireAt}`;

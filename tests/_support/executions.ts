@@ -1,6 +1,7 @@
 // Filling an executions table fast: items as this module's commits leave them (with the status
 // index's attributes), written with BatchWriteItem (25 a call, a few calls in flight).
-import { BatchWriteItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
+import type { WriteRequest } from "@aws-sdk/client-dynamodb";
+import { putAll } from "./put_all.ts";
 import type { DynamoDBSender } from "../../src/dynamo/_dynamo.ts";
 import { type Execution, newExecution, type Status } from "../../mod.ts";
 import { statusKey, summaryJson } from "../../src/execution/_status_index.ts";
@@ -38,21 +39,6 @@ export async function fillExecutions(
     { length: count },
     () => newExecution({ definition_id: definitionId, status, version: 1 }),
   );
-  const requests = exes.map((exe, i) => ({ PutRequest: committedItem(exe, from + i) }));
-  const batches: WriteRequest[][] = [];
-  for (let i = 0; i < requests.length; i += 25) batches.push(requests.slice(i, i + 25));
-  let next = 0;
-  const lane = async () => {
-    while (next < batches.length) {
-      let pending = batches[next++]!;
-      while (pending.length > 0) {
-        const result = await client.send(
-          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[table] ?? [];
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, lane));
+  await putAll(client, table, exes.map((exe, i) => committedItem(exe, from + i)!.Item!), 8);
   return exes;
 }

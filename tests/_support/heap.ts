@@ -1,10 +1,7 @@
 // Measuring what a read keeps alive: a backlog seeded straight into the table, and the
 // heap a call holds at its peak, sampled after a full gc around every request it sends.
-import {
-  BatchWriteItemCommand,
-  type DynamoDBClient,
-  type WriteRequest,
-} from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { putAll } from "./put_all.ts";
 import { newEvent } from "../../mod.ts";
 import { pendingPlace, relayAttributes } from "../../src/execution/_relay_index.ts";
 
@@ -19,36 +16,16 @@ export async function seedOutbox(
   count: number,
   { indexed = true }: { indexed?: boolean } = {},
 ): Promise<void> {
-  const batches: WriteRequest[][] = [];
-  for (let seq = 1; seq <= count; seq += 25) {
-    batches.push(
-      Array.from({ length: Math.min(25, count - seq + 1) }, (_, i) => ({
-        PutRequest: {
-          Item: {
-            seq: { N: String(seq + i) },
-            target_id: { S: `target-${(seq + i) % 50}` },
-            event: { S: JSON.stringify(newEvent("backlog", { pad: "x".repeat(250) })) },
-            ...(indexed
-              ? relayAttributes(pendingPlace("outbox", { seq: { N: String(seq + i) } }))
-              : {}),
-          },
-        },
-      })),
-    );
-  }
-  let next = 0;
-  const lane = async () => {
-    while (next < batches.length) {
-      let pending = batches[next++]!;
-      while (pending.length > 0) {
-        const result = await client.send(
-          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[table] ?? [];
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, lane));
+  const items = Array.from({ length: count }, (_, i) => {
+    const seq = String(i + 1);
+    return {
+      seq: { N: seq },
+      target_id: { S: `target-${(i + 1) % 50}` },
+      event: { S: JSON.stringify(newEvent("backlog", { pad: "x".repeat(250) })) },
+      ...(indexed ? relayAttributes(pendingPlace("outbox", { seq: { N: seq } })) : {}),
+    };
+  });
+  await putAll(client, table, items);
 }
 
 /** `gc` when the runtime was started with `--v8-flags=--expose-gc`. */

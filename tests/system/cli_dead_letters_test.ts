@@ -3,29 +3,8 @@
 import assert from "node:assert/strict";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { newEvent, newExecution, relayOutbox, relaySpawns } from "../../mod.ts";
-import { endpoint, freshStore, testClient } from "../_support/env.ts";
-
-const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { code, stdout, stderr } = await new Deno.Command("deno", {
-    args: [
-      "run",
-      "--no-prompt",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-sys=osRelease",
-      CLI,
-      ...args,
-    ],
-    env: { DYNAMODB_ENDPOINT: endpoint(), NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code, stdout: decode(stdout), stderr: decode(stderr) };
-}
+import { freshStore, testClient } from "../_support/env.ts";
+import { cli } from "../_support/cli.ts";
 
 Deno.test("cli retry/drop KIND --all act on every dead letter of a queue, or of one outbox target, with --yes", async (t) => {
   await using store = await freshStore();

@@ -6,40 +6,7 @@ import assert from "node:assert/strict";
 import { DynamoDBStore, newExecution } from "../../mod.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { fillExecutions } from "../_support/executions.ts";
-
-const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI with the permissions docs/operations.md gives it, and DYNAMODB_ENDPOINT set. */
-async function cli(...args: string[]): Promise<Run> {
-  const { code, stdout, stderr } = await new Deno.Command("deno", {
-    args: [
-      "run",
-      "--no-prompt",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-sys=osRelease",
-      CLI,
-      ...args,
-    ],
-    env: { DYNAMODB_ENDPOINT: endpoint(), NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code, stdout: decode(stdout), stderr: decode(stderr) };
-}
-
-function ok(run: Run): string {
-  assert.equal(run.code, 0, run.stderr);
-  return run.stdout;
-}
+import { cli, ok } from "../_support/cli.ts";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 

@@ -1,6 +1,6 @@
 // The operator CLI end to end: `deno run src/cli.ts ...` against the test DynamoDB.
 import assert from "node:assert/strict";
-import { BatchWriteItemCommand, PutItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBStore,
   newEvent,
@@ -13,50 +13,9 @@ import type { OutboxRow } from "../../src/cli/_cli_reads.ts";
 import { markHeld } from "../../src/cli/_held.ts";
 import { leastPrivilegePolicy, main } from "../../src/cli.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
+import { cli, cliWith, ok } from "../_support/cli.ts";
 import { seedOutbox } from "../_support/heap.ts";
-
-const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI with the permissions docs/operations.md gives it, and DYNAMODB_ENDPOINT set. */
-function cli(...args: string[]): Promise<Run> {
-  return cliWith({}, ...args);
-}
-
-/** Runs the CLI as {@linkcode cli} does, with more `env` and a heap of at most `heapMb`. */
-async function cliWith(
-  { env = {}, heapMb }: { env?: Record<string, string>; heapMb?: number },
-  ...args: string[]
-): Promise<Run> {
-  const { code, stdout, stderr } = await new Deno.Command("deno", {
-    args: [
-      "run",
-      "--no-prompt",
-      ...(heapMb ? [`--v8-flags=--max-old-space-size=${heapMb}`] : []),
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-sys=osRelease",
-      CLI,
-      ...args,
-    ],
-    env: { DYNAMODB_ENDPOINT: endpoint(), NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code, stdout: decode(stdout), stderr: decode(stderr) };
-}
-
-function ok(run: Run): string {
-  assert.equal(run.code, 0, run.stderr);
-  return run.stdout;
-}
+import { putAll } from "../_support/put_all.ts";
 
 Deno.test("the CLI shows what the stores hold, for people and as JSON", async (t) => {
   const prefix = uniqueName("cli");
@@ -293,30 +252,15 @@ Deno.test("outbox shows a row whose event is not JSON, flagged with its raw text
 /** Writes `count` timers with long ids (~800 bytes each), due from 1_700_000_000 on, shuffled. */
 async function seedTimers(table: string, count: number): Promise<void> {
   using client = testClient();
-  const batches: WriteRequest[][] = [];
-  for (let i = 0; i < count; i += 25) {
-    batches.push(Array.from({ length: Math.min(25, count - i) }, (_, j) => ({
-      PutRequest: {
-        Item: {
-          execution_id: { S: `exe-${i + j}-${"x".repeat(500)}` },
-          path: { S: `path.${"p".repeat(300)}` },
-          fire_at: { N: String(1_700_000_000 + ((i + j) * 7919) % count) },
-        },
-      },
-    })));
-  }
-  let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < batches.length) {
-      let pending = batches[next++]!;
-      while (pending.length > 0) {
-        const result = await client.send(
-          new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-        );
-        pending = result.UnprocessedItems?.[table] ?? [];
-      }
-    }
-  }));
+  await putAll(
+    client,
+    table,
+    Array.from({ length: count }, (_, i) => ({
+      execution_id: { S: `exe-${i}-${"x".repeat(500)}` },
+      path: { S: `path.${"p".repeat(300)}` },
+      fire_at: { N: String(1_700_000_000 + (i * 7919) % count) },
+    })),
+  );
 }
 
 Deno.test("outbox and timers read backlogs of 20,000 and 12,000 rows with a 20 MB heap: memory in --limit, not in the table", async () => {
