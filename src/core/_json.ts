@@ -196,7 +196,47 @@ function notPlain(v: object): string | undefined {
  * and the path inside it).
  */
 export function toJson(field: string, value: unknown): string {
-  return JSON.stringify(plainValue(field, value));
+  // A commit encodes its whole document and every event: most are plain already, and their
+  // JSON is then the same without the copy.
+  return JSON.stringify(isPlainJson(value, 0) ? value : plainValue(field, value));
+}
+
+/**
+ * Whether `JSON.stringify(v)` already writes what {@linkcode plainValue}'s copy of `v` would,
+ * and nothing in it would be refused: strings, booleans, finite numbers, null, and plain objects
+ * and arrays of them without `toJSON`, holes or `undefined`, under {@linkcode DOCUMENT_DEPTH}
+ * levels. False sends anything else (a cycle too: it ends at the depth) the long way.
+ */
+export function isPlainJson(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(v);
+    case "object":
+      if (v === null) return true;
+      break;
+    default:
+      return false;
+  }
+  if (depth >= DOCUMENT_DEPTH) return false;
+  const proto = Object.getPrototypeOf(v);
+  if (proto === Array.prototype) {
+    const array = v as unknown[] & { toJSON?: unknown };
+    if (typeof array.toJSON === "function") return false;
+    for (let i = 0; i < array.length; i++) {
+      if (!(i in array) || !isPlainJson(array[i], depth + 1)) return false;
+    }
+    return true;
+  }
+  if (proto !== Object.prototype && proto !== null) return false;
+  const object = v as Record<string, unknown>;
+  if (typeof object.toJSON === "function") return false;
+  for (const key in object) {
+    if (!isPlainJson(object[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 /** Python's `json.dumps` writes NaN, Infinity and -Infinity as bare words; JSON has no such. */
