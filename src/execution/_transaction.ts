@@ -8,7 +8,6 @@ import {
   outboxItem,
   processedItem,
   put,
-  SEQ_PLACEHOLDER,
   spawnItem,
   timerItem,
   timerKey,
@@ -27,21 +26,15 @@ import {
   describe,
   LIMITS,
 } from "../core/_validate.ts";
+import { checkCommitLimits } from "./_commit_size.ts";
 import { toJson } from "../core/_json.ts";
 import { statusKey, summaryJson } from "./_status_index.ts";
-import { FAILURE_PLACEHOLDER } from "../core/_layout.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
 import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
-import { pendingPlace, RELAY_PLACEHOLDER, relayAttributes } from "./_relay_index.ts";
-import {
-  type Chains,
-  CHAINS_PLACEHOLDER,
-  chainsAttr,
-  linkEmits,
-  targetKey,
-} from "./_outbox_chain.ts";
+import { pendingPlace, relayAttributes } from "./_relay_index.ts";
+import { type Chains, chainsAttr, linkEmits } from "./_outbox_chain.ts";
 import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "../core/types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */
@@ -259,65 +252,6 @@ function encodeTimers(timers: TimerChange[]): Map<string, number | null> {
     }
   });
   return byPath;
-}
-
-/**
- * Refuses a commit DynamoDB would: more items than a transaction holds, an item over 400 KB,
- * or more than 4 MB in all. Checked on the largest encoding each item can get (every seq and
- * index at its maximum), so that no send can fail on size.
- */
-function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
-  const max = Number.MAX_SAFE_INTEGER;
-  const { items, roles } = buildTransaction(ctx, plan, {
-    outbox: { seqs: plan.emits.map(() => max), fresh: false },
-    spawns: { seqs: plan.spawns.map(() => max), fresh: false },
-    head: plan.trace === undefined ? undefined : { last: max - 2 },
-    // Every emit linked to the largest seq, so each outbox item is sized at its largest.
-    chains: Object.fromEntries(plan.emits.map((emit) => [targetKey(emit.target), max])),
-  });
-  if (items.length > LIMITS.transactionItems) {
-    const count = (role: Role) => roles.filter((r) => r === role).length;
-    throw new RangeError(
-      `commit of execution ${JSON.stringify(plan.id)} needs ${items.length} transaction items ` +
-        `(1 execution, ${count("outbox")} emits, ${count("spawn")} spawns, ` +
-        `${count("processed")} dedupe mark, ${count("timer")} timers, ${count("trace")} trace); ` +
-        `a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
-    );
-  }
-  // The execution item is an Update: sized as the whole item it leaves behind.
-  const executionItem: Item = {
-    [EXECUTION.data]: S(plan.data),
-    [EXECUTION.definitionId]: S(plan.definitionId),
-    [EXECUTION.version]: N(max),
-    [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
-    [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
-    [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
-    [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
-    [EXECUTION.ttl]: SEQ_PLACEHOLDER,
-    [EXECUTION.statusShard]: S(plan.statusKey),
-    [EXECUTION.updatedAt]: SEQ_PLACEHOLDER,
-    [EXECUTION.summary]: S(plan.summary),
-  };
-  let total = 0;
-  items.forEach((item, i) => {
-    const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
-      item.ConditionCheck?.Key ?? {};
-    // Outbox entries, spawns and timers keep room for what a relay records on a failure.
-    const queued = item.Put && ["outbox", "spawn", "timer"].includes(roles[i]!);
-    const extra = item.Update
-      ? executionItem
-      : queued
-      ? { ...FAILURE_PLACEHOLDER, ...RELAY_PLACEHOLDER }
-      : {};
-    total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
-  });
-  if (total > LIMITS.transactionBytes) {
-    throw new RangeError(
-      `commit of execution ${
-        JSON.stringify(plan.id)
-      } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
-    );
-  }
 }
 
 /**
