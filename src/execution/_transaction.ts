@@ -8,6 +8,7 @@ import {
   outboxItem,
   processedItem,
   put,
+  RELAY,
   spawnItem,
   timerItem,
   timerKey,
@@ -30,10 +31,17 @@ import { checkCommitLimits } from "./_commit_size.ts";
 import { toJson } from "../core/_json.ts";
 import { statusKey, summaryJson } from "./_status_index.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
-import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
+import { expiryFor, secondsOf } from "./_retention.ts";
+import {
+  type Clause,
+  commitClauses,
+  conditionOf,
+  type SeqRun,
+  type TraceHead,
+} from "./_commit_condition.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
-import { pendingPlace, relayAttributes } from "./_relay_index.ts";
+import { pendingPlace } from "./_relay_index.ts";
 import { type Chains, chainsAttr, linkEmits } from "./_outbox_chain.ts";
 import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "../core/types.ts";
 
@@ -75,15 +83,7 @@ export interface CommitPlan {
   trace?: string;
 }
 
-/**
- * Where the trace ring ends: its highest index, -1 when the ring is empty. `cached` when it
- * comes from this store's memory rather than a read: the commit then also requires the
- * execution's `trace_end` to still say so (an append outside a commit changes it).
- */
-export interface TraceHead {
-  last: number;
-  cached?: boolean;
-}
+export type { SeqRun, TraceHead } from "./_commit_condition.ts";
 
 /**
  * The execution item's attribute naming the index of the last trace step a writer of this
@@ -255,15 +255,6 @@ function encodeTimers(timers: TimerChange[]): Map<string, number | null> {
 }
 
 /**
- * Seqs for one kind of entry (outbox or spawn), ascending. `fresh` when they come from a block
- * reserved after this commit saw the execution's watermark: then they need not exceed it.
- */
-export interface SeqRun {
-  seqs: number[];
-  fresh: boolean;
-}
-
-/**
  * Where a commit's entries go: their seqs, the trace ring's end (for a traced commit), and the
  * execution's outbox chains at the expected version (for a commit with emits; see
  * _outbox_chain.ts).
@@ -275,75 +266,68 @@ export interface Placement {
   chains?: Chains;
 }
 
-/** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
+/** A commit's transaction, as {@linkcode buildTransaction} lays it out. */
+export interface BuiltCommit {
+  items: TransactWriteItem[];
+  /** The role of each item (its index in CancellationReasons). */
+  roles: Role[];
+  /** The clauses of the execution Update's condition: a refusal is told by them. */
+  clauses: Clause[];
+  /** The outbox chains the commit leaves (a commit with emits, or an insert). */
+  chains: Record<string, number> | undefined;
+}
+
+/** The transaction items of a commit, with the role of each and its condition's clauses. */
 export function buildTransaction(
   ctx: TxContext,
   plan: CommitPlan,
   { outbox, spawns, head, chains }: Placement,
-): { items: TransactWriteItem[]; roles: Role[] } {
+): BuiltCommit {
   const t = ctx.tables;
-  const items: TransactWriteItem[] = [];
-  const roles: Role[] = [];
-  const add = (role: Role, item: TransactWriteItem) => {
-    items.push(item);
-    roles.push(role);
-  };
-
-  const names: Record<string, string> = {
-    "#d": EXECUTION.data,
-    "#v": EXECUTION.version,
-    "#def": EXECUTION.definitionId,
-  };
-  const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
-  const sets = ["#d = :d", "#v = :v", "#def = :def"];
-  const conditions: string[] = [];
-  // Retention (#21): an execution past its ttl is absent, so an insert may replace it and an
-  // update may not touch it; the commit sets the ttl of a finished execution, else removes it.
-  const removes: string[] = [];
-  names["#ttl"] = EXECUTION.ttl;
-  values[":now"] = N(plan.now);
-  if (plan.expected === 0) {
-    names["#id"] = EXECUTION.id;
-    conditions.push(ABSENT);
-  } else {
-    values[":ov"] = N(plan.expected);
-    conditions.push("#v = :ov", ALIVE);
-  }
-  // The status index (#25): the status's shard, this commit's time and the summary it lists.
-  Object.assign(names, {
-    "#ss": EXECUTION.statusShard,
-    "#ua": EXECUTION.updatedAt,
-    "#sm": EXECUTION.summary,
+  const traced = plan.trace !== undefined && head !== undefined;
+  const clauses = commitClauses({
+    expected: plan.expected,
+    now: plan.now,
+    outbox,
+    spawns,
+    head: traced ? head : undefined,
   });
-  Object.assign(values, { ":ss": S(plan.statusKey), ":sm": S(plan.summary) });
-  sets.push("#ss = :ss", "#ua = :now", "#sm = :sm");
-  if (plan.expiresAt === null) removes.push("#ttl");
-  else {
+  const condition = conditionOf(clauses);
+  const names = condition.names;
+  const values = condition.values;
+  names["#d"] = EXECUTION.data;
+  names["#v"] = EXECUTION.version;
+  names["#def"] = EXECUTION.definitionId;
+  // The status index (#25): the status's shard, this commit's time and the summary it lists.
+  names["#ss"] = EXECUTION.statusShard;
+  names["#ua"] = EXECUTION.updatedAt;
+  names["#sm"] = EXECUTION.summary;
+  names["#ttl"] = EXECUTION.ttl;
+  values[":d"] = S(plan.data);
+  values[":v"] = N(plan.next);
+  values[":def"] = S(plan.definitionId);
+  values[":ss"] = S(plan.statusKey);
+  values[":sm"] = S(plan.summary);
+  values[":now"] = N(plan.now);
+  let sets = "#d = :d, #v = :v, #def = :def, #ss = :ss, #ua = :now, #sm = :sm";
+  // Retention (#21): the commit sets the ttl of a finished execution, else removes it.
+  if (plan.expiresAt !== null) {
     values[":ttl"] = N(plan.expiresAt);
-    sets.push("#ttl = :ttl");
+    sets += ", #ttl = :ttl";
   }
-  // Per-execution seq order across processes: each execution remembers its highest seq,
-  // and a commit must bring higher ones (or a block reserved after it saw that item).
-  const watermark = (attr: string, alias: string, { seqs, fresh }: SeqRun) => {
+  // Each execution remembers its highest seqs (the clauses hold a commit to higher ones).
+  const watermark = (attr: string, alias: string, { seqs }: SeqRun) => {
     if (seqs.length === 0 && plan.expected !== 0) return;
     names[`#${alias}`] = attr;
     values[`:${alias}`] = N(seqs.at(-1) ?? 0);
-    sets.push(`#${alias} = :${alias}`);
-    if (seqs.length > 0 && plan.expected !== 0 && !fresh) {
-      values[`:${alias}f`] = N(seqs[0]!);
-      conditions.push(`#${alias} < :${alias}f`);
-    }
+    sets += `, #${alias} = :${alias}`;
   };
   watermark(EXECUTION.outboxHwm, "oh", outbox);
   watermark(EXECUTION.spawnHwm, "sh", spawns);
-  if (plan.trace !== undefined && head !== undefined) {
-    names["#te"] = TRACE_END;
+  if (traced) {
+    names["#te"] = EXECUTION.traceEnd;
     values[":te"] = N(head.last + 1);
-    sets.push("#te = :te");
-    if (head.cached) {
-      values[":tc"] = N(head.last);
-      conditions.push("#te = :tc");
-    }
+    sets += ", #te = :te";
   }
   // Each entry names its source's previous seq to the same target (see _outbox_chain.ts).
   const links = chains === undefined
@@ -352,21 +336,25 @@ export function buildTransaction(
   if (links) {
     names["#ol"] = EXECUTION.outboxLast;
     values[":ol"] = chainsAttr(links.next);
-    sets.push("#ol = :ol");
+    sets += ", #ol = :ol";
   }
-  const createdAt = Date.now() / 1000;
-  add("execution", {
+  const items: TransactWriteItem[] = [{
     Update: {
       TableName: t.executions.name,
       Key: executionKey(plan.id),
-      UpdateExpression: `SET ${sets.join(", ")}` +
-        (removes.length > 0 ? ` REMOVE ${removes.join(", ")}` : ""),
-      ConditionExpression: conditions.join(" AND "),
+      UpdateExpression: `SET ${sets}${plan.expiresAt === null ? " REMOVE #ttl" : ""}`,
+      ConditionExpression: condition.expression,
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     },
-  });
+  }];
+  const roles: Role[] = ["execution"];
+  const add = (role: Role, item: TransactWriteItem) => {
+    items.push(item);
+    roles.push(role);
+  };
+  const createdAt = Date.now() / 1000;
   plan.emits.forEach((emit, i) => {
     const link = { sourceId: plan.id, prevSeq: links ? links.prevs[i]! : null };
     const item = outboxItem(outbox.seqs[i]!, emit.target, emit.event, link, createdAt);
@@ -396,48 +384,18 @@ export function buildTransaction(
         ),
     );
   }
-  if (plan.trace !== undefined && head !== undefined) {
-    for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
+  if (traced) {
+    for (const item of traceItems(ctx, plan.id, head, plan.trace!)) add("trace", item);
   }
-  return { items, roles };
+  return { items, roles, clauses, chains: links?.next };
 }
 
 /** A row as a commit writes it: with the relay index's attributes of a pending row (#24). */
 function pending(kind: "outbox" | "spawns" | "timers", item: Item): Item {
-  return { ...item, ...relayAttributes(pendingPlace(kind, item)) };
-}
-
-/** Why the execution item's condition failed (see {@linkcode executionRefusal}). */
-export type ExecutionRefusal =
-  /** The stored version is not the expected one (or the item exists for an insert): a lost race. */
-  | { reason: "version"; found: number | null }
-  /** A trace step was appended outside a commit since this store cached the ring's end. */
-  | { reason: "traceEnd" }
-  /** The execution was last written with later seqs (another process's block, or the seed). */
-  | { reason: "watermark"; outbox: boolean; spawns: boolean };
-
-/**
- * Why the execution item's condition failed, told from the item DynamoDB found (`ALL_OLD`):
- * the conditions {@linkcode buildTransaction} wrote, checked in the same order.
- */
-export function executionRefusal(
-  plan: CommitPlan,
-  { outbox, spawns, head }: Placement,
-  old: Item | undefined,
-): ExecutionRefusal {
-  // An expired item is absent (#21): the commit lost to nobody.
-  if (old !== undefined && isExpired(old, plan.now)) old = undefined;
-  const found = old?.version?.N === undefined ? null : Number(old.version.N);
-  if (plan.expected === 0 || found !== plan.expected) return { reason: "version", found };
-  if (head?.cached && old?.[TRACE_END]?.N !== String(head.last)) return { reason: "traceEnd" };
-  const stale = ({ seqs, fresh }: SeqRun, hwm: Item[string] | undefined) =>
-    !fresh && seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
-  const watermark = {
-    reason: "watermark" as const,
-    outbox: stale(outbox, old?.outbox_hwm),
-    spawns: stale(spawns, old?.spawn_hwm),
-  };
-  return watermark.outbox || watermark.spawns ? watermark : { reason: "version", found };
+  const place = pendingPlace(kind, item);
+  item[RELAY.part] = S(place.part);
+  item[RELAY.order] = place.order;
+  return item;
 }
 
 /**
