@@ -74,11 +74,18 @@ function jsonView(value: unknown, key: string): unknown {
   if (typeof value !== "object" || value === null || value instanceof ExactNumber) return value;
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") value = toJSON.call(value, key);
+  else if (isPlainProto(value as object)) return value; // no box: the common case, told at once
   if (
     value instanceof Number || value instanceof String || value instanceof Boolean ||
     value instanceof BigInt
   ) return value.valueOf();
   return value;
+}
+
+/** Whether `v`'s prototype is a plain object's or an array's own (or none). */
+function isPlainProto(v: object): boolean {
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === Array.prototype || proto === null;
 }
 
 /** How `__proto__` is written: as an ordinary own property. */
@@ -135,7 +142,7 @@ export function plainValue(field: string, value: unknown, native = false, where 
 
   const container = (v: object): unknown => {
     if (ancestors.has(v)) throw refuse(TypeError, "refers back to itself (a cycle)");
-    const unlike = notPlain(v);
+    const unlike = isPlainProto(v) ? undefined : notPlain(v);
     if (unlike) throw refuse(TypeError, unlike);
     if (trail.length >= maxDepth) {
       throw refuse(
@@ -151,15 +158,19 @@ export function plainValue(field: string, value: unknown, native = false, where 
       result = [];
       for (let i = 0; i < v.length; i++) {
         trail.push(i);
-        const item = i in v ? jsonView(v[i], String(i)) : null; // a hole: JSON writes null
+        let item = i in v ? v[i] : null; // a hole: JSON writes null
+        if (typeof item === "object" && item !== null) item = jsonView(item, String(i));
         if (item === undefined) throw refuse(TypeError, "is undefined, which JSON cannot carry");
         result.push(visit(item));
         trail.pop();
       }
     } else {
       const out: Record<string, unknown> = {};
-      for (const [k, value] of Object.entries(v)) {
-        const item = jsonView(value, k);
+      const keys = Object.keys(v);
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!;
+        const value = (v as Record<string, unknown>)[k];
+        const item = typeof value === "object" && value !== null ? jsonView(value, k) : value;
         if (item === undefined) continue;
         if (native && k === "") {
           throw refuse(TypeError, `has an empty key "", which a DynamoDB map cannot hold`);
@@ -196,47 +207,7 @@ function notPlain(v: object): string | undefined {
  * and the path inside it).
  */
 export function toJson(field: string, value: unknown): string {
-  // A commit encodes its whole document and every event: most are plain already, and their
-  // JSON is then the same without the copy.
-  return JSON.stringify(isPlainJson(value, 0) ? value : plainValue(field, value));
-}
-
-/**
- * Whether `JSON.stringify(v)` already writes what {@linkcode plainValue}'s copy of `v` would,
- * and nothing in it would be refused: strings, booleans, finite numbers, null, and plain objects
- * and arrays of them without `toJSON`, holes or `undefined`, under {@linkcode DOCUMENT_DEPTH}
- * levels. False sends anything else (a cycle too: it ends at the depth) the long way.
- */
-export function isPlainJson(v: unknown, depth: number): boolean {
-  switch (typeof v) {
-    case "string":
-    case "boolean":
-      return true;
-    case "number":
-      return Number.isFinite(v);
-    case "object":
-      if (v === null) return true;
-      break;
-    default:
-      return false;
-  }
-  if (depth >= DOCUMENT_DEPTH) return false;
-  const proto = Object.getPrototypeOf(v);
-  if (proto === Array.prototype) {
-    const array = v as unknown[] & { toJSON?: unknown };
-    if (typeof array.toJSON === "function") return false;
-    for (let i = 0; i < array.length; i++) {
-      if (!(i in array) || !isPlainJson(array[i], depth + 1)) return false;
-    }
-    return true;
-  }
-  if (proto !== Object.prototype && proto !== null) return false;
-  const object = v as Record<string, unknown>;
-  if (typeof object.toJSON === "function") return false;
-  for (const key in object) {
-    if (!isPlainJson(object[key], depth + 1)) return false;
-  }
-  return true;
+  return JSON.stringify(plainValue(field, value));
 }
 
 /** Python's `json.dumps` writes NaN, Infinity and -Infinity as bare words; JSON has no such. */
