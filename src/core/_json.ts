@@ -108,7 +108,8 @@ const COLLECTIONS = [Map, Set, WeakMap, WeakSet];
  */
 export function plainValue(field: string, value: unknown, native = false, where = ""): unknown {
   const maxDepth = native ? FIELD_DEPTH : DOCUMENT_DEPTH;
-  const ancestors = new Set<object>();
+  // The containers from the root to here (a document is shallow: a list beats a Set's hashing).
+  const ancestors: object[] = [];
   // The keys (strings) and indexes (numbers) from the root to here: the path, and the depth.
   const trail: (string | number)[] = [];
   const refuse = (kind: typeof TypeError, message: string) => {
@@ -141,7 +142,7 @@ export function plainValue(field: string, value: unknown, native = false, where 
   };
 
   const container = (v: object): unknown => {
-    if (ancestors.has(v)) throw refuse(TypeError, "refers back to itself (a cycle)");
+    if (ancestors.includes(v)) throw refuse(TypeError, "refers back to itself (a cycle)");
     const unlike = isPlainProto(v) ? undefined : notPlain(v);
     if (unlike) throw refuse(TypeError, unlike);
     if (trail.length >= maxDepth) {
@@ -152,7 +153,7 @@ export function plainValue(field: string, value: unknown, native = false, where 
           : `nests deeper than ${DOCUMENT_DEPTH} levels of objects and arrays, more than a Python worker's json module reads`,
       );
     }
-    ancestors.add(v);
+    ancestors.push(v);
     let result: unknown[] | Record<string, unknown>;
     if (Array.isArray(v)) {
       result = [];
@@ -184,7 +185,7 @@ export function plainValue(field: string, value: unknown, native = false, where 
       }
       result = out;
     }
-    ancestors.delete(v);
+    ancestors.pop();
     return result;
   };
 

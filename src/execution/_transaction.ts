@@ -79,7 +79,7 @@ export interface CommitPlan {
   emits: { target: string | null; event: string }[];
   spawns: { childId: string; rootPath: string; context: string }[];
   processedEventId?: string;
-  timers: Map<string, number | null>; // path → fireAt, or null to cancel
+  timers: ReadonlyMap<string, number | null>; // path → fireAt, or null to cancel
   trace?: string;
 }
 
@@ -182,7 +182,7 @@ function encodeCommit(
     summary: summaryJson(exe, expected + 1),
     emits: listOf("emits", changes.emits).map(encodeEmit),
     spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
-    timers: new Map(),
+    timers: NO_TIMERS,
   };
   if (changes.processedEventId !== undefined) {
     plan.processedEventId = checkKey(
@@ -191,12 +191,16 @@ function encodeCommit(
       LIMITS.sortKeyBytes,
     );
   }
-  plan.timers = encodeTimers(listOf("timers", changes.timers));
+  const timers = listOf("timers", changes.timers);
+  if (timers.length > 0) plan.timers = encodeTimers(timers);
   if (changes.trace !== undefined) {
     plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
   }
   return plan;
 }
+
+/** The timer changes of a commit that changes none. */
+const NO_TIMERS: ReadonlyMap<string, number | null> = new Map();
 
 /** `changes[field]`: absent is empty, anything but an array is refused. */
 function listOf<T>(field: string, value: T[] | undefined): T[] {
