@@ -68,18 +68,7 @@ export async function runCommit(
   changes: CommitChanges,
 ): Promise<CommitResult> {
   const plan = planCommit(ctx.tx, exe, changes);
-  const [outbox, spawns, head, chains] = await Promise.all([
-    ctx.outboxSeqs.take(plan.emits.length),
-    ctx.spawnSeqs.take(plan.spawns.length),
-    plan.trace === undefined ? undefined : ctx.ring.head(plan.id, plan.expected),
-    chainsFor(ctx, plan),
-  ]);
-  const at: Placement = {
-    outbox: { seqs: outbox, fresh: false },
-    spawns: { seqs: spawns, fresh: false },
-    head,
-    chains,
-  };
+  const at = placeNow(ctx, plan) ?? await place(ctx, plan);
   let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
   for (;;) {
     const { items, roles, clauses, chains: after } = buildTransaction(ctx.tx, plan, at);
@@ -142,6 +131,44 @@ export async function runCommit(
     }
     throw cancelled();
   }
+}
+
+/** Where a commit's entries go: seqs, the ring's end and chains, taken or read as needed. */
+async function place(ctx: CommitContext, plan: CommitPlan): Promise<Placement> {
+  const [outbox, spawns, head, chains] = await Promise.all([
+    ctx.outboxSeqs.take(plan.emits.length),
+    ctx.spawnSeqs.take(plan.spawns.length),
+    plan.trace === undefined ? undefined : ctx.ring.head(plan.id, plan.expected),
+    chainsFor(ctx, plan),
+  ]);
+  return {
+    outbox: { seqs: outbox, fresh: false },
+    spawns: { seqs: spawns, fresh: false },
+    head,
+    chains,
+  };
+}
+
+/**
+ * The same placement when it needs no call and no wait (an untraced commit whose seqs are in
+ * hand and whose chains this store knows: the steady state), else null.
+ */
+function placeNow(ctx: CommitContext, plan: CommitPlan): Placement | null {
+  if (plan.trace !== undefined || plan.spawns.length > 0) return null;
+  const chains = plan.expected === 0
+    ? {}
+    : plan.emits.length === 0
+    ? undefined
+    : ctx.chains.at(plan.id, plan.expected);
+  if (chains === undefined && plan.expected !== 0 && plan.emits.length > 0) return null;
+  const outbox = ctx.outboxSeqs.takeNow(plan.emits.length);
+  if (outbox === null) return null;
+  return {
+    outbox: { seqs: outbox, fresh: false },
+    spawns: { seqs: [], fresh: false },
+    head: undefined,
+    chains,
+  };
 }
 
 /**
