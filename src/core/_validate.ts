@@ -319,14 +319,25 @@ export function checkKnownOptions(
 ): void {
   for (const name of Object.keys(options)) {
     if (known.includes(name)) continue;
-    const near = known.find((option) =>
-      editDistance(option.toLowerCase(), name.toLowerCase()) <= 2
-    );
+    const near = nearMiss(name, known);
     throw new TypeError(
       `${what} has no option ${JSON.stringify(name)}` +
         (near ? `: did you mean ${JSON.stringify(near)}?` : `; it takes ${known.join(", ")}`),
     );
   }
+}
+
+/**
+ * The name in `known` closest to `name` (ignoring case) within an edit distance of 2, the first
+ * listed on a tie; undefined when none is that close.
+ */
+export function nearMiss(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined, bestDistance = 3;
+  for (const option of known) {
+    const distance = editDistance(option.toLowerCase(), name.toLowerCase());
+    if (distance < bestDistance) [best, bestDistance] = [option, distance];
+  }
+  return best;
 }
 
 /** Levenshtein distance, for near misses of option names (short strings). */

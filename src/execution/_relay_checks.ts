@@ -1,5 +1,6 @@
 // Checks of what the relay methods take (both execution stores): refused before anything is sent.
 import { readLimit } from "../core/_bounded.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import {
   checkInteger,
   checkKey,
@@ -56,7 +57,7 @@ export function checkBatchOptions(
   options: RelayBatchOptions,
 ): { limit: number; now: number; seqs?: number[] } {
   checkRelayKind(kind);
-  const limit = readLimit(options);
+  const limit = readLimit(options, "relayBatch()");
   const now = checkTime("options.now", options.now ?? Date.now() / 1000);
   if (options.seqs === undefined) return { limit, now };
   if (kind !== "outbox") throw new TypeError(`options.seqs is for the outbox only, not ${kind}`);
@@ -84,9 +85,14 @@ export function checkTargetFilter(
 }
 
 /** The options of `retryDeadLetters` / `dropDeadLetters`, checked before anything is sent. */
-export function checkBulkOptions(kind: unknown, options: unknown): void {
+export function checkBulkOptions(
+  kind: unknown,
+  options: unknown,
+  method: "retryDeadLetters()" | "dropDeadLetters()",
+): void {
   checkRelayKind(kind);
   const o = checkObject("options", options as Record<string, unknown>);
+  checkOptionNames(method, o);
   checkTargetFilter(kind as RelayKind, o);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") {
     throw new TypeError(`options.onProgress must be a function, got ${describe(o.onProgress)}`);
@@ -99,5 +105,6 @@ export function checkBulkOptions(kind: unknown, options: unknown): void {
 /** The `limit` of `backlog`: 1 to 10,000 rows per count. */
 export function checkBacklogLimit(options: unknown): number {
   const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
+  checkOptionNames("backlog()", o);
   return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
 }

@@ -28,6 +28,7 @@ import {
   LIMITS,
 } from "../core/_validate.ts";
 import { checkCommitLimits } from "./_commit_size.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import { toJson } from "../core/_json.ts";
 import { statusKey, summaryJson } from "./_status_index.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
@@ -171,6 +172,7 @@ function encodeCommit(
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
   checkObject("changes", changes);
+  checkOptionNames("commit()'s changes", changes);
   const plan: Omit<CommitPlan, "now" | "expiresAt"> = {
     id,
     expected,

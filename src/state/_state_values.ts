@@ -1,6 +1,7 @@
 // What the hash-state store keeps, shared by DynamoDBStateStore and its twin: how a hash field
 // (checked by _json.ts's rule) becomes a native DynamoDB value, how what other writers left
 // (Python's JSON dialect, numbers beyond a double) reads back, and the state store's arguments.
+import { checkOptionNames } from "../core/_option_names.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { N } from "../core/_attributes.ts";
 import { checkField, describe } from "../core/_validate.ts";
@@ -153,6 +154,7 @@ export function setTtl(options: SetOptions | null | undefined): number | undefin
   if (typeof options !== "object") {
     throw new TypeError(`options must be an object like { ttl: 60 }, got ${describe(options)}`);
   }
+  checkOptionNames("set()", options);
   return options.ttl === undefined ? undefined : checkTtlSeconds("options.ttl", options.ttl, false);
 }
 
