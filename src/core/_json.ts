@@ -88,6 +88,8 @@ function isPlainProto(v: object): boolean {
   return proto === Object.prototype || proto === Array.prototype || proto === null;
 }
 
+const hasOwn = Object.prototype.hasOwnProperty;
+
 /** How `__proto__` is written: as an ordinary own property. */
 const OWN = { enumerable: true, writable: true, configurable: true } as const;
 
@@ -167,9 +169,9 @@ export function plainValue(field: string, value: unknown, native = false, where 
       }
     } else {
       const out: Record<string, unknown> = {};
-      const keys = Object.keys(v);
-      for (let i = 0; i < keys.length; i++) {
-        const k = keys[i]!;
+      // Own enumerable string keys, in their order, as Object.keys lists them (without its list).
+      for (const k in v) {
+        if (!hasOwn.call(v, k)) continue;
         const value = (v as Record<string, unknown>)[k];
         const item = typeof value === "object" && value !== null ? jsonView(value, k) : value;
         if (item === undefined) continue;

@@ -220,6 +220,8 @@ export function checkItemBytes(field: string, size: number): number {
   return size;
 }
 
+const hasOwn = Object.prototype.hasOwnProperty;
+
 const HINT = "build executions with newExecution() and change the fields you need";
 
 /**
@@ -258,8 +260,11 @@ export function checkExecution(
   ) {
     optionalString(field);
   }
-  for (const [key, value] of Object.entries(record("history"))) {
-    if (typeof value !== "string") fail(`history.${key}`, "a string", value);
+  const history = record("history");
+  for (const key in history) {
+    if (hasOwn.call(history, key) && typeof history[key] !== "string") {
+      fail(`history.${key}`, "a string", history[key]);
+    }
   }
   record("context");
   const processed = exe.processed_events;
@@ -277,10 +282,14 @@ export function checkExecution(
     if (typeof e.kind !== "string") fail(`deferred[${i}].kind`, "a string", e.kind);
     record(`deferred[${i}].data`, e.data);
   });
-  for (const [key, child] of Object.entries(record("children"))) {
-    record(`children.${key}`, child);
+  const children = record("children");
+  for (const key in children) {
+    if (hasOwn.call(children, key)) record(`children.${key}`, children[key]);
   }
-  for (const [key, value] of Object.entries(record("invoke_seq"))) {
+  const invokeSeq = record("invoke_seq");
+  for (const key in invokeSeq) {
+    if (!hasOwn.call(invokeSeq, key)) continue;
+    const value = invokeSeq[key];
     if (typeof value !== "number" || !Number.isFinite(value)) {
       fail(`invoke_seq.${key}`, "a number", value);
     }
@@ -317,8 +326,8 @@ export function checkKnownOptions(
   options: object,
   known: readonly string[],
 ): void {
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue;
+  for (const name in options) {
+    if (!hasOwn.call(options, name) || known.includes(name)) continue;
     const near = nearMiss(name, known);
     throw new TypeError(
       `${what} has no option ${JSON.stringify(name)}` +

@@ -43,7 +43,7 @@ export interface Clause {
   /** The clause's text in DynamoDB's condition syntax. */
   expression: string;
   /** The attribute names it reads (`#alias` → name). */
-  names: Record<string, string>;
+  names: Readonly<Record<string, string>>;
   /** The values it reads (`:alias` → value). */
   values: Item;
   /** Whether this clause is false on `old`, the item DynamoDB found (`undefined`: no item). */
@@ -82,7 +82,7 @@ export function commitClauses(
     clauses.push({
       kind: "version",
       expression: ABSENT,
-      names: { "#id": EXECUTION.id, "#ttl": EXECUTION.ttl },
+      names: NAMES.absent,
       values: { ":now": N(now) },
       fails: (old) => old !== undefined && !isExpired(old, now),
     });
@@ -90,14 +90,14 @@ export function commitClauses(
     clauses.push({
       kind: "version",
       expression: "#v = :ov",
-      names: { "#v": EXECUTION.version },
+      names: NAMES.version,
       values: { ":ov": N(expected) },
       fails: (old) => numberOf(old, EXECUTION.version) !== expected,
     }, {
       // The same rule as every read's (isExpired): an expired execution is absent.
       kind: "version",
       expression: ALIVE,
-      names: { "#ttl": EXECUTION.ttl },
+      names: NAMES.alive,
       values: livenessValues(now),
       fails: (old) => old !== undefined && isExpired(old, now),
     });
@@ -107,28 +107,45 @@ export function commitClauses(
     clauses.push({
       kind: "traceEnd",
       expression: "#te = :tc",
-      names: { "#te": EXECUTION.traceEnd },
+      names: NAMES.traceEnd,
       values: { ":tc": N(last) },
       fails: (old) => numberOf(old, EXECUTION.traceEnd) !== last,
     });
   }
   // Per-execution seq order across processes: each execution remembers its highest seq, and
   // a commit must bring higher ones (or a block reserved after it saw that item).
-  const watermark = (kind: ClauseKind, attr: string, alias: string, { seqs, fresh }: SeqRun) => {
-    if (expected === 0 || fresh || seqs.length === 0) return;
-    const first = seqs[0]!;
+  if (expected !== 0 && !outbox.fresh && outbox.seqs.length > 0) {
+    const first = outbox.seqs[0]!;
     clauses.push({
-      kind,
-      expression: `#${alias} < :${alias}f`,
-      names: { [`#${alias}`]: attr },
-      values: { [`:${alias}f`]: N(first) },
-      fails: (old) => !(numberOf(old, attr) < first),
+      kind: "outboxWatermark",
+      expression: "#oh < :ohf",
+      names: NAMES.outboxWatermark,
+      values: { ":ohf": N(first) },
+      fails: (old) => !(numberOf(old, EXECUTION.outboxHwm) < first),
     });
-  };
-  watermark("outboxWatermark", EXECUTION.outboxHwm, "oh", outbox);
-  watermark("spawnWatermark", EXECUTION.spawnHwm, "sh", spawns);
+  }
+  if (expected !== 0 && !spawns.fresh && spawns.seqs.length > 0) {
+    const first = spawns.seqs[0]!;
+    clauses.push({
+      kind: "spawnWatermark",
+      expression: "#sh < :shf",
+      names: NAMES.spawnWatermark,
+      values: { ":shf": N(first) },
+      fails: (old) => !(numberOf(old, EXECUTION.spawnHwm) < first),
+    });
+  }
   return clauses;
 }
+
+/** The names each clause reads (shared: a clause's names are never written to). */
+const NAMES = {
+  absent: { "#id": EXECUTION.id, "#ttl": EXECUTION.ttl },
+  version: { "#v": EXECUTION.version },
+  alive: { "#ttl": EXECUTION.ttl },
+  traceEnd: { "#te": EXECUTION.traceEnd },
+  outboxWatermark: { "#oh": EXECUTION.outboxHwm },
+  spawnWatermark: { "#sh": EXECUTION.spawnHwm },
+} as const satisfies Record<string, Record<string, string>>;
 
 /** The clauses as one ConditionExpression, with the names and values they read. */
 export function conditionOf(

@@ -87,6 +87,9 @@ const SPAWN_BASE = itemSize({
   ...RELAY_ROOM,
 });
 
+/** A dedupe mark that never expires (one that does has a `ttl` too). */
+const MARK_BASE = itemSize(processedItem("", "", null));
+
 /** A scheduled timer without its two numbers (`fire_at`, `timer_shard`). */
 const TIMER_BASE = itemSize({ ...timerKey("", ""), ...RELAY_ROOM }) +
   utf8Length(TIMER.fireAt) + utf8Length(TIMER.shard);
@@ -143,8 +146,10 @@ export function commitItemSizes(ctx: SizingContext, plan: SizedCommit): number[]
     );
   }
   if (plan.processedEventId !== undefined) {
-    const mark = processedItem("", "", ctx.processedTtl, plan.now);
-    sizes.push(itemSize(mark) + id + utf8Length(plan.processedEventId));
+    const mark = ctx.processedTtl === null
+      ? MARK_BASE
+      : itemSize(processedItem("", "", ctx.processedTtl, plan.now));
+    sizes.push(mark + id + utf8Length(plan.processedEventId));
   }
   for (const [path, fireAt] of plan.timers) {
     const key = id + utf8Length(path);

@@ -153,9 +153,9 @@ export function planTraceEntry(
 
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
-  const encoded = encodeCommit(exe, changes);
-  const now = secondsOf(ctx.now);
-  const plan = { ...encoded, now, expiresAt: expiryFor(encoded.status, ctx.finishedTtl, now) };
+  const plan = encodeCommit(exe, changes) as CommitPlan;
+  plan.now = secondsOf(ctx.now);
+  plan.expiresAt = expiryFor(plan.status, ctx.finishedTtl, plan.now);
   checkCommitLimits(ctx, plan);
   return plan;
 }
