@@ -14,7 +14,7 @@ import {
   newExecution,
 } from "../mod.ts";
 
-/** One row: CPU µs per commit and per bare send, and their ratio (medians of the rounds). */
+/** One row: CPU µs per commit and per bare send, and their ratio (medians of the slices). */
 export interface CpuRow {
   label: string;
   commitMicros: number;
@@ -162,30 +162,29 @@ export async function benchCommitCpu(
   for (let round = 1; round <= rounds; round++) {
     progress(`round ${round}/${rounds}: commit CPU`);
     for (const setup of setups) {
-      let commitCpu = 0, bareCpu = 0, commits = 0, sends = 0;
       for (let slice = 0; slice < slices; slice++) {
         const changeSets = Array.from({ length: perSlice }, (_, i) => setup.changes(i));
         const batch = setup.captured.slice(slice * perSlice, (slice + 1) * perSlice).map(parse);
+        let commit = 0, bare = 0;
         const timeCommits = async () => {
-          commitCpu += await cpu(async () => {
+          commit = await cpu(async () => {
             for (const set of changeSets) await setup.store.commit(setup.exe, set);
-          });
-          commits += changeSets.length;
+          }) / changeSets.length;
         };
         const timeBare = async () => {
-          bareCpu += await cpu(async () => {
+          bare = await cpu(async () => {
             for (const input of batch) {
               await setup.bareClient.send(new TransactWriteItemsCommand(input));
             }
-          });
-          sends += batch.length;
+          }) / batch.length;
         };
         if ((round + slice) % 2) await timeCommits().then(timeBare);
         else await timeBare().then(timeCommits);
+        // Each slice of commits against the bare slice next to it in time: the same machine.
+        setup.commit.push(commit);
+        setup.bare.push(bare);
+        setup.ratios.push(commit / bare);
       }
-      setup.commit.push(commitCpu / commits);
-      setup.bare.push(bareCpu / sends);
-      setup.ratios.push(setup.commit.at(-1)! / setup.bare.at(-1)!);
     }
   }
   return setups.map((setup) => {
