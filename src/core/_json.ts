@@ -119,6 +119,11 @@ export function plainValue(field: string, value: unknown, native = false, where 
     return new kind(`${path} ${message}${where ? ` (${where})` : ""}`);
   };
 
+  // A primitive kept as it is (most of a document): no path to track, nothing to visit.
+  const kept = (v: unknown): boolean =>
+    typeof v === "string" || typeof v === "boolean" || v === null ||
+    (typeof v === "number" && (native ? isStorableNumber(v) : Number.isFinite(v)));
+
   const visit = (v: unknown): unknown => {
     switch (typeof v) {
       case "string":
@@ -160,8 +165,12 @@ export function plainValue(field: string, value: unknown, native = false, where 
     if (Array.isArray(v)) {
       result = [];
       for (let i = 0; i < v.length; i++) {
-        trail.push(i);
         let item = i in v ? v[i] : null; // a hole: JSON writes null
+        if (kept(item)) {
+          result.push(item);
+          continue;
+        }
+        trail.push(i);
         if (typeof item === "object" && item !== null) item = jsonView(item, String(i));
         if (item === undefined) throw refuse(TypeError, "is undefined, which JSON cannot carry");
         result.push(visit(item));
@@ -178,9 +187,12 @@ export function plainValue(field: string, value: unknown, native = false, where 
         if (native && k === "") {
           throw refuse(TypeError, `has an empty key "", which a DynamoDB map cannot hold`);
         }
-        trail.push(k);
-        const plain = visit(item);
-        trail.pop();
+        let plain: unknown = item;
+        if (!kept(item)) {
+          trail.push(k);
+          plain = visit(item);
+          trail.pop();
+        }
         // `out.__proto__ = x` would set the prototype, not a key.
         if (k === "__proto__") Object.defineProperty(out, k, { ...OWN, value: plain });
         else out[k] = plain;
