@@ -153,11 +153,13 @@ export function conditionOf(
 ): { expression: string; names: Record<string, string>; values: Item } {
   const names: Record<string, string> = {};
   const values: Item = {};
+  let expression = "";
   for (const clause of clauses) {
     Object.assign(names, clause.names);
     Object.assign(values, clause.values);
+    expression += expression === "" ? clause.expression : ` AND ${clause.expression}`;
   }
-  return { expression: clauses.map((c) => c.expression).join(" AND "), names, values };
+  return { expression, names, values };
 }
 
 /** Why the execution item's condition failed (see {@linkcode refusalOf}). */

@@ -76,8 +76,10 @@ export function linkEmits(
     next[key] = seqs[i]!;
     return prev;
   });
-  const keys = Object.keys(next).filter((key) => key !== PARTIAL);
-  if (keys.length > CHAIN_CAP) {
+  let count = 0;
+  for (const key in next) if (key !== PARTIAL) count++;
+  if (count > CHAIN_CAP) {
+    const keys = Object.keys(next).filter((key) => key !== PARTIAL);
     keys.sort((a, b) => next[a]! - next[b]!);
     for (const key of keys.slice(0, keys.length - CHAIN_CAP)) delete next[key];
     next[PARTIAL] = 0;
@@ -87,7 +89,9 @@ export function linkEmits(
 
 /** The chains as the execution item's `outbox_last` Map. */
 export function chainsAttr(chains: Record<string, number>): AttributeValue {
-  return { M: Object.fromEntries(Object.entries(chains).map(([key, seq]) => [key, N(seq)])) };
+  const map: Record<string, AttributeValue> = {};
+  for (const key in chains) map[key] = N(chains[key]!);
+  return { M: map };
 }
 
 /** The largest `outbox_last` a commit can write, for size checks made before seqs are known. */

@@ -45,7 +45,8 @@ export class SeqBlocks {
   }
 
   #hand(count: number): number[] {
-    const seqs = Array.from({ length: count }, (_, i) => this.#next + i);
+    const seqs: number[] = [];
+    for (let i = 0; i < count; i++) seqs.push(this.#next + i);
     this.#next += count;
     return seqs;
   }
