@@ -29,7 +29,13 @@ import {
   type MemoryStoreOptions,
   newExecution,
 } from "../../src/testing.ts";
-import { checkOptionNames, OPTION_NAMES, type OptionsOf } from "../../src/core/_option_names.ts";
+import {
+  checkCreateOptions,
+  checkOptionNames,
+  checkOptionsOf,
+  OPTION_NAMES,
+  type OptionsOf,
+} from "../../src/core/_option_names.ts";
 import { checkKnownOptions, nearMiss } from "../../src/core/_validate.ts";
 import { optionCases } from "../_support/option_cases.ts";
 import { MemoryStateStore, MemoryStore } from "../../src/testing.ts";
@@ -168,4 +174,37 @@ Deno.test("the memory twins and the runners refuse an option they do not know, b
   await assert.rejects(store.commit(exe, { emit: [] } as CommitChanges), TypeError);
   assert.equal(exe.version, 0);
   assert.equal(await store.load(exe.id), null);
+});
+
+Deno.test("create()'s options: checked before anything is built, the store's own handed to its constructor", () => {
+  const signal = new AbortController().signal;
+  const given = { endpoint: "http://x", prefix: "p", traceMax: 5, ensureTables: false, signal };
+  const checked = checkCreateOptions("DynamoDBStore.create()", given);
+  assert.equal(checked.options, given);
+  assert.equal(checked.ensure, false);
+  assert.deepEqual(checked.store, { prefix: "p", traceMax: 5 });
+  assert.equal(checkCreateOptions("DynamoDBStateStore.create()", null).ensure, true);
+  assert.deepEqual(
+    checkCreateOptions("DynamoDBStateStore.create()", { tableName: "t", region: "r" }).store,
+    { tableName: "t" },
+  );
+  assert.throws(
+    () => checkCreateOptions("DynamoDBStore.create()", { ensureTables: "no" }),
+    /^TypeError: ensureTables must be true or false, got "no"$/,
+  );
+  assert.throws(() => checkCreateOptions("DynamoDBStore.create()", 5 as never), TypeError);
+});
+
+Deno.test("checkOptionsOf(): null and undefined are no options, anything else must be an object of known names", () => {
+  assert.deepEqual(checkOptionsOf("new MemoryStore()", null), {});
+  assert.deepEqual(checkOptionsOf("new MemoryStore()", undefined), {});
+  assert.deepEqual(checkOptionsOf("new MemoryStore()", { traceMax: 1 }), { traceMax: 1 });
+  assert.throws(
+    () => checkOptionsOf("new MemoryStore()", "x" as never),
+    /options must be an object/,
+  );
+  assert.throws(
+    () => checkOptionsOf("new MemoryStore()", { tracemax: 1 }),
+    /^TypeError: new MemoryStore\(\) has no option "tracemax": did you mean "traceMax"\?$/,
+  );
 });
