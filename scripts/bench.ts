@@ -1,5 +1,6 @@
 // deno task bench [--json FILE] [--rounds N]
-// Commit throughput next to a bare TransactWriteItems of the same items, relay drain (bare and
+// Commit throughput next to a bare TransactWriteItems of the same items, a commit's own CPU next
+// to the SDK's send of the same transaction (an instant request handler), relay drain (bare and
 // relayOutbox), heap of a bounded read of a 20,000-entry backlog, calls from a cold create() to
 // the first commit, calls per operation and hash-store throughput, against $DYNAMODB_ENDPOINT
 // (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure).
@@ -14,6 +15,7 @@ import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
 import { setSpansEnabled } from "../src/core/_telemetry.ts";
 import { benchStatusIndex, printStatusIndex } from "./_bench_status.ts";
 import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
+import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -36,6 +38,11 @@ const median = (xs: number[]) => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
+
+// A commit's own CPU (#26), first, on a fresh process: the store's commit next to the SDK's send
+// of the same transaction, through a client whose request handler answers at once (no network).
+progress("commit CPU with an instant request handler");
+const commitCpu = await benchCommitCpu(rounds, progress);
 
 const prefix = `bench_${Date.now().toString(36)}`;
 const { client, calls } = countingClient();
@@ -468,6 +475,7 @@ const results = {
       ratio: median(runs.on) / median(runs.off),
     };
   }),
+  commitCpu,
   relayIndex,
   statusIndex,
 };
@@ -485,6 +493,7 @@ console.log("| --- | --- | --- | --- |");
 for (const c of results.spans) {
   console.log(`| ${c.writers} writer(s) | ${f(c.on)} | ${f(c.off)} | ${c.ratio.toFixed(2)} |`);
 }
+printCommitCpu(commitCpu);
 printRelayIndex(relayIndex);
 printStatusIndex(statusIndex);
 console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");

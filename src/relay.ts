@@ -5,6 +5,7 @@
  * @module
  */
 import { readLimit } from "./core/_bounded.ts";
+import { checkRunnerOptions } from "./core/_option_names.ts";
 import { eachConcurrently } from "./core/_lanes.ts";
 import { Pass } from "./relay/_relay_pass.ts";
 import { ATTR, withSpan } from "./core/_telemetry.ts";
@@ -547,6 +548,7 @@ function checkOptions(
   if (options === null || typeof options !== "object") {
     throw new TypeError(`options must be an object, got ${describe(options)}`);
   }
+  checkRunnerOptions(field, options);
   const { concurrency = 16, signal, onError } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);

@@ -1,6 +1,8 @@
 // Bounded, ordered reads: the `limit` smallest of a stream of keys in O(limit) memory, so a
 // relay reading a backlog of any size holds one page plus `limit` keys, never the table.
 
+import { checkOptionNames, type OptionsOf } from "./_option_names.ts";
+
 /** The default `limit` of the pending and due reads. */
 export const DEFAULT_READ_LIMIT = 1000;
 
@@ -17,12 +19,16 @@ export function checkLimit(field: string, value: unknown): number {
   return value;
 }
 
-/** The `limit` of a read's options object (absent: the default), checked. */
-export function readLimit(options: unknown): number {
+/**
+ * The `limit` of a read's options object (absent: the default), checked; with the read's name,
+ * an option that read does not take is refused too.
+ */
+export function readLimit(options: unknown, read?: OptionsOf): number {
   if (options === undefined) return DEFAULT_READ_LIMIT;
   if (options === null || typeof options !== "object") {
     throw new TypeError(`options must be an object such as { limit: 100 }, got ${options}`);
   }
+  if (read !== undefined) checkOptionNames(read, options);
   const { limit = DEFAULT_READ_LIMIT } = options as { limit?: unknown };
   return checkLimit("limit", limit);
 }

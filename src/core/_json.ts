@@ -74,12 +74,21 @@ function jsonView(value: unknown, key: string): unknown {
   if (typeof value !== "object" || value === null || value instanceof ExactNumber) return value;
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") value = toJSON.call(value, key);
+  else if (isPlainProto(value as object)) return value; // no box: the common case, told at once
   if (
     value instanceof Number || value instanceof String || value instanceof Boolean ||
     value instanceof BigInt
   ) return value.valueOf();
   return value;
 }
+
+/** Whether `v`'s prototype is a plain object's or an array's own (or none). */
+function isPlainProto(v: object): boolean {
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === Array.prototype || proto === null;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
 
 /** How `__proto__` is written: as an ordinary own property. */
 const OWN = { enumerable: true, writable: true, configurable: true } as const;
@@ -101,13 +110,19 @@ const COLLECTIONS = [Map, Set, WeakMap, WeakSet];
  */
 export function plainValue(field: string, value: unknown, native = false, where = ""): unknown {
   const maxDepth = native ? FIELD_DEPTH : DOCUMENT_DEPTH;
-  const ancestors = new Set<object>();
+  // The containers from the root to here (a document is shallow: a list beats a Set's hashing).
+  const ancestors: object[] = [];
   // The keys (strings) and indexes (numbers) from the root to here: the path, and the depth.
   const trail: (string | number)[] = [];
   const refuse = (kind: typeof TypeError, message: string) => {
     const path = field + trail.map((k) => typeof k === "number" ? `[${k}]` : `.${k}`).join("");
     return new kind(`${path} ${message}${where ? ` (${where})` : ""}`);
   };
+
+  // A primitive kept as it is (most of a document): no path to track, nothing to visit.
+  const kept = (v: unknown): boolean =>
+    typeof v === "string" || typeof v === "boolean" || v === null ||
+    (typeof v === "number" && (native ? isStorableNumber(v) : Number.isFinite(v)));
 
   const visit = (v: unknown): unknown => {
     switch (typeof v) {
@@ -134,8 +149,8 @@ export function plainValue(field: string, value: unknown, native = false, where 
   };
 
   const container = (v: object): unknown => {
-    if (ancestors.has(v)) throw refuse(TypeError, "refers back to itself (a cycle)");
-    const unlike = notPlain(v);
+    if (ancestors.includes(v)) throw refuse(TypeError, "refers back to itself (a cycle)");
+    const unlike = isPlainProto(v) ? undefined : notPlain(v);
     if (unlike) throw refuse(TypeError, unlike);
     if (trail.length >= maxDepth) {
       throw refuse(
@@ -145,35 +160,46 @@ export function plainValue(field: string, value: unknown, native = false, where 
           : `nests deeper than ${DOCUMENT_DEPTH} levels of objects and arrays, more than a Python worker's json module reads`,
       );
     }
-    ancestors.add(v);
+    ancestors.push(v);
     let result: unknown[] | Record<string, unknown>;
     if (Array.isArray(v)) {
       result = [];
       for (let i = 0; i < v.length; i++) {
+        let item = i in v ? v[i] : null; // a hole: JSON writes null
+        if (kept(item)) {
+          result.push(item);
+          continue;
+        }
         trail.push(i);
-        const item = i in v ? jsonView(v[i], String(i)) : null; // a hole: JSON writes null
+        if (typeof item === "object" && item !== null) item = jsonView(item, String(i));
         if (item === undefined) throw refuse(TypeError, "is undefined, which JSON cannot carry");
         result.push(visit(item));
         trail.pop();
       }
     } else {
       const out: Record<string, unknown> = {};
-      for (const [k, value] of Object.entries(v)) {
-        const item = jsonView(value, k);
+      // Own enumerable string keys, in their order, as Object.keys lists them (without its list).
+      for (const k in v) {
+        if (!hasOwn.call(v, k)) continue;
+        const value = (v as Record<string, unknown>)[k];
+        const item = typeof value === "object" && value !== null ? jsonView(value, k) : value;
         if (item === undefined) continue;
         if (native && k === "") {
           throw refuse(TypeError, `has an empty key "", which a DynamoDB map cannot hold`);
         }
-        trail.push(k);
-        const plain = visit(item);
-        trail.pop();
+        let plain: unknown = item;
+        if (!kept(item)) {
+          trail.push(k);
+          plain = visit(item);
+          trail.pop();
+        }
         // `out.__proto__ = x` would set the prototype, not a key.
         if (k === "__proto__") Object.defineProperty(out, k, { ...OWN, value: plain });
         else out[k] = plain;
       }
       result = out;
     }
-    ancestors.delete(v);
+    ancestors.pop();
     return result;
   };
 

@@ -4,10 +4,33 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isStorableNumber, NUMBER_RANGE } from "./_json.ts";
 
 const encoder = new TextEncoder();
+/** Scratch space `utf8Length` encodes into: 3 bytes a UTF-16 unit covers every string. */
+const scratch = new Uint8Array(48 * 1024);
 
-/** UTF-8 length of a string. */
+/**
+ * UTF-8 length of a string, as `TextEncoder` writes it (a lone surrogate as U+FFFD, 3 bytes).
+ * It runs on every string a commit sends: short ones are counted in place, longer ones encoded
+ * into a buffer kept for it (no allocation), the longest ones encoded whole.
+ */
 export function utf8Length(text: string): number {
-  return encoder.encode(text).length;
+  const length = text.length;
+  if (length > 32) {
+    if (length * 3 <= scratch.length) return encoder.encodeInto(text, scratch).written;
+    return encoder.encode(text).length;
+  }
+  let bytes = length;
+  for (let i = 0; i < length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) continue;
+    if (unit < 0x800) bytes += 1;
+    else if (
+      (unit & 0xfc00) === 0xd800 && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
+      bytes += 2; // a pair: two units, four bytes
+      i++;
+    } else bytes += 2; // three bytes (a lone surrogate too: U+FFFD)
+  }
+  return bytes;
 }
 
 /** DynamoDB's limits, from the developer guide's "Quotas" page. */
@@ -33,7 +56,8 @@ export function checkKey(field: string, value: unknown, maxBytes: number): strin
   if (!value.isWellFormed()) {
     throw new TypeError(`${field} contains a lone UTF-16 surrogate; it cannot be stored as UTF-8`);
   }
-  const bytes = utf8Length(value);
+  // A UTF-16 unit is at most 3 bytes of UTF-8: most keys need no count.
+  const bytes = value.length * 3 <= maxBytes ? 0 : utf8Length(value);
   if (bytes > maxBytes) {
     throw new RangeError(
       `${field} is ${bytes} bytes of UTF-8; DynamoDB keys allow at most ${maxBytes}`,
@@ -157,21 +181,24 @@ export function describe(value: unknown): string {
  */
 export function itemSize(item: Record<string, AttributeValue>): number {
   let total = 0;
-  for (const [name, value] of Object.entries(item)) total += utf8Length(name) + valueSize(value);
+  for (const [name, value] of Object.entries(item)) {
+    total += utf8Length(name) + attributeSize(value);
+  }
   return total;
 }
 
-function valueSize(value: AttributeValue): number {
+/** The stored size of one attribute value, as {@linkcode itemSize} counts it. */
+export function attributeSize(value: AttributeValue): number {
   if (value.S !== undefined) return utf8Length(value.S);
   if (value.N !== undefined) return Math.ceil(value.N.replace(/[^0-9]/g, "").length / 2) + 1;
   if (value.B !== undefined) return value.B.length;
   if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
   if (value.M !== undefined) {
     let size = 3;
-    for (const [k, v] of Object.entries(value.M)) size += utf8Length(k) + valueSize(v) + 1;
+    for (const [k, v] of Object.entries(value.M)) size += utf8Length(k) + attributeSize(v) + 1;
     return size;
   }
-  if (value.L !== undefined) return value.L.reduce((size, v) => size + valueSize(v) + 1, 3);
+  if (value.L !== undefined) return value.L.reduce((size, v) => size + attributeSize(v) + 1, 3);
   if (value.SS !== undefined) return value.SS.reduce((size, s) => size + utf8Length(s), 0);
   if (value.NS !== undefined) return value.NS.reduce((size, n) => size + n.length, 0);
   if (value.BS !== undefined) return value.BS.reduce((size, b) => size + b.length, 0);
@@ -180,7 +207,11 @@ function valueSize(value: AttributeValue): number {
 
 /** Throws when an item would exceed DynamoDB's 400 KB item limit. */
 export function checkItemSize(field: string, item: Record<string, AttributeValue>): number {
-  const size = itemSize(item);
+  return checkItemBytes(field, itemSize(item));
+}
+
+/** Throws when an item of `size` bytes (as {@linkcode itemSize} counts) would exceed 400 KB. */
+export function checkItemBytes(field: string, size: number): number {
   if (size > LIMITS.itemBytes) {
     throw new RangeError(
       `${field} would be a ${size}-byte item; DynamoDB items hold at most ${LIMITS.itemBytes} bytes (400 KB)`,
@@ -188,6 +219,8 @@ export function checkItemSize(field: string, item: Record<string, AttributeValue
   }
   return size;
 }
+
+const hasOwn = Object.prototype.hasOwnProperty;
 
 const HINT = "build executions with newExecution() and change the fields you need";
 
@@ -227,8 +260,11 @@ export function checkExecution(
   ) {
     optionalString(field);
   }
-  for (const [key, value] of Object.entries(record("history"))) {
-    if (typeof value !== "string") fail(`history.${key}`, "a string", value);
+  const history = record("history");
+  for (const key in history) {
+    if (hasOwn.call(history, key) && typeof history[key] !== "string") {
+      fail(`history.${key}`, "a string", history[key]);
+    }
   }
   record("context");
   const processed = exe.processed_events;
@@ -246,10 +282,14 @@ export function checkExecution(
     if (typeof e.kind !== "string") fail(`deferred[${i}].kind`, "a string", e.kind);
     record(`deferred[${i}].data`, e.data);
   });
-  for (const [key, child] of Object.entries(record("children"))) {
-    record(`children.${key}`, child);
+  const children = record("children");
+  for (const key in children) {
+    if (hasOwn.call(children, key)) record(`children.${key}`, children[key]);
   }
-  for (const [key, value] of Object.entries(record("invoke_seq"))) {
+  const invokeSeq = record("invoke_seq");
+  for (const key in invokeSeq) {
+    if (!hasOwn.call(invokeSeq, key)) continue;
+    const value = invokeSeq[key];
     if (typeof value !== "number" || !Number.isFinite(value)) {
       fail(`invoke_seq.${key}`, "a number", value);
     }
@@ -286,16 +326,27 @@ export function checkKnownOptions(
   options: object,
   known: readonly string[],
 ): void {
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue;
-    const near = known.find((option) =>
-      editDistance(option.toLowerCase(), name.toLowerCase()) <= 2
-    );
+  for (const name in options) {
+    if (!hasOwn.call(options, name) || known.includes(name)) continue;
+    const near = nearMiss(name, known);
     throw new TypeError(
       `${what} has no option ${JSON.stringify(name)}` +
         (near ? `: did you mean ${JSON.stringify(near)}?` : `; it takes ${known.join(", ")}`),
     );
   }
+}
+
+/**
+ * The name in `known` closest to `name` (ignoring case) within an edit distance of 2, the first
+ * listed on a tie; undefined when none is that close.
+ */
+export function nearMiss(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined, bestDistance = 3;
+  for (const option of known) {
+    const distance = editDistance(option.toLowerCase(), name.toLowerCase());
+    if (distance < bestDistance) [best, bestDistance] = [option, distance];
+  }
+  return best;
 }
 
 /** Levenshtein distance, for near misses of option names (short strings). */

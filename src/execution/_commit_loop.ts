@@ -27,13 +27,13 @@ import type { TraceRing } from "./_trace_ring.ts";
 import {
   buildTransaction,
   type CommitPlan,
-  executionRefusal,
   type Placement,
   planCommit,
   type TxContext,
 } from "./_transaction.ts";
+import { refusalOf } from "./_commit_condition.ts";
 import type { CommitChanges, CommitResult } from "../core/types.ts";
-import { type ChainCache, type Chains, chainsFromItem, linkEmits } from "./_outbox_chain.ts";
+import { type ChainCache, type Chains, chainsFromItem } from "./_outbox_chain.ts";
 import type { Item } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
 
@@ -68,23 +68,12 @@ export async function runCommit(
   changes: CommitChanges,
 ): Promise<CommitResult> {
   const plan = planCommit(ctx.tx, exe, changes);
-  const [outbox, spawns, head, chains] = await Promise.all([
-    ctx.outboxSeqs.take(plan.emits.length),
-    ctx.spawnSeqs.take(plan.spawns.length),
-    plan.trace === undefined ? undefined : ctx.ring.head(plan.id, plan.expected),
-    chainsFor(ctx, plan),
-  ]);
-  const at: Placement = {
-    outbox: { seqs: outbox, fresh: false },
-    spawns: { seqs: spawns, fresh: false },
-    head,
-    chains,
-  };
+  const at = placeNow(ctx, plan) ?? await place(ctx, plan);
   let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
   for (;;) {
-    const { items, roles } = buildTransaction(ctx.tx, plan, at);
+    const { items, roles, clauses, chains: after } = buildTransaction(ctx.tx, plan, at);
     const reasons = await send(ctx, items, plan);
-    if (reasons === null) return committed(ctx, exe, plan, at);
+    if (reasons === null) return committed(ctx, exe, plan, at, after);
     const cancelled = (why: CancelledItem[] = []) =>
       new CommitCancelled(plan.id, [
         ...reasons.map((r, i) => ({
@@ -97,7 +86,7 @@ export async function runCommit(
 
     const execution = reasons[0];
     if (execution?.Code === "ConditionalCheckFailed") {
-      const refusal = executionRefusal(plan, at, execution.Item);
+      const refusal = refusalOf(clauses, execution.Item, plan.now);
       if (refusal.reason === "version") {
         throw new StoreConflict(plan.id, plan.expected, refusal.found);
       }
@@ -144,6 +133,44 @@ export async function runCommit(
   }
 }
 
+/** Where a commit's entries go: seqs, the ring's end and chains, taken or read as needed. */
+async function place(ctx: CommitContext, plan: CommitPlan): Promise<Placement> {
+  const [outbox, spawns, head, chains] = await Promise.all([
+    ctx.outboxSeqs.take(plan.emits.length),
+    ctx.spawnSeqs.take(plan.spawns.length),
+    plan.trace === undefined ? undefined : ctx.ring.head(plan.id, plan.expected),
+    chainsFor(ctx, plan),
+  ]);
+  return {
+    outbox: { seqs: outbox, fresh: false },
+    spawns: { seqs: spawns, fresh: false },
+    head,
+    chains,
+  };
+}
+
+/**
+ * The same placement when it needs no call and no wait (an untraced commit whose seqs are in
+ * hand and whose chains this store knows: the steady state), else null.
+ */
+function placeNow(ctx: CommitContext, plan: CommitPlan): Placement | null {
+  if (plan.trace !== undefined || plan.spawns.length > 0) return null;
+  const chains = plan.expected === 0
+    ? {}
+    : plan.emits.length === 0
+    ? undefined
+    : ctx.chains.at(plan.id, plan.expected);
+  if (chains === undefined && plan.expected !== 0 && plan.emits.length > 0) return null;
+  const outbox = ctx.outboxSeqs.takeNow(plan.emits.length);
+  if (outbox === null) return null;
+  return {
+    outbox: { seqs: outbox, fresh: false },
+    spawns: { seqs: [], fresh: false },
+    head: undefined,
+    chains,
+  };
+}
+
 /**
  * The outbox chains a commit starts from: none to write for a commit without emits (an insert
  * starts them empty), else those this store knows at the expected version, else read — one
@@ -162,18 +189,20 @@ async function chainsFor(ctx: CommitContext, plan: CommitPlan): Promise<Chains |
   return chainsFromItem(item);
 }
 
-/** A commit went through: the version moves on in place; the ring's end and chains are cached. */
+/**
+ * A commit went through: the version moves on in place; the ring's end and chains (those the
+ * commit left, `next`, or for a commit that wrote none, those it started from) are cached.
+ */
 function committed(
   ctx: CommitContext,
   exe: Execution,
   plan: CommitPlan,
   { outbox, spawns, head, chains }: Placement,
+  next: Chains | undefined,
 ): CommitResult {
   exe.version = plan.next;
   ctx.ring.committed(plan.id, head, plan.expected, plan.next);
-  const after = chains === undefined
-    ? ctx.chains.at(plan.id, plan.expected)
-    : linkEmits(chains, plan.emits.map((emit) => emit.target), outbox.seqs).next;
+  const after = chains === undefined ? ctx.chains.at(plan.id, plan.expected) : next;
   if (after === undefined) ctx.chains.forget(plan.id);
   else ctx.chains.set(plan.id, plan.next, after);
   return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };

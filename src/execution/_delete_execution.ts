@@ -15,7 +15,7 @@ import {
   S,
 } from "../dynamo/_dynamo.ts";
 import { EXECUTION, executionKey } from "../core/_layout.ts";
-import { ALIVE, isExpired, secondsOf } from "./_retention.ts";
+import { ALIVE, isExpired, livenessValues, secondsOf } from "./_retention.ts";
 import { type Resends, transactOne } from "../dynamo/_lost_answers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
@@ -44,7 +44,7 @@ export async function removeExecution(
         Key: executionKey(id),
         ConditionExpression: `attribute_exists(#id) AND ${ALIVE}`,
         ExpressionAttributeNames: { "#id": EXECUTION.id, "#ttl": EXECUTION.ttl },
-        ExpressionAttributeValues: { ":now": N(secondsOf(reads.now)) },
+        ExpressionAttributeValues: livenessValues(secondsOf(reads.now)),
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       },
     },
@@ -108,7 +108,7 @@ export async function retireExecution(
           ":v": N(version),
           ":next": N(version + 1),
           ":retired": N(RETIRED_TTL),
-          ":now": N(now),
+          ...livenessValues(now),
         },
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       },

@@ -3,13 +3,13 @@
 import {
   checkInteger,
   checkKey,
-  checkKnownOptions,
   checkObject,
   checkTime,
   describe,
   LIMITS,
 } from "../core/_validate.ts";
 import { decodeCursor } from "../core/cursor.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import { type ExecutionSummary, type Status, STATUSES } from "../core/documents.ts";
 import type { ListOptions } from "../core/types.ts";
 import type { DeleteExecutionsOptions } from "../core/operator_types.ts";
@@ -43,35 +43,13 @@ export interface Listing extends Selection {
   after: unknown;
 }
 
-const LIST_OPTIONS = [
-  "status",
-  "definitionId",
-  "rootsOnly",
-  "updatedBefore",
-  "scan",
-  "includeUndated",
-  "limit",
-  "cursor",
-] as const;
-
-const DELETE_OPTIONS = [
-  "status",
-  "definitionId",
-  "updatedBefore",
-  "allowOpen",
-  "scan",
-  "includeUndated",
-  "onProgress",
-  "signal",
-] as const;
-
 /**
  * Checks `listExecutions` options of a listing of `table`; refuses bad ones with a
  * TypeError/RangeError, and a cursor that is not this table's and filter's with InvalidCursor.
  */
 export function planListing(options: ListOptions, table: string): Listing {
   checkObject("options", options);
-  checkKnownOptions("listExecutions()", options, LIST_OPTIONS);
+  checkOptionNames("listExecutions()", options);
   const { limit = 100, cursor = null } = options;
   checkInteger("limit", limit, 1, 1000);
   const selection = select(options);
@@ -90,7 +68,7 @@ export function planBulkDelete(
   options: DeleteExecutionsOptions,
 ): Selection & Pick<DeleteExecutionsOptions, "onProgress" | "signal"> {
   checkObject("options", options);
-  checkKnownOptions("deleteExecutions()", options, DELETE_OPTIONS);
+  checkOptionNames("deleteExecutions()", options);
   const { status, updatedBefore, allowOpen = false, onProgress, signal } = options;
   if (status === undefined) {
     throw new TypeError(

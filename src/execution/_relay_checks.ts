@@ -1,9 +1,9 @@
 // Checks of what the relay methods take (both execution stores): refused before anything is sent.
 import { readLimit } from "../core/_bounded.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import {
   checkInteger,
   checkKey,
-  checkKnownOptions,
   checkObject,
   checkTime,
   describe,
@@ -58,7 +58,7 @@ export function checkBatchOptions(
   clock: () => number,
 ): { limit: number; now: number; seqs?: number[] } {
   checkRelayKind(kind);
-  const limit = readLimit(options);
+  const limit = readLimit(options, "relayBatch()");
   const now = checkTime("options.now", options.now ?? clock() / 1000);
   if (options.seqs === undefined) return { limit, now };
   if (kind !== "outbox") throw new TypeError(`options.seqs is for the outbox only, not ${kind}`);
@@ -80,7 +80,7 @@ export function checkTargetFilter(
   options: { targetId?: unknown } | undefined,
 ): string | null | undefined {
   if (typeof options === "object" && options !== null) {
-    checkKnownOptions("deadLetters()", options, ["limit", "targetId"]);
+    checkOptionNames("deadLetters()", options);
   }
   return targetFilter(kind, options?.targetId);
 }
@@ -98,10 +98,14 @@ function targetFilter(kind: RelayKind, targetId: unknown): string | null | undef
  * The options of `retryDeadLetters` / `dropDeadLetters`, checked before anything is sent: a name
  * it does not know is refused (`{ target: "payments" }` would otherwise act on every target).
  */
-export function checkBulkOptions(method: string, kind: unknown, options: unknown): void {
+export function checkBulkOptions(
+  kind: unknown,
+  options: unknown,
+  method: "retryDeadLetters()" | "dropDeadLetters()",
+): void {
   checkRelayKind(kind);
   const o = checkObject("options", options as Record<string, unknown>);
-  checkKnownOptions(`${method}()`, o, ["targetId", "onProgress", "signal"]);
+  checkOptionNames(method, o);
   targetFilter(kind as RelayKind, o.targetId);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") {
     throw new TypeError(`options.onProgress must be a function, got ${describe(o.onProgress)}`);
@@ -114,6 +118,6 @@ export function checkBulkOptions(method: string, kind: unknown, options: unknown
 /** The `limit` of `backlog`: 1 to 10,000 rows per count (no other option). */
 export function checkBacklogLimit(options: unknown): number {
   const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
-  checkKnownOptions("backlog()", o, ["limit"]);
+  checkOptionNames("backlog()", o);
   return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
 }

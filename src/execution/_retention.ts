@@ -2,7 +2,7 @@
 // what every read and commit counts as expired. DynamoDB deletes expired items up to days late,
 // so an execution past its ttl is absent to this module however long DynamoDB still keeps it.
 // Shared by DynamoDBStore and the memory twin, so both expire exactly alike.
-import type { Item } from "../core/_attributes.ts";
+import { type Item, N, S } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
 import type { Status } from "../core/documents.ts";
 import { checkInteger } from "../core/_validate.ts";
@@ -42,15 +42,28 @@ export function expiryFor(
 
 /**
  * Whether an execution item's `ttl` has passed at `nowSeconds`, as DynamoDB's TTL reads it: a
- * number at or before now. Any other `ttl` (none, a string, milliseconds far ahead) never
- * expires, for DynamoDB as here.
+ * number at or before now. Any other `ttl` (none, a string, a boolean, NULL, milliseconds far
+ * ahead) never expires, for DynamoDB as here. The one rule of expiry: every read applies it,
+ * and every condition below says it in DynamoDB's words.
  */
 export function isExpired(item: Item, nowSeconds: number): boolean {
   const ttl = item[EXECUTION.ttl]?.N;
   return ttl !== undefined && Number(ttl) <= nowSeconds;
 }
 
-/** `#ttl` is the execution's `ttl`, `:now` the commit's time: the item is alive. */
-export const ALIVE = "(attribute_not_exists(#ttl) OR #ttl > :now)";
-/** The same names: the item is absent or expired, so an insert may take its place. */
+/**
+ * The item is alive: {@linkcode isExpired} is false. `#ttl` is the execution's `ttl`, the
+ * values are {@linkcode livenessValues}': a `ttl` that is no number (another writer's text,
+ * a boolean, NULL) never expires.
+ */
+export const ALIVE = "(attribute_not_exists(#ttl) OR NOT attribute_type(#ttl, :n) OR #ttl > :now)";
+/**
+ * The item is absent or expired, so an insert may take its place: `#id` and `#ttl` the
+ * execution's, `:now` the time (a `ttl` of another type compares false: alive).
+ */
 export const ABSENT = "(attribute_not_exists(#id) OR #ttl <= :now)";
+
+/** The values {@linkcode ALIVE} reads: the time (`:now`, epoch seconds) and the type `N`. */
+export function livenessValues(nowSeconds: number): Item {
+  return { ":now": N(nowSeconds), ":n": S("N") };
+}

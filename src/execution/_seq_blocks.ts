@@ -17,6 +17,11 @@ export class SeqBlocks {
     private readonly blockSize: number,
   ) {}
 
+  /** `count` seqs from the current block when it holds them (no call, no wait), else null. */
+  takeNow(count: number): number[] | null {
+    return this.#end - this.#next + 1 >= count ? this.#hand(count) : null;
+  }
+
   /** `count` seqs from the current block, reserving a new block when it runs short. */
   async take(count: number): Promise<number[]> {
     while (this.#end - this.#next + 1 < count) {
@@ -40,7 +45,8 @@ export class SeqBlocks {
   }
 
   #hand(count: number): number[] {
-    const seqs = Array.from({ length: count }, (_, i) => this.#next + i);
+    const seqs: number[] = [];
+    for (let i = 0; i < count; i++) seqs.push(this.#next + i);
     this.#next += count;
     return seqs;
   }

@@ -40,7 +40,8 @@ export function statusKey(status: Status, id: string): string {
 
 /** The summary a commit stores (`summary`): the document's, at the version the commit writes. */
 export function summaryJson(exe: Execution, version: number): string {
-  const { updated_at: _, ...summary } = summarize({ ...exe, version });
+  const { updated_at: _, ...summary } = summarize(exe);
+  summary.version = version; // in its place: the text is the same as of a copy at `version`
   return JSON.stringify(summary);
 }
 

@@ -14,12 +14,8 @@ import { Lru } from "../core/_lru.ts";
 import { RELAY_INDEX } from "./_relay_index.ts";
 import { adoptTable } from "./_upkeep.ts";
 import type { Execution } from "../core/documents.ts";
-import {
-  checkExecutionStoreOptions,
-  checkInteger,
-  checkOptions,
-  describe,
-} from "../core/_validate.ts";
+import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
+import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { STATUS_INDEX } from "./_status_index.ts";
@@ -77,7 +73,7 @@ export function storeContext(
     adoptRows = DEFAULT_ADOPT_ROWS,
     finishedTtlSeconds = null,
     now = Date.now,
-  } = checkOptions(options);
+  } = checkOptionsOf("new DynamoDBStore()", options);
   const tables = executionTables(prefix);
   const rules = checkExecutionStoreOptions(traceMaxOption, processedTtlSeconds);
   if (typeof consistentReads !== "boolean") {

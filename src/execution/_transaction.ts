@@ -8,7 +8,7 @@ import {
   outboxItem,
   processedItem,
   put,
-  SEQ_PLACEHOLDER,
+  RELAY,
   spawnItem,
   timerItem,
   timerKey,
@@ -27,22 +27,24 @@ import {
   describe,
   LIMITS,
 } from "../core/_validate.ts";
+import { checkCommitLimits } from "./_commit_size.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import { toJson } from "../core/_json.ts";
 import { statusKey, summaryJson } from "./_status_index.ts";
-import { FAILURE_PLACEHOLDER } from "../core/_layout.ts";
 import { ringDrop } from "../core/_relay_rules.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
-import { ABSENT, ALIVE, expiryFor, isExpired, secondsOf } from "./_retention.ts";
+import { expiryFor, secondsOf } from "./_retention.ts";
+import {
+  type Clause,
+  commitClauses,
+  conditionOf,
+  type SeqRun,
+  type TraceHead,
+} from "./_commit_condition.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import { timerShard } from "./_timer_index.ts";
-import { pendingPlace, RELAY_PLACEHOLDER, relayAttributes } from "./_relay_index.ts";
-import {
-  type Chains,
-  CHAINS_PLACEHOLDER,
-  chainsAttr,
-  linkEmits,
-  targetKey,
-} from "./_outbox_chain.ts";
+import { pendingPlace } from "./_relay_index.ts";
+import { type Chains, chainsAttr, linkEmits } from "./_outbox_chain.ts";
 import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "../core/types.ts";
 
 /** What laying out a commit depends on besides the commit itself. */
@@ -79,19 +81,11 @@ export interface CommitPlan {
   emits: { target: string | null; event: string }[];
   spawns: { childId: string; rootPath: string; context: string }[];
   processedEventId?: string;
-  timers: Map<string, number | null>; // path → fireAt, or null to cancel
+  timers: ReadonlyMap<string, number | null>; // path → fireAt, or null to cancel
   trace?: string;
 }
 
-/**
- * Where the trace ring ends: its highest index, -1 when the ring is empty. `cached` when it
- * comes from this store's memory rather than a read: the commit then also requires the
- * execution's `trace_end` to still say so (an append outside a commit changes it).
- */
-export interface TraceHead {
-  last: number;
-  cached?: boolean;
-}
+export type { SeqRun, TraceHead } from "./_commit_condition.ts";
 
 /**
  * The execution item's attribute naming the index of the last trace step a writer of this
@@ -160,9 +154,9 @@ export function planTraceEntry(
 
 /** Checks a commit and encodes everything that does not depend on seqs or the trace index. */
 export function planCommit(ctx: TxContext, exe: Execution, changes: CommitChanges): CommitPlan {
-  const encoded = encodeCommit(exe, changes);
-  const now = secondsOf(ctx.now);
-  const plan = { ...encoded, now, expiresAt: expiryFor(encoded.status, ctx.finishedTtl, now) };
+  const plan = encodeCommit(exe, changes) as CommitPlan;
+  plan.now = secondsOf(ctx.now);
+  plan.expiresAt = expiryFor(plan.status, ctx.finishedTtl, plan.now);
   checkCommitLimits(ctx, plan);
   return plan;
 }
@@ -179,6 +173,7 @@ function encodeCommit(
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
   checkObject("changes", changes);
+  checkOptionNames("commit()'s changes", changes);
   const plan: Omit<CommitPlan, "now" | "expiresAt"> = {
     id,
     expected,
@@ -190,7 +185,7 @@ function encodeCommit(
     summary: summaryJson(exe, expected + 1),
     emits: listOf("emits", changes.emits).map(encodeEmit),
     spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
-    timers: new Map(),
+    timers: NO_TIMERS,
   };
   if (changes.processedEventId !== undefined) {
     plan.processedEventId = checkKey(
@@ -199,12 +194,16 @@ function encodeCommit(
       LIMITS.sortKeyBytes,
     );
   }
-  plan.timers = encodeTimers(listOf("timers", changes.timers));
+  const timers = listOf("timers", changes.timers);
+  if (timers.length > 0) plan.timers = encodeTimers(timers);
   if (changes.trace !== undefined) {
     plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
   }
   return plan;
 }
+
+/** The timer changes of a commit that changes none. */
+const NO_TIMERS: ReadonlyMap<string, number | null> = new Map();
 
 /** `changes[field]`: absent is empty, anything but an array is refused. */
 function listOf<T>(field: string, value: T[] | undefined): T[] {
@@ -263,74 +262,6 @@ function encodeTimers(timers: TimerChange[]): Map<string, number | null> {
 }
 
 /**
- * Refuses a commit DynamoDB would: more items than a transaction holds, an item over 400 KB,
- * or more than 4 MB in all. Checked on the largest encoding each item can get (every seq and
- * index at its maximum), so that no send can fail on size.
- */
-function checkCommitLimits(ctx: TxContext, plan: CommitPlan): void {
-  const max = Number.MAX_SAFE_INTEGER;
-  const { items, roles } = buildTransaction(ctx, plan, {
-    outbox: { seqs: plan.emits.map(() => max), fresh: false },
-    spawns: { seqs: plan.spawns.map(() => max), fresh: false },
-    head: plan.trace === undefined ? undefined : { last: max - 2 },
-    // Every emit linked to the largest seq, so each outbox item is sized at its largest.
-    chains: Object.fromEntries(plan.emits.map((emit) => [targetKey(emit.target), max])),
-  });
-  if (items.length > LIMITS.transactionItems) {
-    const count = (role: Role) => roles.filter((r) => r === role).length;
-    throw new RangeError(
-      `commit of execution ${JSON.stringify(plan.id)} needs ${items.length} transaction items ` +
-        `(1 execution, ${count("outbox")} emits, ${count("spawn")} spawns, ` +
-        `${count("processed")} dedupe mark, ${count("timer")} timers, ${count("trace")} trace); ` +
-        `a DynamoDB transaction holds at most ${LIMITS.transactionItems}`,
-    );
-  }
-  // The execution item is an Update: sized as the whole item it leaves behind.
-  const executionItem: Item = {
-    [EXECUTION.data]: S(plan.data),
-    [EXECUTION.definitionId]: S(plan.definitionId),
-    [EXECUTION.version]: N(max),
-    [EXECUTION.outboxHwm]: SEQ_PLACEHOLDER,
-    [EXECUTION.spawnHwm]: SEQ_PLACEHOLDER,
-    [EXECUTION.traceEnd]: SEQ_PLACEHOLDER,
-    [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
-    [EXECUTION.ttl]: SEQ_PLACEHOLDER,
-    [EXECUTION.statusShard]: S(plan.statusKey),
-    [EXECUTION.updatedAt]: SEQ_PLACEHOLDER,
-    [EXECUTION.summary]: S(plan.summary),
-  };
-  let total = 0;
-  items.forEach((item, i) => {
-    const body = item.Put?.Item ?? item.Update?.Key ?? item.Delete?.Key ??
-      item.ConditionCheck?.Key ?? {};
-    // Outbox entries, spawns and timers keep room for what a relay records on a failure.
-    const queued = item.Put && ["outbox", "spawn", "timer"].includes(roles[i]!);
-    const extra = item.Update
-      ? executionItem
-      : queued
-      ? { ...FAILURE_PLACEHOLDER, ...RELAY_PLACEHOLDER }
-      : {};
-    total += checkItemSize(i === 0 ? "exe" : `commit item ${i}`, { ...body, ...extra });
-  });
-  if (total > LIMITS.transactionBytes) {
-    throw new RangeError(
-      `commit of execution ${
-        JSON.stringify(plan.id)
-      } writes ${total} bytes; a DynamoDB transaction holds at most ${LIMITS.transactionBytes} bytes (4 MB)`,
-    );
-  }
-}
-
-/**
- * Seqs for one kind of entry (outbox or spawn), ascending. `fresh` when they come from a block
- * reserved after this commit saw the execution's watermark: then they need not exceed it.
- */
-export interface SeqRun {
-  seqs: number[];
-  fresh: boolean;
-}
-
-/**
  * Where a commit's entries go: their seqs, the trace ring's end (for a traced commit), and the
  * execution's outbox chains at the expected version (for a commit with emits; see
  * _outbox_chain.ts).
@@ -342,75 +273,68 @@ export interface Placement {
   chains?: Chains;
 }
 
-/** The transaction items of a commit, with the role of each (its index in CancellationReasons). */
+/** A commit's transaction, as {@linkcode buildTransaction} lays it out. */
+export interface BuiltCommit {
+  items: TransactWriteItem[];
+  /** The role of each item (its index in CancellationReasons). */
+  roles: Role[];
+  /** The clauses of the execution Update's condition: a refusal is told by them. */
+  clauses: Clause[];
+  /** The outbox chains the commit leaves (a commit with emits, or an insert). */
+  chains: Record<string, number> | undefined;
+}
+
+/** The transaction items of a commit, with the role of each and its condition's clauses. */
 export function buildTransaction(
   ctx: TxContext,
   plan: CommitPlan,
   { outbox, spawns, head, chains }: Placement,
-): { items: TransactWriteItem[]; roles: Role[] } {
+): BuiltCommit {
   const t = ctx.tables;
-  const items: TransactWriteItem[] = [];
-  const roles: Role[] = [];
-  const add = (role: Role, item: TransactWriteItem) => {
-    items.push(item);
-    roles.push(role);
-  };
-
-  const names: Record<string, string> = {
-    "#d": EXECUTION.data,
-    "#v": EXECUTION.version,
-    "#def": EXECUTION.definitionId,
-  };
-  const values: Item = { ":d": S(plan.data), ":v": N(plan.next), ":def": S(plan.definitionId) };
-  const sets = ["#d = :d", "#v = :v", "#def = :def"];
-  const conditions: string[] = [];
-  // Retention (#21): an execution past its ttl is absent, so an insert may replace it and an
-  // update may not touch it; the commit sets the ttl of a finished execution, else removes it.
-  const removes: string[] = [];
-  names["#ttl"] = EXECUTION.ttl;
-  values[":now"] = N(plan.now);
-  if (plan.expected === 0) {
-    names["#id"] = EXECUTION.id;
-    conditions.push(ABSENT);
-  } else {
-    values[":ov"] = N(plan.expected);
-    conditions.push("#v = :ov", ALIVE);
-  }
-  // The status index (#25): the status's shard, this commit's time and the summary it lists.
-  Object.assign(names, {
-    "#ss": EXECUTION.statusShard,
-    "#ua": EXECUTION.updatedAt,
-    "#sm": EXECUTION.summary,
+  const traced = plan.trace !== undefined && head !== undefined;
+  const clauses = commitClauses({
+    expected: plan.expected,
+    now: plan.now,
+    outbox,
+    spawns,
+    head: traced ? head : undefined,
   });
-  Object.assign(values, { ":ss": S(plan.statusKey), ":sm": S(plan.summary) });
-  sets.push("#ss = :ss", "#ua = :now", "#sm = :sm");
-  if (plan.expiresAt === null) removes.push("#ttl");
-  else {
+  const condition = conditionOf(clauses);
+  const names = condition.names;
+  const values = condition.values;
+  names["#d"] = EXECUTION.data;
+  names["#v"] = EXECUTION.version;
+  names["#def"] = EXECUTION.definitionId;
+  // The status index (#25): the status's shard, this commit's time and the summary it lists.
+  names["#ss"] = EXECUTION.statusShard;
+  names["#ua"] = EXECUTION.updatedAt;
+  names["#sm"] = EXECUTION.summary;
+  names["#ttl"] = EXECUTION.ttl;
+  values[":d"] = S(plan.data);
+  values[":v"] = N(plan.next);
+  values[":def"] = S(plan.definitionId);
+  values[":ss"] = S(plan.statusKey);
+  values[":sm"] = S(plan.summary);
+  values[":now"] = N(plan.now);
+  let sets = "#d = :d, #v = :v, #def = :def, #ss = :ss, #ua = :now, #sm = :sm";
+  // Retention (#21): the commit sets the ttl of a finished execution, else removes it.
+  if (plan.expiresAt !== null) {
     values[":ttl"] = N(plan.expiresAt);
-    sets.push("#ttl = :ttl");
+    sets += ", #ttl = :ttl";
   }
-  // Per-execution seq order across processes: each execution remembers its highest seq,
-  // and a commit must bring higher ones (or a block reserved after it saw that item).
-  const watermark = (attr: string, alias: string, { seqs, fresh }: SeqRun) => {
+  // Each execution remembers its highest seqs (the clauses hold a commit to higher ones).
+  const watermark = (attr: string, alias: string, { seqs }: SeqRun) => {
     if (seqs.length === 0 && plan.expected !== 0) return;
     names[`#${alias}`] = attr;
     values[`:${alias}`] = N(seqs.at(-1) ?? 0);
-    sets.push(`#${alias} = :${alias}`);
-    if (seqs.length > 0 && plan.expected !== 0 && !fresh) {
-      values[`:${alias}f`] = N(seqs[0]!);
-      conditions.push(`#${alias} < :${alias}f`);
-    }
+    sets += `, #${alias} = :${alias}`;
   };
   watermark(EXECUTION.outboxHwm, "oh", outbox);
   watermark(EXECUTION.spawnHwm, "sh", spawns);
-  if (plan.trace !== undefined && head !== undefined) {
-    names["#te"] = TRACE_END;
+  if (traced) {
+    names["#te"] = EXECUTION.traceEnd;
     values[":te"] = N(head.last + 1);
-    sets.push("#te = :te");
-    if (head.cached) {
-      values[":tc"] = N(head.last);
-      conditions.push("#te = :tc");
-    }
+    sets += ", #te = :te";
   }
   // Each entry names its source's previous seq to the same target (see _outbox_chain.ts).
   const links = chains === undefined
@@ -419,21 +343,25 @@ export function buildTransaction(
   if (links) {
     names["#ol"] = EXECUTION.outboxLast;
     values[":ol"] = chainsAttr(links.next);
-    sets.push("#ol = :ol");
+    sets += ", #ol = :ol";
   }
-  const createdAt = plan.now; // the store's clock, as every time a commit writes
-  add("execution", {
+  const items: TransactWriteItem[] = [{
     Update: {
       TableName: t.executions.name,
       Key: executionKey(plan.id),
-      UpdateExpression: `SET ${sets.join(", ")}` +
-        (removes.length > 0 ? ` REMOVE ${removes.join(", ")}` : ""),
-      ConditionExpression: conditions.join(" AND "),
+      UpdateExpression: `SET ${sets}${plan.expiresAt === null ? " REMOVE #ttl" : ""}`,
+      ConditionExpression: condition.expression,
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     },
-  });
+  }];
+  const roles: Role[] = ["execution"];
+  const add = (role: Role, item: TransactWriteItem) => {
+    items.push(item);
+    roles.push(role);
+  };
+  const createdAt = plan.now; // the store's clock, as every time a commit writes
   plan.emits.forEach((emit, i) => {
     const link = { sourceId: plan.id, prevSeq: links ? links.prevs[i]! : null };
     const item = outboxItem(outbox.seqs[i]!, emit.target, emit.event, link, createdAt);
@@ -463,48 +391,18 @@ export function buildTransaction(
         ),
     );
   }
-  if (plan.trace !== undefined && head !== undefined) {
-    for (const item of traceItems(ctx, plan.id, head, plan.trace)) add("trace", item);
+  if (traced) {
+    for (const item of traceItems(ctx, plan.id, head, plan.trace!)) add("trace", item);
   }
-  return { items, roles };
+  return { items, roles, clauses, chains: links?.next };
 }
 
 /** A row as a commit writes it: with the relay index's attributes of a pending row (#24). */
 function pending(kind: "outbox" | "spawns" | "timers", item: Item): Item {
-  return { ...item, ...relayAttributes(pendingPlace(kind, item)) };
-}
-
-/** Why the execution item's condition failed (see {@linkcode executionRefusal}). */
-export type ExecutionRefusal =
-  /** The stored version is not the expected one (or the item exists for an insert): a lost race. */
-  | { reason: "version"; found: number | null }
-  /** A trace step was appended outside a commit since this store cached the ring's end. */
-  | { reason: "traceEnd" }
-  /** The execution was last written with later seqs (another process's block, or the seed). */
-  | { reason: "watermark"; outbox: boolean; spawns: boolean };
-
-/**
- * Why the execution item's condition failed, told from the item DynamoDB found (`ALL_OLD`):
- * the conditions {@linkcode buildTransaction} wrote, checked in the same order.
- */
-export function executionRefusal(
-  plan: CommitPlan,
-  { outbox, spawns, head }: Placement,
-  old: Item | undefined,
-): ExecutionRefusal {
-  // An expired item is absent (#21): the commit lost to nobody.
-  if (old !== undefined && isExpired(old, plan.now)) old = undefined;
-  const found = old?.version?.N === undefined ? null : Number(old.version.N);
-  if (plan.expected === 0 || found !== plan.expected) return { reason: "version", found };
-  if (head?.cached && old?.[TRACE_END]?.N !== String(head.last)) return { reason: "traceEnd" };
-  const stale = ({ seqs, fresh }: SeqRun, hwm: Item[string] | undefined) =>
-    !fresh && seqs.length > 0 && !(Number(hwm?.N) < seqs[0]!);
-  const watermark = {
-    reason: "watermark" as const,
-    outbox: stale(outbox, old?.outbox_hwm),
-    spawns: stale(spawns, old?.spawn_hwm),
-  };
-  return watermark.outbox || watermark.spawns ? watermark : { reason: "version", found };
+  const place = pendingPlace(kind, item);
+  item[RELAY.part] = S(place.part);
+  item[RELAY.order] = place.order;
+  return item;
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ensureStoreTables, type StoreContext, storeContext } from "./_store_context.ts";
 import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
+import { checkCreateOptions } from "../core/_option_names.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { planBulkDelete, planListing } from "./_listing.ts";
@@ -136,17 +137,16 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
-    options ??= {}; // null: no options, as in the constructor
-    const ensure = options?.ensureTables ?? true;
-    if (typeof ensure !== "boolean") {
-      return Promise.reject(
-        new TypeError(`ensureTables must be true or false, got ${describe(ensure)}`),
-      );
+    let ensure: boolean, store: DynamoDBStoreOptions;
+    try {
+      ({ options, store, ensure } = checkCreateOptions("DynamoDBStore.create()", options));
+    } catch (error) {
+      return Promise.reject(error);
     }
     let client: DynamoDBSender;
     return connectStore(
       options,
-      (built) => new DynamoDBStore(client = built, options),
+      (built) => new DynamoDBStore(client = built, store),
       (store) =>
         ensure ? store.ensureTables() : checkTableExists(
           client,
@@ -391,7 +391,8 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     this.#open("pendingOutbox");
-    return (await this.#batch("outbox", readLimit(options), false)).items.map(({ item }) => item);
+    const limit = readLimit(options, "pendingOutbox()");
+    return (await this.#batch("outbox", limit, false)).items.map(({ item }) => item);
   }
 
   /**
@@ -414,7 +415,8 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     this.#open("pendingSpawns");
-    return (await this.#batch("spawns", readLimit(options), false)).items.map(({ item }) => item);
+    const limit = readLimit(options, "pendingSpawns()");
+    return (await this.#batch("spawns", limit, false)).items.map(({ item }) => item);
   }
 
   /**
@@ -451,7 +453,7 @@ export class DynamoDBStore implements ExecutionStore {
   async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
     this.#open("dueTimers");
     checkTime("now", now);
-    const limit = readLimit(options);
+    const limit = readLimit(options, "dueTimers()");
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
@@ -572,7 +574,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("deadLetters");
     checkRelayKind(kind);
     const target = checkTargetFilter(kind, options);
-    return await deadLetters(this.#ctx, kind, readLimit(options), target);
+    return await deadLetters(this.#ctx, kind, readLimit(options, "deadLetters()"), target);
   }
 
   /**
@@ -622,7 +624,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async retryDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("retryDeadLetters");
-    checkBulkOptions("retryDeadLetters", kind, options);
+    checkBulkOptions(kind, options, "retryDeadLetters()");
     return await onDeadLetters(this.#ctx, kind, "retry", options);
   }
 
@@ -637,7 +639,7 @@ export class DynamoDBStore implements ExecutionStore {
    */
   async dropDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("dropDeadLetters");
-    checkBulkOptions("dropDeadLetters", kind, options);
+    checkBulkOptions(kind, options, "dropDeadLetters()");
     return await onDeadLetters(this.#ctx, kind, "drop", options);
   }
 
@@ -658,10 +660,9 @@ export class DynamoDBStore implements ExecutionStore {
   }
 
   /**
-   * Adopts into the relay index every row of a relay table written without its attributes (by
-   * the Python store or an older deploy) — one scan of the table — and resolves to how many it
-   * adopted (each a one-item transaction: exact under lost answers). Relay passes do the same a
-   * page at a time (`adoptRows`); this does it now.
+   * Adopts into the relay index, now, every row of a relay table written without its attributes
+   * (the Python store, an older deploy): one scan; how many (exact under lost answers). Passes
+   * do the same a page at a time (`adoptRows`).
    *
    * @throws {OutcomeUnknown} When no answer came back for a row: run it again.
    * @throws {StoreClosed} After `close()`.

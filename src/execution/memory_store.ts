@@ -10,10 +10,10 @@ import {
   checkExecutionStoreOptions,
   checkInteger,
   checkKey,
-  checkOptions,
   checkTime,
   LIMITS,
 } from "../core/_validate.ts";
+import { checkOptionsOf } from "../core/_option_names.ts";
 import { planBulkDelete, planListing } from "./_listing.ts";
 import { byFireAt } from "../core/_bounded.ts";
 import { memoryPage } from "./_memory_listing.ts";
@@ -134,7 +134,7 @@ export class MemoryStore implements ExecutionStore {
       processedTtlSeconds = null,
       finishedTtlSeconds = null,
       now = Date.now,
-    } = checkOptions(options);
+    } = checkOptionsOf("new MemoryStore()", options);
     checkClock(now);
     const { traceMax: checked, processedTtl } = checkExecutionStoreOptions(
       traceMax,
@@ -409,9 +409,8 @@ export class MemoryStore implements ExecutionStore {
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     return Promise.try(() => {
       this.#open("pendingOutbox");
-      return this.#queues.outboxBatch(readLimit(options), this.#now() / 1000).items.map((q) =>
-        q.item
-      );
+      const limit = readLimit(options, "pendingOutbox()");
+      return this.#queues.outboxBatch(limit, this.#now() / 1000).items.map((q) => q.item);
     });
   }
 
@@ -429,9 +428,8 @@ export class MemoryStore implements ExecutionStore {
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     return Promise.try(() => {
       this.#open("pendingSpawns");
-      return this.#queues.spawnBatch(readLimit(options), this.#now() / 1000).items.map((q) =>
-        q.item
-      );
+      const limit = readLimit(options, "pendingSpawns()");
+      return this.#queues.spawnBatch(limit, this.#now() / 1000).items.map((q) => q.item);
     });
   }
 
@@ -462,7 +460,9 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("dueTimers");
       checkTime("now", now);
-      return this.#queues.timerBatch(readLimit(options), now).items.map((q) => q.item);
+      return this.#queues.timerBatch(readLimit(options, "dueTimers()"), now).items.map((q) =>
+        q.item
+      );
     });
   }
 
@@ -557,7 +557,7 @@ export class MemoryStore implements ExecutionStore {
       this.#open("deadLetters");
       checkRelayKind(kind);
       const target = checkTargetFilter(kind, options);
-      return this.#queues.deadLetters(kind, readLimit(options), target);
+      return this.#queues.deadLetters(kind, readLimit(options, "deadLetters()"), target);
     });
   }
 
@@ -578,7 +578,7 @@ export class MemoryStore implements ExecutionStore {
   ): Promise<number> {
     return Promise.try(() => {
       this.#open(method);
-      checkBulkOptions(method, kind, options);
+      checkBulkOptions(kind, options, `${method}()`);
       const letters = this.#queues.deadLetters(kind, Infinity, options.targetId);
       let done = 0;
       for (const letter of letters) {

@@ -2,6 +2,7 @@
 // (checked by _json.ts's rule) becomes a native DynamoDB value, how what other writers left
 // (Python's JSON dialect, numbers beyond a double) reads back, and the state store's arguments.
 import { plainAttribute, plainMap } from "../core/_attributes.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { N } from "../core/_attributes.ts";
 import { checkField, describe } from "../core/_validate.ts";
@@ -143,6 +144,7 @@ export function setTtl(options: SetOptions | null | undefined): number | undefin
   if (typeof options !== "object") {
     throw new TypeError(`options must be an object like { ttl: 60 }, got ${describe(options)}`);
   }
+  checkOptionNames("set()", options);
   return options.ttl === undefined ? undefined : checkTtlSeconds("options.ttl", options.ttl, false);
 }
 

@@ -8,11 +8,11 @@ import {
   checkField,
   checkItemSize,
   checkKey,
-  checkOptions,
   checkTtlHorizon,
   describe,
   LIMITS,
 } from "../core/_validate.ts";
+import { checkOptionsOf } from "../core/_option_names.ts";
 import {
   checkHdelFields,
   checkMigrating,
@@ -115,7 +115,7 @@ export class MemoryStateStore implements StateStore {
    * @param options The clock.
    */
   constructor(options: MemoryStateStoreOptions = {}) {
-    const now = checkOptions(options).now ?? Date.now;
+    const now = checkOptionsOf("new MemoryStateStore()", options).now ?? Date.now;
     if (typeof now !== "function") {
       throw new TypeError(`now must be a function giving epoch milliseconds, got ${describe(now)}`);
     }

@@ -16,11 +16,11 @@ import {
   checkField,
   checkItemSize,
   checkKey,
-  checkOptions,
   checkTtlHorizon,
   describe,
   LIMITS,
 } from "../core/_validate.ts";
+import { checkCreateOptions, checkOptionsOf } from "../core/_option_names.ts";
 import {
   checkHdelFields,
   checkPattern,
@@ -107,7 +107,7 @@ export class DynamoDBStateStore implements StateStore {
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStateStoreOptions = {}) {
     checkClient(client);
-    const given = checkOptions(options);
+    const given = checkOptionsOf("new DynamoDBStateStore()", options);
     this.tableName = checkTableName("tableName", given.tableName ?? "harel_state");
     const consistentReads = given.consistentReads ?? true;
     if (typeof consistentReads !== "boolean") {
@@ -155,21 +155,16 @@ export class DynamoDBStateStore implements StateStore {
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
+    let ensure: boolean, store: DynamoDBStateStoreOptions;
     try {
-      options = checkOptions(options); // null is no options
+      ({ options, store, ensure } = checkCreateOptions("DynamoDBStateStore.create()", options));
     } catch (error) {
       return Promise.reject(error);
-    }
-    const ensure = options.ensureTable ?? true;
-    if (typeof ensure !== "boolean") {
-      return Promise.reject(
-        new TypeError(`ensureTable must be true or false, got ${describe(ensure)}`),
-      );
     }
     let client: DynamoDBSender;
     return connectStore(
       options,
-      (built) => new DynamoDBStateStore(client = built, options),
+      (built) => new DynamoDBStateStore(client = built, store),
       (store) =>
         ensure ? store.ensureTable() : checkTableExists(
           client,

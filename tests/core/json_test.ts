@@ -270,6 +270,25 @@ Deno.test("toJSON() and getters run once, with JSON's key, so what is checked is
   }
 });
 
+Deno.test("a getter runs once wherever it sits, in a plain document or beside a toJSON()", async (t) => {
+  for (const [writer, write] of WRITERS) {
+    for (const after of ["nothing", "a Date"]) {
+      await t.step(`${writer}, the getter first, then ${after}`, async () => {
+        let reads = 0;
+        const value: Record<string, unknown> = {
+          get flips() {
+            return ++reads === 1 ? 1 : 1n;
+          },
+        };
+        if (after === "a Date") value.at = new Date(0);
+        const expected = after === "a Date" ? { flips: 1, at: new Date(0).toJSON() } : { flips: 1 };
+        assert.deepEqual(await write(value), expected);
+        assert.equal(reads, 1);
+      });
+    }
+  }
+});
+
 Deno.test("an error thrown by a toJSON() or a getter reaches the caller unchanged", async (t) => {
   for (const [writer, write] of WRITERS) {
     await t.step(writer, async () => {

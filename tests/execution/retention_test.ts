@@ -332,6 +332,82 @@ Deno.test("a ttl another writer stored in milliseconds, or as text, never expire
   assert.equal(Number(written.ttl?.N), Math.floor(time.now() / 1000) + HOUR);
 });
 
+Deno.test("an execution's ttl of any type is read by one rule: commits, loads, listings and deleteExecution agree", async (t) => {
+  // Another writer may store a ttl of any type. Only a number at or before now has expired
+  // (DynamoDB's TTL reads it so, and so does every read here); a commit's condition, an
+  // insert's and deleteExecution's must say the same, or the execution is live to reads and
+  // refused to every commit, for good.
+  const time = clock();
+  await using store = await freshStore({ now: time.now });
+  using client = testClient();
+  const nowSeconds = Math.floor(time.now() / 1000);
+  const kinds: [string, Record<string, unknown>, boolean][] = [
+    ["a number as text", { S: String(nowSeconds - 10) }, true],
+    ["text that is no number", { S: "soon" }, true],
+    ["a boolean", { BOOL: true }, true],
+    ["NULL", { NULL: true }, true],
+    ["a number after now", { N: String(nowSeconds + HOUR) }, true],
+    ["a number before now", { N: String(nowSeconds - 1) }, false],
+  ];
+  const put = async (ttl: Record<string, unknown>) => {
+    const exe = newExecution({ definition_id: "typed", status: "RUNNING", version: 1 });
+    await client.send(
+      new PutItemCommand({
+        TableName: store.tables.executions.name,
+        Item: {
+          id: { S: exe.id },
+          data: { S: JSON.stringify(exe) },
+          version: { N: "1" },
+          definition_id: { S: "typed" },
+          ttl: ttl as never,
+        },
+      }),
+    );
+    return exe;
+  };
+  for (const [kind, ttl, live] of kinds) {
+    await t.step(
+      `a ttl that is ${kind} is ${live ? "live" : "expired"} to every call`,
+      async () => {
+        const committed = await put(ttl);
+        const deleted = await put(ttl);
+        const inserted = await put(ttl);
+        assert.equal((await store.load(committed.id))?.id, live ? committed.id : undefined);
+        const listed = new Set<string>();
+        for (let cursor: string | null = null;;) {
+          const page: ListPage = await store.listExecutions({ definitionId: "typed", cursor });
+          for (const item of page.items) listed.add(item.id);
+          if ((cursor = page.nextCursor) === null) break;
+        }
+        assert.equal(listed.has(committed.id), live);
+        assert.equal((await store.deleteExecution(deleted.id)).execution, live);
+        assert.equal(await rawItem(store, deleted.id), undefined);
+        if (live) {
+          const loaded = (await store.load(committed.id))!;
+          assert.deepEqual(await store.commit(loaded, { processedEventId: "e1" }), {
+            version: 2,
+            outbox: [],
+            spawns: [],
+          });
+          assert.equal((await store.load(committed.id))?.version, 2);
+          // An insert of a live execution's id is a lost race, naming what is stored.
+          await assert.rejects(
+            store.save({ ...inserted, version: 0 }),
+            (error) => error instanceof StoreConflict && error.found === 1,
+          );
+        } else {
+          await assert.rejects(
+            store.save(committed),
+            (error) => error instanceof StoreConflict && error.found === null,
+          );
+          await store.save({ ...inserted, version: 0 });
+          assert.equal((await store.load(inserted.id))?.version, 1);
+        }
+      },
+    );
+  }
+});
+
 Deno.test("finishedTtlSeconds and now are checked before anything is sent", () => {
   using client = testClient();
   for (const bad of [0, -1, 1.5, NaN, Infinity, 315_360_001]) {
