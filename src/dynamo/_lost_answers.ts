@@ -127,19 +127,50 @@ export interface Resends {
   conflicts: number;
 }
 
+/** What a transaction does when its answer is lost: how often it is re-sent, and what it says then. */
+export interface Unanswered {
+  /** Re-sends with the same token after the SDK gave up on an answer. */
+  lost: number;
+  /** The error for an outcome that stays unknown (`resends`: how many were made). */
+  unknown(cause: unknown, resends: number): OutcomeUnknown;
+  /**
+   * Whether every send that got no answer counts as maybe applied, a refused connection
+   * included (a commit: its caller reads back after any answer it did not get), so no
+   * middleware watches the SDK's attempts.
+   */
+  assumeApplied?: boolean;
+  /** Called before each send (a commit counts its sends on its span). */
+  onSend?(): void;
+}
+
+/**
+ * The {@linkcode Unanswered} of a write that says what it is and what stays certain when its
+ * outcome is unknown.
+ */
+export function unansweredWrite(write: WriteName, lost: number, known: string): Unanswered {
+  return {
+    lost,
+    unknown: (cause, resends) =>
+      new OutcomeUnknown(
+        write.operation,
+        write.key,
+        `no answer from DynamoDB (${resends} re-sends with the same token): it may or may not have been applied; ${known}`,
+        { cause },
+      ),
+  };
+}
+
 /**
  * Sends one transaction with an idempotency token, re-sending it with the same token while
  * its answer is lost: DynamoDB answers a copy of an applied transaction with success, so the
- * answer that comes back is the first copy's. Out of re-sends, an {@linkcode OutcomeUnknown}
- * (`known` says what is certain); a cancellation (`TransactionCanceledException`) and any
- * other error are thrown as they are.
+ * answer that comes back is the first copy's. Out of re-sends, `unanswered.unknown`; a
+ * cancellation (`TransactionCanceledException`) and any other error are thrown as they are, as
+ * is the error of a send of which nothing got through (a refused connection, a closed store).
  */
 export async function sendTransaction(
   client: DynamoDBSender,
   items: TransactWriteItem[],
-  write: WriteName,
-  lost: number,
-  known: string,
+  unanswered: Unanswered,
 ): Promise<void> {
   const token = crypto.randomUUID();
   let applying = false; // whether a send so far may have been applied
@@ -148,26 +179,20 @@ export async function sendTransaction(
       TransactItems: items,
       ClientRequestToken: token,
     });
-    const attempts = new Attempts(command);
+    const attempts = unanswered.assumeApplied ? undefined : new Attempts(command);
     try {
+      unanswered.onSend?.();
       await client.send(command);
       return;
     } catch (error) {
       if (isNamed(error, "TransactionCanceledException")) throw error;
       // Closed before this send went out: only an earlier one may have been applied.
       const closed = error instanceof StoreClosed;
-      const unanswered = isNamed(error, "TransactionInProgressException") || isUnreachable(error);
-      if (!closed && !unanswered) throw error;
-      if (!closed) applying ||= attempts.anyMayHaveApplied();
-      if (!applying) throw error; // nothing of it got through (a refused connection)
-      if (closed || resend >= lost) {
-        throw new OutcomeUnknown(
-          write.operation,
-          write.key,
-          `no answer from DynamoDB (${resend} re-sends with the same token): it may or may not have been applied; ${known}`,
-          { cause: error },
-        );
-      }
+      const noAnswer = isNamed(error, "TransactionInProgressException") || isUnreachable(error);
+      if (!closed && !noAnswer) throw error;
+      if (!closed) applying ||= attempts?.anyMayHaveApplied() ?? true;
+      if (!applying) throw error; // nothing of it got through
+      if (closed || resend >= unanswered.lost) throw unanswered.unknown(error, resend);
       await sleep(backoffDelay(resend, { minDelayMs: 200, maxDelayMs: 2000 }));
     }
   }
@@ -207,7 +232,7 @@ export async function transactItems(
 > {
   for (let conflict = 0;; conflict++) {
     try {
-      await sendTransaction(client, items, write, resends.lost, known);
+      await sendTransaction(client, items, unansweredWrite(write, resends.lost, known));
       return { applied: true };
     } catch (error) {
       if (!isNamed(error, "TransactionCanceledException")) {

@@ -5,24 +5,20 @@
  *
  * @module
  */
-import {
-  type CancellationReason,
-  type TransactWriteItem,
-  TransactWriteItemsCommand,
-} from "@aws-sdk/client-dynamodb";
+import type { CancellationReason, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, sleep } from "../core/_backoff.ts";
 import type { SeqBlocks } from "./_seq_blocks.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
-import { isNamed, isUnreachable } from "../dynamo/_dynamo.ts";
+import { isNamed } from "../dynamo/_dynamo.ts";
 import type { Execution } from "../core/documents.ts";
 import {
   type CancelledItem,
   CommitCancelled,
   CommitOutcomeUnknown,
-  StoreClosed,
   StoreConflict,
 } from "../core/errors.ts";
 import { countCommitSend } from "../core/_telemetry.ts";
+import { sendTransaction } from "../dynamo/_lost_answers.ts";
 import type { TraceRing } from "./_trace_ring.ts";
 import {
   buildTransaction,
@@ -208,41 +204,33 @@ function committed(
   return { version: plan.next, outbox: outbox.seqs, spawns: spawns.seqs };
 }
 
-/** Sends one transaction: null on success, the cancellation reasons when cancelled. */
+/**
+ * Sends one transaction ({@linkcode sendTransaction}, the same token on every re-send): null on
+ * success, the cancellation reasons when cancelled. Any send that got no answer may have been
+ * applied: out of re-sends, a {@linkcode CommitOutcomeUnknown}, and the caches of the execution
+ * are forgotten.
+ */
 async function send(
   ctx: CommitContext,
   items: TransactWriteItem[],
   plan: CommitPlan,
 ): Promise<CancellationReason[] | null> {
-  // The same token on every re-send: if an earlier send was applied but its answer
-  // lost, DynamoDB answers success again instead of applying it twice.
-  const token = crypto.randomUUID();
-  for (let attempt = 0;; attempt++) {
-    try {
-      countCommitSend();
-      await ctx.client.send(
-        new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: token }),
-      );
-      return null;
-    } catch (error) {
-      if (isNamed(error, "TransactionCanceledException")) {
-        return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ??
-          [];
-      }
-      if (error instanceof StoreClosed && attempt > 0) {
-        // Closed while re-sending: an earlier send may have been applied.
-        ctx.ring.forget(plan.id);
-        ctx.chains.forget(plan.id);
-        throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
-      }
-      const inProgress = isNamed(error, "TransactionInProgressException");
-      if (!inProgress && !isUnreachable(error)) throw error;
-      if (attempt >= ctx.ambiguousRetries) {
-        ctx.ring.forget(plan.id);
-        ctx.chains.forget(plan.id);
-        throw new CommitOutcomeUnknown(plan.id, plan.next, { cause: error });
-      }
-      await sleep(backoffDelay(attempt, { minDelayMs: 200, maxDelayMs: 2000 }));
+  try {
+    await sendTransaction(ctx.client, items, {
+      lost: ctx.ambiguousRetries,
+      unknown: (cause) => new CommitOutcomeUnknown(plan.id, plan.next, { cause }),
+      assumeApplied: true,
+      onSend: countCommitSend,
+    });
+    return null;
+  } catch (error) {
+    if (isNamed(error, "TransactionCanceledException")) {
+      return (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
     }
+    if (error instanceof CommitOutcomeUnknown) {
+      ctx.ring.forget(plan.id);
+      ctx.chains.forget(plan.id);
+    }
+    throw error;
   }
 }

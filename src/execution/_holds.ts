@@ -7,7 +7,7 @@ import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
-import { sendTransaction, transactItems } from "../dynamo/_lost_answers.ts";
+import { sendTransaction, transactItems, unansweredWrite } from "../dynamo/_lost_answers.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELEASES } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { type Bookkept, isHead } from "../core/_relay_rules.ts";
@@ -273,9 +273,11 @@ async function dropHead(q: QueueReads, target: string, seq: string): Promise<voi
     await sendTransaction(
       q.timers.client,
       [check, removeHeads(q, target, [seq])],
-      { operation: "release", key: target },
-      q.resends.lost,
-      "a head no longer holding its target may still be listed; the next release takes it out",
+      unansweredWrite(
+        { operation: "release", key: target },
+        q.resends.lost,
+        "a head no longer holding its target may still be listed; the next release takes it out",
+      ),
     );
   } catch (error) {
     if (!isNamed(error, "TransactionCanceledException")) throw error;

@@ -6,7 +6,7 @@ import { backoffDelay, sleep } from "../core/_backoff.ts";
 import { isNamed, type Item, N, pages, S } from "../dynamo/_dynamo.ts";
 import { EXECUTION, executionKey, traceStepFromItem } from "../core/_layout.ts";
 import { VersionCache } from "../core/_lru.ts";
-import { sendTransaction } from "../dynamo/_lost_answers.ts";
+import { sendTransaction, unansweredWrite } from "../dynamo/_lost_answers.ts";
 import {
   TRACE_END,
   type TraceHead,
@@ -109,9 +109,11 @@ export class TraceRing {
         await sendTransaction(
           this.client,
           items,
-          { operation: "appendTrace", key: id },
-          this.ambiguousRetries,
-          "read the trace to find out",
+          unansweredWrite(
+            { operation: "appendTrace", key: id },
+            this.ambiguousRetries,
+            "read the trace to find out",
+          ),
         );
         const cached = this.#heads.peek(id);
         if (head !== undefined && cached?.value === head.last) {
