@@ -5,7 +5,8 @@ import type { Resends } from "../dynamo/_lost_answers.ts";
 import { transactOne } from "../dynamo/_lost_answers.ts";
 import type { Item } from "../dynamo/_dynamo.ts";
 import { STATE, stateKey } from "../core/_layout.ts";
-import { fieldRecord, fromMap, legacyFields } from "./_state_values.ts";
+import { fieldRecord, legacyFields } from "./_state_values.ts";
+import { plainMap } from "../core/_attributes.ts";
 import { HOLDS, holds, isLive, LIVE, N, PRESENT_NAMES, ZERO } from "./_state_presence.ts";
 import type { HashTable } from "./_hash_writes.ts";
 
@@ -94,6 +95,6 @@ export async function presentItem(table: StateTable, key: string): Promise<Item 
 export function fieldsOf(item: Item | undefined): Record<string, unknown> | undefined {
   if (!item) return undefined;
   const hash = item[STATE.hash];
-  if (hash !== undefined) return hash.M ? fromMap(hash.M, fieldRecord()) : undefined;
+  if (hash !== undefined) return hash.M ? plainMap(hash.M, fieldRecord()) : undefined;
   return legacyFields(item[STATE.value]?.S);
 }

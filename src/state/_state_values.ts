@@ -1,7 +1,6 @@
 // What the hash-state store keeps, shared by DynamoDBStateStore and its twin: how a hash field
 // (checked by _json.ts's rule) becomes a native DynamoDB value, how what other writers left
 // (Python's JSON dialect, numbers beyond a double) reads back, and the state store's arguments.
-import { plainAttribute, plainMap } from "../core/_attributes.ts";
 import { checkOptionNames } from "../core/_option_names.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { N } from "../core/_attributes.ts";
@@ -40,22 +39,6 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
     writable: true,
     configurable: true,
   });
-}
-
-/**
- * A native DynamoDB value as JSON reads it. Never throws on what another writer stored: a
- * number reads as the nearest JavaScript number, sets as arrays, binary as base64.
- */
-export function fromAttribute(value: AttributeValue): unknown {
-  return plainAttribute(value);
-}
-
-/** A native Map's entries as own properties of `target`. */
-export function fromMap(
-  map: Record<string, AttributeValue>,
-  target: Record<string, unknown>,
-): Record<string, unknown> {
-  return plainMap(map, target);
 }
 
 /**

@@ -27,12 +27,12 @@ import {
   checkTtlSeconds,
   decodeValue,
   fieldRecord,
-  fromAttribute,
   legacyFields,
   setOwn,
   setTtl,
   toAttribute,
 } from "./_state_values.ts";
+import { plainAttribute } from "../core/_attributes.ts";
 import { plainValue, toJson } from "../core/_json.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
@@ -474,7 +474,7 @@ export class DynamoDBStateStore implements StateStore {
     const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
     let item = await readItem(this.#table, key, oneField);
     const native = item?.[STATE.hash]?.M;
-    if (native && Object.hasOwn(native, field)) return fromAttribute(native[field]!) as T;
+    if (native && Object.hasOwn(native, field)) return plainAttribute(native[field]!) as T;
     // A legacy value naming the field counts only if no Map exists (the projection of a
     // Map lacking the field is empty): look at the whole item once to know.
     if (

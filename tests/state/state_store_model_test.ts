@@ -20,12 +20,12 @@ import {
 import type { StateStore } from "../../mod.ts";
 import { MemoryStateStore } from "../../src/testing.ts";
 import {
-  fromAttribute,
   legacyFields,
   stateEntries,
   type StateEntry,
   toAttribute,
 } from "../../src/state/_state_values.ts";
+import { plainAttribute } from "../../src/core/_attributes.ts";
 import { freshStateStore, testClient } from "../_support/env.ts";
 
 const RUNS = Number(Deno.env.get("HAREL_PROPERTY_RUNS") ?? 400);
@@ -287,7 +287,7 @@ async function rawWrite(
         pk,
         {
           hash: new Map(
-            Object.entries(map).map(([k, v]) => [k, JSON.stringify(fromAttribute(v))]),
+            Object.entries(map).map(([k, v]) => [k, JSON.stringify(plainAttribute(v))]),
           ),
         },
       );
