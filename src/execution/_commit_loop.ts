@@ -146,11 +146,13 @@ async function place(ctx: CommitContext, plan: CommitPlan): Promise<Placement> {
 }
 
 /**
- * The same placement when it needs no call and no wait (an untraced commit whose seqs are in
- * hand and whose chains this store knows: the steady state), else null.
+ * The same placement when it needs no call and no wait (a commit without spawns whose seqs are
+ * in hand and whose chains and ring's end this store knows: the steady state), else null.
  */
 function placeNow(ctx: CommitContext, plan: CommitPlan): Placement | null {
-  if (plan.trace !== undefined || plan.spawns.length > 0) return null;
+  if (plan.spawns.length > 0) return null;
+  const head = plan.trace === undefined ? undefined : ctx.ring.headNow(plan.id, plan.expected);
+  if (plan.trace !== undefined && head === undefined) return null;
   const chains = plan.expected === 0
     ? {}
     : plan.emits.length === 0
@@ -162,7 +164,7 @@ function placeNow(ctx: CommitContext, plan: CommitPlan): Placement | null {
   return {
     outbox: { seqs: outbox, fresh: false },
     spawns: { seqs: [], fresh: false },
-    head: undefined,
+    head,
     chains,
   };
 }

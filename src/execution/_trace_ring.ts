@@ -35,8 +35,13 @@ export class TraceRing {
    * this store committed that version itself, else read.
    */
   async head(id: string, expected: number): Promise<TraceHead> {
+    return this.headNow(id, expected) ?? await this.readHead(id);
+  }
+
+  /** The same end when this store committed `expected` itself (no call), else undefined. */
+  headNow(id: string, expected: number): TraceHead | undefined {
     const last = this.#heads.at(id, expected);
-    return last !== undefined ? { last, cached: true } : await this.readHead(id);
+    return last === undefined ? undefined : { last, cached: true };
   }
 
   /** Forgets the cached end of the ring and reads it again. */
