@@ -9,10 +9,10 @@ import {
   checkItemSize,
   checkKey,
   checkTtlHorizon,
-  describe,
   LIMITS,
 } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
+import { checkClock } from "../core/_clock.ts";
 import {
   checkHdelFields,
   checkMigrating,
@@ -115,11 +115,7 @@ export class MemoryStateStore implements StateStore {
    * @param options The clock.
    */
   constructor(options: MemoryStateStoreOptions = {}) {
-    const now = checkOptionsOf("new MemoryStateStore()", options).now ?? Date.now;
-    if (typeof now !== "function") {
-      throw new TypeError(`now must be a function giving epoch milliseconds, got ${describe(now)}`);
-    }
-    this.#now = now;
+    this.#now = checkClock(checkOptionsOf("new MemoryStateStore()", options).now ?? Date.now);
     stateEntries.set(this, this.#items);
   }
 
