@@ -4,13 +4,7 @@
  * @module
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import {
-  checkField,
-  checkItemSize,
-  checkKey,
-  checkTtlHorizon,
-  LIMITS,
-} from "../core/_validate.ts";
+import { checkField, checkItemSize, checkKey, checkTtlHorizon, LIMITS } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { checkClock } from "../core/_clock.ts";
 import {
