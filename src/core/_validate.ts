@@ -326,8 +326,17 @@ export function checkKnownOptions(
   options: object,
   known: readonly string[],
 ): void {
-  for (const name in options) {
-    if (!hasOwn.call(options, name) || known.includes(name)) continue;
+  // A Map, an array or a Date holds no named options: read as one, it is all defaults.
+  const tag = Object.prototype.toString.call(options).slice(8, -1);
+  if (tag !== "Object") {
+    throw new TypeError(`${what} takes an object of named options, got a ${tag}`);
+  }
+  // Every name a read of an option would find: own (enumerable or not) and inherited (but not
+  // Object.prototype's own, whatever a library added there).
+  const names = new Set(Object.getOwnPropertyNames(options));
+  for (const name in options) if (hasOwn.call(options, name) || !(name in {})) names.add(name);
+  for (const name of names) {
+    if (known.includes(name)) continue;
     const near = nearMiss(name, known);
     throw new TypeError(
       `${what} has no option ${JSON.stringify(name)}` +

@@ -66,6 +66,15 @@ function wasResent(answer: unknown): boolean {
 }
 
 /**
+ * Whether a refusal came to a copy sent after an earlier one (an SDK attempt, or Deno's own
+ * re-send) that may have been applied: for a send no {@linkcode Attempts} watched.
+ */
+function refusedAfterRetry(error: unknown): boolean {
+  const e = error as { $metadata?: { attempts?: number }; $response?: unknown };
+  return (e.$metadata?.attempts ?? 1) > 1 || wasResent(e.$response);
+}
+
+/**
  * The SDK's attempts at one command, recorded by a middleware inside its retry loop, and
  * whether Deno's HTTP client re-sent one of them (which the SDK does not see: the answer's
  * request tells). Against a client that is not the SDK's, only `$metadata.attempts` counts;
@@ -189,7 +198,13 @@ export async function sendTransaction(
       // Closed before this send went out: only an earlier one may have been applied.
       const closed = error instanceof StoreClosed;
       const noAnswer = isNamed(error, "TransactionInProgressException") || isUnreachable(error);
-      if (!closed && !noAnswer) throw error;
+      if (!closed && !noAnswer) {
+        // Refused (a throttle, a validation error): this copy applied nothing, but one before
+        // it — an earlier re-send, or an attempt the SDK made before this answer — may have.
+        const earlier = attempts?.earlierMayHaveApplied(error) ?? refusedAfterRetry(error);
+        if (applying || earlier) throw unanswered.unknown(error, resend);
+        throw error;
+      }
       if (!closed) applying ||= attempts?.anyMayHaveApplied() ?? true;
       if (!applying) throw error; // nothing of it got through
       if (closed || resend >= unanswered.lost) throw unanswered.unknown(error, resend);

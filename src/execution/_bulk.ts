@@ -6,9 +6,9 @@ import { eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
 import { FAILURE, OUTBOX, RELAY, SPAWN, TIMER, timerFromItem } from "../core/_layout.ts";
 import { numberOf, type QueueReads } from "./_queue_items.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
-import { MergedPartitions, mergePage } from "./_index_reads.ts";
+import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import { candidateOf } from "./_outbox_queue.ts";
-import { placeOf } from "./_relay_index.ts";
+import { partition, placeOf } from "./_relay_index.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../core/types.ts";
 import { scanAll } from "../dynamo/_dynamo.ts";
 
@@ -43,6 +43,9 @@ function keyOf(kind: RelayKind, row: Item): RelayKey<RelayKind> {
   return kind === "timers" ? timerFromItem(row) : Number(row[OUTBOX.seq]?.N);
 }
 
+/** How many targets' parked entries a backlog reads (one Query each). */
+const PARKED_TARGETS = 25;
+
 /**
  * A queue's backlog, each count read up to `limit` rows: pending (timers: due by `now`), waiting
  * for a retry, dead, the outbox targets held behind those, and when the oldest pending item was
@@ -57,6 +60,7 @@ export async function backlog(
   const counts = { pending: 0, waiting: 0, dead: 0 };
   const held = new Set<string>();
   let oldestAt: number | null = null;
+  let cut = false;
   const seen = (state: keyof typeof counts, row: Item) => {
     counts[state]++;
     if (kind === "outbox" && state !== "pending" && !row[FAILURE.unreadable]?.BOOL) {
@@ -71,9 +75,36 @@ export async function backlog(
   };
   if (q.relayIndex) {
     const table = q.tables[kind].name;
+    // Outbox: the seq each target is held from by a head that holds it (holdsAt), and the
+    // targets whose head's retry has come (what a pass parked behind it is deliverable again).
+    const heldFrom = new Map<string, number>();
+    const dueTargets = new Set<string>();
+    const head = (row: Item, holds: boolean) => {
+      if (kind !== "outbox") return;
+      const { target, seq } = candidateOf(row);
+      if (!holds) dueTargets.add(target);
+      else heldFrom.set(target, Math.min(heldFrom.get(target) ?? Infinity, seq));
+    };
+    const clear = (row: Item) => {
+      const { target, seq } = candidateOf(row);
+      return !(seq > (heldFrom.get(target) ?? Infinity));
+    };
     const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
       const stream = new MergedPartitions(q.timers.client, table, part, mergePage(limit), bound);
-      for (let row; counts[state] < limit && (row = await stream.next());) seen(state, row);
+      // Pending rows held behind a head are neither pending nor failed, as MemoryStore counts
+      // them: read past them, a bounded way.
+      const budget = kind === "outbox" && part === "p" ? 2 * limit : Infinity;
+      for (let row, read = 0; counts[state] < limit;) {
+        if (read >= budget) {
+          cut = true; // more may be pending behind what was read: the count is a floor
+          break;
+        }
+        if (!(row = await stream.next())) break;
+        read++;
+        if (part === "d" && !row[FAILURE.unreadable]?.BOOL) head(row, true);
+        if (part === "p" && kind === "outbox" && !clear(row)) continue;
+        seen(state, row);
+      }
     };
     // A waiting partition is ordered by retry time: those due by now come first, and are
     // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
@@ -83,15 +114,41 @@ export async function backlog(
         if (!(row = await stream.next())) break;
         read++;
         const due = Number(row[RELAY.order]?.N) <= now;
+        head(row, !due);
         if (!due) seen("waiting", row);
         else if (counts.pending < limit) seen("pending", row);
       }
     };
-    await Promise.all([
-      read("p", "pending", kind === "timers" ? { upTo: now } : {}),
-      readWaiting(),
-      read("d", "dead"),
-    ]);
+    // What a pass parked behind a head whose retry has come is pending again: one Query per
+    // such target, for the first PARKED_TARGETS of them (past those, the count is a floor).
+    const readParked = async () => {
+      if (dueTargets.size > PARKED_TARGETS) cut = true;
+      for (const target of [...dueTargets].slice(0, PARKED_TARGETS)) {
+        for (let start: Item | undefined; counts.pending < limit;) {
+          const page = await queryPartition(
+            q.timers.client,
+            table,
+            { part: partition("h", target) },
+            mergePage(limit),
+            start,
+          );
+          for (const row of page.Items ?? []) {
+            if (counts.pending < limit && clear(row)) seen("pending", row);
+          }
+          if (!(start = page.LastEvaluatedKey)) break;
+        }
+      }
+    };
+    if (kind === "outbox") {
+      await Promise.all([readWaiting(), read("d", "dead")]);
+      await Promise.all([read("p", "pending"), readParked()]);
+    } else {
+      await Promise.all([
+        read("p", "pending", kind === "timers" ? { upTo: now } : {}),
+        readWaiting(),
+        read("d", "dead"),
+      ]);
+    }
   } else {
     await scanAll(q.timers.client, { TableName: q.tables[kind].name }, (rows) => {
       for (const row of rows) {
@@ -107,7 +164,7 @@ export async function backlog(
   return {
     ...counts,
     heldTargets: held.size,
-    capped: Object.values(counts).some((n) => n >= limit),
+    capped: cut || Object.values(counts).some((n) => n >= limit),
     oldestAt,
   };
 }

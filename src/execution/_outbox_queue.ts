@@ -236,7 +236,11 @@ export async function readOutboxBodies(
     }
     try {
       const entry = outboxFromItem(body);
-      oldestAt = earliest(oldestAt, createdTime(entry.event.created_time));
+      // Our rows are aged on the store's clock (created_at, read with the keys); another
+      // writer's, which record no created_at, by their event's created_time.
+      if (body[OUTBOX.createdAt] === undefined) {
+        oldestAt = earliest(oldestAt, createdTime(entry.event.created_time));
+      }
       items.push({ item: entry, attempts: c.attempts });
     } catch (error) {
       // Set aside by the relay; it cannot be delivered as it is, so it holds nothing back.

@@ -133,9 +133,9 @@ export class MemoryStore implements ExecutionStore {
       traceMax = 200,
       processedTtlSeconds = null,
       finishedTtlSeconds = null,
-      now = Date.now,
+      now: given = Date.now,
     } = checkOptionsOf("new MemoryStore()", options);
-    checkClock(now);
+    const now = checkClock(given);
     const { traceMax: checked, processedTtl } = checkExecutionStoreOptions(
       traceMax,
       processedTtlSeconds,

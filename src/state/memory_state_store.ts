@@ -4,15 +4,9 @@
  * @module
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import {
-  checkField,
-  checkItemSize,
-  checkKey,
-  checkTtlHorizon,
-  describe,
-  LIMITS,
-} from "../core/_validate.ts";
+import { checkField, checkItemSize, checkKey, checkTtlHorizon, LIMITS } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
+import { checkClock } from "../core/_clock.ts";
 import {
   checkHdelFields,
   checkMigrating,
@@ -115,11 +109,7 @@ export class MemoryStateStore implements StateStore {
    * @param options The clock.
    */
   constructor(options: MemoryStateStoreOptions = {}) {
-    const now = checkOptionsOf("new MemoryStateStore()", options).now ?? Date.now;
-    if (typeof now !== "function") {
-      throw new TypeError(`now must be a function giving epoch milliseconds, got ${describe(now)}`);
-    }
-    this.#now = now;
+    this.#now = checkClock(checkOptionsOf("new MemoryStateStore()", options).now ?? Date.now);
     stateEntries.set(this, this.#items);
   }
 

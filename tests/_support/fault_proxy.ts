@@ -10,7 +10,9 @@ export type Fault =
   /** Forward the request, let DynamoDB apply it, then cut the connection: the ambiguous case. */
   | { kind: "drop-response" }
   /** Forward the request and send back only the first `bytes` of the response. */
-  | { kind: "truncate"; bytes: number };
+  | { kind: "truncate"; bytes: number }
+  /** Do not forward the request; answer 400 ThrottlingException, as DynamoDB does when throttling. */
+  | { kind: "throttle" };
 
 /** What the script sees of a request. */
 export interface RequestInfo {
@@ -37,6 +39,16 @@ export interface ProxyStats {
 }
 
 const encoder = new TextEncoder();
+
+/** DynamoDB's answer to a throttled request: applied nothing, a 400 the SDK retries. */
+const THROTTLED = (() => {
+  const body = JSON.stringify({
+    __type: "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+    message: "Rate of requests exceeds the allowed throughput.",
+  });
+  return "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\n" +
+    `content-length: ${new TextEncoder().encode(body).length}\r\n\r\n${body}`;
+})();
 const decoder = new TextDecoder();
 
 /** Reads HTTP/1.1 messages (Content-Length or chunked bodies) off a connection. */
@@ -193,6 +205,10 @@ export class FaultProxy implements AsyncDisposable {
         this.stats.byKind[fault.kind] = (this.stats.byKind[fault.kind] ?? 0) + 1;
         if (fault.kind !== "pass") this.stats.faults++;
         if (fault.kind === "reset") return;
+        if (fault.kind === "throttle") {
+          await writeAll(client, encoder.encode(THROTTLED));
+          continue;
+        }
         if (fault.kind === "delay") await new Promise((r) => setTimeout(r, fault.ms));
         await writeAll(upstream, request.raw);
         const response = await responses.next();

@@ -108,6 +108,26 @@ Deno.test("when every answer is lost, commit() throws CommitOutcomeUnknown and t
   assert.deepEqual((await env.direct.readTrace(exe.id)).map((s) => s.index), [0, 1, 2]);
 });
 
+for (const maxAttempts of [1, 2]) {
+  Deno.test(`a commit whose answer is lost and whose re-sends are throttled throws CommitOutcomeUnknown, not the throttle: it was applied (SDK attempts: ${maxAttempts})`, async () => {
+    await using env = await setup(maxAttempts);
+    const exe = await started(env.store);
+    let commits = 0;
+    env.proxy.script = {
+      request: ({ operation }) =>
+        operation !== "TransactWriteItems"
+          ? { kind: "pass" }
+          : commits++ === 0
+          ? { kind: "drop-response" }
+          : { kind: "throttle" },
+    };
+    const error = await env.store.commit(exe, changes("second")).then(() => null, (e) => e);
+    assert.ok(error instanceof CommitOutcomeUnknown, String(error));
+    assert.equal(exe.version, 1, "the caller's copy is not bumped: it must read back");
+    assert.equal((await env.direct.load(exe.id))?.version, 2, "the first copy was applied");
+  });
+}
+
 Deno.test("when no request gets through, commit() throws CommitOutcomeUnknown and nothing of it is written", async () => {
   await using env = await setup(1);
   const exe = await started(env.store);

@@ -10,6 +10,7 @@ import {
   ScanCommand,
 } from "@aws-sdk/client-dynamodb";
 import {
+  DynamoDBStateStore,
   DynamoDBStore,
   type Execution,
   type ExecutionStore,
@@ -18,7 +19,7 @@ import {
   newExecution,
   StoreConflict,
 } from "../../mod.ts";
-import { MemoryStore } from "../../src/testing.ts";
+import { MemoryStateStore, MemoryStore } from "../../src/testing.ts";
 import { main } from "../../src/cli.ts";
 import { countingClient, endpoint, freshStore, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
@@ -438,6 +439,33 @@ Deno.test("a clock that gives no number fails the commit before anything is sent
   const exe = newExecution({ definition_id: "d" });
   await assert.rejects(store.save(exe), /now\(\) must return epoch milliseconds, got NaN/);
   assert.equal(exe.version, 0);
+});
+
+Deno.test("a clock in epoch seconds (Date.now() / 1000) is refused by every store's constructor and create(), sending nothing", async () => {
+  const seconds = () => Date.now() / 1000;
+  using counting = countingClient();
+  const prefix = uniqueName("seconds");
+  const refused = (error: unknown) =>
+    error instanceof RangeError && /looks like epoch seconds/.test(error.message) &&
+    /multiply by 1000/.test(error.message);
+  assert.throws(() => new DynamoDBStore(counting.client, { prefix, now: seconds }), refused);
+  assert.throws(() => new MemoryStore({ now: seconds }), refused);
+  assert.throws(
+    () => new DynamoDBStateStore(counting.client, { tableName: `${prefix}_state`, now: seconds }),
+    refused,
+  );
+  assert.throws(() => new MemoryStateStore({ now: seconds }), refused);
+  await assert.rejects(
+    DynamoDBStore.create({ endpoint: endpoint(), prefix, now: seconds, ensureTables: false }),
+    refused,
+  );
+  assert.deepEqual(counting.calls, []);
+  // Fake clocks in milliseconds pass: from 0, from 1990, from 2033.
+  for (const ms of [0, Date.UTC(1990, 0, 1), Date.UTC(2033, 0, 1)]) {
+    await new MemoryStore({ now: () => ms }).commit(newExecution({ definition_id: "d" }));
+    new MemoryStateStore({ now: () => ms });
+    new DynamoDBStore(counting.client, { prefix, now: () => ms });
+  }
 });
 
 Deno.test("the CLI treats an execution past its ttl as absent: show and executions", async () => {

@@ -274,32 +274,53 @@ Deno.test("relayOutbox and relaySpawns report lagSeconds, the age of the oldest 
     const report = await relayOutbox(store, () => Promise.resolve());
     assert.deepEqual(report, { delivered: 0, failed: 0, setAside: 0, lagSeconds: null });
   });
-  await t.step("from the oldest event's created_time, ISO with or without an offset", async () => {
-    const ago = (seconds: number) => new Date(Date.now() - seconds * 1000);
-    const times: (string | null | undefined)[] = [
-      ago(30).toISOString(),
-      // As Python's datetime.isoformat() writes it: microseconds, +00:00 or no offset (UTC).
-      ago(95).toISOString().replace("Z", "123+00:00"),
-      ago(60).toISOString().replace("Z", ""),
-      null,
-      undefined,
-      "not a time",
-    ];
-    let i = 0;
-    await emitToTargets(store, times.length, () => {
-      const event: Event = newEvent("e");
-      const time = times[i++];
-      if (time === undefined) delete event.created_time;
-      else event.created_time = time;
-      return event;
-    });
-    const report = await relayOutbox(store, () => Promise.resolve());
-    assert.equal(report.delivered, times.length);
-    assert.ok(
-      report.lagSeconds !== null && report.lagSeconds >= 95 && report.lagSeconds < 110,
-      `lag ${report.lagSeconds}`,
-    );
-  });
+  await t.step(
+    "another writer's rows (no created_at): from the oldest event's created_time, ISO with or without an offset",
+    async () => {
+      const ago = (seconds: number) => new Date(Date.now() - seconds * 1000);
+      const times: (string | null | undefined)[] = [
+        ago(30).toISOString(),
+        // As Python's datetime.isoformat() writes it: microseconds, +00:00 or no offset (UTC).
+        ago(95).toISOString().replace("Z", "123+00:00"),
+        ago(60).toISOString().replace("Z", ""),
+        null,
+        undefined,
+        "not a time",
+      ];
+      using client = testClient();
+      for (const [i, time] of times.entries()) {
+        const event: Event = newEvent("e");
+        if (time === undefined) delete event.created_time;
+        else event.created_time = time;
+        await client.send(
+          new PutItemCommand({
+            TableName: store.tables.outbox.name,
+            Item: {
+              seq: { N: String(1_000_000 + i) },
+              target_id: { S: `foreign-${i}` },
+              event: { S: JSON.stringify(event) },
+            },
+          }),
+        );
+      }
+      const report = await relayOutbox(store, () => Promise.resolve());
+      assert.equal(report.delivered, times.length);
+      assert.ok(
+        report.lagSeconds !== null && report.lagSeconds >= 95 && report.lagSeconds < 110,
+        `lag ${report.lagSeconds}`,
+      );
+    },
+  );
+  await t.step(
+    "our own rows: from when they were committed, whatever the event's created_time",
+    async () => {
+      const old = new Date(Date.now() - 3600_000).toISOString();
+      await emitToTargets(store, 2, () => ({ ...newEvent("e"), created_time: old }));
+      const report = await relayOutbox(store, () => Promise.resolve());
+      assert.equal(report.delivered, 2);
+      assert.ok(report.lagSeconds !== null && report.lagSeconds < 30, `lag ${report.lagSeconds}`);
+    },
+  );
   await t.step("from when it was committed, for an event without created_time", async () => {
     await emitToTargets(store, 2, () => ({ ...newEvent("e"), created_time: null }));
     const report = await relayOutbox(store, () => Promise.resolve());

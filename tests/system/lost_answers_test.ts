@@ -349,6 +349,23 @@ Deno.test("when every answer is lost, deleteTimer() throws OutcomeUnknown and th
   assert.deepEqual(await env.direct.dueTimers(100), []);
 });
 
+Deno.test("when its answer is lost and its re-sends are throttled, deleteTimer() throws OutcomeUnknown, not the throttle, and the timer is gone", async () => {
+  await using env = await executionStores(false);
+  const exe = await withTimer(env.direct);
+  let writes = 0;
+  await env.lose({
+    request: ({ operation }): Fault =>
+      !WRITES.includes(operation)
+        ? { kind: "pass" }
+        : writes++ === 0
+        ? { kind: "drop-response" }
+        : { kind: "throttle" },
+  });
+  const error = await env.lossy.deleteTimer(exe.id, "wait", 10).catch((e) => e);
+  assert.ok(isUnknown("deleteTimer", `${exe.id}/wait`)(error), String(error));
+  assert.deepEqual(await env.direct.dueTimers(100), []);
+});
+
 Deno.test("when every answer is lost, delete() throws OutcomeUnknown and the key is gone", async () => {
   await using env = await stateStores(true);
   await env.direct.set("k", "v");

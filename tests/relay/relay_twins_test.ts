@@ -1,0 +1,72 @@
+// The twins on one fake clock (#26): the same steps on DynamoDBStore and MemoryStore, on a clock
+// far from today, must report the same — what a relay pass reports and what backlog() counts,
+// before and after a pass has set apart what a failed entry holds.
+import assert from "node:assert/strict";
+import { type ExecutionStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
+import { MemoryStore } from "../../src/testing.ts";
+import { freshStore } from "../_support/env.ts";
+
+/** 2033-01-01: a store or relay reading `Date.now()` (or an event's own time) shows at once. */
+const FAR = Date.UTC(2033, 0, 1);
+
+type Clock = { ms: number };
+
+/** Runs `steps` on both stores, each on its own fake clock from FAR; returns both results. */
+async function onBoth<T>(
+  steps: (store: ExecutionStore, clock: Clock) => Promise<T>,
+): Promise<{ dynamo: T; memory: T }> {
+  const results: T[] = [];
+  for (const make of [freshStore, (o: object) => Promise.resolve(new MemoryStore(o))]) {
+    const clock = { ms: FAR };
+    await using store = await make({ now: () => clock.ms });
+    results.push(await steps(store, clock));
+  }
+  return { dynamo: results[0]!, memory: results[1]! };
+}
+
+Deno.test("relayOutbox reports an outbox entry's lag on the store's clock on both stores, not its event's created_time", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    await store.commit(newExecution({ definition_id: "lag" }), {
+      emits: [{ target: "t", event: newEvent("e") }],
+    });
+    clock.ms += 10_000;
+    return (await relayOutbox(store, () => Promise.resolve())).lagSeconds;
+  });
+  assert.equal(memory, 10);
+  assert.equal(dynamo, memory);
+});
+Deno.test("backlog() counts an entry held behind a head whose retry has come as pending on both stores, as relayBatch hands it out", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    const { outbox: [head] } = await store.commit(newExecution({ definition_id: "held" }), {
+      emits: [
+        { target: "a", event: newEvent("e") },
+        { target: "a", event: newEvent("f") },
+        { target: "b", event: newEvent("g") },
+      ],
+    });
+    await store.recordFailure("outbox", head!, {
+      attempts: 1,
+      retryAt: clock.ms / 1000 + 10,
+      error: "down",
+    });
+    const counts = async () => {
+      const { pending, waiting, dead, heldTargets } = await store.backlog("outbox");
+      return { pending, waiting, dead, heldTargets };
+    };
+    const before = await counts();
+    await store.relayBatch("outbox"); // a pass: sets what the head holds apart
+    const afterPass = await counts();
+    clock.ms += 10_000;
+    const due = await counts();
+    const batch = await store.relayBatch("outbox");
+    return { before, afterPass, due, handedOut: batch.items.length };
+  });
+  const held = { pending: 1, waiting: 1, dead: 0, heldTargets: 1 };
+  assert.deepEqual(memory, {
+    before: held,
+    afterPass: held,
+    due: { pending: 3, waiting: 0, dead: 0, heldTargets: 0 },
+    handedOut: 3,
+  });
+  assert.deepEqual(dynamo, memory);
+});
