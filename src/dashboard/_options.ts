@@ -1,6 +1,6 @@
 // The dashboard's arguments, checked once when it is built: a store with the calls the pages
 // make, and options with known names and sound values (a typo names its near miss).
-import { describe } from "../core/_validate.ts";
+import { checkKnownOptions, describe } from "../core/_validate.ts";
 import type { ExecutionStore } from "../core/types.ts";
 import type { DashboardOptions } from "./dashboard_options.ts";
 import { CsrfTokens } from "./_csrf.ts";
@@ -61,16 +61,7 @@ export function checkSettings(store: ExecutionStore, options: DashboardOptions):
         `(authorize: () => true on a machine only you can reach), got ${describe(options)}`,
     );
   }
-  for (const name of Object.keys(options)) {
-    if (!(NAMES as readonly string[]).includes(name)) {
-      const near = NAMES.find((known) => nearMiss(known, name));
-      throw new TypeError(
-        `dashboard has no option ${JSON.stringify(name)}${
-          near ? `; did you mean ${JSON.stringify(near)}?` : ""
-        } (options: ${NAMES.join(", ")})`,
-      );
-    }
-  }
+  checkKnownOptions("dashboard()", options, NAMES);
   const {
     authorize,
     basePath = "",
@@ -151,17 +142,4 @@ function checkOrigin(origin: unknown): string {
     );
   }
   return origin;
-}
-
-/** Whether `b` looks like a typo of `a`: same letters ignoring case, or one edit away. */
-function nearMiss(a: string, b: string): boolean {
-  const x = a.toLowerCase();
-  const y = b.toLowerCase();
-  if (x === y) return true;
-  if (Math.abs(x.length - y.length) > 1) return false;
-  let i = 0;
-  while (i < x.length && x[i] === y[i]) i++;
-  // One substitution, insertion or deletion: the rests after that point are equal.
-  return x.slice(i + 1) === y.slice(i + 1) || x.slice(i + 1) === y.slice(i) ||
-    x.slice(i) === y.slice(i + 1);
 }

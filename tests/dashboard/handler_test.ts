@@ -22,7 +22,7 @@ Deno.test("an option the dashboard does not know is refused naming the near miss
   const authorize = () => true;
   assert.throws(
     () => dashboard(store, { authorize, basepath: "/x" } as never),
-    /no option "basepath"; did you mean "basePath"\?/,
+    /dashboard\(\) has no option "basepath": did you mean "basePath"\?/,
   );
   assert.throws(() => dashboard(store, { authorize, action: true } as never), /"actions"/);
   for (const basePath of ["dashboard", "/a//b", "/a/../b", "/a b", "/a?x"]) {
