@@ -1,7 +1,7 @@
 // The outbox's batches that need no index: a scan (with `relayIndex: false`), a commit's own seqs
 // (delivery within the request), and what every batch shares — the candidates' bodies, read
 // with the predecessors they wait for. Held targets come from their hold items (_holds.ts).
-import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
+import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import type { QueueBatch } from "../core/_queue_batch.ts";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { Lowest } from "../core/_bounded.ts";
@@ -16,7 +16,7 @@ import {
   RELAY,
   seqKey,
 } from "../core/_layout.ts";
-import { holdsTarget, readHolds } from "./_holds.ts";
+import { holdsNow, holdsTarget, readHolds, replace } from "./_holds.ts";
 import { partOf } from "./_relay_index.ts";
 import { targetKey } from "./_outbox_chain.ts";
 import { LIMITS } from "../core/_validate.ts";
@@ -41,14 +41,18 @@ export interface Candidate {
 
 /**
  * One scan of the outbox (with `relayIndex: false`): the `limit` lowest deliverable seqs. A target
- * is held from its lowest head: an entry its hold item lists, or one the scan finds waiting for
- * a retry or dead (written by a writer that keeps no holds). The holds of the targets a page
- * shows are read with it, so held entries never fill the `limit`. Reads the whole table.
+ * is held from its lowest head that holds it by the relay's rule: an entry its hold item lists
+ * ({@linkcode holdsNow}), or one the scan finds waiting for a retry or dead (written by a writer
+ * that keeps no holds). The holds of the targets a page shows are read with it, so held entries
+ * never fill the `limit`. A listed head whose retry has come goes first, with what it held
+ * behind it, and its delivery releases its target; a pass (`pass`) takes out of the holds the
+ * heads that are gone. Reads the whole table.
  */
 export async function outboxBatch(
   q: QueueReads,
   limit: number,
   now: number,
+  pass: boolean,
 ): Promise<QueueBatch<"outbox">> {
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
@@ -61,6 +65,8 @@ export async function outboxBatch(
   const bodies = new Map<string, Item>();
   const hold = (target: string, seq: number) =>
     held.set(target, Math.min(held.get(target) ?? Infinity, seq));
+  const dueHeads = new Set<string>(); // listed heads due for their retry
+  const stale: string[] = []; // targets whose hold lists a head that is gone or no longer failed
   const scan = (start: Item | undefined) =>
     client.send(
       new ScanCommand({
@@ -85,7 +91,11 @@ export async function outboxBatch(
   for await (const page of pages(scan)) {
     const items = page.Items ?? [];
     const targets = items.map((item) => candidateOf(item).target).filter((t) => !known.has(t));
-    for (const [target, heads] of await readHolds(q, targets)) hold(target, heads.lowest);
+    for (const [target, found] of await holdsNow(q, targets, now)) {
+      if (found.from !== undefined) hold(target, found.from);
+      for (const seq of found.due) dueHeads.add(seq);
+      if (found.stale) stale.push(target);
+    }
     for (const target of targets) known.add(target);
     for (const item of items) {
       const candidate = candidateOf(item);
@@ -102,7 +112,14 @@ export async function outboxBatch(
     }
   }
   const clear = (c: Candidate) => !(c.seq > (held.get(c.target) ?? Infinity));
-  const batch = await readOutboxBodies(q, lowest.sorted().filter(clear), now, bodies);
+  const chosen = lowest.sorted().filter(clear);
+  if (pass) {
+    for (const c of chosen) {
+      if (dueHeads.has(c.id)) q.headsOut.set(c.seq, { target: c.target, id: c.id });
+    }
+    await eachConcurrently(stale, ITEM_WRITES_IN_FLIGHT, (target) => replace(q, target));
+  }
+  const batch = await readOutboxBodies(q, chosen, now, bodies);
   return { ...batch, oldestAt: earliest(oldestAt, batch.oldestAt) };
 }
 

@@ -50,7 +50,7 @@ function read(
   pass: boolean,
 ): Promise<QueueBatch<RelayKind>> {
   if (!q.relayIndex) {
-    if (kind === "outbox") return outboxBatch(q, limit, now);
+    if (kind === "outbox") return outboxBatch(q, limit, now, pass);
     return kind === "spawns" ? spawnScan(q, limit, now) : timerScan(q, limit, now);
   }
   if (kind === "outbox") return outboxFromIndex(q, limit, now, pass);
