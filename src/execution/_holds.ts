@@ -3,7 +3,7 @@
 // when a head is delivered, retried, dropped or found gone. A target's hold is one small item in
 // the counters table, read by key: what a pass pays for it follows the targets it delivers to,
 // never how many targets are held.
-import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
@@ -215,6 +215,31 @@ async function moveBack(q: QueueReads, row: Item, from: string): Promise<void> {
   }
 }
 
+/**
+ * Outbox rows read by their stored seqs (strongly consistent: whether a head still holds its
+ * target must not lag a release), by the seq text DynamoDB returns.
+ */
+export async function readOutboxRows(
+  q: QueueReads,
+  seqs: readonly string[],
+): Promise<Map<string, Item>> {
+  const rows = new Map<string, Item>();
+  const table = q.tables.outbox.name;
+  await eachConcurrently(
+    chunks([...new Set(seqs)], LIMITS.batchGetKeys),
+    GETS_IN_FLIGHT,
+    (chunk) =>
+      batchGet(
+        q.timers.client,
+        { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
+        (responses) => {
+          for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
+        },
+      ),
+  );
+  return rows;
+}
+
 /** How a target's hold item reads at `now`, its listed heads read from the table. */
 export interface HoldNow {
   /** The lowest listed head that holds the target at `now` (undefined: none does). */
@@ -237,21 +262,7 @@ export async function holdsNow(
   now: number,
 ): Promise<Map<string, HoldNow>> {
   const holds = await readHolds(q, targets);
-  const rows = new Map<string, Item>();
-  const table = q.tables.outbox.name;
-  const seqs = [...holds.values()].flatMap((heads) => heads.seqs);
-  await eachConcurrently(
-    chunks(seqs, LIMITS.batchGetKeys),
-    ITEM_WRITES_IN_FLIGHT,
-    (chunk) =>
-      batchGet(
-        q.timers.client,
-        { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
-        (responses) => {
-          for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
-        },
-      ),
-  );
+  const rows = await readOutboxRows(q, [...holds.values()].flatMap((heads) => heads.seqs));
   const found = new Map<string, HoldNow>();
   for (const [target, heads] of holds) {
     const hold: HoldNow = { from: undefined, due: new Set(), stale: false };
@@ -279,20 +290,7 @@ async function checkHeads(
 ): Promise<{ heads: Heads | undefined; gone: string[] }> {
   const heads = (await readHolds(q, [target])).get(target);
   if (!heads) return { heads: undefined, gone: [] };
-  const rows = new Map<string, Item>();
-  const table = q.tables.outbox.name;
-  await eachConcurrently(
-    chunks(heads.seqs, LIMITS.batchGetKeys),
-    ITEM_WRITES_IN_FLIGHT,
-    (chunk) =>
-      batchGet(
-        q.timers.client,
-        { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
-        (responses) => {
-          for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
-        },
-      ),
-  );
+  const rows = await readOutboxRows(q, heads.seqs);
   const gone = heads.seqs.filter((seq) => !holdsTarget(rows.get(seq)));
   const left = heads.seqs.filter((seq) => !gone.includes(seq));
   return { heads: left.length ? { seqs: left, lowest: Number(left[0]) } : undefined, gone };

@@ -16,7 +16,7 @@ import {
   RELAY,
   seqKey,
 } from "../core/_layout.ts";
-import { holdsNow, holdsTarget, readHolds, replace } from "./_holds.ts";
+import { holdsNow, holdsTarget, readHolds, readOutboxRows, replace } from "./_holds.ts";
 import { partOf } from "./_relay_index.ts";
 import { targetKey } from "./_outbox_chain.ts";
 import { LIMITS } from "../core/_validate.ts";
@@ -319,20 +319,9 @@ async function stillHeld(
     if (seq !== undefined && seq < c.seq) named.set(c.target, seq);
   }
   if (named.size === 0) return named;
-  const table = q.tables.outbox.name;
   const heads = new Map<number, Item>();
-  await eachConcurrently(
-    chunks([...new Set(named.values())], LIMITS.batchGetKeys),
-    GETS_IN_FLIGHT,
-    (chunk) =>
-      batchGet(
-        q.timers.client,
-        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: true } },
-        (responses) => {
-          for (const item of responses[table] ?? []) heads.set(Number(item.seq?.N), item);
-        },
-      ),
-  );
+  const rows = await readOutboxRows(q, [...named.values()].map(String));
+  for (const [seq, row] of rows) heads.set(Number(seq), row);
   for (const [target, seq] of named) if (!holdsTarget(heads.get(seq))) named.delete(target);
   return named;
 }

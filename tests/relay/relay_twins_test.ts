@@ -30,6 +30,25 @@ async function onBoth<T>(
   return { dynamo: results[0]!, memory: results[1]! };
 }
 
+/**
+ * Entries e and f to target a and g to b, whose head (e) failed and waits 10 s for its retry:
+ * f is held behind it, g is not.
+ */
+async function headWaiting(store: ExecutionStore, clock: Clock): Promise<void> {
+  const { outbox: [head] } = await store.commit(newExecution({ definition_id: "held" }), {
+    emits: [
+      { target: "a", event: newEvent("e") },
+      { target: "a", event: newEvent("f") },
+      { target: "b", event: newEvent("g") },
+    ],
+  });
+  await store.recordFailure("outbox", head!, {
+    attempts: 1,
+    retryAt: clock.ms / 1000 + 10,
+    error: "down",
+  });
+}
+
 Deno.test("relayOutbox reports an outbox entry's lag on the store's clock on both stores, not its event's created_time", async () => {
   const { dynamo, memory } = await onBoth(async (store, clock) => {
     await store.commit(newExecution({ definition_id: "lag" }), {
@@ -43,18 +62,7 @@ Deno.test("relayOutbox reports an outbox entry's lag on the store's clock on bot
 });
 Deno.test("backlog() counts an entry held behind a head whose retry has come as pending on both stores, as relayBatch hands it out", async () => {
   const { dynamo, memory } = await onBoth(async (store, clock) => {
-    const { outbox: [head] } = await store.commit(newExecution({ definition_id: "held" }), {
-      emits: [
-        { target: "a", event: newEvent("e") },
-        { target: "a", event: newEvent("f") },
-        { target: "b", event: newEvent("g") },
-      ],
-    });
-    await store.recordFailure("outbox", head!, {
-      attempts: 1,
-      retryAt: clock.ms / 1000 + 10,
-      error: "down",
-    });
+    await headWaiting(store, clock);
     const counts = async () => {
       const { pending, waiting, dead, heldTargets } = await store.backlog("outbox");
       return { pending, waiting, dead, heldTargets };
@@ -80,18 +88,7 @@ Deno.test("backlog() counts an entry held behind a head whose retry has come as 
 for (const relayIndex of [true, false]) {
   Deno.test(`relayIndex: ${relayIndex}: a head whose retry has come is delivered with what it held behind it, on both stores`, async () => {
     const { dynamo, memory } = await onBoth(async (store, clock) => {
-      const { outbox: [head] } = await store.commit(newExecution({ definition_id: "due" }), {
-        emits: [
-          { target: "a", event: newEvent("e") },
-          { target: "a", event: newEvent("f") },
-          { target: "b", event: newEvent("g") },
-        ],
-      });
-      await store.recordFailure("outbox", head!, {
-        attempts: 1,
-        retryAt: clock.ms / 1000 + 10,
-        error: "down",
-      });
+      await headWaiting(store, clock);
       const passes: string[][] = [];
       for (let i = 0; i < 3; i++) {
         const kinds: string[] = [];
