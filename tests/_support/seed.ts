@@ -54,11 +54,13 @@ export async function seedAppendTrace(
 /**
  * Commits `exe` as the Python store does: a whole-item Put of `id`, `data`, `version` and
  * `definition_id`, at `exe.version` — every attribute this module adds is gone afterwards.
+ * `extra` adds attributes another writer stores beside them (a `ttl` of its own making).
  */
 export async function seedPutExecution(
   client: Pick<DynamoDBClient, "send">,
   table: string,
   exe: { id: string; version: number; definition_id: string },
+  extra: Record<string, unknown> = {},
 ): Promise<void> {
   await client.send(
     new PutItemCommand({
@@ -68,6 +70,7 @@ export async function seedPutExecution(
         data: { S: JSON.stringify(exe) },
         version: { N: String(exe.version) },
         definition_id: { S: exe.definition_id },
+        ...extra as Record<string, never>,
       },
     }),
   );

@@ -298,18 +298,7 @@ Deno.test("a ttl another writer stored in milliseconds, or as text, never expire
   using client = testClient();
   const put = async (ttl: Record<string, string>) => {
     const exe = newExecution({ definition_id: "odd", status: "DONE", version: 1 });
-    await client.send(
-      new PutItemCommand({
-        TableName: store.tables.executions.name,
-        Item: {
-          id: { S: exe.id },
-          data: { S: JSON.stringify(exe) },
-          version: { N: "1" },
-          definition_id: { S: "odd" },
-          ttl: ttl as never,
-        },
-      }),
-    );
+    await seedPutExecution(client, store.tables.executions.name, exe, { ttl });
     return exe;
   };
   const ms = await put({ N: String(Date.now() + 1000) });
@@ -352,18 +341,7 @@ Deno.test("an execution's ttl of any type is read by one rule: commits, loads, l
   ];
   const put = async (ttl: Record<string, unknown>) => {
     const exe = newExecution({ definition_id: "typed", status: "RUNNING", version: 1 });
-    await client.send(
-      new PutItemCommand({
-        TableName: store.tables.executions.name,
-        Item: {
-          id: { S: exe.id },
-          data: { S: JSON.stringify(exe) },
-          version: { N: "1" },
-          definition_id: { S: "typed" },
-          ttl: ttl as never,
-        },
-      }),
-    );
+    await seedPutExecution(client, store.tables.executions.name, exe, { ttl });
     return exe;
   };
   for (const [kind, ttl, live] of kinds) {
