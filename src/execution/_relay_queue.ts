@@ -139,7 +139,11 @@ async function timerScan(
   limit: number,
   now: number,
 ): Promise<QueueBatch<"timers">> {
-  const due = await dueByScan(q.timers, now, limit, true);
+  return timerBatch(await dueByScan(q.timers, now, limit, true));
+}
+
+/** Due timers (earliest first) as a batch: the oldest is the first one's fire time. */
+function timerBatch(due: DueTimer[]): QueueBatch<"timers"> {
   return {
     items: due.map(({ attempts, ...timer }) => ({ item: timer, attempts })),
     unreadable: [],
@@ -170,12 +174,7 @@ async function timersFromIndex(
     ) continue; // cancelled, re-scheduled or parked since the index showed it
     due.offer(dueTimerOf(body));
   }
-  const sorted = due.sorted();
-  return {
-    items: sorted.map(({ attempts, ...timer }) => ({ item: timer, attempts })),
-    unreadable: [],
-    oldestAt: sorted[0]?.fireAt ?? null,
-  };
+  return timerBatch(due.sorted());
 }
 
 // --- shared ----------------------------------------------------------------------------
