@@ -16,7 +16,15 @@ import {
   RELAY,
   seqKey,
 } from "../core/_layout.ts";
-import { holdsNow, holdsTarget, readHolds, readOutboxRows, replace } from "./_holds.ts";
+import {
+  bookkeepingOf,
+  holdsNow,
+  holdsTarget,
+  readHolds,
+  readOutboxRows,
+  replace,
+} from "./_holds.ts";
+import { holdsAt, isDead } from "../core/_relay_rules.ts";
 import { partOf } from "./_relay_index.ts";
 import { targetKey } from "./_outbox_chain.ts";
 import { LIMITS } from "../core/_validate.ts";
@@ -99,13 +107,13 @@ export async function outboxBatch(
     for (const target of targets) known.add(target);
     for (const item of items) {
       const candidate = candidateOf(item);
-      const dead = item[FAILURE.deadAt] !== undefined;
-      if (!dead) oldestAt = earliest(oldestAt, numberOf(item[OUTBOX.createdAt]));
-      if (dead && item[FAILURE.unreadable]?.BOOL) continue; // set aside: holds nothing back
-      if (dead || !isRetryDue(item, now)) {
+      const kept = bookkeepingOf(item);
+      if (!isDead(kept)) oldestAt = earliest(oldestAt, numberOf(item[OUTBOX.createdAt]));
+      if (holdsAt(kept, now)) {
         hold(candidate.target, candidate.seq);
         continue;
       }
+      if (isDead(kept)) continue; // set aside (unreadable): holds nothing back
       if (candidate.seq > (held.get(candidate.target) ?? Infinity)) continue;
       lowest.offer(candidate);
       if (whole) bodies.set(candidate.id, item);
