@@ -184,7 +184,7 @@ export class MemoryStore implements ExecutionStore {
       checkKey("id", id, LIMITS.partitionKeyBytes);
       checkKey("eventId", eventId, LIMITS.sortKeyBytes);
       const expiry = this.#processed.get(keyOf(id, eventId));
-      return expiry !== undefined && isLiveAt(expiry, this.#now() / 1000);
+      return expiry !== undefined && isLiveAt(expiry, secondsOf(this.#now));
     });
   }
 
@@ -410,7 +410,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("pendingOutbox");
       const limit = readLimit(options, "pendingOutbox()");
-      return this.#queues.outboxBatch(limit, this.#now() / 1000).items.map((q) => q.item);
+      return this.#queues.outboxBatch(limit, secondsOf(this.#now)).items.map((q) => q.item);
     });
   }
 
@@ -429,7 +429,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("pendingSpawns");
       const limit = readLimit(options, "pendingSpawns()");
-      return this.#queues.spawnBatch(limit, this.#now() / 1000).items.map((q) => q.item);
+      return this.#queues.spawnBatch(limit, secondsOf(this.#now)).items.map((q) => q.item);
     });
   }
 
@@ -599,7 +599,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("backlog");
       checkRelayKind(kind);
-      return this.#queues.backlog(kind, checkBacklogLimit(options), this.#now() / 1000);
+      return this.#queues.backlog(kind, checkBacklogLimit(options), secondsOf(this.#now));
     });
   }
 

@@ -6,7 +6,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { checkField, checkItemSize, checkKey, checkTtlHorizon, LIMITS } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
-import { checkClock } from "../core/_clock.ts";
+import { checkClock, secondsOf } from "../core/_clock.ts";
 import {
   checkHdelFields,
   checkMigrating,
@@ -114,7 +114,7 @@ export class MemoryStateStore implements StateStore {
   }
 
   #seconds(): number {
-    return this.#now() / 1000;
+    return secondsOf(this.#now);
   }
 
   /**

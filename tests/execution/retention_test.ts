@@ -419,6 +419,23 @@ Deno.test("a clock that gives no number fails the commit before anything is sent
   assert.equal(exe.version, 0);
 });
 
+Deno.test("a clock that gives no number fails every time-based call of the memory twins, as it does DynamoDB's", async () => {
+  let ms = Date.now();
+  const store = new MemoryStore({ processedTtlSeconds: HOUR, now: () => ms });
+  const state = new MemoryStateStore({ now: () => ms });
+  const exe = newExecution({ definition_id: "d" });
+  await store.commit(exe, { processedEventId: "event" });
+  await state.set("k", 1, { ttl: HOUR });
+  ms = NaN;
+  const refused = /now\(\) must return epoch milliseconds, got NaN/;
+  await assert.rejects(store.commit(exe, {}), refused);
+  await assert.rejects(store.isProcessed(exe.id, "event"), refused);
+  await assert.rejects(store.pendingOutbox(), refused);
+  await assert.rejects(store.pendingSpawns(), refused);
+  await assert.rejects(store.backlog("outbox"), refused);
+  await assert.rejects(state.get("k"), refused);
+});
+
 Deno.test("a clock in epoch seconds (Date.now() / 1000) is refused by every store's constructor and create(), sending nothing", async () => {
   const seconds = () => Date.now() / 1000;
   using counting = countingClient();
