@@ -14,7 +14,7 @@ import type { OutboxEntry, PendingSpawn, Timer } from "./types.ts";
  * `{prefix}_executions`, key `id`: the document as JSON text in `data`, the version it is at,
  * its definition (for listing filters), and this module's watermarks: the highest outbox and
  * spawn seq it was written with, and where its trace ring ends (`trace_end`, -1: unknown);
- * the status index's keys and summary (`status_shard`, `updated_at`, `summary`, #25).
+ * the status index's keys (`status_shard`, `status_at`) and when it last committed (`updated_at`).
  * The seed writes `id`, `data`, `version`, `definition_id` only.
  */
 export const EXECUTION = {
@@ -30,10 +30,10 @@ export const EXECUTION = {
   ttl: "ttl",
   /** The status index's partition key (#25): `"{status}#{shard}"`, shard 0..15 from the id. */
   statusShard: "status_shard",
-  /** When this module last committed the execution, epoch seconds (#25): the index's sort key. */
+  /** When the execution entered its status, epoch seconds: the status index's sort key. */
+  statusAt: "status_at",
+  /** When this module last committed the execution, epoch seconds (no index reads it). */
   updatedAt: "updated_at",
-  /** The execution's summary as JSON at the version of that commit (#25), projected by the index. */
-  summary: "summary",
 } as const;
 
 /**

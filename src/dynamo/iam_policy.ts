@@ -7,7 +7,7 @@
 import { checkTableName, executionTables } from "../core/table_specs.ts";
 
 /** The executions table's status index (#25), which listings by status and bulk deletes query. */
-const STATUS_INDEX_NAME = "status_shard-updated_at";
+const STATUS_INDEX_NAME = "status_shard-status_at";
 /** The relay index (#24) of the outbox, spawns and timers tables, which relay passes query. */
 const RELAY_INDEX_NAME = "relay_part-relay_order";
 

@@ -4,16 +4,14 @@
 import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { eachConcurrently, type Item, pages, S } from "../dynamo/_dynamo.ts";
-import { EXECUTION, executionFromItem } from "../core/_layout.ts";
-import { type ExecutionSummary, summarize } from "../core/documents.ts";
+import { EXECUTION } from "../core/_layout.ts";
+import type { ExecutionSummary } from "../core/documents.ts";
 import type { DeleteExecutionsOptions } from "../core/operator_types.ts";
 import type { Resends } from "../dynamo/_lost_answers.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
 import type { Selection } from "./_listing.ts";
-import { isExpired, secondsOf } from "./_retention.ts";
-import { lastCommitTime, storedSummary } from "./_status_index.ts";
-import { entrySummary, IndexWalk } from "./_status_listing.ts";
-import { isRetired, retireExecution } from "./_delete_execution.ts";
+import { entryItems, IndexWalk, itemSummary } from "./_status_listing.ts";
+import { retireExecution } from "./_delete_execution.ts";
 
 /** Executions examined per batch (progress is reported after each). */
 const BATCH = 25;
@@ -75,17 +73,18 @@ function take(selection: Selection, summary: ExecutionSummary | null): Candidate
 }
 
 /**
- * The index entries the selection takes: live ones by their summary (a stale one read from the
- * table), and retired or expired ones whose stored summary still matches (to finish them).
+ * The executions the index names that the selection takes, read by key a batch at a time: live
+ * ones, and retired or expired ones that still match (to finish them).
  */
 async function* fromIndex(reads: ExecutionReads, selection: Selection) {
   const walk = new IndexWalk(reads, selection, null, FIRST_PAGE);
-  const now = secondsOf(reads.now);
-  for (let entry = await walk.next(); entry; entry = await walk.next()) {
-    const summary = isExpired(entry, now)
-      ? storedSummary(entry, isRetired(entry))
-      : await entrySummary(reads, entry, now);
-    yield* take(selection, summary);
+  for (;;) {
+    const entries: Item[] = [];
+    for (let entry; entries.length < BATCH && (entry = await walk.next());) entries.push(entry);
+    if (entries.length === 0) return;
+    for (const item of await entryItems(reads, entries)) {
+      if (item) yield* take(selection, itemSummary(item));
+    }
   }
 }
 
@@ -96,7 +95,6 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
     "#v": EXECUTION.version,
     "#ttl": EXECUTION.ttl,
     "#ua": EXECUTION.updatedAt,
-    "#sm": EXECUTION.summary,
   };
   const definition = selection.definitionId === undefined ? {} : {
     FilterExpression: "#def = :def",
@@ -107,7 +105,7 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
     reads.client.send(
       new ScanCommand({
         TableName: reads.tables.executions.name,
-        ProjectionExpression: "#d, #v, #ttl, #ua, #sm",
+        ProjectionExpression: "#d, #v, #ttl, #ua",
         ExpressionAttributeNames: names,
         ...definition,
         ConsistentRead: reads.consistent,
@@ -115,14 +113,8 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
       }),
     );
   for await (const page of pages(scan)) {
-    for (const item of page.Items ?? []) {
-      // A retired item is taken as it was when retired (an interrupted run's: to finish it).
-      const stored = isRetired(item) ? storedSummary(item, true) : null;
-      const exe = executionFromItem(item);
-      // The item's version (not the document's) guards the removal.
-      const version = Number(item[EXECUTION.version]?.N);
-      const summary = stored ?? { ...summarize(exe, lastCommitTime(item)), version };
-      yield* take(selection, summary);
-    }
+    // The item's version (not the document's) guards the removal; a retired item is taken as
+    // it was when retired (an interrupted run's: to finish it).
+    for (const item of page.Items ?? []) yield* take(selection, itemSummary(item));
   }
 }

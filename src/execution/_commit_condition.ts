@@ -35,7 +35,9 @@ export type ClauseKind =
   /** The execution was last written with later outbox seqs (another process's block, the seed). */
   | "outboxWatermark"
   /** The same for spawn seqs. */
-  | "spawnWatermark";
+  | "spawnWatermark"
+  /** The execution is in another status than this store assumed (it did not know the item). */
+  | "status";
 
 /** One clause of the execution Update's condition. */
 export interface Clause {
@@ -60,6 +62,11 @@ export interface ConditionInput {
   spawns: SeqRun;
   /** Where the trace ring ends, for a traced commit. */
   head: TraceHead | undefined;
+  /**
+   * The status index partition the commit leaves the execution in, when the store does not
+   * know the stored one: the commit requires it (or none) to be stored already.
+   */
+  statusKept?: string;
 }
 
 /** An attribute's number, or NaN when it holds none (absent, or another type). */
@@ -71,10 +78,10 @@ const numberOf = (item: Item | undefined, name: string): number => {
 /**
  * The clauses of a commit's condition, in the order a refusal is told by: the version (or, for
  * an insert, that nothing live is in the way) and retention first, then the trace ring's end,
- * then the seq watermarks.
+ * the status the commit assumed, then the seq watermarks.
  */
 export function commitClauses(
-  { expected, now, outbox, spawns, head }: ConditionInput,
+  { expected, now, outbox, spawns, head, statusKept }: ConditionInput,
 ): Clause[] {
   const clauses: Clause[] = [];
   if (expected === 0) {
@@ -112,6 +119,19 @@ export function commitClauses(
       fails: (old) => numberOf(old, EXECUTION.traceEnd) !== last,
     });
   }
+  if (statusKept !== undefined) {
+    // Kept in place (its time too) only when it stays in its status; else built again to move.
+    clauses.push({
+      kind: "status",
+      expression: "(attribute_not_exists(#ss) OR #ss = :ssk)",
+      names: NAMES.status,
+      values: { ":ssk": { S: statusKept } },
+      fails: (old) => {
+        const stored = old?.[EXECUTION.statusShard]?.S;
+        return stored !== undefined && stored !== statusKept;
+      },
+    });
+  }
   // Per-execution seq order across processes: each execution remembers its highest seq, and
   // a commit must bring higher ones (or a block reserved after it saw that item).
   if (expected !== 0 && !outbox.fresh && outbox.seqs.length > 0) {
@@ -145,6 +165,7 @@ const NAMES = {
   traceEnd: { "#te": EXECUTION.traceEnd },
   outboxWatermark: { "#oh": EXECUTION.outboxHwm },
   spawnWatermark: { "#sh": EXECUTION.spawnHwm },
+  status: { "#ss": EXECUTION.statusShard },
 } as const satisfies Record<string, Record<string, string>>;
 
 /** The clauses as one ConditionExpression, with the names and values they read. */
@@ -168,13 +189,15 @@ export type ExecutionRefusal =
   | { reason: "version"; found: number | null }
   /** A trace step was appended outside a commit since this store cached the ring's end. */
   | { reason: "traceEnd" }
+  /** The execution is in another status than the commit assumed: its index entry must move. */
+  | { reason: "status" }
   /** The execution was last written with later seqs (another process's block, or the seed). */
   | { reason: "watermark"; outbox: boolean; spawns: boolean };
 
 /**
  * Why a commit's condition failed, told from the item DynamoDB found (`ALL_OLD`) by the clauses
- * that are false on it, in the list's order: a lost race first, then a stale ring end, then
- * stale watermarks (both told at once). A refusal no clause explains is a lost race.
+ * that are false on it, in the list's order: a lost race first, then a stale ring end, then a
+ * status that moved, then stale watermarks (both told at once). A refusal no clause explains is a lost race.
  */
 export function refusalOf(
   clauses: readonly Clause[],
@@ -188,6 +211,7 @@ export function refusalOf(
   const failed = new Set(clauses.filter((clause) => clause.fails(old)).map((c) => c.kind));
   if (failed.has("version")) return { reason: "version", found };
   if (failed.has("traceEnd")) return { reason: "traceEnd" };
+  if (failed.has("status")) return { reason: "status" };
   const outbox = failed.has("outboxWatermark"), spawns = failed.has("spawnWatermark");
   return outbox || spawns ? { reason: "watermark", outbox, spawns } : { reason: "version", found };
 }

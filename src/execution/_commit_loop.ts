@@ -32,6 +32,7 @@ import type { CommitChanges, CommitResult } from "../core/types.ts";
 import { type ChainCache, type Chains, chainsFromItem } from "./_outbox_chain.ts";
 import type { Item } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
+import type { StatusCache } from "./_status_index.ts";
 
 /** What a commit needs of its store. */
 export interface CommitContext {
@@ -46,6 +47,8 @@ export interface CommitContext {
   readonly load: (id: string) => Promise<Execution | null>;
   /** The outbox chains this store knows, by execution and version. */
   readonly chains: ChainCache;
+  /** The status index partitions this store knows, by execution and version. */
+  readonly statuses: StatusCache;
   /** Reads an execution item's version and chains (a commit from a version it does not know). */
   readonly readChains: (id: string) => Promise<Item | undefined>;
 }
@@ -85,6 +88,10 @@ export async function runCommit(
       const refusal = refusalOf(clauses, execution.Item, plan.now);
       if (refusal.reason === "version") {
         throw new StoreConflict(plan.id, plan.expected, refusal.found);
+      }
+      if (refusal.reason === "status") {
+        at.status = "changed"; // the stored status is another: the entry moves, at this time
+        continue;
       }
       if (refusal.reason === "traceEnd") {
         if (conflicts++ >= ctx.conflictRetries) {
@@ -142,6 +149,7 @@ async function place(ctx: CommitContext, plan: CommitPlan): Promise<Placement> {
     spawns: { seqs: spawns, fresh: false },
     head,
     chains,
+    status: ctx.statuses.moveOf(plan.id, plan.expected, plan.statusKey),
   };
 }
 
@@ -166,6 +174,7 @@ function placeNow(ctx: CommitContext, plan: CommitPlan): Placement | null {
     spawns: { seqs: [], fresh: false },
     head,
     chains,
+    status: ctx.statuses.moveOf(plan.id, plan.expected, plan.statusKey),
   };
 }
 
@@ -200,6 +209,7 @@ function committed(
 ): CommitResult {
   exe.version = plan.next;
   ctx.ring.committed(plan.id, head, plan.expected, plan.next);
+  ctx.statuses.set(plan.id, plan.next, plan.statusKey);
   const after = chains === undefined ? ctx.chains.at(plan.id, plan.expected) : next;
   if (after === undefined) ctx.chains.forget(plan.id);
   else ctx.chains.set(plan.id, plan.next, after);
@@ -232,6 +242,7 @@ async function send(
     if (error instanceof CommitOutcomeUnknown) {
       ctx.ring.forget(plan.id);
       ctx.chains.forget(plan.id);
+      ctx.statuses.forget(plan.id);
     }
     throw error;
   }

@@ -29,7 +29,6 @@ export interface SizedCommit {
   data: string;
   definitionId: string;
   statusKey: string;
-  summary: string;
   /** The commit's time, epoch seconds (a dedupe mark's `ttl` is counted from it). */
   now: number;
   emits: readonly { target: string | null; event: string }[];
@@ -69,8 +68,8 @@ const EXECUTION_BASE = itemSize({
   [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
   [EXECUTION.ttl]: SEQ_PLACEHOLDER,
   [EXECUTION.statusShard]: S(""),
+  [EXECUTION.statusAt]: SEQ_PLACEHOLDER,
   [EXECUTION.updatedAt]: SEQ_PLACEHOLDER,
-  [EXECUTION.summary]: S(""),
 });
 
 /** An outbox entry linked to its predecessor, to a target `""` (a NULL target is 1 byte more). */
@@ -133,7 +132,7 @@ export function commitItemSizes(ctx: SizingContext, plan: SizedCommit): number[]
   const id = utf8Length(plan.id);
   const sizes = [
     EXECUTION_BASE + id + utf8Length(plan.data) + utf8Length(plan.definitionId) +
-    utf8Length(plan.statusKey) + utf8Length(plan.summary),
+    utf8Length(plan.statusKey),
   ];
   for (const { target, event } of plan.emits) {
     sizes.push(

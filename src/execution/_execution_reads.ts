@@ -21,7 +21,13 @@ import {
 } from "../core/_layout.ts";
 import type { ListPage, LoadForEventResult } from "../core/types.ts";
 import { isExpired, secondsOf } from "./_retention.ts";
-import { lastCommitTime } from "./_status_index.ts";
+import { lastCommitTime, type StatusCache } from "./_status_index.ts";
+
+/** Remembers what a read execution item holds, for this store's next commit of it. */
+function sawItem(reads: ExecutionReads, id: string, item: Item | undefined): void {
+  reads.chains.sawItem(id, item);
+  reads.statuses.sawItem(id, item);
+}
 
 /**
  * What these reads need of the store: its client, read consistency, tables and clock, and where
@@ -30,18 +36,20 @@ import { lastCommitTime } from "./_status_index.ts";
 export interface ExecutionReads extends Reads {
   readonly tables: ExecutionTables;
   readonly chains: ChainCache;
+  readonly statuses: StatusCache;
   /** Epoch milliseconds: an execution past its `ttl` (#21) or an expired mark reads as absent. */
   readonly now: () => number;
 }
 
 /** What a load reads of an execution item: the document, its expiry, and the chains at its version. */
 const LOADED = {
-  ProjectionExpression: "#d, #ttl, #v, #ol",
+  ProjectionExpression: "#d, #ttl, #v, #ol, #ss",
   ExpressionAttributeNames: {
     "#d": EXECUTION.data,
     "#ttl": EXECUTION.ttl,
     "#v": EXECUTION.version,
     "#ol": EXECUTION.outboxLast,
+    "#ss": EXECUTION.statusShard,
   },
 };
 
@@ -59,7 +67,7 @@ export async function readExecution(
     }),
   );
   const item = result.Item;
-  reads.chains.sawItem(id, item);
+  sawItem(reads, id, item);
   return item && !isExpired(item, secondsOf(reads.now))
     ? executionFromItem(item, `execution ${id}`)
     : null;
@@ -74,11 +82,12 @@ export async function readChains(reads: ExecutionReads, id: string): Promise<Ite
     new GetItemCommand({
       TableName: reads.tables.executions.name,
       Key: executionKey(id),
-      ProjectionExpression: "#v, #ol, #ttl",
+      ProjectionExpression: "#v, #ol, #ttl, #ss",
       ExpressionAttributeNames: {
         "#v": EXECUTION.version,
         "#ol": EXECUTION.outboxLast,
         "#ttl": EXECUTION.ttl,
+        "#ss": EXECUTION.statusShard,
       },
       ConsistentRead: true,
     }),
@@ -87,7 +96,7 @@ export async function readChains(reads: ExecutionReads, id: string): Promise<Ite
   const item = result.Item && !isExpired(result.Item, secondsOf(reads.now))
     ? result.Item
     : undefined;
-  reads.chains.sawItem(id, item);
+  sawItem(reads, id, item);
   return item;
 }
 
@@ -114,7 +123,7 @@ export async function readForEvent(
   const now = secondsOf(reads.now);
   await batchGet(reads.client, request, (responses) => {
     const exeItem = responses[executions.name]?.[0];
-    if (exeItem) reads.chains.sawItem(id, exeItem);
+    if (exeItem) sawItem(reads, id, exeItem);
     if (exeItem && !isExpired(exeItem, now)) {
       execution = executionFromItem(exeItem, `execution ${id}`);
     }
@@ -147,13 +156,12 @@ export async function readProcessed(
 export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
   const input: ScanCommandInput = {
     TableName: reads.tables.executions.name,
-    ProjectionExpression: "#d, #v, #ttl, #ua, #sm",
+    ProjectionExpression: "#d, #v, #ttl, #ua",
     ExpressionAttributeNames: {
       "#d": EXECUTION.data,
       "#v": EXECUTION.version,
       "#ttl": EXECUTION.ttl,
       "#ua": EXECUTION.updatedAt,
-      "#sm": EXECUTION.summary,
     },
     ConsistentRead: reads.consistent,
   };

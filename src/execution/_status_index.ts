@@ -1,35 +1,32 @@
-// The executions table's status index (#25): which shard an execution is written to, what a
-// commit writes for the index, and how an index entry is read back. Private: the wire format is
-// the attributes `status_shard` (S, `"{status}#{shard}"`), `updated_at` (N, epoch seconds) and
-// `summary` (S, JSON) on the execution item, described in docs/design.md.
+// The executions table's status index: which shard an execution is written to, and what a commit
+// writes for the index. The wire format is the attributes `status_shard` (S, `"{status}#{shard}"`)
+// and `status_at` (N, epoch seconds: when the execution entered that status) on the execution
+// item, described in docs/design.md. Both change only when the status does, so a commit that
+// keeps its status writes nothing to the index; `updated_at` (the last commit) is not projected.
 import type { Item } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
-import {
-  type Execution,
-  type ExecutionSummary,
-  type Status,
-  STATUSES,
-  summarize,
-} from "../core/documents.ts";
+import { VersionCache } from "../core/_lru.ts";
+import type { Status } from "../core/documents.ts";
 import { fnv1a } from "./_timer_index.ts";
 
 /**
- * The global secondary index on the executions table: `status_shard` (HASH) + `updated_at`
- * (RANGE), projecting what a page of summaries needs (and the `version` and `ttl` that tell a
- * stale or expired entry), so that listing reads the index alone.
+ * The global secondary index on the executions table: `status_shard` (HASH) + `status_at`
+ * (RANGE), projecting `definition_id` (which never changes, so projecting it costs no write) for
+ * the definition filter. A listing reads the items themselves by key: the index finds
+ * candidates, the items decide.
  */
 export const STATUS_INDEX = {
-  name: "status_shard-updated_at",
+  name: "status_shard-status_at",
   hash: [EXECUTION.statusShard, "S"],
-  range: [EXECUTION.updatedAt, "N"],
-  include: [EXECUTION.summary, EXECUTION.version, EXECUTION.ttl, EXECUTION.definitionId],
+  range: [EXECUTION.statusAt, "N"],
+  include: [EXECUTION.definitionId],
 } as const;
 
 /**
  * How many shards each status spreads over. Part of the wire format: every writer and reader of
  * a table must agree, so it is no option. An index partition key takes about 1,000 writes/s and
- * a commit costs it two (the entry moves to its new `updated_at`): 16 shards carry about 8,000
- * commits per second of one status; a listing pays one Query per shard.
+ * an execution's status change costs it two (the entry moves): 16 shards carry about 8,000
+ * status changes per second into one status; a listing pays one Query per shard.
  */
 export const STATUS_SHARDS = 16;
 
@@ -38,39 +35,37 @@ export function statusKey(status: Status, id: string): string {
   return `${status}#${fnv1a(id) % STATUS_SHARDS}`;
 }
 
-/** The summary a commit stores (`summary`): the document's, at the version the commit writes. */
-export function summaryJson(exe: Execution, version: number): string {
-  const { updated_at: _, ...summary } = summarize(exe);
-  summary.version = version; // in its place: the text is the same as of a copy at `version`
-  return JSON.stringify(summary);
+/** When an item was last committed by this module, epoch seconds, or `null` when unknown. */
+export function lastCommitTime(item: Item): number | null {
+  // The Python store's whole-item Put drops `updated_at`: when it is there, our commit was last.
+  const at = Number(item[EXECUTION.updatedAt]?.N);
+  return Number.isFinite(at) ? at : null;
 }
 
 /**
- * The summary an item (or index entry) holds, with `updated_at`, when it is the summary of the
- * item's current version; `null` when it is not: the item was last written by another writer
- * (an older version of this module keeps the old `summary`; the Python store drops it).
- * `retired`: an item deleteExecutions retired (it bumped the version): its summary as it was.
+ * How a commit treats the index: `same`, the stored item is known to be in the commit's status
+ * (nothing to write); `changed`, known to be in another one or in none (the entry moves, its
+ * time is the commit's); `unknown`, the commit keeps the stored time if the status is the same
+ * and is refused (and built again as `changed`) if it is not.
  */
-export function storedSummary(item: Item, retired = false): ExecutionSummary | null {
-  const text = item[EXECUTION.summary]?.S;
-  const updatedAt = Number(item[EXECUTION.updatedAt]?.N);
-  if (text === undefined || !Number.isFinite(updatedAt)) return null;
-  let summary: ExecutionSummary;
-  try {
-    summary = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (
-    typeof summary !== "object" || summary === null || typeof summary.version !== "number" ||
-    !STATUSES.includes(summary.status)
-  ) return null;
-  const stored = Number(item[EXECUTION.version]?.N);
-  const current = summary.version === stored || (retired && summary.version === stored - 1);
-  return current ? { ...summary, version: stored, updated_at: updatedAt } : null;
-}
+export type StatusMove = "same" | "changed" | "unknown";
 
-/** When an item was last committed by this module, epoch seconds, or `null` when unknown. */
-export function lastCommitTime(item: Item): number | null {
-  return storedSummary(item)?.updated_at ?? null;
+/**
+ * The status index partition (`status_shard`, `null`: none) of the executions this store read
+ * or committed, by the version they are at: a commit from that version knows whether it moves.
+ */
+export class StatusCache extends VersionCache<string | null> {
+  /** Remembers what an execution item read or returned holds. */
+  sawItem(id: string, item: Item | undefined): void {
+    const version = item?.[EXECUTION.version]?.N;
+    if (version === undefined) this.forget(id);
+    else this.set(id, Number(version), item![EXECUTION.statusShard]?.S ?? null);
+  }
+
+  /** How a commit of `id` from version `expected` into partition `key` treats the index. */
+  moveOf(id: string, expected: number, key: string): StatusMove {
+    if (expected === 0) return "changed";
+    const stored = this.at(id, expected);
+    return stored === undefined ? "unknown" : stored === key ? "same" : "changed";
+  }
 }

@@ -1,11 +1,13 @@
-// Reading the status index (#25): the executions of some statuses, newest commit first. Each
-// status spreads over STATUS_SHARDS index partitions; a walk queries each partition newest first
-// in small pages and merges them lazily (a partition is read further only when its next entry
-// may be the newest left), so a page of `limit` reads about `limit` entries plus one small page
-// per partition, whatever the table holds.
+// Reading the status index: the executions of some statuses, the latest to enter them first.
+// Each status spreads over STATUS_SHARDS index partitions; a walk queries each partition newest
+// first in small pages and merges them lazily (a partition is read further only when its next
+// entry may be the newest left), so a page of `limit` reads about `limit` entries plus one small
+// page per partition, whatever the table holds. The entries only name candidates: each page reads
+// the items themselves by key, and an entry whose item has moved on (the index lags its table)
+// is passed over.
 import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
-import { GetItemCommand, QueryCommand, type QueryCommandOutput } from "@aws-sdk/client-dynamodb";
-import { eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
+import { QueryCommand, type QueryCommandOutput } from "@aws-sdk/client-dynamodb";
+import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { IndexNotFound } from "../dynamo/tables.ts";
 import { InvalidCursor } from "../core/errors.ts";
 import { encodeCursor } from "../core/cursor.ts";
@@ -15,7 +17,7 @@ import type { ListPage } from "../core/types.ts";
 import type { Listing, Selection } from "./_listing.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
 import { isExpired, secondsOf } from "./_retention.ts";
-import { lastCommitTime, STATUS_INDEX, STATUS_SHARDS, storedSummary } from "./_status_index.ts";
+import { lastCommitTime, STATUS_INDEX, STATUS_SHARDS } from "./_status_index.ts";
 
 /** The largest page a partition is read in: pages double from a small first one up to this. */
 const MAX_PAGE = 1000;
@@ -34,7 +36,7 @@ interface Partition {
   pageSize: number;
 }
 
-/** A cursor's position: per partition, the `[updated_at, id]` it resumes after, or 0 (done). */
+/** A cursor's position: per partition, the `[status_at, id]` it resumes after, or 0 (done). */
 type Position = Record<string, [string, string] | 0>;
 
 /**
@@ -59,7 +61,7 @@ export class IndexWalk {
       const resume = at === undefined || at === 0 ? undefined : {
         [EXECUTION.id]: S(at[1]),
         [EXECUTION.statusShard]: S(key),
-        [EXECUTION.updatedAt]: { N: at[0] },
+        [EXECUTION.statusAt]: { N: at[0] },
       };
       return { key, buffer: [], next: resume, done: at === 0, resume, pageSize: firstPage };
     });
@@ -97,7 +99,7 @@ export class IndexWalk {
     for (const p of this.#partitions) {
       if (p.done) position[p.key] = 0;
       else if (p.resume) {
-        position[p.key] = [p.resume[EXECUTION.updatedAt]!.N!, p.resume[EXECUTION.id]!.S!];
+        position[p.key] = [p.resume[EXECUTION.statusAt]!.N!, p.resume[EXECUTION.id]!.S!];
       }
     }
     return position;
@@ -109,10 +111,10 @@ export class IndexWalk {
     const values: Item = { ":ss": S(p.key) };
     let condition = "#ss = :ss";
     if (selection.updatedBefore !== null && !selection.includeUndated) {
-      names["#ua"] = EXECUTION.updatedAt;
-      // An entry's time is when this module last committed it; a later commit by another
-      // writer leaves it behind (stale), so with includeUndated every entry is looked at.
-      condition += " AND #ua < :before";
+      names["#sa"] = EXECUTION.statusAt;
+      // An execution last committed before a time entered its status before it too: the
+      // entries before it are the candidates, and each item's `updated_at` decides.
+      condition += " AND #sa < :before";
       values[":before"] = N(selection.updatedBefore);
     }
     let filter: string | undefined;
@@ -148,7 +150,7 @@ export class IndexWalk {
 
 /** Newest first; at one time, the higher id first (any fixed order would do). */
 function newer(a: Item, b: Item): boolean {
-  const at = Number(a[EXECUTION.updatedAt]?.N), bt = Number(b[EXECUTION.updatedAt]?.N);
+  const at = Number(a[EXECUTION.statusAt]?.N), bt = Number(b[EXECUTION.statusAt]?.N);
   return at !== bt ? at > bt : (a[EXECUTION.id]?.S ?? "") > (b[EXECUTION.id]?.S ?? "");
 }
 
@@ -164,7 +166,7 @@ function checkPosition(after: unknown, keys: string[]): Position {
       !Array.isArray(at) || at.length !== 2 || typeof at[0] !== "string" ||
       !/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(at[0]) || typeof at[1] !== "string" ||
       at[1].length === 0 || at[1].length > 2048
-    ) throw bad(`of ${JSON.stringify(key)} is not [updated_at, id]`);
+    ) throw bad(`of ${JSON.stringify(key)} is not [status_at, id]`);
   }
   return after as Position;
 }
@@ -192,31 +194,45 @@ export async function queryStatusIndex(
   }
 }
 
+/** How many index entries a page reads the items of at once (BatchGetItem takes 100 keys). */
+const ITEMS_AT_ONCE = 100;
+
 /**
- * The summary of an index entry as `selection` sees it, or null when the execution is gone for
- * its readers (expired). An entry another writer left stale (it committed since, without the
- * index's attributes) is read from the table: its real status decides, its time is unknown.
+ * The items of index entries, read by key, in the entries' order: for each, the item when the
+ * entry is current (the item is still in the entry's partition, or another writer's whole-item
+ * Put took it out of the index), else undefined (gone, or moved on: a ghost of a lagging index).
  */
-export async function entrySummary(
+export async function entryItems(
   reads: ExecutionReads,
-  entry: Item,
-  now: number,
-): Promise<ExecutionSummary | null> {
-  if (isExpired(entry, now)) return null;
-  const fresh = storedSummary(entry);
-  if (fresh) return fresh;
-  const item = (await reads.client.send(
-    new GetItemCommand({
-      TableName: reads.tables.executions.name,
-      Key: executionKey(entry[EXECUTION.id]!.S!),
-      ConsistentRead: reads.consistent,
-    }),
-  )).Item;
-  if (!item || isExpired(item, now)) return null;
-  return summarize(executionFromItem(item), lastCommitTime(item));
+  entries: Item[],
+): Promise<(Item | undefined)[]> {
+  const found = new Map<string, Item>();
+  const table = reads.tables.executions.name;
+  for (const run of chunks(entries, ITEMS_AT_ONCE)) {
+    const keys = [...new Set(run.map((entry) => entry[EXECUTION.id]!.S!))].map((id) => ({
+      [EXECUTION.id]: S(id),
+    }));
+    await batchGet(reads.client, {
+      [table]: { Keys: keys, ConsistentRead: reads.consistent },
+    }, (responses) => {
+      for (const item of responses[table] ?? []) found.set(item[EXECUTION.id]!.S!, item);
+    });
+  }
+  return entries.map((entry) => {
+    const item = found.get(entry[EXECUTION.id]!.S!);
+    const stored = item?.[EXECUTION.statusShard]?.S;
+    return stored === undefined || stored === entry[EXECUTION.statusShard]?.S ? item : undefined;
+  });
 }
 
-/** One page of `listing` from the status index, newest commit first (`listExecutions`). */
+/** An execution item's summary, with its last commit time and the item's own version. */
+export function itemSummary(item: Item): ExecutionSummary {
+  const summary = summarize(executionFromItem(item), lastCommitTime(item));
+  summary.version = Number(item[EXECUTION.version]?.N);
+  return summary;
+}
+
+/** One page of `listing` from the status index, latest to enter its status first. */
 export async function indexPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
   const partitions = listing.statuses!.length * STATUS_SHARDS;
   const walk = new IndexWalk(
@@ -227,11 +243,21 @@ export async function indexPage(reads: ExecutionReads, listing: Listing): Promis
   );
   const now = secondsOf(reads.now);
   const items: ExecutionSummary[] = [];
-  while (items.length < listing.limit) {
-    const entry = await walk.next();
-    if (entry === undefined) return { items, nextCursor: null };
-    const summary = await entrySummary(reads, entry, now);
-    if (summary && listing.matches(summary)) items.push(summary);
+  for (;;) {
+    // Each entry yields at most one summary: reading as many as are missing never overshoots.
+    const entries: Item[] = [];
+    while (entries.length < listing.limit - items.length) {
+      const entry = await walk.next();
+      if (entry === undefined) break;
+      entries.push(entry);
+    }
+    for (const item of await entryItems(reads, entries)) {
+      if (item === undefined || isExpired(item, now)) continue;
+      const summary = itemSummary(item);
+      if (listing.matches(summary)) items.push(summary);
+    }
+    if (items.length === listing.limit) break;
+    if (entries.length === 0 || walk.finished) return { items, nextCursor: null };
   }
   const table = reads.tables.executions.name;
   return {

@@ -18,7 +18,7 @@ import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_val
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
 import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
-import { STATUS_INDEX } from "./_status_index.ts";
+import { STATUS_INDEX, StatusCache } from "./_status_index.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { ChainCache } from "./_outbox_chain.ts";
 import type { QueueReads } from "./_queue_items.ts";
@@ -109,6 +109,7 @@ export function storeContext(
     client: gated,
     consistent: consistentReads,
     chains: new ChainCache(),
+    statuses: new StatusCache(),
     table: tables.timers.name,
     shards: tx.timerShards,
     timerIndex,

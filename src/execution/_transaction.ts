@@ -30,7 +30,7 @@ import {
 import { checkCommitLimits } from "./_commit_size.ts";
 import { checkOptionNames } from "../core/_option_names.ts";
 import { toJson } from "../core/_json.ts";
-import { statusKey, summaryJson } from "./_status_index.ts";
+import { statusKey, type StatusMove } from "./_status_index.ts";
 import { ringDrop } from "../core/_relay_rules.ts";
 import { type Execution, type Status, STATUSES } from "../core/documents.ts";
 import { expiryFor, secondsOf } from "./_retention.ts";
@@ -71,9 +71,8 @@ export interface CommitPlan {
   definitionId: string;
   /** The status the commit leaves the execution in. */
   status: Status;
-  /** The status index's partition (`status_shard`) and the summary it projects (#25). */
+  /** The status index's partition (`status_shard`) the commit leaves the execution in. */
   statusKey: string;
-  summary: string;
   /** The commit's time, epoch seconds: what expiries are measured from and checked against. */
   now: number;
   /** The `ttl` the execution item gets (epoch seconds), or null: the commit removes it. */
@@ -182,7 +181,6 @@ function encodeCommit(
     definitionId,
     status: exe.status,
     statusKey: statusKey(exe.status, id),
-    summary: summaryJson(exe, expected + 1),
     emits: listOf("emits", changes.emits).map(encodeEmit),
     spawns: listOf("spawns", changes.spawns).map(encodeSpawn),
     timers: NO_TIMERS,
@@ -271,6 +269,8 @@ export interface Placement {
   spawns: SeqRun;
   head: TraceHead | undefined;
   chains?: Chains;
+  /** Whether the commit moves the execution's status index entry (see StatusMove). */
+  status: StatusMove;
 }
 
 /** A commit's transaction, as {@linkcode buildTransaction} lays it out. */
@@ -288,7 +288,7 @@ export interface BuiltCommit {
 export function buildTransaction(
   ctx: TxContext,
   plan: CommitPlan,
-  { outbox, spawns, head, chains }: Placement,
+  { outbox, spawns, head, chains, status }: Placement,
 ): BuiltCommit {
   const t = ctx.tables;
   const traced = plan.trace !== undefined && head !== undefined;
@@ -298,6 +298,7 @@ export function buildTransaction(
     outbox,
     spawns,
     head: traced ? head : undefined,
+    statusKept: status === "unknown" ? plan.statusKey : undefined,
   });
   const condition = conditionOf(clauses);
   const names = condition.names;
@@ -305,18 +306,22 @@ export function buildTransaction(
   names["#d"] = EXECUTION.data;
   names["#v"] = EXECUTION.version;
   names["#def"] = EXECUTION.definitionId;
-  // The status index (#25): the status's shard, this commit's time and the summary it lists.
-  names["#ss"] = EXECUTION.statusShard;
   names["#ua"] = EXECUTION.updatedAt;
-  names["#sm"] = EXECUTION.summary;
   names["#ttl"] = EXECUTION.ttl;
   values[":d"] = S(plan.data);
   values[":v"] = N(plan.next);
   values[":def"] = S(plan.definitionId);
-  values[":ss"] = S(plan.statusKey);
-  values[":sm"] = S(plan.summary);
   values[":now"] = N(plan.now);
-  let sets = "#d = :d, #v = :v, #def = :def, #ss = :ss, #ua = :now, #sm = :sm";
+  let sets = "#d = :d, #v = :v, #def = :def, #ua = :now";
+  // The status index moves only with the status: a commit that keeps it writes no index entry.
+  if (status !== "same") {
+    names["#ss"] = EXECUTION.statusShard;
+    names["#sa"] = EXECUTION.statusAt;
+    values[":ss"] = S(plan.statusKey);
+    sets += status === "changed"
+      ? ", #ss = :ss, #sa = :now"
+      : ", #ss = :ss, #sa = if_not_exists(#sa, :now)";
+  }
   // Retention (#21): the commit sets the ttl of a finished execution, else removes it.
   if (plan.expiresAt !== null) {
     values[":ttl"] = N(plan.expiresAt);

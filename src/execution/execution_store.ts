@@ -722,6 +722,7 @@ export class DynamoDBStore implements ExecutionStore {
     } finally {
       this.#ctx.ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
       this.#ctx.chains.forget(id);
+      this.#ctx.statuses.forget(id);
     }
   }
 

@@ -117,6 +117,7 @@ export class MemoryStore implements ExecutionStore {
   readonly #executions = new Map<string, string>(); // id → data JSON
   readonly #expiries = new Map<string, number>(); // id → ttl (epoch s) of a finished execution
   readonly #updated = new Map<string, number>(); // id → its last commit (epoch s), as updated_at
+  readonly #since = new Map<string, number>(); // id → when it entered its status, as status_at
   readonly #queues: MemoryQueues;
   readonly #processed = new Map<string, number | null>(); // → expiry (epoch s) or null
   readonly #trace = new Map<string, Map<number, string>>();
@@ -228,6 +229,9 @@ export class MemoryStore implements ExecutionStore {
         throw new StoreConflict(plan.id, plan.expected, found);
       }
       // Everything below is synchronous: no other call can see half of it.
+      if (stored === undefined || (JSON.parse(stored) as Execution).status !== plan.status) {
+        this.#since.set(plan.id, plan.now);
+      }
       this.#executions.set(plan.id, plan.data);
       this.#updated.set(plan.id, plan.now);
       if (plan.expiresAt === null) this.#expiries.delete(plan.id);
@@ -306,6 +310,7 @@ export class MemoryStore implements ExecutionStore {
       this.#executions.delete(id);
       this.#expiries.delete(id);
       this.#updated.delete(id);
+      this.#since.delete(id);
       const removeUnder = (table: Map<string, unknown>) => {
         let removed = 0;
         for (const key of table.keys()) {
@@ -341,7 +346,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("listExecutions");
       const table = this.#tx.tables.executions.name;
-      return memoryPage(this.#summaries(), planListing(options, table), table);
+      return memoryPage(this.#summaries(), planListing(options, table), table, this.#since);
     });
   }
 

@@ -5,22 +5,31 @@ import { testClient } from "./env.ts";
 
 interface Consumed {
   CapacityUnits?: number;
+  GlobalSecondaryIndexes?: Record<string, { CapacityUnits?: number }>;
 }
 
-/** A client on the test endpoint; `capacity.units` sums the capacity of every call since reset. */
-export function capacityClient(region?: string): {
+/**
+ * A client on the test endpoint; `capacity.units` sums the capacity of every call since reset,
+ * and with `"INDEXES"`, `capacity.indexUnits` the part the global secondary indexes took.
+ */
+export function capacityClient(region?: string, detail: "TOTAL" | "INDEXES" = "TOTAL"): {
   client: DynamoDBClient;
-  capacity: { units: number; calls: string[] };
+  capacity: { units: number; indexUnits: number; calls: string[] };
 } {
   const client = testClient(region);
-  const capacity = { units: 0, calls: [] as string[] };
+  const capacity = { units: 0, indexUnits: 0, calls: [] as string[] };
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      (args.input as Record<string, unknown>).ReturnConsumedCapacity = "TOTAL";
+      (args.input as Record<string, unknown>).ReturnConsumedCapacity = detail;
       const result = await next(args);
       const consumed = (result.output as { ConsumedCapacity?: Consumed | Consumed[] })
         .ConsumedCapacity;
-      for (const each of [consumed ?? []].flat()) capacity.units += each.CapacityUnits ?? 0;
+      for (const each of [consumed ?? []].flat()) {
+        capacity.units += each.CapacityUnits ?? 0;
+        for (const index of Object.values(each.GlobalSecondaryIndexes ?? {})) {
+          capacity.indexUnits += index.CapacityUnits ?? 0;
+        }
+      }
       capacity.calls.push(context.commandName as string);
       return result;
     },

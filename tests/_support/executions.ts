@@ -4,7 +4,7 @@ import type { WriteRequest } from "@aws-sdk/client-dynamodb";
 import { putAll } from "./put_all.ts";
 import type { DynamoDBSender } from "../../src/dynamo/_dynamo.ts";
 import { type Execution, newExecution, type Status } from "../../mod.ts";
-import { statusKey, summaryJson } from "../../src/execution/_status_index.ts";
+import { statusKey } from "../../src/execution/_status_index.ts";
 
 /** The item a commit of `exe` at `exe.version` leaves, committed at `updatedAt` (epoch s). */
 export function committedItem(exe: Execution, updatedAt: number): WriteRequest["PutRequest"] {
@@ -15,8 +15,8 @@ export function committedItem(exe: Execution, updatedAt: number): WriteRequest["
       version: { N: String(exe.version) },
       definition_id: { S: exe.definition_id },
       status_shard: { S: statusKey(exe.status, exe.id) },
+      status_at: { N: String(updatedAt) },
       updated_at: { N: String(updatedAt) },
-      summary: { S: summaryJson(exe, exe.version) },
     },
   };
 }

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import type { StatusMove } from "../../src/execution/_status_index.ts";
 import {
   type Clause,
   commitClauses,
@@ -308,7 +309,8 @@ Deno.test("the commit's Update reads every alias it names, its condition built f
       fc.nat(1),
       fc.boolean(),
       fc.record({ fresh: fc.boolean(), cached: fc.boolean() }),
-      (version, status, emits, spawns, traced, { fresh, cached }) => {
+      fc.constantFrom("same", "changed", "unknown") as fc.Arbitrary<StatusMove>,
+      (version, status, emits, spawns, traced, { fresh, cached }, move) => {
         const exe = newExecution({ definition_id: "d", status, version });
         const plan = planCommit(ctx, exe, {
           emits: Array.from({ length: emits }, () => ({ target: "t", event: newEvent("e") })),
@@ -323,6 +325,7 @@ Deno.test("the commit's Update reads every alias it names, its condition built f
           spawns: { seqs: Array.from({ length: spawns }, (_, i) => 20 + i), fresh },
           head: traced ? { last: 3, cached } : undefined,
           chains: version === 0 || emits > 0 ? {} : undefined,
+          status: move,
         });
         const update = built.items[0]!.Update!;
         const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
@@ -343,6 +346,7 @@ Deno.test("the commit's Update reads every alias it names, its condition built f
             outbox: { seqs: plan.emits.map((_, i) => 10 + i), fresh },
             spawns: { seqs: plan.spawns.map((_, i) => 20 + i), fresh },
             head: traced ? { last: 3, cached } : undefined,
+            statusKept: move === "unknown" ? plan.statusKey : undefined,
           }).map((c) => c.kind),
         );
       },

@@ -40,6 +40,7 @@ function builtSizes(ctx: TxContext, plan: CommitPlan, createdAt?: "longest"): nu
     spawns: { seqs: plan.spawns.map(() => MAX), fresh: false },
     head: plan.trace === undefined ? undefined : { last: MAX - 2 },
     chains: Object.fromEntries(plan.emits.map((emit) => [targetKey(emit.target), MAX])),
+    status: "changed",
   });
   const executionItem: Item = {
     [EXECUTION.data]: { S: plan.data },
@@ -51,8 +52,8 @@ function builtSizes(ctx: TxContext, plan: CommitPlan, createdAt?: "longest"): nu
     [EXECUTION.outboxLast]: CHAINS_PLACEHOLDER,
     [EXECUTION.ttl]: SEQ_PLACEHOLDER,
     [EXECUTION.statusShard]: { S: plan.statusKey },
+    [EXECUTION.statusAt]: SEQ_PLACEHOLDER,
     [EXECUTION.updatedAt]: SEQ_PLACEHOLDER,
-    [EXECUTION.summary]: { S: plan.summary },
   };
   return items.map((item: TransactWriteItem, i) => {
     const body: Item = {

@@ -1,8 +1,8 @@
-// The status index (#25) against DynamoDB Local: what a commit writes for it, what a listing
-// reads as the table grows (capacity units as DynamoDB reports them), and the executions other
-// writers leave without its attributes (the Python store, an older version of this module).
+// The status index against DynamoDB Local: what a commit writes for it (nothing unless the status
+// changes), what a listing reads as the table grows (capacity units as DynamoDB reports them),
+// and the executions the Python store leaves without its attributes.
 import assert from "node:assert/strict";
-import { CreateTableCommand, GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { CreateTableCommand, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, IndexNotFound, newExecution } from "../../mod.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { countingClient, freshStore, testClient, uniqueName } from "../_support/env.ts";
@@ -68,17 +68,54 @@ Deno.test("a commit stays one TransactWriteItems and leaves the status index's a
   assert.match(item.status_shard!.S!, /^DONE#([0-9]|1[0-5])$/);
   const updatedAt = Number(item.updated_at!.N);
   assert.ok(updatedAt >= before - 1 && updatedAt <= Date.now() / 1000 + 1);
-  assert.deepEqual(JSON.parse(item.summary!.S!), {
-    id: exe.id,
-    definition_id: "order",
-    status: "DONE",
-    outcome: null,
-    active_path: "a.b",
-    version: 2,
-    parent_id: null,
-  });
+  assert.equal(item.status_at?.N, item.updated_at!.N, "it entered DONE with this commit");
+  assert.equal(item.summary, undefined, "the index projects no summary: items decide");
   const listed = await store.listExecutions({ status: "DONE" });
   assert.deepEqual(listed.items.map((s) => [s.id, s.updated_at]), [[exe.id, updatedAt]]);
+});
+
+Deno.test("a commit that keeps the status writes nothing to the status index, and keeps the time it entered it", async () => {
+  const { client, capacity } = capacityClient(undefined, "INDEXES");
+  const prefix = uniqueName("six");
+  const store = new DynamoDBStore(client, { prefix });
+  try {
+    await store.ensureTables();
+    const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+    await store.save(exe);
+    const read = async () =>
+      (await client.send(
+        new GetItemCommand({
+          TableName: store.tables.executions.name,
+          Key: { id: { S: exe.id } },
+          ConsistentRead: true,
+        }),
+      )).Item!;
+    const entered = (await read()).status_at!.N;
+    capacity.indexUnits = 0;
+    exe.context = { step: 1 };
+    await store.save(exe);
+    assert.equal(capacity.indexUnits, 0, "no index write for a commit that keeps the status");
+    // A store that never read it does not know its status: the commit keeps the time too.
+    const other = new DynamoDBStore(client, { prefix });
+    exe.context = { step: 2 };
+    await other.save(exe);
+    assert.equal(capacity.indexUnits, 0);
+    assert.equal((await read()).status_at!.N, entered);
+    // ...and one that changes it moves the entry, also from a store that did not know it.
+    exe.status = "SUSPENDED";
+    await new DynamoDBStore(client, { prefix }).save(exe);
+    assert.ok(capacity.indexUnits > 0);
+    const moved = await read();
+    assert.match(moved.status_shard!.S!, /^SUSPENDED#/);
+    assert.ok(Number(moved.status_at!.N) > Number(entered));
+    assert.deepEqual(
+      (await store.listExecutions({ status: "SUSPENDED" })).items.map((s) => s.id),
+      [exe.id],
+    );
+    assert.deepEqual((await store.listExecutions({ status: "RUNNING" })).items, []);
+  } finally {
+    client.destroy();
+  }
 });
 
 Deno.test("an execution the Python store wrote (a whole-item Put drops the attributes) is found with scan: true, its updated_at unknown", async () => {
@@ -108,42 +145,6 @@ Deno.test("an execution the Python store wrote (a whole-item Put drops the attri
   assert.equal((await store.listExecutions({ status: "DONE" })).items[0]?.id, exe.id);
 });
 
-Deno.test("an execution an older version of this module committed last is listed by its real status, its time unknown", async () => {
-  await using store = await freshStore();
-  using client = testClient();
-  const table = store.tables.executions.name;
-  const moved = newExecution({ definition_id: "old", status: "RUNNING" });
-  const kept = newExecution({ definition_id: "old", status: "RUNNING" });
-  await store.save(moved);
-  await store.save(kept);
-  // The commit of a version without the status index: an Update of data and version, index attributes left.
-  const olderCommit = async (exe: typeof moved) => {
-    exe.version += 1;
-    await client.send(
-      new UpdateItemCommand({
-        TableName: table,
-        Key: { id: { S: exe.id } },
-        UpdateExpression: "SET #d = :d, #v = :v",
-        ExpressionAttributeNames: { "#d": "data", "#v": "version" },
-        ExpressionAttributeValues: {
-          ":d": { S: JSON.stringify(exe) },
-          ":v": { N: String(exe.version) },
-        },
-      }),
-    );
-  };
-  moved.status = "DONE";
-  await olderCommit(moved);
-  await olderCommit(kept);
-  const running = await store.listExecutions({ status: "RUNNING" });
-  assert.deepEqual(running.items.map((s) => [s.id, s.version, s.updated_at]), [
-    [kept.id, 2, null],
-  ]);
-  assert.deepEqual((await store.listExecutions({ status: "DONE" })).items, []);
-  const scanned = await store.listExecutions({ status: "DONE", scan: true });
-  assert.deepEqual(scanned.items.map((s) => s.id), [moved.id]);
-});
-
 Deno.test("listExecutions({ status }) on a table without the status index is an IndexNotFound naming it; ensureTables() adds it", async () => {
   // A database of its own (another region): adding an index to a table of DynamoDB Local takes
   // time that grows with everything else in that database.
@@ -162,7 +163,7 @@ Deno.test("listExecutions({ status }) on a table without the status index is an 
   await store.save(exe);
   const error = await store.listExecutions({ status: "FAILED" }).catch((e) => e);
   assert.ok(error instanceof IndexNotFound, String(error));
-  assert.equal(error.index, "status_shard-updated_at");
+  assert.equal(error.index, "status_shard-status_at");
   assert.match(error.message, /run ensureTables\(\) once.*scan: true/);
   assert.equal((await store.listExecutions({ status: "FAILED", scan: true })).items.length, 1);
   await store.ensureTables();
