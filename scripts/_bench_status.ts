@@ -2,6 +2,7 @@
 // capacity units as DynamoDB reports them, ms) at 1k, 10k and 50k executions, and what the
 // index costs a commit in write capacity (ReturnConsumedCapacity: "INDEXES"), next to a second
 // index of the same shape (what a status+definition index would cost).
+import { STATUS_INDEX } from "../src/execution/_status_index.ts";
 import {
   BatchWriteItemCommand,
   CreateTableCommand,
@@ -170,7 +171,7 @@ async function commitCosts(prefix: string): Promise<StatusIndexFigures["commitWc
     AttributeDefinitions: [
       { AttributeName: "id", AttributeType: "S" },
       { AttributeName: "status_shard", AttributeType: "S" },
-      { AttributeName: "updated_at", AttributeType: "N" },
+      { AttributeName: "status_at", AttributeType: "N" },
       { AttributeName: "definition_id", AttributeType: "S" },
     ],
     KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
@@ -179,19 +180,19 @@ async function commitCosts(prefix: string): Promise<StatusIndexFigures["commitWc
     IndexName: name,
     KeySchema: [
       { AttributeName: hash, KeyType: "HASH" as const },
-      { AttributeName: "updated_at", KeyType: "RANGE" as const },
+      { AttributeName: STATUS_INDEX.range[0], KeyType: "RANGE" as const },
     ],
     Projection: {
       ProjectionType: "INCLUDE" as const,
-      NonKeyAttributes: ["summary", "version", "ttl", "definition_id"],
+      NonKeyAttributes: [...STATUS_INDEX.include],
     },
   });
   const layouts = {
     "no index": [],
-    "status index": [index("status_shard-updated_at", "status_shard")],
+    "status index": [index(STATUS_INDEX.name, STATUS_INDEX.hash[0])],
     "status index + a second index of its shape": [
-      index("status_shard-updated_at", "status_shard"),
-      index("definition_id-updated_at", "definition_id"),
+      index(STATUS_INDEX.name, STATUS_INDEX.hash[0]),
+      index("definition_id-status_at", "definition_id"),
     ],
   };
   const figures: StatusIndexFigures["commitWcu"] = {};
