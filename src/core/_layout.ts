@@ -173,7 +173,16 @@ export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" }
  * how many of them this module's stores reserved (in the same `ADD`): `n - ours` counts the seqs
  * other writers (the seed, older deploys) took, whose rows lack the relay index's attributes.
  */
-export const COUNTER = { id: "id", n: "n", ours: "ours" } as const;
+export const COUNTER = {
+  id: "id",
+  n: "n",
+  /** The blocks of seqs this module reserved (`"{first}-{last}"`): the rest other writers took. */
+  blocks: "blocks",
+  /** Every seq up to this one is accounted for: ours, or another writer's found (or given up). */
+  seen: "seen",
+  /** Other writers' seqs probed and not found yet: seq → when first probed (epoch seconds). */
+  missing: "missing",
+} as const;
 
 /**
  * The state store's table (`harel_state` unless named), key `pk`: a plain value as JSON text
