@@ -532,7 +532,7 @@ export function printWrites(figures: WriteFigures): void {
     console.log(
       `| (${s.key}) ${s.name} | ${u(s.ours.units)} (${u(s.ours.gsi)}) | ${u(s.seed.units)} (${
         u(s.seed.gsi)
-      }) | ${s.ratio.toFixed(2)} | ${s.bound ?? ""} | ${
+      }) | ${s.ratio.toFixed(2)} | ${s.bound?.toFixed(2).replace(/0$/, "") ?? ""} | ${
         s.ok === null ? "" : s.ok ? "ok" : "OVER"
       } | ${calls(s.ours)} | ${calls(s.seed)} | ${u(s.seedBare.units)} |`,
     );
