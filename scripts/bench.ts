@@ -2,7 +2,8 @@
 // Commit throughput next to a bare TransactWriteItems of the same items, a commit's own CPU next
 // to the SDK's send of the same transaction (an instant request handler), relay drain (bare and
 // relayOutbox), heap of a bounded read of a 20,000-entry backlog, calls from a cold create() to
-// the first commit, calls per operation and hash-store throughput, against $DYNAMODB_ENDPOINT
+// the first commit, calls per operation, hash-store throughput and write units next to the Python
+// seed store's algorithm (scripts/_bench_writes.ts), against $DYNAMODB_ENDPOINT
 // (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure).
 import {
   DeleteItemCommand,
@@ -16,6 +17,7 @@ import { setSpansEnabled } from "../src/core/_telemetry.ts";
 import { benchStatusIndex, printStatusIndex } from "./_bench_status.ts";
 import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
 import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
+import { benchWrites, printWrites } from "./_bench_writes.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -45,6 +47,11 @@ progress("commit CPU with an instant request handler");
 const commitCpu = await benchCommitCpu(rounds, progress);
 
 const prefix = `bench_${Date.now().toString(36)}`;
+
+// Write units next to the seed's algorithm: the same commits and acknowledgements made by our
+// store and by the Python store's algorithm, on fresh tables of this DynamoDB (a few seconds).
+progress("write units next to the seed's algorithm");
+const writes = await benchWrites({ endpoint, prefix: `${prefix}_bw`, progress });
 const { client, calls } = countingClient();
 const store = new DynamoDBStore(client, { prefix });
 await store.ensureTables();
@@ -478,6 +485,7 @@ const results = {
   commitCpu,
   relayIndex,
   statusIndex,
+  writes,
 };
 const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
 console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
@@ -494,6 +502,7 @@ for (const c of results.spans) {
   console.log(`| ${c.writers} writer(s) | ${f(c.on)} | ${f(c.off)} | ${c.ratio.toFixed(2)} |`);
 }
 printCommitCpu(commitCpu);
+printWrites(writes);
 printRelayIndex(relayIndex);
 printStatusIndex(statusIndex);
 console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
