@@ -344,6 +344,22 @@ async function running(side: Side): Promise<{ exe: Execution; seqs: number[] }> 
   return { exe, seqs: [] };
 }
 
+/**
+ * Ten commits of one execution (the fifth with two emits, the others with a dedupe mark), the
+ * last to DONE (`started`: the second to RUNNING, as a worker starting a PENDING one), then
+ * both entries acknowledged.
+ */
+async function lifecycle(side: Side, exe: Execution, started: boolean): Promise<void> {
+  await side.commit(exe);
+  const seqs: number[] = [];
+  for (let i = 1; i < 10; i++) {
+    step(exe, i === 1 && started ? "RUNNING" : i === 9 ? "DONE" : undefined);
+    if (i === 9) exe.outcome = "done";
+    seqs.push(...await side.commit(exe, i === 5 ? twoEmits() : mark()));
+  }
+  await side.ack(seqs);
+}
+
 const SCENARIOS: Scenario[] = [
   {
     key: "a",
@@ -386,18 +402,15 @@ const SCENARIOS: Scenario[] = [
   },
   {
     key: "d",
+    name: "lifecycle: insert RUNNING ... DONE (10 commits, one with 2 emits), ack both",
+    setup: () => Promise.resolve({ exe: benchDocument("RUNNING"), seqs: [] }),
+    run: (side, exe) => lifecycle(side, exe, false),
+  },
+  {
+    key: "g",
     name: "lifecycle: insert PENDING, RUNNING ... DONE (10 commits, one with 2 emits), ack both",
     setup: () => Promise.resolve({ exe: benchDocument("PENDING"), seqs: [] }),
-    run: async (side, exe) => {
-      await side.commit(exe);
-      const seqs: number[] = [];
-      for (let i = 1; i < 10; i++) {
-        step(exe, i === 1 ? "RUNNING" : i === 9 ? "DONE" : undefined);
-        if (i === 9) exe.outcome = "done";
-        seqs.push(...await side.commit(exe, i === 5 ? twoEmits() : mark()));
-      }
-      await side.ack(seqs);
-    },
+    run: (side, exe) => lifecycle(side, exe, true),
   },
   {
     key: "e",

@@ -14,6 +14,7 @@ import { moveInput, partOf, pendingPlace, placeOf, rowKey } from "./_relay_index
 import { candidateOf } from "./_outbox_queue.ts";
 import { plain, type QueueReads } from "./_queue_items.ts";
 import { transactOne } from "../dynamo/_lost_answers.ts";
+import { counterState, probesOf } from "./_foreign_seqs.ts";
 
 /** How many stale release marks one pass finishes. */
 const RELEASES_PER_PASS = 10;
@@ -58,7 +59,8 @@ async function readCounters(
   let foreign = 0;
   for (const id of SEQ_COUNTERS) {
     const counter = items.get(id);
-    foreign += Number(counter?.[COUNTER.n]?.N ?? 0) - Number(counter?.[COUNTER.ours]?.N ?? 0);
+    const state = counterState(counter);
+    foreign += probesOf(state, 1000).seqs.length;
   }
   const state = items.get(ids[0]!);
   const cursor = state?.[ADOPTION.cursor]?.S;
