@@ -11,7 +11,7 @@ import {
   STATUSES,
   summarize,
 } from "../core/documents.ts";
-import { fnv1a } from "./_timer_index.ts";
+import { fnv1a } from "../core/_fnv1a.ts";
 
 /**
  * The global secondary index on the executions table: `status_shard` (HASH) + `updated_at`
