@@ -109,7 +109,7 @@ Commands:
                        every dead letter of KIND (outbox: of target T, or of no target);
                        progress on stderr; Ctrl-C stops, running it again continues
   adopt [KIND]         adopt into the relay index the rows another writer wrote without
-                       its attributes (the Python store, an older deploy): one scan
+                       its attributes (the Python store): one scan
   ensure-tables        create the missing tables (execution store and state store)
   policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
 

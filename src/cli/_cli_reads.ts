@@ -45,10 +45,8 @@ export interface OutboxRow {
 
 /**
  * The `limit` lowest-seq outbox rows, ascending: a keys-only scan keeps the lowest keys in a
- * heap, then BatchGetItem reads their bodies. Not the store's `lowestSeqItems`: it looks the
- * bodies up by the seq as a JS number, which misses a row whose stored seq has more digits
- * than a double holds (another writer's), and an operator must see those. Keys are kept as
- * stored, so every row shows.
+ * heap, then BatchGetItem reads their bodies. Keys are kept as stored, not as JS numbers, so
+ * that a row whose stored seq has more digits than a double holds (another writer's) shows too.
  */
 export async function oldestOutbox(
   client: DynamoDBSender,

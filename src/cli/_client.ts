@@ -62,7 +62,7 @@ export async function connect(
 
 export function describeFailure(error: unknown, values: Values): string {
   if (error instanceof IndexNotFound) {
-    return `the table ${error.table} has no index ${error.index} (tables made by an older version): ` +
+    return `the table ${error.table} has no index ${error.index} (tables made without it): ` +
       "run `ensure-tables` once (it adds the index), or pass --scan (reads the whole table)";
   }
   if (isUnreachable(error)) {

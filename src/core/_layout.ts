@@ -93,21 +93,13 @@ export const FAILURE_PLACEHOLDER: Item = {
 };
 
 /**
- * `{prefix}_counters`, item `outbox_holds`: written by deploys before the relay index (#24), a
- * map of held targets (target key → lowest held seq). Read, never written, by inline delivery
- * while such a deploy may still run (a rolling upgrade): a target it names is held only when the
- * entry it names is still waiting or dead.
- */
-export const HOLDS = { id: "outbox_holds", holds: "holds" } as const;
-
-/**
  * The relay index's two attributes on outbox entries, spawns and timers (#24): the partition a
  * row is in (`relay_part`, S) and its place there (`relay_order`, N). A row is in exactly one
  * partition of the index, named by its state: `p{shard}` pending (order: seq, or a timer's
  * `fire_at`), `w{shard}` waiting for a retry (order: `retry_at`), `d{shard}` dead-lettered (order:
  * seq or `fire_at`), `h{target key}` an outbox entry held behind a waiting or dead entry of its
  * target (order: seq). Commits write `p`; relays move rows between partitions. Rows without
- * them (the seed, older deploys) are adopted by the runners (see _upkeep.ts).
+ * them (the seed, the Python store) are adopted by the runners (see _upkeep.ts).
  */
 export const RELAY = { part: "relay_part", order: "relay_order" } as const;
 
@@ -150,17 +142,8 @@ export const SPAWN = {
   createdAt: "created_at",
 } as const;
 
-/**
- * `{prefix}_timers`, key `execution_id` + `path`: when it fires (epoch seconds), and the
- * timer index's shard (`timer_shard`, written even with the index off, so that a rolling
- * deploy turning it on finds every timer this module armed; the seed writes none).
- */
-export const TIMER = {
-  executionId: "execution_id",
-  path: "path",
-  fireAt: "fire_at",
-  shard: "timer_shard",
-} as const;
+/** `{prefix}_timers`, key `execution_id` + `path`: when it fires (epoch seconds). */
+export const TIMER = { executionId: "execution_id", path: "path", fireAt: "fire_at" } as const;
 
 /** `{prefix}_processed`, key `execution_id` + `event_id`: a dedupe mark, `ttl` optional. */
 export const PROCESSED = { executionId: "execution_id", eventId: "event_id", ttl: "ttl" } as const;
@@ -171,7 +154,7 @@ export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" }
 /**
  * `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns), and `ours`,
  * how many of them this module's stores reserved (in the same `ADD`): `n - ours` counts the seqs
- * other writers (the seed, older deploys) took, whose rows lack the relay index's attributes.
+ * other writers (the seed, the Python store) took, whose rows lack the relay index's attributes.
  */
 export const COUNTER = {
   id: "id",
@@ -318,8 +301,8 @@ export const timerKey = (executionId: string, path: string): Item => ({
   [TIMER.path]: S(path),
 });
 
-export function timerItem(executionId: string, path: string, fireAt: number, shard: number): Item {
-  return { ...timerKey(executionId, path), [TIMER.fireAt]: N(fireAt), [TIMER.shard]: N(shard) };
+export function timerItem(executionId: string, path: string, fireAt: number): Item {
+  return { ...timerKey(executionId, path), [TIMER.fireAt]: N(fireAt) };
 }
 
 export function timerFromItem(item: Item): Timer {

@@ -28,10 +28,7 @@ const DYNAMODB_STORE = [
   "seqBlockSize",
   "conflictRetries",
   "ambiguousRetries",
-  "relayIndex",
   "adoptRows",
-  "timerIndex",
-  "timerShards",
 ] as const;
 
 /** `DynamoDBStateStoreOptions`. */

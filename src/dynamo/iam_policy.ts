@@ -72,9 +72,8 @@ const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "
 // the index), records failures and moves rows between the index's partitions (UpdateItem, in
 // transactions with ConditionCheckItem on the outbox), drops dead letters (DeleteItem), keeps each
 // held target's hold, the releases and the adoption scan's place (BatchGetItem, UpdateItem on
-// counters), adopts rows other writers wrote (Scan), and reads an older deploy's hint during a
-// rolling upgrade (GetItem on counters). The status index (#25): listExecutions({ status }) and
-// deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
+// counters) and adopts rows other writers wrote (Scan). The status index (#25):
+// listExecutions({ status }) and deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
 const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; index?: string }[] = [
   {
     sid: "HarelExecutions",
@@ -163,7 +162,7 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; index?: strin
   {
     sid: "HarelCounters",
     roles: ["counters"],
-    actions: ["DescribeTable", "CreateTable", "UpdateItem", "GetItem", "BatchGetItem"],
+    actions: ["DescribeTable", "CreateTable", "UpdateItem", "BatchGetItem"],
   },
   {
     sid: "HarelTrace",

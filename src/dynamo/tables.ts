@@ -140,17 +140,17 @@ export class TableNotFound extends Error {
 }
 
 /**
- * A table lacks a global secondary index a store was told to use (`timerIndex: true` on a
- * store whose tables were made without it): run `ensureTables()` of such a store once.
+ * A table lacks a global secondary index a store reads (the relay index or the status index, on
+ * tables made without it): run `ensureTables()` once.
  *
  * @example Reading which index is missing
  * ```ts
  * import assert from "node:assert/strict";
  * import { IndexNotFound } from "@harel/dynamodb";
  *
- * const error = new IndexNotFound("harel_timers", "timer_shard-fire_at", "run ensureTables()");
- * assert.equal(error.index, "timer_shard-fire_at");
- * assert.match(error.message, /has no index timer_shard-fire_at: run ensureTables\(\)/);
+ * const error = new IndexNotFound("harel_timers", "relay_part-relay_order", "run ensureTables()");
+ * assert.equal(error.index, "relay_part-relay_order");
+ * assert.match(error.message, /has no index relay_part-relay_order: run ensureTables\(\)/);
  * ```
  */
 export class IndexNotFound extends Error {

@@ -8,9 +8,8 @@ import { numberOf, type QueueReads } from "./_queue_items.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
 import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import { candidateOf } from "./_outbox_queue.ts";
-import { partition, placeOf } from "./_relay_index.ts";
+import { partition } from "./_relay_index.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../core/types.ts";
-import { scanAll } from "../dynamo/_dynamo.ts";
 
 /**
  * Retries (or drops) every dead letter of `kind` — of one target when `targetId` is given — and
@@ -73,93 +72,80 @@ export async function backlog(
       if (at !== undefined && (oldestAt === null || at < oldestAt)) oldestAt = at;
     }
   };
-  if (q.relayIndex) {
-    const table = q.tables[kind].name;
-    // Outbox: the seq each target is held from by a head that holds it (holdsAt), and the
-    // targets whose head's retry has come (what a pass parked behind it is deliverable again).
-    const heldFrom = new Map<string, number>();
-    const dueTargets = new Set<string>();
-    const head = (row: Item, holds: boolean) => {
-      if (kind !== "outbox") return;
-      const { target, seq } = candidateOf(row);
-      if (!holds) dueTargets.add(target);
-      else heldFrom.set(target, Math.min(heldFrom.get(target) ?? Infinity, seq));
-    };
-    const clear = (row: Item) => {
-      const { target, seq } = candidateOf(row);
-      return !(seq > (heldFrom.get(target) ?? Infinity));
-    };
-    const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
-      const stream = new MergedPartitions(q.timers.client, table, part, mergePage(limit), bound);
-      // Pending rows held behind a head are neither pending nor failed, as MemoryStore counts
-      // them: read past them, a bounded way.
-      const budget = kind === "outbox" && part === "p" ? 2 * limit : Infinity;
-      for (let row, read = 0; counts[state] < limit;) {
-        if (read >= budget) {
-          cut = true; // more may be pending behind what was read: the count is a floor
-          break;
-        }
-        if (!(row = await stream.next())) break;
-        read++;
-        if (part === "d" && !row[FAILURE.unreadable]?.BOOL) head(row, true);
-        if (part === "p" && kind === "outbox" && !clear(row)) continue;
-        seen(state, row);
+  const table = q.tables[kind].name;
+  // Outbox: the seq each target is held from by a head that holds it (holdsAt), and the
+  // targets whose head's retry has come (what a pass parked behind it is deliverable again).
+  const heldFrom = new Map<string, number>();
+  const dueTargets = new Set<string>();
+  const head = (row: Item, holds: boolean) => {
+    if (kind !== "outbox") return;
+    const { target, seq } = candidateOf(row);
+    if (!holds) dueTargets.add(target);
+    else heldFrom.set(target, Math.min(heldFrom.get(target) ?? Infinity, seq));
+  };
+  const clear = (row: Item) => {
+    const { target, seq } = candidateOf(row);
+    return !(seq > (heldFrom.get(target) ?? Infinity));
+  };
+  const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
+    const stream = new MergedPartitions(q.timers.client, table, part, mergePage(limit), bound);
+    // Pending rows held behind a head are neither pending nor failed, as MemoryStore counts
+    // them: read past them, a bounded way.
+    const budget = kind === "outbox" && part === "p" ? 2 * limit : Infinity;
+    for (let row, read = 0; counts[state] < limit;) {
+      if (read >= budget) {
+        cut = true; // more may be pending behind what was read: the count is a floor
+        break;
       }
-    };
-    // A waiting partition is ordered by retry time: those due by now come first, and are
-    // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
-    const readWaiting = async () => {
-      const stream = new MergedPartitions(q.timers.client, table, "w", mergePage(limit));
-      for (let row, read = 0; counts.waiting < limit && read < 2 * limit;) {
-        if (!(row = await stream.next())) break;
-        read++;
-        const due = Number(row[RELAY.order]?.N) <= now;
-        head(row, !due);
-        if (!due) seen("waiting", row);
-        else if (counts.pending < limit) seen("pending", row);
-      }
-    };
-    // What a pass parked behind a head whose retry has come is pending again: one Query per
-    // such target, for the first PARKED_TARGETS of them (past those, the count is a floor).
-    const readParked = async () => {
-      if (dueTargets.size > PARKED_TARGETS) cut = true;
-      for (const target of [...dueTargets].slice(0, PARKED_TARGETS)) {
-        for (let start: Item | undefined; counts.pending < limit;) {
-          const page = await queryPartition(
-            q.timers.client,
-            table,
-            { part: partition("h", target) },
-            mergePage(limit),
-            start,
-          );
-          for (const row of page.Items ?? []) {
-            if (counts.pending < limit && clear(row)) seen("pending", row);
-          }
-          if (!(start = page.LastEvaluatedKey)) break;
-        }
-      }
-    };
-    if (kind === "outbox") {
-      await Promise.all([readWaiting(), read("d", "dead")]);
-      await Promise.all([read("p", "pending"), readParked()]);
-    } else {
-      await Promise.all([
-        read("p", "pending", kind === "timers" ? { upTo: now } : {}),
-        readWaiting(),
-        read("d", "dead"),
-      ]);
+      if (!(row = await stream.next())) break;
+      read++;
+      if (part === "d" && !row[FAILURE.unreadable]?.BOOL) head(row, true);
+      if (part === "p" && kind === "outbox" && !clear(row)) continue;
+      seen(state, row);
     }
-  } else {
-    await scanAll(q.timers.client, { TableName: q.tables[kind].name }, (rows) => {
-      for (const row of rows) {
-        const part = placeOf(kind, row, now)?.part[0];
-        const state = part === "d" ? "dead" : part === "w" ? "waiting" : "pending";
-        if (state === "pending" && kind === "timers" && !(numberOf(row[TIMER.fireAt])! <= now)) {
-          continue;
+  };
+  // A waiting partition is ordered by retry time: those due by now come first, and are
+  // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
+  const readWaiting = async () => {
+    const stream = new MergedPartitions(q.timers.client, table, "w", mergePage(limit));
+    for (let row, read = 0; counts.waiting < limit && read < 2 * limit;) {
+      if (!(row = await stream.next())) break;
+      read++;
+      const due = Number(row[RELAY.order]?.N) <= now;
+      head(row, !due);
+      if (!due) seen("waiting", row);
+      else if (counts.pending < limit) seen("pending", row);
+    }
+  };
+  // What a pass parked behind a head whose retry has come is pending again: one Query per
+  // such target, for the first PARKED_TARGETS of them (past those, the count is a floor).
+  const readParked = async () => {
+    if (dueTargets.size > PARKED_TARGETS) cut = true;
+    for (const target of [...dueTargets].slice(0, PARKED_TARGETS)) {
+      for (let start: Item | undefined; counts.pending < limit;) {
+        const page = await queryPartition(
+          q.timers.client,
+          table,
+          { part: partition("h", target) },
+          mergePage(limit),
+          start,
+        );
+        for (const row of page.Items ?? []) {
+          if (counts.pending < limit && clear(row)) seen("pending", row);
         }
-        if (counts[state] < limit) seen(state, row);
+        if (!(start = page.LastEvaluatedKey)) break;
       }
-    });
+    }
+  };
+  if (kind === "outbox") {
+    await Promise.all([readWaiting(), read("d", "dead")]);
+    await Promise.all([read("p", "pending"), readParked()]);
+  } else {
+    await Promise.all([
+      read("p", "pending", kind === "timers" ? { upTo: now } : {}),
+      readWaiting(),
+      read("d", "dead"),
+    ]);
   }
   return {
     ...counts,

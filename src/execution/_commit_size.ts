@@ -21,7 +21,6 @@ import {
 import { attributeSize, checkItemBytes, itemSize, LIMITS, utf8Length } from "../core/_validate.ts";
 import { CHAINS_PLACEHOLDER } from "./_outbox_chain.ts";
 import { RELAY_PLACEHOLDER } from "./_relay_index.ts";
-import { timerShard } from "./_timer_index.ts";
 
 /** What sizing a commit reads of its plan (`CommitPlan` in _transaction.ts). */
 export interface SizedCommit {
@@ -42,7 +41,6 @@ export interface SizedCommit {
 export interface SizingContext {
   traceMax: number;
   processedTtl: number | null;
-  timerShards: number;
 }
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -89,9 +87,8 @@ const SPAWN_BASE = itemSize({
 /** A dedupe mark that never expires (one that does has a `ttl` too). */
 const MARK_BASE = itemSize(processedItem("", "", null, 0));
 
-/** A scheduled timer without its two numbers (`fire_at`, `timer_shard`). */
-const TIMER_BASE = itemSize({ ...timerKey("", ""), ...RELAY_ROOM }) +
-  utf8Length(TIMER.fireAt) + utf8Length(TIMER.shard);
+/** A scheduled timer without its `fire_at` number. */
+const TIMER_BASE = itemSize({ ...timerKey("", ""), ...RELAY_ROOM }) + utf8Length(TIMER.fireAt);
 const TIMER_KEY = itemSize(timerKey("", ""));
 
 /** The trace step itself, at the largest index a step gets (the largest head's next). */
@@ -153,8 +150,7 @@ export function commitItemSizes(ctx: SizingContext, plan: SizedCommit): number[]
   for (const [path, fireAt] of plan.timers) {
     const key = id + utf8Length(path);
     sizes.push(
-      fireAt === null ? TIMER_KEY + key : TIMER_BASE + key + attributeSize(N(fireAt)) +
-        attributeSize(N(timerShard(plan.id, path, ctx.timerShards))),
+      fireAt === null ? TIMER_KEY + key : TIMER_BASE + key + attributeSize(N(fireAt)),
     );
   }
   if (plan.trace !== undefined) {

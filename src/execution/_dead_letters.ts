@@ -3,8 +3,7 @@
 // removing its target's head.
 import { type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { transactItems, transactOne } from "../dynamo/_lost_answers.ts";
-import { Lowest } from "../core/_bounded.ts";
-import { batchGet, isNamed, type Item, N, S, scanAll } from "../dynamo/_dynamo.ts";
+import { batchGet, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import {
   FAILURE,
@@ -19,8 +18,6 @@ import {
 } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { lastErrorText } from "../core/_relay_rules.ts";
-import { DEAD_SHARD, PARKED_SHARD } from "./_timers.ts";
-import { timerShard } from "./_timer_index.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
 import type {
   DeadLetter,
@@ -108,12 +105,6 @@ export async function recordFailure<K extends RelayKind>(
     values[":r"] = N(failure.retryAt!);
     sets.push("#r = :r");
   }
-  if (kind === "timers") {
-    // Out of the legacy timer index's sweep shards, for deploys that still sweep through it.
-    Object.assign(names, { "#s": TIMER.shard });
-    values[":s"] = N(dead ? DEAD_SHARD : PARKED_SHARD);
-    sets.push("#s = :s");
-  }
   const update = {
     TableName: at.table,
     Key: at.key,
@@ -167,8 +158,8 @@ async function readRow(q: QueueReads, table: string, key: Item): Promise<Item | 
 }
 
 /**
- * Makes a dead letter due again, its attempts forgotten, back in its pending partition (a timer
- * also in its legacy timer index shard). `false` when there is no such dead letter: the item is
+ * Makes a dead letter due again, its attempts forgotten, back in its pending partition. `false`
+ * when there is no such dead letter: the item is
  * gone, pending (not dead-lettered), or (timers) fires at another time. An outbox entry's target
  * is released: its held entries go back to pending behind it.
  */
@@ -187,14 +178,7 @@ export function retryDeadLetter<K extends RelayKind>(
     "#o": RELAY.order,
   };
   const values: Item = { ":p": S(place.part), ":o": place.order };
-  let update = "SET #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u";
-  if (kind === "timers") {
-    // Back to the timer's own shard of the legacy index.
-    const { executionId, path } = key as Timer;
-    names["#s"] = TIMER.shard;
-    values[":s"] = N(timerShard(executionId, path, q.timers.shards));
-    update = `SET #s = :s, #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u`;
-  }
+  const update = "SET #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u";
   return onDeadLetter(q, kind, key, "retryDeadLetter", (at) => ({
     Update: {
       TableName: at.table,
@@ -283,8 +267,7 @@ export async function deadLetters<K extends RelayKind>(
 
 /**
  * The dead rows of a queue, whole and read again from the table (still dead), in pages, lowest
- * first: from the relay index's dead partitions, or (without it) a scan kept to the `limit`
- * lowest. `target` keeps those of one target (outbox).
+ * first, from the relay index's dead partitions. `target` keeps those of one target (outbox).
  */
 export async function* deadRows(
   q: QueueReads,
@@ -296,23 +279,6 @@ export async function* deadRows(
   const ofTarget = (row: Item) =>
     target === undefined ||
     (target === null ? row[OUTBOX.targetId]?.NULL === true : row[OUTBOX.targetId]?.S === target);
-  if (!q.relayIndex) {
-    const order = (a: Item, b: Item) =>
-      kind === "timers"
-        ? numberOf(a[TIMER.fireAt])! - numberOf(b[TIMER.fireAt])!
-        : numberOf(a.seq)! - numberOf(b.seq)!;
-    const lowest = new Lowest<Item>(limit, order);
-    await scanAll(q.timers.client, {
-      TableName: table,
-      FilterExpression: "attribute_exists(#d)",
-      ExpressionAttributeNames: { "#d": FAILURE.deadAt },
-      ConsistentRead: q.timers.consistent,
-    }, (page) => {
-      for (const item of page) if (ofTarget(item)) lowest.offer(item);
-    });
-    yield lowest.sorted();
-    return;
-  }
   const stream = new MergedPartitions(q.timers.client, table, "d", mergePage(limit));
   for (let left = limit; left > 0;) {
     const keys: Item[] = [];

@@ -10,10 +10,9 @@ import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "..
 import { sendTransaction, transactItems, unansweredWrite } from "../dynamo/_lost_answers.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELEASES } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
-import { type Bookkept, holdsAt, isHead } from "../core/_relay_rules.ts";
+import { type Bookkept, isHead } from "../core/_relay_rules.ts";
 import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
 import { queryPartition } from "./_index_reads.ts";
-import { IndexNotFound } from "../dynamo/tables.ts";
 import type { QueueReads } from "./_queue_items.ts";
 
 /** A mark older than this (seconds) is a release that did not finish: a pass finishes it. */
@@ -177,27 +176,21 @@ export async function replace(q: QueueReads, target: string): Promise<void> {
   const table = q.tables.outbox.name;
   const part = partition("h", target);
   let start: Item | undefined;
-  try {
-    do {
-      const page = await queryPartition(
-        q.timers.client,
-        table,
-        heads ? { part, below: N(heads.lowest) } : { part },
-        undefined,
-        start,
-      );
-      await eachConcurrently(
-        page.Items ?? [],
-        ITEM_WRITES_IN_FLIGHT,
-        (row) => moveBack(q, row, part),
-      );
-      start = page.LastEvaluatedKey;
-    } while (start);
-  } catch (error) {
-    // A store that scans (`relayIndex: false`) on tables without the index: no pass of it set
-    // anything apart, and a deploy that did needs the index, so there is nothing to bring back.
-    if (q.relayIndex || !(error instanceof IndexNotFound)) throw error;
-  }
+  do {
+    const page = await queryPartition(
+      q.timers.client,
+      table,
+      heads ? { part, below: N(heads.lowest) } : { part },
+      undefined,
+      start,
+    );
+    await eachConcurrently(
+      page.Items ?? [],
+      ITEM_WRITES_IN_FLIGHT,
+      (row) => moveBack(q, row, part),
+    );
+    start = page.LastEvaluatedKey;
+  } while (start);
   await eachConcurrently(gone, ITEM_WRITES_IN_FLIGHT, (seq) => dropHead(q, target, seq));
 }
 
@@ -240,49 +233,10 @@ export async function readOutboxRows(
   return rows;
 }
 
-/** How a target's hold item reads at `now`, its listed heads read from the table. */
-export interface HoldNow {
-  /** The lowest listed head that holds the target at `now` (undefined: none does). */
-  from: number | undefined;
-  /** Listed heads whose retry has come: they go first, and their delivery releases the target. */
-  due: Set<string>;
-  /** Whether a listed head is gone or no longer failed: {@linkcode replace} takes it out. */
-  stale: boolean;
-}
-
-/**
- * The holds of `targets` by the relay's rule, for a pass that scans (`relayIndex: false`): each
- * hold item with its listed heads read by key (consistent). A head holds its target while it
- * waits for a retry or is dead ({@linkcode holdsAt}), and while it is listed but no longer failed
- * (a release is still bringing back what it held); a head gone holds nothing.
- */
-export async function holdsNow(
-  q: QueueReads,
-  targets: Iterable<string>,
-  now: number,
-): Promise<Map<string, HoldNow>> {
-  const holds = await readHolds(q, targets);
-  const rows = await readOutboxRows(q, [...holds.values()].flatMap((heads) => heads.seqs));
-  const found = new Map<string, HoldNow>();
-  for (const [target, heads] of holds) {
-    const hold: HoldNow = { from: undefined, due: new Set(), stale: false };
-    for (const seq of heads.seqs) {
-      const row = rows.get(seq);
-      const kept = row === undefined ? undefined : bookkeepingOf(row);
-      if (kept === undefined || !isHead(kept)) hold.stale = true;
-      if (kept === undefined) continue;
-      if (isHead(kept) && !holdsAt(kept, now)) hold.due.add(seq);
-      else hold.from = Math.min(hold.from ?? Infinity, Number(seq));
-    }
-    found.set(target, hold);
-  }
-  return found;
-}
-
 /**
  * The heads of `target` that still hold it, read from the table, and those that no longer do
  * (an entry gone, or no longer waiting or dead: delivered by a relay that keeps no holds,
- * retried by an operator or an older deploy), for {@linkcode replace} to take out of the hold.
+ * retried by an operator or another writer), for {@linkcode replace} to take out of the hold.
  */
 async function checkHeads(
   q: QueueReads,

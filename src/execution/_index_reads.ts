@@ -61,8 +61,7 @@ export async function queryPartition(
     throw new IndexNotFound(
       table,
       RELAY_INDEX.name,
-      "run ensureTables() once (it adds the relay index and adopts the rows already there), " +
-        "or pass relayIndex: false to scan the table instead",
+      "run ensureTables() once (it adds the relay index and adopts the rows already there)",
       { cause: error },
     );
   }

@@ -14,7 +14,7 @@ import { type ExecutionSummary, type Status, STATUSES } from "../core/documents.
 import type { ListOptions } from "../core/types.ts";
 import type { DeleteExecutionsOptions } from "../core/operator_types.ts";
 import { FINISHED } from "./_retention.ts";
-import { fnv1a } from "./_timer_index.ts";
+import { fnv1a } from "../core/_fnv1a.ts";
 
 /** What selects executions: a listing's filter, or a bulk delete's. */
 export interface Selection {

@@ -9,7 +9,7 @@ import { VersionCache } from "../core/_lru.ts";
 
 /**
  * An execution's chains as of one version: target key → last seq. `null` when unknown (the item
- * was last written by a writer that does not keep chains: the seed, an older deploy).
+ * was last written by a writer that does not keep chains: the seed, the Python store).
  */
 export type Chains = Record<string, number> | null;
 

@@ -1,38 +1,18 @@
-// The outbox's batches that need no index: a scan (with `relayIndex: false`), a commit's own seqs
-// (delivery within the request), and what every batch shares — the candidates' bodies, read
-// with the predecessors they wait for. Held targets come from their hold items (_holds.ts).
-import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+// The outbox's batch that needs no index — a commit's own seqs (delivery within the request) —
+// and what every batch shares: the candidates' bodies, read with the predecessors they wait for.
+// Held targets come from their hold items (_holds.ts).
+import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
 import type { QueueBatch } from "../core/_queue_batch.ts";
-import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { Lowest } from "../core/_bounded.ts";
-import { batchGet, chunks, eachConcurrently, type Item, pages, S } from "../dynamo/_dynamo.ts";
-import {
-  COUNTER,
-  FAILURE,
-  HOLDS,
-  isRetryDue,
-  OUTBOX,
-  outboxFromItem,
-  RELAY,
-  seqKey,
-} from "../core/_layout.ts";
-import {
-  bookkeepingOf,
-  holdsNow,
-  holdsTarget,
-  readHolds,
-  readOutboxRows,
-  replace,
-} from "./_holds.ts";
-import { holdsAt, isDead } from "../core/_relay_rules.ts";
+import { batchGet, chunks, eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
+import { FAILURE, isRetryDue, OUTBOX, outboxFromItem, RELAY, seqKey } from "../core/_layout.ts";
+import { readHolds } from "./_holds.ts";
 import { partOf } from "./_relay_index.ts";
 import { targetKey } from "./_outbox_chain.ts";
 import { LIMITS } from "../core/_validate.ts";
-import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { RelayItems, UnreadableRow } from "../core/types.ts";
 import { createdTime, earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
 
-/** An outbox or spawn row as the keys-and-bookkeeping scan sees it. */
+/** An outbox or spawn row as an index read (or a commit's own read) sees it. */
 export interface Candidate {
   seq: number;
   /** The seq as stored (DynamoDB's text of the number): what the bodies are found by. */
@@ -48,90 +28,6 @@ export interface Candidate {
 }
 
 /**
- * One scan of the outbox (with `relayIndex: false`): the `limit` lowest deliverable seqs. A target
- * is held from its lowest head that holds it by the relay's rule: an entry its hold item lists
- * ({@linkcode holdsNow}), or one the scan finds waiting for a retry or dead (written by a writer
- * that keeps no holds). The holds of the targets a page shows are read with it, so held entries
- * never fill the `limit`. A listed head whose retry has come goes first, with what it held
- * behind it, and its delivery releases its target; a pass (`pass`) takes out of the holds the
- * heads that are gone. Reads the whole table.
- */
-export async function outboxBatch(
-  q: QueueReads,
-  limit: number,
-  now: number,
-  pass: boolean,
-): Promise<QueueBatch<"outbox">> {
-  const { client, consistent } = q.timers;
-  const table = q.tables.outbox.name;
-  const held = new Map<string, number>();
-  const known = new Set<string>();
-  const lowest = new Lowest<Candidate>(limit, (a, b) => a.seq - b.seq);
-  let oldestAt: number | null = null;
-  // Everything (`Infinity`): the scan reads whole items, and no BatchGetItem is needed.
-  const whole = limit === Infinity;
-  const bodies = new Map<string, Item>();
-  const hold = (target: string, seq: number) =>
-    held.set(target, Math.min(held.get(target) ?? Infinity, seq));
-  const dueHeads = new Set<string>(); // listed heads due for their retry
-  const stale: string[] = []; // targets whose hold lists a head that is gone or no longer failed
-  const scan = (start: Item | undefined) =>
-    client.send(
-      new ScanCommand({
-        TableName: table,
-        ...(whole ? {} : {
-          ProjectionExpression: "#s, #t, #p, #c, #a, #r, #d, #u",
-          ExpressionAttributeNames: {
-            "#s": OUTBOX.seq,
-            "#t": OUTBOX.targetId,
-            "#p": OUTBOX.prevSeq,
-            "#c": OUTBOX.createdAt,
-            "#a": FAILURE.attempts,
-            "#r": FAILURE.retryAt,
-            "#d": FAILURE.deadAt,
-            "#u": FAILURE.unreadable,
-          },
-        }),
-        ConsistentRead: consistent,
-        ExclusiveStartKey: start,
-      }),
-    );
-  for await (const page of pages(scan)) {
-    const items = page.Items ?? [];
-    const targets = items.map((item) => candidateOf(item).target).filter((t) => !known.has(t));
-    for (const [target, found] of await holdsNow(q, targets, now)) {
-      if (found.from !== undefined) hold(target, found.from);
-      for (const seq of found.due) dueHeads.add(seq);
-      if (found.stale) stale.push(target);
-    }
-    for (const target of targets) known.add(target);
-    for (const item of items) {
-      const candidate = candidateOf(item);
-      const kept = bookkeepingOf(item);
-      if (!isDead(kept)) oldestAt = earliest(oldestAt, numberOf(item[OUTBOX.createdAt]));
-      if (holdsAt(kept, now)) {
-        hold(candidate.target, candidate.seq);
-        continue;
-      }
-      if (isDead(kept)) continue; // set aside (unreadable): holds nothing back
-      if (candidate.seq > (held.get(candidate.target) ?? Infinity)) continue;
-      lowest.offer(candidate);
-      if (whole) bodies.set(candidate.id, item);
-    }
-  }
-  const clear = (c: Candidate) => !(c.seq > (held.get(c.target) ?? Infinity));
-  const chosen = lowest.sorted().filter(clear);
-  if (pass) {
-    for (const c of chosen) {
-      if (dueHeads.has(c.id)) q.headsOut.set(c.seq, { target: c.target, id: c.id });
-    }
-    await eachConcurrently(stale, ITEM_WRITES_IN_FLIGHT, (target) => replace(q, target));
-  }
-  const batch = await readOutboxBodies(q, chosen, now, bodies);
-  return { ...batch, oldestAt: earliest(oldestAt, batch.oldestAt) };
-}
-
-/**
  * The entries of these seqs (a commit's own), read with their predecessors: what a worker
  * delivers within the request that committed them. An entry waiting for a retry, dead, behind
  * a head of its target, or whose predecessor is unknown is left to the next pass.
@@ -144,32 +40,25 @@ export async function outboxOf(
   const { client, consistent } = q.timers;
   const table = q.tables.outbox.name;
   const found = new Map<string, Item>();
-  const [legacy] = await Promise.all([
-    readLegacyHint(q),
-    eachConcurrently(
-      chunks([...new Set(seqs)], LIMITS.batchGetKeys),
-      GETS_IN_FLIGHT,
-      (chunk) =>
-        batchGet(
-          client,
-          { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
-          (responses) => {
-            for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
-          },
-        ),
-    ),
-  ]);
+  await eachConcurrently(
+    chunks([...new Set(seqs)], LIMITS.batchGetKeys),
+    GETS_IN_FLIGHT,
+    (chunk) =>
+      batchGet(
+        client,
+        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
+        (responses) => {
+          for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
+        },
+      ),
+  );
   const rows = [...found.values()].map((item) => ({ item, candidate: candidateOf(item) }));
   const holds = await readHolds(q, rows.map((row) => row.candidate.target));
-  const hinted = await stillHeld(q, legacy, rows.map((row) => row.candidate));
   const candidates: Candidate[] = [];
   const held = new Set<string>();
   for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
     const seq = candidate.seq;
-    const lowest = Math.min(
-      holds.get(candidate.target)?.lowest ?? Infinity,
-      hinted.get(candidate.target) ?? Infinity,
-    );
+    const lowest = holds.get(candidate.target)?.lowest ?? Infinity;
     if (item[FAILURE.unreadable]?.BOOL) continue;
     if (
       item[FAILURE.deadAt] !== undefined || !isRetryDue(item, now) || held.has(candidate.target) ||
@@ -291,45 +180,4 @@ export function candidateOf(item: Item): Candidate {
     prev: prev === undefined ? undefined : Number(prev),
     part: item[RELAY.part]?.S,
   };
-}
-
-/**
- * The targets the `outbox_holds` hint of an older deploy names (target key → seq), for inline
- * delivery while such a deploy may still run; empty when there is none.
- */
-export async function readLegacyHint(q: QueueReads): Promise<Map<string, number>> {
-  const result = await q.timers.client.send(
-    new GetItemCommand({
-      TableName: q.tables.counters.name,
-      Key: { [COUNTER.id]: S(HOLDS.id) },
-      ConsistentRead: q.timers.consistent,
-    }),
-  );
-  const hint = new Map<string, number>();
-  for (const [target, seq] of Object.entries(result.Item?.[HOLDS.holds]?.M ?? {})) {
-    if (seq.N !== undefined) hint.set(target, Number(seq.N));
-  }
-  return hint;
-}
-
-/**
- * Of the targets an older deploy's hint names, those whose named entry still holds them (read
- * from the table), among the targets of `candidates` with a later entry: target key → seq.
- */
-async function stillHeld(
-  q: QueueReads,
-  hint: Map<string, number>,
-  candidates: Candidate[],
-): Promise<Map<string, number>> {
-  const named = new Map<string, number>();
-  for (const c of candidates) {
-    const seq = hint.get(c.target);
-    if (seq !== undefined && seq < c.seq) named.set(c.target, seq);
-  }
-  if (named.size === 0) return named;
-  const heads = new Map<number, Item>();
-  const rows = await readOutboxRows(q, [...named.values()].map(String));
-  for (const [seq, row] of rows) heads.set(Number(seq), row);
-  for (const [target, seq] of named) if (!holdsTarget(heads.get(seq))) named.delete(target);
-  return named;
 }

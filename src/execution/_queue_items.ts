@@ -13,10 +13,6 @@ import type { RelayKey, RelayKind, UnreadableRow } from "../core/types.ts";
 export interface QueueReads {
   timers: TimerReads;
   tables: ExecutionTables;
-  /** Whether due timers come from the timer index (with `relayIndex` off). */
-  timerIndex: boolean;
-  /** Whether the relay tables are read through the relay index (#24), else scanned. */
-  relayIndex: boolean;
   /** How many rows a pass's adoption scan reads (rows without the relay index's attributes). */
   adoptRows: number;
   /** How an operator's one-item transaction is re-sent (lost answers, conflicts). */

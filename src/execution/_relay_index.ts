@@ -6,7 +6,7 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { type Item, N, S } from "../core/_attributes.ts";
 import { FAILURE, OUTBOX, RELAY, TIMER } from "../core/_layout.ts";
 import type { RelayKind } from "../core/types.ts";
-import { timerShard } from "./_timer_index.ts";
+import { fnv1a } from "../core/_fnv1a.ts";
 
 /**
  * The index on each relay table: `relay_part` (HASH) + `relay_order` (RANGE), projecting what a
@@ -32,7 +32,7 @@ export const RELAY_INDEX = {
  * How many partitions each state (pending, waiting, dead) spreads over. An index partition takes
  * about 1,000 writes a second, so 8 carry about 8,000 commits' entries a second per table; a pass
  * pays one Query per shard and state it reads. A constant, not an option: every writer and
- * reader of a table must agree on it, whatever deploy it runs.
+ * reader of a table must agree on it.
  */
 export const RELAY_SHARDS = 8;
 
@@ -62,17 +62,13 @@ export function rowKey(kind: RelayKind, item: Item): Item {
 }
 
 /**
- * The shard of a row: a timer's is the timer index's hash of its execution and path; an entry's
- * is its seq modulo the shards (another writer's odd seq — fractional, negative, past 2^53 —
- * hashes its stored text).
+ * The shard of a row: a timer's is {@linkcode fnv1a} of its execution and path; an entry's is its
+ * seq modulo the shards (another writer's odd seq — fractional, negative, past 2^53 — hashes its
+ * stored text).
  */
 export function rowShard(kind: RelayKind, item: Item): number {
   if (kind === "timers") {
-    return timerShard(
-      item[TIMER.executionId]?.S ?? "",
-      item[TIMER.path]?.S ?? "",
-      RELAY_SHARDS,
-    );
+    return fnv1a(item[TIMER.executionId]?.S ?? "", item[TIMER.path]?.S ?? "") % RELAY_SHARDS;
   }
   return seqShard(item[OUTBOX.seq]?.N ?? "");
 }

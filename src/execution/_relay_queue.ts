@@ -1,26 +1,18 @@
 // What relays read and write on DynamoDB: one pass's batch of each queue (outbox, spawns, due
-// timers) with what is not deliverable left out. Through the relay index (#24) a batch reads
-// what is due and little else; with `relayIndex: false` it scans the table. Memory grows with the
-// `limit` asked for, never with the backlog.
+// timers) with what is not deliverable left out, read through the relay index (#24): what is
+// due and little else. Memory grows with the `limit` asked for, never with the backlog.
 
 import { GETS_IN_FLIGHT } from "../core/_lanes.ts";
 import type { QueueBatch } from "../core/_queue_batch.ts";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../core/_bounded.ts";
-import {
-  batchGet,
-  chunks,
-  eachConcurrently,
-  isNamed,
-  type Item,
-  scanAll,
-} from "../dynamo/_dynamo.ts";
+import { batchGet, chunks, eachConcurrently, isNamed, type Item } from "../dynamo/_dynamo.ts";
 import { FAILURE, isRetryDue, RELAY, SPAWN, spawnFromItem, TIMER } from "../core/_layout.ts";
-import { dueByScan, type DueTimer, dueTimerOf } from "./_timers.ts";
+import { type DueTimer, dueTimerOf } from "./_timers.ts";
 import { LIMITS } from "../core/_validate.ts";
 import type { RelayItems, RelayKind, UnreadableRow } from "../core/types.ts";
 import { earliest, numberOf, type QueueReads, unreadableRow } from "./_queue_items.ts";
-import { type Candidate, candidateOf, outboxBatch, outboxOf } from "./_outbox_queue.ts";
+import { type Candidate, candidateOf, outboxOf } from "./_outbox_queue.ts";
 import { misplaced, outboxFromIndex } from "./_outbox_index.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
@@ -38,7 +30,7 @@ export async function relayBatch<K extends RelayKind>(
   // A pass first adopts rows written without the index's attributes (so that it delivers them
   // at once) and finishes releases, a little each time; a plain read (pendingOutbox, dueTimers)
   // only reads.
-  if (pass && q.relayIndex) await upkeep(q, kind, now);
+  if (pass) await upkeep(q, kind, now);
   return { ...await read(q, kind, limit, now, pass), now } as RelayItems<K>;
 }
 
@@ -49,10 +41,6 @@ function read(
   now: number,
   pass: boolean,
 ): Promise<QueueBatch<RelayKind>> {
-  if (!q.relayIndex) {
-    if (kind === "outbox") return outboxBatch(q, limit, now, pass);
-    return kind === "spawns" ? spawnScan(q, limit, now) : timerScan(q, limit, now);
-  }
   if (kind === "outbox") return outboxFromIndex(q, limit, now, pass);
   return kind === "spawns"
     ? spawnsFromIndex(q, limit, now, pass)
@@ -60,35 +48,6 @@ function read(
 }
 
 // --- spawns ----------------------------------------------------------------------------
-
-/** One scan of the spawn intents: the `limit` lowest seqs that are neither waiting nor dead. */
-async function spawnScan(
-  q: QueueReads,
-  limit: number,
-  now: number,
-): Promise<QueueBatch<"spawns">> {
-  const lowest = new Lowest<Candidate>(limit, (a, b) => a.seq - b.seq);
-  let oldestAt: number | null = null;
-  await scanAll(q.timers.client, {
-    TableName: q.tables.spawns.name,
-    ProjectionExpression: "#s, #c, #a, #r, #d",
-    ExpressionAttributeNames: {
-      "#s": SPAWN.seq,
-      "#c": SPAWN.createdAt,
-      "#a": FAILURE.attempts,
-      "#r": FAILURE.retryAt,
-      "#d": FAILURE.deadAt,
-    },
-    ConsistentRead: q.timers.consistent,
-  }, (page) => {
-    for (const item of page) {
-      if (item[FAILURE.deadAt] !== undefined) continue;
-      oldestAt = earliest(oldestAt, numberOf(item[SPAWN.createdAt]));
-      if (isRetryDue(item, now)) lowest.offer(candidateOf(item));
-    }
-  });
-  return { ...await spawnBodies(q, lowest.sorted(), now), oldestAt };
-}
 
 /**
  * The `limit` lowest spawn intents deliverable now, through the relay index: those whose retry
@@ -132,15 +91,6 @@ async function spawnBodies(
 }
 
 // --- timers ----------------------------------------------------------------------------
-
-/** The `limit` earliest due timers that are neither waiting for a retry nor dead (a scan). */
-async function timerScan(
-  q: QueueReads,
-  limit: number,
-  now: number,
-): Promise<QueueBatch<"timers">> {
-  return timerBatch(await dueByScan(q.timers, now, limit, true));
-}
 
 /** Due timers (earliest first) as a batch: the oldest is the first one's fire time. */
 function timerBatch(due: DueTimer[]): QueueBatch<"timers"> {

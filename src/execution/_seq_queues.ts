@@ -1,18 +1,7 @@
-// The seq-keyed relay tables (outbox, spawns): the lowest seqs of a whole table, and their
-// acknowledgements. Memory grows with the `limit` asked for, never with the table (deleting
-// another writer's odd seq may scan it, holding one page). The timers table is _timers.ts's.
-import { GETS_IN_FLIGHT, WRITES_IN_FLIGHT } from "../core/_lanes.ts";
-import { bySeq, Lowest } from "../core/_bounded.ts";
-import {
-  batchGet,
-  batchWrite,
-  chunks,
-  eachConcurrently,
-  type Item,
-  N,
-  scanAll,
-} from "../dynamo/_dynamo.ts";
-import { seqKey } from "../core/_layout.ts";
+// The seq-keyed relay tables (outbox, spawns): their acknowledgements (deleting another writer's
+// odd seq may scan the table, holding one page). The timers table is _timers.ts's.
+import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+import { batchWrite, chunks, eachConcurrently, type Item, N, scanAll } from "../dynamo/_dynamo.ts";
 import { isReadFromTable } from "../core/_table_seqs.ts";
 import { checkInteger, describe, LIMITS } from "../core/_validate.ts";
 import { isStorableNumber } from "../core/_json.ts";
@@ -22,48 +11,6 @@ import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 export interface Reads {
   client: DynamoDBSender;
   consistent: boolean;
-}
-
-/**
- * The items of the `limit` lowest seqs of a seq-keyed table, ascending. A keys-only scan
- * keeps the lowest seqs in a bounded heap (one page and `limit` numbers in memory), then
- * BatchGetItem reads their bodies; an entry acknowledged in between is left out.
- */
-export async function lowestSeqItems(
-  { client, consistent }: Reads,
-  table: string,
-  limit: number,
-): Promise<Item[]> {
-  if (limit === Infinity) {
-    const all: Item[] = [];
-    await scanAll(client, { TableName: table, ConsistentRead: consistent }, (items) => {
-      all.push(...items);
-    });
-    return all.sort((a, b) => Number(a.seq?.N) - Number(b.seq?.N));
-  }
-  const lowest = new Lowest(limit, bySeq);
-  await scanAll(client, {
-    TableName: table,
-    ProjectionExpression: "#s",
-    ExpressionAttributeNames: { "#s": "seq" },
-    ConsistentRead: consistent,
-  }, (items) => {
-    for (const item of items) lowest.offer(Number(item.seq?.N));
-  });
-  const seqs = lowest.sorted();
-  const found = new Map<number, Item>();
-  await eachConcurrently(chunks(seqs, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
-    batchGet(
-      client,
-      { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
-      (responses) => {
-        for (const item of responses[table] ?? []) found.set(Number(item.seq?.N), item);
-      },
-    ));
-  return seqs.flatMap((seq): Item[] => {
-    const item = found.get(seq);
-    return item ? [item] : [];
-  });
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Item } from "../core/_attributes.ts";
 import { EXECUTION } from "../core/_layout.ts";
 import { VersionCache } from "../core/_lru.ts";
 import type { Status } from "../core/documents.ts";
-import { fnv1a } from "./_timer_index.ts";
+import { fnv1a } from "../core/_fnv1a.ts";
 
 /**
  * The global secondary index on the executions table: `status_shard` (HASH) + `status_at`

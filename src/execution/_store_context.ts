@@ -17,20 +17,16 @@ import type { Execution } from "../core/documents.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
-import { DEFAULT_TIMER_SHARDS, TIMER_INDEX } from "./_timer_index.ts";
 import { STATUS_INDEX, StatusCache } from "./_status_index.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { ChainCache } from "./_outbox_chain.ts";
 import type { QueueReads } from "./_queue_items.ts";
 import type { CommitContext } from "./_commit_loop.ts";
 import { type ExecutionReads, readChains } from "./_execution_reads.ts";
-import { backfillTimerShards, type TimerReads } from "./_timers.ts";
+import type { TimerReads } from "./_timers.ts";
 import type { TxContext } from "./_transaction.ts";
 import { checkClock, checkFinishedTtl } from "./_retention.ts";
 import type { DynamoDBStoreOptions } from "./execution_store_options.ts";
-
-/** The most timer shards: a sweep pays one Query per shard. */
-const MAX_TIMER_SHARDS = 1000;
 
 /** How many rows a pass's adoption scan reads by default, and at most (one Scan page's limit). */
 export const DEFAULT_ADOPT_ROWS = 100;
@@ -67,9 +63,6 @@ export function storeContext(
     seqBlockSize = 1000,
     conflictRetries: conflictRetriesOption = 8,
     ambiguousRetries: ambiguousRetriesOption = 3,
-    timerIndex = false,
-    timerShards = DEFAULT_TIMER_SHARDS,
-    relayIndex = true,
     adoptRows = DEFAULT_ADOPT_ROWS,
     finishedTtlSeconds = null,
     now = Date.now,
@@ -84,23 +77,10 @@ export function storeContext(
   const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
   const ownership = new ClientOwnership("DynamoDBStore", client);
   const gated = ownership.gate(client);
-  if (typeof timerIndex !== "boolean") {
-    throw new TypeError(`timerIndex must be a boolean, got ${describe(timerIndex)}`);
-  }
-  if (typeof relayIndex !== "boolean") {
-    throw new TypeError(`relayIndex must be a boolean, got ${describe(relayIndex)}`);
-  }
-  if (timerIndex && !relayIndex) {
-    throw new TypeError(
-      "timerIndex: true needs relayIndex (it keeps the legacy timer index for older deploys; " +
-        "sweeps read the relay index): drop relayIndex: false, or timerIndex",
-    );
-  }
   const tx: TxContext = {
     tables,
     traceMax: rules.traceMax,
     processedTtl: rules.processedTtl,
-    timerShards: checkInteger("timerShards", timerShards, 1, MAX_TIMER_SHARDS),
     finishedTtl: checkFinishedTtl(finishedTtlSeconds),
     now: checkClock(now),
   };
@@ -111,9 +91,6 @@ export function storeContext(
     chains: new ChainCache(),
     statuses: new StatusCache(),
     table: tables.timers.name,
-    shards: tx.timerShards,
-    timerIndex,
-    relayIndex,
     adoptRows: checkInteger("adoptRows", adoptRows, 0, MAX_ADOPT_ROWS),
     headsOut: new Lru(10_000),
     ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
@@ -132,16 +109,14 @@ export function storeContext(
 
 /**
  * Creates the tables that are missing (with their indexes: the executions table's status index,
- * the relay tables' relay index, the legacy timer index when asked), turns on the TTLs the
- * options use, adds the indexes to existing tables, and adopts the rows of a relay table that
- * predates the relay index.
+ * the relay tables' relay index), turns on the TTLs the options use, adds the indexes to existing
+ * tables, and adopts the rows of a relay table that predates the relay index.
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   const { executions, outbox, spawns, timers } = ctx.tables;
   const indexes = (spec: TableSpec) => [
     ...(spec === executions ? [STATUS_INDEX] : []),
-    ...(ctx.relayIndex && [outbox, spawns, timers].includes(spec) ? [RELAY_INDEX] : []),
-    ...(ctx.timerIndex && spec === timers ? [TIMER_INDEX] : []),
+    ...([outbox, spawns, timers].includes(spec) ? [RELAY_INDEX] : []),
   ];
   await Promise.all(
     Object.values(ctx.tables).map((spec) =>
@@ -158,20 +133,14 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   await Promise.all(
     expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
   );
-  if (ctx.relayIndex) {
-    // A table that predates the index gets it, and its rows are adopted now (one scan, once);
-    // rows other writers add later are adopted by the runners, a page a pass.
-    const now = ctx.now() / 1000;
-    await Promise.all(
-      (["outbox", "spawns", "timers"] as const).map(async (kind) => {
-        if (await ensureIndex(ctx.client, ctx.tables[kind].name, RELAY_INDEX)) {
-          await adoptTable(ctx, kind, now);
-        }
-      }),
-    );
-  }
-  if (ctx.timerIndex) {
-    await ensureIndex(ctx.client, ctx.tables.timers.name, TIMER_INDEX);
-    await backfillTimerShards(ctx);
-  }
+  // A table that predates the index gets it, and its rows are adopted now (one scan, once);
+  // rows other writers add later are adopted by the runners, a page a pass.
+  const now = ctx.now() / 1000;
+  await Promise.all(
+    (["outbox", "spawns", "timers"] as const).map(async (kind) => {
+      if (await ensureIndex(ctx.client, ctx.tables[kind].name, RELAY_INDEX)) {
+        await adoptTable(ctx, kind, now);
+      }
+    }),
+  );
 }

@@ -42,7 +42,6 @@ import {
   type TraceHead,
 } from "./_commit_condition.ts";
 import type { ExecutionTables } from "../core/table_specs.ts";
-import { timerShard } from "./_timer_index.ts";
 import { pendingPlace } from "./_relay_index.ts";
 import { type Chains, chainsAttr, linkEmits } from "./_outbox_chain.ts";
 import type { CommitChanges, Emit, SpawnIntent, TimerChange } from "../core/types.ts";
@@ -52,8 +51,6 @@ export interface TxContext {
   tables: ExecutionTables;
   traceMax: number;
   processedTtl: number | null;
-  /** How many shards of the timer index a scheduled timer's `timer_shard` picks from. */
-  timerShards: number;
   /** Retention of finished executions in seconds, or null to keep them forever (#21). */
   finishedTtl: number | null;
   /** The store's clock, epoch milliseconds: expiries are written and checked with it. */
@@ -389,10 +386,7 @@ export function buildTransaction(
         ? { Delete: { TableName: t.timers.name, Key: timerKey(plan.id, path) } }
         : put(
           t.timers.name,
-          pending(
-            "timers",
-            timerItem(plan.id, path, fireAt, timerShard(plan.id, path, ctx.timerShards)),
-          ),
+          pending("timers", timerItem(plan.id, path, fireAt)),
         ),
     );
   }

@@ -1,5 +1,5 @@
 // A relay pass's upkeep of the relay index (#24), a bounded amount each pass: adopting rows
-// written without the index's attributes (the seed, older deploys) and putting back rows whose
+// written without the index's attributes (the seed, the Python store) and putting back rows whose
 // place another writer's change made wrong, by a scan that goes on where the last pass stopped
 // (`adoptRows` rows a pass; a whole 1 MB page a pass while other writers' seqs keep appearing);
 // and finishing releases a crash left half done. What it costs a pass never grows with the

@@ -160,9 +160,7 @@ export class DynamoDBStore implements ExecutionStore {
   /**
    * Creates the seven tables where missing (PAY_PER_REQUEST) and waits until they are
    * active; enables TTL on the processed table when `processedTtlSeconds` is set, and on the
-   * executions table when `finishedTtlSeconds` is set. With
-   * `timerIndex`, adds the timer index, waits until it is active and gives the timers
-   * armed without it their shard (a scan of the timers table). Idempotent.
+   * executions table when `finishedTtlSeconds` is set. Idempotent.
    *
    * @example Creating the tables once at deploy time
    * ```ts
@@ -446,8 +444,6 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
    *   that is not a positive integer or `Infinity`.
-   * @throws {IndexNotFound} With `timerIndex` and no `scan`, when the timers table lacks the
-   *   index (`ensureTables()` was not run by a store with `timerIndex: true`).
    * @throws {StoreClosed} After `close()`.
    */
   async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
@@ -457,11 +453,11 @@ export class DynamoDBStore implements ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    if (this.#ctx.relayIndex && !options?.scan) {
+    if (!options?.scan) {
       const batch = await relayBatch(this.#ctx, "timers", { limit, now, pass: false });
       return batch.items.map(({ item }) => item);
     }
-    const due = await dueByScan(this.#ctx, now, limit, true);
+    const due = await dueByScan(this.#ctx, now, limit);
     return due.map(({ attempts: _, ...timer }) => timer);
   }
 
@@ -661,7 +657,7 @@ export class DynamoDBStore implements ExecutionStore {
 
   /**
    * Adopts into the relay index, now, every row of a relay table written without its attributes
-   * (the Python store, an older deploy): one scan; how many (exact under lost answers). Passes
+   * (the Python store): one scan; how many (exact under lost answers). Passes
    * do the same a page at a time (`adoptRows`).
    *
    * @throws {OutcomeUnknown} When no answer came back for a row: run it again.

@@ -63,50 +63,24 @@ export interface DynamoDBStoreOptions {
    */
   ambiguousRetries?: number;
   /**
-   * Read the relay tables (outbox, spawns, timers) through the relay index: a sparse index whose
-   * partitions are the rows' states (pending, waiting for a retry, dead, held behind their
-   * target), so that a relay pass, a sweep and a dead-letter listing read what is due and not
-   * what is parked, dead or held. `ensureTables` creates it (and adopts the rows already there);
-   * a table without it makes a pass throw `IndexNotFound`. `false` scans the tables instead:
-   * every pass then reads every row (see docs/performance.md).
-   * @default {true}
-   */
-  relayIndex?: boolean;
-  /**
    * How many rows each relay pass's adoption scan reads, 0 to 10,000: rows written without the
-   * relay index's attributes (the Python store, older deploys) are found by a scan that goes on
+   * relay index's attributes (the Python store) are found by a scan that goes on
    * a page a pass where the last one stopped, a whole 1 MB page a pass while other writers' seqs
    * keep appearing. 0 turns it off (a fleet with no other writer; `adoptRows()` on request).
    * @default {100}
    */
   adoptRows?: number;
-  /**
-   * Also keep the legacy timer index (`timer_shard` + `fire_at`) that deploys before the relay
-   * index sweep through: `ensureTables` adds it and gives the timers already there their shard.
-   * Sweeps of this version read the relay index either way.
-   * @default {false}
-   */
-  timerIndex?: boolean;
-  /**
-   * How many shards of the legacy timer index timers spread over, 1 to 1000: keep what the older
-   * deploys sharing the table use (see docs/operations.md, "Timer index").
-   * @default {16}
-   */
-  timerShards?: number;
 }
 
 /**
  * Options of {@linkcode DynamoDBStore.dueTimers}: the read limit, and a full scan for timers
- * the timer index does not hold.
+ * the relay index does not hold yet.
  *
- * @example A sweep that also finds timers written without the index attribute
+ * @example A sweep that also finds timers written without the relay index's attributes
  * ```ts
  * import { DynamoDBStore, type DueTimersOptions } from "@harel/dynamodb";
  *
- * await using store = await DynamoDBStore.create({
- *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
- *   timerIndex: true,
- * });
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
  * const options: DueTimersOptions = { limit: 100, scan: true };
  * console.log(await store.dueTimers(Date.now() / 1000, options));
  * ```
@@ -114,9 +88,8 @@ export interface DynamoDBStoreOptions {
 export interface DueTimersOptions extends ReadLimitOptions {
   /**
    * Scan the timers table instead of querying the relay index: finds at once timers written
-   * without the index's attributes (the Python store, older deploys) that the runners' adoption
-   * scan has not reached yet, at the cost of reading every timer. With `relayIndex: false`
-   * every read is a scan.
+   * without the index's attributes (the Python store) that the runners' adoption scan has not
+   * reached yet, at the cost of reading every timer.
    * @default {false}
    */
   scan?: boolean;

@@ -4,7 +4,6 @@
  * @module
  */
 import { claimCommit, planCommit, planTraceEntry, type TxContext } from "./_transaction.ts";
-import { DEFAULT_TIMER_SHARDS } from "./_timer_index.ts";
 import { checkClock, checkFinishedTtl, secondsOf } from "./_retention.ts";
 import {
   checkExecutionStoreOptions,
@@ -142,12 +141,10 @@ export class MemoryStore implements ExecutionStore {
       processedTtlSeconds,
     );
     this.traceMax = checked;
-    // The default shard count, so commits are sized (and refused) exactly as DynamoDBStore's.
     this.#tx = {
       tables: executionTables("harel"),
       traceMax: this.traceMax,
       processedTtl,
-      timerShards: DEFAULT_TIMER_SHARDS,
       finishedTtl: checkFinishedTtl(finishedTtlSeconds),
       now,
     };

@@ -1,6 +1,7 @@
 // Shared test plumbing: the DynamoDB every test talks to, and unique table names.
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { buildClient } from "../../src/dynamo/connect.ts";
+import { ensureTable, executionTables } from "../../src/dynamo/tables.ts";
 import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
 import { recordBaseline } from "./default_tables.ts";
 
@@ -95,4 +96,14 @@ export function rejectingEndpoint(): Deno.HttpServer<Deno.NetAddr> {
       },
       { status: 400, headers: { "content-type": "application/x-amz-json-1.0" } },
     ));
+}
+
+/**
+ * The seven tables of `prefix` as another writer (the Python store) creates them: keys only, no
+ * index, so that `ensureTables()` has the relay index to add and rows to adopt.
+ */
+export async function bareTables(client: DynamoDBClient, prefix: string): Promise<void> {
+  await Promise.all(
+    Object.values(executionTables(prefix)).map((spec) => ensureTable(client, spec)),
+  );
 }

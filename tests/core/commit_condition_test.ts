@@ -297,7 +297,6 @@ Deno.test("the commit's Update reads every alias it names, its condition built f
     tables: executionTables("t"),
     traceMax: 5,
     processedTtl: null,
-    timerShards: 16,
     finishedTtl: 3600,
     now: () => NOW * 1000,
   };

@@ -76,7 +76,6 @@ const context = (over: Partial<TxContext> = {}): TxContext => ({
   tables: executionTables("harel"),
   traceMax: 200,
   processedTtl: null,
-  timerShards: 16,
   finishedTtl: null,
   now: () => 1_800_000_000_123,
   ...over,
@@ -92,7 +91,6 @@ const anyCommit = fc.record({
   ctx: fc.record({
     traceMax: fc.constantFrom(0, 1, 2, 200, 1_000_000),
     processedTtl: fc.constantFrom(null, 1, 86_400, 315_360_000),
-    timerShards: fc.constantFrom(1, 16, 1000),
     finishedTtl: fc.constantFrom(null, 3600),
   }),
   id: text,

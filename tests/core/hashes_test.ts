@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { targetKey } from "../../src/execution/_outbox_chain.ts";
-import { fnv1a } from "../../src/execution/_timer_index.ts";
+import { fnv1a } from "../../src/core/_fnv1a.ts";
 import { utf8Length } from "../../src/core/_validate.ts";
 
 /** targetKey as it was written: 64-bit FNV-1a over the UTF-16 units of the JSON, with BigInt. */

@@ -16,7 +16,7 @@ import {
   sweepTimers,
 } from "../../mod.ts";
 import { leastPrivilegePolicy, main } from "../../src/cli.ts";
-import { testClient, uniqueName } from "../_support/env.ts";
+import { bareTables, testClient, uniqueName } from "../_support/env.ts";
 import { executionTables } from "../../src/core/table_specs.ts";
 import { blocks, blockUnder, docFiles, section } from "../_support/markdown.ts";
 
@@ -79,8 +79,8 @@ Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions
   recording(client, used);
   const prefix = uniqueName("iam");
   const stateTable = `${prefix}_state`; // as the docs name it: prefix "prod", table "prod_state"
-  // Tables an older deploy made: ensureTables() adds the relay index to them (UpdateTable).
-  await new DynamoDBStore(client, { prefix, relayIndex: false }).ensureTables();
+  // Tables the Python store made: ensureTables() adds the relay index to them (UpdateTable).
+  await bareTables(client, prefix);
   const store = new DynamoDBStore(client, {
     prefix,
     traceMax: 1,
@@ -113,7 +113,7 @@ Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions
   for (const timer of await store.dueTimers(10)) {
     await store.deleteTimer(timer.executionId, timer.path, timer.fireAt);
   }
-  // The relay's bookkeeping: failures recorded (with the held-target hint), dead letters listed,
+  // The relay's bookkeeping: failures recorded (with the held targets), dead letters listed,
   // retried and dropped.
   await store.commit(exe, {
     // The second entry to "t" is held behind the first once it fails (a transaction with a
@@ -122,7 +122,7 @@ Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions
     spawns: [{ childId: "c2", rootPath: "r", context: {} }],
     timers: [{ action: "schedule", path: "d", fireAt: 2 }],
   });
-  // Delivery within the request reads an older deploy's held-target hint too (GetItem).
+  // Delivery within the request.
   const { outbox: inline } = await store.commit(exe, {
     emits: [{ target: "u", event: newEvent("u") }],
   });
@@ -239,38 +239,4 @@ Deno.test("`policy --prefix P` covers every table the docs' examples use next to
     }
   }
   assert.ok(examples >= 2, "the Deploy examples of docs/operations.md name a prefix");
-});
-
-Deno.test("a store with timerIndex makes no call the policy lacks, and docs/operations.md says so", async () => {
-  // A database of its own (a region): DynamoDB Local adds an index to an existing table in a time
-  // that grows with the whole database.
-  using client = testClient("eu-south-2");
-  const used = new Set<string>();
-  recording(client, used);
-  const prefix = uniqueName("iamtix");
-  // Tables made without the legacy index (as before the option was turned on), then turned on.
-  await new DynamoDBStore(client, { prefix }).ensureTables();
-  const store = new DynamoDBStore(client, { prefix, timerIndex: true, timerShards: 2 });
-  await store.ensureTables();
-  const exe = newExecution({ definition_id: "iam" });
-  await store.commit(exe, {
-    timers: [{ action: "schedule", path: "a", fireAt: 1 }, {
-      action: "schedule",
-      path: "b",
-      fireAt: 2,
-    }],
-  });
-  await sweepTimers(store, () => Promise.reject(new Error("down")), {
-    now: 10,
-    backoff: { minSeconds: 0 },
-  });
-  await sweepTimers(store, () => {}, { now: 11 });
-  await store.dueTimers(12, { scan: true });
-  await store.commit(exe, { timers: [{ action: "cancel", path: "a" }] });
-  await store.deleteExecution(exe.id);
-
-  const granted = policyGrants(prefix);
-  assert.deepEqual([...used].filter((pair) => !granted.has(pair)), []);
-  const iam = section("docs/operations.md", "## Least-privilege IAM policy");
-  assert.match(iam.replace(/\s+/g, " "), /The policy covers every option/);
 });

@@ -320,8 +320,8 @@ Deno.test("the state store refuses hostile input with clear errors and stores no
 
 // Values at the limits and the mistakes a Deno user makes, on both backends.
 // Each test fails on the code it was written against and names the behaviour a fix must give.
-Deno.test("dueTimers() with the timer index takes any limit checkLimit accepts", async (t) => {
-  await using store = await freshStore({ timerIndex: true });
+Deno.test("dueTimers() takes any limit checkLimit accepts", async (t) => {
+  await using store = await freshStore();
   const exe = newExecution({ definition_id: "limits" });
   await store.commit(exe, { timers: [{ action: "schedule", path: "p", fireAt: 100 }] });
   // 2 ** 31 and above pass checkLimit (a safe integer) but reach DynamoDB as a Query Limit,
@@ -435,7 +435,7 @@ Deno.test("null options are no options (or a clear TypeError), never a raw prope
 });
 
 Deno.test("options of the wrong type are refused by the constructor, naming the option", async (t) => {
-  // timerIndex, traceMax and the rest are checked; consistentReads is sent as it is (a string
+  // traceMax and the rest are checked; consistentReads is sent as it is (a string
   // from an environment variable reaches DynamoDB, which answers InternalFailure on every read),
   // and a twin's `now` that is not a function fails on first use with a raw TypeError.
   using client = testClient();

@@ -652,7 +652,7 @@ Deno.test("options that are not an object are refused with a TypeError naming op
   assert.throws(() => new DynamoDBStore(client, 5 as never), /options must be an object/);
   assert.throws(() => new MemoryStore("x" as never), /options must be an object/);
   assert.throws(
-    () => new DynamoDBStore(client, { timerIndex: true, consistentReads: 0 as never }),
+    () => new DynamoDBStore(client, { traceMax: 5, consistentReads: 0 as never }),
     /consistentReads must be a boolean, got 0/,
   );
 });

@@ -1,6 +1,5 @@
-// Timers through the relay index (on by default; #24): a sweep reads what is due, not every
-// armed timer; ensureTables adds the index to existing tables and adopts the timers already
-// there; the legacy timer index (timerIndex: true) is kept for older deploys that sweep with it.
+// Timers through the relay index (#24): a sweep reads what is due, not every armed timer;
+// ensureTables adds the index to existing tables and adopts the timers already there.
 // Costs are asserted in the capacity units DynamoDB reports (ReturnConsumedCapacity), not time.
 import assert from "node:assert/strict";
 import {
@@ -17,7 +16,7 @@ import {
   sweepTimers,
 } from "../../mod.ts";
 import { capacityClient } from "../_support/capacity.ts";
-import { countingClient, testClient, uniqueName } from "../_support/env.ts";
+import { bareTables, countingClient, testClient, uniqueName } from "../_support/env.ts";
 
 const NOT_DUE = 2e9; // 2033: armed, never due in these tests
 type TimerChange = NonNullable<CommitChanges["timers"]>[number];
@@ -167,9 +166,11 @@ Deno.test("a stale index listing loses to deleteTimer()'s fire_at guard", async 
 });
 
 Deno.test("ensureTables() adds the relay index to existing tables and adopts the timers already there", async (t) => {
-  await using env = await storesOn({ relayIndex: false });
-  const { prefix } = env;
-  const before = env.stores[0]!;
+  using tables = testClient(REGION);
+  const prefix = uniqueName("tix");
+  // Tables as the Python store makes them: keys only, no index.
+  await bareTables(tables, prefix);
+  const before = new DynamoDBStore(tables, { prefix });
   const raw = testClient(REGION);
   try {
     const put = (execution_id: string, path: string, fireAt: number) =>
@@ -288,95 +289,25 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
   }
 });
 
-Deno.test("timerIndex: true keeps the legacy timer index for older deploys: ensureTables adds it and marks the timers already there", async () => {
-  await using env = await storesOn({});
-  const { prefix } = env;
-  const raw = testClient(REGION);
-  try {
-    await raw.send(
-      new PutItemCommand({
-        TableName: env.stores[0]!.tables.timers.name,
-        Item: { execution_id: { S: "py" }, path: { S: "wait" }, fire_at: { N: "1000" } },
-      }),
-    );
-    const legacy = new DynamoDBStore(raw, { prefix, timerIndex: true });
-    await legacy.ensureTables();
-    const { Table } = await raw.send(
-      new DescribeTableCommand({ TableName: legacy.tables.timers.name }),
-    );
-    assert.deepEqual(
-      Table?.GlobalSecondaryIndexes?.map((gsi) => gsi.IndexName).sort(),
-      ["relay_part-relay_order", "timer_shard-fire_at"],
-    );
-    const { Item } = await raw.send(
-      new GetItemCommand({
-        TableName: legacy.tables.timers.name,
-        Key: { execution_id: { S: "py" }, path: { S: "wait" } },
-        ConsistentRead: true,
-      }),
-    );
-    assert.ok(Item?.timer_shard?.N !== undefined, "an older deploy's sweep finds it");
-    assert.equal(await legacy.adoptRows("timers"), 1, "and this version's once adopted");
-    assert.deepEqual(await legacy.dueTimers(1000), [
-      { executionId: "py", path: "wait", fireAt: 1000 },
-    ]);
-  } finally {
-    raw.destroy();
-  }
-});
-
-Deno.test("ensureTables() with timerIndex is safe when several processes run it at once", async () => {
-  await using env = await storesOn({});
-  const { prefix } = env;
-  await env.stores[0]!.commit(newExecution({ definition_id: "d" }), {
+Deno.test("ensureTables() adding the relay index is safe when several processes run it at once", async () => {
+  using client = testClient(REGION);
+  const prefix = uniqueName("tix");
+  await bareTables(client, prefix);
+  const stores = Array.from({ length: 3 }, () => new DynamoDBStore(client, { prefix }));
+  await stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
   });
-  using client = testClient(REGION);
-  const stores = Array.from(
-    { length: 3 },
-    () => new DynamoDBStore(client, { prefix, timerIndex: true }),
-  );
-  // The first store made the tables with the relay index; these add the legacy one at once.
+  // Tables made without the relay index: all three add it (and adopt the rows) at once.
   await Promise.all(stores.map((store) => store.ensureTables()));
   for (const store of stores) assert.equal((await store.dueTimers(1)).length, 1);
 });
 
-Deno.test("timerShards (the legacy index's) never changes what a sweep finds", async () => {
-  await using env = await storesOn(
-    { timerIndex: true, timerShards: 2 },
-    { timerIndex: true, timerShards: 64 },
-  );
-  const [few, many] = env.stores as [DynamoDBStore, DynamoDBStore];
-  await arm(few, 50, 50);
-  assert.equal((await many.dueTimers(5000)).length, 50);
-});
-
-Deno.test("relayIndex, adoptRows, timerIndex and timerShards are checked", () => {
+Deno.test("adoptRows is checked", () => {
   using client = testClient(REGION);
-  assert.throws(
-    () => new DynamoDBStore(client, { timerIndex: "yes" as unknown as boolean }),
-    (error: Error) => error instanceof TypeError && /timerIndex/.test(error.message),
-  );
-  assert.throws(
-    () => new DynamoDBStore(client, { relayIndex: 1 as unknown as boolean }),
-    (error: Error) =>
-      error instanceof TypeError && /relayIndex must be a boolean/.test(error.message),
-  );
-  assert.throws(
-    () => new DynamoDBStore(client, { relayIndex: false, timerIndex: true }),
-    (error: Error) =>
-      error instanceof TypeError && /timerIndex: true needs relayIndex/.test(error.message),
-  );
   for (const adoptRows of [-1, 10_001, 0.5]) {
     assert.throws(
       () => new DynamoDBStore(client, { adoptRows }),
       (error: Error) => error instanceof RangeError && /adoptRows/.test(error.message),
-    );
-  }
-  for (const timerShards of [0, 1001, 2.5]) {
-    assert.throws(
-      () => new DynamoDBStore(client, { timerShards }),
-      (error: Error) => error instanceof RangeError && /timerShards/.test(error.message),
     );
   }
 });
@@ -384,7 +315,7 @@ Deno.test("relayIndex, adoptRows, timerIndex and timerShards are checked", () =>
 Deno.test("ensureTables() creates new tables with their indexes, no UpdateTable", async () => {
   using counting = countingClient(REGION);
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { prefix: uniqueName("tix"), timerIndex: true });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   await store.ensureTables();
   assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
   assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);
@@ -393,7 +324,7 @@ Deno.test("ensureTables() creates new tables with their indexes, no UpdateTable"
   );
   assert.deepEqual(
     Table?.GlobalSecondaryIndexes?.map((index) => [index.IndexName, index.IndexStatus]).sort(),
-    [["relay_part-relay_order", "ACTIVE"], ["timer_shard-fire_at", "ACTIVE"]],
+    [["relay_part-relay_order", "ACTIVE"]],
   );
   // A second run finds everything in place: no table or index is created again.
   calls.length = 0;

@@ -90,9 +90,9 @@ Deno.test("seed_writer.py commits rows with exactly the seed's attributes", asyn
 });
 
 Deno.test("our store reads what seed_writer.py commits into its tables", async () => {
-  // Without the relay index, pendingOutbox scans: the seed's rows carry no index keys (relays
-  // adopt them into the index a page at a time, docs/design.md).
-  await using store = await freshStore({ relayIndex: false });
+  // The seed's rows carry no index keys: the reads find them by the seqs it took (outbox,
+  // spawns) and by the timers table's scan.
+  await using store = await freshStore();
   const wrote = await seedWrite({
     endpoint: endpoint(),
     prefix: store.tables.executions.name.replace(/_executions$/, ""),

@@ -376,7 +376,7 @@ const collect = (seen: number[]) => (entry: OutboxEntry) =>
   Promise.resolve(void seen.push(entry.seq));
 
 /** A store on `direct`'s tables whose calls go through a fault proxy (the SDK retries 3 times). */
-function behindProxy(direct: DynamoDBStore, options: { timerIndex?: boolean } = {}) {
+function behindProxy(direct: DynamoDBStore) {
   const proxy = new FaultProxy(endpoint());
   const client = new DynamoDBClient({
     endpoint: proxy.endpoint,
@@ -385,7 +385,7 @@ function behindProxy(direct: DynamoDBStore, options: { timerIndex?: boolean } = 
     maxAttempts: 3,
   });
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
-  const store = new DynamoDBStore(client, { prefix, ...options });
+  const store = new DynamoDBStore(client, { prefix });
   return {
     proxy,
     store,
@@ -670,10 +670,10 @@ Deno.test("an outbox entry near 400 KB whose delivery keeps failing waits its ba
   );
 });
 
-// --- the timer index ---------------------------------------------------------------------
+// --- failed timers ---------------------------------------------------------------------
 
-Deno.test("with timerIndex, a failed timer due for its retry fires although `limit` earlier failed timers still wait for theirs", async () => {
-  await using store = await freshStore({ timerIndex: true });
+Deno.test("a failed timer due for its retry fires although `limit` earlier failed timers still wait for theirs", async () => {
+  await using store = await freshStore();
   const exe = newExecution({ definition_id: "d" });
   await store.commit(exe, {
     timers: ["a", "b", "c"].map((path, i) => ({

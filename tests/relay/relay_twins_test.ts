@@ -14,12 +14,11 @@ type Clock = { ms: number };
 /** Runs `steps` on both stores, each on its own fake clock from FAR; returns both results. */
 async function onBoth<T>(
   steps: (store: ExecutionStore, clock: Clock) => Promise<T>,
-  dynamoOptions: { relayIndex?: boolean } = {},
 ): Promise<{ dynamo: T; memory: T }> {
   const results: T[] = [];
   for (
     const make of [
-      (o: object) => freshStore({ ...o, ...dynamoOptions }),
+      (o: object) => freshStore(o),
       (o: object) => Promise.resolve(new MemoryStore(o)),
     ]
   ) {
@@ -85,49 +84,47 @@ Deno.test("backlog() counts an entry held behind a head whose retry has come as 
   assert.deepEqual(dynamo, memory);
 });
 
-for (const relayIndex of [true, false]) {
-  Deno.test(`relayIndex: ${relayIndex}: a head whose retry has come is delivered with what it held behind it, on both stores`, async () => {
-    const { dynamo, memory } = await onBoth(async (store, clock) => {
-      await headWaiting(store, clock);
-      const passes: string[][] = [];
-      for (let i = 0; i < 3; i++) {
-        const kinds: string[] = [];
-        await relayOutbox(store, (entry) => {
-          kinds.push(entry.event.kind);
-        });
-        passes.push(kinds);
-        clock.ms += 10_000;
-      }
-      const { pending, waiting, heldTargets } = await store.backlog("outbox");
-      return { passes, pending, waiting, heldTargets };
-    }, { relayIndex });
-    assert.deepEqual(memory, {
-      passes: [["g"], ["e", "f"], []],
-      pending: 0,
-      waiting: 0,
-      heldTargets: 0,
-    });
-    assert.deepEqual(dynamo, memory);
+Deno.test("a head whose retry has come is delivered with what it held behind it, on both stores", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    await headWaiting(store, clock);
+    const passes: string[][] = [];
+    for (let i = 0; i < 3; i++) {
+      const kinds: string[] = [];
+      await relayOutbox(store, (entry) => {
+        kinds.push(entry.event.kind);
+      });
+      passes.push(kinds);
+      clock.ms += 10_000;
+    }
+    const { pending, waiting, heldTargets } = await store.backlog("outbox");
+    return { passes, pending, waiting, heldTargets };
   });
+  assert.deepEqual(memory, {
+    passes: [["g"], ["e", "f"], []],
+    pending: 0,
+    waiting: 0,
+    heldTargets: 0,
+  });
+  assert.deepEqual(dynamo, memory);
+});
 
-  Deno.test(`relayIndex: ${relayIndex}: retrying a dead head releases its target, on both stores`, async () => {
-    const { dynamo, memory } = await onBoth(async (store) => {
-      const { outbox: [head] } = await store.commit(newExecution({ definition_id: "dead" }), {
-        emits: [{ target: "a", event: newEvent("e") }, { target: "a", event: newEvent("f") }],
-      });
-      await store.recordFailure("outbox", head!, { attempts: 10, retryAt: null, error: "gone" });
-      const before: string[] = [];
-      await relayOutbox(store, (entry) => {
-        before.push(entry.event.kind);
-      });
-      const retried = await store.retryDeadLetter("outbox", head!);
-      const after: string[] = [];
-      await relayOutbox(store, (entry) => {
-        after.push(entry.event.kind);
-      });
-      return { before, retried, after, pending: (await store.backlog("outbox")).pending };
-    }, { relayIndex });
-    assert.deepEqual(memory, { before: [], retried: true, after: ["e", "f"], pending: 0 });
-    assert.deepEqual(dynamo, memory);
+Deno.test("retrying a dead head releases its target, on both stores", async () => {
+  const { dynamo, memory } = await onBoth(async (store) => {
+    const { outbox: [head] } = await store.commit(newExecution({ definition_id: "dead" }), {
+      emits: [{ target: "a", event: newEvent("e") }, { target: "a", event: newEvent("f") }],
+    });
+    await store.recordFailure("outbox", head!, { attempts: 10, retryAt: null, error: "gone" });
+    const before: string[] = [];
+    await relayOutbox(store, (entry) => {
+      before.push(entry.event.kind);
+    });
+    const retried = await store.retryDeadLetter("outbox", head!);
+    const after: string[] = [];
+    await relayOutbox(store, (entry) => {
+      after.push(entry.event.kind);
+    });
+    return { before, retried, after, pending: (await store.backlog("outbox")).pending };
   });
-}
+  assert.deepEqual(memory, { before: [], retried: true, after: ["e", "f"], pending: 0 });
+  assert.deepEqual(dynamo, memory);
+});
