@@ -120,17 +120,11 @@ export const HOLD = { prefix: "outbox_hold:", heads: "heads" } as const;
 export const RELEASES = { id: "outbox_releases", targets: "targets" } as const;
 
 /**
- * `{prefix}_counters`, items `relay_adopt:{kind}`: where the runners' adoption scan of a relay
- * table stands (`cursor`, the scan's position as JSON text; absent at the start), the foreign seq
- * allocations seen when its current cycle began (`cycle`) and those its last whole cycle covered
- * (`covered`). See _upkeep.ts.
+ * `{prefix}_counters`, items `relay_adopt:{kind}`: where the passes' scan of a relay table for
+ * rows without the index's attributes stands (`cursor`, the scan's position as JSON text; absent
+ * at the start). See _upkeep.ts.
  */
-export const ADOPTION = {
-  prefix: "relay_adopt:",
-  cursor: "cursor",
-  cycle: "cycle",
-  covered: "covered",
-} as const;
+export const ADOPTION = { prefix: "relay_adopt:", cursor: "cursor" } as const;
 
 /** `{prefix}_spawns`, key `seq`: a child execution to start. */
 export const SPAWN = {

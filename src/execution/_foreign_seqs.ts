@@ -8,7 +8,7 @@
 // rows other writers added since, never the table; a pass also adopts the rows it finds into the
 // relay index and moves `seen` on.
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { batchGet, chunks, type Item, isNamed, N, S } from "../dynamo/_dynamo.ts";
+import { batchGet, chunks, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { COUNTER, OUTBOX, RELAY } from "../core/_layout.ts";
 import { blockRange } from "./_seq_blocks.ts";
 import type { QueueReads } from "./_queue_items.ts";
@@ -110,10 +110,23 @@ export interface ForeignRows {
   /** Their rows not in the relay index yet (a pass adopts them), lowest seq first. */
   rows: Item[];
   /**
-   * Every seq up to this one is accounted for: a pass delivers nothing above it, so that no
-   * entry of ours goes out ahead of an earlier one another writer wrote to the same target.
+   * Every seq up to this one is accounted for: a pass delivers nothing above it that the
+   * counter handed out, so that no entry of ours goes out ahead of an earlier one another
+   * writer wrote to the same target.
    */
   frontier: number;
+  /** The counter's value when it was read. */
+  counter: number;
+}
+
+/**
+ * Whether a pass holds back a row of this seq: the counter handed it out, and seqs below it are
+ * not all accounted for yet. A seq no counter handed out (above it, or not a whole number: a
+ * writer that keeps none) is ordered by nothing and held back by nothing.
+ */
+export function beyondFrontier(found: ForeignRows | undefined, seq: number): boolean {
+  return found !== undefined && seq > found.frontier && seq <= found.counter &&
+    Number.isInteger(seq);
 }
 
 /** Reads the counter of `kind` strongly (one GetItem's worth, in a BatchGetItem). */
@@ -159,7 +172,7 @@ export async function findForeign(
   rows.sort((a, b) => Number(a[OUTBOX.seq]!.N) - Number(b[OUTBOX.seq]!.N));
   const next = afterProbe(state, probes, found, now);
   if (record) await saveProbe(q, kind, state, next);
-  return { rows, frontier: next.seen };
+  return { rows, frontier: next.seen, counter: state.n };
 }
 
 /**

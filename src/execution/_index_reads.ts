@@ -99,37 +99,55 @@ interface Stream {
  */
 export class MergedPartitions {
   readonly #streams: Stream[];
+  /** The rows handed out, by key: a row found both by key and in the index goes once. */
+  readonly #given = new Set<string>();
   /** Index entries read so far (what DynamoDB charges a Query by). */
   read = 0;
 
+  /**
+   * `bound.upTo`: only rows ordered at or below it. `bound.extra`: rows found by key (other
+   * writers' rows a pass is adopting, which the index may not show yet), lowest order first,
+   * merged in as if the index had them.
+   */
   constructor(
     readonly client: DynamoDBSender,
     readonly table: string,
     part: Exclude<Part, "h">,
     readonly pageSize: number | undefined,
-    bound: { upTo?: number } = {},
+    bound: { upTo?: number; extra?: Item[] } = {},
   ) {
+    const { extra, ...upTo } = bound;
     this.#streams = Array.from({ length: RELAY_SHARDS }, (_, shard) => ({
-      query: { part: partition(part, shard), ...bound },
+      query: { part: partition(part, shard), ...upTo },
       buffer: [],
       start: undefined,
       done: false,
     }));
+    if (extra?.length) {
+      this.#streams.push({ query: { part: "" }, buffer: [...extra], start: undefined, done: true });
+    }
   }
 
   /** The next row, or undefined when every partition is exhausted. */
   async next(): Promise<Item | undefined> {
-    await Promise.all(
-      this.#streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => this.#fill(s)),
-    );
-    let best: Stream | undefined;
-    for (const stream of this.#streams) {
-      const head = stream.buffer[0];
-      if (head !== undefined && (best === undefined || byIndexOrder(head, best.buffer[0]!) < 0)) {
-        best = stream;
+    for (;;) {
+      await Promise.all(
+        this.#streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => this.#fill(s)),
+      );
+      let best: Stream | undefined;
+      for (const stream of this.#streams) {
+        const head = stream.buffer[0];
+        if (
+          head !== undefined && (best === undefined || byIndexOrder(head, best.buffer[0]!) < 0)
+        ) best = stream;
       }
+      const row = best?.buffer.shift();
+      if (row === undefined) return undefined;
+      const key = keyText(row);
+      if (this.#given.has(key)) continue;
+      this.#given.add(key);
+      return row;
     }
-    return best?.buffer.shift();
   }
 
   /** Reads the next non-empty page of a partition (or learns it is exhausted). */

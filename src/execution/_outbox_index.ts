@@ -25,6 +25,7 @@ import {
 import { moveInput, partition, partOf, type Place, placeOf } from "./_relay_index.ts";
 import { type Candidate, candidateOf, readOutboxBodies } from "./_outbox_queue.ts";
 import { earliest, numberOf, type QueueReads } from "./_queue_items.ts";
+import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 98;
@@ -61,6 +62,7 @@ export async function outboxFromIndex(
   limit: number,
   now: number,
   pass: boolean,
+  foreign?: ForeignRows,
 ): Promise<QueueBatch<"outbox">> {
   const { client } = q.timers;
   const table = q.tables.outbox.name;
@@ -142,7 +144,7 @@ export async function outboxFromIndex(
     due.push({ item, candidate: candidateOf(item), from: item[RELAY.part]?.S ?? "" });
   }
   await classify(due);
-  const pending = new MergedPartitions(client, table, "p", page);
+  const pending = new MergedPartitions(client, table, "p", page, { extra: foreign?.rows });
   const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
   let examined = 0, exhausted = false;
   while (!exhausted && chosen.length < limit && examined < budget) {
@@ -154,7 +156,10 @@ export async function outboxFromIndex(
         exhausted = true;
         break;
       }
-      rows.push({ item, candidate: candidateOf(item), from: item[RELAY.part]?.S ?? "" });
+      const candidate = candidateOf(item);
+      // Nothing past the frontier: an earlier seq another writer took may not be found yet.
+      if (beyondFrontier(foreign, candidate.seq)) continue;
+      rows.push({ item, candidate, from: item[RELAY.part]?.S ?? "" });
     }
     examined += rows.length;
     await classify(rows);

@@ -16,7 +16,8 @@ import { type Candidate, candidateOf, outboxOf } from "./_outbox_queue.ts";
 import { misplaced, outboxFromIndex } from "./_outbox_index.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
-import { upkeep } from "./_upkeep.ts";
+import { foreignRows, upkeep } from "./_upkeep.ts";
+import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
 
 /** The items of a relay pass over one queue (see `ExecutionStore.relayBatch`). */
 export async function relayBatch<K extends RelayKind>(
@@ -27,11 +28,12 @@ export async function relayBatch<K extends RelayKind>(
   if (kind === "outbox" && seqs !== undefined) {
     return { ...await outboxOf(q, seqs, now), now } as RelayItems<K>;
   }
-  // A pass first adopts rows written without the index's attributes (so that it delivers them
-  // at once) and finishes releases, a little each time; a plain read (pendingOutbox, dueTimers)
-  // only reads.
-  if (pass) await upkeep(q, kind, now);
-  return { ...await read(q, kind, limit, now, pass), now } as RelayItems<K>;
+  // A pass first finishes releases and (timers) goes on with the scan for other writers'
+  // timers, a little each time. Every read finds other writers' outbox entries and spawns by
+  // their seqs; a pass also adopts them, and a plain read (pendingOutbox) only reads.
+  if (pass) await upkeep(q, kind);
+  const foreign = kind === "timers" ? undefined : await foreignRows(q, kind, now, pass);
+  return { ...await read(q, kind, limit, now, pass, foreign), now } as RelayItems<K>;
 }
 
 function read(
@@ -40,10 +42,11 @@ function read(
   limit: number,
   now: number,
   pass: boolean,
+  foreign: ForeignRows | undefined,
 ): Promise<QueueBatch<RelayKind>> {
-  if (kind === "outbox") return outboxFromIndex(q, limit, now, pass);
+  if (kind === "outbox") return outboxFromIndex(q, limit, now, pass, foreign);
   return kind === "spawns"
-    ? spawnsFromIndex(q, limit, now, pass)
+    ? spawnsFromIndex(q, limit, now, pass, foreign)
     : timersFromIndex(q, limit, now, pass);
 }
 
@@ -59,9 +62,11 @@ async function spawnsFromIndex(
   limit: number,
   now: number,
   pass: boolean,
+  foreign: ForeignRows | undefined,
 ): Promise<QueueBatch<"spawns">> {
-  const rows = await dueRows(q, "spawns", limit, now, pass);
+  const rows = await dueRows(q, "spawns", limit, now, pass, foreign);
   let oldestAt: number | null = null;
+  // Another writer's spawn has no `created_at`: it has waited since at least the oldest known.
   for (const row of rows) oldestAt = earliest(oldestAt, numberOf(row[SPAWN.createdAt]));
   const candidates = rows.map(candidateOf).sort((a, b) => a.seq - b.seq).slice(0, limit);
   return { ...await spawnBodies(q, candidates, now), oldestAt };
@@ -140,10 +145,11 @@ async function dueRows(
   limit: number,
   now: number,
   pass: boolean,
+  foreign?: ForeignRows,
 ): Promise<Item[]> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
   const page = mergePage(limit);
-  const pendingBound = kind === "timers" ? { upTo: now } : {};
+  const pendingBound = kind === "timers" ? { upTo: now } : { extra: foreign?.rows };
   const streams = [
     new MergedPartitions(q.timers.client, table, "w", page, { upTo: now }),
     new MergedPartitions(q.timers.client, table, "p", page, pendingBound),
@@ -155,6 +161,7 @@ async function dueRows(
     let taken = 0, examined = 0;
     for (let row; taken < limit && examined < budget && (row = await stream.next());) {
       examined++;
+      if (kind === "spawns" && beyondFrontier(foreign, Number(row[SPAWN.seq]?.N))) continue;
       const from = row[RELAY.part]?.S ?? "";
       const place = placeOf(kind, row, now);
       if (place && misplaced(partOf(from), partOf(place.part))) {

@@ -11,7 +11,7 @@ import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "..
 import { IndexNotFound } from "../dynamo/tables.ts";
 import { InvalidCursor } from "../core/errors.ts";
 import { encodeCursor } from "../core/cursor.ts";
-import { EXECUTION, executionFromItem, executionKey } from "../core/_layout.ts";
+import { EXECUTION, executionFromItem } from "../core/_layout.ts";
 import { type ExecutionSummary, summarize } from "../core/documents.ts";
 import type { ListPage } from "../core/types.ts";
 import type { Listing, Selection } from "./_listing.ts";

@@ -134,12 +134,11 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
     expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
   );
   // A table that predates the index gets it, and its rows are adopted now (one scan, once);
-  // rows other writers add later are adopted by the runners, a page a pass.
-  const now = ctx.now() / 1000;
+  // rows other writers add later are found by the passes (by seq; timers by the sweeps' scan).
   await Promise.all(
     (["outbox", "spawns", "timers"] as const).map(async (kind) => {
       if (await ensureIndex(ctx.client, ctx.tables[kind].name, RELAY_INDEX)) {
-        await adoptTable(ctx, kind, now);
+        await adoptTable(ctx, kind);
       }
     }),
   );

@@ -1,121 +1,104 @@
-// A relay pass's upkeep of the relay index (#24), a bounded amount each pass: adopting rows
-// written without the index's attributes (the seed, the Python store) and putting back rows whose
-// place another writer's change made wrong, by a scan that goes on where the last pass stopped
-// (`adoptRows` rows a pass; a whole 1 MB page a pass while other writers' seqs keep appearing);
-// and finishing releases a crash left half done. What it costs a pass never grows with the
-// table; what it costs in all is about one read of each row per cycle of the scan.
+// Rows other writers add without the relay index's attributes, taken into the index (adopted):
+// outbox entries and spawns as a pass finds them by their seqs (_foreign_seqs.ts), timers by a
+// scan of the timers table that each sweep goes on with where the last one stopped (timers have
+// no seq; the same scan, a page at a time, catches outbox and spawn rows no counter handed out).
+// A pass of the outbox also finishes releases a crash left half done.
 import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
-import { type AttributeValue, ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { batchGet, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
-import { ADOPTION, COUNTER, FAILURE, OUTBOX, RELAY, RELEASES, TIMER } from "../core/_layout.ts";
+import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { batchGet, eachConcurrently, isNamed, type Item, S } from "../dynamo/_dynamo.ts";
+import { ADOPTION, COUNTER, OUTBOX, RELAY, RELEASES, TIMER } from "../core/_layout.ts";
 import type { RelayKind } from "../core/types.ts";
-import { finishReleases, holdsTarget, readHolds, replace } from "./_holds.ts";
-import { moveInput, partOf, pendingPlace, placeOf, rowKey } from "./_relay_index.ts";
-import { candidateOf } from "./_outbox_queue.ts";
+import { finishReleases } from "./_holds.ts";
+import { moveInput, pendingPlace, placeOf, relayAttributes, rowKey } from "./_relay_index.ts";
 import { plain, type QueueReads } from "./_queue_items.ts";
 import { transactOne } from "../dynamo/_lost_answers.ts";
-import { counterState, probesOf } from "./_foreign_seqs.ts";
+import { findForeign, type ForeignRows, type SeqKind } from "./_foreign_seqs.ts";
 
 /** How many stale release marks one pass finishes. */
 const RELEASES_PER_PASS = 10;
 
-/** How many targets of held entries a page checks are still held (two reads each). */
-const HELD_CHECKS_PER_PAGE = 4;
-
-/** The counters that tell how many seqs other writers took (their rows lack the index). */
-const SEQ_COUNTERS = ["outbox", "spawn"];
-
-/** Where a table's adoption scan stands (see _layout.ts ADOPTION). */
-interface Adoption {
-  cursor: Item | undefined;
-  /** Other writers' seqs when the current cycle began (undefined: no cycle yet). */
-  cycle: number | undefined;
-  /** Other writers' seqs the last whole cycle covered (-1: none yet). */
-  covered: number;
-}
-
-/** One pass's upkeep of `kind`'s table: releases (outbox), then one page of adoption. */
-export async function upkeep(q: QueueReads, kind: RelayKind, now: number): Promise<void> {
+/**
+ * One pass's upkeep of `kind`'s table: releases (outbox), then one page of the scan for rows
+ * without the index's attributes — a whole 1 MB page for timers (they have no seq to be found
+ * by), `adoptRows` rows for outbox entries and spawns (whose other writers' rows are found by
+ * seq: the scan only catches rows no counter handed out).
+ */
+export async function upkeep(q: QueueReads, kind: RelayKind): Promise<void> {
   const counters = await readCounters(q, kind);
   if (kind === "outbox") await finishReleases(q, counters.releases, RELEASES_PER_PASS);
-  if (q.adoptRows > 0) await adoptPage(q, kind, now, counters.adoption, counters.foreign);
+  if (q.adoptRows > 0) await adoptPage(q, kind, counters.cursor);
+}
+
+/**
+ * Other writers' rows of `kind` past what passes accounted for, as the relay index would show
+ * them (pending), with the frontier below which everything is accounted for. A pass (`adopt`)
+ * takes them into the index and records how far it got; a plain read only reads.
+ */
+export async function foreignRows(
+  q: QueueReads,
+  kind: SeqKind,
+  now: number,
+  adopt: boolean,
+): Promise<ForeignRows> {
+  const found = await findForeign(q, kind, now, { record: adopt });
+  const rows = found.rows.filter((row) => placeOf(kind, row, 0) !== null);
+  if (adopt) {
+    await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
+      await adoptRow(q, kind, row);
+    });
+  }
+  return {
+    rows: rows.map((row) => ({ ...row, ...relayAttributes(pendingPlace(kind, row)) })),
+    frontier: found.frontier,
+    counter: found.counter,
+  };
 }
 
 /** The counters-table items upkeep reads, in one BatchGetItem. */
 async function readCounters(
   q: QueueReads,
   kind: RelayKind,
-): Promise<{ adoption: Adoption; foreign: number; releases: string[] }> {
+): Promise<{ cursor: Item | undefined; releases: string[] }> {
   const table = q.tables.counters.name;
-  const ids = [`${ADOPTION.prefix}${kind}`, ...SEQ_COUNTERS, RELEASES.id];
+  const ids = kind === "outbox" ? [RELEASES.id, adoptionId(kind)] : [adoptionId(kind)];
   const items = new Map<string, Item>();
   await batchGet(
     q.timers.client,
-    { [table]: { Keys: ids.map((id) => ({ [COUNTER.id]: S(id) })), ConsistentRead: false } },
+    { [table]: { Keys: ids.map((id) => ({ [COUNTER.id]: S(id) })), ConsistentRead: true } },
     (responses) => {
       for (const item of responses[table] ?? []) items.set(item[COUNTER.id]?.S ?? "", item);
     },
   );
-  let foreign = 0;
-  for (const id of SEQ_COUNTERS) {
-    const counter = items.get(id);
-    const state = counterState(counter);
-    foreign += probesOf(state, 1000).seqs.length;
-  }
-  const state = items.get(ids[0]!);
-  const cursor = state?.[ADOPTION.cursor]?.S;
+  const cursor = items.get(adoptionId(kind))?.[ADOPTION.cursor]?.S;
   return {
-    adoption: {
-      cursor: cursor === undefined ? undefined : JSON.parse(cursor) as Item,
-      cycle: numberOrUndefined(state?.[ADOPTION.cycle]),
-      covered: numberOrUndefined(state?.[ADOPTION.covered]) ?? -1,
-    },
-    foreign,
+    cursor: cursor === undefined ? undefined : JSON.parse(cursor) as Item,
     releases: [...items.get(RELEASES.id)?.[RELEASES.targets]?.SS ?? []],
   };
 }
 
-function numberOrUndefined(value: AttributeValue | undefined): number | undefined {
-  const n = Number(value?.N);
-  return value?.N === undefined || !Number.isFinite(n) ? undefined : n;
-}
+const adoptionId = (kind: RelayKind) => `${ADOPTION.prefix}${kind}`;
 
-/**
- * One page of the adoption scan, from where the last pass stopped (see {@linkcode tidy}): at most
- * `adoptRows` rows, or a whole 1 MB page while other writers' seqs keep appearing (`foreign`
- * beyond what the last whole cycle covered).
- */
-async function adoptPage(
-  q: QueueReads,
-  kind: RelayKind,
-  now: number,
-  state: Adoption,
-  foreign: number,
-): Promise<void> {
-  const table = q.tables[kind].name;
-  // Other writers' seqs beyond what the last whole cycle covered (none yet: any at all).
-  const fast = foreign > Math.max(state.covered, 0);
+/** One page of `kind`'s scan, from where the last pass stopped, adopting what it finds. */
+async function adoptPage(q: QueueReads, kind: RelayKind, cursor: Item | undefined): Promise<void> {
   const page = await q.timers.client.send(
     new ScanCommand({
-      TableName: table,
-      Limit: fast ? undefined : q.adoptRows,
-      ExclusiveStartKey: state.cursor,
+      TableName: q.tables[kind].name,
+      Limit: kind === "timers" ? undefined : q.adoptRows,
+      ExclusiveStartKey: cursor,
       ...projected(kind),
     }),
   );
-  await tidy(q, kind, now, page.Items ?? []);
-  await saveAdoption(q, kind, state, foreign, page.LastEvaluatedKey);
+  await adoptAll(q, kind, page.Items ?? [], false);
+  await saveCursor(q, kind, page.LastEvaluatedKey);
 }
 
 /**
- * Adopts every row of `kind`'s table written without the relay index's attributes (and puts
- * back what is misplaced): one scan of the whole table, for `ensureTables()` and
- * `adoptRows()`. Returns how many rows it adopted.
+ * Adopts every row of `kind`'s table written without the relay index's attributes: one scan of
+ * the whole table, for `ensureTables()` and `adoptRows()`. Returns how many rows it adopted.
  */
 export async function adoptTable(
   q: QueueReads,
   kind: RelayKind,
-  now: number,
   { exact = false }: { exact?: boolean } = {},
 ): Promise<number> {
   let adopted = 0, start: Item | undefined;
@@ -127,112 +110,53 @@ export async function adoptTable(
         ...projected(kind),
       }),
     );
-    adopted += await tidy(q, kind, now, page.Items ?? [], exact);
+    adopted += await adoptAll(q, kind, page.Items ?? [], exact);
     start = page.LastEvaluatedKey;
   } while (start);
   return adopted;
 }
 
-/**
- * What an adoption page does with its rows: rows without `relay_part` go to their pending
- * partition (a pass reading them there moves those waiting or dead where they belong); rows in a
- * dead partition no longer dead, or in a waiting one no longer waiting, go back (an outbox
- * entry's target is then released); held entries whose target no longer holds them (their head
- * delivered or dropped by a writer that keeps no holds) are released. Returns how many rows it
- * adopted.
- */
-async function tidy(
+/** Adopts the rows of a scan's page that lack the index's attributes: how many it adopted. */
+async function adoptAll(
   q: QueueReads,
   kind: RelayKind,
-  now: number,
   rows: Item[],
-  exact = false,
+  exact: boolean,
 ): Promise<number> {
-  const held = new Map<string, number>(); // target → the lowest held entry the page shows
-  const released = new Set<string>(); // targets whose head the page found no longer failing
   let adopted = 0;
   await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
-    const from = row[RELAY.part]?.S;
-    if (from === undefined) {
-      if (await adopt(q, kind, row, exact)) adopted++;
-      return;
-    }
-    const part = partOf(from);
-    if (part === "h") {
-      const { target, seq } = candidateOf(row);
-      return void held.set(target, Math.min(held.get(target) ?? Infinity, seq));
-    }
-    const dead = row[FAILURE.deadAt] !== undefined;
-    const place = placeOf(kind, row, now);
-    if (place && ((part === "d" && !dead) || (part === "w" && !dead && !row[FAILURE.retryAt]))) {
-      await conditionally(q, moveInput(q.tables[kind].name, rowKey(kind, row), from, place));
-      // It no longer holds its target (retried by a writer that keeps no holds): release it.
-      if (kind === "outbox") released.add(candidateOf(row).target);
-    }
+    if (row[RELAY.part] === undefined && await adoptRow(q, kind, row, exact)) adopted++;
   });
-  for (const target of await unheld(q, held)) released.add(target);
-  await eachConcurrently([...released], ITEM_WRITES_IN_FLIGHT, (target) => replace(q, target));
   return adopted;
 }
 
-/**
- * Of the targets of held entries (target → its lowest held seq seen), those whose lowest head
- * does not hold that entry back any more: no hold, a head above it, or a head that is gone or no
- * longer failing (delivered or retried by a writer that keeps no holds). Two reads in all, for
- * at most {@linkcode HELD_CHECKS_PER_PAGE} of them.
- */
-async function unheld(q: QueueReads, all: Map<string, number>): Promise<string[]> {
-  // A safety net for rare events: a few targets a page, drawn at random so that every target
-  // is drawn sooner or later, whatever the pages' bounds.
-  const held = new Map(
-    [...all].sort(() => Math.random() - 0.5).slice(0, HELD_CHECKS_PER_PAGE),
-  );
-  if (held.size === 0) return [];
-  // Eventually consistent (half the price): a target found unheld only costs a release that
-  // re-checks it strongly.
-  const holds = await readHolds(q, held.keys(), false);
-  const table = q.tables.outbox.name;
-  const heads = new Map<string, Item>();
-  const keys = [...new Set([...holds.values()].map((h) => h.seqs[0]!))].map((n) => ({
-    [OUTBOX.seq]: { N: n },
-  }));
-  for (let i = 0; i < keys.length; i += 100) {
-    await batchGet(
-      q.timers.client,
-      { [table]: { Keys: keys.slice(i, i + 100), ConsistentRead: false } },
-      (responses) => {
-        for (const row of responses[table] ?? []) heads.set(row[OUTBOX.seq]?.N ?? "", row);
-      },
-    );
-  }
-  return [...held].filter(([target, lowest]) => {
-    const hold = holds.get(target);
-    return !hold || !(hold.lowest < lowest) || !holdsTarget(heads.get(hold.seqs[0]!));
-  }).map(([target]) => target);
-}
-
-/** The attributes an adoption page reads of a row of `kind`'s table. */
+/** The attributes a scan reads of a row of `kind`'s table to adopt it. */
 function projected(kind: RelayKind) {
   const names: Record<string, string> = kind === "timers"
     ? { "#e": TIMER.executionId, "#a": TIMER.path, "#f": TIMER.fireAt }
     : kind === "outbox"
     ? { "#s": OUTBOX.seq, "#t": OUTBOX.targetId }
     : { "#s": OUTBOX.seq };
-  Object.assign(names, { "#p": RELAY.part, "#r": FAILURE.retryAt, "#d": FAILURE.deadAt });
+  names["#p"] = RELAY.part;
   return { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names };
 }
 
 /**
- * A row without the index's attributes into its pending partition (a timer: at its fire time).
- * `exact` (adoptRows(), which answers how many it adopted): a transaction with an idempotency
- * token, so that a copy re-sent after a lost answer counts the row its first copy adopted — a
- * plain update's copy would fail its condition and leave the row uncounted.
+ * A row without the index's attributes into its pending partition (a timer: at its fire time),
+ * unless it was adopted, acknowledged or (a timer) re-scheduled meanwhile. `exact`
+ * (adoptRows(), which answers how many it adopted): a transaction with an idempotency token, so
+ * that a copy re-sent after a lost answer counts the row its first copy adopted — a plain
+ * update's copy would fail its condition and leave the row uncounted.
  */
-async function adopt(q: QueueReads, kind: RelayKind, row: Item, exact: boolean): Promise<boolean> {
+export async function adoptRow(
+  q: QueueReads,
+  kind: RelayKind,
+  row: Item,
+  exact = false,
+): Promise<boolean> {
   if (placeOf(kind, row, 0) === null) return false; // nothing to order it by: only a scan finds it
   const input = moveInput(q.tables[kind].name, rowKey(kind, row), null, pendingPlace(kind, row));
   if (kind === "timers") {
-    // Not if it was re-scheduled meanwhile: its new fire time orders it.
     input.ConditionExpression += " AND #f = :f";
     Object.assign(input.ExpressionAttributeNames, { "#f": TIMER.fireAt });
     Object.assign(input.ExpressionAttributeValues, { ":f": row[TIMER.fireAt]! });
@@ -240,7 +164,15 @@ async function adopt(q: QueueReads, kind: RelayKind, row: Item, exact: boolean):
     input.ConditionExpression += " AND attribute_exists(#k)"; // not an acknowledged row back
     Object.assign(input.ExpressionAttributeNames, { "#k": OUTBOX.seq });
   }
-  if (!exact) return await conditionally(q, input);
+  if (!exact) {
+    try {
+      await q.timers.client.send(new UpdateItemCommand(input));
+      return true;
+    } catch (error) {
+      if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+      return false;
+    }
+  }
   const done = await transactOne(
     q.timers.client,
     { Update: input },
@@ -251,48 +183,17 @@ async function adopt(q: QueueReads, kind: RelayKind, row: Item, exact: boolean):
   return done.applied;
 }
 
-/** An update that is skipped when the row changed meanwhile: whether it applied. */
-async function conditionally(
-  q: QueueReads,
-  input: ConstructorParameters<typeof UpdateItemCommand>[0],
-): Promise<boolean> {
-  try {
-    await q.timers.client.send(new UpdateItemCommand(input));
-    return true;
-  } catch (error) {
-    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-    return false;
-  }
-}
-
-/** Records where the scan stands: the next page, or (at the end) a cycle completed. */
-async function saveAdoption(
-  q: QueueReads,
-  kind: RelayKind,
-  state: Adoption,
-  foreign: number,
-  next: Item | undefined,
-): Promise<void> {
-  const cycle = state.cycle ?? foreign;
-  const names: Record<string, string> = { "#c": ADOPTION.cursor, "#y": ADOPTION.cycle };
-  const values: Item = { ":y": N(cycle) };
-  let update = "SET #c = :c, #y = :y";
-  if (next !== undefined) values[":c"] = S(JSON.stringify(next));
-  else {
-    // A whole cycle read: it covered every row other writers' seqs had when it began.
-    if (state.cursor === undefined && state.covered === cycle && cycle === foreign) return;
-    names["#v"] = ADOPTION.covered;
-    values[":v"] = N(cycle);
-    values[":y"] = N(foreign);
-    update = "SET #v = :v, #y = :y REMOVE #c";
-  }
+/** Records where `kind`'s scan stands (at the end of the table, back to its start). */
+async function saveCursor(q: QueueReads, kind: RelayKind, next: Item | undefined): Promise<void> {
   await q.timers.client.send(
     new UpdateItemCommand({
       TableName: q.tables.counters.name,
-      Key: { [COUNTER.id]: S(`${ADOPTION.prefix}${kind}`) },
-      UpdateExpression: update,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
+      Key: { [COUNTER.id]: S(adoptionId(kind)) },
+      UpdateExpression: next === undefined ? "REMOVE #c" : "SET #c = :c",
+      ExpressionAttributeNames: { "#c": ADOPTION.cursor },
+      ...(next === undefined
+        ? {}
+        : { ExpressionAttributeValues: { ":c": S(JSON.stringify(next)) } }),
     }),
   );
 }

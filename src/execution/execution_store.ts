@@ -666,7 +666,7 @@ export class DynamoDBStore implements ExecutionStore {
   async adoptRows(kind: RelayKind): Promise<number> {
     this.#open("adoptRows");
     checkRelayKind(kind);
-    return await adoptTable(this.#ctx, kind, this.#ctx.now() / 1000, { exact: true });
+    return await adoptTable(this.#ctx, kind, { exact: true });
   }
 
   /** A batch for the bounded reads (`pass: false`: nothing is moved or adopted). */

@@ -63,11 +63,12 @@ export interface DynamoDBStoreOptions {
    */
   ambiguousRetries?: number;
   /**
-   * How many rows each relay pass's adoption scan reads, 0 to 10,000: rows written without the
-   * relay index's attributes (the Python store) are found by a scan that goes on
-   * a page a pass where the last one stopped, a whole 1 MB page a pass while other writers' seqs
-   * keep appearing. 0 turns it off (a fleet with no other writer; `adoptRows()` on request).
-   * @default {100}
+   * The scan for rows written without the relay index's attributes, which each pass goes on with
+   * where the last one stopped: 0 turns it off (a fleet with no other writer; `adoptRows()` on
+   * request), else a sweep reads a whole 1 MB page of the timers table (timers have no seq: a
+   * timer the Python store wrote is found by this scan) and an outbox or spawn pass this many
+   * rows, up to 10,000 (other writers' entries are found by their seqs; this only catches rows
+   * no counter handed out). @default {100}
    */
   adoptRows?: number;
 }
