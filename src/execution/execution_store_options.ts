@@ -64,9 +64,8 @@ export interface DynamoDBStoreOptions {
   ambiguousRetries?: number;
   /**
    * How many rows each relay pass's adoption scan reads, 0 to 10,000: rows written without the
-   * relay index's attributes (the Python store) are found by a scan that goes on
-   * a page a pass where the last one stopped, a whole 1 MB page a pass while other writers' seqs
-   * keep appearing. 0 turns it off (a fleet with no other writer; `adoptRows()` on request).
+   * relay index's attributes (the Python store) are found by a scan that goes on a page a pass
+   * where the last one stopped, a whole 1 MB page a pass while other writers' seqs keep appearing. 0 turns it off (a fleet with no other writer; `adoptRows()` on request).
    * @default {100}
    */
   adoptRows?: number;
