@@ -129,6 +129,9 @@ async function fill(client: DynamoDBClient, store: DynamoDBStore, stored: number
   ]);
 }
 
+/** How many rows not due each relay table holds, besides none. */
+const STORED = [1_000, 10_000, 50_000];
+
 /** Runs the section: a few minutes, most of it filling 50k rows of each relay table. */
 export async function benchRelayIndex(
   prefix: string,
@@ -137,88 +140,86 @@ export async function benchRelayIndex(
 ): Promise<RelayIndexFigures> {
   const costsAt: Record<string, PassCost>[] = [];
   const filler = testClient();
-  for (const stored of [0, 1_000, 10_000, 50_000]) {
+  for (const stored of [0, ...STORED]) {
     progress(`relay index: ${stored} rows not due in each relay table`);
     const tables = `${prefix}_ri${stored}`;
     const setup = new DynamoDBStore(filler, { prefix: tables });
     await setup.ensureTables();
     if (stored > 0) await fill(filler, setup, stored);
-    {
-      const { client, meter } = metered();
-      const store = new DynamoDBStore(client, { prefix: tables });
-      const exe = newExecution({ definition_id: "bench" });
-      const costs: Record<string, PassCost> = {};
-      const measure = async (
-        name: string,
-        prepare: () => Promise<unknown>,
-        op: () => Promise<unknown>,
-      ) => {
-        const times: number[] = [];
-        let calls = 0, reads = 0;
-        for (let round = 0; round < Math.max(1, Math.ceil(rounds / 2)); round++) {
-          await prepare();
-          meter.calls = meter.reads = 0;
-          const started = performance.now();
-          await op();
-          times.push(performance.now() - started);
-          calls = meter.calls;
-          reads = meter.reads;
-        }
-        costs[name] = { calls, reads, ms: median(times) };
-      };
-      const now = () => Date.now() / 1000;
-      await measure(
-        "relayOutbox, 10 due",
-        () =>
-          store.commit(exe, {
-            emits: Array.from(
-              { length: 10 },
-              (_, i) => ({ target: `ok-${i}`, event: newEvent("ok") }),
-            ),
-          }),
-        () => relayOutbox(store, () => Promise.resolve()),
-      );
-      await measure(
-        "relayOutbox, none due",
-        () => Promise.resolve(),
-        () => relayOutbox(store, () => Promise.resolve()),
-      );
-      await measure(
-        "relaySpawns, 10 due",
-        () =>
-          store.commit(exe, {
-            spawns: Array.from(
-              { length: 10 },
-              (_, i) => ({ childId: `c${i}`, rootPath: "r", context: {} }),
-            ),
-          }),
-        () => relaySpawns(store, () => Promise.resolve()),
-      );
-      await measure(
-        "sweepTimers, 10 due",
-        () =>
-          store.commit(exe, {
-            timers: Array.from({ length: 10 }, (_, i) => ({
-              action: "schedule" as const,
-              path: `due-${i}`,
-              fireAt: now() - 1,
-            })),
-          }),
-        () => sweepTimers(store, () => Promise.resolve()),
-      );
-      await measure(
-        "deadLetters(outbox, limit 50)",
-        () => Promise.resolve(),
-        () => store.deadLetters("outbox", { limit: 50 }),
-      );
-      costsAt.push(costs);
-      client.destroy();
-    }
+    const { client, meter } = metered();
+    const store = new DynamoDBStore(client, { prefix: tables });
+    const exe = newExecution({ definition_id: "bench" });
+    const costs: Record<string, PassCost> = {};
+    const measure = async (
+      name: string,
+      prepare: () => Promise<unknown>,
+      op: () => Promise<unknown>,
+    ) => {
+      const times: number[] = [];
+      let calls = 0, reads = 0;
+      for (let round = 0; round < Math.max(1, Math.ceil(rounds / 2)); round++) {
+        await prepare();
+        meter.calls = meter.reads = 0;
+        const started = performance.now();
+        await op();
+        times.push(performance.now() - started);
+        calls = meter.calls;
+        reads = meter.reads;
+      }
+      costs[name] = { calls, reads, ms: median(times) };
+    };
+    const now = () => Date.now() / 1000;
+    await measure(
+      "relayOutbox, 10 due",
+      () =>
+        store.commit(exe, {
+          emits: Array.from(
+            { length: 10 },
+            (_, i) => ({ target: `ok-${i}`, event: newEvent("ok") }),
+          ),
+        }),
+      () => relayOutbox(store, () => Promise.resolve()),
+    );
+    await measure(
+      "relayOutbox, none due",
+      () => Promise.resolve(),
+      () => relayOutbox(store, () => Promise.resolve()),
+    );
+    await measure(
+      "relaySpawns, 10 due",
+      () =>
+        store.commit(exe, {
+          spawns: Array.from(
+            { length: 10 },
+            (_, i) => ({ childId: `c${i}`, rootPath: "r", context: {} }),
+          ),
+        }),
+      () => relaySpawns(store, () => Promise.resolve()),
+    );
+    await measure(
+      "sweepTimers, 10 due",
+      () =>
+        store.commit(exe, {
+          timers: Array.from({ length: 10 }, (_, i) => ({
+            action: "schedule" as const,
+            path: `due-${i}`,
+            fireAt: now() - 1,
+          })),
+        }),
+      () => sweepTimers(store, () => Promise.resolve()),
+    );
+    await measure(
+      "deadLetters(outbox, limit 50)",
+      () => Promise.resolve(),
+      () => store.deadLetters("outbox", { limit: 50 }),
+    );
+    costsAt.push(costs);
+    client.destroy();
   }
   filler.destroy();
   const [empty, ...filled] = costsAt;
   const passes = filled.map((costs, i) => ({
-    stored: [1_000, 10_000, 50_000][i]!,
+    stored: STORED[i]!,
     costs,
     empty: empty!,
   }));

@@ -1,4 +1,4 @@
-// Which outbox rows the CLI shows as held, from the rows' own bookkeeping only (no hint item, no
+// Which outbox rows the CLI shows as held, from the rows' own bookkeeping only (no hold item, no
 // index: whatever a relay keeps to find held targets faster, the rows say what holds).
 import type { OutboxRow } from "./_cli_reads.ts";
 

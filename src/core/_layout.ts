@@ -1,5 +1,5 @@
 // The stored layout of the execution store's seven tables: the wire format shared with the
-// Python harel store and with older and newer deploys of this module. Both directions of
+// Python harel store and with every deploy of this module. Both directions of
 // every item are here (document → item for writes, item → document for reads) so that it
 // can be read against the seed in one sitting. NEVER change a name or an encoding here:
 // another writer on the same table reads it.

@@ -45,16 +45,6 @@ export function isHead(row: Bookkept): boolean {
   return typeof row.retryAt === "number";
 }
 
-/**
- * The seq a target is held from at `now`: the lowest of its entries that hold it (Infinity: it
- * is not held). Every entry of the target at or above it waits.
- */
-export function heldFrom(rows: Iterable<Bookkept & { seq: number }>, now: number): number {
-  let lowest = Infinity;
-  for (const row of rows) if (row.seq < lowest && holdsAt(row, now)) lowest = row.seq;
-  return lowest;
-}
-
 /** How a pass retries: attempts before the dead letter, and the waits between attempts. */
 export interface Retry {
   maxAttempts: number;

@@ -212,7 +212,7 @@ async function moveBack(q: QueueReads, row: Item, from: string): Promise<void> {
  * Outbox rows read by their stored seqs (strongly consistent: whether a head still holds its
  * target must not lag a release), by the seq text DynamoDB returns.
  */
-export async function readOutboxRows(
+async function readOutboxRows(
   q: QueueReads,
   seqs: readonly string[],
 ): Promise<Map<string, Item>> {

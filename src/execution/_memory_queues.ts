@@ -193,11 +193,6 @@ export class MemoryQueues {
     };
   }
 
-  /**
-   * The outbox as a relay pass reads it: a target is held from its lowest entry that waits or is
-   * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
-   * source and target that is not among them.
-   */
   /** Each held target's lowest head at `now` (the relay's rule, {@linkcode holdsAt}). */
   heads(now: number): Map<string | null, number> {
     const held = new Map<string | null, number>();
@@ -209,6 +204,11 @@ export class MemoryQueues {
     return held;
   }
 
+  /**
+   * The outbox as a relay pass reads it: a target is held from its lowest entry that waits or is
+   * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
+   * source and target that is not among them.
+   */
   outboxBatch(limit: number, now: number, seqs?: number[]): QueueBatch<"outbox"> {
     const held = this.heads(now);
     let oldestAt: number | null = null;

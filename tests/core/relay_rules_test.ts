@@ -4,7 +4,6 @@ import assert from "node:assert/strict";
 import {
   errorText,
   failedAttempt,
-  heldFrom,
   holdsAt,
   isDead,
   isDue,
@@ -66,25 +65,6 @@ Deno.test("holdsAt: a waiting entry holds its target until its retry is due, the
 Deno.test("holdsAt: an unreadable dead letter and a healthy entry hold nothing", () => {
   assert.equal(holdsAt({ deadAt: 5, unreadable: true }, 0), false);
   assert.equal(holdsAt({}, 0), false);
-});
-
-Deno.test("heldFrom: a target is held from its lowest entry that holds it", () => {
-  const rows = [
-    { seq: 9, retryAt: 500 },
-    { seq: 4, deadAt: 1 },
-    { seq: 2 },
-    { seq: 7, deadAt: 1 },
-  ];
-  assert.equal(heldFrom(rows, 100), 4);
-});
-
-Deno.test("heldFrom: a lower head whose retry is due does not hold; the next one does", () => {
-  assert.equal(heldFrom([{ seq: 1, retryAt: 50 }, { seq: 3, retryAt: 500 }], 100), 3);
-});
-
-Deno.test("heldFrom: an unreadable dead letter holds nothing: not held", () => {
-  assert.equal(heldFrom([{ seq: 1, deadAt: 1, unreadable: true }], 100), Infinity);
-  assert.equal(heldFrom([], 100), Infinity);
 });
 
 Deno.test("failedAttempt: the first failure waits minSeconds from the pass's clock", () => {

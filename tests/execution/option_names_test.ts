@@ -115,3 +115,16 @@ Deno.test("options that are a Map, or hide a misspelled name (inherited, not enu
   }
   assert.deepEqual(calls, []);
 });
+
+Deno.test("relayIndex, timerIndex and timerShards (removed: the relay index is always on) are refused as unknown options", () => {
+  using counting = countingClient();
+  for (const [name, value] of [["relayIndex", false], ["timerIndex", true], ["timerShards", 16]]) {
+    assert.throws(
+      () => new DynamoDBStore(counting.client, { [name as string]: value } as never),
+      (error) =>
+        error instanceof TypeError &&
+        error.message.includes(`new DynamoDBStore() has no option ${JSON.stringify(name)}`),
+    );
+  }
+  assert.deepEqual(counting.calls, []);
+});

@@ -951,7 +951,7 @@ Deno.test("dropDeadLetter whose answer was lost still releases the target: the n
   await relayOutbox(store, (entry) => Promise.resolve(void delivered.push(entry.seq)), {
     seqs: outbox,
   });
-  assert.deepEqual(delivered, outbox, "left for the next cron pass: the hint still holds T");
+  assert.deepEqual(delivered, outbox, "left for the next cron pass: the hold still holds T");
 });
 
 Deno.test("cli timers --due does not list a dead-lettered timer as due without saying it is dead (dueTimers leaves it out)", async () => {
