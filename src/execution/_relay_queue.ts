@@ -31,8 +31,11 @@ export async function relayBatch<K extends RelayKind>(
   // A pass first finishes releases and (timers) goes on with the scan for other writers'
   // timers, a little each time. Every read finds other writers' outbox entries and spawns by
   // their seqs; a pass also adopts them, and a plain read (pendingOutbox) only reads.
-  if (pass) await upkeep(q, kind);
-  const foreign = kind === "timers" ? undefined : await foreignRows(q, kind, now, pass);
+  // A plain read of timers (dueTimers) reads only the index: `{ scan: true }` finds the rest.
+  const scanned = pass ? await upkeep(q, kind) : [];
+  const foreign = kind === "timers"
+    ? { rows: scanned, frontier: Infinity, counter: 0 }
+    : await foreignRows(q, kind, now, pass);
   return { ...await read(q, kind, limit, now, pass, foreign), now } as RelayItems<K>;
 }
 
@@ -47,7 +50,7 @@ function read(
   if (kind === "outbox") return outboxFromIndex(q, limit, now, pass, foreign);
   return kind === "spawns"
     ? spawnsFromIndex(q, limit, now, pass, foreign)
-    : timersFromIndex(q, limit, now, pass);
+    : timersFromIndex(q, limit, now, pass, foreign);
 }
 
 // --- spawns ----------------------------------------------------------------------------
@@ -116,8 +119,9 @@ async function timersFromIndex(
   limit: number,
   now: number,
   pass: boolean,
+  foreign: ForeignRows | undefined,
 ): Promise<QueueBatch<"timers">> {
-  const rows = await dueRows(q, "timers", limit, now, pass);
+  const rows = await dueRows(q, "timers", limit, now, pass, foreign);
   const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
   const due = new Lowest<DueTimer>(limit, byFireAt);
   for (const row of rows) {
@@ -149,7 +153,10 @@ async function dueRows(
 ): Promise<Item[]> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
   const page = mergePage(limit);
-  const pendingBound = kind === "timers" ? { upTo: now } : { extra: foreign?.rows };
+  const extra = kind === "timers"
+    ? foreign?.rows.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
+    : foreign?.rows;
+  const pendingBound = kind === "timers" ? { upTo: now, extra } : { extra };
   const streams = [
     new MergedPartitions(q.timers.client, table, "w", page, { upTo: now }),
     new MergedPartitions(q.timers.client, table, "p", page, pendingBound),

@@ -11,6 +11,7 @@ import type { RelayKind } from "../core/types.ts";
 import { finishReleases } from "./_holds.ts";
 import { moveInput, pendingPlace, placeOf, relayAttributes, rowKey } from "./_relay_index.ts";
 import { plain, type QueueReads } from "./_queue_items.ts";
+import { byIndexOrder } from "./_index_reads.ts";
 import { transactOne } from "../dynamo/_lost_answers.ts";
 import { findForeign, type ForeignRows, type SeqKind } from "./_foreign_seqs.ts";
 
@@ -23,10 +24,10 @@ const RELEASES_PER_PASS = 10;
  * by), `adoptRows` rows for outbox entries and spawns (whose other writers' rows are found by
  * seq: the scan only catches rows no counter handed out).
  */
-export async function upkeep(q: QueueReads, kind: RelayKind): Promise<void> {
+export async function upkeep(q: QueueReads, kind: RelayKind): Promise<Item[]> {
   const counters = await readCounters(q, kind);
   if (kind === "outbox") await finishReleases(q, counters.releases, RELEASES_PER_PASS);
-  if (q.adoptRows > 0) await adoptPage(q, kind, counters.cursor);
+  return q.adoptRows > 0 ? await adoptPage(q, kind, counters.cursor, true) : [];
 }
 
 /**
@@ -78,8 +79,17 @@ async function readCounters(
 
 const adoptionId = (kind: RelayKind) => `${ADOPTION.prefix}${kind}`;
 
-/** One page of `kind`'s scan, from where the last pass stopped, adopting what it finds. */
-async function adoptPage(q: QueueReads, kind: RelayKind, cursor: Item | undefined): Promise<void> {
+/**
+ * One page of `kind`'s scan from `cursor`, adopting what it finds (`adopt`: and recording where
+ * it stopped): the rows it found without the index's attributes, as the index would show them
+ * once adopted (a pass delivers them at once, whatever the index shows yet).
+ */
+async function adoptPage(
+  q: QueueReads,
+  kind: RelayKind,
+  cursor: Item | undefined,
+  adopt: boolean,
+): Promise<Item[]> {
   const page = await q.timers.client.send(
     new ScanCommand({
       TableName: q.tables[kind].name,
@@ -88,8 +98,15 @@ async function adoptPage(q: QueueReads, kind: RelayKind, cursor: Item | undefine
       ...projected(kind),
     }),
   );
-  await adoptAll(q, kind, page.Items ?? [], false);
-  await saveCursor(q, kind, page.LastEvaluatedKey);
+  const rows = (page.Items ?? []).filter((row) =>
+    row[RELAY.part] === undefined && placeOf(kind, row, 0) !== null
+  );
+  if (adopt) {
+    await adoptAll(q, kind, rows, false);
+    await saveCursor(q, kind, page.LastEvaluatedKey);
+  }
+  return rows.map((row) => ({ ...row, ...relayAttributes(pendingPlace(kind, row)) }))
+    .sort(byIndexOrder);
 }
 
 /**
