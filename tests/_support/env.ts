@@ -21,7 +21,10 @@ const indexLag = (() => {
   if (!Number.isFinite(lagMs) || lagMs < 0) {
     throw new RangeError(`HAREL_INDEX_LAG_MS must be a number of ms >= 0, not "${lag}"`);
   }
-  return new IndexLagProxy(upstream, { lagMs });
+  const proxy = new IndexLagProxy(upstream, { lagMs });
+  // A test that waits forever then fails as it would without the proxy, instead of hanging.
+  proxy.unref();
+  return proxy;
 })();
 
 /** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */

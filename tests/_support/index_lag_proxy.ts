@@ -384,6 +384,11 @@ export class IndexLagProxy implements AsyncDisposable {
     });
   }
 
+  /** Lets the process end while the proxy listens (a test file's proxy, stopped by its exit). */
+  unref(): void {
+    this.#server.unref();
+  }
+
   /** Stops listening and closes every connection. */
   async close(): Promise<void> {
     await this.#server.shutdown();
