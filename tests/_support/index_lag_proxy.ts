@@ -15,7 +15,8 @@
 // parentheses, attribute_exists, attribute_not_exists, attribute_type, begins_with, contains
 // and size(). A form it cannot read is answered with a ValidationException naming it — never
 // silently guessed. A ProjectionExpression on an index read may name top-level attributes
-// only. A Scan of an index gets its ghosts on its last page (of segment 0 when segmented).
+// only. A Scan of an index gets its ghosts on its last page (of segment 0 when segmented), even
+// past its Limit.
 //
 // Standalone: `deno run --allow-net tests/_support/index_lag_proxy.ts UPSTREAM LAG_MS` prints
 // `INDEX_LAG_ENDPOINT=http://127.0.0.1:PORT` and runs until its stdin closes.
@@ -363,7 +364,9 @@ export class IndexLagProxy implements AsyncDisposable {
       merged.push(...ghosts.slice(g));
     }
     let last = answer.LastEvaluatedKey;
-    if (input.Limit !== undefined && merged.length > input.Limit) {
+    // A Scan's next page starts from a key in DynamoDB's own order, not the index's: its last
+    // page keeps its ghosts past Limit rather than cut where no start key could go on.
+    if (operation === "Query" && input.Limit !== undefined && merged.length > input.Limit) {
       // What is cut comes on the next page, which starts after the last entry shown.
       merged = merged.slice(0, input.Limit);
       last = pick(merged.at(-1)!, [...new Set([...order])]);
