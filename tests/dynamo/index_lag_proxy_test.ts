@@ -254,3 +254,14 @@ Deno.test("the index lag proxy only forwards to loopback and refuses a negative 
   assert.throws(() => new IndexLagProxy("http://example.com:8000", { lagMs: 1 }), /loopback/);
   assert.throws(() => new IndexLagProxy(directEndpoint(), { lagMs: -1 }), RangeError);
 });
+
+Deno.test("the index lag proxy's lag can be changed at any time: 0 makes the index exact at once", async () => {
+  await using t = await lagging();
+  await t.client.send(put(t.table, "a", "g", 1));
+  assert.deepEqual(await pks(t.client, partition(t.table, "g")), []);
+  t.proxy.lagMs = 0;
+  assert.deepEqual(await pks(t.client, partition(t.table, "g")), ["a"]);
+  t.proxy.lagMs = 60_000;
+  await t.client.send(new DeleteItemCommand({ TableName: t.table, Key: { pk: { S: "a" } } }));
+  assert.deepEqual(await pks(t.client, partition(t.table, "g")), ["a"], "a ghost for a minute");
+});
