@@ -4,10 +4,29 @@ import { buildClient } from "../../src/dynamo/connect.ts";
 import { ensureTable, executionTables } from "../../src/dynamo/tables.ts";
 import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
 import { recordBaseline } from "./default_tables.ts";
+import { IndexLagProxy } from "./index_lag_proxy.ts";
 
 // The default tables as the suite found them, before any test of this file can write
 // (tests/zz_default_tables_test.ts compares at the end).
 await recordBaseline(Deno.env.get("DYNAMODB_ENDPOINT") || undefined);
+
+/**
+ * With `HAREL_INDEX_LAG_MS=L`, every test of the file talks to DynamoDB through an index lag
+ * proxy: its global secondary indexes answer L ms behind the tables, as AWS's may.
+ */
+const indexLag = (() => {
+  const lag = Deno.env.get("HAREL_INDEX_LAG_MS");
+  const upstream = Deno.env.get("DYNAMODB_ENDPOINT");
+  if (!lag || !upstream) return undefined;
+  const lagMs = Number(lag);
+  if (!Number.isFinite(lagMs) || lagMs < 0) {
+    throw new RangeError(`HAREL_INDEX_LAG_MS must be a number of ms >= 0, not "${lag}"`);
+  }
+  const proxy = new IndexLagProxy(upstream, { lagMs });
+  // A test that waits forever then fails as it would without the proxy, instead of hanging.
+  proxy.unref();
+  return proxy;
+})();
 
 /** The endpoint `deno task test` started; a test that needs DynamoDB fails loudly without it. */
 export function endpoint(): string {
@@ -17,7 +36,13 @@ export function endpoint(): string {
       "DYNAMODB_ENDPOINT is not set: run the tests with `deno task test`, which starts a DynamoDB",
     );
   }
-  return value;
+  return indexLag?.endpoint ?? value;
+}
+
+/** DynamoDB itself, never through the index lag proxy (for a proxy test's own upstream). */
+export function directEndpoint(): string {
+  endpoint();
+  return Deno.env.get("DYNAMODB_ENDPOINT")!;
 }
 
 /** A client that `using` destroys at the end of its block (in place of `try/finally`). */
