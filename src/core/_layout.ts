@@ -109,7 +109,15 @@ export const RELAY = { part: "relay_part", order: "relay_order" } as const;
  * target is held from its lowest head; a head is added in the same transaction that parks or
  * dead-letters its entry, and removed when it is delivered, retried or dropped.
  */
-export const HOLD = { prefix: "outbox_hold:", heads: "heads" } as const;
+export const HOLD = {
+  prefix: "outbox_hold:",
+  heads: "heads",
+  /**
+   * The seqs of the entries held behind the heads, by key: a release reaches every one whatever
+   * the index shows, and they stay listed until delivered, so that passes deliver them first.
+   */
+  held: "held",
+} as const;
 
 /**
  * `{prefix}_counters`, item `outbox_releases`: targets being released (`targets`, a string set of

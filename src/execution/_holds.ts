@@ -8,7 +8,7 @@ import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, eachConcurrently, isNamed, type Item, N, S } from "../dynamo/_dynamo.ts";
 import { sendTransaction, transactItems, unansweredWrite } from "../dynamo/_lost_answers.ts";
-import { COUNTER, FAILURE, HOLD, OUTBOX, RELEASES } from "../core/_layout.ts";
+import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, RELEASES } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
 import { type Bookkept, isHead } from "../core/_relay_rules.ts";
 import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
@@ -37,7 +37,8 @@ export function headsOf(item: Item | undefined): Heads | undefined {
 export async function readHolds(
   q: QueueReads,
   targets: Iterable<string>,
-  consistent: boolean = q.timers.consistent,
+  consistent = true,
+  held?: Map<string, string[]>,
 ): Promise<Map<string, Heads>> {
   const table = q.tables.counters.name;
   const holds = new Map<string, Heads>();
@@ -54,6 +55,8 @@ export async function readHolds(
             const heads = headsOf(item);
             const id = item[COUNTER.id]?.S ?? "";
             if (heads) holds.set(id.slice(HOLD.prefix.length), heads);
+            const listed = [...item[HOLD.held]?.NS ?? []];
+            if (held && listed.length) held.set(id.slice(HOLD.prefix.length), listed);
           }
         },
       ),
@@ -72,6 +75,33 @@ export function addHead(q: QueueReads, target: string, seq: AttributeValue): Tra
       ExpressionAttributeValues: { ":s": { NS: [seq.N!] } },
     },
   };
+}
+
+/** The transaction item that lists `seqs` as held behind `target`'s heads (with their move). */
+export function addHeld(q: QueueReads, target: string, seqs: string[]): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "ADD #held :s",
+      ExpressionAttributeNames: { "#held": HOLD.held },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    },
+  };
+}
+
+/** Takes entries no longer held (delivered, or gone) off `target`'s list of held entries. */
+export async function unlistHeld(q: QueueReads, target: string, seqs: string[]): Promise<void> {
+  if (seqs.length === 0) return;
+  await q.timers.client.send(
+    new UpdateItemCommand({
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "DELETE #held :s",
+      ExpressionAttributeNames: { "#held": HOLD.held },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    }),
+  );
 }
 
 /** The transaction item that takes `seqs` out of `target`'s heads. */
@@ -175,6 +205,15 @@ export async function replace(q: QueueReads, target: string): Promise<void> {
   const { heads, gone } = await checkHeads(q, target);
   const table = q.tables.outbox.name;
   const part = partition("h", target);
+  // The entries the hold lists, by key (the index may not show those held a moment ago); they
+  // stay listed until delivered, so that passes deliver them before their target's later ones.
+  const listed = new Map<string, string[]>();
+  await readHolds(q, [target], true, listed);
+  const rows = await readOutboxRows(q, listed.get(target) ?? []);
+  const back = [...rows.values()].filter((row) =>
+    row[RELAY.part]?.S === part && (!heads || Number(row[OUTBOX.seq]?.N) < heads.lowest)
+  );
+  await eachConcurrently(back, ITEM_WRITES_IN_FLIGHT, (row) => moveBack(q, row, part));
   let start: Item | undefined;
   do {
     const page = await queryPartition(
@@ -212,7 +251,7 @@ async function moveBack(q: QueueReads, row: Item, from: string): Promise<void> {
  * Outbox rows read by their stored seqs (strongly consistent: whether a head still holds its
  * target must not lag a release), by the seq text DynamoDB returns.
  */
-async function readOutboxRows(
+export async function readOutboxRows(
   q: QueueReads,
   seqs: readonly string[],
 ): Promise<Map<string, Item>> {

@@ -10,17 +10,20 @@ import { chunks, eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
 import { transactItems } from "../dynamo/_lost_answers.ts";
 import { FAILURE, OUTBOX, RELAY } from "../core/_layout.ts";
 
-import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
+import { MergedPartitions, mergePage, type queryPartition } from "./_index_reads.ts";
 import { type Bookkept, holdsAt, isHead } from "../core/_relay_rules.ts";
 import {
   addHead,
+  addHeld,
   bookkeepingOf,
   type Heads,
   readHolds,
+  readOutboxRows,
   removeHeads,
   replace,
   STILL_HEAD,
   STILL_HEAD_NAMES,
+  unlistHeld,
 } from "./_holds.ts";
 import { moveInput, partition, partOf, type Place, placeOf } from "./_relay_index.ts";
 import { type Candidate, candidateOf, readOutboxBodies } from "./_outbox_queue.ts";
@@ -28,7 +31,7 @@ import { earliest, numberOf, type QueueReads } from "./_queue_items.ts";
 import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
-const MOVE_CHUNK = 98;
+const MOVE_CHUNK = 97;
 
 /** A row the index showed, with what the pass decided about it. */
 interface Row {
@@ -80,6 +83,8 @@ export async function outboxFromIndex(
     stale: new Set(),
   };
   const chosen: Row[] = [];
+  // Entries each target's hold lists as held behind its heads, by key (see HOLD.held).
+  const listedHeld = new Map<string, string[]>();
   let oldestAt: number | null = null;
 
   /**
@@ -99,7 +104,7 @@ export async function outboxFromIndex(
   };
   const classify = async (rows: Row[]) => {
     const unknown = rows.map((r) => r.candidate.target).filter((t) => !holds.has(t));
-    const fetched = await readHolds(q, unknown);
+    const fetched = await readHolds(q, unknown, true, listedHeld);
     for (const target of unknown) holds.set(target, fetched.get(target));
     for (const row of rows) {
       const { item, candidate: c } = row;
@@ -164,15 +169,54 @@ export async function outboxFromIndex(
     examined += rows.length;
     await classify(rows);
   }
+  chosen.push(...await released(q, listedHeld, chosen, holdFrom, pass));
   if (pass) await settle(q, decisions, holdFrom);
-  chosen.push(...await followers(q, chosen, dueHeads, holdFrom, limit - chosen.length));
-  const ordered = chosen.sort((a, b) => a.candidate.seq - b.candidate.seq).slice(0, limit);
+  chosen.push(
+    ...await followers(q, chosen, dueHeads, holdFrom, limit - chosen.length, listedHeld),
+  );
+  const ordered = (await behindListed(q, chosen, listedHeld))
+    .sort((a, b) => a.candidate.seq - b.candidate.seq).slice(0, limit);
   const batch = await readOutboxBodies(q, ordered.map((r) => r.candidate), now);
   for (const { candidate: c } of ordered) {
     // A head handed out: its acknowledgement releases its target.
     if (dueHeads.has(c.id)) q.headsOut.set(c.seq, { target: c.target, id: c.id });
   }
   return { ...batch, oldestAt: earliest(oldestAt, batch.oldestAt) };
+}
+
+/**
+ * The entries a release brought back that the hold still lists (they stay listed until
+ * delivered): read by key, so that they go before their target's later entries even while the
+ * index does not show them back yet. Those still held stay; those gone (delivered) are taken off
+ * the list by a pass.
+ */
+async function released(
+  q: QueueReads,
+  listed: Map<string, string[]>,
+  chosen: Row[],
+  holdFrom: (target: string) => string | undefined,
+  pass: boolean,
+): Promise<Row[]> {
+  if (listed.size === 0) return [];
+  const rows = await readOutboxRows(q, [...listed.values()].flat());
+  const taken = new Set(chosen.map((row) => row.candidate.id));
+  const back: Row[] = [];
+  for (const [target, seqs] of listed) {
+    const gone = seqs.filter((seq) => !rows.has(seq));
+    if (pass && gone.length) await unlistHeld(q, target, gone);
+    const from = holdFrom(target);
+    for (const seq of seqs) {
+      const item = rows.get(seq);
+      if (item === undefined || taken.has(seq)) continue;
+      const part = item[RELAY.part]?.S ?? "";
+      if (partOf(part) !== "p") continue; // still held (or parked again)
+      const candidate = candidateOf(item);
+      if (from === undefined || candidate.seq < Number(from)) {
+        back.push({ item, candidate, from: part });
+      }
+    }
+  }
+  return back;
 }
 
 /**
@@ -186,31 +230,51 @@ async function followers(
   dueHeads: Set<string>,
   holdFrom: (target: string) => string | undefined,
   room: number,
+  listed: Map<string, string[]>,
 ): Promise<Row[]> {
-  const rows: Row[] = [];
   const targets = new Set(
     chosen.filter(({ candidate: c }) => dueHeads.has(c.id)).map(({ candidate: c }) => c.target),
   );
+  // The hold lists them by key: a move a moment ago is there whatever the index shows yet.
+  const seqs = [...targets].flatMap((target) => listed.get(target) ?? []);
+  const found = await readOutboxRows(q, seqs);
+  const rows: Row[] = [];
   for (const target of targets) {
     const from = holdFrom(target);
     const part = partition("h", target);
-    let start: Item | undefined;
-    do {
-      if (rows.length >= room) return rows;
-      const page = await queryPartition(
-        q.timers.client,
-        q.tables.outbox.name,
-        from === undefined ? { part } : { part, below: { N: from } },
-        room === Infinity ? undefined : room - rows.length,
-        start,
-      );
-      for (const item of page.Items ?? []) {
-        rows.push({ item, candidate: candidateOf(item), from: part });
+    for (const seq of listed.get(target) ?? []) {
+      const item = found.get(seq);
+      if (item === undefined || item[RELAY.part]?.S !== part) continue;
+      const candidate = candidateOf(item);
+      if (from === undefined || candidate.seq < Number(from)) {
+        rows.push({ item, candidate, from: part });
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
   }
-  return rows;
+  return rows.sort((a, b) => a.candidate.seq - b.candidate.seq).slice(0, room);
+}
+
+/**
+ * Leaves out, of each target, what comes after an entry its hold lists as held (by key) that this
+ * pass does not deliver: the held ones go first, whatever the index showed of them.
+ */
+async function behindListed(
+  q: QueueReads,
+  chosen: Row[],
+  listed: Map<string, string[]>,
+): Promise<Row[]> {
+  const taken = new Set(chosen.map((row) => row.candidate.id));
+  const waiting = [...listed].flatMap(([, seqs]) => seqs.filter((seq) => !taken.has(seq)));
+  if (waiting.length === 0) return chosen;
+  const present = await readOutboxRows(q, waiting);
+  const first = new Map<string, number>(); // target → its lowest listed entry left behind
+  for (const [target, seqs] of listed) {
+    for (const seq of seqs) {
+      if (taken.has(seq) || !present.has(seq)) continue;
+      first.set(target, Math.min(first.get(target) ?? Infinity, Number(seq)));
+    }
+  }
+  return chosen.filter(({ candidate: c }) => !(c.seq > (first.get(c.target) ?? Infinity)));
 }
 
 /**
@@ -279,7 +343,11 @@ async function holdBack(
     for (let attempt = 0; chunk.length > 0 && attempt < 3; attempt++) {
       const done = await transactItems(
         q.timers.client,
-        [headCheck(q, { N: from }), ...chunk.map((row) => moveItem(q, row, heldPlaceOf(row)))],
+        [
+          headCheck(q, { N: from }),
+          ...chunk.map((row) => moveItem(q, row, heldPlaceOf(row))),
+          addHeld(q, target, chunk.map((row) => row.candidate.id)),
+        ],
         { operation: "relayBatch", key: `held target ${target}` },
         q.resends,
         "held entries may have moved to their target's partition; the next pass reads the rest",

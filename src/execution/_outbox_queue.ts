@@ -53,9 +53,13 @@ export async function outboxOf(
       ),
   );
   const rows = [...found.values()].map((item) => ({ item, candidate: candidateOf(item) }));
-  const holds = await readHolds(q, rows.map((row) => row.candidate.target));
+  const listed = new Map<string, string[]>();
+  const holds = await readHolds(q, rows.map((row) => row.candidate.target), true, listed);
   const candidates: Candidate[] = [];
-  const held = new Set<string>();
+  // A target with entries a release brought back and not yet delivered: they go first, in a pass.
+  const held = new Set<string>(
+    [...listed].filter(([, seqs]) => seqs.some((seq) => !found.has(seq))).map(([t]) => t),
+  );
   for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
     const seq = candidate.seq;
     const lowest = holds.get(candidate.target)?.lowest ?? Infinity;

@@ -17,6 +17,7 @@ import type { Execution } from "../core/documents.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./_seq_blocks.ts";
+import { noting, RecentWrites } from "./_recent_writes.ts";
 import { STATUS_INDEX, StatusCache } from "./_status_index.ts";
 import { TraceRing } from "./_trace_ring.ts";
 import { ChainCache } from "./_outbox_chain.ts";
@@ -76,7 +77,9 @@ export function storeContext(
   const ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetriesOption, 0, 100);
   const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
   const ownership = new ClientOwnership("DynamoDBStore", client);
-  const gated = ownership.gate(client);
+  const tables_ = [tables.outbox.name, tables.spawns.name, tables.timers.name];
+  // Real time, not the store's clock: what is recent is measured against the index's lag.
+  const gated = noting(ownership.gate(client), new RecentWrites(new Set(tables_), Date.now));
   const tx: TxContext = {
     tables,
     traceMax: rules.traceMax,
