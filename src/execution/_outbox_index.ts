@@ -10,7 +10,7 @@ import { chunks, eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
 import { transactItems } from "../dynamo/_lost_answers.ts";
 import { FAILURE, OUTBOX, RELAY } from "../core/_layout.ts";
 
-import { MergedPartitions, mergePage, type queryPartition } from "./_index_reads.ts";
+import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { type Bookkept, holdsAt, isHead } from "../core/_relay_rules.ts";
 import {
   addHead,
