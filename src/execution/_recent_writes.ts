@@ -9,17 +9,23 @@
 import type { Item } from "../core/_attributes.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { batchGet, chunks } from "../dynamo/_dynamo.ts";
-import { OUTBOX, TIMER } from "../core/_layout.ts";
+import { OUTBOX, RELAY, TIMER } from "../core/_layout.ts";
 import { LIMITS } from "../core/_validate.ts";
 
-/** How long a write counts as recent: far beyond the lag of a healthy index (below a second). */
-export const RECENT_MS = 10_000;
+/** How long a write counts as recent: beyond the lag of a healthy index (below a second). */
+export const RECENT_MS = 3_000;
 
 /** The most recent keys kept per table (a busy store's older writes are in the index by then). */
-const KEPT_PER_TABLE = 1000;
+const KEPT_PER_TABLE = 300;
+
+/**
+ * Where a write left a row: the partition and order it wrote (a Put), gone (a Delete), or not
+ * known without a read (an Update).
+ */
+export type Written = { part: string; order: number } | "gone" | "unknown";
 
 /** The keys of one relay table this store wrote recently, oldest first. */
-type Recent = Map<string, { key: Item; at: number }>;
+type Recent = Map<string, { key: Item; at: number; written: Written }>;
 
 /** The recent writes of a store's client, by table. */
 export class RecentWrites {
@@ -32,42 +38,50 @@ export class RecentWrites {
 
   /** Notes the relay-table keys a request writes (any of the write commands). */
   noteRequest(name: string, input: Record<string, unknown>): void {
-    const note = (table: unknown, key: unknown) => {
+    const note = (table: unknown, key: Item | undefined, written: Written) => {
       if (typeof table === "string" && this.relayTables.has(table) && key) {
-        this.#note(table, key as Item);
+        this.#note(table, key, written);
       }
     };
-    if (name === "PutItemCommand") note(input.TableName, keyOf(input.Item as Item));
-    else if (name === "UpdateItemCommand" || name === "DeleteItemCommand") {
-      note(input.TableName, input.Key);
-    } else if (name === "TransactWriteItemsCommand") {
+    const put = (table: unknown, item: Item | undefined) => note(table, keyOf(item), placed(item));
+    if (name === "PutItemCommand") put(input.TableName, input.Item as Item);
+    else if (name === "UpdateItemCommand") note(input.TableName, input.Key as Item, "unknown");
+    else if (name === "DeleteItemCommand") {
+      // Gone without a read only when nothing could refuse it; else the table says.
+      const sure = input.ConditionExpression === undefined;
+      note(input.TableName, input.Key as Item, sure ? "gone" : "unknown");
+    }
+    else if (name === "TransactWriteItemsCommand") {
       for (const each of (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[]) {
-        const op = each.Put ?? each.Update ?? each.Delete;
-        if (op) note(op.TableName, op.Key ?? keyOf(op.Item as Item));
+        if (each.Put) put(each.Put.TableName, each.Put.Item as Item);
+        if (each.Update) note(each.Update.TableName, each.Update.Key as Item, "unknown");
+        // A transaction may be refused whole: what it deletes is read, not assumed gone.
+        if (each.Delete) note(each.Delete.TableName, each.Delete.Key as Item, "unknown");
       }
     } else if (name === "BatchWriteItemCommand") {
       const requests = (input.RequestItems ?? {}) as Record<string, Record<string, unknown>[]>;
       for (const [table, writes] of Object.entries(requests)) {
         for (const write of writes) {
-          const put = write.PutRequest as { Item?: Item } | undefined;
-          const del = write.DeleteRequest as { Key?: Item } | undefined;
-          note(table, put ? keyOf(put.Item) : del?.Key);
+          const putRequest = write.PutRequest as { Item?: Item } | undefined;
+          const deleteRequest = write.DeleteRequest as { Key?: Item } | undefined;
+          if (putRequest) put(table, putRequest.Item);
+          else note(table, deleteRequest?.Key, "gone");
         }
       }
     }
   }
 
-  #note(table: string, key: Item): void {
+  #note(table: string, key: Item, written: Written): void {
     let recent = this.#tables.get(table);
     if (!recent) this.#tables.set(table, recent = new Map());
     const id = JSON.stringify(key);
     recent.delete(id);
-    recent.set(id, { key, at: this.now() });
+    recent.set(id, { key, at: this.now(), written });
     if (recent.size > KEPT_PER_TABLE) recent.delete(recent.keys().next().value!);
   }
 
-  /** The keys of `table` written in the last RECENT_MS (older ones are forgotten). */
-  keys(table: string): Item[] {
+  /** The writes of `table` in the last RECENT_MS (older ones are forgotten). */
+  writes(table: string): { key: Item; written: Written }[] {
     const recent = this.#tables.get(table);
     if (!recent) return [];
     const since = this.now() - RECENT_MS;
@@ -75,8 +89,15 @@ export class RecentWrites {
       if (at >= since) break;
       recent.delete(id);
     }
-    return [...recent.values()].map(({ key }) => key);
+    return [...recent.values()];
   }
+}
+
+/** Where a Put leaves its row in the relay index ("unknown" without the index's attributes). */
+function placed(item: Item | undefined): Written {
+  const part = item?.[RELAY.part]?.S;
+  const order = Number(item?.[RELAY.order]?.N);
+  return part === undefined || Number.isNaN(order) ? "unknown" : { part, order };
 }
 
 /** A relay row's key from the whole item (a Put). */
@@ -109,20 +130,27 @@ export function noting(client: DynamoDBSender, recent: RecentWrites): DynamoDBSe
 }
 
 /**
- * The keys of `table` this store wrote in the last RECENT_MS, and the rows the table holds for
- * them now (read strongly: a key with no row is a row gone). Nothing, and no call, for a client
- * that notes nothing.
+ * What this store wrote to `table` in the last RECENT_MS that may be in the index partitions a
+ * read wants (`wanted`: a written partition and order, or a write whose result is not known):
+ * the keys of the rows it deleted, and the rows of the others as the table holds them now (read
+ * by key, strongly; a key with no row is gone). Nothing, and no call, for a client that notes
+ * nothing, or when nothing it wrote is wanted.
  */
 export async function recentRows(
   client: DynamoDBSender,
   table: string,
-): Promise<{ keys: Item[]; rows: Item[] }> {
-  const keys = registries.get(client)?.keys(table) ?? [];
+  wanted: (written: { part: string; order: number }) => boolean,
+): Promise<{ gone: Item[]; keys: Item[]; rows: Item[] }> {
+  const writes = registries.get(client)?.writes(table) ?? [];
+  const gone = writes.filter((w) => w.written === "gone").map((w) => w.key);
+  const keys = writes.filter((w) =>
+    w.written === "unknown" || (w.written !== "gone" && wanted(w.written))
+  ).map((w) => w.key);
   const rows: Item[] = [];
   for (const run of chunks(keys, LIMITS.batchGetKeys)) {
     await batchGet(client, { [table]: { Keys: run, ConsistentRead: true } }, (responses) => {
       rows.push(...responses[table] ?? []);
     });
   }
-  return { keys, rows };
+  return { gone, keys, rows };
 }

@@ -105,11 +105,14 @@ Deno.test("dueTimers() returns the limit earliest due timers, earliest first", a
     await store.commit(exe, { timers: [{ action: "schedule", path: "later", fireAt: 1041 }] });
 
     await t.step(
-      "one Query per shard of the pending and the waiting timers, one BatchGetItem",
+      "one Query per shard of the pending and the waiting timers, one BatchGetItem of the timers this store wrote a moment ago (the index may lag), one of the bodies",
       async () => {
         calls.length = 0;
         assert.equal((await store.dueTimers(1040)).length, 40);
-        assert.deepEqual(calls, [...Array(16).fill("QueryCommand"), "BatchGetItemCommand"]);
+        assert.deepEqual(calls.toSorted(), [
+          ...Array(2).fill("BatchGetItemCommand"),
+          ...Array(16).fill("QueryCommand"),
+        ]);
       },
     );
     await t.step("limit 5: the 5 earliest", async () => {
