@@ -4,7 +4,8 @@
 import { ITEM_WRITES_IN_FLIGHT } from "../core/_lanes.ts";
 import { eachConcurrently, type Item } from "../dynamo/_dynamo.ts";
 import { FAILURE, OUTBOX, RELAY, SPAWN, TIMER, timerFromItem } from "../core/_layout.ts";
-import { numberOf, type QueueReads } from "./_queue_items.ts";
+import { createdTime, numberOf, type QueueReads } from "./_queue_items.ts";
+import { foreignRows } from "./_upkeep.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
 import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import { candidateOf } from "./_outbox_queue.ts";
@@ -42,6 +43,17 @@ function keyOf(kind: RelayKind, row: Item): RelayKey<RelayKind> {
   return kind === "timers" ? timerFromItem(row) : Number(row[OUTBOX.seq]?.N);
 }
 
+/** When another writer's entry was made, from its event's `created_time` (it has no `created_at`). */
+function eventTime(row: Item): number | undefined {
+  const text = row[OUTBOX.event]?.S;
+  if (text === undefined) return undefined;
+  try {
+    return createdTime((JSON.parse(text) as { created_time?: unknown }).created_time) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** How many targets' parked entries a backlog reads (one Query each). */
 const PARKED_TARGETS = 25;
 
@@ -68,7 +80,8 @@ export async function backlog(
     if (state === "pending") {
       const at = kind === "timers"
         ? numberOf(row[TIMER.fireAt])
-        : numberOf(row[kind === "outbox" ? OUTBOX.createdAt : SPAWN.createdAt]);
+        : numberOf(row[kind === "outbox" ? OUTBOX.createdAt : SPAWN.createdAt]) ??
+          (kind === "outbox" ? eventTime(row) : undefined);
       if (at !== undefined && (oldestAt === null || at < oldestAt)) oldestAt = at;
     }
   };
@@ -137,12 +150,14 @@ export async function backlog(
       }
     }
   };
+  // Other writers' entries and spawns not in the index yet, found by their seqs (read only).
+  const foreign = kind === "timers" ? [] : (await foreignRows(q, kind, now, false)).rows;
   if (kind === "outbox") {
     await Promise.all([readWaiting(), read("d", "dead")]);
-    await Promise.all([read("p", "pending"), readParked()]);
+    await Promise.all([read("p", "pending", { extra: foreign }), readParked()]);
   } else {
     await Promise.all([
-      read("p", "pending", kind === "timers" ? { upTo: now } : {}),
+      read("p", "pending", kind === "timers" ? { upTo: now } : { extra: foreign }),
       readWaiting(),
       read("d", "dead"),
     ]);

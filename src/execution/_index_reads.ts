@@ -143,13 +143,13 @@ export class MergedPartitions {
   #readRecent(): Promise<Map<string, string | null>> {
     return this.#recent ??= (async () => {
       const known = new Map<string, string | null>();
-      const { gone, rows, keys } = await recentRows(
+      const { put, gone, rows, keys } = await recentRows(
         this.client,
         this.table,
         ({ part, order }) => part[0] === this.#part && !(order > (this.#upTo ?? Infinity)),
       );
       for (const key of [...gone, ...keys]) known.set(keyText(key), null);
-      const here: Item[] = [];
+      const here: Item[] = [...put];
       for (const row of rows) {
         const part = row[RELAY.part]?.S ?? null;
         known.set(keyText(row), part);

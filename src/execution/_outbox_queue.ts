@@ -56,13 +56,20 @@ export async function outboxOf(
   const listed = new Map<string, string[]>();
   const holds = await readHolds(q, rows.map((row) => row.candidate.target), true, listed);
   const candidates: Candidate[] = [];
-  // A target with entries a release brought back and not yet delivered: they go first, in a pass.
-  const held = new Set<string>(
-    [...listed].filter(([, seqs]) => seqs.some((seq) => !found.has(seq))).map(([t]) => t),
-  );
+  // Entries a hold lists (held, or brought back and not yet delivered) go first, in a pass: an
+  // entry of their target above the lowest of them waits for it.
+  const firstListed = new Map<string, number>();
+  for (const [target, seqs] of listed) {
+    const left = seqs.filter((seq) => !found.has(seq)).map(Number);
+    if (left.length) firstListed.set(target, Math.min(...left));
+  }
+  const held = new Set<string>();
   for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
     const seq = candidate.seq;
-    const lowest = holds.get(candidate.target)?.lowest ?? Infinity;
+    const lowest = Math.min(
+      holds.get(candidate.target)?.lowest ?? Infinity,
+      firstListed.get(candidate.target) ?? Infinity,
+    );
     if (item[FAILURE.unreadable]?.BOOL) continue;
     if (
       item[FAILURE.deadAt] !== undefined || !isRetryDue(item, now) || held.has(candidate.target) ||

@@ -22,7 +22,7 @@ const KEPT_PER_TABLE = 300;
  * Where a write left a row: the partition and order it wrote (a Put), gone (a Delete), or not
  * known without a read (an Update).
  */
-export type Written = { part: string; order: number } | "gone" | "unknown";
+export type Written = { part: string; order: number; item: Item } | "gone" | "unknown";
 
 /** The keys of one relay table this store wrote recently, oldest first. */
 type Recent = Map<string, { key: Item; at: number; written: Written }>;
@@ -50,8 +50,7 @@ export class RecentWrites {
       // Gone without a read only when nothing could refuse it; else the table says.
       const sure = input.ConditionExpression === undefined;
       note(input.TableName, input.Key as Item, sure ? "gone" : "unknown");
-    }
-    else if (name === "TransactWriteItemsCommand") {
+    } else if (name === "TransactWriteItemsCommand") {
       for (const each of (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[]) {
         if (each.Put) put(each.Put.TableName, each.Put.Item as Item);
         if (each.Update) note(each.Update.TableName, each.Update.Key as Item, "unknown");
@@ -68,6 +67,14 @@ export class RecentWrites {
           else note(table, deleteRequest?.Key, "gone");
         }
       }
+    }
+  }
+
+  /** Notes rows this store put in the index itself (an adoption: the row as it left it). */
+  noteRows(table: string, rows: Item[]): void {
+    for (const row of rows) {
+      const key = keyOf(row);
+      if (key && this.relayTables.has(table)) this.#note(table, key, placed(row));
     }
   }
 
@@ -97,7 +104,9 @@ export class RecentWrites {
 function placed(item: Item | undefined): Written {
   const part = item?.[RELAY.part]?.S;
   const order = Number(item?.[RELAY.order]?.N);
-  return part === undefined || Number.isNaN(order) ? "unknown" : { part, order };
+  return item === undefined || part === undefined || Number.isNaN(order)
+    ? "unknown"
+    : { part, order, item };
 }
 
 /** A relay row's key from the whole item (a Put). */
@@ -129,28 +138,36 @@ export function noting(client: DynamoDBSender, recent: RecentWrites): DynamoDBSe
   return sender;
 }
 
+/** Notes rows `client`'s store put in the relay index itself (see RecentWrites.noteRows). */
+export function noteRows(client: DynamoDBSender, table: string, rows: Item[]): void {
+  registries.get(client)?.noteRows(table, rows);
+}
+
 /**
  * What this store wrote to `table` in the last RECENT_MS that may be in the index partitions a
- * read wants (`wanted`: a written partition and order, or a write whose result is not known):
- * the keys of the rows it deleted, and the rows of the others as the table holds them now (read
- * by key, strongly; a key with no row is gone). Nothing, and no call, for a client that notes
- * nothing, or when nothing it wrote is wanted.
+ * read wants: the rows it put there as it wrote them (no read: the strong reads that follow, of
+ * the bodies and the holds, decide), the keys of the rows it deleted, and, for writes whose
+ * result is not known (updates, which a condition may refuse), the rows as the table holds them
+ * now, read by key and strongly, with their keys (a key with no row is gone). Nothing, and no
+ * call, for a client that notes nothing.
  */
 export async function recentRows(
   client: DynamoDBSender,
   table: string,
   wanted: (written: { part: string; order: number }) => boolean,
-): Promise<{ gone: Item[]; keys: Item[]; rows: Item[] }> {
+): Promise<{ put: Item[]; gone: Item[]; keys: Item[]; rows: Item[] }> {
   const writes = registries.get(client)?.writes(table) ?? [];
-  const gone = writes.filter((w) => w.written === "gone").map((w) => w.key);
-  const keys = writes.filter((w) =>
-    w.written === "unknown" || (w.written !== "gone" && wanted(w.written))
-  ).map((w) => w.key);
+  const put: Item[] = [], gone: Item[] = [], keys: Item[] = [];
+  for (const { key, written } of writes) {
+    if (written === "gone") gone.push(key);
+    else if (written === "unknown") keys.push(key);
+    else if (wanted(written)) put.push(written.item);
+  }
   const rows: Item[] = [];
   for (const run of chunks(keys, LIMITS.batchGetKeys)) {
     await batchGet(client, { [table]: { Keys: run, ConsistentRead: true } }, (responses) => {
       rows.push(...responses[table] ?? []);
     });
   }
-  return { gone, keys, rows };
+  return { put, gone, keys, rows };
 }

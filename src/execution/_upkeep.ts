@@ -14,6 +14,7 @@ import { plain, type QueueReads } from "./_queue_items.ts";
 import { byIndexOrder } from "./_index_reads.ts";
 import { transactOne } from "../dynamo/_lost_answers.ts";
 import { findForeign, type ForeignRows, type SeqKind } from "./_foreign_seqs.ts";
+import { noteRows } from "./_recent_writes.ts";
 
 /** How many stale release marks one pass finishes. */
 const RELEASES_PER_PASS = 10;
@@ -43,13 +44,16 @@ export async function foreignRows(
 ): Promise<ForeignRows> {
   const found = await findForeign(q, kind, now, { record: adopt });
   const rows = found.rows.filter((row) => placeOf(kind, row, 0) !== null);
+  const placed = rows.map((row) => ({ ...row, ...relayAttributes(pendingPlace(kind, row)) }));
   if (adopt) {
     await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
       await adoptRow(q, kind, row);
     });
+    // This pass takes them as placed: no need to read them back until the index shows them.
+    noteRows(q.timers.client, q.tables[kind].name, placed);
   }
   return {
-    rows: rows.map((row) => ({ ...row, ...relayAttributes(pendingPlace(kind, row)) })),
+    rows: placed,
     frontier: found.frontier,
     counter: found.counter,
   };

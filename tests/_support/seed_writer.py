@@ -9,6 +9,7 @@ the spawn rows (seq, parent_id, child_id, root_path, context), the processed mar
 
     python3 seed_writer.py --endpoint URL --prefix P [--executions N] [--commits C]
         [--emits K] [--spawns S] [--timers T] [--ensure-tables]
+        [--created-ago SECONDS] [--fire-in SECONDS]
 
 Prints one JSON object: what it wrote (executions, outbox, spawns, timers, processed).
 Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY when set, else "test"/"test";
@@ -21,6 +22,7 @@ import json
 import os
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import boto3
 
@@ -35,6 +37,11 @@ def main() -> None:
     parser.add_argument("--spawns", type=int, default=0, help="spawn rows per commit")
     parser.add_argument("--timers", type=int, default=0, help="timer schedules per commit")
     parser.add_argument("--ensure-tables", action="store_true", help="the seed's seven tables")
+    parser.add_argument("--created-ago", type=float, default=None,
+                        help="events' created_time this many seconds ago, ISO as the model's "
+                        "datetime dumps it (default: null)")
+    parser.add_argument("--fire-in", type=float, default=3600,
+                        help="timers fire this many seconds from now (plus k for the k-th)")
     args = parser.parse_args()
 
     db = boto3.client(
@@ -48,6 +55,8 @@ def main() -> None:
     if args.ensure_tables:
         ensure_tables(db, t)
 
+    global CREATED_AGO, FIRE_IN
+    CREATED_AGO, FIRE_IN = args.created_ago, args.fire_in
     wrote = {"executions": [], "outbox": [], "spawns": [], "timers": {}, "processed": []}
     for _ in range(args.executions):
         exe = new_execution()
@@ -110,9 +119,16 @@ def new_execution() -> dict:
     }
 
 
+CREATED_AGO = None  # --created-ago: None writes created_time null
+FIRE_IN = 3600  # --fire-in
+
+
 def new_event(kind: str, data: dict) -> dict:
     """An Event as the seed's model dumps it (id, kind, created_time, received_time, data)."""
-    return {"id": uuid.uuid4().hex, "kind": kind, "created_time": None, "received_time": None,
+    created = None
+    if CREATED_AGO is not None:
+        created = (datetime.now(timezone.utc) - timedelta(seconds=CREATED_AGO)).isoformat()
+    return {"id": uuid.uuid4().hex, "kind": kind, "created_time": created, "received_time": None,
             "data": data}
 
 
@@ -183,7 +199,7 @@ def commit(db, t, exe: dict, wrote: dict, emits: int, spawns: int, timers: int, 
     scheduled = []
     for k in range(timers):
         # str() of a Python float, as the seed's Decimal(str(op.fire_at)).
-        fire_at = round(time.time(), 2) + 3600 + k
+        fire_at = round(time.time(), 2) + FIRE_IN + k
         path = f"main.timer{k}"
         scheduled.append((path, fire_at))
         txn.append({"Put": {"TableName": t("timers"), "Item": {

@@ -15,8 +15,15 @@ export interface SeedWriteOptions {
   emits?: number;
   /** Spawn rows per commit. @default {0} */
   spawns?: number;
-  /** Timer schedules per commit (paths `main.timer{k}`, an hour and k seconds ahead). @default {0} */
+  /** Timer schedules per commit (paths `main.timer{k}`, `fireInSeconds` and k seconds ahead). @default {0} */
   timers?: number;
+  /**
+   * The events' `created_time`, this many seconds before now, ISO as Python's `isoformat()`
+   * writes a UTC datetime. @default {undefined} (`created_time` null)
+   */
+  createdAgoSeconds?: number;
+  /** When the timers fire, seconds from now (plus k for path `main.timer{k}`). @default {3600} */
+  fireInSeconds?: number;
   /** Create the seed's seven tables first (keys only, no index); existing ones are fine. @default {false} */
   ensureTables?: boolean;
 }
@@ -54,6 +61,10 @@ export async function seedWrite(options: SeedWriteOptions): Promise<SeedWrites> 
     if (value !== undefined) args.push(`--${name}`, String(value));
   }
   if (options.ensureTables) args.push("--ensure-tables");
+  if (options.createdAgoSeconds !== undefined) {
+    args.push("--created-ago", String(options.createdAgoSeconds));
+  }
+  if (options.fireInSeconds !== undefined) args.push("--fire-in", String(options.fireInSeconds));
   const { code, stdout, stderr } = await new Deno.Command("python3", {
     args,
     stdout: "piped",
