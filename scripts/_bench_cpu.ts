@@ -33,7 +33,7 @@ function instantClient(
       const target = request.headers["x-amz-target"] ?? "";
       let body = "{}";
       if (target.endsWith(".UpdateItem")) {
-        // A seq block (src/execution/_seq_blocks.ts reads the counter's `n` it returns).
+        // A seq block (src/execution/commit/_seq_blocks.ts reads the counter's `n` it returns).
         body = JSON.stringify({ Attributes: { n: { N: String(state.counter += 1_000_000) } } });
       } else if (target.endsWith(".Query")) body = '{"Items":[],"Count":0}';
       else if (state.capture && captured && target.endsWith(".TransactWriteItems")) {

@@ -15,9 +15,9 @@ import {
   relaySpawns,
   sweepTimers,
 } from "../mod.ts";
-import { heldPlace, partition, relayAttributes } from "../src/execution/_relay_index.ts";
-import { holdKey } from "../src/execution/_holds.ts";
-import { targetKey } from "../src/execution/_outbox_chain.ts";
+import { heldPlace, partition, relayAttributes } from "../src/execution/queue/_relay_index.ts";
+import { holdKey } from "../src/execution/queue/_holds.ts";
+import { targetKey } from "../src/execution/commit/_outbox_chain.ts";
 
 /** One operation's cost: its calls and read units, and its median time. */
 export interface PassCost {

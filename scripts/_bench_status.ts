@@ -2,7 +2,7 @@
 // capacity units as DynamoDB reports them, ms) at 1k, 10k and 50k executions, and what the
 // index costs a commit in write capacity (ReturnConsumedCapacity: "INDEXES"), next to a second
 // index of the same shape (what a status+definition index would cost).
-import { STATUS_INDEX } from "../src/execution/_status_index.ts";
+import { STATUS_INDEX } from "../src/execution/listing/_status_index.ts";
 import {
   BatchWriteItemCommand,
   CreateTableCommand,

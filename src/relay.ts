@@ -510,7 +510,7 @@ function inSpan(
     } catch (error) {
       failure = { error };
     }
-    const unacknowledged = await pass.settle();
+    const unacknowledged = await pass.finishInFlight();
     failure ??= pass.failure ?? unacknowledged;
     if (failure) throw failure.error;
     span.setAttributes({

@@ -35,7 +35,7 @@
  *
  * @module
  */
-export * from "./execution/memory_store.ts";
+export * from "./execution/memory/memory_store.ts";
 export * from "./state/memory_state_store.ts";
 export * from "./conformance/execution.ts";
 export * from "./conformance/snapshot.ts";

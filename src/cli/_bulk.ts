@@ -3,8 +3,8 @@
 // far, rate) at most once a second, and Ctrl-C stopping them (a run again continues).
 import type { DynamoDBStore } from "../execution/execution_store.ts";
 import type { DeleteExecutionsOptions, DeleteProgress } from "../core/operator_types.ts";
-import { planBulkDelete } from "../execution/_listing.ts";
-import { FINISHED } from "../execution/_retention.ts";
+import { planBulkDelete } from "../execution/listing/_listing.ts";
+import { FINISHED } from "../execution/commit/_retention.ts";
 import { CliError, parseBefore, parseStatuses, usage, UsageError, type Values } from "./_args.ts";
 import type { RelayKind } from "../core/relay_types.ts";
 import { counted, DEAD_LETTERS } from "./_format.ts";

@@ -99,7 +99,7 @@ export const FAILURE_PLACEHOLDER: Item = {
  * `fire_at`), `w{shard}` waiting for a retry (order: `retry_at`), `d{shard}` dead-lettered (order:
  * seq or `fire_at`), `h{target key}` an outbox entry held behind a waiting or dead entry of its
  * target (order: seq). Commits write `p`; relays move rows between partitions. Rows without
- * them (the seed, the Python store) are adopted by the runners (see _upkeep.ts).
+ * them (the seed, the Python store) are adopted by the runners (see execution/queue/_adoption.ts).
  */
 export const RELAY = { part: "relay_part", order: "relay_order" } as const;
 
@@ -130,7 +130,7 @@ export const RELEASES = { id: "outbox_releases", targets: "targets" } as const;
 /**
  * `{prefix}_counters`, items `relay_adopt:{kind}`: where the passes' scan of a relay table for
  * rows without the index's attributes stands (`cursor`, the scan's position as JSON text; absent
- * at the start). See _upkeep.ts.
+ * at the start). See execution/queue/_adoption.ts.
  */
 export const ADOPTION = { prefix: "relay_adopt:", cursor: "cursor" } as const;
 

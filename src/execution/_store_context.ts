@@ -1,33 +1,37 @@
 // What DynamoDBStore's modules share, built once by its constructor from the checked options:
 // one object that is every context a module names for the part it reads (Reads,
-// ExecutionReads, TimerReads, QueueReads, TxContext, CommitContext).
+// ExecutionReads, TimerReads, QueueContext, TxContext, CommitContext).
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import {
+  checkTableExists,
   ensureIndex,
   ensureTable,
   ensureTtl,
+  type ExecutionTables,
   executionTables,
   type TableSpec,
 } from "../dynamo/tables.ts";
 import { Lru } from "../core/_lru.ts";
-import { RELAY_INDEX } from "./_relay_index.ts";
-import { adoptTable } from "./_upkeep.ts";
+import { RELAY_INDEX } from "./queue/_relay_index.ts";
+import { adoptTable } from "./queue/_adoption.ts";
 import type { Execution } from "../core/documents.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
-import { SeqBlocks } from "./_seq_blocks.ts";
-import { noting, RecentWrites } from "./_recent_writes.ts";
-import { STATUS_INDEX, StatusCache } from "./_status_index.ts";
-import { TraceRing } from "./_trace_ring.ts";
-import { ChainCache } from "./_outbox_chain.ts";
-import type { QueueReads } from "./_queue_items.ts";
-import type { CommitContext } from "./_commit_loop.ts";
-import { type ExecutionReads, readChains } from "./_execution_reads.ts";
-import type { TimerReads } from "./_timers.ts";
-import type { TxContext } from "./_transaction.ts";
-import { checkClock, checkFinishedTtl } from "./_retention.ts";
-import type { DynamoDBStoreOptions } from "./execution_store_options.ts";
+import { SeqBlocks } from "./commit/_seq_blocks.ts";
+import { noting, RecentWrites } from "./queue/_recent_writes.ts";
+import { STATUS_INDEX, StatusCache } from "./listing/_status_index.ts";
+import { TraceRing } from "./commit/_trace_ring.ts";
+import { ChainCache } from "./commit/_outbox_chain.ts";
+import type { QueueContext } from "./queue/_queue_items.ts";
+import type { CommitContext } from "./commit/_commit_loop.ts";
+import { type ExecutionReads, readChains } from "./listing/_execution_reads.ts";
+import type { TimerReads } from "./queue/_timers.ts";
+import type { TxContext } from "./commit/_transaction.ts";
+import { checkClock, checkFinishedTtl } from "./commit/_retention.ts";
+import type { CreateStoreOptions, DynamoDBStoreOptions } from "./execution_store_options.ts";
+import { checkCreateOptions } from "../core/_option_names.ts";
+import { connectStore } from "../dynamo/connect.ts";
 
 /** How many rows a pass's adoption scan reads by default, and at most (one Scan page's limit). */
 export const DEFAULT_ADOPT_ROWS = 100;
@@ -37,7 +41,7 @@ const MAX_ADOPT_ROWS = 10_000;
 export type StoreContext =
   & ExecutionReads
   & TimerReads
-  & QueueReads
+  & QueueContext
   & TxContext
   & CommitContext
   & {
@@ -144,5 +148,34 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
         await adoptTable(ctx, kind);
       }
     }),
+  );
+}
+
+/**
+ * `DynamoDBStore.create()`: checks the options, builds the client, waits until DynamoDB answers,
+ * then ensures the tables (or, with `ensureTables: false`, checks with one DescribeTable that
+ * the executions table exists). `make` builds the store on the client.
+ */
+export function openStore<S extends { ensureTables(): Promise<void>; tables: ExecutionTables }>(
+  options: CreateStoreOptions,
+  make: (client: DynamoDBSender, options: DynamoDBStoreOptions) => S,
+): Promise<S> {
+  let ensure: boolean, store: DynamoDBStoreOptions;
+  try {
+    ({ options, store, ensure } = checkCreateOptions("DynamoDBStore.create()", options));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  let client: DynamoDBSender;
+  return connectStore(
+    options,
+    (built) => make(client = built, store),
+    (made) =>
+      ensure ? made.ensureTables() : checkTableExists(
+        client,
+        made.tables.executions.name,
+        "create the tables once at deploy time with `await store.ensureTables()` (or call " +
+          "create() without ensureTables: false, which creates them)",
+      ),
   );
 }

@@ -4,62 +4,29 @@
  * @module
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { ensureStoreTables, type StoreContext, storeContext } from "./_store_context.ts";
+import { ensureStoreTables, openStore, type StoreContext, storeContext } from "./_store_context.ts";
 import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
-import { checkCreateOptions } from "../core/_option_names.ts";
-import { connectStore } from "../dynamo/connect.ts";
-import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
-import { planBulkDelete, planListing } from "./_listing.ts";
-import { indexPage } from "./_status_listing.ts";
-import { deleteSelected } from "./_bulk_delete.ts";
-import { inspect } from "./_inspect.ts";
+import { planBulkDelete, planListing } from "./listing/_listing.ts";
+import { indexPage } from "./listing/_status_listing.ts";
+import { deleteSelected } from "./listing/_bulk_delete.ts";
+import { inspect } from "./listing/_inspect.ts";
 import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
-import { checkTableExists, type ExecutionTables } from "../dynamo/tables.ts";
+import type { ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
-import { relayBatch } from "./_relay_queue.ts";
-import { deadLetters, dropDeadLetter, recordFailure, retryDeadLetter } from "./_dead_letters.ts";
-import {
-  checkBacklogLimit,
-  checkBatchOptions,
-  checkBulkOptions,
-  checkFailure,
-  checkRelayKey,
-  checkRelayKind,
-  checkTargetFilter,
-} from "./_relay_checks.ts";
-import { runCommit } from "./_commit_loop.ts";
-import { listPage, readExecution, readForEvent, readProcessed } from "./_execution_reads.ts";
-import { deleteSeqs } from "./_seq_queues.ts";
-import { claimTimer, dueByScan } from "./_timers.ts";
-import { markDelivered, releaseDelivered } from "./_holds.ts";
-import { backlog, onDeadLetters } from "./_bulk.ts";
-import { adoptTable } from "./_upkeep.ts";
-import { claimCommit, planTraceEntry } from "./_transaction.ts";
-import { removeExecution } from "./_delete_execution.ts";
-import type {
-  Backlog,
-  BacklogOptions,
-  BulkDeadLetterOptions,
-  CommitChanges,
-  CommitResult,
-  DeadLetter,
-  DeadLetterOptions,
-  DeleteExecutionResult,
-  ExecutionStore,
-  ListOptions,
-  ListPage,
-  LoadForEventResult,
-  OutboxEntry,
-  PendingSpawn,
-  ReadLimitOptions,
-  RelayBatchOptions,
-  RelayFailure,
-  RelayItems,
-  RelayKey,
-  RelayKind,
-  Timer,
-} from "../core/types.ts";
+import { relayBatch } from "./queue/_relay_batch.ts";
+import * as letters from "./queue/_dead_letters.ts";
+import * as checks from "./queue/_relay_checks.ts";
+import { runCommit } from "./commit/_commit_loop.ts";
+import * as reads from "./listing/_execution_reads.ts";
+import { deleteSeqs } from "./queue/_acks.ts";
+import { claimTimer, dueByScan } from "./queue/_timers.ts";
+import { markDelivered, releaseDelivered } from "./queue/_holds.ts";
+import { backlog, onDeadLetters } from "./queue/_bulk_and_backlog.ts";
+import { adoptTable } from "./queue/_adoption.ts";
+import { claimCommit, planTraceEntry } from "./commit/_transaction.ts";
+import { removeExecution } from "./listing/_delete_execution.ts";
+import type * as T from "../core/types.ts";
 import { readLimit } from "../core/_bounded.ts";
 import type {
   CreateStoreOptions,
@@ -73,6 +40,7 @@ export type { CreateStoreOptions, DueTimersOptions, DynamoDBStoreOptions };
  * The durable execution store: executions with optimistic concurrency, their outbox,
  * spawn intents, dedupe marks, timers and trace, in seven DynamoDB tables shared with
  * the Python engine. Every commit is one `TransactWriteItems`: all of it or none of it.
+ * After `close()`, every method rejects with {@linkcode StoreClosed}.
  *
  * @example Load, commit, relay
  * ```ts
@@ -87,7 +55,7 @@ export type { CreateStoreOptions, DueTimersOptions, DynamoDBStoreOptions };
  * }
  * ```
  */
-export class DynamoDBStore implements ExecutionStore {
+export class DynamoDBStore implements T.ExecutionStore {
   /** The ring size of each execution's trace; 0 = keep every step. */
   readonly traceMax: number;
   /** The seven tables this store uses. */
@@ -137,24 +105,7 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
-    let ensure: boolean, store: DynamoDBStoreOptions;
-    try {
-      ({ options, store, ensure } = checkCreateOptions("DynamoDBStore.create()", options));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    let client: DynamoDBSender;
-    return connectStore(
-      options,
-      (built) => new DynamoDBStore(client = built, store),
-      (store) =>
-        ensure ? store.ensureTables() : checkTableExists(
-          client,
-          store.tables.executions.name,
-          "create the tables once at deploy time with `await store.ensureTables()` (or call " +
-            "create() without ensureTables: false, which creates them)",
-        ),
-    );
+    return openStore(options, (client, store) => new DynamoDBStore(client, store));
   }
 
   /**
@@ -171,7 +122,6 @@ export class DynamoDBStore implements ExecutionStore {
    * await store.ensureTables();
    * ```
    *
-   * @throws {StoreClosed} After `close()`.
    * @throws {Error} The SDK's error when a table cannot be created or described (e.g.
    *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
@@ -186,7 +136,7 @@ export class DynamoDBStore implements ExecutionStore {
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await readExecution(this.#ctx, id);
+    return await reads.readExecution(this.#ctx, id);
   }
 
   /**
@@ -203,11 +153,11 @@ export class DynamoDBStore implements ExecutionStore {
    * }
    * ```
    */
-  async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
+  async loadForEvent(id: string, eventId: string): Promise<T.LoadForEventResult> {
     this.#open("loadForEvent");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
-    return await readForEvent(this.#ctx, id, eventId);
+    return await reads.readForEvent(this.#ctx, id, eventId);
   }
 
   /**
@@ -217,7 +167,7 @@ export class DynamoDBStore implements ExecutionStore {
     this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     checkKey("eventId", eventId, LIMITS.sortKeyBytes);
-    return await readProcessed(this.#ctx, id, eventId);
+    return await reads.readProcessed(this.#ctx, id, eventId);
   }
 
   /**
@@ -283,9 +233,8 @@ export class DynamoDBStore implements ExecutionStore {
    *   item's role and code), or transaction conflicts outlasted `conflictRetries`.
    * @throws {TypeError} For input DynamoDB would reject (a `RangeError` for a value out of its
    *   range: sizes, times, seqs), or a commit of an object whose commit has not settled.
-   * @throws {StoreClosed} After `close()`.
    */
-  async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
+  async commit(exe: Execution, changes: T.CommitChanges = {}): Promise<T.CommitResult> {
     this.#open("commit");
     const release = claimCommit(exe);
     try {
@@ -308,7 +257,6 @@ export class DynamoDBStore implements ExecutionStore {
    *   for `conflictRetries` attempts.
    * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
    *   with the same token: the step may or may not have been appended.
-   * @throws {StoreClosed} After `close()`.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");
@@ -333,12 +281,11 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {RangeError} For a bad `limit` or `updatedBefore` (a `TypeError` for a bad filter).
    * @throws {InvalidCursor} For a `cursor` of another listing (table or filters).
    * @throws {IndexNotFound} With `status`, when the table lacks the index: run `ensureTables()`.
-   * @throws {StoreClosed} After `close()`.
    */
-  async listExecutions(options: ListOptions = {}): Promise<ListPage> {
+  async listExecutions(options: T.ListOptions = {}): Promise<T.ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    return await (listing.indexed ? indexPage : listPage)(this.#ctx, listing);
+    return await (listing.indexed ? indexPage : reads.listPage)(this.#ctx, listing);
   }
 
   /**
@@ -349,7 +296,6 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {TypeError} Without `status` or `updatedBefore` (a `RangeError` for an open status
    *   without `allowOpen`, or milliseconds).
    * @throws {OutcomeUnknown} When a retirement's answers were all lost: run it again.
-   * @throws {StoreClosed} After `close()`.
    */
   async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
     this.#open("deleteExecutions");
@@ -385,9 +331,8 @@ export class DynamoDBStore implements ExecutionStore {
    * ```
    *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
-   * @throws {StoreClosed} After `close()`.
    */
-  async pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
+  async pendingOutbox(options?: T.ReadLimitOptions): Promise<T.OutboxEntry[]> {
     this.#open("pendingOutbox");
     const limit = readLimit(options, "pendingOutbox()");
     return (await this.#batch("outbox", limit, false)).items.map(({ item }) => item);
@@ -409,9 +354,8 @@ export class DynamoDBStore implements ExecutionStore {
    * grows with `limit`, not with the backlog.
    *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
-   * @throws {StoreClosed} After `close()`.
    */
-  async pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
+  async pendingSpawns(options?: T.ReadLimitOptions): Promise<T.PendingSpawn[]> {
     this.#open("pendingSpawns");
     const limit = readLimit(options, "pendingSpawns()");
     return (await this.#batch("spawns", limit, false)).items.map(({ item }) => item);
@@ -430,23 +374,12 @@ export class DynamoDBStore implements ExecutionStore {
    * all), earliest first, leaving out those waiting for a retry or dead-lettered; memory grows
    * with `limit`, not with the number of timers.
    *
-   * @example A timer sweep
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * for (const timer of await store.dueTimers(Date.now() / 1000, { limit: 100 })) {
-   *   if (await store.deleteTimer(timer.executionId, timer.path, timer.fireAt)) {
-   *     // deliver the timeout event to timer.executionId
-   *   }
-   * }
-   * ```
+   * Example: `sweepTimers`, which does this.
    *
    * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
    *   that is not a positive integer or `Infinity`.
-   * @throws {StoreClosed} After `close()`.
    */
-  async dueTimers(now: number, options?: DueTimersOptions): Promise<Timer[]> {
+  async dueTimers(now: number, options?: DueTimersOptions): Promise<T.Timer[]> {
     this.#open("dueTimers");
     checkTime("now", now);
     const limit = readLimit(options, "dueTimers()");
@@ -481,7 +414,6 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
    *   with the same token: the timer may or may not have been deleted (fire it if in doubt:
    *   the Timeout event's id makes a second delivery one effect).
-   * @throws {StoreClosed} After `close()`.
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
     this.#open("deleteTimer");
@@ -500,29 +432,18 @@ export class DynamoDBStore implements ExecutionStore {
    * relay to set aside; and when the oldest pending item was written (lag). Left out: items
    * waiting for a retry, dead letters, and outbox entries behind an earlier entry of their target
    * that waits, is dead, or (same source) is still pending. `seqs` reads just those outbox entries
-   * (a commit's own) instead of scanning. The relay runners call this; a custom relay may too.
+   * (a commit's own) by key. The relay runners call this; a custom relay may too.
    *
-   * @example One pass of a custom relay
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const { items, unreadable } = await store.relayBatch("outbox", { limit: 100 });
-   * for (const row of unreadable) {
-   *   await store.recordFailure("outbox", row.key, { attempts: row.attempts + 1, retryAt: null, error: row.error });
-   * }
-   * await store.ackOutbox(items.map(({ item }) => item.seq)); // after delivering them
-   * ```
+   * Example: docs/delivery.md ("One bad row never stops a pass").
    *
    * @throws {RangeError} For a `limit` or `now` out of range, or `seqs` that are not seqs.
-   * @throws {StoreClosed} After `close()`.
    */
-  async relayBatch<K extends RelayKind>(
+  async relayBatch<K extends T.RelayKind>(
     kind: K,
-    options: RelayBatchOptions = {},
-  ): Promise<RelayItems<K>> {
+    options: T.RelayBatchOptions = {},
+  ): Promise<T.RelayItems<K>> {
     this.#open("relayBatch");
-    const { limit, now, seqs } = checkBatchOptions(kind, options, this.#ctx.now);
+    const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
@@ -533,44 +454,34 @@ export class DynamoDBStore implements ExecutionStore {
    * same values).
    *
    * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
-   * @throws {StoreClosed} After `close()`.
    */
-  async recordFailure<K extends RelayKind>(
+  async recordFailure<K extends T.RelayKind>(
     kind: K,
-    key: RelayKey<K>,
-    failure: RelayFailure,
+    key: T.RelayKey<K>,
+    failure: T.RelayFailure,
   ): Promise<boolean> {
     this.#open("recordFailure");
-    checkRelayKey(kind, key);
-    checkFailure(failure);
-    return await recordFailure(this.#ctx, kind, key, failure);
+    checks.checkRelayKey(kind, key);
+    checks.checkFailure(failure);
+    return await letters.recordFailure(this.#ctx, kind, key, failure);
   }
 
   /**
    * The `limit` lowest dead letters of a queue (timers: earliest first; default 1000): items a
    * relay gave up on, kept until an operator retries or drops them. One scan of the table.
    *
-   * @example Listing dead outbox entries
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * for (const letter of await store.deadLetters("outbox", { limit: 20 })) {
-   *   console.log(letter.key, letter.attempts, letter.lastError);
-   * }
-   * ```
+   * Example: docs/delivery.md, "Dead letters".
    *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
-   * @throws {StoreClosed} After `close()`.
    */
-  async deadLetters<K extends RelayKind>(
+  async deadLetters<K extends T.RelayKind>(
     kind: K,
-    options?: DeadLetterOptions,
-  ): Promise<DeadLetter<K>[]> {
+    options?: T.DeadLetterOptions,
+  ): Promise<T.DeadLetter<K>[]> {
     this.#open("deadLetters");
-    checkRelayKind(kind);
-    const target = checkTargetFilter(kind, options);
-    return await deadLetters(this.#ctx, kind, readLimit(options, "deadLetters()"), target);
+    checks.checkRelayKind(kind);
+    const target = checks.checkTargetFilter(kind, options);
+    return await letters.deadLetters(this.#ctx, kind, readLimit(options, "deadLetters()"), target);
   }
 
   /**
@@ -578,12 +489,11 @@ export class DynamoDBStore implements ExecutionStore {
    * `false` when the item is gone.
    *
    * @throws {TypeError} For a key of the wrong shape.
-   * @throws {StoreClosed} After `close()`.
    */
-  async retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+  async retryDeadLetter<K extends T.RelayKind>(kind: K, key: T.RelayKey<K>): Promise<boolean> {
     this.#open("retryDeadLetter");
-    checkRelayKey(kind, key);
-    return await retryDeadLetter(this.#ctx, kind, key);
+    checks.checkRelayKey(kind, key);
+    return await letters.retryDeadLetter(this.#ctx, kind, key);
   }
 
   /**
@@ -591,12 +501,11 @@ export class DynamoDBStore implements ExecutionStore {
    * item is there but not dead-lettered (a pending item is acknowledged, not dropped).
    *
    * @throws {TypeError} For a key of the wrong shape.
-   * @throws {StoreClosed} After `close()`.
    */
-  async dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): Promise<boolean> {
+  async dropDeadLetter<K extends T.RelayKind>(kind: K, key: T.RelayKey<K>): Promise<boolean> {
     this.#open("dropDeadLetter");
-    checkRelayKey(kind, key);
-    return await dropDeadLetter(this.#ctx, kind, key);
+    checks.checkRelayKey(kind, key);
+    return await letters.dropDeadLetter(this.#ctx, kind, key);
   }
 
   /**
@@ -616,11 +525,13 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @throws {TypeError} For a kind or options of the wrong type (`targetId` is for the outbox).
    * @throws {OutcomeUnknown} When no answer came back for one of them: run it again.
-   * @throws {StoreClosed} After `close()`.
    */
-  async retryDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
+  async retryDeadLetters(
+    kind: T.RelayKind,
+    options: T.BulkDeadLetterOptions = {},
+  ): Promise<number> {
     this.#open("retryDeadLetters");
-    checkBulkOptions(kind, options, "retryDeadLetters()");
+    checks.checkBulkOptions(kind, options, "retryDeadLetters()");
     return await onDeadLetters(this.#ctx, kind, "retry", options);
   }
 
@@ -631,11 +542,10 @@ export class DynamoDBStore implements ExecutionStore {
    *
    * @throws {TypeError} For a kind or options of the wrong type (`targetId` is for the outbox).
    * @throws {OutcomeUnknown} When no answer came back for one of them: run it again.
-   * @throws {StoreClosed} After `close()`.
    */
-  async dropDeadLetters(kind: RelayKind, options: BulkDeadLetterOptions = {}): Promise<number> {
+  async dropDeadLetters(kind: T.RelayKind, options: T.BulkDeadLetterOptions = {}): Promise<number> {
     this.#open("dropDeadLetters");
-    checkBulkOptions(kind, options, "dropDeadLetters()");
+    checks.checkBulkOptions(kind, options, "dropDeadLetters()");
     return await onDeadLetters(this.#ctx, kind, "drop", options);
   }
 
@@ -646,12 +556,11 @@ export class DynamoDBStore implements ExecutionStore {
    * index (default 1000; `capped` says a count reached it).
    *
    * @throws {RangeError} For a `limit` outside 1 to 10,000.
-   * @throws {StoreClosed} After `close()`.
    */
-  async backlog(kind: RelayKind, options: BacklogOptions = {}): Promise<Backlog> {
+  async backlog(kind: T.RelayKind, options: T.BacklogOptions = {}): Promise<T.Backlog> {
     this.#open("backlog");
-    checkRelayKind(kind);
-    const limit = checkBacklogLimit(options);
+    checks.checkRelayKind(kind);
+    const limit = checks.checkBacklogLimit(options);
     return await backlog(this.#ctx, kind, limit, this.#ctx.now() / 1000);
   }
 
@@ -661,16 +570,15 @@ export class DynamoDBStore implements ExecutionStore {
    * do the same a page at a time (`adoptRows`).
    *
    * @throws {OutcomeUnknown} When no answer came back for a row: run it again.
-   * @throws {StoreClosed} After `close()`.
    */
-  async adoptRows(kind: RelayKind): Promise<number> {
+  async adoptRows(kind: T.RelayKind): Promise<number> {
     this.#open("adoptRows");
-    checkRelayKind(kind);
+    checks.checkRelayKind(kind);
     return await adoptTable(this.#ctx, kind, { exact: true });
   }
 
   /** A batch for the bounded reads (`pass: false`: nothing is moved or adopted). */
-  #batch<K extends RelayKind>(kind: K, limit: number, pass: boolean): Promise<RelayItems<K>> {
+  #batch<K extends T.RelayKind>(kind: K, limit: number, pass: boolean): Promise<T.RelayItems<K>> {
     return relayBatch(this.#ctx, kind, { limit, now: this.#ctx.now() / 1000, pass });
   }
 
@@ -682,12 +590,8 @@ export class DynamoDBStore implements ExecutionStore {
    * lost answer never turns `execution: true` into `false`), then per table a keys-only Query
    * per page and a BatchWriteItem per 25 items.
    *
-   * The execution item goes first: a commit that landed before is removed with it (the sweep
-   * reads strongly consistent pages after the delete), and one that comes after fails with
-   * {@linkcode StoreConflict} (`found: null`), as for any absent execution. Do not insert the
-   * same id again while its delete runs: the sweep may take the new execution's writes too.
-   * A trace step appended outside a commit (`appendTrace`, the Python store) after the sweep
-   * stays, as for any id.
+   * The execution item goes first: a commit after it fails with {@linkcode StoreConflict}
+   * (`found: null`); how it races other writers: docs/retention.md.
    *
    * @example Deleting an execution for good
    * ```ts
@@ -705,9 +609,8 @@ export class DynamoDBStore implements ExecutionStore {
    * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
    *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).
    * @throws {TypeError} For an id DynamoDB would reject, before anything is sent.
-   * @throws {StoreClosed} After `close()`.
    */
-  async deleteExecution(id: string): Promise<DeleteExecutionResult> {
+  async deleteExecution(id: string): Promise<T.DeleteExecutionResult> {
     this.#open("deleteExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     try {

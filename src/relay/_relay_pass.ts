@@ -49,7 +49,7 @@ export class Pass {
   }
 
   /** Flushes everything owed; resolves with the first error, or null. */
-  async settle(): Promise<{ error: unknown } | null> {
+  async finishInFlight(): Promise<{ error: unknown } | null> {
     let first: { error: unknown } | null = null;
     for (const work of this.#settling) {
       try {

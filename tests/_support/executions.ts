@@ -4,7 +4,7 @@ import type { WriteRequest } from "@aws-sdk/client-dynamodb";
 import { putAll } from "./put_all.ts";
 import type { DynamoDBSender } from "../../src/dynamo/_dynamo.ts";
 import { type Execution, newExecution, type Status } from "../../mod.ts";
-import { statusKey } from "../../src/execution/_status_index.ts";
+import { statusKey } from "../../src/execution/listing/_status_index.ts";
 
 /** The item a commit of `exe` at `exe.version` leaves, committed at `updatedAt` (epoch s). */
 export function committedItem(exe: Execution, updatedAt: number): WriteRequest["PutRequest"] {

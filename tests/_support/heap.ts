@@ -3,7 +3,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { putAll } from "./put_all.ts";
 import { newEvent } from "../../mod.ts";
-import { pendingPlace, relayAttributes } from "../../src/execution/_relay_index.ts";
+import { pendingPlace, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
 
 /**
  * Writes `count` outbox entries (seqs 1..count, ~400 bytes each) with BatchWriteItem: with the

@@ -6,16 +6,20 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import type { StatusMove } from "../../src/execution/_status_index.ts";
+import type { StatusMove } from "../../src/execution/listing/_status_index.ts";
 import {
   type Clause,
   commitClauses,
   type ConditionInput,
   conditionOf,
   refusalOf,
-} from "../../src/execution/_commit_condition.ts";
-import { isExpired } from "../../src/execution/_retention.ts";
-import { buildTransaction, planCommit, type TxContext } from "../../src/execution/_transaction.ts";
+} from "../../src/execution/commit/_commit_condition.ts";
+import { isExpired } from "../../src/execution/commit/_retention.ts";
+import {
+  buildTransaction,
+  planCommit,
+  type TxContext,
+} from "../../src/execution/commit/_transaction.ts";
 import { executionTables } from "../../src/core/table_specs.ts";
 import { newEvent, newExecution } from "../../src/testing.ts";
 

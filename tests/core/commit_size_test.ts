@@ -10,16 +10,16 @@ import {
   type CommitPlan,
   planCommit,
   type TxContext,
-} from "../../src/execution/_transaction.ts";
+} from "../../src/execution/commit/_transaction.ts";
 import {
   checkCommitLimits,
   commitCount,
   commitItemSizes,
-} from "../../src/execution/_commit_size.ts";
+} from "../../src/execution/commit/_commit_size.ts";
 import { EXECUTION, FAILURE_PLACEHOLDER, OUTBOX, SEQ_PLACEHOLDER } from "../../src/core/_layout.ts";
 import { itemSize, LIMITS } from "../../src/core/_validate.ts";
-import { RELAY_PLACEHOLDER } from "../../src/execution/_relay_index.ts";
-import { CHAINS_PLACEHOLDER, targetKey } from "../../src/execution/_outbox_chain.ts";
+import { RELAY_PLACEHOLDER } from "../../src/execution/queue/_relay_index.ts";
+import { CHAINS_PLACEHOLDER, targetKey } from "../../src/execution/commit/_outbox_chain.ts";
 import { executionTables } from "../../src/core/table_specs.ts";
 import { type CommitChanges, newEvent, newExecution, STATUSES } from "../../src/testing.ts";
 

@@ -5,8 +5,8 @@ import {
   counterState,
   MISSING_GRACE_SECONDS,
   probesOf,
-} from "../../src/execution/_foreign_seqs.ts";
-import { blockRange, blockText } from "../../src/execution/_seq_blocks.ts";
+} from "../../src/execution/queue/_foreign_seqs.ts";
+import { blockRange, blockText } from "../../src/execution/commit/_seq_blocks.ts";
 
 const state = (n: number, seen: number, blocks: [number, number][], missing = new Map()) => ({
   n,

@@ -5,7 +5,7 @@
 // another deploy wrote. No DynamoDB, no permissions.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { targetKey } from "../../src/execution/_outbox_chain.ts";
+import { targetKey } from "../../src/execution/commit/_outbox_chain.ts";
 import { fnv1a } from "../../src/core/_fnv1a.ts";
 import { utf8Length } from "../../src/core/_validate.ts";
 

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { BatchWriteItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
 import { dashboard } from "../../src/dashboard.ts";
-import { pendingPlace, placeOf, relayAttributes } from "../../src/execution/_relay_index.ts";
+import { pendingPlace, placeOf, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
 import type { DynamoDBSender } from "../../src/dynamo/_dynamo.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { uniqueName } from "../_support/env.ts";

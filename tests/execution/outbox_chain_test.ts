@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
-import { CHAIN_CAP } from "../../src/execution/_outbox_chain.ts";
+import { CHAIN_CAP } from "../../src/execution/commit/_outbox_chain.ts";
 import { countingClient, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 

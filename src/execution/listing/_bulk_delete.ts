@@ -1,0 +1,120 @@
+// deleteExecutions (#25): every execution a selection names, found through the status index (or
+// a scan), removed as deleteExecution removes one — retired first, so that a run that stops
+// half-way leaves each execution findable until the next run finishes it.
+import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { eachConcurrently, type Item, pages, S } from "../../dynamo/_dynamo.ts";
+import { EXECUTION } from "../../core/_layout.ts";
+import type { ExecutionSummary } from "../../core/documents.ts";
+import type { DeleteExecutionsOptions } from "../../core/operator_types.ts";
+import type { Resends } from "../../dynamo/_lost_answers.ts";
+import type { ExecutionReads } from "./_execution_reads.ts";
+import type { Selection } from "./_listing.ts";
+import { entryItems, IndexWalk, itemSummary } from "./_status_listing.ts";
+import { retireExecution } from "./_delete_execution.ts";
+
+/** Executions examined per batch (progress is reported after each). */
+const BATCH = 25;
+
+/** The first page of each index partition a run reads; pages double from there. */
+const FIRST_PAGE = 100;
+
+/** An execution to remove, at the version it was selected at. */
+interface Candidate {
+  id: string;
+  version: number;
+}
+
+/**
+ * Removes every execution `selection` names, in batches, and resolves to how many this run
+ * removed. Each goes only if it is still at the version it was selected at (a commit since
+ * keeps it). Retired or expired ones that still match are finished (their leftovers swept)
+ * without being counted again.
+ */
+export async function deleteSelected(
+  reads: ExecutionReads,
+  selection: Selection & Pick<DeleteExecutionsOptions, "onProgress" | "signal">,
+  resends: Resends,
+): Promise<number> {
+  const started = performance.now();
+  let deleted = 0, examined = 0;
+  const candidates = selection.indexed ? fromIndex(reads, selection) : fromScan(reads, selection);
+  let batch: Candidate[] = [];
+  const flush = async () => {
+    // After a failure no lane starts another execution, and the call throws once the started
+    // ones have settled: nothing of this run goes on behind the caller's back.
+    let failed: { error: unknown } | undefined;
+    await eachConcurrently(batch, ITEM_WRITES_IN_FLIGHT, async ({ id, version }) => {
+      try {
+        if (await retireExecution(reads, id, version, resends)) deleted++;
+      } catch (error) {
+        failed ??= { error };
+      }
+    }, () => failed !== undefined);
+    if (failed) throw failed.error;
+    examined += batch.length;
+    batch = [];
+    selection.onProgress?.({ deleted, examined, elapsedMs: performance.now() - started });
+  };
+  for await (const candidate of candidates) {
+    if (selection.signal?.aborted) return deleted;
+    batch.push(candidate);
+    if (batch.length === BATCH) await flush();
+  }
+  if (!selection.signal?.aborted) await flush();
+  return deleted;
+}
+
+/** A summary's candidate, when the selection takes it. */
+function take(selection: Selection, summary: ExecutionSummary | null): Candidate[] {
+  return summary && selection.matches(summary)
+    ? [{ id: summary.id, version: summary.version }]
+    : [];
+}
+
+/**
+ * The executions the index names that the selection takes, read by key a batch at a time: live
+ * ones, and retired or expired ones that still match (to finish them).
+ */
+async function* fromIndex(reads: ExecutionReads, selection: Selection) {
+  const walk = new IndexWalk(reads, selection, null, FIRST_PAGE);
+  for (;;) {
+    const entries: Item[] = [];
+    for (let entry; entries.length < BATCH && (entry = await walk.next());) entries.push(entry);
+    if (entries.length === 0) return;
+    for (const item of await entryItems(reads, entries)) {
+      if (item) yield* take(selection, itemSummary(item));
+    }
+  }
+}
+
+/** The table's items the selection takes, by a scan (every page; the documents are read). */
+async function* fromScan(reads: ExecutionReads, selection: Selection) {
+  const names: Record<string, string> = {
+    "#d": EXECUTION.data,
+    "#v": EXECUTION.version,
+    "#ttl": EXECUTION.ttl,
+    "#ua": EXECUTION.updatedAt,
+  };
+  const definition = selection.definitionId === undefined ? {} : {
+    FilterExpression: "#def = :def",
+    ExpressionAttributeValues: { ":def": S(selection.definitionId) },
+  };
+  if (selection.definitionId !== undefined) names["#def"] = EXECUTION.definitionId;
+  const scan = (start: Item | undefined) =>
+    reads.client.send(
+      new ScanCommand({
+        TableName: reads.tables.executions.name,
+        ProjectionExpression: "#d, #v, #ttl, #ua",
+        ExpressionAttributeNames: names,
+        ...definition,
+        ConsistentRead: reads.consistent,
+        ExclusiveStartKey: start,
+      }),
+    );
+  for await (const page of pages(scan)) {
+    // The item's version (not the document's) guards the removal; a retired item is taken as
+    // it was when retired (an interrupted run's: to finish it).
+    for (const item of page.Items ?? []) yield* take(selection, itemSummary(item));
+  }
+}

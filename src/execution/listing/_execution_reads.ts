@@ -1,0 +1,201 @@
+/**
+ * The execution store's reads of single items: an execution, an execution with its dedupe mark,
+ * a mark alone, and a page of the executions listing. Input is checked by the caller.
+ *
+ * @module
+ */
+import { GetItemCommand, ScanCommand, type ScanCommandInput } from "@aws-sdk/client-dynamodb";
+import { batchGet, type Item, pages, S } from "../../dynamo/_dynamo.ts";
+import { cursorId, encodeCursor } from "../../core/cursor.ts";
+import type { Listing } from "./_listing.ts";
+import { type Execution, type ExecutionSummary, summarize } from "../../core/documents.ts";
+import type { ExecutionTables } from "../../dynamo/tables.ts";
+import type { Reads } from "../queue/_acks.ts";
+import type { ChainCache } from "../commit/_outbox_chain.ts";
+import {
+  EXECUTION,
+  executionFromItem,
+  executionKey,
+  isLiveMark,
+  processedKey,
+} from "../../core/_layout.ts";
+import type { ListPage, LoadForEventResult } from "../../core/types.ts";
+import { isExpired, secondsOf } from "../commit/_retention.ts";
+import { lastCommitTime, type StatusCache } from "./_status_index.ts";
+
+/** Remembers what a read execution item holds, for this store's next commit of it. */
+function sawItem(reads: ExecutionReads, id: string, item: Item | undefined): void {
+  reads.chains.sawItem(id, item);
+  reads.statuses.sawItem(id, item);
+}
+
+/**
+ * What these reads need of the store: its client, read consistency, tables and clock, and where
+ * it keeps the outbox chains of the executions it reads (for its next commit of them).
+ */
+export interface ExecutionReads extends Reads {
+  readonly tables: ExecutionTables;
+  readonly chains: ChainCache;
+  readonly statuses: StatusCache;
+  /** Epoch milliseconds: an execution past its `ttl` (#21) or an expired mark reads as absent. */
+  readonly now: () => number;
+}
+
+/** What a load reads of an execution item: the document, its expiry, and the chains at its version. */
+const LOADED = {
+  ProjectionExpression: "#d, #ttl, #v, #ol, #ss",
+  ExpressionAttributeNames: {
+    "#d": EXECUTION.data,
+    "#ttl": EXECUTION.ttl,
+    "#v": EXECUTION.version,
+    "#ol": EXECUTION.outboxLast,
+    "#ss": EXECUTION.statusShard,
+  },
+};
+
+/** The execution with this id, or `null` (`load`). */
+export async function readExecution(
+  reads: ExecutionReads,
+  id: string,
+): Promise<Execution | null> {
+  const result = await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.executions.name,
+      Key: executionKey(id),
+      ...LOADED,
+      ConsistentRead: reads.consistent,
+    }),
+  );
+  const item = result.Item;
+  sawItem(reads, id, item);
+  return item && !isExpired(item, secondsOf(reads.now))
+    ? executionFromItem(item, `execution ${id}`)
+    : null;
+}
+
+/**
+ * The version and outbox chains of an execution item (undefined when there is none): for a
+ * commit from a version this store did not read or write itself.
+ */
+export async function readChains(reads: ExecutionReads, id: string): Promise<Item | undefined> {
+  const result = await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.executions.name,
+      Key: executionKey(id),
+      ProjectionExpression: "#v, #ol, #ttl, #ss",
+      ExpressionAttributeNames: {
+        "#v": EXECUTION.version,
+        "#ol": EXECUTION.outboxLast,
+        "#ttl": EXECUTION.ttl,
+        "#ss": EXECUTION.statusShard,
+      },
+      ConsistentRead: true,
+    }),
+  );
+  // An expired execution is absent, for a commit as for a read.
+  const item = result.Item && !isExpired(result.Item, secondsOf(reads.now))
+    ? result.Item
+    : undefined;
+  sawItem(reads, id, item);
+  return item;
+}
+
+/** The execution and whether `eventId` was already handled, in one BatchGetItem (`loadForEvent`). */
+export async function readForEvent(
+  reads: ExecutionReads,
+  id: string,
+  eventId: string,
+): Promise<LoadForEventResult> {
+  const { executions, processed } = reads.tables;
+  const request = {
+    [executions.name]: {
+      Keys: [executionKey(id)],
+      ...LOADED,
+      ConsistentRead: reads.consistent,
+    },
+    [processed.name]: {
+      Keys: [processedKey(id, eventId)],
+      ConsistentRead: reads.consistent,
+    },
+  };
+  let execution: Execution | null = null;
+  let mark: Item | undefined;
+  const now = secondsOf(reads.now);
+  await batchGet(reads.client, request, (responses) => {
+    const exeItem = responses[executions.name]?.[0];
+    if (exeItem) sawItem(reads, id, exeItem);
+    if (exeItem && !isExpired(exeItem, now)) {
+      execution = executionFromItem(exeItem, `execution ${id}`);
+    }
+    mark ??= responses[processed.name]?.[0];
+  });
+  return { execution, processed: mark !== undefined && isLiveMark(mark, now) };
+}
+
+/** Whether execution `id` holds a live dedupe mark for `eventId` (`isProcessed`). */
+export async function readProcessed(
+  reads: ExecutionReads,
+  id: string,
+  eventId: string,
+): Promise<boolean> {
+  const result = await reads.client.send(
+    new GetItemCommand({
+      TableName: reads.tables.processed.name,
+      Key: processedKey(id, eventId),
+      ConsistentRead: reads.consistent,
+    }),
+  );
+  return result.Item !== undefined && isLiveMark(result.Item, secondsOf(reads.now));
+}
+
+/**
+ * One page of the executions `listing` selects in scan order (`listExecutions` without the
+ * status index). It reads `limit + 1` items first and doubles the read while filters leave the
+ * page short, so an unfiltered page reads O(`limit`).
+ */
+export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
+  const input: ScanCommandInput = {
+    TableName: reads.tables.executions.name,
+    ProjectionExpression: "#d, #v, #ttl, #ua",
+    ExpressionAttributeNames: {
+      "#d": EXECUTION.data,
+      "#v": EXECUTION.version,
+      "#ttl": EXECUTION.ttl,
+      "#ua": EXECUTION.updatedAt,
+    },
+    ConsistentRead: reads.consistent,
+  };
+  if (listing.definitionId !== undefined) {
+    input.FilterExpression = "#def = :def";
+    input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
+    input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
+  }
+  const after = listing.after === null ? undefined : { id: S(cursorId(listing.after)) };
+  let pageSize = listing.limit + 1;
+  const scan = (start: Item | undefined) => {
+    const Limit = pageSize;
+    pageSize = Math.min(pageSize * 2, MAX_SCAN_PAGE);
+    return reads.client.send(new ScanCommand({ ...input, Limit, ExclusiveStartKey: start }));
+  };
+  const items: ExecutionSummary[] = [];
+  const now = secondsOf(reads.now);
+  for await (const page of pages(scan, after)) {
+    const found = page.Items ?? [];
+    for (let i = 0; i < found.length; i++) {
+      if (isExpired(found[i]!, now)) continue;
+      const exe = executionFromItem(found[i]!);
+      const summary = summarize(exe, lastCommitTime(found[i]!));
+      if (!listing.matches(summary)) continue;
+      items.push(summary);
+      if (items.length === listing.limit) {
+        const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
+        const table = reads.tables.executions.name;
+        return { items, nextCursor: more ? encodeCursor(table, listing.query, exe.id) : null };
+      }
+    }
+  }
+  return { items, nextCursor: null };
+}
+
+/** The most items one page of a listing's scan evaluates (DynamoDB stops at 1 MB anyway). */
+const MAX_SCAN_PAGE = 100_000;

@@ -1,0 +1,171 @@
+// Operators' bulk actions on a queue (#25): every dead letter of a kind (or of one target)
+// retried or dropped, and a summary of a queue's backlog — through the relay index, so that
+// what they read follows the dead letters (or the summary's cap), never the table.
+import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import { eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
+import { FAILURE, OUTBOX, RELAY, SPAWN, TIMER, timerFromItem } from "../../core/_layout.ts";
+import { createdTime, numberOf, type QueueContext } from "./_queue_items.ts";
+import { foreignRows } from "./_adoption.ts";
+import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
+import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
+import { candidateOf } from "./_outbox_bodies.ts";
+import { partition } from "./_relay_index.ts";
+import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../../core/types.ts";
+
+/**
+ * Retries (or drops) every dead letter of `kind` — of one target when `targetId` is given — and
+ * resolves to how many it retried (dropped). Each is the single-key action (a transaction with
+ * an idempotency token, exact under lost answers); running it again goes on where a crash or an
+ * abort left it. `signal` stops it between dead letters: it rejects with the signal's reason once
+ * those started have finished (`onProgress` has seen the count so far).
+ */
+export async function onDeadLetters(
+  q: QueueContext,
+  kind: RelayKind,
+  action: "retry" | "drop",
+  { targetId, onProgress, signal }: BulkDeadLetterOptions,
+): Promise<number> {
+  let done = 0;
+  const act = action === "retry" ? retryDeadLetter : dropDeadLetter;
+  for await (const rows of deadRows(q, kind, Infinity, targetId)) {
+    signal?.throwIfAborted();
+    await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
+      if (!await act(q, kind, keyOf(kind, row))) return;
+      done++; // counted whether or not anyone listens
+      onProgress?.(done);
+    }, () => signal?.aborted === true);
+  }
+  signal?.throwIfAborted();
+  return done;
+}
+
+function keyOf(kind: RelayKind, row: Item): RelayKey<RelayKind> {
+  return kind === "timers" ? timerFromItem(row) : Number(row[OUTBOX.seq]?.N);
+}
+
+/** When another writer's entry was made, from its event's `created_time` (it has no `created_at`). */
+function eventTime(row: Item): number | undefined {
+  const text = row[OUTBOX.event]?.S;
+  if (text === undefined) return undefined;
+  try {
+    return createdTime((JSON.parse(text) as { created_time?: unknown }).created_time) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How many targets' parked entries a backlog reads (one Query each). */
+const PARKED_TARGETS = 25;
+
+/**
+ * A queue's backlog, each count read up to `limit` rows: pending (timers: due by `now`), waiting
+ * for a retry, dead, the outbox targets held behind those, and when the oldest pending item was
+ * written (timers: due).
+ */
+export async function backlog(
+  q: QueueContext,
+  kind: RelayKind,
+  limit: number,
+  now: number,
+): Promise<Backlog> {
+  const counts = { pending: 0, waiting: 0, dead: 0 };
+  const held = new Set<string>();
+  let oldestAt: number | null = null;
+  let cut = false;
+  const seen = (state: keyof typeof counts, row: Item) => {
+    counts[state]++;
+    if (kind === "outbox" && state !== "pending" && !row[FAILURE.unreadable]?.BOOL) {
+      held.add(candidateOf(row).target);
+    }
+    if (state === "pending") {
+      const at = kind === "timers"
+        ? numberOf(row[TIMER.fireAt])
+        : numberOf(row[kind === "outbox" ? OUTBOX.createdAt : SPAWN.createdAt]) ??
+          (kind === "outbox" ? eventTime(row) : undefined);
+      if (at !== undefined && (oldestAt === null || at < oldestAt)) oldestAt = at;
+    }
+  };
+  const table = q.tables[kind].name;
+  // Outbox: the seq each target is held from by a head that holds it (holdsAt), and the
+  // targets whose head's retry has come (what a pass parked behind it is deliverable again).
+  const heldFrom = new Map<string, number>();
+  const dueTargets = new Set<string>();
+  const head = (row: Item, holds: boolean) => {
+    if (kind !== "outbox") return;
+    const { target, seq } = candidateOf(row);
+    if (!holds) dueTargets.add(target);
+    else heldFrom.set(target, Math.min(heldFrom.get(target) ?? Infinity, seq));
+  };
+  const clear = (row: Item) => {
+    const { target, seq } = candidateOf(row);
+    return !(seq > (heldFrom.get(target) ?? Infinity));
+  };
+  const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
+    const stream = new MergedPartitions(q.timers.client, table, part, mergePage(limit), bound);
+    // Pending rows held behind a head are neither pending nor failed, as MemoryStore counts
+    // them: read past them, a bounded way.
+    const budget = kind === "outbox" && part === "p" ? 2 * limit : Infinity;
+    for (let row, read = 0; counts[state] < limit;) {
+      if (read >= budget) {
+        cut = true; // more may be pending behind what was read: the count is a floor
+        break;
+      }
+      if (!(row = await stream.next())) break;
+      read++;
+      if (part === "d" && !row[FAILURE.unreadable]?.BOOL) head(row, true);
+      if (part === "p" && kind === "outbox" && !clear(row)) continue;
+      seen(state, row);
+    }
+  };
+  // A waiting partition is ordered by retry time: those due by now come first, and are
+  // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
+  const readWaiting = async () => {
+    const stream = new MergedPartitions(q.timers.client, table, "w", mergePage(limit));
+    for (let row, read = 0; counts.waiting < limit && read < 2 * limit;) {
+      if (!(row = await stream.next())) break;
+      read++;
+      const due = Number(row[RELAY.order]?.N) <= now;
+      head(row, !due);
+      if (!due) seen("waiting", row);
+      else if (counts.pending < limit) seen("pending", row);
+    }
+  };
+  // What a pass parked behind a head whose retry has come is pending again: one Query per
+  // such target, for the first PARKED_TARGETS of them (past those, the count is a floor).
+  const readParked = async () => {
+    if (dueTargets.size > PARKED_TARGETS) cut = true;
+    for (const target of [...dueTargets].slice(0, PARKED_TARGETS)) {
+      for (let start: Item | undefined; counts.pending < limit;) {
+        const page = await queryPartition(
+          q.timers.client,
+          table,
+          { part: partition("h", target) },
+          mergePage(limit),
+          start,
+        );
+        for (const row of page.Items ?? []) {
+          if (counts.pending < limit && clear(row)) seen("pending", row);
+        }
+        if (!(start = page.LastEvaluatedKey)) break;
+      }
+    }
+  };
+  // Other writers' entries and spawns not in the index yet, found by their seqs (read only).
+  const foreign = kind === "timers" ? [] : (await foreignRows(q, kind, now, false)).rows;
+  if (kind === "outbox") {
+    await Promise.all([readWaiting(), read("d", "dead")]);
+    await Promise.all([read("p", "pending", { extra: foreign }), readParked()]);
+  } else {
+    await Promise.all([
+      read("p", "pending", kind === "timers" ? { upTo: now } : { extra: foreign }),
+      readWaiting(),
+      read("d", "dead"),
+    ]);
+  }
+  return {
+    ...counts,
+    heldTargets: held.size,
+    capped: cut || Object.values(counts).some((n) => n >= limit),
+    oldestAt,
+  };
+}

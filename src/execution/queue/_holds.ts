@@ -1,0 +1,375 @@
+// Held targets (#24): which outbox entries hold their target (its heads: waiting for a retry, or
+// dead), and releasing a target — its held entries back to the pending partitions, in order —
+// when a head is delivered, retried, dropped or found gone. A target's hold is one small item in
+// the counters table, read by key: what a pass pays for it follows the targets it delivers to,
+// never how many targets are held.
+import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  batchGet,
+  chunks,
+  eachConcurrently,
+  isNamed,
+  type Item,
+  N,
+  S,
+} from "../../dynamo/_dynamo.ts";
+import { sendTransaction, transactItems, unansweredWrite } from "../../dynamo/_lost_answers.ts";
+import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, RELEASES } from "../../core/_layout.ts";
+import { LIMITS } from "../../core/_validate.ts";
+import { type Bookkept, isHead } from "../../core/_relay_rules.ts";
+import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
+import { queryPartition } from "./_index_reads.ts";
+import type { QueueContext } from "./_queue_items.ts";
+
+/** A mark older than this (seconds) is a release that did not finish: a pass finishes it. */
+export const STALE_RELEASE_SECONDS = 60;
+
+/** The entries holding one target: their seqs as stored, and the lowest as a number. */
+export interface Heads {
+  seqs: string[];
+  lowest: number;
+}
+
+/** The key of a target's hold item in the counters table. */
+export const holdKey = (target: string): Item => ({ [COUNTER.id]: S(`${HOLD.prefix}${target}`) });
+
+/** The heads a hold item lists, lowest first (`undefined`: none, the target is not held). */
+export function headsOf(item: Item | undefined): Heads | undefined {
+  const seqs = [...item?.[HOLD.heads]?.NS ?? []].sort((a, b) => Number(a) - Number(b));
+  return seqs.length === 0 ? undefined : { seqs, lowest: Number(seqs[0]) };
+}
+
+/** The holds of these targets (strongly consistent unless the store, or the caller, says otherwise). */
+export async function readHolds(
+  q: QueueContext,
+  targets: Iterable<string>,
+  consistent = true,
+  held?: Map<string, string[]>,
+): Promise<Map<string, Heads>> {
+  const table = q.tables.counters.name;
+  const holds = new Map<string, Heads>();
+  const keys = [...new Set(targets)].map(holdKey);
+  await eachConcurrently(
+    chunks(keys, LIMITS.batchGetKeys),
+    ITEM_WRITES_IN_FLIGHT,
+    (chunk) =>
+      batchGet(
+        q.timers.client,
+        { [table]: { Keys: chunk, ConsistentRead: consistent } },
+        (responses) => {
+          for (const item of responses[table] ?? []) {
+            const heads = headsOf(item);
+            const id = item[COUNTER.id]?.S ?? "";
+            if (heads) holds.set(id.slice(HOLD.prefix.length), heads);
+            const listed = [...item[HOLD.held]?.NS ?? []];
+            if (held && listed.length) held.set(id.slice(HOLD.prefix.length), listed);
+          }
+        },
+      ),
+  );
+  return holds;
+}
+
+/** The transaction item that makes `seq` a head of `target` (in the same transaction as its park). */
+export function addHead(q: QueueContext, target: string, seq: AttributeValue): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "ADD #h :s",
+      ExpressionAttributeNames: { "#h": HOLD.heads },
+      ExpressionAttributeValues: { ":s": { NS: [seq.N!] } },
+    },
+  };
+}
+
+/** The transaction item that lists `seqs` as held behind `target`'s heads (with their move). */
+export function addHeld(q: QueueContext, target: string, seqs: string[]): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "ADD #held :s",
+      ExpressionAttributeNames: { "#held": HOLD.held },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    },
+  };
+}
+
+/** Takes entries no longer held (delivered, or gone) off `target`'s list of held entries. */
+export async function unlistHeld(q: QueueContext, target: string, seqs: string[]): Promise<void> {
+  if (seqs.length === 0) return;
+  await q.timers.client.send(
+    new UpdateItemCommand({
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "DELETE #held :s",
+      ExpressionAttributeNames: { "#held": HOLD.held },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    }),
+  );
+}
+
+/** The transaction item that takes `seqs` out of `target`'s heads. */
+export function removeHeads(q: QueueContext, target: string, seqs: string[]): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "DELETE #h :s",
+      ExpressionAttributeNames: { "#h": HOLD.heads },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    },
+  };
+}
+
+/** The condition that an outbox entry still holds its target: there, and waiting or dead. */
+export const STILL_HEAD =
+  "attribute_exists(#k) AND (attribute_exists(#hd) OR attribute_exists(#hr))";
+export const STILL_HEAD_NAMES = { "#k": OUTBOX.seq, "#hd": FAILURE.deadAt, "#hr": FAILURE.retryAt };
+
+/**
+ * Releases `target` with `change` (what makes a head stop holding it: a retry, a drop; nothing
+ * for a delivered head, already acknowledged): marks the release, applies the change (one
+ * transaction with an idempotency token), brings the held entries back, then unmarks it. A crash
+ * anywhere leaves the mark, and a pass finishes it. The head leaves the hold only once what it
+ * held is back (see {@linkcode bringBackHeld}): until then the target stays held, so that no pass
+ * delivers a later entry while an earlier one is still on its way back. `false` when a condition
+ * of the change failed (nothing was applied). `mark`: one {@linkcode markReleases} made.
+ */
+export async function release(
+  q: QueueContext,
+  target: string,
+  change: TransactWriteItem[],
+  write: { operation: string; key: string; known: string },
+  mark?: string,
+): Promise<boolean> {
+  const marked = mark ?? (await markReleases(q, [target]))[0]!;
+  const done = change.length
+    ? await transactItems(q.timers.client, change, write, q.resends, write.known)
+    : { applied: true };
+  if (done.applied) await bringBackHeld(q, target);
+  await updateReleases(q, "DELETE", [marked]);
+  return done.applied;
+}
+
+/** Marks releases of `targets` about to start (one write): their marks, in the same order. */
+export async function markReleases(q: QueueContext, targets: string[]): Promise<string[]> {
+  const marks = targets.map((target) => `${target}@${Math.floor(q.now() / 1000)}`);
+  if (marks.length) await updateReleases(q, "ADD", marks);
+  return marks;
+}
+
+/** The targets whose heads among `seqs` this store handed out, marked for their release. */
+export interface DeliveredHeads {
+  targets: string[];
+  marks: string[];
+}
+
+/**
+ * Marks the release of the targets of the heads among `seqs` that this store handed out, before
+ * they are acknowledged: a relay that dies between the acknowledgement and the release leaves the
+ * mark, and a later pass finishes the release. A head acknowledged elsewhere is found gone later
+ * (by the next pass that would hold an entry behind it, or by the adoption scan).
+ */
+export async function markDelivered(
+  q: QueueContext,
+  seqs: readonly number[],
+): Promise<DeliveredHeads> {
+  const targets = new Set<string>();
+  for (const seq of seqs) {
+    const head = q.headsOut.get(seq);
+    if (head === undefined) continue;
+    q.headsOut.delete(seq);
+    targets.add(head.target);
+  }
+  return { targets: [...targets], marks: await markReleases(q, [...targets]) };
+}
+
+/** Releases the targets {@linkcode markDelivered} marked, once their heads are acknowledged. */
+export async function releaseDelivered(q: QueueContext, heads: DeliveredHeads): Promise<void> {
+  await eachConcurrently(
+    heads.targets.map((target, i) => [target, heads.marks[i]!]),
+    ITEM_WRITES_IN_FLIGHT,
+    ([target, mark]) =>
+      release(q, target!, [], {
+        operation: "ackOutbox",
+        key: target!,
+        known: "the delivered entry may still hold its target; a later pass releases it",
+      }, mark).then(() => {}),
+  );
+}
+
+/**
+ * Brings `target`'s held entries back to the pending partitions: those below its lowest head
+ * still holding it (every one when none does). Heads that no longer hold it (delivered, retried
+ * or dropped, by this module or a writer that does not keep holds) are taken out of the hold
+ * last, once every entry they held is back: while they are listed, passes and inline deliveries
+ * keep the target held. Idempotent.
+ */
+export async function bringBackHeld(q: QueueContext, target: string): Promise<void> {
+  const { heads, gone } = await checkHeads(q, target);
+  const table = q.tables.outbox.name;
+  const part = partition("h", target);
+  // The entries the hold lists, by key (the index may not show those held a moment ago); they
+  // stay listed until delivered, so that passes deliver them before their target's later ones.
+  const listed = new Map<string, string[]>();
+  await readHolds(q, [target], true, listed);
+  const rows = await readOutboxRows(q, listed.get(target) ?? []);
+  const back = [...rows.values()].filter((row) =>
+    row[RELAY.part]?.S === part && (!heads || Number(row[OUTBOX.seq]?.N) < heads.lowest)
+  );
+  await eachConcurrently(back, ITEM_WRITES_IN_FLIGHT, (row) => moveBack(q, row, part));
+  let start: Item | undefined;
+  do {
+    const page = await queryPartition(
+      q.timers.client,
+      table,
+      heads ? { part, below: N(heads.lowest) } : { part },
+      undefined,
+      start,
+    );
+    await eachConcurrently(
+      page.Items ?? [],
+      ITEM_WRITES_IN_FLIGHT,
+      (row) => moveBack(q, row, part),
+    );
+    start = page.LastEvaluatedKey;
+  } while (start);
+  await eachConcurrently(gone, ITEM_WRITES_IN_FLIGHT, (seq) => dropHead(q, target, seq));
+}
+
+/** A held entry back to its pending partition, unless it moved (or went) meanwhile. */
+async function moveBack(q: QueueContext, row: Item, from: string): Promise<void> {
+  const key = { [OUTBOX.seq]: row[OUTBOX.seq]! };
+  try {
+    await q.timers.client.send(
+      new UpdateItemCommand(
+        moveInput(q.tables.outbox.name, key, from, pendingPlace("outbox", key)),
+      ),
+    );
+  } catch (error) {
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+  }
+}
+
+/**
+ * Outbox rows read by their stored seqs (strongly consistent: whether a head still holds its
+ * target must not lag a release), by the seq text DynamoDB returns.
+ */
+export async function readOutboxRows(
+  q: QueueContext,
+  seqs: readonly string[],
+): Promise<Map<string, Item>> {
+  const rows = new Map<string, Item>();
+  const table = q.tables.outbox.name;
+  await eachConcurrently(
+    chunks([...new Set(seqs)], LIMITS.batchGetKeys),
+    GETS_IN_FLIGHT,
+    (chunk) =>
+      batchGet(
+        q.timers.client,
+        { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
+        (responses) => {
+          for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
+        },
+      ),
+  );
+  return rows;
+}
+
+/**
+ * The heads of `target` that still hold it, read from the table, and those that no longer do
+ * (an entry gone, or no longer waiting or dead: delivered by a relay that keeps no holds,
+ * retried by an operator or another writer), for {@linkcode bringBackHeld} to take out of the hold.
+ */
+async function checkHeads(
+  q: QueueContext,
+  target: string,
+): Promise<{ heads: Heads | undefined; gone: string[] }> {
+  const heads = (await readHolds(q, [target])).get(target);
+  if (!heads) return { heads: undefined, gone: [] };
+  const rows = await readOutboxRows(q, heads.seqs);
+  const gone = heads.seqs.filter((seq) => !holdsTarget(rows.get(seq)));
+  const left = heads.seqs.filter((seq) => !gone.includes(seq));
+  return { heads: left.length ? { seqs: left, lowest: Number(left[0]) } : undefined, gone };
+}
+
+/**
+ * Whether an outbox row is still one of its target's heads: there, and waiting for a retry (due
+ * or not) or dead and readable (the relay's rule, {@linkcode isHead}).
+ */
+export function holdsTarget(row: Item | undefined): boolean {
+  return row !== undefined && isHead(bookkeepingOf(row));
+}
+
+/** A stored row's bookkeeping, as the relay's rules read it (an unreadable time: none). */
+export function bookkeepingOf(row: Item): Bookkept {
+  const time = (name: string) => {
+    const n = Number(row[name]?.N);
+    return row[name] === undefined ? null : Number.isFinite(n) ? n : 0;
+  };
+  return {
+    retryAt: time(FAILURE.retryAt),
+    deadAt: time(FAILURE.deadAt),
+    unreadable: row[FAILURE.unreadable]?.BOOL === true,
+  };
+}
+
+/** Takes a head that no longer holds its target out of the hold, unless it holds it again. */
+async function dropHead(q: QueueContext, target: string, seq: string): Promise<void> {
+  const check: TransactWriteItem = {
+    ConditionCheck: {
+      TableName: q.tables.outbox.name,
+      Key: { [OUTBOX.seq]: { N: seq } },
+      ConditionExpression: `NOT (${STILL_HEAD})`,
+      ExpressionAttributeNames: STILL_HEAD_NAMES,
+    },
+  };
+  try {
+    await sendTransaction(
+      q.timers.client,
+      [check, removeHeads(q, target, [seq])],
+      unansweredWrite(
+        { operation: "release", key: target },
+        q.resends.lost,
+        "a head no longer holding its target may still be listed; the next release takes it out",
+      ),
+    );
+  } catch (error) {
+    if (!isNamed(error, "TransactionCanceledException")) throw error;
+  }
+}
+
+/** Adds (`ADD`) or removes (`DELETE`) release marks. */
+async function updateReleases(
+  q: QueueContext,
+  verb: "ADD" | "DELETE",
+  marks: string[],
+): Promise<void> {
+  await q.timers.client.send(
+    new UpdateItemCommand({
+      TableName: q.tables.counters.name,
+      Key: { [COUNTER.id]: S(RELEASES.id) },
+      UpdateExpression: `${verb} #t :m`,
+      ExpressionAttributeNames: { "#t": RELEASES.targets },
+      ExpressionAttributeValues: { ":m": { SS: marks } },
+    }),
+  );
+}
+
+/** Finishes releases that a crash left marked (older than a minute): at most `budget` of them. */
+export async function finishReleases(
+  q: QueueContext,
+  marks: string[],
+  budget: number,
+): Promise<void> {
+  const now = q.now() / 1000;
+  const stale = marks.filter((mark) => now - Number(mark.split("@")[1]) > STALE_RELEASE_SECONDS);
+  await eachConcurrently(stale.slice(0, budget), ITEM_WRITES_IN_FLIGHT, async (mark) => {
+    await bringBackHeld(q, mark.split("@")[0]!);
+    await updateReleases(q, "DELETE", [mark]);
+  });
+}

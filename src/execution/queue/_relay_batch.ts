@@ -1,0 +1,220 @@
+// What relays read and write on DynamoDB: one pass's batch of each queue (outbox, spawns, due
+// timers) with what is not deliverable left out, read through the relay index (#24): what is
+// due and little else. Memory grows with the `limit` asked for, never with the backlog.
+
+import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";
+import type { QueueBatch } from "../../core/_queue_batch.ts";
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { byFireAt, Lowest } from "../../core/_bounded.ts";
+import { batchGet, chunks, eachConcurrently, isNamed, type Item } from "../../dynamo/_dynamo.ts";
+import { FAILURE, isRetryDue, RELAY, SPAWN, spawnFromItem, TIMER } from "../../core/_layout.ts";
+import { type DueTimer, dueTimerOf } from "./_timers.ts";
+import { LIMITS } from "../../core/_validate.ts";
+import type { RelayItems, RelayKind, UnreadableRow } from "../../core/types.ts";
+import { earliest, numberOf, type QueueContext, unreadableRow } from "./_queue_items.ts";
+import { type Candidate, candidateOf, outboxOf } from "./_outbox_bodies.ts";
+import { misplaced, outboxFromIndex } from "./_outbox_pass.ts";
+import { MergedPartitions, mergePage } from "./_index_reads.ts";
+import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
+import { foreignRows, upkeep } from "./_adoption.ts";
+import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
+
+/** The items of a relay pass over one queue (see `ExecutionStore.relayBatch`). */
+export async function relayBatch<K extends RelayKind>(
+  q: QueueContext,
+  kind: K,
+  { limit, now, seqs, pass }: { limit: number; now: number; seqs?: number[]; pass: boolean },
+): Promise<RelayItems<K>> {
+  if (kind === "outbox" && seqs !== undefined) {
+    return { ...await outboxOf(q, seqs, now), now } as RelayItems<K>;
+  }
+  // A pass first finishes releases and (timers) goes on with the scan for other writers'
+  // timers, a little each time. Every read finds other writers' outbox entries and spawns by
+  // their seqs; a pass also adopts them, and a plain read (pendingOutbox) only reads.
+  // A plain read of timers (dueTimers) reads only the index: `{ scan: true }` finds the rest.
+  const scanned = pass ? await upkeep(q, kind) : [];
+  const foreign = kind === "timers"
+    ? { rows: scanned, frontier: Infinity, counter: 0 }
+    : await foreignRows(q, kind, now, pass);
+  return { ...await read(q, kind, limit, now, pass, foreign), now } as RelayItems<K>;
+}
+
+function read(
+  q: QueueContext,
+  kind: RelayKind,
+  limit: number,
+  now: number,
+  pass: boolean,
+  foreign: ForeignRows | undefined,
+): Promise<QueueBatch<RelayKind>> {
+  if (kind === "outbox") return outboxFromIndex(q, limit, now, pass, foreign);
+  return kind === "spawns"
+    ? spawnsFromIndex(q, limit, now, pass, foreign)
+    : timersFromIndex(q, limit, now, pass, foreign);
+}
+
+// --- spawns ----------------------------------------------------------------------------
+
+/**
+ * The `limit` lowest spawn intents deliverable now, through the relay index: those whose retry
+ * is due, then the lowest pending ones. A pass moves a row another writer parked or
+ * dead-lettered in place to where it belongs.
+ */
+async function spawnsFromIndex(
+  q: QueueContext,
+  limit: number,
+  now: number,
+  pass: boolean,
+  foreign: ForeignRows | undefined,
+): Promise<QueueBatch<"spawns">> {
+  const rows = await dueRows(q, "spawns", limit, now, pass, foreign);
+  let oldestAt: number | null = null;
+  // Another writer's spawn has no `created_at`: it has waited since at least the oldest known.
+  for (const row of rows) oldestAt = earliest(oldestAt, numberOf(row[SPAWN.createdAt]));
+  const candidates = rows.map(candidateOf).sort((a, b) => a.seq - b.seq).slice(0, limit);
+  return { ...await spawnBodies(q, candidates, now), oldestAt };
+}
+
+/** The spawn intents' bodies (strongly consistent): what is still there, due and not dead. */
+async function spawnBodies(
+  q: QueueContext,
+  candidates: Candidate[],
+  now: number,
+): Promise<Omit<QueueBatch<"spawns">, "oldestAt">> {
+  const found = await bodies(q, "spawns", candidates.map((c) => c.key));
+  const items: RelayItems<"spawns">["items"] = [];
+  const unreadable: UnreadableRow<"spawns">[] = [];
+  for (const c of candidates) {
+    const body = found.get(c.id);
+    if (body === undefined || body[FAILURE.deadAt] !== undefined || !isRetryDue(body, now)) {
+      continue; // acknowledged, or parked since the read
+    }
+    try {
+      items.push({ item: spawnFromItem(body), attempts: c.attempts });
+    } catch (error) {
+      unreadable.push(unreadableRow(c.seq, body, c.attempts, error));
+    }
+  }
+  return { items, unreadable };
+}
+
+// --- timers ----------------------------------------------------------------------------
+
+/** Due timers (earliest first) as a batch: the oldest is the first one's fire time. */
+function timerBatch(due: DueTimer[]): QueueBatch<"timers"> {
+  return {
+    items: due.map(({ attempts, ...timer }) => ({ item: timer, attempts })),
+    unreadable: [],
+    oldestAt: due[0]?.fireAt ?? null,
+  };
+}
+
+/**
+ * The `limit` earliest due timers through the relay index: pending ones due by `now` and parked
+ * ones whose retry is due, each read again from the table (the index lags it: a timer cancelled
+ * or re-scheduled a moment ago must not fire).
+ */
+async function timersFromIndex(
+  q: QueueContext,
+  limit: number,
+  now: number,
+  pass: boolean,
+  foreign: ForeignRows | undefined,
+): Promise<QueueBatch<"timers">> {
+  const rows = await dueRows(q, "timers", limit, now, pass, foreign);
+  const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
+  const due = new Lowest<DueTimer>(limit, byFireAt);
+  for (const row of rows) {
+    const body = found.get(keyId("timers", row));
+    if (
+      body === undefined || body[TIMER.fireAt]?.N !== row[TIMER.fireAt]?.N ||
+      body[FAILURE.deadAt] !== undefined || !isRetryDue(body, now) ||
+      !(Number(body[TIMER.fireAt]?.N) <= now)
+    ) continue; // cancelled, re-scheduled or parked since the index showed it
+    due.offer(dueTimerOf(body));
+  }
+  return timerBatch(due.sorted());
+}
+
+// --- shared ----------------------------------------------------------------------------
+
+/**
+ * Index rows of a spawn or timer queue that may be due: those waiting whose retry is due, and
+ * the lowest pending ones (timers: due by `now`), up to `limit` each. A pass moves rows another
+ * writer parked or dead-lettered in place, and leaves them out.
+ */
+async function dueRows(
+  q: QueueContext,
+  kind: "spawns" | "timers",
+  limit: number,
+  now: number,
+  pass: boolean,
+  foreign?: ForeignRows,
+): Promise<Item[]> {
+  const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
+  const page = mergePage(limit);
+  const extra = kind === "timers"
+    ? foreign?.rows.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
+    : foreign?.rows;
+  const pendingBound = kind === "timers" ? { upTo: now, extra } : { extra };
+  const streams = [
+    new MergedPartitions(q.timers.client, table, "w", page, { upTo: now }),
+    new MergedPartitions(q.timers.client, table, "p", page, pendingBound),
+  ];
+  const rows: Item[] = [];
+  const moves: { row: Item; from: string; place: NonNullable<ReturnType<typeof placeOf>> }[] = [];
+  const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
+  for (const stream of streams) {
+    let taken = 0, examined = 0;
+    for (let row; taken < limit && examined < budget && (row = await stream.next());) {
+      examined++;
+      if (kind === "spawns" && beyondFrontier(foreign, Number(row[SPAWN.seq]?.N))) continue;
+      const from = row[RELAY.part]?.S ?? "";
+      const place = placeOf(kind, row, now);
+      if (place && misplaced(partOf(from), partOf(place.part))) {
+        moves.push({ row, from, place });
+        continue;
+      }
+      rows.push(row);
+      taken++;
+    }
+  }
+  if (pass) {
+    await eachConcurrently(moves, GETS_IN_FLIGHT, async ({ row, from, place }) => {
+      try {
+        await q.timers.client.send(
+          new UpdateItemCommand(moveInput(table, rowKey(kind, row), from, place)),
+        );
+      } catch (error) {
+        if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+      }
+    });
+  }
+  return rows;
+}
+
+/** The rows of these keys, strongly consistent, by {@linkcode keyId}. */
+async function bodies(
+  q: QueueContext,
+  kind: "spawns" | "timers",
+  keys: Item[],
+): Promise<Map<string, Item>> {
+  const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
+  const found = new Map<string, Item>();
+  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
+    batchGet(
+      q.timers.client,
+      { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },
+      (responses) => {
+        for (const item of responses[table] ?? []) found.set(keyId(kind, item), item);
+      },
+    ));
+  return found;
+}
+
+/** A row's key as text (the seq as stored; a timer's execution and path). */
+function keyId(kind: RelayKind, item: Item): string {
+  return kind === "timers"
+    ? `${item[TIMER.executionId]?.S}\u0000${item[TIMER.path]?.S}`
+    : item[SPAWN.seq]?.N ?? "";
+}

@@ -1,0 +1,145 @@
+// The relay index (#24): one sparse global secondary index on each relay table (outbox, spawns,
+// timers) whose partitions are the rows' states, so that a pass reads what is due and nothing
+// else. Pure: where a row belongs, from its own attributes. The wire format is the pair of
+// attributes `relay_part` and `relay_order` (see _layout.ts RELAY).
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { type Item, N, S } from "../../core/_attributes.ts";
+import { FAILURE, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
+import type { RelayKind } from "../../core/types.ts";
+import { fnv1a } from "../../core/_fnv1a.ts";
+
+/**
+ * The index on each relay table: `relay_part` (HASH) + `relay_order` (RANGE), projecting what a
+ * pass decides with (target, chain link, bookkeeping, a timer's time), never the bodies.
+ */
+export const RELAY_INDEX = {
+  name: "relay_part-relay_order",
+  hash: [RELAY.part, "S"],
+  range: [RELAY.order, "N"],
+  include: [
+    OUTBOX.targetId,
+    OUTBOX.prevSeq,
+    OUTBOX.createdAt,
+    FAILURE.attempts,
+    FAILURE.retryAt,
+    FAILURE.deadAt,
+    FAILURE.unreadable,
+    TIMER.fireAt,
+  ],
+} as const;
+
+/**
+ * How many partitions each state (pending, waiting, dead) spreads over. An index partition takes
+ * about 1,000 writes a second, so 8 carry about 8,000 commits' entries a second per table; a pass
+ * pays one Query per shard and state it reads. A constant, not an option: every writer and
+ * reader of a table must agree on it.
+ */
+export const RELAY_SHARDS = 8;
+
+/** A state's partition letter: pending, waiting for a retry, dead-lettered, held (outbox). */
+export type Part = "p" | "w" | "d" | "h";
+
+/** Where a row sits in the index: its partition and its order there (a stored number). */
+export interface Place {
+  part: string;
+  order: AttributeValue;
+}
+
+/** The partition `part` of `shard` (or, for `h`, of a target key). */
+export const partition = (part: Part, shard: number | string): string => `${part}${shard}`;
+
+/** The state a partition name stands for, or null for a name this module does not write. */
+export function partOf(name: string | undefined): Part | null {
+  const letter = name?.[0];
+  return letter === "p" || letter === "w" || letter === "d" || letter === "h" ? letter : null;
+}
+
+/** The key of a relay table's row (seq; a timer's execution and path), as the row holds it. */
+export function rowKey(kind: RelayKind, item: Item): Item {
+  return kind === "timers"
+    ? { [TIMER.executionId]: item[TIMER.executionId]!, [TIMER.path]: item[TIMER.path]! }
+    : { [OUTBOX.seq]: item[OUTBOX.seq]! };
+}
+
+/**
+ * The shard of a row: a timer's is {@linkcode fnv1a} of its execution and path; an entry's is its
+ * seq modulo the shards (another writer's odd seq — fractional, negative, past 2^53 — hashes its
+ * stored text).
+ */
+export function rowShard(kind: RelayKind, item: Item): number {
+  if (kind === "timers") {
+    return fnv1a(item[TIMER.executionId]?.S ?? "", item[TIMER.path]?.S ?? "") % RELAY_SHARDS;
+  }
+  return seqShard(item[OUTBOX.seq]?.N ?? "");
+}
+
+/** The shard of a seq as stored (its text). */
+export function seqShard(text: string): number {
+  const seq = Number(text);
+  if (Number.isSafeInteger(seq) && seq >= 0 && String(seq) === text) return seq % RELAY_SHARDS;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % RELAY_SHARDS;
+}
+
+/** The number a row is ordered by while pending or dead: its seq, or a timer's `fire_at`. */
+export function keyOrder(kind: RelayKind, item: Item): AttributeValue | undefined {
+  const order = kind === "timers" ? item[TIMER.fireAt] : item[OUTBOX.seq];
+  return order?.N === undefined ? undefined : { N: order.N };
+}
+
+/** Where a row committed now goes: pending, ordered by its seq (a timer: its fire time). */
+export function pendingPlace(kind: RelayKind, item: Item): Place {
+  return { part: partition("p", rowShard(kind, item)), order: keyOrder(kind, item)! };
+}
+
+/**
+ * Where a row belongs by its own attributes at `now`: dead-lettered, waiting for a retry still to
+ * come, or pending. `null` for a row no place can hold (no key number to order it by).
+ */
+export function placeOf(kind: RelayKind, item: Item, now: number): Place | null {
+  const order = keyOrder(kind, item);
+  if (order === undefined || !Number.isFinite(Number(order.N))) return null;
+  const shard = rowShard(kind, item);
+  if (item[FAILURE.deadAt] !== undefined) return { part: partition("d", shard), order };
+  const retryAt = item[FAILURE.retryAt]?.N;
+  if (retryAt !== undefined && Number(retryAt) > now) {
+    return { part: partition("w", shard), order: { N: retryAt } };
+  }
+  return { part: partition("p", shard), order };
+}
+
+/** The relay index's attributes of a place, to spread into an item or an update. */
+export function relayAttributes(place: Place): Item {
+  return { [RELAY.part]: S(place.part), [RELAY.order]: place.order };
+}
+
+/**
+ * The update that moves a row to `place` if it is still in partition `from` (`null`: if it has no
+ * partition yet, an adoption): as an UpdateItem input or a transaction's Update.
+ */
+export function moveInput(table: string, key: Item, from: string | null, place: Place) {
+  return {
+    TableName: table,
+    Key: key,
+    UpdateExpression: "SET #p = :p, #o = :o",
+    ConditionExpression: from === null ? "attribute_not_exists(#p)" : "#p = :from",
+    ExpressionAttributeNames: { "#p": RELAY.part, "#o": RELAY.order },
+    ExpressionAttributeValues: {
+      ":p": S(place.part),
+      ":o": place.order,
+      ...(from === null ? {} : { ":from": S(from) }),
+    },
+  };
+}
+
+/** A held entry's place: its target's partition, ordered by its seq. */
+export function heldPlace(target: string, seq: AttributeValue): Place {
+  return { part: partition("h", target), order: { N: seq.N! } };
+}
+
+/** The relay index's largest attributes, for size checks made at commit time. */
+export const RELAY_PLACEHOLDER: Item = {
+  [RELAY.part]: S(partition("h", "0".repeat(16))),
+  [RELAY.order]: N(Number.MAX_SAFE_INTEGER),
+};
