@@ -27,7 +27,11 @@ export interface DynamoDBStoreOptions {
   prefix?: string;
   /** How many trace steps each execution keeps (a ring), 0 to 1,000,000; 0 keeps every step. @default {200} */
   traceMax?: number;
-  /** Read executions, dedupe marks and relay tables with strongly consistent reads. @default {true} */
+  /**
+   * Read executions, dedupe marks, listings and trace rings with strongly consistent reads. The
+   * relay's reads that order and exactly-once rest on (holds, bodies, predecessors, other
+   * writers' seqs) are strongly consistent whatever this says. @default {true}
+   */
   consistentReads?: boolean;
   /**
    * Lifetime of dedupe marks in seconds: marks carry a `ttl` attribute, `ensureTables`

@@ -43,7 +43,7 @@ export async function outboxOf(
   seqs: number[],
   now: number,
 ): Promise<QueueBatch<"outbox">> {
-  const { client, consistent } = q.timers;
+  const { client } = q.timers;
   const table = q.tables.outbox.name;
   const found = new Map<string, Item>();
   await eachConcurrently(
@@ -52,7 +52,7 @@ export async function outboxOf(
     (chunk) =>
       batchGet(
         client,
-        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: consistent } },
+        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: true } },
         (responses) => {
           for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
         },
@@ -107,7 +107,7 @@ export async function readOutboxBodies(
   now: number,
   known = new Map<string, Item>(),
 ): Promise<QueueBatch<"outbox">> {
-  const { client, consistent } = q.timers;
+  const { client } = q.timers;
   const table = q.tables.outbox.name;
   const bySeqs = new Map(candidates.map((c) => [c.seq, c]));
   const waitsFor = new Map<string, number>(); // candidate id → predecessor to look up
@@ -134,7 +134,7 @@ export async function readOutboxBodies(
     (chunk) =>
       batchGet(
         client,
-        { [table]: { Keys: chunk, ConsistentRead: consistent } },
+        { [table]: { Keys: chunk, ConsistentRead: true } },
         (responses) => {
           for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
         },

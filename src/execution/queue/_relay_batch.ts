@@ -204,7 +204,7 @@ async function bodies(
   await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
     batchGet(
       q.timers.client,
-      { [table]: { Keys: chunk, ConsistentRead: q.timers.consistent } },
+      { [table]: { Keys: chunk, ConsistentRead: true } },
       (responses) => {
         for (const item of responses[table] ?? []) found.set(keyId(kind, item), item);
       },
