@@ -9,12 +9,13 @@ import { batchGet, eachConcurrently, isNamed, type Item, S } from "../../dynamo/
 import { ADOPTION, COUNTER, OUTBOX, RELAY, RELEASES, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { finishReleases } from "./_holds.ts";
-import { moveInput, pendingPlace, placeOf, relayAttributes, rowKey } from "./_relay_index.ts";
+import { pendingPlace, placeOf, relayAttributes, rowKey } from "./_relay_index.ts";
 import { plain, type QueueContext } from "./_queue_items.ts";
 import { byIndexOrder } from "./_index_reads.ts";
 import { transactOne } from "../../dynamo/_lost_answers.ts";
 import { findForeign, type ForeignRows, type SeqKind } from "./_foreign_seqs.ts";
 import { noteRows } from "./_recent_writes.ts";
+import { adopted } from "./_transitions.ts";
 
 /** How many stale release marks one pass finishes. */
 const RELEASES_PER_PASS = 10;
@@ -176,15 +177,7 @@ export async function adoptRow(
   exact = false,
 ): Promise<boolean> {
   if (placeOf(kind, row, 0) === null) return false; // nothing to order it by: only a scan finds it
-  const input = moveInput(q.tables[kind].name, rowKey(kind, row), null, pendingPlace(kind, row));
-  if (kind === "timers") {
-    input.ConditionExpression += " AND #f = :f";
-    Object.assign(input.ExpressionAttributeNames, { "#f": TIMER.fireAt });
-    Object.assign(input.ExpressionAttributeValues, { ":f": row[TIMER.fireAt]! });
-  } else {
-    input.ConditionExpression += " AND attribute_exists(#k)"; // not an acknowledged row back
-    Object.assign(input.ExpressionAttributeNames, { "#k": OUTBOX.seq });
-  }
+  const input = adopted(q.tables, kind, row);
   if (!exact) {
     try {
       await q.timers.client.send(new UpdateItemCommand(input));

@@ -4,21 +4,15 @@
 import { type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { transactItems, transactOne } from "../../dynamo/_lost_answers.ts";
 import { batchGet, isNamed, type Item, N, S } from "../../dynamo/_dynamo.ts";
-import { fireAtGuard } from "./_fire_at.ts";
 import {
   FAILURE,
   OUTBOX,
   outboxFromItem,
   RELAY,
-  seqKey,
   spawnFromItem,
-  TIMER,
   timerFromItem,
-  timerKey,
 } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
-import { lastErrorText } from "../../core/_relay_rules.ts";
-import type { ExecutionTables } from "../../core/table_specs.ts";
 import type {
   DeadLetter,
   RelayFailure,
@@ -29,35 +23,11 @@ import type {
 } from "../../core/types.ts";
 import { numberOf, plain, type QueueContext } from "./_queue_items.ts";
 import { candidateOf } from "./_outbox_bodies.ts";
-import { addHead, release } from "./_holds.ts";
+import { addHead, addHeld, release } from "./_holds.ts";
+import { dropped, failed, locate, retried, type RowAt } from "./_transitions.ts";
+export { locate };
 import { byIndexOrder, MergedPartitions, mergePage } from "./_index_reads.ts";
-import { keyOrder, partition, pendingPlace, rowKey, rowShard } from "./_relay_index.ts";
-
-/** The table and key of one queue item, and the condition that it is still that item. */
-export function locate<K extends RelayKind>(
-  tables: ExecutionTables,
-  kind: K,
-  key: RelayKey<K>,
-): { table: string; key: Item; names: Record<string, string>; values: Item; condition: string } {
-  if (kind === "timers") {
-    const timer = key as Timer;
-    const guard = fireAtGuard(timer.fireAt);
-    return {
-      table: tables.timers.name,
-      key: timerKey(timer.executionId, timer.path),
-      names: { "#f": TIMER.fireAt },
-      values: guard.values,
-      condition: guard.condition,
-    };
-  }
-  return {
-    table: kind === "outbox" ? tables.outbox.name : tables.spawns.name,
-    key: seqKey(key as number),
-    names: { "#k": OUTBOX.seq },
-    values: {},
-    condition: "attribute_exists(#k)",
-  };
-}
+import { keyOrder, rowKey } from "./_relay_index.ts";
 
 /**
  * Records a failed delivery on the item (attempts, the next attempt's time or the dead letter,
@@ -74,45 +44,7 @@ export async function recordFailure<K extends RelayKind>(
   failure: RelayFailure,
 ): Promise<boolean> {
   const at = locate(q.tables, kind, key);
-  const names = {
-    ...at.names,
-    "#a": FAILURE.attempts,
-    "#e": FAILURE.lastError,
-    "#r": FAILURE.retryAt,
-    "#d": FAILURE.deadAt,
-    "#p": RELAY.part,
-    "#o": RELAY.order,
-  };
-  const dead = failure.retryAt === null;
-  const shard = rowShard(kind, keyItem(kind, key));
-  const values: Item = {
-    ...at.values,
-    ":a": N(failure.attempts),
-    ":e": S(lastErrorText(failure.error)),
-    ":p": S(partition(dead ? "d" : "w", shard)),
-    ":o": dead ? keyOrder(kind, keyItem(kind, key))! : N(failure.retryAt!),
-  };
-  const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
-  if (dead) {
-    values[":d"] = N(q.now() / 1000);
-    sets.push("#d = :d");
-    if (failure.unreadable) {
-      Object.assign(names, { "#u": FAILURE.unreadable });
-      values[":u"] = { BOOL: true };
-      sets.push("#u = :u");
-    }
-  } else {
-    values[":r"] = N(failure.retryAt!);
-    sets.push("#r = :r");
-  }
-  const update = {
-    TableName: at.table,
-    Key: at.key,
-    UpdateExpression: `SET ${sets.join(", ")} REMOVE ${dead ? "#r" : "#d"}`,
-    ConditionExpression: at.condition,
-    ExpressionAttributeNames: names,
-    ExpressionAttributeValues: values,
-  };
+  const update = failed(at, kind, failure, q.now() / 1000);
   const tooBig = (error: unknown) =>
     isNamed(error, "ValidationException") && /size/i.test(String(error));
   const record = async () => {
@@ -134,16 +66,11 @@ export async function recordFailure<K extends RelayKind>(
   } catch (error) {
     // A row another writer left near 400 KB has no room for the error text: record the rest.
     if (!tooBig(error)) throw error;
-    values[":e"] = S("(error not recorded: the item is at DynamoDB's 400 KB limit)");
+    update.ExpressionAttributeValues![":e"] = S(
+      "(error not recorded: the item is at DynamoDB's 400 KB limit)",
+    );
     return await record();
   }
-}
-
-/** The key of a queue item as a row (a timer with its fire time, for its shard and order). */
-function keyItem<K extends RelayKind>(kind: K, key: RelayKey<K>): Item {
-  if (kind !== "timers") return seqKey(key as number);
-  const timer = key as Timer;
-  return { ...timerKey(timer.executionId, timer.path), [TIMER.fireAt]: N(timer.fireAt) };
 }
 
 /** One row, strongly consistent (a BatchGetItem: the relay's read, no other IAM action). */
@@ -159,36 +86,16 @@ async function readRow(q: QueueContext, table: string, key: Item): Promise<Item 
 
 /**
  * Makes a dead letter due again, its attempts forgotten, back in its pending partition. `false`
- * when there is no such dead letter: the item is
- * gone, pending (not dead-lettered), or (timers) fires at another time. An outbox entry's target
- * is released: its held entries go back to pending behind it.
+ * when there is no such dead letter: the item is gone, pending (not dead-lettered), or (timers)
+ * fires at another time. An outbox entry's target is released: the entry and those held behind
+ * it go back to pending, listed by its hold until delivered, the entry first.
  */
 export function retryDeadLetter<K extends RelayKind>(
   q: QueueContext,
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
-  const place = pendingPlace(kind, keyItem(kind, key));
-  const names: Record<string, string> = {
-    "#a": FAILURE.attempts,
-    "#e": FAILURE.lastError,
-    "#r": FAILURE.retryAt,
-    "#u": FAILURE.unreadable,
-    "#p": RELAY.part,
-    "#o": RELAY.order,
-  };
-  const values: Item = { ":p": S(place.part), ":o": place.order };
-  const update = "SET #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u";
-  return onDeadLetter(q, kind, key, "retryDeadLetter", (at) => ({
-    Update: {
-      TableName: at.table,
-      Key: at.key,
-      UpdateExpression: update,
-      ConditionExpression: at.condition,
-      ExpressionAttributeNames: { ...at.names, ...names },
-      ExpressionAttributeValues: { ...at.values, ...values },
-    },
-  }));
+  return onDeadLetter(q, kind, key, "retryDeadLetter", true, (at) => retried(at, kind));
 }
 
 /**
@@ -201,15 +108,7 @@ export function dropDeadLetter<K extends RelayKind>(
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
-  return onDeadLetter(q, kind, key, "dropDeadLetter", (at) => ({
-    Delete: {
-      TableName: at.table,
-      Key: at.key,
-      ConditionExpression: at.condition,
-      ExpressionAttributeNames: at.names,
-      ...(Object.keys(at.values).length ? { ExpressionAttributeValues: at.values } : {}),
-    },
-  }));
+  return onDeadLetter(q, kind, key, "dropDeadLetter", false, dropped);
 }
 
 /**
@@ -223,14 +122,10 @@ async function onDeadLetter<K extends RelayKind>(
   kind: K,
   key: RelayKey<K>,
   operation: string,
-  write: (at: ReturnType<typeof locate>) => TransactWriteItem,
+  stays: boolean,
+  write: (at: RowAt) => TransactWriteItem,
 ): Promise<boolean> {
   const at = locate(q.tables, kind, key);
-  const dead = {
-    ...at,
-    names: { ...at.names, "#d": FAILURE.deadAt },
-    condition: `attribute_exists(#d) AND ${at.condition}`,
-  };
   const name = { operation, key: kind === "timers" ? timerName(key as Timer) : String(key) };
   const known = `the ${kind} dead letter is ${
     operation === "dropDeadLetter" ? "gone" : "due again"
@@ -238,9 +133,13 @@ async function onDeadLetter<K extends RelayKind>(
   if (kind === "outbox") {
     const row = await readRow(q, at.table, at.key);
     if (row === undefined || row[FAILURE.deadAt] === undefined) return false;
-    return await release(q, candidateOf(row).target, [write(dead)], { ...name, known });
+    const target = candidateOf(row).target;
+    // A retried entry stays first in its target's line: its hold lists it by key, with the
+    // entries behind it, until it is delivered (whatever the index shows of it meanwhile).
+    const listed = stays ? [addHeld(q, target, [row[OUTBOX.seq]!.N!])] : [];
+    return await release(q, target, [write(at), ...listed], { ...name, known });
   }
-  return (await transactOne(q.timers.client, write(dead), name, q.resends, known)).applied;
+  return (await transactOne(q.timers.client, write(at), name, q.resends, known)).applied;
 }
 
 function timerName(timer: Timer): string {

@@ -4,7 +4,7 @@
 // the counters table, read by key: what a pass pays for it follows the targets it delivers to,
 // never how many targets are held.
 import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import type { AttributeValue, TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   batchGet,
@@ -19,9 +19,19 @@ import { sendTransaction, transactItems, unansweredWrite } from "../../dynamo/_l
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, RELEASES } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import { type Bookkept, isHead } from "../../core/_relay_rules.ts";
-import { moveInput, partition, pendingPlace } from "./_relay_index.ts";
+import { partition } from "./_relay_index.ts";
 import { queryPartition } from "./_index_reads.ts";
 import type { QueueContext } from "./_queue_items.ts";
+import {
+  addHead,
+  addHeld,
+  holdKey,
+  released,
+  removeHeads,
+  STILL_HEAD,
+  STILL_HEAD_NAMES,
+} from "./_transitions.ts";
+export { addHead, addHeld, holdKey, removeHeads, STILL_HEAD, STILL_HEAD_NAMES };
 
 /** A mark older than this (seconds) is a release that did not finish: a pass finishes it. */
 export const STALE_RELEASE_SECONDS = 60;
@@ -31,9 +41,6 @@ export interface Heads {
   seqs: string[];
   lowest: number;
 }
-
-/** The key of a target's hold item in the counters table. */
-export const holdKey = (target: string): Item => ({ [COUNTER.id]: S(`${HOLD.prefix}${target}`) });
 
 /** The heads a hold item lists, lowest first (`undefined`: none, the target is not held). */
 export function headsOf(item: Item | undefined): Heads | undefined {
@@ -72,32 +79,6 @@ export async function readHolds(
   return holds;
 }
 
-/** The transaction item that makes `seq` a head of `target` (in the same transaction as its park). */
-export function addHead(q: QueueContext, target: string, seq: AttributeValue): TransactWriteItem {
-  return {
-    Update: {
-      TableName: q.tables.counters.name,
-      Key: holdKey(target),
-      UpdateExpression: "ADD #h :s",
-      ExpressionAttributeNames: { "#h": HOLD.heads },
-      ExpressionAttributeValues: { ":s": { NS: [seq.N!] } },
-    },
-  };
-}
-
-/** The transaction item that lists `seqs` as held behind `target`'s heads (with their move). */
-export function addHeld(q: QueueContext, target: string, seqs: string[]): TransactWriteItem {
-  return {
-    Update: {
-      TableName: q.tables.counters.name,
-      Key: holdKey(target),
-      UpdateExpression: "ADD #held :s",
-      ExpressionAttributeNames: { "#held": HOLD.held },
-      ExpressionAttributeValues: { ":s": { NS: seqs } },
-    },
-  };
-}
-
 /** Takes entries no longer held (delivered, or gone) off `target`'s list of held entries. */
 export async function unlistHeld(q: QueueContext, target: string, seqs: string[]): Promise<void> {
   if (seqs.length === 0) return;
@@ -111,24 +92,6 @@ export async function unlistHeld(q: QueueContext, target: string, seqs: string[]
     }),
   );
 }
-
-/** The transaction item that takes `seqs` out of `target`'s heads. */
-export function removeHeads(q: QueueContext, target: string, seqs: string[]): TransactWriteItem {
-  return {
-    Update: {
-      TableName: q.tables.counters.name,
-      Key: holdKey(target),
-      UpdateExpression: "DELETE #h :s",
-      ExpressionAttributeNames: { "#h": HOLD.heads },
-      ExpressionAttributeValues: { ":s": { NS: seqs } },
-    },
-  };
-}
-
-/** The condition that an outbox entry still holds its target: there, and waiting or dead. */
-export const STILL_HEAD =
-  "attribute_exists(#k) AND (attribute_exists(#hd) OR attribute_exists(#hr))";
-export const STILL_HEAD_NAMES = { "#k": OUTBOX.seq, "#hd": FAILURE.deadAt, "#hr": FAILURE.retryAt };
 
 /**
  * Releases `target` with `change` (what makes a head stop holding it: a retry, a drop; nothing
@@ -243,12 +206,9 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
 
 /** A held entry back to its pending partition, unless it moved (or went) meanwhile. */
 async function moveBack(q: QueueContext, row: Item, from: string): Promise<void> {
-  const key = { [OUTBOX.seq]: row[OUTBOX.seq]! };
   try {
     await q.timers.client.send(
-      new UpdateItemCommand(
-        moveInput(q.tables.outbox.name, key, from, pendingPlace("outbox", key)),
-      ),
+      new UpdateItemCommand(released(q.tables, row[OUTBOX.seq]!.N!, from)),
     );
   } catch (error) {
     if (!isNamed(error, "ConditionalCheckFailedException")) throw error;

@@ -14,7 +14,6 @@ import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { type Bookkept, holdsAt, isHead } from "../../core/_relay_rules.ts";
 import {
   addHead,
-  addHeld,
   bookkeepingOf,
   bringBackHeld,
   type Heads,
@@ -29,6 +28,7 @@ import { moveInput, partition, partOf, type Place, placeOf } from "./_relay_inde
 import { type Candidate, candidateOf, readOutboxBodies } from "./_outbox_bodies.ts";
 import { earliest, numberOf, type QueueContext } from "./_queue_items.ts";
 import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
+import { held as holdItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 97;
@@ -343,11 +343,12 @@ async function holdBack(
     for (let attempt = 0; chunk.length > 0 && attempt < 3; attempt++) {
       const done = await transactItems(
         q.timers.client,
-        [
-          headCheck(q, { N: from }),
-          ...chunk.map((row) => moveItem(q, row, heldPlaceOf(row))),
-          addHeld(q, target, chunk.map((row) => row.candidate.id)),
-        ],
+        holdItems(
+          q.tables,
+          target,
+          from,
+          chunk.map((row) => ({ seq: row.candidate.id, from: row.from })),
+        ),
         { operation: "relayBatch", key: `held target ${target}` },
         q.resends,
         "held entries may have moved to their target's partition; the next pass reads the rest",

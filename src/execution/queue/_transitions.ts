@@ -1,0 +1,273 @@
+// The queue's transitions, each one atomic write built by a pure function (no client, no clock
+// read): what moves a relay row from one state to another and what it checks on the way. The
+// states are the relay index's partitions (docs/delivery.md, "The state machine"): pending `p`,
+// waiting `w`, dead `d`, held `h{target}`, and no partition for a row another writer wrote. Every
+// write is conditioned on the row being what the decision saw (by key, never by an index read).
+import type { TransactWriteItem, Update } from "@aws-sdk/client-dynamodb";
+import { type Item, N, S } from "../../core/_attributes.ts";
+import { FAILURE, OUTBOX, RELAY, seqKey, TIMER, timerKey } from "../../core/_layout.ts";
+import { fireAtGuard } from "./_fire_at.ts";
+import type { RelayKey, Timer } from "../../core/types.ts";
+import { lastErrorText } from "../../core/_relay_rules.ts";
+import type { ExecutionTables } from "../../core/table_specs.ts";
+import type { RelayFailure, RelayKind } from "../../core/types.ts";
+import { COUNTER, HOLD } from "../../core/_layout.ts";
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import {
+  keyOrder,
+  moveInput,
+  partition,
+  pendingPlace,
+  type Place,
+  rowKey,
+  rowShard,
+} from "./_relay_index.ts";
+
+/** Where a row is: its table and key, and the condition that it is still that row. */
+export interface RowAt {
+  table: string;
+  key: Item;
+  names: Record<string, string>;
+  values: Item;
+  condition: string;
+}
+
+/** The table and key of one queue item, and the condition that it is still that item. */
+export function locate<K extends RelayKind>(
+  tables: ExecutionTables,
+  kind: K,
+  key: RelayKey<K>,
+): RowAt {
+  if (kind === "timers") {
+    const timer = key as Timer;
+    const guard = fireAtGuard(timer.fireAt);
+    return {
+      table: tables.timers.name,
+      key: timerKey(timer.executionId, timer.path),
+      names: { "#f": TIMER.fireAt },
+      values: guard.values,
+      condition: guard.condition,
+    };
+  }
+  return {
+    table: kind === "outbox" ? tables.outbox.name : tables.spawns.name,
+    key: seqKey(key as number),
+    names: { "#k": OUTBOX.seq },
+    values: {},
+    condition: "attribute_exists(#k)",
+  };
+}
+
+/** The condition that an outbox entry still holds its target: there, and waiting or dead. */
+export const STILL_HEAD =
+  "attribute_exists(#k) AND (attribute_exists(#hd) OR attribute_exists(#hr))";
+export const STILL_HEAD_NAMES = { "#k": OUTBOX.seq, "#hd": FAILURE.deadAt, "#hr": FAILURE.retryAt };
+
+/**
+ * fail, dead-letter: the row to waiting (until `failure.retryAt`) or, with `retryAt: null`, to
+ * dead, with its attempts and error; `now` (epoch seconds) is when it died. Only while the row is
+ * still there (a timer: still at that fire time).
+ */
+export function failed(
+  at: RowAt,
+  kind: RelayKind,
+  failure: RelayFailure,
+  now: number,
+): Update {
+  const names = {
+    ...at.names,
+    "#a": FAILURE.attempts,
+    "#e": FAILURE.lastError,
+    "#r": FAILURE.retryAt,
+    "#d": FAILURE.deadAt,
+    "#p": RELAY.part,
+    "#o": RELAY.order,
+  };
+  const dead = failure.retryAt === null;
+  const shard = rowShard(kind, at.key);
+  const values: Item = {
+    ...at.values,
+    ":a": N(failure.attempts),
+    ":e": S(lastErrorText(failure.error)),
+    ":p": S(partition(dead ? "d" : "w", shard)),
+    ":o": dead ? keyOrder(kind, at.key)! : N(failure.retryAt!),
+  };
+  const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
+  if (dead) {
+    values[":d"] = N(now);
+    sets.push("#d = :d");
+    if (failure.unreadable) {
+      Object.assign(names, { "#u": FAILURE.unreadable });
+      values[":u"] = { BOOL: true };
+      sets.push("#u = :u");
+    }
+  } else {
+    values[":r"] = N(failure.retryAt!);
+    sets.push("#r = :r");
+  }
+  return {
+    TableName: at.table,
+    Key: at.key,
+    UpdateExpression: `SET ${sets.join(", ")} REMOVE ${dead ? "#r" : "#d"}`,
+    ConditionExpression: at.condition,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  };
+}
+
+/** The condition that the row at `at` is a dead letter. */
+function deadAt(at: RowAt): RowAt {
+  return {
+    ...at,
+    names: { ...at.names, "#d": FAILURE.deadAt },
+    condition: `attribute_exists(#d) AND ${at.condition}`,
+  };
+}
+
+/** retry: a dead letter back to pending, its attempts and error forgotten. */
+export function retried(at: RowAt, kind: RelayKind): TransactWriteItem {
+  const dead = deadAt(at);
+  const place = pendingPlace(kind, at.key);
+  return {
+    Update: {
+      TableName: dead.table,
+      Key: dead.key,
+      UpdateExpression: "SET #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u",
+      ConditionExpression: dead.condition,
+      ExpressionAttributeNames: {
+        ...dead.names,
+        "#a": FAILURE.attempts,
+        "#e": FAILURE.lastError,
+        "#r": FAILURE.retryAt,
+        "#u": FAILURE.unreadable,
+        "#p": RELAY.part,
+        "#o": RELAY.order,
+      },
+      ExpressionAttributeValues: { ...dead.values, ":p": S(place.part), ":o": place.order },
+    },
+  };
+}
+
+/** drop: a dead letter deleted. */
+export function dropped(at: RowAt): TransactWriteItem {
+  const dead = deadAt(at);
+  return {
+    Delete: {
+      TableName: dead.table,
+      Key: dead.key,
+      ConditionExpression: dead.condition,
+      ExpressionAttributeNames: dead.names,
+      ...(Object.keys(dead.values).length ? { ExpressionAttributeValues: dead.values } : {}),
+    },
+  };
+}
+
+/**
+ * hold: outbox entries (their seqs as stored and the partitions they were read in) moved behind
+ * their target's head `head`, and listed by key on the target's hold — only while the head still
+ * holds the target, and each entry is still where it was read.
+ */
+export function held(
+  tables: ExecutionTables,
+  target: string,
+  head: string,
+  entries: { seq: string; from: string }[],
+): TransactWriteItem[] {
+  return [
+    {
+      ConditionCheck: {
+        TableName: tables.outbox.name,
+        Key: { [OUTBOX.seq]: { N: head } },
+        ConditionExpression: STILL_HEAD,
+        ExpressionAttributeNames: STILL_HEAD_NAMES,
+      },
+    },
+    ...entries.map(({ seq, from }) => ({
+      Update: moveInput(tables.outbox.name, { [OUTBOX.seq]: { N: seq } }, from, {
+        part: partition("h", target),
+        order: { N: seq },
+      }),
+    })),
+    addHeld({ tables }, target, entries.map((entry) => entry.seq)),
+  ];
+}
+
+/** release: a held entry back to pending, only if it is still held where it was (`from`). */
+export function released(tables: ExecutionTables, seq: string, from: string) {
+  const key = { [OUTBOX.seq]: { N: seq } };
+  return moveInput(tables.outbox.name, key, from, pendingPlace("outbox", key));
+}
+
+/**
+ * adopt: a row another writer wrote (no partition) to pending (a timer: at its fire time),
+ * unless it was adopted, acknowledged or (a timer) re-scheduled meanwhile.
+ */
+export function adopted(tables: ExecutionTables, kind: RelayKind, row: Item) {
+  const place: Place = pendingPlace(kind, row);
+  const input = moveInput(tables[kind].name, rowKey(kind, row), null, place);
+  if (kind === "timers") {
+    input.ConditionExpression += " AND #f = :f";
+    Object.assign(input.ExpressionAttributeNames, { "#f": TIMER.fireAt });
+    Object.assign(input.ExpressionAttributeValues, { ":f": row[TIMER.fireAt]! });
+  } else {
+    input.ConditionExpression += " AND attribute_exists(#k)"; // not an acknowledged row back
+    Object.assign(input.ExpressionAttributeNames, { "#k": OUTBOX.seq });
+  }
+  return input;
+}
+
+// --- a target's hold (counters item `outbox_hold:{target key}`) ------------------------
+
+/** The key of a target's hold item in the counters table. */
+export const holdKey = (target: string): Item => ({ [COUNTER.id]: S(`${HOLD.prefix}${target}`) });
+
+/** The transaction item that makes `seq` a head of `target` (in the same transaction as its park). */
+export function addHead(
+  q: { tables: ExecutionTables },
+  target: string,
+  seq: AttributeValue,
+): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "ADD #h :s",
+      ExpressionAttributeNames: { "#h": HOLD.heads },
+      ExpressionAttributeValues: { ":s": { NS: [seq.N!] } },
+    },
+  };
+}
+
+/** The transaction item that lists `seqs` as held behind `target`'s heads (with their move). */
+export function addHeld(
+  q: { tables: ExecutionTables },
+  target: string,
+  seqs: string[],
+): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "ADD #held :s",
+      ExpressionAttributeNames: { "#held": HOLD.held },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    },
+  };
+}
+
+/** The transaction item that takes `seqs` out of `target`'s heads. */
+export function removeHeads(
+  q: { tables: ExecutionTables },
+  target: string,
+  seqs: string[],
+): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "DELETE #h :s",
+      ExpressionAttributeNames: { "#h": HOLD.heads },
+      ExpressionAttributeValues: { ":s": { NS: seqs } },
+    },
+  };
+}
