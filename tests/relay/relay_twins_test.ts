@@ -128,3 +128,53 @@ Deno.test("retrying a dead head releases its target, on both stores", async () =
   assert.deepEqual(memory, { before: [], retried: true, after: ["e", "f"], pending: 0 });
   assert.deepEqual(dynamo, memory);
 });
+
+Deno.test("delivery within the request behind a head whose retry is due sends the head alone, on both stores", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    const { outbox: [head, behind] } = await store.commit(
+      newExecution({ definition_id: "due" }),
+      {
+        emits: [
+          { target: "a", event: newEvent("e") },
+          { target: "a", event: newEvent("f") },
+        ],
+      },
+    );
+    await store.recordFailure("outbox", head!, {
+      attempts: 1,
+      retryAt: clock.ms / 1000 + 10,
+      error: "down",
+    });
+    clock.ms += 11_000; // the head's retry is due
+    const seen: number[][] = [];
+    for (const seqs of [[behind!], [head!, behind!]]) {
+      const delivered: number[] = [];
+      await relayOutbox(store, (e) => Promise.resolve(void delivered.push(e.seq)), { seqs });
+      seen.push(delivered.map((seq) => seq - head!));
+    }
+    return seen;
+  });
+  assert.deepEqual(memory, [[], [0]], "the entry behind waits for its head, which goes alone");
+  assert.deepEqual(dynamo, memory);
+});
+
+Deno.test("relayOutbox's lag leaves out an entry waiting for a retry still to come, on both stores", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    const { outbox: [head] } = await store.commit(newExecution({ definition_id: "lag" }), {
+      emits: [{ target: "a", event: newEvent("e") }],
+    });
+    await store.recordFailure("outbox", head!, {
+      attempts: 1,
+      retryAt: clock.ms / 1000 + 100,
+      error: "down",
+    });
+    clock.ms += 50_000;
+    await store.commit(newExecution({ definition_id: "later" }), {
+      emits: [{ target: "b", event: newEvent("g") }],
+    });
+    clock.ms += 2_000;
+    return (await relayOutbox(store, () => Promise.resolve())).lagSeconds;
+  });
+  assert.equal(memory, 2, "g is the oldest the pass sees: e waits for its retry");
+  assert.equal(dynamo, memory);
+});

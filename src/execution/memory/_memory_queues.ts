@@ -3,7 +3,7 @@
 // as DynamoDBStore's relay reads (queue/_relay_batch.ts, queue/_outbox_bodies.ts, queue/_dead_letters.ts) do.
 import type { QueueBatch } from "../../core/_queue_batch.ts";
 import type { Event } from "../../core/documents.ts";
-import { holdsAt, isDue, lastErrorText } from "../../core/_relay_rules.ts";
+import { holdsAt, isDue, isHead, lastErrorText } from "../../core/_relay_rules.ts";
 import { byFireAt, bySeq, Lowest } from "../../core/_bounded.ts";
 import type {
   Backlog,
@@ -211,9 +211,14 @@ export class MemoryQueues {
    */
   outboxBatch(limit: number, now: number, seqs?: number[]): QueueBatch<"outbox"> {
     const held = this.heads(now);
+    // Lag as DynamoDBStore's pass sees it: the entries it reads (pending, or their retry due),
+    // not those waiting for a retry still to come or held behind one.
     let oldestAt: number | null = null;
-    for (const row of this.outbox.values()) {
-      if (row.deadAt === null) oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
+    for (const [seq, row] of this.outbox) {
+      if (row.deadAt !== null || !due(row, now) || seq > (held.get(row.targetId) ?? Infinity)) {
+        continue;
+      }
+      oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
     }
     const clear = (seq: number) => {
       const row = this.outbox.get(seq)!;
@@ -225,6 +230,14 @@ export class MemoryQueues {
     } else {
       const given = new Set(seqs.filter((seq) => this.outbox.has(seq)));
       const blocked = new Set<string>();
+      // As DynamoDBStore's: an entry above a head of its target (a failed entry, its retry due or
+      // not) waits for a pass, which delivers the head first; the head itself may go.
+      const lowestHead = new Map<string | null, number>();
+      for (const [seq, row] of this.outbox) {
+        if (isHead(row)) {
+          lowestHead.set(row.targetId, Math.min(lowestHead.get(row.targetId) ?? Infinity, seq));
+        }
+      }
       chosen = [];
       for (const seq of [...given].sort(bySeq)) {
         const row = this.outbox.get(seq)!;
@@ -233,7 +246,8 @@ export class MemoryQueues {
           other < seq && !given.has(other) && o.sourceId === row.sourceId &&
           o.targetId === row.targetId
         );
-        if (blocked.has(chain) || behind || !clear(seq)) blocked.add(chain);
+        const aboveHead = seq > (lowestHead.get(row.targetId) ?? Infinity);
+        if (blocked.has(chain) || behind || aboveHead || !clear(seq)) blocked.add(chain);
         else chosen.push(seq);
       }
     }
