@@ -55,6 +55,11 @@ Deno.test("a timer's failure holds only while it still fires at the time the rel
   assert.deepEqual(update.Key, { execution_id: { S: "e" }, path: { S: "p" } });
   assert.equal(update.ConditionExpression, timer.condition);
   assert.match(timer.condition, /#f/);
+  assert.deepEqual(update.ExpressionAttributeValues![":o"], { N: "2000" });
+  const dead = failed(timer, "timers", { attempts: 9, retryAt: null, error: "x" }, 1);
+  assert.deepEqual(dead.ExpressionAttributeValues![":o"], { N: "1000.5" }, "dead: by fire time");
+  const retry = retried(timer, "timers").Update!;
+  assert.deepEqual(retry.ExpressionAttributeValues![":o"], { N: "1000.5" });
 });
 
 Deno.test("retry and drop act only on a dead letter", () => {
@@ -80,7 +85,8 @@ Deno.test("hold: entries move behind their target's head only while the head hol
   }
   const hold = items[3]!.Update!;
   assert.equal(hold.TableName, "t_counters");
-  assert.equal(hold.UpdateExpression, "ADD #held :s");
+  assert.equal(hold.UpdateExpression, "ADD #s :s");
+  assert.equal(hold.ExpressionAttributeNames!["#s"], "held");
   assert.deepEqual(hold.ExpressionAttributeValues![":s"], { NS: ["8", "9"] });
 });
 

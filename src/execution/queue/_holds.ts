@@ -30,6 +30,7 @@ import {
   removeHeads,
   STILL_HEAD,
   STILL_HEAD_NAMES,
+  unlistHeld as unlisted,
 } from "./_transitions.ts";
 export { addHead, addHeld, holdKey, removeHeads, STILL_HEAD, STILL_HEAD_NAMES };
 
@@ -82,15 +83,7 @@ export async function readHolds(
 /** Takes entries no longer held (delivered, or gone) off `target`'s list of held entries. */
 export async function unlistHeld(q: QueueContext, target: string, seqs: string[]): Promise<void> {
   if (seqs.length === 0) return;
-  await q.timers.client.send(
-    new UpdateItemCommand({
-      TableName: q.tables.counters.name,
-      Key: holdKey(target),
-      UpdateExpression: "DELETE #held :s",
-      ExpressionAttributeNames: { "#held": HOLD.held },
-      ExpressionAttributeValues: { ":s": { NS: seqs } },
-    }),
-  );
+  await q.timers.client.send(new UpdateItemCommand(unlisted(q, target, seqs).Update!));
 }
 
 /**

@@ -27,6 +27,8 @@ import {
 export interface RowAt {
   table: string;
   key: Item;
+  /** The key with what orders the row (a timer's `fire_at`). */
+  item: Item;
   names: Record<string, string>;
   values: Item;
   condition: string;
@@ -41,9 +43,11 @@ export function locate<K extends RelayKind>(
   if (kind === "timers") {
     const timer = key as Timer;
     const guard = fireAtGuard(timer.fireAt);
+    const at = timerKey(timer.executionId, timer.path);
     return {
       table: tables.timers.name,
-      key: timerKey(timer.executionId, timer.path),
+      key: at,
+      item: { ...at, [TIMER.fireAt]: N(timer.fireAt) },
       names: { "#f": TIMER.fireAt },
       values: guard.values,
       condition: guard.condition,
@@ -52,6 +56,7 @@ export function locate<K extends RelayKind>(
   return {
     table: kind === "outbox" ? tables.outbox.name : tables.spawns.name,
     key: seqKey(key as number),
+    item: seqKey(key as number),
     names: { "#k": OUTBOX.seq },
     values: {},
     condition: "attribute_exists(#k)",
@@ -84,13 +89,13 @@ export function failed(
     "#o": RELAY.order,
   };
   const dead = failure.retryAt === null;
-  const shard = rowShard(kind, at.key);
+  const shard = rowShard(kind, at.item);
   const values: Item = {
     ...at.values,
     ":a": N(failure.attempts),
     ":e": S(lastErrorText(failure.error)),
     ":p": S(partition(dead ? "d" : "w", shard)),
-    ":o": dead ? keyOrder(kind, at.key)! : N(failure.retryAt!),
+    ":o": dead ? keyOrder(kind, at.item)! : N(failure.retryAt!),
   };
   const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
   if (dead) {
@@ -127,7 +132,7 @@ function deadAt(at: RowAt): RowAt {
 /** retry: a dead letter back to pending, its attempts and error forgotten. */
 export function retried(at: RowAt, kind: RelayKind): TransactWriteItem {
   const dead = deadAt(at);
-  const place = pendingPlace(kind, at.key);
+  const place = pendingPlace(kind, at.item);
   return {
     Update: {
       TableName: dead.table,
@@ -221,53 +226,40 @@ export function adopted(tables: ExecutionTables, kind: RelayKind, row: Item) {
 /** The key of a target's hold item in the counters table. */
 export const holdKey = (target: string): Item => ({ [COUNTER.id]: S(`${HOLD.prefix}${target}`) });
 
-/** The transaction item that makes `seq` a head of `target` (in the same transaction as its park). */
-export function addHead(
+/**
+ * The transaction item that adds (`ADD`) seqs to, or takes them (`DELETE`) from, a set of
+ * `target`'s hold: its heads (`HOLD.heads`) or the entries held behind them (`HOLD.held`).
+ */
+function holdSet(
   q: { tables: ExecutionTables },
   target: string,
-  seq: AttributeValue,
-): TransactWriteItem {
-  return {
-    Update: {
-      TableName: q.tables.counters.name,
-      Key: holdKey(target),
-      UpdateExpression: "ADD #h :s",
-      ExpressionAttributeNames: { "#h": HOLD.heads },
-      ExpressionAttributeValues: { ":s": { NS: [seq.N!] } },
-    },
-  };
-}
-
-/** The transaction item that lists `seqs` as held behind `target`'s heads (with their move). */
-export function addHeld(
-  q: { tables: ExecutionTables },
-  target: string,
+  verb: "ADD" | "DELETE",
+  set: typeof HOLD.heads | typeof HOLD.held,
   seqs: string[],
 ): TransactWriteItem {
   return {
     Update: {
       TableName: q.tables.counters.name,
       Key: holdKey(target),
-      UpdateExpression: "ADD #held :s",
-      ExpressionAttributeNames: { "#held": HOLD.held },
+      UpdateExpression: `${verb} #s :s`,
+      ExpressionAttributeNames: { "#s": set },
       ExpressionAttributeValues: { ":s": { NS: seqs } },
     },
   };
 }
 
-/** The transaction item that takes `seqs` out of `target`'s heads. */
-export function removeHeads(
-  q: { tables: ExecutionTables },
-  target: string,
-  seqs: string[],
-): TransactWriteItem {
-  return {
-    Update: {
-      TableName: q.tables.counters.name,
-      Key: holdKey(target),
-      UpdateExpression: "DELETE #h :s",
-      ExpressionAttributeNames: { "#h": HOLD.heads },
-      ExpressionAttributeValues: { ":s": { NS: seqs } },
-    },
-  };
-}
+/** The item that makes `seq` a head of `target` (in the same transaction as its failure). */
+export const addHead = (q: { tables: ExecutionTables }, target: string, seq: AttributeValue) =>
+  holdSet(q, target, "ADD", HOLD.heads, [seq.N!]);
+
+/** The item that lists `seqs` as held behind `target`'s heads (with their move). */
+export const addHeld = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
+  holdSet(q, target, "ADD", HOLD.held, seqs);
+
+/** The item that takes delivered (or gone) entries off `target`'s list of held entries. */
+export const unlistHeld = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
+  holdSet(q, target, "DELETE", HOLD.held, seqs);
+
+/** The item that takes `seqs` out of `target`'s heads. */
+export const removeHeads = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
+  holdSet(q, target, "DELETE", HOLD.heads, seqs);
