@@ -6,6 +6,9 @@ import type { ExecutionStore } from "../../mod.ts";
 import { ExecutionNotFound } from "./sqs_errors.ts";
 import type { ControlResult } from "./fleet_types.ts";
 
+/** What a control call returns (for callers outside src/sqs/). */
+export type ControlResultOf = ControlResult;
+
 /** harel's `_RETRIES`: attempts of one status commit against concurrent writers. */
 export const CONTROL_ATTEMPTS = 5;
 
