@@ -40,6 +40,15 @@ export function checkGroupId(field: string, groupId: unknown): string {
 const ISO_TIME =
   /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:[.,](\d{1,}))?(Z|z|[+-]\d\d:?\d\d)?$/;
 
+/** Whether a date and a clock name a real moment (no February 30th, no 25 o'clock). */
+function realTime(date: string, clock: string): boolean {
+  const [y, m, d] = date.split("-").map(Number) as [number, number, number];
+  const [hh, mm, ss = 0] = clock.split(":").map(Number) as [number, number, number?];
+  const at = new Date(Date.UTC(y, m - 1, d, hh, mm, ss));
+  return at.getUTCFullYear() === y && at.getUTCMonth() === m - 1 && at.getUTCDate() === d &&
+    at.getUTCHours() === hh && at.getUTCMinutes() === mm && at.getUTCSeconds() === ss;
+}
+
 /**
  * A date-time as pydantic 2 dumps a `datetime` it parsed from `text`: seconds always, the
  * fraction as microseconds (none when zero), UTC as `Z`, other offsets as `+HH:MM`. A time
@@ -48,7 +57,7 @@ const ISO_TIME =
 export function pydanticTime(field: string, text: unknown): string | null {
   if (text === null || text === undefined) return null;
   const match = typeof text === "string" ? ISO_TIME.exec(text) : null;
-  if (!match || Number.isNaN(Date.parse(`${match[1]}T00:00:00Z`))) {
+  if (!match || !realTime(match[1]!, match[2]!)) {
     throw new TypeError(
       `${field} must be null or an ISO 8601 date-time such as "2026-01-31T12:00:00Z" ` +
         `(harel's Event model parses it as a datetime), got ${describe(text)}`,

@@ -106,6 +106,12 @@ Deno.test("publish() refuses bad input before anything is sent", async (t) => {
       queue.publish("g", { ...newEvent("x"), created_time: "yesterday" }),
       /event\.created_time must be null or an ISO 8601 date-time/,
     );
+    for (const impossible of ["2026-02-30T00:00:00Z", "2026-01-31T25:00:00Z"]) {
+      await assert.rejects(
+        queue.publish("g", { ...newEvent("x"), received_time: impossible }),
+        /event\.received_time must be null or an ISO 8601 date-time/,
+      );
+    }
   });
   await t.step("no id, no kind, an option it does not take", async () => {
     await assert.rejects(queue.publish("g", { id: "", kind: "x", data: {} }), /event\.id/);
