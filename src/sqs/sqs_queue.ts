@@ -173,6 +173,13 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   static async create(options: SqsQueueOptions = {}): Promise<SqsQueue> {
     const given = checkOptions(options);
     checkKnownOptions("SqsQueue.create()", given, CREATE_OPTIONS);
+    if (typeof given.backoff === "object" && given.backoff !== null) {
+      checkKnownOptions("SqsQueue.create()'s backoff", given.backoff, [
+        "minDelayMs",
+        "maxDelayMs",
+        "multiplier",
+      ]);
+    }
     const { queueName = "stm.fifo" } = given;
     if (typeof queueName !== "string" || !/^[A-Za-z0-9_-]{1,75}\.fifo$/.test(queueName)) {
       if (typeof queueName === "string" && /^[A-Za-z0-9_-]{1,80}$/.test(queueName)) {

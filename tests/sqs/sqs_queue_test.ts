@@ -167,6 +167,10 @@ Deno.test("a queue that is not FIFO is refused before anything is sent", async (
     SqsQueue.create({ endpoint: sqsEndpoint(), queueNme: "a.fifo" } as never),
     /SqsQueue.create\(\) has no option "queueNme": did you mean "queueName"\?/,
   );
+  await assert.rejects(
+    SqsQueue.create({ endpoint: sqsEndpoint(), backoff: { minDelay: 1 } } as never),
+    /SqsQueue.create\(\)'s backoff has no option "minDelay": did you mean "minDelayMs"\?/,
+  );
 });
 
 Deno.test("create() retries until SQS answers and then gives up with QueueUnreachable", async () => {
