@@ -11,8 +11,9 @@ import {
 } from "../../mod.ts";
 import { MemoryStore } from "../../src/testing.ts";
 import { SQSClient } from "@aws-sdk/client-sqs";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { ExecutionExists, ExecutionNotFound, FleetClient, SqsQueue } from "../../src/sqs.ts";
-import { endpoint, uniqueName } from "../_support/env.ts";
+import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
 
 interface Fleet extends AsyncDisposable {
@@ -310,4 +311,45 @@ Deno.test("FleetClient refuses bad input before anything is sent", async () => {
   assert.throws(() => new FleetClient({ store, queue: {} as never }), /queue must be an SqsQueue/);
   assert.deepEqual(await readQueue(queue), []);
   assert.deepEqual(await store.listExecutions(), { items: [], nextCursor: null });
+});
+
+Deno.test("relay() publishes the Timeout of a timer a Python worker wrote, and the outbox entry it wrote", async () => {
+  await using f = await freshFleet();
+  const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "main" });
+  await f.store.save(exe);
+  // What the Python store writes: bare items, none of this module's bookkeeping attributes.
+  using client = testClient();
+  await client.send(
+    new PutItemCommand({
+      TableName: `${f.prefix}_timers`,
+      Item: {
+        execution_id: { S: exe.id },
+        path: { S: "main.wait" },
+        fire_at: { N: "1700000002.25" },
+      },
+    }),
+  );
+  const emitted = newEvent("py.emit");
+  await client.send(
+    new PutItemCommand({
+      TableName: `${f.prefix}_outbox`,
+      Item: {
+        seq: { N: "900000001" },
+        target_id: { S: exe.id },
+        event: { S: JSON.stringify(emitted) },
+      },
+    }),
+  );
+  const report = await f.fleet.relay();
+  assert.equal(report.timers.delivered, 1);
+  assert.equal(report.outbox.delivered, 1);
+  const read = await readQueue(f.queue);
+  assert.deepEqual(
+    read.map((m) => [m.group, m.event.id]).sort(),
+    [
+      [exe.id, emitted.id],
+      [exe.id, `timeout:${exe.id}:main.wait:1700000002.25`],
+    ].sort(),
+  );
+  for (const m of read) assert.equal(m.body, m.redumped);
 });
