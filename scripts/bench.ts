@@ -4,7 +4,8 @@
 // relayOutbox), heap of a bounded read of a 20,000-entry backlog, calls from a cold create() to
 // the first commit, calls per operation, hash-store throughput and write units next to the Python
 // seed store's algorithm (scripts/_bench_writes.ts), against $DYNAMODB_ENDPOINT
-// (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure).
+// (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure), and
+// SQS publish throughput and commit-to-queue latency against $SQS_ENDPOINT (moto, started too).
 import {
   DeleteItemCommand,
   type TransactWriteItem,
@@ -18,6 +19,7 @@ import { benchStatusIndex, printStatusIndex } from "./_bench_status.ts";
 import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
 import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
 import { benchWrites, printWrites } from "./_bench_writes.ts";
+import { benchSqs, printSqs } from "./_bench_sqs.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -445,6 +447,9 @@ callsPerOp.hset = await perOp(50, (i) => state.hset("session:1", `f${i}`, i));
 callsPerOp.hdel = await perOp(20, (i) => state.hdel("session:1", `f${i}`));
 callsPerOp.hgetall = await perOp(20, () => state.hgetall("session:1"));
 
+// @harel/dynamodb/sqs (#33): publish throughput and commit-to-queue latency, against moto.
+const sqs = await benchSqs(rounds, progress);
+
 // Report.
 const machine =
   `${navigator.hardwareConcurrency} cores, ${Deno.build.os} ${Deno.build.arch}, Deno ${Deno.version.deno}`;
@@ -486,6 +491,7 @@ const results = {
   relayIndex,
   statusIndex,
   writes,
+  sqs,
 };
 const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
 console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
@@ -505,6 +511,7 @@ printCommitCpu(commitCpu);
 printWrites(writes);
 printRelayIndex(relayIndex);
 printStatusIndex(statusIndex);
+printSqs(sqs);
 console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
 console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);
 console.log(`| pendingOutbox + one DeleteItem each | ${f(results.relay.perItem)} |`);

@@ -1,7 +1,7 @@
 /**
  * The operator CLI: look at executions, the outbox and timers without writing code, create
- * the tables, print the IAM policy, delete an execution. Everything but `ensure-tables` and
- * `delete` only reads.
+ * the tables, print the IAM policy, delete an execution, and harel's control plane (suspend,
+ * resume, cancel, terminate). Everything but those, `ensure-tables` and `delete` only reads.
  *
  * ```sh
  * deno run -A jsr:@harel/dynamodb/cli executions --status RUNNING --limit 20
@@ -34,6 +34,7 @@
 import { parseArgs } from "node:util";
 import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { markHeld } from "./cli/_held.ts";
+import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
@@ -110,6 +111,12 @@ Commands:
                        progress on stderr; Ctrl-C stops, running it again continues
   adopt [KIND]         adopt into the relay index the rows another writer wrote without
                        its attributes (the Python store): one scan
+  suspend ID           harel's suspend: a RUNNING execution and its children become SUSPENDED
+  resume ID            harel's resume: a SUSPENDED execution and its children become RUNNING
+  cancel ID [--reason JSON] --yes
+                       harel's cooperative cancel: CANCELLING, with a Cancel event (the
+                       reason as its data) in the outbox for the relay; children CANCELLED
+  terminate ID --yes   harel's terminate: it and its children CANCELLED at once
   ensure-tables        create the missing tables (execution store and state store)
   policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
 
@@ -181,6 +188,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         all: { type: "boolean" },
         target: { type: "string" },
         untargeted: { type: "boolean" },
+        reason: { type: "string" },
       },
     }));
   } catch (error) {
@@ -225,12 +233,20 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   retry: { positionals: [1, 2, 4], flags: ["all", "target", "untargeted", "yes"] },
   drop: { positionals: [1, 2, 4], flags: ["all", "target", "untargeted", "yes"] },
   adopt: { positionals: [0, 1], flags: [] },
+  suspend: { positionals: 1, flags: [] },
+  resume: { positionals: 1, flags: [] },
+  cancel: { positionals: 1, flags: ["reason", "yes"] },
+  terminate: { positionals: 1, flags: ["yes"] },
   "ensure-tables": { positionals: 0, flags: [] },
   policy: { positionals: 0, flags: ["account"] },
 };
 
 const WHAT_THEY_TAKE: Record<string, string> = {
   show: "an execution id",
+  suspend: "an execution id",
+  resume: "an execution id",
+  cancel: "an execution id",
+  terminate: "an execution id",
   delete: "an execution id, or none with --status and --before",
   "dead-letters": "a kind: outbox, spawns or timers",
   retry: "a kind and a key: a seq, or for timers EXECUTION_ID PATH FIRE_AT; or a kind with --all",
@@ -319,6 +335,10 @@ async function run(
       `delete removes execution ${JSON.stringify(rest[0])} with its timers, trace and dedupe ` +
         "marks for good: run it again with --yes (or with --json, for scripts)",
     );
+  }
+  if (isControl(command)) {
+    checkConfirmed(command, rest[0]!, values);
+    parseReason(values.reason);
   }
   const limit = parseLimit(values.limit, command === "executions" ? 20 : 100);
   const status = parseStatuses(values.status);
@@ -412,6 +432,8 @@ async function run(
       out("");
       out(`armed timers (${timers.length}):`);
       if (timers.length) out(indent(timerTable(timers.map(withState), now)));
+    } else if (isControl(command)) {
+      await onTable(tables.executions.name, runControl(reader, command, rest[0]!, values, out));
     } else if (all) {
       await onTable(tables[all.kind].name, runBulkDeadLetters(reader, all, json, out, err));
     } else if (adopt) {

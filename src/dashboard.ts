@@ -44,7 +44,7 @@ import type { DashboardOptions } from "./dashboard/dashboard_options.ts";
 import { checkSettings } from "./dashboard/_options.ts";
 import { createHandler } from "./dashboard/_handler.ts";
 
-export type { DashboardOptions } from "./dashboard/dashboard_options.ts";
+export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_options.ts";
 
 /**
  * The dashboard of `store`, as a request handler. Pages (under `basePath`): `/` the relay's

@@ -7,12 +7,18 @@ import { href, itemLabel, kindLabel } from "./_layout.ts";
 import { keyFields, keyText } from "./_dead_letters_page.ts";
 import { BULK_BUDGET_MS, deleteOne, dropOne, onEveryDeadLetter, retryOne } from "./_store_calls.ts";
 import type { ExecutionStore } from "../core/types.ts";
+import type { FleetControl } from "./dashboard_options.ts";
+import type { CONTROL_CALLS } from "./_options.ts";
+
+/** A control-plane operation of an execution's page. */
+export type ControlOp = typeof CONTROL_CALLS[number];
 
 /** What a POST asks for. */
 export type Action =
   | { do: "retry" | "drop"; kind: RelayKind; key: RelayKey<RelayKind> }
   | { do: "retry-all" | "drop-all"; kind: RelayKind; target: string | null }
-  | { do: "delete"; id: string };
+  | { do: "delete"; id: string }
+  | { do: ControlOp; id: string };
 
 /** The operations of the dead-letter routes. */
 export const DEAD_LETTER_OPS = ["retry", "drop", "retry-all", "drop-all"] as const;
@@ -84,9 +90,15 @@ export function deleteAction(id: string): Action {
   return { do: "delete", id: key("id", id, LIMITS.partitionKeyBytes) };
 }
 
+/** The action of an execution's control route (suspend, resume, cancel, terminate). */
+export function controlAction(op: ControlOp, id: string): Action {
+  return { do: op, id: key("id", id, LIMITS.partitionKeyBytes) };
+}
+
 /** Whether an action destroys something, and so needs a confirmation first. */
 export function destructive(action: Action): boolean {
-  return action.do === "drop" || action.do === "drop-all" || action.do === "delete";
+  return action.do === "drop" || action.do === "drop-all" || action.do === "delete" ||
+    action.do === "cancel" || action.do === "terminate";
 }
 
 /** What the confirmation page of a destructive action says and re-posts. */
@@ -98,6 +110,20 @@ export function confirmation(basePath: string, action: Action): {
   fields: Record<string, string>;
   back: string;
 } {
+  if (action.do === "cancel" || action.do === "terminate") {
+    return {
+      title: action.do === "cancel" ? "Cancel this execution?" : "Terminate this execution?",
+      question: action.do === "cancel"
+        ? `Cancel execution ${action.id}? It becomes CANCELLING and its machine's Cancel ` +
+          "transition runs on a worker (without one it becomes CANCELLED); its children are cancelled."
+        : `Terminate execution ${action.id}? It and its children become CANCELLED at once, ` +
+          "with no hooks run.",
+      label: action.do === "cancel" ? "Cancel execution" : "Terminate",
+      path: href(basePath, ["executions", action.id, action.do]),
+      fields: {},
+      back: href(basePath, ["executions", action.id]),
+    };
+  }
   if (action.do === "delete") {
     return {
       title: "Delete this execution?",
@@ -109,6 +135,7 @@ export function confirmation(basePath: string, action: Action): {
       back: href(basePath, ["executions", action.id]),
     };
   }
+  if (!("kind" in action)) throw new TypeError(`${action.do} needs no confirmation`);
   const back = href(basePath, ["dead-letters", action.kind]);
   if (action.do === "drop-all") {
     return {
@@ -145,8 +172,25 @@ export async function runAction(
   basePath: string,
   action: Action,
   signal: AbortSignal,
+  fleet: FleetControl | null = null,
 ): Promise<string> {
   switch (action.do) {
+    case "suspend":
+    case "resume":
+    case "cancel":
+    case "terminate": {
+      if (fleet === null) throw new TypeError("control actions need the dashboard's fleet option");
+      let result: { changed: boolean };
+      try {
+        result = await fleet[action.do](action.id);
+      } catch (error) {
+        if ((error as Error)?.name !== "ExecutionNotFound") throw error;
+        return href(basePath, [], { done: "no-such-execution" });
+      }
+      return href(basePath, ["executions", action.id], {
+        done: result.changed ? CONTROL_DONE[action.do] : "unchanged",
+      });
+    }
     case "delete": {
       const deleted = await deleteOne(store, action.id);
       return href(basePath, [], { done: deleted ? "deleted" : "no-execution" });
@@ -187,6 +231,14 @@ export async function runAction(
   }
 }
 
+/** The notice code of each control operation that changed the execution. */
+const CONTROL_DONE: Record<ControlOp, string> = {
+  suspend: "suspended",
+  resume: "resumed",
+  cancel: "cancelling",
+  terminate: "terminated",
+};
+
 /** The query parameters a page takes to show an action's outcome. */
 export const NOTICE_PARAMS = ["done", "n", "more"] as const;
 
@@ -214,6 +266,18 @@ export function noticeOf(query: URLSearchParams): string | null {
       return "Deleted the execution with its timers, trace steps and dedupe marks.";
     case "no-execution":
       return "Nothing deleted: there was no such execution.";
+    case "suspended":
+      return "Suspended: workers hold its events until it is resumed; its children are suspended too.";
+    case "resumed":
+      return "Resumed: it and its children are RUNNING again, and workers take up its held events.";
+    case "cancelling":
+      return "Cancelling: a Cancel event is in its outbox, and the next relay pass publishes it to the workers.";
+    case "terminated":
+      return "Terminated: it and its children are CANCELLED.";
+    case "unchanged":
+      return "Nothing changed: harel's rules leave an execution in this status as it is.";
+    case "no-such-execution":
+      return "Nothing done: there is no such execution.";
     default:
       return null;
   }

@@ -35,6 +35,8 @@ export interface ExecutionView {
   now: number;
   /** The session's CSRF token when actions are on, else null (no buttons). */
   csrf: string | null;
+  /** Whether the page offers harel's control plane (the dashboard has a fleet). */
+  controls?: boolean;
   /** An action's outcome, or none. */
   notice?: string | null;
 }
@@ -61,7 +63,29 @@ export function executionPage(view: ExecutionView): Html {
   ];
   const shown = facts.filter(([, value]) => value !== null && value !== "")
     .map(([name, value]) => markup`<dt>${name}</dt><dd>${value}</dd>`);
-  const actions = view.csrf === null ? null : markup`<div class="actions">${
+  const csrf = view.csrf;
+  const control = (op: string, label: string, title: string, danger = false) =>
+    csrf === null ? null : actionForm({
+      action: href(basePath, ["executions", exe.id, op]),
+      label,
+      fields: {},
+      csrf,
+      danger,
+      title,
+    });
+  const controls = !view.controls ? [] : [
+    exe.status === "RUNNING"
+      ? control("suspend", "Suspend", "Suspend it and its children: workers hold their events")
+      : null,
+    exe.status === "SUSPENDED" ? control("resume", "Resume", "Resume it and its children") : null,
+    exe.status !== "CANCELLED" && exe.status !== "DONE"
+      ? control("cancel", "Cancel", "Cancel it: its machine's Cancel transition runs", true)
+      : null,
+    exe.status !== "CANCELLED"
+      ? control("terminate", "Terminate", "Make it and its children CANCELLED at once", true)
+      : null,
+  ];
+  const actions = view.csrf === null ? null : markup`<div class="actions">${controls}${
     actionForm({
       action: href(basePath, ["executions", exe.id, "delete"]),
       label: "Delete",

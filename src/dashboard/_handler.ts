@@ -14,6 +14,8 @@ import {
   type Action,
   BadAction,
   confirmation,
+  controlAction,
+  type ControlOp,
   DEAD_LETTER_OPS,
   deadLetterAction,
   deleteAction,
@@ -29,7 +31,7 @@ import {
   type ExecutionFilters,
   executionsPage as readPage,
 } from "./_store_calls.ts";
-import type { Settings } from "./_options.ts";
+import { CONTROL_CALLS, type Settings } from "./_options.ts";
 import { checkKey, LIMITS } from "../core/_validate.ts";
 import { parseTimeText } from "../core/_time_text.ts";
 import { type Status, STATUSES } from "../core/documents.ts";
@@ -46,6 +48,7 @@ type Route =
   | { page: "execution"; id: string }
   | { page: "dead-letters"; kind: RelayKind }
   | { action: "delete"; id: string }
+  | { action: ControlOp; id: string }
   | { action: DeadLetterOp; kind: RelayKind };
 
 /** A request answered with a fixed page: a status, a title and a text (nothing of the store). */
@@ -201,7 +204,14 @@ export function createHandler(
       }
       return {
         status: 200,
-        html: executionPage({ basePath, ...detail, now: Date.now() / 1000, csrf, notice }),
+        html: executionPage({
+          basePath,
+          ...detail,
+          now: Date.now() / 1000,
+          csrf,
+          notice,
+          controls: settings.fleet !== null,
+        }),
       };
     }
     onlyParams(query, NOTICE_PARAMS);
@@ -235,10 +245,15 @@ export function createHandler(
     ) {
       throw new Refusal(403, "Refused", FORGED);
     }
+    if ("id" in route && route.action !== "delete" && settings.fleet === null) {
+      throw new Refusal(404, "Not found", "This dashboard has no control plane (no fleet).");
+    }
     let action: Action;
     try {
       action = route.action === "delete"
         ? deleteAction(route.id)
+        : "id" in route
+        ? controlAction(route.action, route.id)
         : deadLetterAction(route.kind, route.action, form);
     } catch (error) {
       if (error instanceof BadAction) throw new Refusal(400, "Bad request", `${error.message}.`);
@@ -262,7 +277,7 @@ export function createHandler(
         }),
       );
     }
-    const location = await runAction(store, basePath, action, request.signal);
+    const location = await runAction(store, basePath, action, request.signal, settings.fleet);
     return await respond(request, 303, null, { location });
   }
 
@@ -310,7 +325,10 @@ function routeOf(rest: string): Route | null {
   if (extra.length) return null;
   if (section === "executions" && name !== undefined) {
     if (op === undefined) return { page: "execution", id: name };
-    return op === "delete" ? { action: "delete", id: name } : null;
+    if (op === "delete") return { action: "delete", id: name };
+    return (CONTROL_CALLS as readonly string[]).includes(op)
+      ? { action: op as ControlOp, id: name }
+      : null;
   }
   if (section === "dead-letters" && KINDS.includes(name as RelayKind)) {
     const kind = name as RelayKind;

@@ -2,7 +2,7 @@
 // make, and options with known names and sound values (a typo names its near miss).
 import { checkKnownOptions, describe } from "../core/_validate.ts";
 import type { ExecutionStore } from "../core/types.ts";
-import type { DashboardOptions } from "./dashboard_options.ts";
+import type { DashboardOptions, FleetControl } from "./dashboard_options.ts";
 import { CsrfTokens } from "./_csrf.ts";
 
 /** Checked options, with their defaults. */
@@ -10,6 +10,7 @@ export interface Settings {
   authorize: (request: Request) => boolean | Promise<boolean>;
   basePath: string;
   actions: boolean;
+  fleet: FleetControl | null;
   challenge: string | null;
   origin: string | null;
   pageSize: number;
@@ -21,6 +22,7 @@ const NAMES = [
   "authorize",
   "basePath",
   "actions",
+  "fleet",
   "challenge",
   "secret",
   "origin",
@@ -41,6 +43,14 @@ const CALLS = [
   "dropDeadLetters",
   "deleteExecution",
 ] as const satisfies readonly (keyof ExecutionStore)[];
+
+/** The control plane's calls the execution page's buttons make. */
+export const CONTROL_CALLS = [
+  "suspend",
+  "resume",
+  "cancel",
+  "terminate",
+] as const satisfies readonly (keyof FleetControl)[];
 
 /** A base path's segment: URL path characters, percent-escapes included, never `.` or `..`. */
 const SEGMENT = /^[A-Za-z0-9._~!$&'()*+,;=:@%-]+$/;
@@ -66,6 +76,7 @@ export function checkSettings(store: ExecutionStore, options: DashboardOptions):
     authorize,
     basePath = "",
     actions = false,
+    fleet,
     challenge,
     secret,
     origin,
@@ -81,6 +92,16 @@ export function checkSettings(store: ExecutionStore, options: DashboardOptions):
   }
   if (typeof actions !== "boolean") {
     throw new TypeError(`actions must be true or false, got ${describe(actions)}`);
+  }
+  for (const op of CONTROL_CALLS) {
+    if (
+      fleet !== undefined &&
+      typeof (fleet as unknown as Record<string, unknown>)?.[op] !== "function"
+    ) {
+      throw new TypeError(
+        `fleet must be a FleetClient (of @harel/dynamodb/sqs): it has no ${op}() method`,
+      );
+    }
   }
   if (challenge !== undefined && (typeof challenge !== "string" || /[\r\n]/.test(challenge))) {
     throw new TypeError(`challenge must be one line of text, got ${describe(challenge)}`);
@@ -100,6 +121,7 @@ export function checkSettings(store: ExecutionStore, options: DashboardOptions):
     authorize,
     basePath: checkBasePath(basePath),
     actions,
+    fleet: fleet ?? null,
     challenge: challenge ?? null,
     origin: origin === undefined ? null : checkOrigin(origin),
     pageSize,

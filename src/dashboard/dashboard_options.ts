@@ -5,6 +5,38 @@
  */
 
 /**
+ * What the dashboard's control buttons call: harel's control plane, as `FleetClient` of
+ * `@harel/dynamodb/sqs` offers it (any object with these four methods).
+ *
+ * @example A fleet client as the dashboard's control plane
+ * ```ts
+ * import type { FleetControl } from "@harel/dynamodb/dashboard";
+ *
+ * const calls: string[] = [];
+ * const record = (op: string) => (id: string) => {
+ *   calls.push(`${op} ${id}`);
+ *   return Promise.resolve({ changed: true, status: "RUNNING" as const });
+ * };
+ * const fleet: FleetControl = {
+ *   suspend: record("suspend"),
+ *   resume: record("resume"),
+ *   cancel: record("cancel"),
+ *   terminate: record("terminate"),
+ * };
+ * ```
+ */
+export interface FleetControl {
+  /** harel's suspend: a RUNNING execution and its children become SUSPENDED. */
+  suspend(id: string): Promise<{ changed: boolean; status: string }>;
+  /** harel's resume: a SUSPENDED execution and its children become RUNNING. */
+  resume(id: string): Promise<{ changed: boolean; status: string }>;
+  /** harel's cooperative cancel (a Cancel event to the execution). */
+  cancel(id: string): Promise<{ changed: boolean; status: string }>;
+  /** harel's terminate: CANCELLED at once, with its children. */
+  terminate(id: string): Promise<{ changed: boolean; status: string }>;
+}
+
+/**
  * How a dashboard is mounted, who may see it, and what it may do.
  *
  * @example Read-only, on a local machine
@@ -50,6 +82,13 @@ export interface DashboardOptions {
    * @default {false}
    */
   actions?: boolean;
+  /**
+   * harel's control plane (a `FleetClient` of `@harel/dynamodb/sqs`): with `actions: true`, each
+   * execution's page offers Suspend, Resume, Cancel and Terminate (the last two after a
+   * confirmation), behind the same CSRF protection as the other actions.
+   * @default {undefined} (no control buttons)
+   */
+  fleet?: FleetControl;
   /**
    * The `WWW-Authenticate` header of a 401, e.g. `'Basic realm="harel dashboard"'` so that a
    * browser asks for a user name and password. Without it a 401 carries none.

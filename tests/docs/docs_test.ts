@@ -47,7 +47,7 @@ Deno.test("every TypeScript block of the README and docs/ runs, unless marked no
   }
 });
 
-Deno.test("the examples of mod.ts and @harel/dynamodb/testing run and assert", async () => {
+Deno.test("the examples of mod.ts, @harel/dynamodb/testing and @harel/dynamodb/sqs run and assert", async () => {
   await using docs = docsEndpoint(); // they use the default tables too
   const { code, output } = await run("deno", [
     "test",
@@ -56,6 +56,8 @@ Deno.test("the examples of mod.ts and @harel/dynamodb/testing run and assert", a
     ...PERMISSIONS,
     "mod.ts",
     "src/testing.ts",
+    "src/sqs.ts", // against the SQS the test task started (SQS_ENDPOINT, inherited)
+    "src/sqs/",
   ], { cwd: ROOT.pathname, env: { DYNAMODB_ENDPOINT: docs.url } });
   assert.equal(code, 0, output);
   const passed = Number(output.match(/ok \| (\d+) passed/)?.[1]);

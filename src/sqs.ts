@@ -1,0 +1,48 @@
+/**
+ * The Deno front door of a harel fleet on AWS: `DynamoDBStore` is the store, an SQS FIFO queue
+ * carries the events, Python workers (harel's `SqsTransport`) run the engine. This module
+ * speaks that queue: {@linkcode SqsQueue} publishes on harel's exact wire, and
+ * {@linkcode FleetClient} does what harel's `DistributedRunner` offers outside a worker —
+ * start an execution, send it events, cancel, terminate, suspend and resume it, and relay
+ * what the engine emitted and the timers that came due (one pass, for `Deno.cron`).
+ *
+ * `@aws-sdk/client-sqs` loads only for those who import this module.
+ *
+ * @example Starting an execution that harel workers run
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import { FleetClient, SqsQueue } from "@harel/dynamodb/sqs";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
+ * const fleet = new FleetClient({ store, queue });
+ * const order = await fleet.create("order", { context: { total: 42 } });
+ * console.log(order.id, order.status); // PENDING until a worker handles its Start
+ * ```
+ *
+ * @module
+ */
+export {
+  type EventQueue,
+  type PublishOptions,
+  type PublishReceipt,
+  type QueueRetry,
+  SqsQueue,
+  type SqsQueueOptions,
+} from "./sqs/sqs_queue.ts";
+export {
+  type CancelOptions,
+  type ControlResult,
+  type CreateOptions,
+  FleetClient,
+  type FleetClientOptions,
+  type FleetRelayOptions,
+  type FleetRelayReport,
+} from "./sqs/fleet_client.ts";
+export {
+  ExecutionExists,
+  ExecutionNotFound,
+  PublishOutcomeUnknown,
+  QueueNotFifo,
+  QueueUnreachable,
+} from "./sqs/sqs_errors.ts";

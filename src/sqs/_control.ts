@@ -1,0 +1,127 @@
+// harel's control plane (engine/aio/control.py) on any ExecutionStore: status changes as CAS
+// commits on the execution, retried on a conflict, propagated to its children; a cooperative
+// cancel is a Cancel event in the same commit's outbox.
+import { type Event, type Execution, newEvent, type Status, StoreConflict } from "../../mod.ts";
+import type { ExecutionStore } from "../../mod.ts";
+import { ExecutionNotFound } from "./sqs_errors.ts";
+import type { ControlResult } from "./fleet_types.ts";
+
+/** What a control call returns (for callers outside src/sqs/). */
+export type ControlResultOf = ControlResult;
+
+/** harel's `_RETRIES`: attempts of one status commit against concurrent writers. */
+export const CONTROL_ATTEMPTS = 5;
+
+/** The statuses harel's control plane leaves alone, but for a CANCELLED. */
+const TERMINAL: readonly Status[] = ["CANCELLED", "DONE"];
+
+/**
+ * harel's status rule for one commit: the status to write over `current`, or null to leave it
+ * (a CANCELLED or DONE execution takes only CANCELLED).
+ */
+export function nextStatus(current: Status, wanted: Status): Status | null {
+  return TERMINAL.includes(current) && wanted !== "CANCELLED" ? null : wanted;
+}
+
+/** harel's `Cancel` event, with the caller's reason as its data. */
+export function cancelEvent(reason: Record<string, unknown>): Event {
+  return newEvent("Cancel", { ...reason });
+}
+
+async function loaded(store: ExecutionStore, operation: string, id: string): Promise<Execution> {
+  const exe = await store.load(id);
+  if (exe === null) throw new ExecutionNotFound(operation, id);
+  return exe;
+}
+
+/**
+ * harel's `_commit_status`: load, apply the rule, commit (with the Cancel event when given),
+ * again on a lost CAS. After {@linkcode CONTROL_ATTEMPTS} lost races the last StoreConflict is
+ * thrown (harel returns in silence there: a caller must know the status did not change).
+ */
+export async function commitStatus(
+  store: ExecutionStore,
+  operation: string,
+  id: string,
+  wanted: Status,
+  cancel?: Event,
+): Promise<ControlResult> {
+  let lost: StoreConflict | undefined;
+  for (let attempt = 0; attempt < CONTROL_ATTEMPTS; attempt++) {
+    const exe = await loaded(store, operation, id);
+    const status = nextStatus(exe.status, wanted);
+    if (status === null) return { changed: false, status: exe.status };
+    exe.status = status;
+    try {
+      await store.commit(exe, cancel ? { emits: [{ target: exe.id, event: cancel }] } : {});
+      return { changed: true, status };
+    } catch (error) {
+      if (!(error instanceof StoreConflict)) throw error;
+      lost = error;
+    }
+  }
+  throw lost!;
+}
+
+/** harel's `_propagate`: the status, by the same rule, to every child, depth first, in parallel. */
+export async function propagate(
+  store: ExecutionStore,
+  operation: string,
+  parentId: string,
+  wanted: Status,
+): Promise<void> {
+  const parent = await store.load(parentId);
+  if (parent === null) return;
+  const children = await Promise.all(Object.keys(parent.children).map((id) => store.load(id)));
+  await Promise.all(
+    children.filter((child) => child !== null).map(async (child) => {
+      await commitStatus(store, operation, child.id, wanted);
+      await propagate(store, operation, child.id, wanted);
+    }),
+  );
+}
+
+/** harel's `terminate`: CANCELLED at once, with no hooks, down the tree. */
+export async function terminate(store: ExecutionStore, id: string): Promise<ControlResult> {
+  const result = await commitStatus(store, "terminate", id, "CANCELLED");
+  await propagate(store, "terminate", id, "CANCELLED");
+  return result;
+}
+
+/**
+ * harel's `cancel`: an execution in a state (an active path) becomes CANCELLING with a Cancel
+ * event to itself in the outbox, and its children CANCELLED; the worker that handles the
+ * Cancel runs the machine's Cancel transition, or, without one, makes it CANCELLED. The
+ * Python control plane asks the definition whether a handler is there; the definition lives
+ * in the workers, so the worker's engine decides (the same outcome). An execution that never
+ * started (no active path) is terminated, as harel does.
+ */
+export async function cancel(
+  store: ExecutionStore,
+  id: string,
+  reason: Record<string, unknown>,
+): Promise<ControlResult> {
+  const exe = await loaded(store, "cancel", id);
+  if (exe.active_path === null || exe.active_path === undefined) return terminate(store, id);
+  const result = await commitStatus(store, "cancel", id, "CANCELLING", cancelEvent(reason));
+  await propagate(store, "cancel", id, "CANCELLED");
+  return result;
+}
+
+/** harel's `suspend`: only a RUNNING execution, then its children. */
+export async function suspend(store: ExecutionStore, id: string): Promise<ControlResult> {
+  const exe = await loaded(store, "suspend", id);
+  if (exe.status !== "RUNNING") return { changed: false, status: exe.status };
+  const result = await commitStatus(store, "suspend", id, "SUSPENDED");
+  await propagate(store, "suspend", id, "SUSPENDED");
+  return result;
+}
+
+/** harel's `resume`: only a SUSPENDED execution, then its children. */
+export async function resume(store: ExecutionStore, id: string): Promise<ControlResult> {
+  const exe = await loaded(store, "resume", id);
+  if (exe.status !== "SUSPENDED") return { changed: false, status: exe.status };
+  const result = await commitStatus(store, "resume", id, "RUNNING");
+  await propagate(store, "resume", id, "RUNNING");
+  return result;
+}

@@ -1,0 +1,113 @@
+/**
+ * The options and results of {@linkcode FleetClient}'s calls.
+ *
+ * @module
+ */
+import type { OutboxRelayOptions, RelayReport, Status, SweepOptions } from "../../mod.ts";
+import type { ExecutionStore } from "../../mod.ts";
+import type { EventQueue } from "./sqs_queue.ts";
+
+/**
+ * What a {@linkcode FleetClient} drives executions with.
+ *
+ * @example A fleet client on DynamoDB and SQS
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ * import { FleetClient, type FleetClientOptions, SqsQueue } from "@harel/dynamodb/sqs";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
+ * const options: FleetClientOptions = { store, queue };
+ * const fleet = new FleetClient(options);
+ * ```
+ */
+export interface FleetClientOptions {
+  /** The execution store the workers share (`DynamoDBStore`; `MemoryStore` in tests). */
+  store: ExecutionStore;
+  /** The queue the workers read ({@linkcode SqsQueue}). */
+  queue: EventQueue;
+}
+
+/**
+ * Options of {@linkcode FleetClient.create}.
+ *
+ * @example Starting an execution with a chosen id
+ * ```ts
+ * import type { CreateOptions } from "@harel/dynamodb/sqs";
+ *
+ * const options: CreateOptions = { id: "order-42", context: { total: 42 } };
+ * ```
+ */
+export interface CreateOptions {
+  /** The initial context, also the `Start` event's data (a JSON object). @default {{}} */
+  context?: Record<string, unknown>;
+  /** The execution's id (at most 128 characters SQS takes in a group id). @default {a fresh 32-hex id} */
+  id?: string;
+}
+
+/**
+ * Options of {@linkcode FleetClient.cancel}.
+ *
+ * @example Cancelling with a reason
+ * ```ts
+ * import type { CancelOptions } from "@harel/dynamodb/sqs";
+ *
+ * const options: CancelOptions = { reason: { by: "support", ticket: 1234 } };
+ * ```
+ */
+export interface CancelOptions {
+  /** The `Cancel` event's data, for the machine's Cancel transition (a JSON object). @default {{}} */
+  reason?: Record<string, unknown>;
+}
+
+/**
+ * What a control call ({@linkcode FleetClient.suspend} and the others) did to the execution.
+ *
+ * @example Telling a suspend from a no-op
+ * ```ts
+ * import type { ControlResult } from "@harel/dynamodb/sqs";
+ *
+ * const said = (r: ControlResult) => r.changed ? `now ${r.status}` : `left ${r.status}`;
+ * ```
+ */
+export interface ControlResult {
+  /** Whether the execution's own status was committed (false: harel's rules left it). */
+  changed: boolean;
+  /** Its status after the call, as the call saw it. */
+  status: Status;
+}
+
+/**
+ * Options of {@linkcode FleetClient.relay}: those of `relayOutbox()` and `sweepTimers()`.
+ *
+ * @example A cron pass with smaller reads
+ * ```ts
+ * import type { FleetRelayOptions } from "@harel/dynamodb/sqs";
+ *
+ * const options: FleetRelayOptions = { outbox: { limit: 200 }, timers: { limit: 200 } };
+ * ```
+ */
+export interface FleetRelayOptions {
+  /** The outbox pass's options. @default {{}} */
+  outbox?: OutboxRelayOptions;
+  /** The timer sweep's options. @default {{}} */
+  timers?: SweepOptions;
+}
+
+/**
+ * What one {@linkcode FleetClient.relay} pass did.
+ *
+ * @example Logging a cron pass
+ * ```ts
+ * import type { FleetRelayReport } from "@harel/dynamodb/sqs";
+ *
+ * const log = (r: FleetRelayReport) =>
+ *   console.log(`published ${r.outbox.delivered} emits, ${r.timers.delivered} timeouts`);
+ * ```
+ */
+export interface FleetRelayReport {
+  /** The outbox pass. */
+  outbox: RelayReport;
+  /** The timer sweep. */
+  timers: RelayReport;
+}

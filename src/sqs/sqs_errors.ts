@@ -1,0 +1,192 @@
+/**
+ * The named errors of `@harel/dynamodb/sqs`.
+ *
+ * @module
+ */
+import { OutcomeUnknown } from "../core/errors.ts";
+
+/**
+ * SQS did not answer within `create()`'s deadline: refused, reset or timed-out connections, or
+ * 5xx answers, until `deadlineMs` ran out.
+ *
+ * @example Telling a queue that is not up from a refusal
+ * ```ts
+ * import { QueueUnreachable } from "@harel/dynamodb/sqs";
+ *
+ * const error: unknown = new QueueUnreachable("http://127.0.0.1:9324", 30_000);
+ * if (error instanceof QueueUnreachable) console.log(`${error.endpoint}: ${error.waitedMs} ms`);
+ * ```
+ */
+export class QueueUnreachable extends Error {
+  /** Always `"QueueUnreachable"`. */
+  override name = "QueueUnreachable";
+  /** The endpoint that did not answer (the `endpoint` option, or AWS's regional one). */
+  readonly endpoint: string;
+  /** How long `create()` waited, in ms. */
+  readonly waitedMs: number;
+
+  /**
+   * Builds the error for an SQS endpoint that did not answer in time.
+   *
+   * @param endpoint The endpoint that did not answer.
+   * @param waitedMs How long `create()` waited.
+   * @param options The last connection error, as `cause`.
+   */
+  constructor(endpoint: string, waitedMs: number, options?: ErrorOptions) {
+    const cause = options?.cause instanceof Error ? ` (last error: ${options.cause.message})` : "";
+    super(
+      `SQS at ${endpoint} did not answer within ${waitedMs} ms${cause}: start it (moto: ` +
+        "`python3 -m moto.server -p 9324`, or ElasticMQ, LocalStack), or raise `deadlineMs`",
+      options,
+    );
+    this.endpoint = endpoint;
+    this.waitedMs = waitedMs;
+  }
+}
+
+/**
+ * The queue is a standard queue, not a FIFO one: harel's SQS transport needs
+ * `MessageGroupId`, which makes one execution's events exclusive, and only FIFO queues have it.
+ *
+ * @example The error for a standard queue
+ * ```ts
+ * import { QueueNotFifo } from "@harel/dynamodb/sqs";
+ *
+ * const error = new QueueNotFifo("https://sqs.eu-west-1.amazonaws.com/123456789012/stm");
+ * console.log(error.message);
+ * ```
+ */
+export class QueueNotFifo extends TypeError {
+  /** Always `"QueueNotFifo"`. */
+  override name = "QueueNotFifo";
+  /** The queue's name or URL. */
+  readonly queue: string;
+
+  /**
+   * Builds the error for a queue that is not FIFO.
+   *
+   * @param queue The queue's name or URL.
+   * @param options The SDK's error, as `cause`, when there is one.
+   */
+  constructor(queue: string, options?: ErrorOptions) {
+    super(
+      `queue ${JSON.stringify(queue)} is not a FIFO queue: harel's SQS transport needs one ` +
+        '(a name ending in ".fifo", created with FifoQueue "true")',
+      options,
+    );
+    this.queue = queue;
+  }
+}
+
+/**
+ * A `SendMessage` may or may not have been sent: its answer was lost (a timeout, a reset
+ * connection, a 5xx) after the request may have reached SQS, also after the SDK's retries,
+ * which resend the same `MessageDeduplicationId` (SQS drops a copy within 5 minutes). The
+ * event may be on the queue: publishing it again is safe for harel workers, which dedupe on
+ * the event id. An {@linkcode OutcomeUnknown} with `operation` `"publish"` and the group id
+ * as `key`.
+ *
+ * @example Publishing again after an unknown outcome
+ * ```ts
+ * import { PublishOutcomeUnknown } from "@harel/dynamodb/sqs";
+ *
+ * const error: unknown = new PublishOutcomeUnknown("exe-1", "3f2b9c0e", "b1c2");
+ * if (error instanceof PublishOutcomeUnknown) {
+ *   console.log(`event ${error.eventId} to ${error.groupId} may be on the queue`);
+ * }
+ * ```
+ */
+export class PublishOutcomeUnknown extends OutcomeUnknown {
+  /** Always `"PublishOutcomeUnknown"`. */
+  override name = "PublishOutcomeUnknown";
+  /** The group (execution id) the event was published to. */
+  readonly groupId: string;
+  /** The id of the event whose publish has an unknown outcome. */
+  readonly eventId: string;
+  /** The `MessageDeduplicationId` of the send (resending it within 5 minutes is dropped). */
+  readonly deduplicationId: string;
+
+  /**
+   * Builds the error for a publish whose outcome is unknown.
+   *
+   * @param groupId The group the event was published to.
+   * @param eventId The event's id.
+   * @param deduplicationId The send's `MessageDeduplicationId`.
+   * @param options The last transport error, as `cause`.
+   */
+  constructor(groupId: string, eventId: string, deduplicationId: string, options?: ErrorOptions) {
+    super(
+      "publish",
+      groupId,
+      `event ${JSON.stringify(eventId)}: SQS's answer was lost, so it may or may not be on the ` +
+        "queue; publishing it again is safe (harel workers dedupe on the event id)",
+      options,
+    );
+    this.groupId = groupId;
+    this.eventId = eventId;
+    this.deduplicationId = deduplicationId;
+  }
+}
+
+/**
+ * The execution a {@linkcode FleetClient} call names is not in the store.
+ *
+ * @example Telling a missing execution from a fault
+ * ```ts
+ * import { ExecutionNotFound } from "@harel/dynamodb/sqs";
+ *
+ * const error: unknown = new ExecutionNotFound("send", "exe-1");
+ * if (error instanceof ExecutionNotFound) console.log(error.executionId);
+ * ```
+ */
+export class ExecutionNotFound extends Error {
+  /** Always `"ExecutionNotFound"`. */
+  override name = "ExecutionNotFound";
+  /** The id that named no execution. */
+  readonly executionId: string;
+
+  /**
+   * Builds the error for a missing execution.
+   *
+   * @param operation The call that needed it (`"send"`, `"cancel"`, ...).
+   * @param executionId The id that named no execution.
+   */
+  constructor(operation: string, executionId: string) {
+    super(
+      `${operation}(): no execution ${JSON.stringify(executionId)} in the store; nothing was sent`,
+    );
+    this.executionId = executionId;
+  }
+}
+
+/**
+ * `create()` was given an id that an execution already has (harel's `ExecutionAlreadyExists`).
+ *
+ * @example Creating an execution once
+ * ```ts
+ * import { ExecutionExists } from "@harel/dynamodb/sqs";
+ *
+ * const error: unknown = new ExecutionExists("order-1");
+ * if (error instanceof ExecutionExists) console.log(`${error.executionId} is already started`);
+ * ```
+ */
+export class ExecutionExists extends Error {
+  /** Always `"ExecutionExists"`. */
+  override name = "ExecutionExists";
+  /** The id that is taken. */
+  readonly executionId: string;
+
+  /**
+   * Builds the error for an id that is taken.
+   *
+   * @param executionId The id that is taken.
+   * @param options The store's conflict, as `cause`.
+   */
+  constructor(executionId: string, options?: ErrorOptions) {
+    super(
+      `create(): execution ${JSON.stringify(executionId)} already exists; no Start was published`,
+      options,
+    );
+    this.executionId = executionId;
+  }
+}

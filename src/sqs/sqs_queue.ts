@@ -1,0 +1,287 @@
+/**
+ * `SqsQueue`: harel's SQS transport on its exact wire, for the publishing side.
+ *
+ * @module
+ */
+import { CreateQueueCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { BackoffOptions } from "../core/_backoff.ts";
+import { isUnreachable } from "../core/_attributes.ts";
+import { checkKnownOptions, checkOptions, describe } from "../core/_validate.ts";
+import { newId } from "../core/documents.ts";
+import type { Event } from "../../mod.ts";
+import { buildSqsClient, type QueueRetry, untilSqsAnswers } from "./_connect.ts";
+import { checkGroupId, messageBody } from "./_wire.ts";
+import { PublishOutcomeUnknown, QueueNotFifo } from "./sqs_errors.ts";
+
+export type { QueueRetry };
+
+/**
+ * Where SQS is, which queue, and how long `SqsQueue.create()` waits for SQS to answer.
+ *
+ * @example A queue on a local SQS (moto)
+ * ```ts
+ * import { SqsQueue, type SqsQueueOptions } from "@harel/dynamodb/sqs";
+ *
+ * const options: SqsQueueOptions = {
+ *   endpoint: Deno.env.get("SQS_ENDPOINT"),
+ *   queueName: "orders.fifo",
+ *   deadlineMs: 10_000,
+ * };
+ * await using queue = await SqsQueue.create(options);
+ * console.log(queue.url);
+ * ```
+ */
+export interface SqsQueueOptions {
+  /** An SQS-compatible endpoint (moto, ElasticMQ, LocalStack), or `null` / absent for AWS. @default {null} */
+  endpoint?: string | null;
+  /** The AWS region; with an endpoint and none, `"us-east-1"`. @default {undefined} */
+  region?: string;
+  /** The FIFO queue's name, created when missing; it must end in `.fifo`. @default {"stm.fifo"} */
+  queueName?: string;
+  /** How long to keep retrying an SQS that does not answer, in ms. @default {30000} */
+  deadlineMs?: number;
+  /** Aborts the wait for SQS. @default {undefined} */
+  signal?: AbortSignal;
+  /** Called after each attempt that found SQS unreachable, before the next one. @default {undefined} */
+  onRetry?: (retry: QueueRetry) => void;
+  /** The backoff between attempts. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
+  backoff?: BackoffOptions;
+  /** How long one request may wait for an answer, in ms. @default {30000} */
+  requestTimeoutMs?: number;
+  /** Settings passed through to `new SQSClient` (`maxAttempts`, `credentials`, ...). @default {{}} */
+  clientConfig?: Record<string, unknown>;
+}
+
+/**
+ * Options of one {@linkcode SqsQueue.publish}.
+ *
+ * @example Publishing at the only priority SQS has
+ * ```ts
+ * import type { PublishOptions } from "@harel/dynamodb/sqs";
+ *
+ * const options: PublishOptions = { priority: 0 };
+ * ```
+ */
+export interface PublishOptions {
+  /**
+   * harel's message priority. SQS FIFO has none, so anything but 0 is a RangeError before
+   * anything is sent, as harel's `SqsTransport` refuses it.
+   * @default {0}
+   */
+  priority?: number;
+}
+
+/**
+ * What SQS answered to a publish.
+ *
+ * @example Logging a publish
+ * ```ts
+ * import type { PublishReceipt } from "@harel/dynamodb/sqs";
+ *
+ * const log = (r: PublishReceipt) => console.log(`${r.messageId} #${r.sequenceNumber}`);
+ * ```
+ */
+export interface PublishReceipt {
+  /** SQS's id of the message. */
+  messageId: string;
+  /** The FIFO sequence number SQS gave it. */
+  sequenceNumber: string | null;
+  /** The `MessageDeduplicationId` sent: fresh for every publish. */
+  deduplicationId: string;
+}
+
+/** What a publisher needs of a queue: {@linkcode SqsQueue} is one (the fleet client takes any). */
+export interface EventQueue {
+  /** Publishes `event` to the group `groupId` (an execution id). */
+  publish(groupId: string, event: Event, options?: PublishOptions): Promise<unknown>;
+}
+
+const CREATE_OPTIONS = [
+  "endpoint",
+  "region",
+  "queueName",
+  "deadlineMs",
+  "signal",
+  "onRetry",
+  "backoff",
+  "requestTimeoutMs",
+  "clientConfig",
+] as const;
+
+/** harel's own refusal (`harel.engine.transport.sqs._NO_PRIORITY`), word for word. */
+const NO_PRIORITY = "SqsTransport has no message priority (SQS FIFO has no per-group priority): " +
+  "publish with priority=0, or use another transport for priority routing.";
+
+/** The queue name of a queue URL (its last path segment). */
+function nameOfUrl(url: string): string {
+  return url.replace(/\/+$/, "").split("/").pop() ?? url;
+}
+
+/**
+ * harel's SQS transport (`SqsTransport`), the publishing half, on its exact wire: one
+ * `SendMessage` per event, the body as harel's pydantic `Event` dumps it, the execution id as
+ * `MessageGroupId` (SQS FIFO's per-group exclusivity is the engine's per-execution lock), and
+ * a fresh `MessageDeduplicationId` per send (a fan-out reuses event ids). Python workers built
+ * on harel's `SqsTransport` read what it sends.
+ *
+ * @example Publishing an event to an execution's group
+ * ```ts
+ * import { newEvent } from "@harel/dynamodb";
+ * import { SqsQueue } from "@harel/dynamodb/sqs";
+ *
+ * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
+ * const receipt = await queue.publish("order-1", newEvent("order.paid", { amount: 42 }));
+ * console.log(receipt.messageId);
+ * ```
+ */
+export class SqsQueue implements EventQueue, AsyncDisposable {
+  /** The queue's URL. */
+  readonly url: string;
+  readonly #client: Pick<SQSClient, "send">;
+  readonly #owned: SQSClient | null;
+  #closed = false;
+
+  /**
+   * A queue on an injected client (the caller keeps it: `close()` leaves it open). No network
+   * here; a URL whose queue name does not end in `.fifo` is a {@linkcode QueueNotFifo}.
+   *
+   * @param client An `SQSClient` (anything with its `send`).
+   * @param url The FIFO queue's URL.
+   */
+  constructor(client: Pick<SQSClient, "send">, url: string) {
+    if (typeof client?.send !== "function") {
+      throw new TypeError(`client must be an SQSClient, got ${describe(client)}`);
+    }
+    if (typeof url !== "string" || URL.parse(url) === null) {
+      throw new TypeError(`url must be the queue's URL, got ${describe(url)}`);
+    }
+    if (!nameOfUrl(url).endsWith(".fifo")) throw new QueueNotFifo(url);
+    this.#client = client;
+    this.url = url;
+    this.#owned = ownedClients.has(client) ? client as SQSClient : null;
+    ownedClients.delete(client);
+  }
+
+  /**
+   * Builds a client, retries until SQS answers (as `DynamoDBStore.create()` does for
+   * DynamoDB), and creates the FIFO queue when it is missing (`FifoQueue: "true"`). The queue
+   * owns the client: `close()` destroys it.
+   *
+   * @param options Where SQS is, the queue's name, and how long to wait.
+   * @returns The queue, ready to publish.
+   */
+  static async create(options: SqsQueueOptions = {}): Promise<SqsQueue> {
+    const given = checkOptions(options);
+    checkKnownOptions("SqsQueue.create()", given, CREATE_OPTIONS);
+    if (typeof given.backoff === "object" && given.backoff !== null) {
+      checkKnownOptions("SqsQueue.create()'s backoff", given.backoff, [
+        "minDelayMs",
+        "maxDelayMs",
+        "multiplier",
+      ]);
+    }
+    const { queueName = "stm.fifo" } = given;
+    if (typeof queueName !== "string" || !/^[A-Za-z0-9_-]{1,75}\.fifo$/.test(queueName)) {
+      if (typeof queueName === "string" && /^[A-Za-z0-9_-]{1,80}$/.test(queueName)) {
+        throw new QueueNotFifo(queueName);
+      }
+      throw new TypeError(
+        `queueName must be a FIFO queue's name: 1 to 80 letters, digits, "-" or "_" ending in ` +
+          `".fifo", got ${describe(queueName)}`,
+      );
+    }
+    const client = buildSqsClient(given);
+    try {
+      const region = await client.config.region().catch(() => undefined);
+      const url = await untilSqsAnswers(
+        async (signal) => {
+          const answer = await client.send(
+            new CreateQueueCommand({ QueueName: queueName, Attributes: { FifoQueue: "true" } }),
+            { abortSignal: signal },
+          );
+          if (!answer.QueueUrl) throw new Error(`CreateQueue of ${queueName} returned no QueueUrl`);
+          return answer.QueueUrl;
+        },
+        given,
+        region,
+      );
+      ownedClients.add(client);
+      return new SqsQueue(client, url);
+    } catch (error) {
+      client.destroy();
+      throw error;
+    }
+  }
+
+  /**
+   * Publishes `event` to the group `groupId` with one `SendMessage`, as harel's
+   * `SqsTransport.publish` does. Checked before anything is sent: the group id (at most 128
+   * characters SQS takes), the priority (0 only), the event (harel's model must read it).
+   * A lost answer is a {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
+   *
+   * @param groupId The execution the event is for (its `MessageGroupId`).
+   * @param event The event, as harel's `Event`.
+   * @param options The priority (0, the only one SQS has).
+   * @returns What SQS answered.
+   */
+  async publish(groupId: string, event: Event, options?: PublishOptions): Promise<PublishReceipt> {
+    const given = checkOptions(options);
+    checkKnownOptions("publish()", given, ["priority"]);
+    const { priority = 0 } = given;
+    if (typeof priority !== "number" || !Number.isInteger(priority)) {
+      throw new TypeError(`priority must be an integer, got ${describe(priority)}`);
+    }
+    if (priority !== 0) throw new RangeError(`priority ${priority}: ${NO_PRIORITY}`);
+    checkGroupId("groupId", groupId);
+    const body = messageBody(event);
+    if (this.#closed) throw new Error("SqsQueue is closed: publish() before close()");
+    const deduplicationId = newId();
+    try {
+      const answer = await this.#client.send(
+        new SendMessageCommand({
+          QueueUrl: this.url,
+          MessageBody: body,
+          MessageGroupId: groupId,
+          MessageDeduplicationId: deduplicationId,
+        }),
+      );
+      return {
+        messageId: answer.MessageId ?? "",
+        sequenceNumber: answer.SequenceNumber ?? null,
+        deduplicationId,
+      };
+    } catch (error) {
+      if (mayHaveBeenSent(error)) {
+        throw new PublishOutcomeUnknown(groupId, event.id, deduplicationId, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  /** Destroys the client `create()` built (an injected one stays the caller's). */
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#owned?.destroy();
+    return Promise.resolve();
+  }
+
+  /** The same as {@linkcode SqsQueue.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** Clients built by `create()`, until the queue made on them claims them. */
+const ownedClients = new WeakSet<object>();
+
+/**
+ * Whether a failed send may have reached SQS: a timeout, a reset, a 5xx may follow a send that
+ * SQS applied. A refused connection on the only attempt, or a 4xx refusal, sent nothing.
+ */
+function mayHaveBeenSent(error: unknown): boolean {
+  if (!isUnreachable(error)) return false;
+  const e = error as { code?: string; $metadata?: { attempts?: number } };
+  const refused = e.code === "ECONNREFUSED" ||
+    (error as { cause?: { code?: string } }).cause?.code === "ECONNREFUSED";
+  return !(refused && (e.$metadata?.attempts ?? 1) <= 1);
+}
