@@ -105,14 +105,11 @@ Deno.test("dueTimers() returns the limit earliest due timers, earliest first", a
     await store.commit(exe, { timers: [{ action: "schedule", path: "later", fireAt: 1041 }] });
 
     await t.step(
-      "one Query per shard of the pending and the waiting timers, one BatchGetItem of the timers this store wrote a moment ago (the index may lag), one of the bodies",
+      "one Query per shard of the pending and the waiting timers, one BatchGetItem of the bodies (the timers this store wrote a moment ago are taken as written, not read)",
       async () => {
         calls.length = 0;
         assert.equal((await store.dueTimers(1040)).length, 40);
-        assert.deepEqual(calls.toSorted(), [
-          ...Array(2).fill("BatchGetItemCommand"),
-          ...Array(16).fill("QueryCommand"),
-        ]);
+        assert.deepEqual(calls, [...Array(16).fill("QueryCommand"), "BatchGetItemCommand"]);
       },
     );
     await t.step("limit 5: the 5 earliest", async () => {

@@ -190,10 +190,13 @@ export class MergedPartitions {
       const row = best?.buffer.shift();
       if (row === undefined) return undefined;
       const key = keyText(row);
-      if (this.#given.has(key)) continue;
+      // A row once per place: a timer this store wrote at another fire time a moment ago (a
+      // commit that lost its race) must not hide where the index has it now.
+      const place = `${key}@${row[RELAY.order]?.N}`;
+      if (this.#given.has(place)) continue;
       const truth = known.get(key);
       if (truth !== undefined && !this.#holds(truth, row)) continue; // moved or gone since
-      this.#given.add(key);
+      this.#given.add(place);
       return row;
     }
   }

@@ -174,7 +174,8 @@ export async function outboxFromIndex(
   chosen.push(
     ...await followers(q, chosen, dueHeads, holdFrom, limit - chosen.length, listedHeld),
   );
-  const ordered = (await behindListed(q, chosen, listedHeld))
+  const once = [...new Map(chosen.map((row) => [row.candidate.id, row])).values()];
+  const ordered = (await behindListed(q, once, listedHeld))
     .sort((a, b) => a.candidate.seq - b.candidate.seq).slice(0, limit);
   const batch = await readOutboxBodies(q, ordered.map((r) => r.candidate), now);
   for (const { candidate: c } of ordered) {

@@ -71,7 +71,8 @@ async function spawnsFromIndex(
   let oldestAt: number | null = null;
   // Another writer's spawn has no `created_at`: it has waited since at least the oldest known.
   for (const row of rows) oldestAt = earliest(oldestAt, numberOf(row[SPAWN.createdAt]));
-  const candidates = rows.map(candidateOf).sort((a, b) => a.seq - b.seq).slice(0, limit);
+  const candidates = [...new Map(rows.map((row) => [keyId("spawns", row), candidateOf(row)]))
+    .values()].sort((a, b) => a.seq - b.seq).slice(0, limit);
   return { ...await spawnBodies(q, candidates, now), oldestAt };
 }
 
@@ -124,13 +125,17 @@ async function timersFromIndex(
   const rows = await dueRows(q, "timers", limit, now, pass, foreign);
   const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
   const due = new Lowest<DueTimer>(limit, byFireAt);
+  const offered = new Set<string>();
   for (const row of rows) {
-    const body = found.get(keyId("timers", row));
+    const id = keyId("timers", row);
+    const body = found.get(id);
     if (
       body === undefined || body[TIMER.fireAt]?.N !== row[TIMER.fireAt]?.N ||
       body[FAILURE.deadAt] !== undefined || !isRetryDue(body, now) ||
       !(Number(body[TIMER.fireAt]?.N) <= now)
     ) continue; // cancelled, re-scheduled or parked since the index showed it
+    if (offered.has(id)) continue;
+    offered.add(id);
     due.offer(dueTimerOf(body));
   }
   return timerBatch(due.sorted());
@@ -201,7 +206,8 @@ async function bodies(
 ): Promise<Map<string, Item>> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
   const found = new Map<string, Item>();
-  await eachConcurrently(chunks(keys, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
+  const unique = [...new Map(keys.map((key) => [keyId(kind, key), key])).values()];
+  await eachConcurrently(chunks(unique, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
     batchGet(
       q.timers.client,
       { [table]: { Keys: chunk, ConsistentRead: true } },
