@@ -157,7 +157,7 @@ export interface CommitResult {
  * ```
  */
 export interface ListOptions {
-  /** Only these statuses, newest commit first (from the status index). @default {undefined} */
+  /** Only these statuses, latest to enter their status first (from the status index). @default {undefined} */
   status?: Status | Status[];
   /** Only executions last committed before this time, epoch seconds. @default {undefined} */
   updatedBefore?: number;

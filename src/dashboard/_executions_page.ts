@@ -1,5 +1,5 @@
 // The first page: the relay's backlog per queue, then the executions, filtered and paged —
-// by default the open ones, newest commit first, so that a stuck one is a `before` away.
+// by default the open ones, the latest to enter their status first, so that a stuck one is a `before` away.
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
@@ -135,7 +135,7 @@ function orderText(filters: ExecutionFilters): string {
   const before = filters.before === null
     ? ""
     : `, last committed before ${formatTime(filters.before.seconds)}`;
-  return `${which}${before}, newest commit first. One whose last commit another writer made ` +
+  return `${which}${before}, the latest to enter their status first. One whose last commit another writer made ` +
     "(the Python store) is not in the status index: status any lists it.";
 }
 

@@ -60,7 +60,7 @@ export interface ExecutionsPage {
 /** The filters of the executions listing. */
 export interface ExecutionFilters {
   /**
-   * `"open"` (the default: {@linkcode OPEN_STATUSES}) or these statuses, newest commit first from
+   * `"open"` (the default: {@linkcode OPEN_STATUSES}) or these statuses, latest to enter their status first from
    * the status index; `"any"`: every execution, in the table's order.
    */
   status: "open" | "any" | Status[];
@@ -77,7 +77,7 @@ export function statusesOf(filters: ExecutionFilters): Status[] | null {
 }
 
 /**
- * One page of executions: with statuses, newest commit first (O(page) through the status
+ * One page of executions: with statuses, latest to enter their status first (O(page) through the status
  * index); with `"any"`, a page of the table in its order (O(page): `limit + 1` items read).
  */
 export async function executionsPage(

@@ -274,7 +274,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * One page of executions: with `status`, newest commit first from the status index, O(`limit`);
+   * One page of executions: with `status`, latest to enter their status first from the status index, O(`limit`);
    * else (or with `scan`) in scan order, `limit + 1` items read first. A short page may still
    * have a `nextCursor`; `null` is the end. See docs/operations.md.
    *

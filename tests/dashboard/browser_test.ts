@@ -73,7 +73,10 @@ Deno.test("in a browser, an operator pages through the open executions, newest f
   const first = await page.goto(`${server.base}/`);
   assert.equal(first!.status(), 200);
   assert.deepEqual(await texts(page, "h1"), ["Executions"]);
-  assert.match((await texts(page, "#order"))[0]!, /^Open executions .*newest commit first/);
+  assert.match(
+    (await texts(page, "#order"))[0]!,
+    /^Open executions .*latest to enter their status first/,
+  );
 
   const seen: string[] = [];
   for (let pages = 1;; pages++) {
@@ -86,7 +89,11 @@ Deno.test("in a browser, an operator pages through the open executions, newest f
     assert.equal(await clickAndWait(page, "a[rel=next]"), 200);
     assert.ok(pages < 5, "the pages end");
   }
-  assert.deepEqual(seen, ids.toReversed(), "newest commit first; the DONE one is not open");
+  assert.deepEqual(
+    seen,
+    ids.toReversed(),
+    "latest to enter their status first; the DONE one is not open",
+  );
 
   await page.goto(`${server.base}/`);
   assert.equal(await clickAndWait(page, "tbody td:first-child a"), 200);
@@ -123,7 +130,7 @@ Deno.test("in a browser, an operator finds the stuck executions by typing a time
   assert.deepEqual(await texts(page, "tbody td:first-child a"), stuck.toReversed());
   assert.match(
     (await texts(page, "#order"))[0]!,
-    /last committed before .* UTC, newest commit first/,
+    /last committed before .* UTC, the latest to enter their status first/,
   );
 
   await page.$eval(

@@ -98,7 +98,7 @@ Deno.test("query strings: a huge one is 414; an unknown parameter, a bad or repe
   assert.match(await response.text(), /page link is no longer valid/);
 });
 
-Deno.test("by default the first page lists the open executions, newest commit first, and pages through them", async () => {
+Deno.test("by default the first page lists the open executions, latest to enter their status first, and pages through them", async () => {
   const statuses: Status[] = ["RUNNING", "DONE", "PENDING", "FAILED", "SUSPENDED", "CANCELLING"];
   const { store, exes } = await committedHourly([...statuses, "RUNNING"]);
   const handler = build(store, { pageSize: 2 });
@@ -138,7 +138,7 @@ Deno.test("before finds the stuck ones: those last committed before it, newest f
   const page = await (await handler(new Request(`${ORIGIN}/?before=${cut}`))).text();
   assert.match(
     page,
-    /last committed before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, newest commit first/,
+    /last committed before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, the latest to enter their status first/,
   );
   assert.match(page, /<td class="nowrap" title="[^"]+ UTC">2 h ago<\/td>/);
 });

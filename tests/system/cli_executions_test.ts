@@ -10,7 +10,7 @@ import { cli, ok } from "../_support/cli.ts";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 
-Deno.test("executions --status lists newest commit first with the time of each one's last commit; --before finds the stuck ones", async () => {
+Deno.test("executions --status lists latest to enter their status first with the time of each one's last commit; --before finds the stuck ones", async () => {
   const prefix = uniqueName("cli_six");
   await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
   const saved = [];

@@ -336,7 +336,7 @@ export class MemoryStore implements ExecutionStore {
   }
 
   /**
-   * One page of executions: with `status`, newest commit first (as DynamoDBStore's status index
+   * One page of executions: with `status`, latest to enter their status first (as DynamoDBStore's status index
    * reads them); without (or with `scan`), in id order.
    */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
