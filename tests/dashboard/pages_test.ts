@@ -138,7 +138,7 @@ Deno.test("the executions page links the next page with the filters and the curs
   assert.match(page, /<input name="before" value="2026-11-01"/);
   assert.match(
     page,
-    /RUNNING, FAILED executions, last committed before 2026-11-01 00:00:00 UTC, newest commit first\./,
+    /RUNNING, FAILED executions, last committed before 2026-11-01 00:00:00 UTC, the latest to enter their status first\./,
   );
 });
 
@@ -153,7 +153,7 @@ Deno.test("by default the executions page lists the open ones newest first, and 
   }).toString();
   assert.match(
     page,
-    /Open executions \(PENDING, RUNNING, SUSPENDED, CANCELLING\), newest commit first\./,
+    /Open executions \(PENDING, RUNNING, SUSPENDED, CANCELLING\), the latest to enter their status first\./,
   );
   assert.match(page, /<a rel="next" href="\/\?cursor=c">/);
   assert.match(page, /<option value="">open<\/option>/);
