@@ -95,6 +95,43 @@ export function lastErrorText(text: string): string {
   return utf8Prefix(text, LAST_ERROR_BYTES) || "(no message)";
 }
 
+/**
+ * A queue row's bookkeeping after a transition, as both stores keep it: what DynamoDBStore writes
+ * (`attempts`, `last_error`, `retry_at`, `dead_at`, `unreadable`; null: removed) and MemoryStore
+ * assigns. The state it puts the row in follows from it (waiting: `retryAt`; dead: `deadAt`).
+ */
+export interface Bookkeeping {
+  attempts: number;
+  lastError: string | null;
+  retryAt: number | null;
+  deadAt: number | null;
+  unreadable: boolean;
+}
+
+/**
+ * fail, dead-letter: the bookkeeping a failed attempt leaves at `now` (epoch seconds): waiting
+ * until `failure.retryAt`, or (null) dead since `now`; an unreadable row is one only when dead.
+ */
+export function afterFailure(failure: RelayFailure, now: number): Bookkeeping {
+  const dead = failure.retryAt === null;
+  return {
+    attempts: failure.attempts,
+    lastError: lastErrorText(failure.error),
+    retryAt: failure.retryAt,
+    deadAt: dead ? now : null,
+    unreadable: dead && failure.unreadable === true,
+  };
+}
+
+/** retry: a dead letter's bookkeeping once retried — as if it never failed. */
+export const RETRIED: Readonly<Bookkeeping> = Object.freeze({
+  attempts: 0,
+  lastError: null,
+  retryAt: null,
+  deadAt: null,
+  unreadable: false,
+});
+
 /** The longest prefix of `text` of at most `bytes` UTF-8 bytes, cut between characters. */
 export function utf8Prefix(text: string, bytes: number): string {
   const whole = text.toWellFormed(); // a lone surrogate would not survive the trip

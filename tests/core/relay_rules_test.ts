@@ -2,6 +2,7 @@
 // call: pure, so they are tested here with no DynamoDB and no permissions.
 import assert from "node:assert/strict";
 import {
+  afterFailure,
   errorText,
   failedAttempt,
   holdsAt,
@@ -12,6 +13,7 @@ import {
   LAST_ERROR_BYTES,
   lastErrorText,
   markExpiry,
+  RETRIED,
   ringDrop,
   setAside,
   utf8Prefix,
@@ -164,4 +166,31 @@ Deno.test("isLiveAt: no expiry (null or undefined) lives forever", () => {
 Deno.test("markExpiry: ttlSeconds after the whole second of the write; null never expires", () => {
   assert.equal(markExpiry(60, 1_000.9), 1_060);
   assert.equal(markExpiry(null, 1_000), null);
+});
+
+Deno.test("afterFailure: a failed attempt waits until its retry, or is dead since now; both stores keep exactly this", () => {
+  assert.deepEqual(afterFailure({ attempts: 2, retryAt: 1060, error: "down" }, 1000), {
+    attempts: 2,
+    lastError: "down",
+    retryAt: 1060,
+    deadAt: null,
+    unreadable: false,
+  });
+  assert.deepEqual(
+    afterFailure({ attempts: 10, retryAt: null, error: "", unreadable: true }, 1000.5),
+    { attempts: 10, lastError: "(no message)", retryAt: null, deadAt: 1000.5, unreadable: true },
+  );
+  assert.equal(
+    afterFailure({ attempts: 1, retryAt: 5, error: "x", unreadable: true }, 1).unreadable,
+    false,
+    "unreadable only when dead",
+  );
+  assert.deepEqual(RETRIED, {
+    attempts: 0,
+    lastError: null,
+    retryAt: null,
+    deadAt: null,
+    unreadable: false,
+  });
+  assert.ok(Object.isFrozen(RETRIED));
 });

@@ -3,7 +3,7 @@
 // as DynamoDBStore's relay reads (queue/_relay_batch.ts, queue/_outbox_bodies.ts, queue/_dead_letters.ts) do.
 import type { QueueBatch } from "../../core/_queue_batch.ts";
 import type { Event } from "../../core/documents.ts";
-import { holdsAt, isDue, isHead, lastErrorText } from "../../core/_relay_rules.ts";
+import { afterFailure, holdsAt, isDue, isHead, RETRIED } from "../../core/_relay_rules.ts";
 import { byFireAt, bySeq, Lowest } from "../../core/_bounded.ts";
 import type {
   Backlog,
@@ -49,11 +49,8 @@ export class MemoryQueues {
   recordFailure<K extends RelayKind>(kind: K, key: RelayKey<K>, failure: RelayFailure): boolean {
     const row = this.row(kind, key);
     if (row === undefined) return false;
-    row.attempts = failure.attempts;
-    row.lastError = lastErrorText(failure.error);
-    row.retryAt = failure.retryAt;
-    row.deadAt = failure.retryAt === null ? this.now() / 1000 : null;
-    row.unreadable = failure.unreadable === true;
+    // The same transition DynamoDBStore writes (queue/_transitions.ts builds it from this).
+    Object.assign(row, afterFailure(failure, this.now() / 1000));
     return true;
   }
 
@@ -135,13 +132,7 @@ export class MemoryQueues {
   retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): boolean {
     const row = this.row(kind, key);
     if (row?.deadAt === null || row?.deadAt === undefined) return false;
-    Object.assign(row, {
-      attempts: 0,
-      retryAt: null,
-      deadAt: null,
-      lastError: null,
-      unreadable: false,
-    });
+    Object.assign(row, RETRIED);
     return true;
   }
 

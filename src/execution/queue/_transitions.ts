@@ -8,7 +8,7 @@ import { type Item, N, S } from "../../core/_attributes.ts";
 import { FAILURE, OUTBOX, RELAY, seqKey, TIMER, timerKey } from "../../core/_layout.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import type { RelayKey, Timer } from "../../core/types.ts";
-import { lastErrorText } from "../../core/_relay_rules.ts";
+import { afterFailure } from "../../core/_relay_rules.ts";
 import type { ExecutionTables } from "../../core/table_specs.ts";
 import type { RelayFailure, RelayKind } from "../../core/types.ts";
 import { COUNTER, HOLD } from "../../core/_layout.ts";
@@ -79,7 +79,9 @@ export function failed(
   failure: RelayFailure,
   now: number,
 ): Update {
-  const names = {
+  const kept = afterFailure(failure, now);
+  const dead = kept.deadAt !== null;
+  const names: Record<string, string> = {
     ...at.names,
     "#a": FAILURE.attempts,
     "#e": FAILURE.lastError,
@@ -88,27 +90,25 @@ export function failed(
     "#p": RELAY.part,
     "#o": RELAY.order,
   };
-  const dead = failure.retryAt === null;
-  const shard = rowShard(kind, at.item);
   const values: Item = {
     ...at.values,
-    ":a": N(failure.attempts),
-    ":e": S(lastErrorText(failure.error)),
-    ":p": S(partition(dead ? "d" : "w", shard)),
-    ":o": dead ? keyOrder(kind, at.item)! : N(failure.retryAt!),
+    ":a": N(kept.attempts),
+    ":e": S(kept.lastError!),
+    ":p": S(partition(dead ? "d" : "w", rowShard(kind, at.item))),
+    ":o": dead ? keyOrder(kind, at.item)! : N(kept.retryAt!),
   };
   const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
   if (dead) {
-    values[":d"] = N(now);
+    values[":d"] = N(kept.deadAt!);
     sets.push("#d = :d");
-    if (failure.unreadable) {
-      Object.assign(names, { "#u": FAILURE.unreadable });
-      values[":u"] = { BOOL: true };
-      sets.push("#u = :u");
-    }
   } else {
-    values[":r"] = N(failure.retryAt!);
+    values[":r"] = N(kept.retryAt!);
     sets.push("#r = :r");
+  }
+  if (kept.unreadable) {
+    names["#u"] = FAILURE.unreadable;
+    values[":u"] = { BOOL: true };
+    sets.push("#u = :u");
   }
   return {
     TableName: at.table,
