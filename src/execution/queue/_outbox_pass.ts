@@ -14,6 +14,7 @@ import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { type Bookkept, holdsAt, isHead } from "../../core/_relay_rules.ts";
 import {
   addHead,
+  addHeld,
   bookkeepingOf,
   bringBackHeld,
   type Heads,
@@ -170,7 +171,7 @@ export async function outboxFromIndex(
     await classify(rows);
   }
   chosen.push(...await released(q, listedHeld, chosen, holdFrom, pass));
-  if (pass) await applyDecisions(q, decisions, holdFrom);
+  if (pass) await applyDecisions(q, decisions, holdFrom, listedHeld);
   chosen.push(
     ...await followers(q, chosen, dueHeads, holdFrom, limit - chosen.length, listedHeld),
   );
@@ -291,7 +292,9 @@ async function applyDecisions(
   q: QueueContext,
   decisions: Decisions,
   holdFrom: (target: string) => string | undefined,
+  listedHeld: Map<string, string[]>,
 ): Promise<void> {
+  const listed = new Map([...listedHeld].map(([target, seqs]) => [target, seqs.length]));
   await eachConcurrently(
     decisions.relocate,
     ITEM_WRITES_IN_FLIGHT,
@@ -313,12 +316,15 @@ async function applyDecisions(
       headCheck(q, { N: from }),
       moveItem(q, row, heldPlaceOf(row)),
       removeHeads(q, row.candidate.target, [row.candidate.id]),
+      ...(listable(listed, row.candidate.target, 1)
+        ? [addHeld(q, row.candidate.target, [row.candidate.id])]
+        : []),
     ]);
   });
   await eachConcurrently(
     [...decisions.held],
     ITEM_WRITES_IN_FLIGHT,
-    ([target, rows]) => holdBack(q, target, rows, holdFrom(target)),
+    ([target, rows]) => holdBack(q, target, rows, holdFrom(target), listed),
   );
   await eachConcurrently(
     [...decisions.stale],
@@ -337,6 +343,7 @@ async function holdBack(
   target: string,
   rows: Row[],
   from: string | undefined,
+  listed: Map<string, number>,
 ): Promise<void> {
   if (from === undefined) return;
   const held = rows.filter((row) => row.candidate.seq > Number(from));
@@ -349,6 +356,7 @@ async function holdBack(
           target,
           from,
           chunk.map((row) => ({ seq: row.candidate.id, from: row.from })),
+          listable(listed, target, chunk.length),
         ),
         { operation: "relayBatch", key: `held target ${target}` },
         q.resends,
@@ -388,6 +396,21 @@ function headCheck(q: QueueContext, seq: AttributeValue): TransactWriteItem {
 
 function heldPlaceOf(row: Row): Place {
   return { part: partition("h", row.candidate.target), order: { N: row.item[OUTBOX.seq]!.N! } };
+}
+
+/**
+ * How many held entries a hold lists by key at most (about 100 KB of its 400 KB item). Past that
+ * a target's further held entries are found through the index alone: a release a moment after
+ * such a move waits for the index to show them (the next pass).
+ */
+export const LISTED_HELD_MAX = 20_000;
+
+/** Whether `count` more held entries of `target` fit its hold's list (and count them in). */
+function listable(listed: Map<string, number>, target: string, count: number): boolean {
+  const now = listed.get(target) ?? 0;
+  if (now + count > LISTED_HELD_MAX) return false;
+  listed.set(target, now + count);
+  return true;
 }
 
 /** A transaction whose failed conditions mean "changed meanwhile": the next pass looks again. */

@@ -177,6 +177,7 @@ export function held(
   target: string,
   head: string,
   entries: { seq: string; from: string }[],
+  list = true,
 ): TransactWriteItem[] {
   return [
     {
@@ -193,7 +194,7 @@ export function held(
         order: { N: seq },
       }),
     })),
-    addHeld({ tables }, target, entries.map((entry) => entry.seq)),
+    ...(list ? [addHeld({ tables }, target, entries.map((entry) => entry.seq))] : []),
   ];
 }
 
