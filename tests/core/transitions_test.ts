@@ -5,6 +5,7 @@ import {
   adopted,
   dropped,
   failed,
+  headToHeld,
   held,
   locate,
   released,
@@ -111,4 +112,12 @@ Deno.test("adopt: another writer's row joins the pending partitions unless adopt
     N: "1000",
   });
   assert.deepEqual(timerAdoption.ExpressionAttributeValues[":o"], { N: "1000" });
+});
+
+Deno.test("a head behind a lower head becomes a held entry in one operation on its hold", () => {
+  const listed = headToHeld({ tables }, "T", "9", true).Update!;
+  assert.equal(listed.UpdateExpression, "DELETE #s :s ADD #l :s");
+  assert.deepEqual(listed.ExpressionAttributeNames, { "#s": "heads", "#l": "held" });
+  assert.deepEqual(listed.ExpressionAttributeValues, { ":s": { NS: ["9"] } });
+  assert.equal(headToHeld({ tables }, "T", "9", false).Update!.UpdateExpression, "DELETE #s :s");
 });

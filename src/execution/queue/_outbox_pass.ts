@@ -14,13 +14,11 @@ import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { type Bookkept, holdsAt, isHead } from "../../core/_relay_rules.ts";
 import {
   addHead,
-  addHeld,
   bookkeepingOf,
   bringBackHeld,
   type Heads,
   readHolds,
   readOutboxRows,
-  removeHeads,
   STILL_HEAD,
   STILL_HEAD_NAMES,
   unlistHeld,
@@ -29,7 +27,7 @@ import { moveInput, partition, partOf, type Place, placeOf } from "./_relay_inde
 import { type Candidate, candidateOf, readOutboxBodies } from "./_outbox_bodies.ts";
 import { earliest, numberOf, type QueueContext } from "./_queue_items.ts";
 import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
-import { held as holdItems } from "./_transitions.ts";
+import { headToHeld, held as holdItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 97;
@@ -315,10 +313,12 @@ async function applyDecisions(
     await guarded(q, [
       headCheck(q, { N: from }),
       moveItem(q, row, heldPlaceOf(row)),
-      removeHeads(q, row.candidate.target, [row.candidate.id]),
-      ...(listable(listed, row.candidate.target, 1)
-        ? [addHeld(q, row.candidate.target, [row.candidate.id])]
-        : []),
+      headToHeld(
+        q,
+        row.candidate.target,
+        row.candidate.id,
+        listable(listed, row.candidate.target, 1),
+      ),
     ]);
   });
   await eachConcurrently(

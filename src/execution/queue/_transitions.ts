@@ -261,6 +261,25 @@ export const addHeld = (q: { tables: ExecutionTables }, target: string, seqs: st
 export const unlistHeld = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
   holdSet(q, target, "DELETE", HOLD.held, seqs);
 
+/**
+ * The item that turns a head of `target` behind a lower head into one of the entries held behind
+ * it: out of the heads, onto the list (one operation on the hold item, with its move).
+ */
+export function headToHeld(
+  q: { tables: ExecutionTables },
+  target: string,
+  seq: string,
+  list: boolean,
+) {
+  const item = holdSet(q, target, "DELETE", HOLD.heads, [seq]);
+  if (list) {
+    const update = item.Update!;
+    update.UpdateExpression += " ADD #l :s";
+    update.ExpressionAttributeNames!["#l"] = HOLD.held;
+  }
+  return item;
+}
+
 /** The item that takes `seqs` out of `target`'s heads. */
 export const removeHeads = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
   holdSet(q, target, "DELETE", HOLD.heads, seqs);
