@@ -49,3 +49,78 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/** What a wait for an endpoint tells `onRetry` after each failed attempt. */
+export interface WaitAttempt {
+  endpoint: string;
+  attempt: number;
+  error: unknown;
+  waitedMs: number;
+  delayMs: number;
+  deadlineMs: number;
+}
+
+/** How long and how a wait for an endpoint goes on (the connect options of both clients). */
+export interface WaitSettings {
+  deadlineMs?: number;
+  signal?: AbortSignal;
+  onRetry?: (info: WaitAttempt) => void;
+  backoff?: BackoffOptions;
+}
+
+/**
+ * Runs `attempt` (given the signal that ends the wait) until it succeeds, retrying with backoff
+ * only while the endpoint is unreachable (`isUnreachable`), until `deadlineMs` or the signal ends
+ * the wait: then `unreachable(waitedMs, cause)` is thrown (the caller's signal: its reason).
+ * Shared by DynamoDB's and SQS's connects; `otherwise` maps any other error (or keeps it).
+ */
+export async function waitUntilAnswers<T>(
+  attempt: (until: AbortSignal) => Promise<T>,
+  settings: WaitSettings,
+  endpoint: string,
+  isUnreachable: (error: unknown) => boolean,
+  unreachable: (waitedMs: number, cause: unknown) => Error,
+  otherwise: (error: unknown) => unknown = (error) => error,
+): Promise<T> {
+  const { deadlineMs = 30_000, signal, onRetry } = settings;
+  if (!(Number.isFinite(deadlineMs) && deadlineMs >= 0)) {
+    throw new RangeError(`deadlineMs must be a finite number >= 0, got ${deadlineMs}`);
+  }
+  if (onRetry !== undefined && typeof onRetry !== "function") {
+    throw new TypeError(`onRetry must be a function, got ${typeof onRetry}`);
+  }
+  const started = Date.now();
+  // An endpoint that accepts connections but never answers would hold an attempt forever
+  // (the SDK sets no request timeout): the deadline and the signal end the wait anyway.
+  const deadline = AbortSignal.timeout(deadlineMs);
+  const until = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  let lastError: unknown;
+  try {
+    for (let n = 1;; n++) {
+      try {
+        until.throwIfAborted();
+        return await attempt(until);
+      } catch (error) {
+        if (until.aborted) throw until.reason; // the SDK's own AbortError says less
+        if (!isUnreachable(error)) throw error;
+        lastError = error;
+      }
+      const delayMs = backoffDelay(n - 1, settings.backoff);
+      onRetry?.({
+        endpoint,
+        attempt: n,
+        error: lastError,
+        waitedMs: Date.now() - started,
+        delayMs,
+        deadlineMs,
+      });
+      await sleep(delayMs, until);
+    }
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    if (deadline.aborted && (error === until.reason || isUnreachable(error))) {
+      throw unreachable(Date.now() - started, error === until.reason ? lastError ?? error : error);
+    }
+    throw otherwise(error);
+  }
+}

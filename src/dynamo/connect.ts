@@ -8,7 +8,7 @@ import {
   DynamoDBClient,
   type DynamoDBClientConfig,
 } from "@aws-sdk/client-dynamodb";
-import { backoffDelay, type BackoffOptions, sleep } from "../core/_backoff.ts";
+import { type BackoffOptions, waitUntilAnswers } from "../core/_backoff.ts";
 import { foreignAnswer } from "../core/_answer.ts";
 import { isUnreachable } from "../core/_attributes.ts";
 import type { DynamoDBSender } from "./_dynamo.ts";
@@ -247,54 +247,23 @@ function isPermissionError(error: unknown): boolean {
  * is not DynamoDB's (an HTML page) stops the wait at once, unless it is a 5xx (a proxy
  * whose DynamoDB is not up yet).
  */
-export async function retryUntilReachable<T>(
+export function retryUntilReachable<T>(
   attempt: () => Promise<T>,
   options: ConnectOptions = {},
   region?: string,
 ): Promise<T> {
-  const { deadlineMs = 30_000, signal, onRetry } = options;
-  if (!(Number.isFinite(deadlineMs) && deadlineMs >= 0)) {
-    throw new RangeError(`deadlineMs must be a finite number >= 0, got ${deadlineMs}`);
-  }
-  if (onRetry !== undefined && typeof onRetry !== "function") {
-    throw new TypeError(`onRetry must be a function, got ${typeof onRetry}`);
-  }
   const endpoint = endpointInUse(options, region);
-  const started = Date.now();
-  // An endpoint that accepts connections but never answers would hold an attempt forever
-  // (the SDK sets no request timeout): the deadline and the signal end the wait anyway.
-  const deadline = AbortSignal.timeout(deadlineMs);
-  const until = signal ? AbortSignal.any([signal, deadline]) : deadline;
-  let lastError: unknown;
-  try {
-    for (let n = 1;; n++) {
-      try {
-        return await abortable(attempt(), until);
-      } catch (error) {
-        if (error === until.reason || !isUnreachable(error)) throw error;
-        lastError = error;
-      }
-      const delayMs = backoffDelay(n - 1, options.backoff);
-      onRetry?.({
-        endpoint,
-        attempt: n,
-        error: lastError,
-        waitedMs: Date.now() - started,
-        delayMs,
-        deadlineMs,
-      });
-      await sleep(delayMs, until);
-    }
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    if (deadline.aborted && (error === until.reason || isUnreachable(error))) {
-      const cause = error === until.reason ? lastError ?? error : error;
-      throw new EndpointUnreachable(endpoint, Date.now() - started, { cause });
-    }
-    const answer = foreignAnswer(error);
-    if (answer) throw new EndpointNotDynamoDB(endpoint, answer, { cause: error });
-    throw error;
-  }
+  return waitUntilAnswers(
+    (until) => abortable(attempt(), until),
+    options,
+    endpoint,
+    isUnreachable,
+    (waitedMs, cause) => new EndpointUnreachable(endpoint, waitedMs, { cause }),
+    (error) => {
+      const answer = foreignAnswer(error);
+      return answer ? new EndpointNotDynamoDB(endpoint, answer, { cause: error }) : error;
+    },
+  );
 }
 
 /**

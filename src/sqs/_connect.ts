@@ -1,7 +1,7 @@
 // Building an SQS client and waiting until SQS answers: create()'s loop, mirroring
 // src/dynamo/connect.ts (the same backoff, deadline, signal and onRetry), with SQS's names.
 import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
-import { backoffDelay, type BackoffOptions, sleep } from "../core/_backoff.ts";
+import { type BackoffOptions, waitUntilAnswers } from "../core/_backoff.ts";
 import { isUnreachable } from "../core/_attributes.ts";
 import { QueueUnreachable } from "./sqs_errors.ts";
 
@@ -94,50 +94,17 @@ export function sqsEndpointName(options: ConnectSettings, region: string | undef
  * Runs `attempt` until it succeeds, retrying with backoff only while SQS is unreachable
  * (refused, reset, timed out, 5xx), until `deadlineMs` or the signal ends the wait.
  */
-export async function untilSqsAnswers<T>(
+export function untilSqsAnswers<T>(
   attempt: (signal: AbortSignal) => Promise<T>,
   options: ConnectSettings,
   region: string | undefined,
 ): Promise<T> {
-  const { deadlineMs = 30_000, signal, onRetry } = options;
-  if (!(Number.isFinite(deadlineMs) && deadlineMs >= 0)) {
-    throw new RangeError(`deadlineMs must be a finite number >= 0, got ${deadlineMs}`);
-  }
-  if (onRetry !== undefined && typeof onRetry !== "function") {
-    throw new TypeError(`onRetry must be a function, got ${typeof onRetry}`);
-  }
   const endpoint = sqsEndpointName(options, region);
-  const started = Date.now();
-  const deadline = AbortSignal.timeout(deadlineMs);
-  const until = signal ? AbortSignal.any([signal, deadline]) : deadline;
-  let lastError: unknown;
-  try {
-    for (let n = 1;; n++) {
-      try {
-        until.throwIfAborted();
-        return await attempt(until);
-      } catch (error) {
-        if (until.aborted) throw until.reason; // the SDK's own AbortError says less
-        if (!isUnreachable(error)) throw error;
-        lastError = error;
-      }
-      const delayMs = backoffDelay(n - 1, options.backoff);
-      onRetry?.({
-        endpoint,
-        attempt: n,
-        error: lastError,
-        waitedMs: Date.now() - started,
-        delayMs,
-        deadlineMs,
-      });
-      await sleep(delayMs, until);
-    }
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    if (deadline.aborted && (error === until.reason || isUnreachable(error))) {
-      const cause = error === until.reason ? lastError ?? error : error;
-      throw new QueueUnreachable(endpoint, Date.now() - started, { cause });
-    }
-    throw error;
-  }
+  return waitUntilAnswers(
+    attempt,
+    options,
+    endpoint,
+    isUnreachable,
+    (waitedMs, cause) => new QueueUnreachable(endpoint, waitedMs, { cause }),
+  );
 }
