@@ -134,6 +134,24 @@ export const RELEASES = { id: "outbox_releases", targets: "targets" } as const;
  */
 export const ADOPTION = { prefix: "relay_adopt:", cursor: "cursor" } as const;
 
+/**
+ * `{prefix}_counters`, item `status_feed`: how far the stores have read the executions table's
+ * stream (DynamoDB Streams) to put other writers' commits back into the status index
+ * (execution/listing/_status_feed.ts). `stream`, the stream's ARN the rest is about; `shards`, a
+ * Map of shard id → the last sequence number read (`"end"`: a closed shard read to its end);
+ * `backfill`, where the one-off scan for rows the stream never showed stands (JSON text of the
+ * scan's position, `"{}"` at the start; absent once done); `lease_until` and `owner`, the store
+ * reading it now (epoch seconds, a random id).
+ */
+export const FEED = {
+  id: "status_feed",
+  stream: "stream",
+  shards: "shards",
+  backfill: "backfill",
+  leaseUntil: "lease_until",
+  owner: "owner",
+} as const;
+
 /** `{prefix}_spawns`, key `seq`: a child execution to start. */
 export const SPAWN = {
   seq: "seq",

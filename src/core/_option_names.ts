@@ -29,6 +29,7 @@ const DYNAMODB_STORE = [
   "conflictRetries",
   "ambiguousRetries",
   "adoptRows",
+  "statusFeed",
 ] as const;
 
 /** `DynamoDBStateStoreOptions`. */
@@ -52,6 +53,7 @@ export const OPTION_NAMES = {
   "relaySpawns()": RUNNER,
   "sweepTimers()": [...RUNNER, "now"],
   "commit()'s changes": ["emits", "processedEventId", "timers", "spawns", "trace"],
+  "catchUpStatusIndex()": ["signal"],
   "listExecutions()": [
     "status",
     "definitionId",

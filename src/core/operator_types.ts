@@ -111,6 +111,36 @@ export interface TimerState {
 }
 
 /**
+ * What one round of {@linkcode DynamoDBStore.catchUpStatusIndex} did: the executions another
+ * writer committed (the Python store's whole-item `Put` takes them out of the status index) put
+ * back into it from the executions table's stream.
+ *
+ * @example Catching up before a report
+ * ```ts
+ * import type { StatusCatchUp } from "@harel/dynamodb";
+ *
+ * const round: StatusCatchUp = { records: 3, indexed: 2, scanned: 0, behind: false, skipped: null };
+ * console.log(`${round.indexed} executions put back${round.behind ? ", more to read" : ""}`);
+ * ```
+ */
+export interface StatusCatchUp {
+  /** Change records read from the stream. */
+  records: number;
+  /** Executions written back into the status index. */
+  indexed: number;
+  /** Rows examined by the one-off scan for rows the stream never showed (0 once it is done). */
+  scanned: number;
+  /** More is waiting: the next round goes on from where this one stopped. */
+  behind: boolean;
+  /**
+   * Why nothing was read: `"off"` (the `statusFeed` option, or a client that is not the SDK's),
+   * `"no stream"` (the table has none: run `ensureTables()`), `"leased"` (another store is
+   * reading it now); `null` when the round ran.
+   */
+  skipped: "off" | "no stream" | "leased" | null;
+}
+
+/**
  * One execution as an operator sees it (`inspectExecution`): the document, when it was last
  * committed, when it expires, and its timers.
  *

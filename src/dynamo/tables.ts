@@ -249,6 +249,37 @@ export async function ensureIndex(
   return added;
 }
 
+/**
+ * Turns on the table's stream (new and old images) unless it has one, waiting while the table
+ * is busy (an index being added). A stream another user turned on with another view is kept:
+ * the status feed reads the items of a keys-only one by key. Safe when several processes do it
+ * at once.
+ */
+export async function ensureStream(client: DynamoDBSender, tableName: string): Promise<void> {
+  await repeat(async () => {
+    const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+    if (table?.StreamSpecification?.StreamEnabled) return true;
+    if (table?.TableStatus !== "ACTIVE") return false;
+    try {
+      await client.send(
+        new UpdateTableCommand({
+          TableName: tableName,
+          StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" },
+        }),
+      );
+      return true;
+    } catch (error) {
+      // Another process changes the table right now (or turned the stream on): look again.
+      if (
+        !isNamed(error, "ResourceInUseException") && !isNamed(error, "LimitExceededException") &&
+        !(isNamed(error, "ValidationException") &&
+          /already has an enabled stream/i.test(String(error)))
+      ) throw error;
+    }
+    return false;
+  }, POLL);
+}
+
 /** A provisioned table's index needs its own throughput: the table's. On-demand needs none. */
 function provisioned(table: TableDescription | undefined) {
   const throughput = table?.ProvisionedThroughput;

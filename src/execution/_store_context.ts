@@ -6,6 +6,7 @@ import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import {
   checkTableExists,
   ensureIndex,
+  ensureStream,
   ensureTable,
   ensureTtl,
   type ExecutionTables,
@@ -21,6 +22,7 @@ import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./commit/_seq_blocks.ts";
 import { noting, RecentWrites } from "./queue/_recent_writes.ts";
 import { STATUS_INDEX, StatusCache } from "./listing/_status_index.ts";
+import { type FeedContext, StatusFeed, streamsClientOf } from "./listing/_status_feed.ts";
 import { TraceRing } from "./commit/_trace_ring.ts";
 import { ChainCache } from "./commit/_outbox_chain.ts";
 import type { QueueContext } from "./queue/_queue_items.ts";
@@ -44,6 +46,7 @@ export type StoreContext =
   & QueueContext
   & TxContext
   & CommitContext
+  & FeedContext
   & {
     /** Whether the client is still the store's to use, and who destroys it on close. */
     readonly ownership: ClientOwnership;
@@ -69,6 +72,7 @@ export function storeContext(
     conflictRetries: conflictRetriesOption = 8,
     ambiguousRetries: ambiguousRetriesOption = 3,
     adoptRows = DEFAULT_ADOPT_ROWS,
+    statusFeed = true,
     finishedTtlSeconds = null,
     now = Date.now,
   } = checkOptionsOf("new DynamoDBStore()", options);
@@ -80,6 +84,9 @@ export function storeContext(
   const conflictRetries = checkInteger("conflictRetries", conflictRetriesOption, 0, 100);
   const ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetriesOption, 0, 100);
   const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
+  if (typeof statusFeed !== "boolean") {
+    throw new TypeError(`statusFeed must be a boolean, got ${describe(statusFeed)}`);
+  }
   const ownership = new ClientOwnership("DynamoDBStore", client);
   const tables_ = [tables.outbox.name, tables.spawns.name, tables.timers.name];
   // Real time, not the store's clock: what is recent is measured against the index's lag.
@@ -108,6 +115,7 @@ export function storeContext(
     resends: { lost: ambiguousRetries, conflicts: conflictRetries },
     load,
     readChains: (id) => readChains(store, id),
+    feed: new StatusFeed(statusFeed ? () => streamsClientOf(client) : null),
     ownership,
   };
   const store: StoreContext = Object.assign(context, { timers: context, tx }) as StoreContext;
@@ -129,7 +137,12 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
     Object.values(ctx.tables).map((spec) =>
       ensureTable(ctx.client, spec, indexes(spec)).then(() =>
         // The status index (#25) on an executions table made before it.
-        spec === executions ? ensureIndex(ctx.client, spec.name, STATUS_INDEX) : undefined
+        spec === executions
+          ? ensureIndex(ctx.client, spec.name, STATUS_INDEX).then(() =>
+            // The status feed (#34) reads the table's stream.
+            ctx.feed.on ? ensureStream(ctx.client, spec.name) : undefined
+          )
+          : undefined
       )
     ),
   );

@@ -5,12 +5,17 @@
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ensureStoreTables, openStore, type StoreContext, storeContext } from "./_store_context.ts";
-import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
+import { checkKey, checkObject, checkTime, describe, LIMITS } from "../core/_validate.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 import { planBulkDelete, planListing } from "./listing/_listing.ts";
 import { indexPage } from "./listing/_status_listing.ts";
 import { deleteSelected } from "./listing/_bulk_delete.ts";
 import { inspect } from "./listing/_inspect.ts";
-import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
+import type {
+  DeleteExecutionsOptions,
+  ExecutionInspection,
+  StatusCatchUp,
+} from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -285,7 +290,47 @@ export class DynamoDBStore implements T.ExecutionStore {
   async listExecutions(options: T.ListOptions = {}): Promise<T.ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    return await (listing.indexed ? indexPage : reads.listPage)(this.#ctx, listing);
+    if (!listing.indexed) return await reads.listPage(this.#ctx, listing);
+    await this.#feed();
+    return await indexPage(this.#ctx, listing);
+  }
+
+  /**
+   * Puts back into the status index the executions other writers committed (the Python store's
+   * whole-item `Put` takes them out of it): one round of the executions table's stream since the
+   * last one, up to 1,000 change records, and a page of a one-off scan for rows the stream never
+   * showed. Listings and relay passes do it on their own, at most every 10 s per store; call
+   * this to catch up at once. One store at a time reads the stream (a lease): another store's
+   * round in progress is `skipped: "leased"`. See docs/operations.md.
+   *
+   * @example Catching up until nothing is left
+   * ```ts
+   * import { DynamoDBStore } from "@harel/dynamodb";
+   *
+   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+   * for (;;) {
+   *   const round = await store.catchUpStatusIndex();
+   *   if (!round.behind) break;
+   * }
+   * ```
+   */
+  async catchUpStatusIndex(options: { signal?: AbortSignal } = {}): Promise<StatusCatchUp> {
+    this.#open("catchUpStatusIndex");
+    checkObject("options", options);
+    checkOptionNames("catchUpStatusIndex()", options);
+    const { signal } = options;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+    }
+    return await this.#ctx.feed.round(this.#ctx, signal);
+  }
+
+  /**
+   * The status feed's round that listings and passes run on their own: what it fails with is
+   * the next explicit round's to report, never the listing's or the pass's.
+   */
+  async #feed(): Promise<void> {
+    await this.#ctx.feed.maybe(this.#ctx).catch(() => undefined);
   }
 
   /**
@@ -444,6 +489,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   ): Promise<T.RelayItems<K>> {
     this.#open("relayBatch");
     const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
+    if (seqs === undefined) await this.#feed();
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
@@ -632,6 +678,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   close(): Promise<void> {
     // The client stays the caller's when it was injected: only a client create() built is
     // destroyed. Either way this store refuses every later call (StoreClosed).
+    this.#ctx.feed.close();
     return this.#ctx.ownership.close();
   }
 

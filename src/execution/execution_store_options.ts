@@ -75,6 +75,17 @@ export interface DynamoDBStoreOptions {
    * no counter handed out). @default {100}
    */
   adoptRows?: number;
+  /**
+   * Keep executions other writers commit in the status index: `ensureTables` turns on the
+   * executions table's stream (DynamoDB Streams, new and old images), and listings and relay
+   * passes read it (at most every 10 s per store, one store at a time) to put back what the
+   * Python store's whole-item `Put` takes out of the index. `false` lists only what this module
+   * committed last, for a fleet with no other writer or a role without the Streams permissions.
+   * Needs a client built by the AWS SDK (its region, endpoint and credentials are reused).
+   * See docs/operations.md ("Listing what other writers commit").
+   * @default {true}
+   */
+  statusFeed?: boolean;
 }
 
 /**

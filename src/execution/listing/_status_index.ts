@@ -66,6 +66,9 @@ export class StatusCache extends VersionCache<string | null> {
   moveOf(id: string, expected: number, key: string): StatusMove {
     if (expected === 0) return "changed";
     const stored = this.at(id, expected);
-    return stored === undefined ? "unknown" : stored === key ? "same" : "changed";
+    // Out of the index (another writer's whole-item Put): the status feed may put it back at
+    // any time, in its status since when it entered it, which a commit that stays keeps.
+    if (stored === undefined || stored === null) return "unknown";
+    return stored === key ? "same" : "changed";
   }
 }

@@ -1,0 +1,542 @@
+// The status feed: executions another writer committed, put back into the status index. The
+// Python store's commit is a whole-item Put that drops `status_shard` and `status_at`, so the
+// execution leaves the index; the executions table's stream (DynamoDB Streams, which
+// ensureTables() turns on) shows every such Put, and a round reads what the stream holds since
+// the last round and writes the two attributes back, conditioned on the version the record shows
+// (the stream finds candidates, the write's condition decides). One store at a time reads it,
+// under a lease on the counters item `status_feed`, which also keeps where each shard stands.
+// Rows the stream never showed (written before it was on, or trimmed after 24 hours unread) are
+// found once by a scan, a page per round.
+import {
+  type _Record as StreamRecord,
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type Shard,
+} from "@aws-sdk/client-dynamodb-streams";
+import {
+  DescribeTableCommand,
+  ScanCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandOutput,
+} from "@aws-sdk/client-dynamodb";
+import {
+  batchGet,
+  chunks,
+  type DynamoDBSender,
+  eachConcurrently,
+  isNamed,
+  type Item,
+  N,
+  S,
+} from "../../dynamo/_dynamo.ts";
+import { WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import { EXECUTION, FEED } from "../../core/_layout.ts";
+import { parseJson } from "../../core/_json.ts";
+import { STATUSES } from "../../core/documents.ts";
+import type { Status } from "../../core/documents.ts";
+import type { ExecutionTables } from "../../dynamo/tables.ts";
+import type { StatusCatchUp } from "../../core/operator_types.ts";
+import { statusKey } from "./_status_index.ts";
+
+/** What a round sends Streams requests with: a DynamoDB Streams client (duck-typed). */
+export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
+
+/** How often a store reads the feed on its own (a listing, a relay pass): at most every 10 s. */
+export const FEED_EVERY_MS = 10_000;
+/** How long a round's lease lasts: a store that dies mid-round holds the feed that long. */
+const LEASE_SECONDS = 30;
+/** Change records a round reads at most (GetRecords returns up to 1,000 a call). */
+const RECORDS_PER_ROUND = 1000;
+/** Rows a round's scan for rows the stream never showed examines at most (one Scan page). */
+const BACKFILL_ROWS = 1000;
+
+/**
+ * A Streams client for the same account, region and endpoint as an SDK DynamoDB client (its
+ * resolved config); null for a client that is not the SDK's (a duck-typed `send()`).
+ */
+export function streamsClientOf(client: DynamoDBSender): StreamsSender | null {
+  const config = (client as { config?: Record<string, unknown> }).config;
+  if (typeof config?.region !== "function" || typeof config.credentials !== "function") return null;
+  return new DynamoDBStreamsClient({
+    region: config.region as () => Promise<string>,
+    credentials: config.credentials as () => Promise<never>,
+    // DynamoDB Local and LocalStack serve Streams on the table endpoint; AWS on its own.
+    ...(config.isCustomEndpoint ? { endpoint: config.endpoint as () => Promise<never> } : {}),
+    maxAttempts: typeof config.maxAttempts === "function"
+      ? config.maxAttempts as () => Promise<number>
+      : undefined,
+    requestHandler: {
+      connectionTimeout: 5_000,
+      requestTimeout: 30_000,
+      throwOnRequestTimeout: true,
+    },
+  });
+}
+
+/** What a round reads and writes with. */
+export interface FeedContext {
+  readonly client: DynamoDBSender;
+  readonly tables: ExecutionTables;
+  /** Epoch milliseconds (the store's clock): a time written for an entry with none. */
+  readonly now: () => number;
+  readonly feed: StatusFeed;
+}
+
+/** A store's side of the feed: its Streams client, its lease id, when it last read. */
+export class StatusFeed {
+  readonly #owner = crypto.randomUUID();
+  /** The stream's ARN once looked up; null: the table has no stream. */
+  #arn: string | null | undefined;
+  #last = -Infinity;
+  #running: Promise<StatusCatchUp> | undefined;
+
+  #streams: StreamsSender | null | undefined;
+
+  /**
+   * `streams` builds the Streams client when first needed; null: no feed (the option is off).
+   */
+  constructor(private readonly build: (() => StreamsSender | null) | null) {}
+
+  /** Whether the store keeps other writers' commits in the index (the `statusFeed` option). */
+  get on(): boolean {
+    return this.build !== null;
+  }
+
+  /** The Streams client, built on first use; null when there is no feed. */
+  get streams(): StreamsSender | null {
+    if (this.#streams === undefined) this.#streams = this.build?.() ?? null;
+    return this.#streams;
+  }
+
+  /** Destroys the Streams client this store built, if it did. */
+  close(): void {
+    this.#streams?.destroy();
+    this.#streams = null;
+  }
+
+  /** The lease's owner id of this store. */
+  get owner(): string {
+    return this.#owner;
+  }
+
+  /**
+   * A round unless this store read the feed less than {@linkcode FEED_EVERY_MS} ago (by the real
+   * clock: the stream's records are real-time) or is reading it now (then that round).
+   */
+  maybe(ctx: FeedContext): Promise<StatusCatchUp | null> {
+    if (this.streams === null) return Promise.resolve(null);
+    if (this.#running) return this.#running;
+    if (Date.now() - this.#last < FEED_EVERY_MS) return Promise.resolve(null);
+    return this.round(ctx);
+  }
+
+  /** One round now (or the one running). */
+  round(ctx: FeedContext, signal?: AbortSignal): Promise<StatusCatchUp> {
+    const streams = this.streams;
+    if (streams === null) return Promise.resolve(skipped("off"));
+    this.#running ??= readFeed(ctx, streams, signal).then((report) => {
+      // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
+      if (report.behind) this.#last = -Infinity;
+      return report;
+    }).finally(() => {
+      this.#running = undefined;
+    });
+    this.#last = Date.now();
+    return this.#running;
+  }
+
+  /** The stream's ARN (DescribeTable, once; again when `stale`), or null without a stream. */
+  async arn(ctx: FeedContext, stale = false): Promise<string | null> {
+    if (this.#arn === undefined || stale) {
+      const table = (await ctx.client.send(
+        new DescribeTableCommand({ TableName: ctx.tables.executions.name }),
+      )).Table;
+      this.#arn = table?.StreamSpecification?.StreamEnabled ? table.LatestStreamArn ?? null : null;
+    }
+    return this.#arn;
+  }
+}
+
+function skipped(why: NonNullable<StatusCatchUp["skipped"]>): StatusCatchUp {
+  return { records: 0, indexed: 0, scanned: 0, behind: false, skipped: why };
+}
+
+/** Where a round starts: the feed item as the lease returned it. */
+interface FeedState {
+  shards: Map<string, string>;
+  /** The backfill scan's position (`{}`: the start); undefined when there is none to do. */
+  backfill: Item | undefined;
+}
+
+async function readFeed(
+  ctx: FeedContext,
+  streams: StreamsSender,
+  signal: AbortSignal | undefined,
+): Promise<StatusCatchUp> {
+  const arn = await ctx.feed.arn(ctx);
+  if (arn === null) return skipped("no stream");
+  const state = await takeLease(ctx, arn);
+  if (state === null) return skipped("leased");
+  const report: StatusCatchUp = {
+    records: 0,
+    indexed: 0,
+    scanned: 0,
+    behind: false,
+    skipped: null,
+  };
+  try {
+    let lost: boolean;
+    try {
+      lost = await readShards(ctx, streams, arn, state, report, signal);
+    } catch (error) {
+      // The table's stream was turned off and on again since the ARN was looked up.
+      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+      await ctx.feed.arn(ctx, true);
+      return { ...report, behind: true };
+    }
+    if (lost) state.backfill = {};
+    if (state.backfill !== undefined && !report.behind) {
+      state.backfill = await backfillPage(ctx, state.backfill, report);
+      if (state.backfill !== undefined) report.behind = true;
+    }
+  } finally {
+    await saveFeed(ctx, arn, state);
+  }
+  return report;
+}
+
+/**
+ * Takes the lease on the feed item (one conditional UpdateItem that also reads it): the item's
+ * state, or null when another store holds it. A new stream (or the first round) starts with
+ * no shard read and a backfill to do.
+ */
+async function takeLease(ctx: FeedContext, arn: string): Promise<FeedState | null> {
+  const now = Math.floor(ctx.now() / 1000);
+  let out: UpdateItemCommandOutput;
+  try {
+    out = await ctx.client.send(
+      new UpdateItemCommand({
+        TableName: ctx.tables.counters.name,
+        Key: { id: S(FEED.id) },
+        UpdateExpression: "SET #lu = :until, #o = :me",
+        ConditionExpression: "attribute_not_exists(#lu) OR #lu < :now OR #o = :me",
+        ExpressionAttributeNames: { "#lu": FEED.leaseUntil, "#o": FEED.owner },
+        ExpressionAttributeValues: {
+          ":until": N(now + LEASE_SECONDS),
+          ":now": N(now),
+          ":me": S(ctx.feed.owner),
+        },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+  } catch (error) {
+    if (isNamed(error, "ConditionalCheckFailedException")) return null;
+    throw error;
+  }
+  const item = out.Attributes ?? {};
+  if (item[FEED.stream]?.S !== arn) return { shards: new Map(), backfill: {} };
+  const shards = new Map<string, string>();
+  for (const [id, seq] of Object.entries(item[FEED.shards]?.M ?? {})) {
+    if (seq.S !== undefined) shards.set(id, seq.S);
+  }
+  const backfill = item[FEED.backfill]?.S;
+  return { shards, backfill: backfill === undefined ? undefined : JSON.parse(backfill) };
+}
+
+/** Saves where the round stopped and gives the lease back (only while it is still ours). */
+async function saveFeed(ctx: FeedContext, arn: string, state: FeedState): Promise<void> {
+  const shards: Item = {};
+  for (const [id, seq] of state.shards) shards[id] = S(seq);
+  const names = {
+    "#s": FEED.stream,
+    "#sh": FEED.shards,
+    "#b": FEED.backfill,
+    "#lu": FEED.leaseUntil,
+    "#o": FEED.owner,
+  };
+  const values: Item = {
+    ":arn": S(arn),
+    ":sh": { M: shards },
+    ":me": S(ctx.feed.owner),
+    ":free": N(0),
+  };
+  let update = "SET #s = :arn, #sh = :sh, #lu = :free";
+  if (state.backfill === undefined) update += " REMOVE #b";
+  else {
+    update += ", #b = :b";
+    values[":b"] = S(JSON.stringify(state.backfill));
+  }
+  try {
+    await ctx.client.send(
+      new UpdateItemCommand({
+        TableName: ctx.tables.counters.name,
+        Key: { id: S(FEED.id) },
+        UpdateExpression: update,
+        ConditionExpression: "#o = :me",
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+  } catch (error) {
+    // The round outlived its lease and another store took over: it saves its own progress.
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+  }
+}
+
+/**
+ * Reads every shard from where it stands, parents before children, up to the round's records;
+ * resolves to whether records were lost (a shard trimmed before it was read to its end).
+ */
+async function readShards(
+  ctx: FeedContext,
+  streams: StreamsSender,
+  arn: string,
+  state: FeedState,
+  report: StatusCatchUp,
+  signal: AbortSignal | undefined,
+): Promise<boolean> {
+  const shards = await describeShards(streams, arn);
+  const present = new Set(shards.map((shard) => shard.ShardId!));
+  // A shard read part-way that the stream no longer has: what was left of it is gone.
+  let lost = [...state.shards].some(([id, seq]) => seq !== "end" && !present.has(id));
+  for (const id of [...state.shards.keys()]) if (!present.has(id)) state.shards.delete(id);
+  const done = (id: string | undefined) =>
+    id === undefined || !present.has(id) || state.shards.get(id) === "end";
+  for (let progress = true; progress && !report.behind;) {
+    progress = false;
+    for (const shard of shards) {
+      const id = shard.ShardId!;
+      if (done(id) || !done(shard.ParentShardId)) continue;
+      signal?.throwIfAborted();
+      const read = await readShard(ctx, streams, arn, id, state, report, signal);
+      lost ||= read.trimmed;
+      progress ||= read.ended;
+      if (report.behind) break;
+    }
+  }
+  return lost;
+}
+
+/** Every shard of the stream (DescribeStream pages by shard id). */
+async function describeShards(streams: StreamsSender, arn: string): Promise<Shard[]> {
+  const shards: Shard[] = [];
+  let start: string | undefined;
+  do {
+    const out = await streams.send(
+      new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: start }),
+    );
+    shards.push(...out.StreamDescription?.Shards ?? []);
+    start = out.StreamDescription?.LastEvaluatedShardId;
+  } while (start !== undefined);
+  return shards;
+}
+
+/**
+ * Reads one shard from its checkpoint until it is caught up (an empty page of an open shard),
+ * read to its end (a closed one), or the round has read its records.
+ */
+async function readShard(
+  ctx: FeedContext,
+  streams: StreamsSender,
+  arn: string,
+  id: string,
+  state: FeedState,
+  report: StatusCatchUp,
+  signal: AbortSignal | undefined,
+): Promise<{ trimmed: boolean; ended: boolean }> {
+  const after = state.shards.get(id);
+  let trimmed = false;
+  let iterator: string | undefined;
+  try {
+    iterator = (await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: arn,
+        ShardId: id,
+        ...(after === undefined
+          ? { ShardIteratorType: "TRIM_HORIZON" }
+          : { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: after }),
+      }),
+    )).ShardIterator;
+  } catch (error) {
+    // The checkpoint is older than the stream's 24 hours: start over, and scan for the rest.
+    if (!isNamed(error, "TrimmedDataAccessException")) throw error;
+    trimmed = true;
+    iterator = (await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: arn,
+        ShardId: id,
+        ShardIteratorType: "TRIM_HORIZON",
+      }),
+    )).ShardIterator;
+  }
+  while (iterator !== undefined) {
+    signal?.throwIfAborted();
+    const left = RECORDS_PER_ROUND - report.records;
+    const out = await streams.send(
+      new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(1000, left) }),
+    );
+    const records = out.Records ?? [];
+    report.records += records.length;
+    report.indexed += await putBack(ctx, records);
+    const last = records.at(-1)?.dynamodb?.SequenceNumber;
+    if (last !== undefined) state.shards.set(id, last);
+    iterator = out.NextShardIterator;
+    if (iterator === undefined) {
+      state.shards.set(id, "end");
+      return { trimmed, ended: true };
+    }
+    if (records.length === 0) break;
+    if (report.records >= RECORDS_PER_ROUND) {
+      report.behind = true;
+      break;
+    }
+  }
+  return { trimmed, ended: false };
+}
+
+/** What a record asks of the index: the item at `version` belongs in `key` since `at`. */
+interface Entry {
+  version: string;
+  key: string;
+  at: string;
+}
+
+/**
+ * Puts the executions of `records` that another writer committed (their image has no
+ * `status_shard`) back into the index: for each, its newest record's version, written only if
+ * the item is still at it and still without the attribute. Resolves to how many were written.
+ */
+async function putBack(ctx: FeedContext, records: StreamRecord[]): Promise<number> {
+  const now = String(Math.floor(ctx.now() / 1000));
+  const entries = new Map<string, Entry | null>();
+  const unseen = new Set<string>();
+  for (const record of records) {
+    const id = record.dynamodb?.Keys?.[EXECUTION.id]?.S;
+    if (id === undefined || record.eventName === "REMOVE") continue;
+    const image = record.dynamodb?.NewImage as Item | undefined;
+    // A stream of keys only (another user's choice of view): the item itself is read below.
+    if (image === undefined) {
+      unseen.add(id);
+      continue;
+    }
+    unseen.delete(id);
+    const before = entries.get(id) ?? entryOf(record.dynamodb?.OldImage as Item | undefined);
+    entries.set(id, wanted(id, image, before, now));
+  }
+  for (const run of chunks([...unseen], 100)) {
+    const table = ctx.tables.executions.name;
+    await batchGet(ctx.client, {
+      [table]: { Keys: run.map((id) => ({ [EXECUTION.id]: S(id) })), ConsistentRead: true },
+    }, (responses) => {
+      for (const item of responses[table] ?? []) {
+        entries.set(item[EXECUTION.id]!.S!, wanted(item[EXECUTION.id]!.S!, item, null, now));
+      }
+    });
+  }
+  let written = 0;
+  const pending = [...entries].filter((pair): pair is [string, Entry] => pair[1] !== null);
+  await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
+    if (await writeEntry(ctx, id, entry)) written++;
+  });
+  return written;
+}
+
+/** The entry an item stored, if it has one. */
+function entryOf(item: Item | undefined): Entry | null {
+  const key = item?.[EXECUTION.statusShard]?.S;
+  const at = item?.[EXECUTION.statusAt]?.N;
+  const version = item?.[EXECUTION.version]?.N;
+  return key === undefined || at === undefined || version === undefined
+    ? null
+    : { version, key, at };
+}
+
+/**
+ * The entry an item without one needs (null: it has one, or it cannot be read): its status's
+ * partition since the time it entered it when known (the item it replaced was in that partition
+ * already), else since `now`.
+ */
+function wanted(id: string, item: Item, before: Entry | null, now: string): Entry | null {
+  if (item[EXECUTION.statusShard] !== undefined) return null;
+  const version = item[EXECUTION.version]?.N;
+  const status = statusOf(item[EXECUTION.data]?.S);
+  if (version === undefined || status === null) return null;
+  const key = statusKey(status, id);
+  return { version, key, at: before?.key === key ? before.at : now };
+}
+
+/** The status an execution's `data` names, or null when it is not readable. */
+export function statusOf(data: string | undefined): Status | null {
+  if (data === undefined) return null;
+  const parsed = parseJson(data, false)?.value as { status?: unknown } | null | undefined;
+  const status = typeof parsed === "object" && parsed !== null ? parsed.status : undefined;
+  return STATUSES.includes(status as Status) ? status as Status : null;
+}
+
+/** Writes one entry if the item is still at its version and without one; whether it did. */
+async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<boolean> {
+  try {
+    await ctx.client.send(
+      new UpdateItemCommand({
+        TableName: ctx.tables.executions.name,
+        Key: { [EXECUTION.id]: S(id) },
+        UpdateExpression: "SET #ss = :ss, #sa = :sa",
+        ConditionExpression: "#v = :v AND attribute_not_exists(#ss)",
+        ExpressionAttributeNames: {
+          "#ss": EXECUTION.statusShard,
+          "#sa": EXECUTION.statusAt,
+          "#v": EXECUTION.version,
+        },
+        ExpressionAttributeValues: {
+          ":ss": S(entry.key),
+          ":sa": { N: entry.at },
+          ":v": { N: entry.version },
+        },
+      }),
+    );
+    return true;
+  } catch (error) {
+    // Committed again since (a later record brings it back), deleted, or in the index already.
+    if (isNamed(error, "ConditionalCheckFailedException")) return false;
+    throw error;
+  }
+}
+
+/**
+ * One page of the scan for executions without an index entry (rows the stream never showed):
+ * each is put back since now. Resolves to where the scan goes on, or undefined when it is done.
+ */
+async function backfillPage(
+  ctx: FeedContext,
+  start: Item,
+  report: StatusCatchUp,
+): Promise<Item | undefined> {
+  const out = await ctx.client.send(
+    new ScanCommand({
+      TableName: ctx.tables.executions.name,
+      FilterExpression: "attribute_not_exists(#ss)",
+      ProjectionExpression: "#id, #v, #d",
+      ExpressionAttributeNames: {
+        "#ss": EXECUTION.statusShard,
+        "#id": EXECUTION.id,
+        "#v": EXECUTION.version,
+        "#d": EXECUTION.data,
+      },
+      Limit: BACKFILL_ROWS,
+      ExclusiveStartKey: Object.keys(start).length === 0 ? undefined : start,
+    }),
+  );
+  report.scanned += out.ScannedCount ?? 0;
+  const now = String(Math.floor(ctx.now() / 1000));
+  const pending = (out.Items ?? []).flatMap((item) => {
+    const id = item[EXECUTION.id]?.S;
+    const entry = id === undefined ? null : wanted(id, item, null, now);
+    return entry === null ? [] : [[id!, entry] as const];
+  });
+  await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
+    if (await writeEntry(ctx, id, entry)) report.indexed++;
+  });
+  return out.LastEvaluatedKey;
+}

@@ -1,0 +1,185 @@
+// The status feed (#34): executions another writer committed last (the Python store's whole-item
+// Put drops the status index's attributes) are listed by status again, from the table's stream.
+import assert from "node:assert/strict";
+import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStore, type Execution, newExecution } from "../../mod.ts";
+import { endpoint, pause, testClient, uniqueName } from "../_support/env.ts";
+import { seedPutExecution } from "../_support/seed.ts";
+import { capacityClient } from "../_support/capacity.ts";
+import { fillExecutions } from "../_support/executions.ts";
+
+/** The Python store's commit of `exe`: the next version, as a whole-item Put. */
+async function pythonCommit(
+  client: ReturnType<typeof testClient>,
+  store: DynamoDBStore,
+  exe: Execution,
+  change: Partial<Execution> = {},
+): Promise<Execution> {
+  const next = { ...exe, ...change, version: exe.version + 1 };
+  await seedPutExecution(client, store.tables.executions.name, next);
+  return next;
+}
+
+async function ids(store: DynamoDBStore, status: Execution["status"]): Promise<string[]> {
+  return (await store.listExecutions({ status, limit: 1000 })).items.map((s) => s.id);
+}
+
+Deno.test("listExecutions() lists by status the executions the Python store committed last", async (t) => {
+  using client = testClient();
+  const prefix = uniqueName("sf");
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+
+  await t.step("one this store started and Python went on with", async () => {
+    const exe = newExecution({ definition_id: "orders", status: "RUNNING" });
+    await store.commit(exe);
+    const python = await pythonCommit(client, store, exe);
+    await store.catchUpStatusIndex();
+    assert.deepEqual(await ids(store, "RUNNING"), [python.id]);
+    const [summary] = (await store.listExecutions({ status: "RUNNING" })).items;
+    assert.equal(summary!.version, python.version);
+  });
+
+  await t.step("one Python started, and one Python moved to DONE", async () => {
+    const started = newExecution({ definition_id: "orders", status: "RUNNING", version: 1 });
+    await seedPutExecution(client, store.tables.executions.name, started);
+    const [running] = await ids(store, "RUNNING");
+    const moved = await store.load(running!);
+    await pythonCommit(client, store, moved!, { status: "DONE", outcome: "ok" });
+    const round = await store.catchUpStatusIndex();
+    assert.equal(round.skipped, null);
+    assert.equal(round.indexed, 2);
+    assert.deepEqual(await ids(store, "RUNNING"), [started.id]);
+    assert.deepEqual(await ids(store, "DONE"), [running]);
+  });
+
+  await t.step("a listing catches up on its own", async () => {
+    const exe = newExecution({ definition_id: "orders", status: "SUSPENDED", version: 1 });
+    await seedPutExecution(client, store.tables.executions.name, exe);
+    // A store that has not read the feed yet reads it in its first listing.
+    await using other = new DynamoDBStore(testClient(), { prefix });
+    assert.deepEqual(await ids(other, "SUSPENDED"), [exe.id]);
+  });
+
+  await t.step("a status kept by Python keeps the time it entered it", async () => {
+    const exe = newExecution({ definition_id: "orders", status: "PENDING" });
+    await store.commit(exe);
+    const key = { id: { S: exe.id } };
+    const at = async () =>
+      (await client.send(
+        new GetItemCommand({ TableName: store.tables.executions.name, Key: key }),
+      )).Item?.status_at?.N;
+    const entered = await at();
+    assert.notEqual(entered, undefined);
+    await pause(1100);
+    let python = await pythonCommit(client, store, exe);
+    python = await pythonCommit(client, store, python);
+    await store.catchUpStatusIndex();
+    assert.equal(await at(), entered);
+    // And our next commit, still PENDING, keeps it too.
+    const loaded = (await store.load(exe.id))!;
+    await store.commit(loaded);
+    assert.equal(await at(), entered);
+  });
+
+  await t.step("nothing is written when the execution moved on since the record", async () => {
+    const exe = newExecution({ definition_id: "orders", status: "RUNNING" });
+    await store.commit(exe);
+    const python = await pythonCommit(client, store, exe);
+    const ours = (await store.load(python.id))!;
+    ours.status = "CANCELLED";
+    await store.commit(ours);
+    await store.catchUpStatusIndex();
+    assert.ok(!(await ids(store, "RUNNING")).includes(exe.id));
+    assert.ok((await ids(store, "CANCELLED")).includes(exe.id));
+  });
+});
+
+Deno.test("catchUpStatusIndex() finds once the rows written before the stream was on", async () => {
+  using client = testClient();
+  const prefix = uniqueName("sf");
+  {
+    // A fleet that never turned the feed on: the table has no stream.
+    await using off = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+    assert.deepEqual(await off.catchUpStatusIndex(), {
+      records: 0,
+      indexed: 0,
+      scanned: 0,
+      behind: false,
+      skipped: "off",
+    });
+  }
+  const exes = Array.from(
+    { length: 5 },
+    () => newExecution({ definition_id: "d", status: "RUNNING", version: 1 }),
+  );
+  for (const exe of exes) await seedPutExecution(client, `${prefix}_executions`, exe);
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  const round = await store.catchUpStatusIndex();
+  assert.equal(round.indexed, 5);
+  assert.equal(round.scanned, 5);
+  assert.deepEqual((await ids(store, "RUNNING")).sort(), exes.map((e) => e.id).sort());
+  const again = await store.catchUpStatusIndex();
+  assert.equal(again.scanned, 0, "the scan is done once");
+  assert.equal(again.indexed, 0);
+});
+
+Deno.test("one store at a time reads the feed: another's round is skipped as leased", async () => {
+  const prefix = uniqueName("sf");
+  await using a = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using b = new DynamoDBStore(testClient(), { prefix });
+  const [one, two] = await Promise.all([a.catchUpStatusIndex(), b.catchUpStatusIndex()]);
+  assert.deepEqual([one.skipped, two.skipped].sort(), ["leased", null].sort());
+  // The lease is given back at the end of a round: the next one runs.
+  assert.equal((await b.catchUpStatusIndex()).skipped, null);
+});
+
+Deno.test("catchUpStatusIndex() refuses options it does not know", async () => {
+  await using store = new DynamoDBStore(testClient(), { prefix: uniqueName("sf") });
+  await assert.rejects(
+    store.catchUpStatusIndex({ signl: AbortSignal.timeout(1) } as never),
+    /signl/,
+  );
+  assert.throws(() => new DynamoDBStore(testClient(), { statusFeed: "yes" as never }), TypeError);
+});
+
+Deno.test("the feed's cost: per other writer's commit, and a RUNNING page at 300 and 3,000 rows", async () => {
+  const { client, capacity } = capacityClient();
+  const prefix = uniqueName("sf");
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using measured = new DynamoDBStore(client, { prefix });
+  await measured.catchUpStatusIndex(); // the one-off scan of an empty table
+  using writer = testClient();
+  const table = store.tables.executions.name;
+  const commits = 60;
+  const page = async () => {
+    capacity.units = 0;
+    await measured.listExecutions({ status: "RUNNING", limit: 50 });
+    return capacity.units;
+  };
+  const perCommit: number[] = [];
+  const pages: number[] = [];
+  for (const rows of [300, 3000]) {
+    const have = (await store.listExecutions({ status: "DONE", limit: 1 })).items.length;
+    await fillExecutions(writer, table, rows - (have ? 300 : 0), { status: "DONE", from: 1e9 });
+    const running = Array.from(
+      { length: commits },
+      () => newExecution({ definition_id: "d", status: "RUNNING", version: 1 }),
+    );
+    for (const exe of running) await seedPutExecution(writer, table, exe);
+    // The rows filled (this module's commits, in the index already) cost their records only.
+    while ((await measured.catchUpStatusIndex()).records > commits);
+    for (const exe of running) await seedPutExecution(writer, table, { ...exe, version: 2 });
+    capacity.units = 0;
+    const round = await measured.catchUpStatusIndex();
+    assert.equal(round.indexed, commits, JSON.stringify(round));
+    perCommit.push(capacity.units / commits);
+    pages.push(await page());
+  }
+  console.log(`write units per other writer's commit: ${perCommit}; page of 50: ${pages}`);
+  // An item under 1 KB: one write unit to put it back and one for its index entry; the
+  // round's lease and checkpoint (a write unit each) are shared by the records it reads.
+  for (const units of perCommit) assert.ok(units <= 2.1, `${units} units a commit`);
+  assert.ok(pages[1]! <= pages[0]! * 1.1, `a page costs ${pages} at 300 and 3,000 rows`);
+  await client.send(new PutItemCommand({ TableName: table, Item: { id: { S: "x" } } }));
+  client.destroy();
+});
