@@ -62,6 +62,9 @@ export interface PolicyDocument {
 
 type Role = keyof ReturnType<typeof executionTables> | "state";
 
+/** In place of an index name: the statement is about the table's stream (any of its ARNs). */
+const STREAM = Symbol("stream");
+
 /** What ensureTables() / ensureTable() call on a table whose TTL they turn on. */
 const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "UpdateTimeToLive"];
 
@@ -74,7 +77,12 @@ const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "
 // held target's hold, the releases and the adoption scan's place (BatchGetItem, UpdateItem on
 // counters) and adopts rows other writers wrote (Scan). The status index (#25):
 // listExecutions({ status }) and deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
-const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; index?: string }[] = [
+const STATEMENTS: {
+  sid: string;
+  roles: Role[];
+  actions: string[];
+  index?: string | typeof STREAM;
+}[] = [
   {
     sid: "HarelExecutions",
     roles: ["executions"],
@@ -93,6 +101,13 @@ const STATEMENTS: { sid: string; roles: Role[]; actions: string[]; index?: strin
     roles: ["executions"],
     index: STATUS_INDEX_NAME,
     actions: ["Query"],
+  },
+  {
+    // The status feed (#34) reads the executions table's stream (`statusFeed: false`: not needed).
+    sid: "HarelExecutionsStream",
+    roles: ["executions"],
+    index: STREAM,
+    actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
   },
   {
     sid: "HarelOutbox",
@@ -220,7 +235,8 @@ export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocumen
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),
       Resource: roles.map((role) =>
-        arn(role === "state" ? stateTable : tables[role].name) + (index ? `/index/${index}` : "")
+        arn(role === "state" ? stateTable : tables[role].name) +
+        (index === STREAM ? "/stream/*" : index ? `/index/${index}` : "")
       ),
     })),
   };
