@@ -220,8 +220,9 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       /has no index relay_part-relay_order: run ensureTables\(\) once/,
     );
     await after.ensureTables();
-    // The relay index on the three relay tables, and the status index on the executions table.
-    assert.equal(calls.filter((name) => name === "UpdateTableCommand").length, 4);
+    // The relay index on the three relay tables, and the status index and the status feed's
+    // stream on the executions table.
+    assert.equal(calls.filter((name) => name === "UpdateTableCommand").length, 5);
     for (const table of [after.tables.outbox, after.tables.spawns, after.tables.timers]) {
       const { Table } = await raw.send(new DescribeTableCommand({ TableName: table.name }));
       assert.deepEqual(

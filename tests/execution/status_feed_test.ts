@@ -99,7 +99,11 @@ Deno.test("catchUpStatusIndex() finds once the rows written before the stream wa
   const prefix = uniqueName("sf");
   {
     // A fleet that never turned the feed on: the table has no stream.
-    await using off = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+    await using off = await DynamoDBStore.create({
+      endpoint: endpoint(),
+      prefix,
+      statusFeed: false,
+    });
     assert.deepEqual(await off.catchUpStatusIndex(), {
       records: 0,
       indexed: 0,
