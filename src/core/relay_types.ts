@@ -144,6 +144,13 @@ export interface RelayItems<K extends RelayKind> {
   /** When the oldest pending (not dead-lettered) item seen was written or due, in epoch seconds. */
   oldestAt: number | null;
   /**
+   * Outbox: the entries this read left out because their target is held (behind an entry of it
+   * that waits for a retry or is dead). With `seqs`, those of the given entries; in a pass, those
+   * the read met — a pass sets them apart, so later passes do not meet them again until they are
+   * released. 0 for spawns and timers.
+   */
+  held: number;
+  /**
    * The time this batch was read at, in epoch seconds: `options.now`, else the store's clock
    * (its `now` option). A runner measures retries and lag from it, so a fake clock moves them.
    */

@@ -26,7 +26,7 @@ export async function relayBatch<K extends RelayKind>(
   { limit, now, seqs, pass }: { limit: number; now: number; seqs?: number[]; pass: boolean },
 ): Promise<RelayItems<K>> {
   if (kind === "outbox" && seqs !== undefined) {
-    return { ...await outboxOf(q, seqs, now), now } as RelayItems<K>;
+    return stamped(await outboxOf(q, seqs, now), now) as RelayItems<K>;
   }
   // A pass first finishes releases and (timers) goes on with the scan for other writers'
   // timers, a little each time. Every read finds other writers' outbox entries and spawns by
@@ -36,7 +36,12 @@ export async function relayBatch<K extends RelayKind>(
   const foreign = kind === "timers"
     ? { rows: scanned, frontier: Infinity, counter: 0 }
     : await foreignRows(q, kind, now, pass);
-  return { ...await read(q, kind, limit, now, pass, foreign), now } as RelayItems<K>;
+  return stamped(await read(q, kind, limit, now, pass, foreign), now) as RelayItems<K>;
+}
+
+/** A read's batch as relayBatch answers it: with its time, and `held` (0 when not counted). */
+function stamped<K extends RelayKind>(batch: QueueBatch<K>, now: number): RelayItems<K> {
+  return { ...batch, held: batch.held ?? 0, now };
 }
 
 function read(
