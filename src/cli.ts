@@ -59,6 +59,7 @@ import {
 } from "./cli/_args.ts";
 import { connect, count, describeFailure, onTable, progress } from "./cli/_client.ts";
 import {
+  cell,
   counted,
   DEAD_LETTERS,
   deadLetterWhat,
@@ -473,13 +474,15 @@ async function run(
       out(counted(letters.length, ...DEAD_LETTERS[deadLetter.kind]));
       if (letters.length) {
         out(table(
-          ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT"],
+          ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT", "SOURCE"],
           letters.map((letter) => [
             typeof letter.key === "number" ? String(letter.key) : timerText(letter.key),
             String(letter.attempts),
             new Date(letter.deadAt * 1000).toISOString(),
             (letter.lastError ?? "").slice(0, 60),
             letter.item === null ? "(unreadable)" : deadLetterWhat(letter.item),
+            // The execution it came from; the Python store's rows do not say.
+            cell(letter.sourceId) || "unknown",
           ]),
         ));
       }

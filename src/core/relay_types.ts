@@ -230,6 +230,12 @@ export interface DeadLetter<K extends RelayKind> {
   lastError: string | null;
   /** When it was dead-lettered, in epoch seconds. */
   deadAt: number;
+  /**
+   * The execution it came from: an outbox entry's emitter (its `source_id`), a spawn's parent, a
+   * timer's execution; `null` when the row does not say (the Python store writes no `source_id`).
+   * Both stores set it; `undefined` only from a store that predates it.
+   */
+  sourceId?: string | null;
   /** Its attributes as stored. */
   raw: Record<string, unknown>;
 }

@@ -74,7 +74,7 @@ export class MemoryQueues {
           letter(timer as RelayKey<K>, timer as RelayItem<K>, t, {
             execution_id: t.executionId,
             path: t.path,
-          }),
+          }, t.executionId),
         );
       }
       return letters;
@@ -87,7 +87,8 @@ export class MemoryQueues {
       .sort(([a], [b]) => a - b);
     for (const [seq, row] of dead.slice(0, limit)) {
       const item = kind === "outbox" ? this.outboxEntry(seq) : this.pendingSpawn(seq);
-      letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }));
+      const source = kind === "outbox" ? this.outbox.get(seq)!.sourceId : this.spawns.get(seq)!.parentId;
+      letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }, source));
     }
     return letters as DeadLetter<K>[];
   }
@@ -341,6 +342,7 @@ function letter<K extends RelayKind>(
   item: RelayItem<K>,
   row: Partial<Bookkeeping>,
   raw: Record<string, unknown>,
+  sourceId: string | null,
 ): DeadLetter<K> {
   return {
     key,
@@ -348,6 +350,7 @@ function letter<K extends RelayKind>(
     attempts: row.attempts ?? 0,
     lastError: row.lastError ?? null,
     deadAt: row.deadAt ?? 0,
+    sourceId,
     raw: { ...raw, attempts: row.attempts, last_error: row.lastError, dead_at: row.deadAt },
   };
 }
