@@ -87,7 +87,9 @@ export class MemoryQueues {
       .sort(([a], [b]) => a - b);
     for (const [seq, row] of dead.slice(0, limit)) {
       const item = kind === "outbox" ? this.outboxEntry(seq) : this.pendingSpawn(seq);
-      const source = kind === "outbox" ? this.outbox.get(seq)!.sourceId : this.spawns.get(seq)!.parentId;
+      const source = kind === "outbox"
+        ? this.outbox.get(seq)!.sourceId
+        : this.spawns.get(seq)!.parentId;
       letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }, source));
     }
     return letters as DeadLetter<K>[];
