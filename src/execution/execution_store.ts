@@ -10,6 +10,7 @@ import { planBulkDelete, planListing } from "./listing/_listing.ts";
 import { indexPage } from "./listing/_status_listing.ts";
 import { deleteSelected } from "./listing/_bulk_delete.ts";
 import { inspect } from "./listing/_inspect.ts";
+import { executionOutbox } from "./queue/_execution_outbox.ts";
 import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
@@ -130,9 +131,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     await ensureStoreTables(this.#ctx);
   }
 
-  /**
-   * The execution with this id, or `null`.
-   */
+  /** The execution with this id, or `null`. */
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -160,9 +159,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readForEvent(this.#ctx, id, eventId);
   }
 
-  /**
-   * Whether `eventId` was already handled by execution `id`.
-   */
+  /** Whether `eventId` was already handled by execution `id`. */
   async isProcessed(id: string, eventId: string): Promise<boolean> {
     this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -264,9 +261,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     await this.#ctx.ring.append(id, index, json);
   }
 
-  /**
-   * The execution's trace, oldest step first, each with its `index`.
-   */
+  /** The execution's trace, oldest step first, each with its `index`. */
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -312,6 +307,15 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await inspect(this.#ctx, id);
   }
 
+  /** Its outbox entries, found by key: see {@linkcode T.ExecutionStore.executionOutbox}. */
+  async executionOutbox(
+    id: string,
+    options?: T.ExecutionOutboxOptions,
+  ): Promise<T.ExecutionOutbox> {
+    this.#open("executionOutbox");
+    return await executionOutbox(this.#ctx, id, checks.checkExecutionOutbox(id, options));
+  }
+
   /**
    * The `limit` lowest-seq outbox entries deliverable now (default 1000, `Infinity` for all),
    * by seq: not acknowledged, not waiting for a retry or dead-lettered, and not behind such an
@@ -338,9 +342,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return (await this.#batch("outbox", limit, false)).items.map(({ item }) => item);
   }
 
-  /**
-   * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
-   */
+  /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
     const heads = await markDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
@@ -361,9 +363,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return (await this.#batch("spawns", limit, false)).items.map(({ item }) => item);
   }
 
-  /**
-   * Removes started spawn intents (one seq or many).
-   */
+  /** Removes started spawn intents (one seq or many). */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
     await deleteSeqs(this.#ctx.client, this.tables.spawns.name, "seq", seq);

@@ -5,10 +5,13 @@ import type { QueueBatch } from "../../core/_queue_batch.ts";
 import type { Event } from "../../core/documents.ts";
 import { afterFailure, holdsAt, isDue, isHead, RETRIED } from "../../core/_relay_rules.ts";
 import { byFireAt, bySeq, Lowest } from "../../core/_bounded.ts";
+import { entryState } from "../../core/_entry_states.ts";
 import type {
   Backlog,
   DeadLetter,
+  ExecutionOutbox,
   OutboxEntry,
+  OutboxEntryState,
   PendingSpawn,
   RelayFailure,
   RelayItem,
@@ -290,6 +293,45 @@ export class MemoryQueues {
       count++;
     }
     return count;
+  }
+
+  /**
+   * Execution `id`'s outbox as operators read it (see DynamoDBStore's `executionOutbox`): what it
+   * emitted (nothing known when its item is gone: `known` false), and what is to it and failed or
+   * was set apart behind what failed — by the same rule, {@linkcode entryState}.
+   */
+  executionOutbox(id: string, limit: number, known: boolean): ExecutionOutbox {
+    const heads = new Map<string | null, number[]>();
+    for (const [seq, row] of this.outbox) {
+      if (isHead(row)) heads.set(row.targetId, [...heads.get(row.targetId) ?? [], seq]);
+    }
+    const stateOf = (seq: number): OutboxEntryState => {
+      const row = this.outbox.get(seq)!;
+      return {
+        seq,
+        sourceId: row.sourceId,
+        targetId: row.targetId,
+        event: JSON.parse(row.event) as Event,
+        ...entryState(row, seq, false, heads.get(row.targetId) ?? []),
+        attempts: row.attempts,
+        retryAt: row.retryAt,
+        deadAt: row.deadAt,
+        lastError: row.lastError,
+      };
+    };
+    const emitted = known
+      ? [...this.outbox].filter(([, row]) => row.sourceId === id).map(([seq]) => seq)
+      : [];
+    const targeting = [...this.outbox].filter(([seq, row]) =>
+      row.targetId === id && (isHead(row) || this.#setApart.has(seq))
+    ).map(([seq]) => stateOf(seq)).filter((e) => e.state !== "pending");
+    const lowest = (seqs: number[]) => seqs.sort(bySeq).slice(0, limit).map(stateOf);
+    return {
+      emitted: lowest(emitted),
+      emittedPartial: !known || emitted.length > limit,
+      targeting: targeting.sort((a, b) => a.seq - b.seq).slice(0, limit),
+      targetingPartial: targeting.length > limit,
+    };
   }
 
   spawnBatch(limit: number, now: number): QueueBatch<"spawns"> {
