@@ -13,6 +13,8 @@ import {
 import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
 import type { TimerState } from "../core/operator_types.ts";
+import type { ExecutionOutbox } from "../core/types.ts";
+import { outboxSections } from "./_execution_outbox.ts";
 
 /** The most trace steps a page shows (the newest): a ring kept whole (`traceMax: 0`) can be long. */
 export const TRACE_SHOWN = 500;
@@ -31,6 +33,8 @@ export interface ExecutionView {
   timers: TimerState[];
   /** Its trace, oldest step first. */
   trace: Record<string, unknown>[];
+  /** Its outbox entries (`executionOutbox`), or none: no outbox sections. */
+  outbox?: ExecutionOutbox;
   /** Now, in epoch seconds (ages are measured from it). */
   now: number;
   /** The session's CSRF token when actions are on, else null (no buttons). */
@@ -109,6 +113,11 @@ export function executionPage(view: ExecutionView): Html {
 ${actions}
 <section aria-labelledby="timers"><h2 id="timers">Timers (${view.timers.length})</h2>
 ${timersTable(basePath, view.timers, view.now)}</section>
+${
+      view.outbox === undefined
+        ? null
+        : outboxSections(basePath, exe.id, view.outbox, view.csrf, view.now)
+    }
 <section aria-labelledby="trace"><h2 id="trace">Trace (${steps}, oldest first)</h2>
 ${timeline}</section>
 <section aria-labelledby="document"><h2 id="document">Document</h2>
