@@ -34,6 +34,7 @@
 import { parseArgs } from "node:util";
 import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { markHeld } from "./cli/_held.ts";
+import { outboxLines } from "./cli/_execution_outbox.ts";
 import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
@@ -59,6 +60,7 @@ import {
 } from "./cli/_args.ts";
 import { connect, count, describeFailure, onTable, progress } from "./cli/_client.ts";
 import {
+  cell,
   counted,
   DEAD_LETTERS,
   deadLetterWhat,
@@ -86,7 +88,8 @@ Commands:
                        list executions (summaries), one page; with --status newest
                        commit first; --before: last committed before DATE (stuck ones)
   show ID              an execution: its document, when it was last committed and
-                       expires, its trace and armed timers
+                       expires, its trace, armed timers and outbox entries (those it
+                       emitted, those to it that failed or are held)
   delete ID --yes      delete an execution with its timers, trace and dedupe marks
                        (not its outbox entries and spawns); --json needs no --yes
   delete --status S --before DATE|EPOCH [--definition D] [--scan] [--include-undated]
@@ -408,7 +411,8 @@ async function run(
       }
       const { execution, timers, updatedAt, expiresAt } = seen;
       const trace = await onTable(tables.trace.name, reader.readTrace(id));
-      if (json) return print({ execution, updatedAt, expiresAt, trace, timers });
+      const outbox = await onTable(tables.outbox.name, reader.executionOutbox(id));
+      if (json) return print({ execution, updatedAt, expiresAt, trace, timers, outbox });
       const now = Date.now() / 1000;
       out(JSON.stringify(execution, null, 2));
       out("");
@@ -432,6 +436,8 @@ async function run(
       out("");
       out(`armed timers (${timers.length}):`);
       if (timers.length) out(indent(timerTable(timers.map(withState), now)));
+      out("");
+      for (const line of outboxLines(outbox)) out(line);
     } else if (isControl(command)) {
       await onTable(tables.executions.name, runControl(reader, command, rest[0]!, values, out));
     } else if (all) {
@@ -473,13 +479,15 @@ async function run(
       out(counted(letters.length, ...DEAD_LETTERS[deadLetter.kind]));
       if (letters.length) {
         out(table(
-          ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT"],
+          ["KEY", "ATTEMPTS", "DEAD SINCE", "LAST ERROR", "WHAT", "SOURCE"],
           letters.map((letter) => [
             typeof letter.key === "number" ? String(letter.key) : timerText(letter.key),
             String(letter.attempts),
             new Date(letter.deadAt * 1000).toISOString(),
             (letter.lastError ?? "").slice(0, 60),
             letter.item === null ? "(unreadable)" : deadLetterWhat(letter.item),
+            // The execution it came from; the Python store's rows do not say.
+            cell(letter.sourceId) || "unknown",
           ]),
         ));
       }

@@ -27,10 +27,12 @@ import { failedAttempt, type Retry, setAside } from "./core/_relay_rules.ts";
 import { Acks } from "./relay/_acks.ts";
 
 /**
- * What one relay or sweep pass did. Entries counted in neither (held behind a failure of
- * the same target, or not started before the signal aborted) stay pending for the next pass.
+ * What one relay or sweep pass did. Entries counted in none of `delivered`, `failed` and
+ * `held` (not started before the signal aborted, behind a pending earlier entry of the same
+ * source) stay pending for the next pass.
  * The pass's span (`relayOutbox`, `relaySpawns`, `sweepTimers`) carries the same figures:
- * `harel.relay.delivered`, `harel.relay.failed` and, when known, `harel.relay.lag_seconds`.
+ * `harel.relay.delivered`, `harel.relay.failed`, `harel.relay.held` and, when known,
+ * `harel.relay.lag_seconds`.
  *
  * @example Logging a pass
  * ```ts
@@ -52,6 +54,15 @@ export interface RelayReport {
    * `deadLetters`, and out of the way until an operator retries or drops them.
    */
   setAside: number;
+  /**
+   * Outbox: entries this pass left pending behind a held target — one whose earlier entry waits
+   * for a retry or is dead, or failed in this very pass. With `seqs` (delivery within the
+   * request), those of the given entries; in a full pass, those it met: a pass sets them apart
+   * (out of later passes' reads) until they are released, so each is counted by the pass that
+   * first meets it, and again by one that meets it after a new failure of its target. 0 for
+   * spawns and timers.
+   */
+  held: number;
   /**
    * Relay lag, an operator's first question: the age in seconds of the oldest pending entry
    * this pass saw, delivered or not (outbox and spawns: since it was committed, or since its
@@ -235,6 +246,7 @@ async function relayOutboxPass(
   if (signal.aborted) return emptyReport();
   const batch = await store.relayBatch("outbox", { limit, seqs });
   const report = startReport(batch.oldestAt, batch.now);
+  report.held = batch.held;
   const failed = failures(pass, store, "outbox", retry, report, batch.now);
   const byTarget = new Map<string | null, { item: OutboxEntry; attempts: number }[]>();
   for (const queued of batch.items) {
@@ -246,12 +258,13 @@ async function relayOutboxPass(
   await Promise.all([
     failed.setAside(batch.unreadable),
     inLanes(pass, [...byTarget.values()], concurrency, async (queue) => {
-      for (const { item: entry, attempts } of queue) {
+      for (const [i, { item: entry, attempts }] of queue.entries()) {
         if (signal.aborted) return;
         try {
           await deliver(entry);
         } catch (error) {
           // It waits (or is dead-lettered), and the rest of this target waits behind it.
+          report.held += queue.length - i - 1;
           await failed.record(entry.seq, attempts, error);
           return;
         }
@@ -452,7 +465,7 @@ function checkSeconds(field: string, value: unknown): number {
 }
 
 function emptyReport(): RelayReport {
-  return { delivered: 0, failed: 0, setAside: 0, lagSeconds: null };
+  return { delivered: 0, failed: 0, setAside: 0, held: 0, lagSeconds: null };
 }
 
 function startReport(oldestAt: number | null, now: number): RelayReport {
@@ -517,6 +530,7 @@ function inSpan(
       [ATTR.delivered]: report!.delivered,
       [ATTR.failed]: report!.failed,
       [ATTR.setAside]: report!.setAside,
+      [ATTR.held]: report!.held,
     });
     if (report!.lagSeconds !== null) span.setAttribute(ATTR.lag, report!.lagSeconds);
     return report!;

@@ -24,6 +24,26 @@ const dead = { attempts: 1, retryAt: null, error: "down" };
 /** The dead-letter and backlog steps, in the suite's order. */
 export async function deadLetterSteps(step: Step): Promise<void> {
   await step(
+    "deadLetters() says which execution each came from: an outbox entry's emitter, a spawn's parent, a timer's execution",
+    async (store) => {
+      const exe = newExecution({ definition_id: "dead" });
+      const fireAt = 1_700_000_000;
+      const { outbox, spawns } = await store.commit(exe, {
+        emits: [{ target: "payments", event: newEvent("e") }],
+        spawns: [{ childId: "child", rootPath: "fork", context: {} }],
+        timers: [{ action: "schedule", path: "wait", fireAt }],
+      });
+      await store.recordFailure("outbox", outbox[0]!, dead);
+      await store.recordFailure("spawns", spawns[0]!, dead);
+      await store.recordFailure("timers", { executionId: exe.id, path: "wait", fireAt }, dead);
+      for (const kind of ["outbox", "spawns", "timers"] as const) {
+        const letters = await store.deadLetters(kind);
+        assert.deepEqual(letters.map((d) => d.sourceId), [exe.id], kind);
+      }
+    },
+  );
+
+  await step(
     "retryDeadLetters() and dropDeadLetters() resolve to how many they acted on, with or without onProgress",
     async (store) => {
       const { outbox, spawn } = await commitEntries(store, ["T", "T", "U"]);

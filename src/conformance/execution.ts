@@ -18,6 +18,7 @@ import type { ConformanceStoreOptions, FakeClock, Step } from "./_steps.ts";
 export type { ConformanceStoreOptions, FakeClock } from "./_steps.ts";
 import { operatorSteps } from "./_operator.ts";
 import { deadLetterSteps } from "./_dead_letters.ts";
+import { executionOutboxSteps } from "./_execution_outbox.ts";
 import { snapshotStore } from "./snapshot.ts";
 
 /**
@@ -261,6 +262,7 @@ export async function executionStoreConformance(
   await operatorSteps(step);
   await clockSteps(step);
   await deadLetterSteps(step);
+  await executionOutboxSteps(step);
 
   await step(
     "trace indexes start at 0 and appendTrace() honours entry.index, as the seed",

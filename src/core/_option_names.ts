@@ -83,6 +83,7 @@ export const OPTION_NAMES = {
   "retryDeadLetters()": BULK,
   "dropDeadLetters()": BULK,
   "backlog()": ["limit"],
+  "executionOutbox()": ["limit"],
   "set()": ["ttl"],
 } as const satisfies Record<string, readonly string[]>;
 

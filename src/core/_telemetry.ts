@@ -20,6 +20,7 @@ export const ATTR = {
   delivered: "harel.relay.delivered",
   failed: "harel.relay.failed",
   setAside: "harel.relay.set_aside",
+  held: "harel.relay.held",
   lag: "harel.relay.lag_seconds",
 } as const;
 

@@ -144,6 +144,13 @@ export interface RelayItems<K extends RelayKind> {
   /** When the oldest pending (not dead-lettered) item seen was written or due, in epoch seconds. */
   oldestAt: number | null;
   /**
+   * Outbox: the entries this read left out because their target is held (behind an entry of it
+   * that waits for a retry or is dead). With `seqs`, those of the given entries; in a pass, those
+   * the read met — a pass sets them apart, so later passes do not meet them again until they are
+   * released. 0 for spawns and timers.
+   */
+  held: number;
+  /**
    * The time this batch was read at, in epoch seconds: `options.now`, else the store's clock
    * (its `now` option). A runner measures retries and lag from it, so a fake clock moves them.
    */
@@ -223,6 +230,12 @@ export interface DeadLetter<K extends RelayKind> {
   lastError: string | null;
   /** When it was dead-lettered, in epoch seconds. */
   deadAt: number;
+  /**
+   * The execution it came from: an outbox entry's emitter (its `source_id`), a spawn's parent, a
+   * timer's execution; `null` when the row does not say (the Python store writes no `source_id`).
+   * Both stores set it; `undefined` only from a store that predates it.
+   */
+  sourceId?: string | null;
   /** Its attributes as stored. */
   raw: Record<string, unknown>;
 }
@@ -340,5 +353,102 @@ export interface Backlog {
  */
 export interface BacklogOptions {
   /** The most rows each count reads, 1 to 10,000. @default {1000} */
+  limit?: number;
+}
+
+/**
+ * Where an outbox entry stands with the relay, as an operator sees it: `pending` (the next pass
+ * delivers it), `waiting` (it failed; `retryAt` says when it is tried again), `dead`
+ * (dead-lettered: retry or drop it) or `held` (behind an earlier entry of its target that waits
+ * or is dead, `heldBehind`: it goes once that one is delivered, retried or dropped).
+ */
+export type OutboxState = "pending" | "waiting" | "dead" | "held";
+
+/**
+ * One outbox entry of an execution (`executionOutbox`), with the relay's state of it.
+ *
+ * @example Saying what holds an entry back
+ * ```ts
+ * import type { OutboxEntryState } from "@harel/dynamodb";
+ *
+ * const why = (e: OutboxEntryState) =>
+ *   e.state === "held" ? `waits behind seq ${e.heldBehind ?? "?"}` : e.state;
+ * ```
+ */
+export interface OutboxEntryState {
+  /** Its seq: the key `retryDeadLetter("outbox", seq)` and `dropDeadLetter` take. */
+  seq: number;
+  /** The execution that emitted it, or `null` when the row does not say (the Python store's). */
+  sourceId: string | null;
+  /** Its target, or `null` (an event for the outside world). */
+  targetId: string | null;
+  /** The event, or `null` when the stored one cannot be read. */
+  event: Event | null;
+  /** Where it stands with the relay. */
+  state: OutboxState;
+  /** Failed attempts. */
+  attempts: number;
+  /** When it is tried again (epoch seconds), or `null`. */
+  retryAt: number | null;
+  /** When it was dead-lettered (epoch seconds), or `null`. */
+  deadAt: number | null;
+  /** The last error a relay recorded, or `null`. */
+  lastError: string | null;
+  /**
+   * `held`: the seq of the entry of its target it waits behind (the lowest one that failed and
+   * comes before it; retry or drop that one to release it), `null` when none is known any more
+   * (a release is bringing it back). `null` in the other states.
+   */
+  heldBehind: number | null;
+}
+
+/**
+ * An execution's outbox, as `executionOutbox` finds it by key: the entries it emitted that are
+ * still in the outbox, and the entries to it that failed or wait behind one that did.
+ *
+ * @example Listing what an execution emitted that went dead
+ * ```ts
+ * import type { ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function deadEmits(store: ExecutionStore, id: string): Promise<number[]> {
+ *   const { emitted } = await store.executionOutbox(id);
+ *   return emitted.filter((e) => e.state === "dead").map((e) => e.seq);
+ * }
+ * ```
+ */
+export interface ExecutionOutbox {
+  /** Entries it emitted that are not delivered yet, lowest seq first, at most `limit`. */
+  emitted: OutboxEntryState[];
+  /**
+   * Whether `emitted` may miss some: it reached `limit`, or the execution's item does not name
+   * every target it emitted to (last written by the Python store, past 100 targets, or gone).
+   */
+  emittedPartial: boolean;
+  /**
+   * Entries to it (from any writer, the Python store's included) that failed — waiting or dead —
+   * and those a relay pass set apart behind them, lowest seq first, at most `limit`. Entries to
+   * it that nothing holds back are not listed: the next pass delivers them.
+   */
+  targeting: OutboxEntryState[];
+  /** Whether `targeting` reached `limit`: its target lists more. */
+  targetingPartial: boolean;
+}
+
+/**
+ * Options of `executionOutbox`.
+ *
+ * @example The first 20 of each list
+ * ```ts
+ * import type { ExecutionOutboxOptions, ExecutionStore } from "@harel/dynamodb";
+ *
+ * async function glance(store: ExecutionStore, id: string): Promise<number> {
+ *   const options: ExecutionOutboxOptions = { limit: 20 };
+ *   const { emitted, targeting } = await store.executionOutbox(id, options);
+ *   return emitted.length + targeting.length;
+ * }
+ * ```
+ */
+export interface ExecutionOutboxOptions {
+  /** The most entries each list holds, 1 to 1000. @default {100} */
   limit?: number;
 }

@@ -203,6 +203,8 @@ import type {
   BulkDeadLetterOptions,
   DeadLetter,
   DeadLetterOptions,
+  ExecutionOutbox,
+  ExecutionOutboxOptions,
   OutboxEntry,
   PendingSpawn,
   ReadLimitOptions,
@@ -337,6 +339,11 @@ export interface ExecutionStore extends AsyncDisposable {
   deleteExecutions(options: DeleteExecutionsOptions): Promise<number>;
   /** The execution, when it was last committed and expires, and its timers; `null` if absent. */
   inspectExecution(id: string): Promise<ExecutionInspection | null>;
+  /**
+   * The outbox entries execution `id` emitted that are still there, and those to it that failed
+   * or wait behind one, with the relay's state of each: found by key, O(`limit`).
+   */
+  executionOutbox(id: string, options?: ExecutionOutboxOptions): Promise<ExecutionOutbox>;
   /** Releases what the store holds. */
   close(): Promise<void>;
 }

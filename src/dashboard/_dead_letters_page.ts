@@ -4,7 +4,14 @@ import { type Html, markup } from "./_html.ts";
 import { executionLink, formatTime, href, itemLabel, kindLabel, page } from "./_layout.ts";
 import { actionForm } from "./_forms.ts";
 import { targetOf } from "./_store_calls.ts";
-import type { DeadLetter, OutboxEntry, PendingSpawn, RelayKind, Timer } from "../core/types.ts";
+import type {
+  DeadLetter,
+  OutboxEntry,
+  PendingSpawn,
+  RelayItem,
+  RelayKind,
+  Timer,
+} from "../core/types.ts";
 
 /** What a dead-letters page shows. */
 export interface DeadLettersView {
@@ -46,10 +53,6 @@ export function deadLettersPage(view: DeadLettersView): Html {
   const { basePath, kind, csrf } = view;
   const post = (what: string) => href(basePath, ["dead-letters", kind, what]);
   const rows = view.letters.map((letter) => {
-    const target = targetOf(kind, letter);
-    const to = target === null
-      ? markup`<span class="muted">(broadcast)</span>`
-      : executionLink(basePath, target);
     const fields = keyFields(kind, letter.key);
     const buttons = csrf === null
       ? null
@@ -58,9 +61,11 @@ export function deadLettersPage(view: DeadLettersView): Html {
       }</td>`;
     return markup`<tr><td class="${kind === "timers" ? "mono" : "mono nowrap"}">${
       keyText(kind, letter.key)
-    }</td><td>${to}</td><td>${what(basePath, kind, letter)}</td><td>${letter.attempts}</td><td>${
-      formatTime(letter.deadAt)
-    }</td><td>${errorText(letter.lastError)}</td>${buttons}</tr>`;
+    }</td>${whose(basePath, kind, letter)}<td>${
+      what(kind, letter)
+    }</td><td>${letter.attempts}</td><td>${formatTime(letter.deadAt)}</td><td>${
+      errorText(letter.lastError)
+    }</td>${buttons}</tr>`;
   });
   const bulk = csrf !== null && view.letters.length
     ? markup`<div class="actions">${
@@ -84,7 +89,9 @@ export function deadLettersPage(view: DeadLettersView): Html {
     : null;
   const actionsHead = csrf === null ? null : markup`<th>Actions</th>`;
   const listing = rows.length
-    ? markup`<table class="letters"><thead><tr><th>Key</th><th>Target</th><th>What</th><th>Attempts</th><th>Dead since</th><th>Last error</th>${actionsHead}</tr></thead>
+    ? markup`<table class="letters"><thead><tr><th>Key</th>${
+      WHOSE[kind].map((name) => markup`<th>${name}</th>`)
+    }<th>What</th><th>Attempts</th><th>Dead since</th><th>Last error</th>${actionsHead}</tr></thead>
 <tbody>${rows}</tbody></table>`
     : markup`<p class="muted">No dead ${kindLabel(kind)}.</p>`;
   const more = view.more
@@ -96,7 +103,7 @@ export function deadLettersPage(view: DeadLettersView): Html {
 <table><thead><tr><th>Target</th><th>Dead entries shown</th><th>Actions</th></tr></thead>
 <tbody>${
       targets.map(([target, count]) =>
-        markup`<tr><td>${executionLink(basePath, target)}</td><td>${count}</td><td>${
+        markup`<tr><td>${targetText(target)}</td><td>${count}</td><td>${
           actionForm({
             action: post("retry-all"),
             label: "Retry all",
@@ -128,6 +135,51 @@ ${byTarget}`,
   );
 }
 
+/** The columns that say whose a dead letter is, by queue. */
+const WHOSE: Record<RelayKind, string[]> = {
+  outbox: ["Source", "Target"],
+  spawns: ["Parent", "Child"],
+  timers: ["Execution"],
+};
+
+/**
+ * Whose a dead letter is, as {@linkcode WHOSE} names the cells: the execution it came from as a
+ * link ("unknown" when the row does not say: the Python store records no source), and whom it was
+ * for as plain text — an outbox target is any id the emitter chose (an execution's, or a
+ * service's such as "payments") and a dead spawn's child may never have started, so neither is
+ * linked as if it were an execution; a timer's execution is its own, linked.
+ */
+function whose(basePath: string, kind: RelayKind, letter: DeadLetter<RelayKind>): Html {
+  const source = sourceOf(kind, letter);
+  const from = source === null
+    ? markup`<span class="muted">unknown</span>`
+    : executionLink(basePath, source);
+  if (kind === "timers") return markup`<td>${from}</td>`;
+  const target = targetOf(kind, letter);
+  return markup`<td>${from}</td><td>${
+    target === null ? markup`<span class="muted">(broadcast)</span>` : targetText(target)
+  }</td>`;
+}
+
+/** A target id as text, labelled as a target (not a link: it may name no execution). */
+function targetText(target: string): Html {
+  return markup`<span class="mono" title="target">${target}</span>`;
+}
+
+/**
+ * The execution a dead letter came from (see `DeadLetter.sourceId`); for a store that does not
+ * say, read from its stored attributes; null when unknown.
+ */
+function sourceOf(kind: RelayKind, letter: DeadLetter<RelayKind>): string | null {
+  if (letter.sourceId !== undefined) return letter.sourceId;
+  const item = letter.item as RelayItem<RelayKind> | null;
+  if (item !== null && "parentId" in item) return item.parentId;
+  if (item !== null && "executionId" in item) return item.executionId;
+  const field = kind === "outbox" ? "source_id" : kind === "spawns" ? "parent_id" : "execution_id";
+  const value = letter.raw[field];
+  return typeof value === "string" ? value : null;
+}
+
 /** The distinct targets (not broadcasts) of the dead outbox entries shown, with their counts. */
 function outboxTargets(letters: DeadLetter<RelayKind>[]): [string, number][] {
   const counts = new Map<string, number>();
@@ -139,7 +191,7 @@ function outboxTargets(letters: DeadLetter<RelayKind>[]): [string, number][] {
 }
 
 /** What the item was: an event, a child to start, a timer; the stored row when unreadable. */
-function what(basePath: string, kind: RelayKind, letter: DeadLetter<RelayKind>): Html {
+function what(kind: RelayKind, letter: DeadLetter<RelayKind>): Html {
   if (letter.item === null) {
     return markup`<span class="dead">unreadable</span><details><summary>as stored</summary><pre>${
       JSON.stringify(letter.raw, null, 2)
@@ -153,9 +205,7 @@ function what(basePath: string, kind: RelayKind, letter: DeadLetter<RelayKind>):
   }
   if (kind === "spawns") {
     const spawn = letter.item as PendingSpawn;
-    return markup`start at <span class="mono">${spawn.rootPath}</span>, child of ${
-      executionLink(basePath, spawn.parentId)
-    }`;
+    return markup`start at <span class="mono">${spawn.rootPath}</span>`;
   }
   return markup`timer <span class="mono">${(letter.item as Timer).path}</span>`;
 }

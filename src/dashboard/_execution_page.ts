@@ -13,6 +13,8 @@ import {
 import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
 import type { TimerState } from "../core/operator_types.ts";
+import type { ExecutionOutbox } from "../core/types.ts";
+import { outboxSections } from "./_execution_outbox.ts";
 
 /** The most trace steps a page shows (the newest): a ring kept whole (`traceMax: 0`) can be long. */
 export const TRACE_SHOWN = 500;
@@ -31,6 +33,8 @@ export interface ExecutionView {
   timers: TimerState[];
   /** Its trace, oldest step first. */
   trace: Record<string, unknown>[];
+  /** Its outbox entries (`executionOutbox`), or none: no outbox sections. */
+  outbox?: ExecutionOutbox;
   /** Now, in epoch seconds (ages are measured from it). */
   now: number;
   /** The session's CSRF token when actions are on, else null (no buttons). */
@@ -109,6 +113,11 @@ export function executionPage(view: ExecutionView): Html {
 ${actions}
 <section aria-labelledby="timers"><h2 id="timers">Timers (${view.timers.length})</h2>
 ${timersTable(basePath, view.timers, view.now)}</section>
+${
+      view.outbox === undefined
+        ? null
+        : outboxSections(basePath, exe.id, view.outbox, view.csrf, view.now)
+    }
 <section aria-labelledby="trace"><h2 id="trace">Trace (${steps}, oldest first)</h2>
 ${timeline}</section>
 <section aria-labelledby="document"><h2 id="document">Document</h2>
@@ -151,19 +160,50 @@ function timerState(basePath: string, timer: TimerState, now: number): Html {
   return markup`armed`;
 }
 
-/** One step of the timeline: its index, its event and transition, and the step in full. */
+/**
+ * One step of the timeline: its index, its event and transition, its time, and the step in full.
+ * A step shows what it has: no `from` is where it started, "(start)"; no `to`, where it was.
+ */
 function traceStep(step: Record<string, unknown>): Html {
   const shown = (value: unknown) =>
     typeof value === "string" || typeof value === "number" ? String(value) : null;
   const event = shown(step.event) ?? shown(step.kind) ?? "step";
   const from = shown(step.from);
   const to = shown(step.to);
-  const move = from !== null || to !== null
-    ? markup` <span class="mono">${from ?? "…"} → ${to ?? "…"}</span>`
+  const move = to !== null
+    ? markup` <span class="mono">${from ?? "(start)"} → ${to}</span>`
+    : from !== null
+    ? markup` <span class="muted">from</span> <span class="mono">${from}</span>`
     : null;
   return markup`<li><span class="muted">#${
     shown(step.index) ?? "?"
-  }</span> <span class="step">${event}</span>${move}<details><summary>the step as stored</summary><pre>${
+  }</span> <span class="step">${event}</span>${move}${
+    stepTime(step)
+  }<details><summary>the step as stored</summary><pre>${
     JSON.stringify(step, null, 2)
   }</pre></details></li>`;
+}
+
+/** The fields a trace step's time may be in, as engines write it: the first present is shown. */
+const STEP_TIME_FIELDS = ["at", "time", "timestamp"] as const;
+
+/**
+ * A step's time in UTC: ISO 8601 text (without an offset, as Python's `isoformat()` of a naive
+ * time writes it: UTC), or epoch seconds (milliseconds above 10^11, past the year 5000 in
+ * seconds); text that is no time is shown as it is; nothing when the step has none.
+ */
+function stepTime(step: Record<string, unknown>): Html | null {
+  const value = STEP_TIME_FIELDS.map((name) => step[name]).find((v) => v !== undefined);
+  if (typeof value !== "string" && typeof value !== "number") return null;
+  const naive = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$/;
+  const ms = typeof value === "number"
+    ? (Math.abs(value) > 1e11 ? value : value * 1000)
+    : Date.parse(naive.test(value) ? `${value.replace(" ", "T")}Z` : value);
+  const date = new Date(ms);
+  if (!Number.isFinite(ms) || Number.isNaN(date.getTime())) {
+    return markup` <span class="muted">${String(value)}</span>`;
+  }
+  return markup` <span class="muted"><time datetime="${date.toISOString()}">${
+    formatTime(ms / 1000)
+  }</time></span>`;
 }

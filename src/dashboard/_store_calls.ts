@@ -5,7 +5,14 @@
 // (tests/dashboard/cost_test.ts measures them).
 import type { ExecutionSummary, Status } from "../core/documents.ts";
 import type { ExecutionInspection } from "../core/operator_types.ts";
-import type { DeadLetter, ExecutionStore, RelayItem, RelayKey, RelayKind } from "../core/types.ts";
+import type {
+  DeadLetter,
+  ExecutionOutbox,
+  ExecutionStore,
+  RelayItem,
+  RelayKey,
+  RelayKind,
+} from "../core/types.ts";
 import { KINDS } from "./_layout.ts";
 
 /** How many rows each backlog count reads before it says "N+". */
@@ -115,16 +122,26 @@ export async function backlog(store: ExecutionStore): Promise<QueueBacklog[]> {
   }));
 }
 
+/** How many entries each list of an execution's outbox its page shows (`executionOutbox`). */
+export const OUTBOX_SHOWN = 50;
+
 /**
  * An execution with when it was last committed and expires, its timers with their relay state,
- * and its trace; null when there is no such execution. Two calls in parallel.
+ * its trace, and its outbox entries (by key: O(`OUTBOX_SHOWN`)); null when there is no such
+ * execution. Three calls in parallel.
  */
 export async function executionDetail(
   store: ExecutionStore,
   id: string,
-): Promise<(ExecutionInspection & { trace: Record<string, unknown>[] }) | null> {
-  const [inspection, trace] = await Promise.all([store.inspectExecution(id), store.readTrace(id)]);
-  return inspection === null ? null : { ...inspection, trace };
+): Promise<
+  (ExecutionInspection & { trace: Record<string, unknown>[]; outbox: ExecutionOutbox }) | null
+> {
+  const [inspection, trace, outbox] = await Promise.all([
+    store.inspectExecution(id),
+    store.readTrace(id),
+    store.executionOutbox(id, { limit: OUTBOX_SHOWN }),
+  ]);
+  return inspection === null ? null : { ...inspection, trace, outbox };
 }
 
 /** The `limit` lowest dead letters of a queue, and whether there may be more. */

@@ -5,27 +5,24 @@
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ensureStoreTables, openStore, type StoreContext, storeContext } from "./_store_context.ts";
-import { checkKey, checkObject, checkTime, describe, LIMITS } from "../core/_validate.ts";
-import { checkOptionNames } from "../core/_option_names.ts";
+import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
 import { planBulkDelete, planListing } from "./listing/_listing.ts";
 import { indexPage } from "./listing/_status_listing.ts";
+import { checkCatchUpOptions } from "./listing/_status_feed.ts";
 import { deleteSelected } from "./listing/_bulk_delete.ts";
 import { inspect } from "./listing/_inspect.ts";
-import type {
-  DeleteExecutionsOptions,
-  ExecutionInspection,
-  StatusCatchUp,
-} from "../core/operator_types.ts";
+import { executionOutbox } from "./queue/_execution_outbox.ts";
+import type * as O from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
-import { relayBatch } from "./queue/_relay_batch.ts";
+import { dueTimers, relayBatch } from "./queue/_relay_batch.ts";
 import * as letters from "./queue/_dead_letters.ts";
 import * as checks from "./queue/_relay_checks.ts";
 import { runCommit } from "./commit/_commit_loop.ts";
 import * as reads from "./listing/_execution_reads.ts";
 import { deleteSeqs } from "./queue/_acks.ts";
-import { claimTimer, dueByScan } from "./queue/_timers.ts";
+import { claimTimer } from "./queue/_timers.ts";
 import { markDelivered, releaseDelivered } from "./queue/_holds.ts";
 import { backlog, onDeadLetters } from "./queue/_bulk_and_backlog.ts";
 import { adoptTable } from "./queue/_adoption.ts";
@@ -114,9 +111,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Creates the seven tables where missing (PAY_PER_REQUEST) and waits until they are
-   * active; enables TTL on the processed table when `processedTtlSeconds` is set, and on the
-   * executions table when `finishedTtlSeconds` is set. Idempotent.
+   * Creates the seven tables where missing (PAY_PER_REQUEST), with their indexes and (with
+   * `statusFeed`) the executions table's stream, adds those to tables made without them, and
+   * enables the TTLs `processedTtlSeconds` and `finishedTtlSeconds` use. Idempotent.
    *
    * @example Creating the tables once at deploy time
    * ```ts
@@ -135,9 +132,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     await ensureStoreTables(this.#ctx);
   }
 
-  /**
-   * The execution with this id, or `null`.
-   */
+  /** The execution with this id, or `null`. */
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -165,9 +160,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readForEvent(this.#ctx, id, eventId);
   }
 
-  /**
-   * Whether `eventId` was already handled by execution `id`.
-   */
+  /** Whether `eventId` was already handled by execution `id`. */
   async isProcessed(id: string, eventId: string): Promise<boolean> {
     this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -269,9 +262,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     await this.#ctx.ring.append(id, index, json);
   }
 
-  /**
-   * The execution's trace, oldest step first, each with its `index`.
-   */
+  /** The execution's trace, oldest step first, each with its `index`. */
   async readTrace(id: string): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -290,47 +281,20 @@ export class DynamoDBStore implements T.ExecutionStore {
   async listExecutions(options: T.ListOptions = {}): Promise<T.ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    if (!listing.indexed) return await reads.listPage(this.#ctx, listing);
-    await this.#feed();
-    return await indexPage(this.#ctx, listing);
+    if (listing.indexed) await this.#ctx.feed.maybe(this.#ctx);
+    return await (listing.indexed ? indexPage : reads.listPage)(this.#ctx, listing);
   }
 
   /**
    * Puts back into the status index the executions other writers committed (the Python store's
-   * whole-item `Put` takes them out of it): one round of the executions table's stream since the
-   * last one, up to 1,000 change records, and a page of a one-off scan for rows the stream never
-   * showed. Listings and relay passes do it on their own, at most every 10 s per store; call
-   * this to catch up at once. One store at a time reads the stream (a lease): another store's
-   * round in progress is `skipped: "leased"`. See docs/operations.md.
-   *
-   * @example Catching up until nothing is left
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * for (;;) {
-   *   const round = await store.catchUpStatusIndex();
-   *   if (!round.behind) break;
-   * }
-   * ```
+   * whole-item `Put` takes them out): a round of the executions table's stream since the last,
+   * up to 1,000 records, and a page of a one-off scan for rows it never showed. Listings and
+   * passes run one every 10 s on their own; a round of another store is `skipped: "leased"`.
+   * Example: docs/operations.md ("Listing what other writers commit").
    */
-  async catchUpStatusIndex(options: { signal?: AbortSignal } = {}): Promise<StatusCatchUp> {
+  async catchUpStatusIndex(options: { signal?: AbortSignal } = {}): Promise<O.StatusCatchUp> {
     this.#open("catchUpStatusIndex");
-    checkObject("options", options);
-    checkOptionNames("catchUpStatusIndex()", options);
-    const { signal } = options;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-    }
-    return await this.#ctx.feed.round(this.#ctx, signal);
-  }
-
-  /**
-   * The status feed's round that listings and passes run on their own: what it fails with is
-   * the next explicit round's to report, never the listing's or the pass's.
-   */
-  async #feed(): Promise<void> {
-    await this.#ctx.feed.maybe(this.#ctx).catch(() => undefined);
+    return await this.#ctx.feed.round(this.#ctx, checkCatchUpOptions(options));
   }
 
   /**
@@ -342,7 +306,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    *   without `allowOpen`, or milliseconds).
    * @throws {OutcomeUnknown} When a retirement's answers were all lost: run it again.
    */
-  async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
+  async deleteExecutions(options: O.DeleteExecutionsOptions): Promise<number> {
     this.#open("deleteExecutions");
     return await deleteSelected(this.#ctx, planBulkDelete(options), this.#ctx.resends);
   }
@@ -351,10 +315,19 @@ export class DynamoDBStore implements T.ExecutionStore {
    * The execution, when it was last committed and expires, and its timers with their relay
    * bookkeeping; `null` when absent or expired. Two reads in parallel: O(its timers).
    */
-  async inspectExecution(id: string): Promise<ExecutionInspection | null> {
+  async inspectExecution(id: string): Promise<O.ExecutionInspection | null> {
     this.#open("inspectExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     return await inspect(this.#ctx, id);
+  }
+
+  /** Its outbox entries, found by key: see {@linkcode T.ExecutionStore.executionOutbox}. */
+  async executionOutbox(
+    id: string,
+    options?: T.ExecutionOutboxOptions,
+  ): Promise<T.ExecutionOutbox> {
+    this.#open("executionOutbox");
+    return await executionOutbox(this.#ctx, id, checks.checkExecutionOutbox(id, options));
   }
 
   /**
@@ -383,9 +356,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return (await this.#batch("outbox", limit, false)).items.map(({ item }) => item);
   }
 
-  /**
-   * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
-   */
+  /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
     const heads = await markDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
@@ -406,9 +377,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return (await this.#batch("spawns", limit, false)).items.map(({ item }) => item);
   }
 
-  /**
-   * Removes started spawn intents (one seq or many).
-   */
+  /** Removes started spawn intents (one seq or many). */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
     await deleteSeqs(this.#ctx.client, this.tables.spawns.name, "seq", seq);
@@ -431,12 +400,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    if (!options?.scan) {
-      const batch = await relayBatch(this.#ctx, "timers", { limit, now, pass: false });
-      return batch.items.map(({ item }) => item);
-    }
-    const due = await dueByScan(this.#ctx, now, limit);
-    return due.map(({ attempts: _, ...timer }) => timer);
+    return await dueTimers(this.#ctx, now, limit, options?.scan ?? false);
   }
 
   /**
@@ -489,7 +453,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   ): Promise<T.RelayItems<K>> {
     this.#open("relayBatch");
     const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
-    if (seqs === undefined) await this.#feed();
+    if (seqs === undefined) await this.#ctx.feed.maybe(this.#ctx);
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
@@ -639,18 +603,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * The execution item goes first: a commit after it fails with {@linkcode StoreConflict}
    * (`found: null`); how it races other writers: docs/retention.md.
    *
-   * @example Deleting an execution for good
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const exe = newExecution({ definition_id: "order" });
-   * await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 1e9 }] });
-   * const removed = await store.deleteExecution(exe.id);
-   * assert.deepEqual(removed, { execution: true, timers: 1, trace: 0, processed: 0 });
-   * assert.equal(await store.load(exe.id), null);
-   * ```
+   * Example: docs/retention.md ("Deleting one execution").
    *
    * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
    *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).

@@ -16,6 +16,7 @@ import type {
   DueTimersOptions,
   DynamoDBStateStoreOptions,
   DynamoDBStoreOptions,
+  ExecutionOutboxOptions,
   ListOptions,
   OutboxRelayOptions,
   ReadLimitOptions,
@@ -70,6 +71,7 @@ Deno.test("each list of option names is its options interface, name for name (ch
     retry: names("retryDeadLetters()"),
     drop: names("dropDeadLetters()"),
     backlog: names("backlog()"),
+    executionOutbox: names("executionOutbox()"),
     set: names("set()"),
   };
   exact<Names<DynamoDBStoreOptions, typeof lists.dynamo>>(true);
@@ -92,6 +94,7 @@ Deno.test("each list of option names is its options interface, name for name (ch
   exact<Names<BulkDeadLetterOptions, typeof lists.retry>>(true);
   exact<Names<BulkDeadLetterOptions, typeof lists.drop>>(true);
   exact<Names<BacklogOptions, typeof lists.backlog>>(true);
+  exact<Names<ExecutionOutboxOptions, typeof lists.executionOutbox>>(true);
   exact<Names<SetOptions, typeof lists.set>>(true);
   exact<Names<BackoffOptions, ["minDelayMs", "maxDelayMs", "multiplier"]>>(true);
   exact<Names<NonNullable<RelayOptions["backoff"]>, ["minSeconds", "maxSeconds"]>>(true);

@@ -143,6 +143,7 @@ Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions
   await store.listExecutions({ status: "PENDING", definitionId: "iam" });
   await store.catchUpStatusIndex();
   await store.inspectExecution(exe.id);
+  await store.executionOutbox(exe.id);
   await store.readTrace(exe.id);
   await store.ackOutbox((await store.pendingOutbox()).map((e) => e.seq));
   await store.ackSpawn((await store.pendingSpawns()).map((s) => s.seq));

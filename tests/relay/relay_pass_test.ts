@@ -272,7 +272,7 @@ Deno.test("relayOutbox and relaySpawns report lagSeconds, the age of the oldest 
   await using store = await freshStore();
   await t.step("null when nothing is pending", async () => {
     const report = await relayOutbox(store, () => Promise.resolve());
-    assert.deepEqual(report, { delivered: 0, failed: 0, setAside: 0, lagSeconds: null });
+    assert.deepEqual(report, { delivered: 0, failed: 0, setAside: 0, held: 0, lagSeconds: null });
   });
   await t.step(
     "another writer's rows (no created_at): from the oldest event's created_time, ISO with or without an offset",
@@ -349,10 +349,10 @@ Deno.test("sweepTimers reports lagSeconds as now minus the earliest due timer's 
   const report = await sweepTimers(store, () => Promise.reject(new Error("down")), {
     now: 1_700_000_100,
   });
-  assert.deepEqual(report, { delivered: 0, failed: 2, setAside: 0, lagSeconds: 99.5 });
+  assert.deepEqual(report, { delivered: 0, failed: 2, setAside: 0, held: 0, lagSeconds: 99.5 });
   assert.deepEqual(
     await sweepTimers(store, () => Promise.resolve(), { now: 1_600_000_000 }),
-    { delivered: 0, failed: 0, setAside: 0, lagSeconds: null },
+    { delivered: 0, failed: 0, setAside: 0, held: 0, lagSeconds: null },
   );
 });
 

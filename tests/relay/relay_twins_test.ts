@@ -33,19 +33,20 @@ async function onBoth<T>(
  * Entries e and f to target a and g to b, whose head (e) failed and waits 10 s for its retry:
  * f is held behind it, g is not.
  */
-async function headWaiting(store: ExecutionStore, clock: Clock): Promise<void> {
-  const { outbox: [head] } = await store.commit(newExecution({ definition_id: "held" }), {
+async function headWaiting(store: ExecutionStore, clock: Clock): Promise<number[]> {
+  const { outbox } = await store.commit(newExecution({ definition_id: "held" }), {
     emits: [
       { target: "a", event: newEvent("e") },
       { target: "a", event: newEvent("f") },
       { target: "b", event: newEvent("g") },
     ],
   });
-  await store.recordFailure("outbox", head!, {
+  await store.recordFailure("outbox", outbox[0]!, {
     attempts: 1,
     retryAt: clock.ms / 1000 + 10,
     error: "down",
   });
+  return outbox;
 }
 
 Deno.test("relayOutbox reports an outbox entry's lag on the store's clock on both stores, not its event's created_time", async () => {
@@ -177,4 +178,34 @@ Deno.test("relayOutbox's lag leaves out an entry waiting for a retry still to co
   });
   assert.equal(memory, 2, "g is the oldest the pass sees: e waits for its retry");
   assert.equal(dynamo, memory);
+});
+
+Deno.test("relayOutbox reports as held the entries it left behind a held target, within the request and in a pass, on both stores", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    const [, f] = await headWaiting(store, clock);
+    const report = async (options: { seqs?: number[] } = {}, fail = false) => {
+      const { delivered, failed, held } = await relayOutbox(store, () => {
+        if (fail) throw new Error("down");
+      }, options);
+      return { delivered, failed, held };
+    };
+    const inline = await report({ seqs: [f!] });
+    const pass = await report(); // delivers g, sets f apart behind e
+    const again = await report(); // f was set apart: this pass does not meet it
+    const inlineAgain = await report({ seqs: [f!] });
+    // Two entries to c, the first of which fails in this pass: the second is left behind it.
+    const { outbox: [x, y] } = await store.commit(newExecution({ definition_id: "c" }), {
+      emits: [{ target: "c", event: newEvent("x") }, { target: "c", event: newEvent("y") }],
+    });
+    const failing = await report({ seqs: [x!, y!] }, true);
+    return { inline, pass, again, inlineAgain, failing };
+  });
+  assert.deepEqual(memory, {
+    inline: { delivered: 0, failed: 0, held: 1 },
+    pass: { delivered: 1, failed: 0, held: 1 },
+    again: { delivered: 0, failed: 0, held: 0 },
+    inlineAgain: { delivered: 0, failed: 0, held: 1 },
+    failing: { delivered: 0, failed: 1, held: 1 },
+  });
+  assert.deepEqual(dynamo, memory);
 });

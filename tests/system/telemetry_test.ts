@@ -142,7 +142,7 @@ Deno.test("store methods export OpenTelemetry spans with the execution id, commi
     assert.equal(attrs(exception?.attributes ?? [])["exception.type"], "StoreConflict");
   });
 
-  await t.step("a relay pass has a span with what it delivered and what failed", () => {
+  await t.step("a relay pass has a span with what it delivered, failed and held", () => {
     const passes = named("relayOutbox").map((span) => attrs(span.attributes));
     // All three emits share the broadcast target: the failure holds back the third.
     assert.equal(passes.length, 1);
@@ -151,6 +151,7 @@ Deno.test("store methods export OpenTelemetry spans with the execution id, commi
       "harel.relay.delivered": 1,
       "harel.relay.failed": 1,
       "harel.relay.set_aside": 0,
+      "harel.relay.held": 1,
     });
     assert.ok(typeof lag === "number" && lag >= 0 && lag < 60, "the relay lag, in seconds");
     const pass = named("relayOutbox")[0]!;

@@ -17,7 +17,7 @@ export type Chains = Record<string, number> | null;
 export const CHAIN_CAP = 100;
 
 /** Marks a map that forgot targets (or started mid-life): targets it lacks are unknown. */
-const PARTIAL = "?";
+export const PARTIAL = "?";
 
 /**
  * The key of a target in the map: 16 hex digits of a 64-bit FNV-1a hash of its JSON (`null`

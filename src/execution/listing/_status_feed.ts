@@ -39,6 +39,8 @@ import type { Status } from "../../core/documents.ts";
 import type { ExecutionTables } from "../../dynamo/tables.ts";
 import type { StatusCatchUp } from "../../core/operator_types.ts";
 import { statusKey } from "./_status_index.ts";
+import { checkObject, describe } from "../../core/_validate.ts";
+import { checkOptionNames } from "../../core/_option_names.ts";
 
 /** What a round sends Streams requests with: a DynamoDB Streams client (duck-typed). */
 export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
@@ -73,6 +75,16 @@ export function streamsClientOf(client: DynamoDBSender): StreamsSender | null {
       throwOnRequestTimeout: true,
     },
   });
+}
+
+/** `catchUpStatusIndex()`'s options, checked: its signal. */
+export function checkCatchUpOptions(options: unknown): AbortSignal | undefined {
+  const { signal } = checkObject("options", options) as { signal?: unknown };
+  checkOptionNames("catchUpStatusIndex()", options);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  return signal;
 }
 
 /** What a round reads and writes with. */
@@ -125,11 +137,11 @@ export class StatusFeed {
    * A round unless this store read the feed less than {@linkcode FEED_EVERY_MS} ago (by the real
    * clock: the stream's records are real-time) or is reading it now (then that round).
    */
-  maybe(ctx: FeedContext): Promise<StatusCatchUp | null> {
-    if (this.streams === null) return Promise.resolve(null);
-    if (this.#running) return this.#running;
-    if (Date.now() - this.#last < FEED_EVERY_MS) return Promise.resolve(null);
-    return this.round(ctx);
+  async maybe(ctx: FeedContext): Promise<void> {
+    if (this.streams === null || Date.now() - this.#last < FEED_EVERY_MS && !this.#running) return;
+    // What a round fails with is the next explicit round's to report, never the caller's: a
+    // listing or a pass goes on with the index as it is.
+    await this.round(ctx).catch(() => undefined);
   }
 
   /** One round now (or the one running). */

@@ -5,10 +5,13 @@ import type { QueueBatch } from "../../core/_queue_batch.ts";
 import type { Event } from "../../core/documents.ts";
 import { afterFailure, holdsAt, isDue, isHead, RETRIED } from "../../core/_relay_rules.ts";
 import { byFireAt, bySeq, Lowest } from "../../core/_bounded.ts";
+import { entryState } from "../../core/_entry_states.ts";
 import type {
   Backlog,
   DeadLetter,
+  ExecutionOutbox,
   OutboxEntry,
+  OutboxEntryState,
   PendingSpawn,
   RelayFailure,
   RelayItem,
@@ -32,6 +35,11 @@ export class MemoryQueues {
     Omit<PendingSpawn, "context" | "seq"> & { context: string } & Bookkeeping
   >();
   readonly timers = new Map<string, Timer & Partial<Bookkeeping>>();
+  /**
+   * Outbox entries a pass met behind a held target, as DynamoDBStore's pass sets them apart (to
+   * their target's partition): later passes do not count them as held again until released.
+   */
+  readonly #setApart = new Set<number>();
 
   constructor(readonly now: () => number) {}
 
@@ -41,8 +49,8 @@ export class MemoryQueues {
       ? this.timerBatch(limit, now)
       : kind === "spawns"
       ? this.spawnBatch(limit, now)
-      : this.outboxBatch(limit, now, seqs);
-    return { ...batch, now } as RelayItems<K>;
+      : this.outboxBatch(limit, now, seqs, true);
+    return { ...batch, held: batch.held ?? 0, now } as RelayItems<K>;
   }
 
   /** Records a failed delivery; false when the item is gone. */
@@ -69,7 +77,7 @@ export class MemoryQueues {
           letter(timer as RelayKey<K>, timer as RelayItem<K>, t, {
             execution_id: t.executionId,
             path: t.path,
-          }),
+          }, t.executionId),
         );
       }
       return letters;
@@ -82,7 +90,10 @@ export class MemoryQueues {
       .sort(([a], [b]) => a - b);
     for (const [seq, row] of dead.slice(0, limit)) {
       const item = kind === "outbox" ? this.outboxEntry(seq) : this.pendingSpawn(seq);
-      letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }));
+      const source = kind === "outbox"
+        ? this.outbox.get(seq)!.sourceId
+        : this.spawns.get(seq)!.parentId;
+      letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }, source));
     }
     return letters as DeadLetter<K>[];
   }
@@ -200,8 +211,9 @@ export class MemoryQueues {
    * dead; with `seqs`, just those entries, each also held behind a pending earlier entry of its
    * source and target that is not among them.
    */
-  outboxBatch(limit: number, now: number, seqs?: number[]): QueueBatch<"outbox"> {
+  outboxBatch(limit: number, now: number, seqs?: number[], pass = false): QueueBatch<"outbox"> {
     const held = this.heads(now);
+    let behindHeld = 0; // RelayItems.held
     // Lag as DynamoDBStore's pass sees it: the entries it reads (pending, or their retry due),
     // not those waiting for a retry still to come or held behind one.
     let oldestAt: number | null = null;
@@ -218,6 +230,7 @@ export class MemoryQueues {
     let chosen: number[];
     if (seqs === undefined) {
       chosen = [...this.outbox.keys()].filter(clear).sort(bySeq).slice(0, limit);
+      if (pass) behindHeld = this.#setApartHeld(held, now);
     } else {
       const given = new Set(seqs.filter((seq) => this.outbox.has(seq)));
       const blocked = new Set<string>();
@@ -238,6 +251,7 @@ export class MemoryQueues {
           o.targetId === row.targetId
         );
         const aboveHead = seq > (lowestHead.get(row.targetId) ?? Infinity);
+        if (aboveHead && !row.unreadable) behindHeld++;
         if (blocked.has(chain) || behind || aboveHead || !clear(seq)) blocked.add(chain);
         else chosen.push(seq);
       }
@@ -246,7 +260,78 @@ export class MemoryQueues {
       item: this.outboxEntry(seq),
       attempts: this.outbox.get(seq)!.attempts,
     }));
-    return { items, unreadable: [], oldestAt };
+    return { items, unreadable: [], oldestAt, held: behindHeld };
+  }
+
+  /**
+   * Sets apart the entries a pass meets behind a held target (`held`: each target's lowest head
+   * holding it at `now`), as DynamoDBStore's pass moves them out of later passes' reads; those
+   * released (no longer behind a head) or gone are forgotten. How many it set apart now.
+   */
+  #setApartHeld(held: Map<string | null, number>, now: number): number {
+    const behind = (seq: number) => {
+      const row = this.outbox.get(seq);
+      return row !== undefined && row.deadAt === null && due(row, now) &&
+        seq > (held.get(row.targetId) ?? Infinity);
+    };
+    // Released once no head (failed, its retry due or not) comes before it: a head whose retry
+    // is due and fails again keeps what it held set apart, as DynamoDBStore's hold does.
+    const heads = new Map<string | null, number>();
+    for (const [seq, row] of this.outbox) {
+      if (isHead(row)) heads.set(row.targetId, Math.min(heads.get(row.targetId) ?? Infinity, seq));
+    }
+    for (const seq of this.#setApart) {
+      const row = this.outbox.get(seq);
+      if (row === undefined || !(seq > (heads.get(row.targetId) ?? Infinity))) {
+        this.#setApart.delete(seq);
+      }
+    }
+    let count = 0;
+    for (const seq of this.outbox.keys()) {
+      if (!behind(seq) || this.#setApart.has(seq)) continue;
+      this.#setApart.add(seq);
+      count++;
+    }
+    return count;
+  }
+
+  /**
+   * Execution `id`'s outbox as operators read it (see DynamoDBStore's `executionOutbox`): what it
+   * emitted (nothing known when its item is gone: `known` false), and what is to it and failed or
+   * was set apart behind what failed — by the same rule, {@linkcode entryState}.
+   */
+  executionOutbox(id: string, limit: number, known: boolean): ExecutionOutbox {
+    const heads = new Map<string | null, number[]>();
+    for (const [seq, row] of this.outbox) {
+      if (isHead(row)) heads.set(row.targetId, [...heads.get(row.targetId) ?? [], seq]);
+    }
+    const stateOf = (seq: number): OutboxEntryState => {
+      const row = this.outbox.get(seq)!;
+      return {
+        seq,
+        sourceId: row.sourceId,
+        targetId: row.targetId,
+        event: JSON.parse(row.event) as Event,
+        ...entryState(row, seq, false, heads.get(row.targetId) ?? []),
+        attempts: row.attempts,
+        retryAt: row.retryAt,
+        deadAt: row.deadAt,
+        lastError: row.lastError,
+      };
+    };
+    const emitted = known
+      ? [...this.outbox].filter(([, row]) => row.sourceId === id).map(([seq]) => seq)
+      : [];
+    const targeting = [...this.outbox].filter(([seq, row]) =>
+      row.targetId === id && (isHead(row) || this.#setApart.has(seq))
+    ).map(([seq]) => stateOf(seq)).filter((e) => e.state !== "pending");
+    const lowest = (seqs: number[]) => seqs.sort(bySeq).slice(0, limit).map(stateOf);
+    return {
+      emitted: lowest(emitted),
+      emittedPartial: !known || emitted.length > limit,
+      targeting: targeting.sort((a, b) => a.seq - b.seq).slice(0, limit),
+      targetingPartial: targeting.length > limit,
+    };
   }
 
   spawnBatch(limit: number, now: number): QueueBatch<"spawns"> {
@@ -301,6 +386,7 @@ function letter<K extends RelayKind>(
   item: RelayItem<K>,
   row: Partial<Bookkeeping>,
   raw: Record<string, unknown>,
+  sourceId: string | null,
 ): DeadLetter<K> {
   return {
     key,
@@ -308,6 +394,7 @@ function letter<K extends RelayKind>(
     attempts: row.attempts ?? 0,
     lastError: row.lastError ?? null,
     deadAt: row.deadAt ?? 0,
+    sourceId,
     raw: { ...raw, attempts: row.attempts, last_error: row.lastError, dead_at: row.deadAt },
   };
 }

@@ -29,6 +29,8 @@ import type {
   DeadLetter,
   DeadLetterOptions,
   DeleteExecutionResult,
+  ExecutionOutbox,
+  ExecutionOutboxOptions,
   ExecutionStore,
   ListOptions,
   ListPage,
@@ -47,6 +49,7 @@ import {
   checkBacklogLimit,
   checkBatchOptions,
   checkBulkOptions,
+  checkExecutionOutbox,
   checkFailure,
   checkRelayKey,
   checkRelayKind,
@@ -152,9 +155,7 @@ export class MemoryStore implements ExecutionStore {
     this.#queues = new MemoryQueues(now);
   }
 
-  /**
-   * The execution with this id, or `null`.
-   */
+  /** The execution with this id, or `null`. */
   load(id: string): Promise<Execution | null> {
     return Promise.try(() => {
       this.#open("load");
@@ -401,6 +402,15 @@ export class MemoryStore implements ExecutionStore {
         expiresAt: this.#expiries.get(id) ?? null,
         timers: timers.sort(byFireAt),
       };
+    });
+  }
+
+  /** Its outbox entries: see {@linkcode DynamoDBStore.executionOutbox}. */
+  executionOutbox(id: string, options?: ExecutionOutboxOptions): Promise<ExecutionOutbox> {
+    return Promise.try(() => {
+      this.#open("executionOutbox");
+      const limit = checkExecutionOutbox(id, options);
+      return this.#queues.executionOutbox(id, limit, this.#executions.has(id));
     });
   }
 

@@ -9,7 +9,9 @@ import {
   OUTBOX,
   outboxFromItem,
   RELAY,
+  SPAWN,
   spawnFromItem,
+  TIMER,
   timerFromItem,
 } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
@@ -218,9 +220,17 @@ function deadLetterOf<K extends RelayKind>(kind: K, row: Item): DeadLetter<K> {
     attempts: numberOf(row[FAILURE.attempts]) ?? 0,
     lastError: row[FAILURE.lastError]?.S ?? null,
     deadAt: numberOf(row[FAILURE.deadAt]) ?? 0,
+    sourceId: row[SOURCE_OF[kind]]?.S ?? null,
     raw: plain(row),
   };
 }
+
+/** The attribute naming the execution a queue row came from (absent on another writer's entry). */
+const SOURCE_OF: Record<RelayKind, string> = {
+  outbox: OUTBOX.sourceId,
+  spawns: SPAWN.parentId,
+  timers: TIMER.executionId,
+};
 
 /** An update whose condition may fail: the item after it (empty without ReturnValues), or undefined. */
 export async function conditional(

@@ -70,6 +70,7 @@ export async function outboxOf(
     if (left.length) firstListed.set(target, Math.min(...left));
   }
   const held = new Set<string>();
+  let behindHeld = 0; // entries left behind a held target (RelayItems.held)
   for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
     const seq = candidate.seq;
     const lowest = Math.min(
@@ -77,6 +78,7 @@ export async function outboxOf(
       firstListed.get(candidate.target) ?? Infinity,
     );
     if (item[FAILURE.unreadable]?.BOOL) continue;
+    if (seq > lowest) behindHeld++;
     if (
       item[FAILURE.deadAt] !== undefined || !isRetryDue(item, now) || held.has(candidate.target) ||
       seq > lowest ||
@@ -92,7 +94,7 @@ export async function outboxOf(
       }
     }
   }
-  return await readOutboxBodies(q, candidates, now, found);
+  return { ...await readOutboxBodies(q, candidates, now, found), held: behindHeld };
 }
 
 /**

@@ -181,7 +181,18 @@ export async function outboxFromIndex(
     // A head handed out: its acknowledgement releases its target.
     if (dueHeads.has(c.id)) q.headsOut.set(c.seq, { target: c.target, id: c.id });
   }
-  return { ...batch, oldestAt: earliest(oldestAt, batch.oldestAt) };
+  return {
+    ...batch,
+    oldestAt: earliest(oldestAt, batch.oldestAt),
+    held: heldCount(decisions, ordered),
+  };
+}
+
+/** How many entries the pass met behind a held target and leaves there (RelayItems.held). */
+function heldCount(decisions: Decisions, handedOut: Row[]): number {
+  const out = new Set(handedOut.map((row) => row.candidate.id));
+  const left = [...decisions.held.values()].flat().concat(decisions.behind);
+  return new Set(left.map((row) => row.candidate.id).filter((id) => !out.has(id))).size;
 }
 
 /**

@@ -8,9 +8,9 @@ import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../../core/_bounded.ts";
 import { batchGet, chunks, eachConcurrently, isNamed, type Item } from "../../dynamo/_dynamo.ts";
 import { FAILURE, isRetryDue, RELAY, SPAWN, spawnFromItem, TIMER } from "../../core/_layout.ts";
-import { type DueTimer, dueTimerOf } from "./_timers.ts";
+import { dueByScan, type DueTimer, dueTimerOf, type TimerReads } from "./_timers.ts";
 import { LIMITS } from "../../core/_validate.ts";
-import type { RelayItems, RelayKind, UnreadableRow } from "../../core/types.ts";
+import type { RelayItems, RelayKind, Timer, UnreadableRow } from "../../core/types.ts";
 import { earliest, numberOf, type QueueContext, unreadableRow } from "./_queue_items.ts";
 import { type Candidate, candidateOf, outboxOf } from "./_outbox_bodies.ts";
 import { misplaced, outboxFromIndex } from "./_outbox_pass.ts";
@@ -26,7 +26,7 @@ export async function relayBatch<K extends RelayKind>(
   { limit, now, seqs, pass }: { limit: number; now: number; seqs?: number[]; pass: boolean },
 ): Promise<RelayItems<K>> {
   if (kind === "outbox" && seqs !== undefined) {
-    return { ...await outboxOf(q, seqs, now), now } as RelayItems<K>;
+    return stamped(await outboxOf(q, seqs, now), now) as RelayItems<K>;
   }
   // A pass first finishes releases and (timers) goes on with the scan for other writers'
   // timers, a little each time. Every read finds other writers' outbox entries and spawns by
@@ -36,7 +36,27 @@ export async function relayBatch<K extends RelayKind>(
   const foreign = kind === "timers"
     ? { rows: scanned, frontier: Infinity, counter: 0 }
     : await foreignRows(q, kind, now, pass);
-  return { ...await read(q, kind, limit, now, pass, foreign), now } as RelayItems<K>;
+  return stamped(await read(q, kind, limit, now, pass, foreign), now) as RelayItems<K>;
+}
+
+/** A read's batch as relayBatch answers it: with its time, and `held` (0 when not counted). */
+function stamped<K extends RelayKind>(batch: QueueBatch<K>, now: number): RelayItems<K> {
+  return { ...batch, held: batch.held ?? 0, now };
+}
+
+/** `dueTimers`: the `limit` earliest due at `now`, from the relay index or (`scan`) a scan. */
+export async function dueTimers(
+  q: QueueContext & TimerReads,
+  now: number,
+  limit: number,
+  scan: boolean,
+): Promise<Timer[]> {
+  if (!scan) {
+    const batch = await relayBatch(q, "timers", { limit, now, pass: false });
+    return batch.items.map(({ item }) => item);
+  }
+  const due = await dueByScan(q, now, limit);
+  return due.map(({ attempts: _, ...timer }) => timer);
 }
 
 function read(

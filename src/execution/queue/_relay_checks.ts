@@ -121,3 +121,15 @@ export function checkBacklogLimit(options: unknown): number {
   checkOptionNames("backlog()", o);
   return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
 }
+
+/** The default and the most entries each list of `executionOutbox` holds. */
+export const EXECUTION_OUTBOX_LIMIT = { default: 100, max: 1000 } as const;
+
+/** `executionOutbox`'s id and options, checked: the limit of each list. */
+export function checkExecutionOutbox(id: string, options: unknown): number {
+  checkKey("id", id, LIMITS.partitionKeyBytes);
+  const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
+  checkOptionNames("executionOutbox()", o);
+  const { default: fallback, max } = EXECUTION_OUTBOX_LIMIT;
+  return o.limit === undefined ? fallback : checkInteger("options.limit", o.limit, 1, max);
+}
