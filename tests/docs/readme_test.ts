@@ -129,6 +129,33 @@ Deno.test("the README's simple permission set runs the quick start", async () =>
   assert.match(output, /deliver order\.ship/);
 });
 
+Deno.test("the README's Permissions section says what each flag of the simple set is for, and what happens without it", async (t) => {
+  const text = section("README.md", "## Permissions");
+  const simple = text.match(/The simple set: `([^`]+)`/)![1]!.split(" ");
+  const bullets = text.split(/\n(?=- `)/).filter((b) => b.startsWith("- `"));
+  assert.deepEqual(
+    bullets.map((b) => b.match(/^- `([^`]+)`/)![1]).sort(),
+    [...simple].sort(),
+    "one bullet per flag",
+  );
+  for (const bullet of bullets) {
+    const flag = bullet.match(/^- `([^`]+)`/)![1]!;
+    await t.step(`without ${flag}`, async () => {
+      const without = bullet.replaceAll(/\s+/g, " ").match(/Without it (.*?)(?:\. |\.$)/)?.[1];
+      assert.ok(without, `${flag}: says what happens without it`);
+      const error = without.match(/`(NotCapable: [^`]+)`/)?.[1];
+      const rest = simple.filter((f) => f !== flag).join(" ");
+      const { code, output } = await runQuickStart(`deno run ${rest} quick_start.ts`);
+      if (error === undefined) {
+        assert.equal(code, 0, `${flag}: "${without}", but:\n${output}`);
+      } else {
+        assert.notEqual(code, 0, output);
+        assert.ok(output.includes(error), `${flag}: "${error}" expected in:\n${output}`);
+      }
+    });
+  }
+});
+
 Deno.test("the README is what a newcomer reads in ten minutes", () => {
   const readme = readDoc("README.md");
   const size = new TextEncoder().encode(readme).length;
