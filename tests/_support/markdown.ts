@@ -179,27 +179,37 @@ export function docsEndpoint(): { url: string } & AsyncDisposable {
  * Runs a documented `deno run ... quick_start.ts` command line in bash, in a temporary folder
  * holding the README's quick start as quick_start.ts, with DYNAMODB_ENDPOINT set to the docs'
  * own database ({@linkcode docsEndpoint}); `--config` makes "@harel/dynamodb" this package, as
- * in a clone or after `deno add jsr:@harel/dynamodb`.
+ * in a clone or after `deno add jsr:@harel/dynamodb`. Given `project`, it runs there instead,
+ * with that folder's own deno.json (a user's project that links a clone). `endpointVariable`
+ * names the variable that carries the docs' endpoint (`AWS_ENDPOINT_URL_DYNAMODB`: the SDK's,
+ * for a command line meant for AWS; DYNAMODB_ENDPOINT is then unset), and `unset` the variables
+ * of this process the command must not see.
  */
 export async function runQuickStart(
   commandLine: string,
   env: Record<string, string> = {},
+  options: { project?: string; endpointVariable?: string; unset?: string[] } = {},
 ): Promise<{ code: number; output: string }> {
   const command = commandLine.replaceAll("\\\n", " ").trim();
   assert.match(command, /^deno run .* quick_start\.ts$/, command);
-  const dir = await Deno.makeTempDir({ prefix: "harel_readme_" });
+  const dir = options.project ?? await Deno.makeTempDir({ prefix: "harel_readme_" });
   await using docs = docsEndpoint();
   try {
     await Deno.writeTextFile(
       `${dir}/quick_start.ts`,
       blockUnder("README.md", "## Quick start", "ts"),
     );
-    const script = command.replace(/^deno run /, `deno run --no-prompt --config '${CONFIG}' `);
+    const config = options.project === undefined ? ` --config '${CONFIG}'` : "";
+    const { endpointVariable = "DYNAMODB_ENDPOINT" } = options;
+    const unset = [...options.unset ?? []];
+    if (endpointVariable !== "DYNAMODB_ENDPOINT") unset.push("DYNAMODB_ENDPOINT");
+    const script = (unset.length > 0 ? `unset ${unset.join(" ")}; ` : "") +
+      command.replace(/^deno run /, `deno run --no-prompt${config} `);
     return await run("bash", ["-c", script], {
       cwd: dir,
-      env: { DYNAMODB_ENDPOINT: docs.url, ...env },
+      env: { [endpointVariable]: docs.url, ...env },
     });
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    if (options.project === undefined) await Deno.remove(dir, { recursive: true });
   }
 }

@@ -13,6 +13,7 @@ import {
   ROOT,
   run,
   runQuickStart,
+  section,
 } from "../_support/markdown.ts";
 
 const CONFIG = new URL("deno.json", ROOT).pathname;
@@ -109,7 +110,7 @@ Deno.test("every relative link of the README, the CHANGELOG and docs/ resolves, 
 });
 
 Deno.test("docs/permissions.md: the quick start runs with exactly the narrowest set it documents", async () => {
-  const command = blockUnder("docs/permissions.md", "## The narrowest set that works", "sh");
+  const command = blockUnder("docs/permissions.md", "### A local DynamoDB", "sh");
   const flags = command.replaceAll("\\\n", " ").split(/\s+/).filter((w) =>
     w.startsWith("--allow-")
   );
@@ -120,6 +121,90 @@ Deno.test("docs/permissions.md: the quick start runs with exactly the narrowest 
   const { code, output } = await runQuickStart(command);
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship to \(broadcast\)/);
+});
+
+/** The names of a command line's `--allow-env=` list. */
+function envList(command: string): string[] {
+  const list = command.match(/--allow-env=(\S+)/)?.[1];
+  assert.ok(list, `an --allow-env= list in ${command}`);
+  return list.split(",");
+}
+
+Deno.test("docs/permissions.md: the quick start runs on AWS with exactly the set it documents, with the keys in the environment and with a default profile", async () => {
+  const command = blockUnder("docs/permissions.md", "### AWS", "sh").replaceAll("\\\n", " ");
+  const net = command.match(/--allow-net=(\S+)/)?.[1];
+  assert.match(net ?? "", /^dynamodb\.[a-z0-9-]+\.amazonaws\.com:443$/, command);
+  assert.ok(command.includes('--allow-read="$HOME/.aws"'), command);
+  // AWS_ENDPOINT_URL_DYNAMODB sends the SDK to the test DynamoDB instead: that variable and the
+  // proxy's host:port are what the test adds.
+  const redirected = command
+    .replace(`--allow-net=${net}`, '--allow-net="${AWS_ENDPOINT_URL_DYNAMODB#http://}"')
+    .replace(/--allow-env=(\S+)/, "--allow-env=$1,AWS_ENDPOINT_URL_DYNAMODB");
+  const others = [
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_SESSION_TOKEN",
+  ];
+  const keys = ["AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"];
+  const home = await Deno.makeTempDir({ prefix: "harel_home_" });
+  // A HOME of its own, but Deno's cache as it is (it lives under HOME by default).
+  const { denoDir } = JSON.parse((await run("deno", ["info", "--json"])).output);
+  try {
+    const inEnvironment = await runQuickStart(
+      redirected,
+      {
+        HOME: home,
+        DENO_DIR: denoDir,
+        AWS_REGION: "eu-west-1",
+        AWS_ACCESS_KEY_ID: "test",
+        AWS_SECRET_ACCESS_KEY: "test",
+      },
+      { endpointVariable: "AWS_ENDPOINT_URL_DYNAMODB", unset: others },
+    );
+    assert.equal(inEnvironment.code, 0, inEnvironment.output);
+    assert.match(inEnvironment.output, /deliver order\.ship to \(broadcast\)/);
+    // A profile, region included: without reading it the SDK would have no region and no keys.
+    await Deno.mkdir(`${home}/.aws`);
+    await Deno.writeTextFile(`${home}/.aws/config`, "[default]\nregion = eu-west-1\n");
+    await Deno.writeTextFile(
+      `${home}/.aws/credentials`,
+      "[default]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    );
+    const inProfile = await runQuickStart(
+      redirected,
+      { HOME: home, DENO_DIR: denoDir },
+      { endpointVariable: "AWS_ENDPOINT_URL_DYNAMODB", unset: [...others, ...keys] },
+    );
+    assert.equal(inProfile.code, 0, inProfile.output);
+    assert.match(inProfile.output, /deliver order\.ship to \(broadcast\)/);
+    const unread = await runQuickStart(
+      redirected.replace('--allow-read="$HOME/.aws" ', ""),
+      { HOME: home, DENO_DIR: denoDir },
+      { endpointVariable: "AWS_ENDPOINT_URL_DYNAMODB", unset: [...others, ...keys] },
+    );
+    assert.notEqual(unread.code, 0, "the profile needs --allow-read");
+    assert.doesNotMatch(unread.output, /deliver order/, unread.output);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("docs/permissions.md: its table of names says what each name of the narrowest lists is for, and the README counts them", () => {
+  const local = envList(blockUnder("docs/permissions.md", "### A local DynamoDB", "sh"));
+  const aws = envList(blockUnder("docs/permissions.md", "### AWS", "sh"));
+  const table = section("docs/permissions.md", "### What the names are").split("\n")
+    .filter((line) => line.startsWith("| ") && !line.startsWith("| when"));
+  const named = table.flatMap((row) =>
+    [...row.split("|").at(-2)!.matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1]!)
+  );
+  assert.deepEqual([...named].sort(), [...aws].sort(), "the table names the AWS list");
+  assert.deepEqual(local.filter((name) => !aws.includes(name)), [], "the local list is in it");
+  assert.equal(new Set(aws).size, aws.length, "no name twice");
+  assert.match(
+    section("README.md", "## Permissions"),
+    new RegExp(`${local.length} names\\s+for a local DynamoDB, ${aws.length} on AWS`),
+  );
 });
 
 Deno.test("docs/permissions.md: with a custom CA the simple set asks for sys access to ca, and the documented set works", async () => {

@@ -2,7 +2,15 @@
 // DynamoDB with the command lines the README gives, and it stays what a newcomer reads in ten
 // minutes. The docs pages have their own test (docs_test.ts).
 import assert from "node:assert/strict";
-import { blockUnder, readDoc, ROOT, run, runQuickStart, section } from "../_support/markdown.ts";
+import {
+  blocks,
+  blockUnder,
+  readDoc,
+  ROOT,
+  run,
+  runQuickStart,
+  section,
+} from "../_support/markdown.ts";
 
 const CONFIG = new URL("deno.json", ROOT).pathname;
 
@@ -42,12 +50,110 @@ Deno.test("the README's quick start passes the repository's own checks, saved as
   assert.ok(readDoc(".gitignore").split("\n").includes("/quick_start.ts"));
 });
 
+Deno.test("the README's recipe for a clone makes a project of one's own import the package, its exports and its npm dependencies, with JSR out of reach", async () => {
+  const install = section("README.md", "## Install");
+  const recipe = blocks("README.md", install).find((b) =>
+    b.lang === "sh" && /deno link/.test(b.code)
+  );
+  assert.ok(recipe, "the Install section has a sh block with deno link");
+  const clone = recipe.code.match(/deno link (\S+)/)![1]!;
+  assert.equal(clone, "../harel-dynamodb");
+  assert.match(install, /cloned next to your project as `harel-dynamodb`/);
+  const exports = Object.keys(JSON.parse(readDoc("deno.json")).exports as Record<string, string>);
+  for (const subpath of exports.filter((e) => e !== ".")) {
+    assert.ok(
+      install.includes(`\`${subpath.slice(1)}\``),
+      `the recipe names the export ${subpath}`,
+    );
+  }
+  const dir = await Deno.makeTempDir({ prefix: "harel_link_" });
+  try {
+    // The clone next to the project, and a project with no deno.json yet.
+    await Deno.symlink(ROOT.pathname.replace(/\/$/, ""), `${dir}/harel-dynamodb`);
+    const project = `${dir}/my-app`;
+    await Deno.mkdir(project);
+    // A JSR that cannot answer: whatever resolves, resolves from the clone.
+    const offline = { JSR_URL: "http://127.0.0.1:9/" };
+    const linked = await run("bash", ["-c", recipe.code], { cwd: project, env: offline });
+    assert.equal(linked.code, 0, linked.output);
+    const config = JSON.parse(await Deno.readTextFile(`${project}/deno.json`));
+    assert.deepEqual(config.links, [clone]);
+    assert.ok(install.includes(`"links": ${JSON.stringify(config.links)}`), "what the README says");
+
+    // Every export, by name, type-checks; the testing module runs with no permissions.
+    const names = exports.map((e, i) => `import * as m${i} from "@harel/dynamodb${e.slice(1)}";`);
+    await Deno.writeTextFile(
+      `${project}/main.ts`,
+      `${names.join("\n")}\nconsole.log(${exports.map((_, i) => `Object.keys(m${i}).length`)});\n`,
+    );
+    const checked = await run("deno", ["check", "main.ts"], { cwd: project, env: offline });
+    assert.equal(checked.code, 0, checked.output);
+    await Deno.writeTextFile(
+      `${project}/unit.ts`,
+      `import { MemoryStore, newExecution } from "@harel/dynamodb/testing";
+const store = new MemoryStore();
+const exe = newExecution({ definition_id: "order" });
+await store.save(exe);
+console.log("saved", exe.version);\n`,
+    );
+    const unit = await run("deno", ["run", "--no-prompt", "unit.ts"], {
+      cwd: project,
+      env: offline,
+    });
+    assert.equal(unit.code, 0, unit.output);
+    assert.match(unit.output, /saved 1/);
+    const info = await run("deno", ["info", "--json", "main.ts"], { cwd: project, env: offline });
+    assert.equal(info.code, 0, info.output);
+    const modules = (JSON.parse(info.output).modules as { specifier: string }[]).map((m) =>
+      m.specifier
+    );
+    assert.ok(modules.includes(`file://${dir}/harel-dynamodb/mod.ts`), "the clone's mod.ts");
+    assert.ok(!modules.some((m) => m.startsWith("jsr:") || m.includes("jsr.io")), "nothing of JSR");
+
+    // Step 4's claim: in your own project the same command runs the quick start.
+    const line = section("README.md", "## Your first hour").split("\n").map((l) => l.trim())
+      .find((l) => l.startsWith("deno run "))!;
+    const quick = await runQuickStart(line, offline, { project });
+    assert.equal(quick.code, 0, quick.output);
+    assert.match(quick.output, /deliver order\.ship to \(broadcast\)/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the README's simple permission set runs the quick start", async () => {
   const simple = section("README.md", "## Permissions").match(/The simple set: `([^`]+)`/)?.[1];
   assert.equal(simple, "--allow-net --allow-env --allow-read --allow-sys=osRelease");
   const { code, output } = await runQuickStart(`deno run ${simple} quick_start.ts`);
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship/);
+});
+
+Deno.test("the README's Permissions section says what each flag of the simple set is for, and what happens without it", async (t) => {
+  const text = section("README.md", "## Permissions");
+  const simple = text.match(/The simple set: `([^`]+)`/)![1]!.split(" ");
+  const bullets = text.split(/\n(?=- `)/).filter((b) => b.startsWith("- `"));
+  assert.deepEqual(
+    bullets.map((b) => b.match(/^- `([^`]+)`/)![1]).sort(),
+    [...simple].sort(),
+    "one bullet per flag",
+  );
+  for (const bullet of bullets) {
+    const flag = bullet.match(/^- `([^`]+)`/)![1]!;
+    await t.step(`without ${flag}`, async () => {
+      const without = bullet.replaceAll(/\s+/g, " ").match(/Without it (.*?)(?:\. |\.$)/)?.[1];
+      assert.ok(without, `${flag}: says what happens without it`);
+      const error = without.match(/`(NotCapable: [^`]+)`/)?.[1];
+      const rest = simple.filter((f) => f !== flag).join(" ");
+      const { code, output } = await runQuickStart(`deno run ${rest} quick_start.ts`);
+      if (error === undefined) {
+        assert.equal(code, 0, `${flag}: "${without}", but:\n${output}`);
+      } else {
+        assert.notEqual(code, 0, output);
+        assert.ok(output.includes(error), `${flag}: "${error}" expected in:\n${output}`);
+      }
+    });
+  }
 });
 
 Deno.test("the README is what a newcomer reads in ten minutes", () => {

@@ -1,0 +1,144 @@
+// `deno task test` shows progress: each test file's first line gets its number and the time so
+// far, and a test that runs long without printing gets a heartbeat line naming it, while the
+// lines CI reads (the summary, the exit code) stay as deno test makes them.
+import assert from "node:assert/strict";
+import { countTestFiles, elapsed, TestProgress } from "../../scripts/_test_progress.ts";
+import { readDoc, ROOT, run } from "../_support/markdown.ts";
+
+/** A TestProgress on a clock the test moves, and everything it wrote. */
+function progress(total = 2) {
+  let now = 1_000_000;
+  let out = "";
+  const p = new TestProgress({ total, write: (text) => void (out += text), now: () => now });
+  return {
+    feed: (text: string) => p.feed(text),
+    /** Moves the clock by `ms`, ticking every second as the script does. */
+    wait(ms: number) {
+      for (let t = 0; t < ms; t += 1000) {
+        now += 1000;
+        p.tick();
+      }
+    },
+    output: () => out,
+  };
+}
+
+Deno.test("TestProgress numbers each test file as it starts, with the time so far", () => {
+  const p = progress();
+  p.feed("running 2 tests from ./tests/a_test.ts\nfirst ... ok (1ms)\n");
+  p.wait(3000);
+  p.feed("\x1b[0m\x1b[38;5;245mrunning 1 test from ./tests/b_test.ts\x1b[0m\nb ... ok (2ms)\n");
+  p.feed("\nok | 3 passed | 0 failed (3s)\n");
+  assert.equal(
+    p.output(),
+    "[1/2 · 0s] running 2 tests from ./tests/a_test.ts\nfirst ... ok (1ms)\n" +
+      "[2/2 · 3s] \x1b[0m\x1b[38;5;245mrunning 1 test from ./tests/b_test.ts\x1b[0m\n" +
+      "b ... ok (2ms)\n\nok | 3 passed | 0 failed (3s)\n",
+  );
+});
+
+Deno.test("TestProgress names a test that runs long every 10 s, and its line reads whole when it ends", () => {
+  const p = progress();
+  p.feed("running 1 test from ./tests/a_test.ts\nthe property ...");
+  p.wait(9000);
+  assert.equal(p.output(), "[1/2 · 0s] running 1 test from ./tests/a_test.ts\nthe property ...");
+  p.wait(16_000);
+  p.feed(" ok (25s)\n");
+  assert.equal(
+    p.output(),
+    "[1/2 · 0s] running 1 test from ./tests/a_test.ts\nthe property ...\n" +
+      "[1/2 · 10s] still running the property (10s, ./tests/a_test.ts)\n" +
+      "[1/2 · 20s] still running the property (20s, ./tests/a_test.ts)\n" +
+      "the property ... ok (25s)\n",
+  );
+});
+
+Deno.test("TestProgress names a test that runs for minutes once a minute after its first", () => {
+  const p = progress();
+  p.feed("running 1 test from ./tests/a_test.ts\nthe load ...");
+  p.wait(5 * 60_000);
+  const beats = p.output().split("\n").filter((line) => line.includes("still running"));
+  assert.deepEqual(
+    beats.map((line) => line.match(/running the load \((\S+),/)![1]),
+    ["10s", "20s", "30s", "40s", "50s", "1m00s", "2m00s", "3m00s", "4m00s", "5m00s"],
+  );
+});
+
+Deno.test("TestProgress names the step that runs long with its test, and stays quiet while output flows", () => {
+  const p = progress(1);
+  p.feed("running 1 test from ./x_test.ts\nsuite ...\n  first ... ok (1s)\n  second ...");
+  p.wait(10_000);
+  p.feed(" ok (10s)\n");
+  for (let i = 0; i < 30; i++) {
+    p.wait(5000);
+    p.feed(`  step ${i} ... ok (5s)\n`);
+  }
+  p.feed("suite ... ok (2m40s)\n");
+  const beats = p.output().split("\n").filter((line) => line.includes("still running"));
+  assert.deepEqual(beats, ["[1/1 · 10s] still running suite › second (10s, ./x_test.ts)"]);
+});
+
+Deno.test("TestProgress says what it waits for before the first file and between tests", () => {
+  const p = progress();
+  p.wait(10_000);
+  p.feed("running 1 test from ./tests/a_test.ts\nquick ... ok (1ms)\n");
+  p.wait(10_000);
+  assert.deepEqual(p.output().split("\n").filter((line) => !line.includes("running 1 test")), [
+    "[0/2 · 10s] type-checking and loading the test files",
+    "quick ... ok (1ms)",
+    "[1/2 · 20s] still in ./tests/a_test.ts, no output for 10s",
+    "",
+  ]);
+});
+
+Deno.test("elapsed() reads as minutes and seconds", () => {
+  assert.deepEqual([0, 999, 59_999, 60_000, 125_400].map(elapsed), [
+    "0s",
+    "0s",
+    "59s",
+    "1m00s",
+    "2m05s",
+  ]);
+});
+
+Deno.test("countTestFiles() counts the test files deno test runs in the repository's tests/", () => {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of Deno.readDirSync(dir)) {
+      if (entry.isDirectory) walk(`${dir}/${entry.name}`);
+      else if (entry.name.endsWith("_test.ts")) files.push(entry.name);
+    }
+  };
+  walk(new URL("tests", ROOT).pathname);
+  const args = ["--allow-net", "--v8-flags=--expose-gc", "--filter", "nothing", "tests/"];
+  assert.equal(countTestFiles(args, ROOT.pathname.replace(/\/$/, "")), files.length);
+  assert.equal(countTestFiles(["tests/core/documents_test.ts"], ROOT.pathname), 1);
+});
+
+Deno.test("deno task test numbers the files and names a long test, with deno test's summary and exit code", async () => {
+  const task = (JSON.parse(readDoc("deno.json")).tasks as Record<string, string>).test!;
+  assert.match(task, / --progress -- deno test .* tests\/$/, task);
+  const dir = await Deno.makeTempDir({ prefix: "harel_progress_" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/a_test.ts`,
+      `Deno.test("a quick one", () => {});
+Deno.test("a slow one", () => new Promise((resolve) => setTimeout(resolve, 2500)));\n`,
+    );
+    await Deno.writeTextFile(
+      `${dir}/b_test.ts`,
+      `Deno.test("b", () => { throw new Error("no"); });\n`,
+    );
+    const command = task.replace(/ tests\/$/, ` ${dir}/`);
+    const env = { HAREL_TEST_HEARTBEAT_S: "1" }; // the suite's DYNAMODB_ENDPOINT is used as is
+    const { code, output } = await run("bash", ["-c", command], { cwd: ROOT.pathname, env });
+    assert.equal(code, 1, output);
+    assert.match(output, /^\[1\/2 · \d+s\] running 2 tests from .*a_test\.ts$/m);
+    assert.match(output, /^\[2\/2 · \d+s\] running 1 test from .*b_test\.ts$/m);
+    assert.match(output, /^\[1\/2 · \d+s\] still running a slow one \(\ds, .*a_test\.ts\)$/m);
+    assert.match(output, /^a slow one \.\.\. ok \(\d/m);
+    assert.match(output, /^FAILED \| 2 passed \| 1 failed/m, "the summary .ci/run reads");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
