@@ -8,7 +8,8 @@ import {
 import { freshStateStore, freshStore, pause } from "../_support/env.ts";
 
 Deno.test("DynamoDBStore passes the execution-store conformance suite", (t) =>
-  executionStoreConformance(t, (options) => freshStore(options)));
+  // With the status feed, as the store's default is.
+  executionStoreConformance(t, (options) => freshStore({ statusFeed: true, ...options })));
 
 Deno.test("MemoryStore passes the execution-store conformance suite", (t) =>
   executionStoreConformance(t, (options) => Promise.resolve(new MemoryStore(options))));
