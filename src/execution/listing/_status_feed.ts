@@ -500,6 +500,11 @@ async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<b
   } catch (error) {
     // Committed again since (a later record brings it back), deleted, or in the index already.
     if (isNamed(error, "ConditionalCheckFailedException")) return false;
+    // Another writer's item too close to 400 KB to take the entry: only `scan: true` lists it,
+    // and the feed goes on past it.
+    if (isNamed(error, "ValidationException") && /maximum allowed size/i.test(String(error))) {
+      return false;
+    }
     throw error;
   }
 }
