@@ -1,6 +1,7 @@
 // The status feed (#34) against a hostile fleet: the stream turned off and on, rows that cannot
 // take an index entry, an id deleted and written again, a relay that must not wait for it.
 import assert from "node:assert/strict";
+import { DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, type Execution, newExecution } from "../../mod.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
@@ -35,4 +36,40 @@ Deno.test("catchUpStatusIndex() passes over an execution too big to take its ind
   // Read once: the next round goes on past it (it only reads the entry written above).
   assert.equal((await store.catchUpStatusIndex()).indexed, 0);
   assert.ok((await store.listExecutions({ scan: true })).items.some((s) => s.id === big.id));
+});
+
+Deno.test("an execution deleted and written again at the same version is listed in its new status", async () => {
+  using writer = testClient();
+  const prefix = uniqueName("sfh");
+  const exe = newExecution({ definition_id: "d", status: "RUNNING", version: 1 });
+  const client = testClient();
+  let table = "";
+  let putAgain = false;
+  // While the feed's write for the first row is on its way, the id is written again.
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { UpdateExpression?: string; Key?: { id?: { S?: string } } };
+      if (
+        !putAgain && context.commandName === "UpdateItemCommand" &&
+        input.Key?.id?.S === exe.id && /#ss = :ss/.test(input.UpdateExpression ?? "")
+      ) {
+        putAgain = true;
+        await seedPutExecution(writer, table, { ...exe, status: "DONE" } as Execution);
+      }
+      return next(args);
+    },
+    { step: "initialize", name: "putAgain" },
+  );
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using feed = new DynamoDBStore(client, { prefix });
+  table = store.tables.executions.name;
+  await feed.catchUpStatusIndex();
+  await seedPutExecution(writer, table, exe);
+  await writer.send(new DeleteItemCommand({ TableName: table, Key: { id: { S: exe.id } } }));
+  await feed.catchUpStatusIndex();
+  assert.ok(putAgain);
+  await feed.catchUpStatusIndex();
+  assert.deepEqual(await ids(store, "RUNNING"), []);
+  assert.deepEqual(await ids(store, "DONE"), [exe.id]);
+  client.destroy();
 });

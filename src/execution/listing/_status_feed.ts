@@ -396,9 +396,13 @@ async function readShard(
   return { trimmed, ended: false };
 }
 
-/** What a record asks of the index: the item at `version` belongs in `key` since `at`. */
+/**
+ * What a record asks of the index: the item at `version` holding `data` belongs in `key` since
+ * `at`. The data too: an id deleted and written again starts over at the same version.
+ */
 interface Entry {
   version: string;
+  data: string;
   key: string;
   at: string;
 }
@@ -448,9 +452,10 @@ function entryOf(item: Item | undefined): Entry | null {
   const key = item?.[EXECUTION.statusShard]?.S;
   const at = item?.[EXECUTION.statusAt]?.N;
   const version = item?.[EXECUTION.version]?.N;
-  return key === undefined || at === undefined || version === undefined
+  const data = item?.[EXECUTION.data]?.S;
+  return key === undefined || at === undefined || version === undefined || data === undefined
     ? null
-    : { version, key, at };
+    : { version, data, key, at };
 }
 
 /**
@@ -461,10 +466,11 @@ function entryOf(item: Item | undefined): Entry | null {
 function wanted(id: string, item: Item, before: Entry | null, now: string): Entry | null {
   if (item[EXECUTION.statusShard] !== undefined) return null;
   const version = item[EXECUTION.version]?.N;
-  const status = statusOf(item[EXECUTION.data]?.S);
+  const data = item[EXECUTION.data]?.S;
+  const status = statusOf(data);
   if (version === undefined || status === null) return null;
   const key = statusKey(status, id);
-  return { version, key, at: before?.key === key ? before.at : now };
+  return { version, data: data!, key, at: before?.key === key ? before.at : now };
 }
 
 /** The status an execution's `data` names, or null when it is not readable. */
@@ -475,7 +481,7 @@ export function statusOf(data: string | undefined): Status | null {
   return STATUSES.includes(status as Status) ? status as Status : null;
 }
 
-/** Writes one entry if the item is still at its version and without one; whether it did. */
+/** Writes one entry if the item is still as the record shows it and without one; whether it did. */
 async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<boolean> {
   try {
     await ctx.client.send(
@@ -483,16 +489,18 @@ async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<b
         TableName: ctx.tables.executions.name,
         Key: { [EXECUTION.id]: S(id) },
         UpdateExpression: "SET #ss = :ss, #sa = :sa",
-        ConditionExpression: "#v = :v AND attribute_not_exists(#ss)",
+        ConditionExpression: "#v = :v AND #d = :d AND attribute_not_exists(#ss)",
         ExpressionAttributeNames: {
           "#ss": EXECUTION.statusShard,
           "#sa": EXECUTION.statusAt,
           "#v": EXECUTION.version,
+          "#d": EXECUTION.data,
         },
         ExpressionAttributeValues: {
           ":ss": S(entry.key),
           ":sa": { N: entry.at },
           ":v": { N: entry.version },
+          ":d": S(entry.data),
         },
       }),
     );
