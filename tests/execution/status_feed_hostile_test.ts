@@ -1,7 +1,7 @@
 // The status feed (#34) against a hostile fleet: the stream turned off and on, rows that cannot
 // take an index entry, an id deleted and written again, a relay that must not wait for it.
 import assert from "node:assert/strict";
-import { DeleteItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, UpdateTableCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, type Execution, newExecution } from "../../mod.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
@@ -9,6 +9,43 @@ import { seedPutExecution } from "../_support/seed.ts";
 async function ids(store: DynamoDBStore, status: Execution["status"]): Promise<string[]> {
   return (await store.listExecutions({ status, limit: 1000 })).items.map((s) => s.id);
 }
+
+Deno.test("catchUpStatusIndex() reads the stream turned off and on again at its new ARN", async () => {
+  using client = testClient();
+  const prefix = uniqueName("sfh");
+  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using other = new DynamoDBStore(testClient(), { prefix });
+  const table = store.tables.executions.name;
+  await store.catchUpStatusIndex();
+  await other.catchUpStatusIndex(); // both stores know the first stream
+  const stream = (enabled: boolean) =>
+    client.send(
+      new UpdateTableCommand({
+        TableName: table,
+        StreamSpecification: enabled
+          ? { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" }
+          : { StreamEnabled: false },
+      }),
+    );
+  await stream(false);
+  await stream(true);
+  const exe = newExecution({ definition_id: "d", status: "RUNNING", version: 1 });
+  await seedPutExecution(client, table, exe);
+  for (let round = 0; round < 3; round++) {
+    if (!(await store.catchUpStatusIndex()).behind) break;
+  }
+  assert.deepEqual(await ids(store, "RUNNING"), [exe.id]);
+  // The other store still holds the first stream's ARN: it follows the new one, and does not
+  // start the first store's progress over.
+  const later = newExecution({ definition_id: "d", status: "RUNNING", version: 1 });
+  await seedPutExecution(client, table, later);
+  for (let round = 0; round < 3; round++) {
+    if (!(await other.catchUpStatusIndex()).behind) break;
+  }
+  assert.deepEqual((await ids(other, "RUNNING")).sort(), [exe.id, later.id].sort());
+  const again = await store.catchUpStatusIndex();
+  assert.equal(again.scanned, 0, "the new stream's scan is done once");
+});
 
 Deno.test("catchUpStatusIndex() passes over an execution too big to take its index entry", async () => {
   using client = testClient();

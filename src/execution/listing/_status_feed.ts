@@ -175,10 +175,22 @@ async function readFeed(
   streams: StreamsSender,
   signal: AbortSignal | undefined,
 ): Promise<StatusCatchUp> {
-  const arn = await ctx.feed.arn(ctx);
+  let arn = await ctx.feed.arn(ctx);
   if (arn === null) return skipped("no stream");
-  const state = await takeLease(ctx, arn);
-  if (state === null) return skipped("leased");
+  const item = await takeLease(ctx);
+  if (item === null) return skipped("leased");
+  // Another store read another stream (the table's was turned off and on since one of us looked
+  // it up): the table says which is current.
+  const read = item[FEED.stream]?.S;
+  if (read !== undefined && read !== arn) {
+    const current = await ctx.feed.arn(ctx, true);
+    if (current === null) {
+      await saveFeed(ctx, read, stateOf(item, read));
+      return skipped("no stream");
+    }
+    arn = current;
+  }
+  const state = stateOf(item, arn);
   const report: StatusCatchUp = {
     records: 0,
     indexed: 0,
@@ -191,8 +203,10 @@ async function readFeed(
     try {
       lost = await readShards(ctx, streams, arn, state, report, signal);
     } catch (error) {
-      // The table's stream was turned off and on again since the ARN was looked up.
-      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+      // The table's stream was turned off (and maybe on again) since the ARN was looked up.
+      if (!isNamed(error, "ResourceNotFoundException") && !(error instanceof StreamOff)) {
+        throw error;
+      }
       await ctx.feed.arn(ctx, true);
       return { ...report, behind: true };
     }
@@ -208,11 +222,10 @@ async function readFeed(
 }
 
 /**
- * Takes the lease on the feed item (one conditional UpdateItem that also reads it): the item's
- * state, or null when another store holds it. A new stream (or the first round) starts with
- * no shard read and a backfill to do.
+ * Takes the lease on the feed item (one conditional UpdateItem that also reads it): the item, or
+ * null when another store holds it.
  */
-async function takeLease(ctx: FeedContext, arn: string): Promise<FeedState | null> {
+async function takeLease(ctx: FeedContext): Promise<Item | null> {
   const now = Math.floor(ctx.now() / 1000);
   let out: UpdateItemCommandOutput;
   try {
@@ -235,7 +248,14 @@ async function takeLease(ctx: FeedContext, arn: string): Promise<FeedState | nul
     if (isNamed(error, "ConditionalCheckFailedException")) return null;
     throw error;
   }
-  const item = out.Attributes ?? {};
+  return out.Attributes ?? {};
+}
+
+/**
+ * Where the feed item says a round of stream `arn` starts: a new stream (or the first round)
+ * starts with no shard read and a backfill to do.
+ */
+function stateOf(item: Item, arn: string): FeedState {
   if (item[FEED.stream]?.S !== arn) return { shards: new Map(), backfill: {} };
   const shards = new Map<string, string>();
   for (const [id, seq] of Object.entries(item[FEED.shards]?.M ?? {})) {
@@ -297,7 +317,9 @@ async function readShards(
   report: StatusCatchUp,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  const shards = await describeShards(streams, arn);
+  const { shards, status } = await describeShards(streams, arn);
+  // A stream turned off stays readable for a day, but the table writes to a new one if any.
+  if (status === "DISABLING" || status === "DISABLED") throw new StreamOff(arn);
   const present = new Set(shards.map((shard) => shard.ShardId!));
   // A shard read part-way that the stream no longer has: what was left of it is gone.
   let lost = [...state.shards].some(([id, seq]) => seq !== "end" && !present.has(id));
@@ -319,18 +341,31 @@ async function readShards(
   return lost;
 }
 
-/** Every shard of the stream (DescribeStream pages by shard id). */
-async function describeShards(streams: StreamsSender, arn: string): Promise<Shard[]> {
+/** The stream turned off: the round looks up the table's stream again. */
+class StreamOff extends Error {
+  override name = "StreamOff";
+  constructor(arn: string) {
+    super(`the stream ${arn} is turned off`);
+  }
+}
+
+/** Every shard of the stream (DescribeStream pages by shard id), and the stream's status. */
+async function describeShards(
+  streams: StreamsSender,
+  arn: string,
+): Promise<{ shards: Shard[]; status: string | undefined }> {
   const shards: Shard[] = [];
+  let status: string | undefined;
   let start: string | undefined;
   do {
     const out = await streams.send(
       new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: start }),
     );
     shards.push(...out.StreamDescription?.Shards ?? []);
+    status = out.StreamDescription?.StreamStatus;
     start = out.StreamDescription?.LastEvaluatedShardId;
   } while (start !== undefined);
-  return shards;
+  return { shards, status };
 }
 
 /**
