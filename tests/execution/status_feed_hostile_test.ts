@@ -1,10 +1,11 @@
 // The status feed (#34) against a hostile fleet: the stream turned off and on, rows that cannot
 // take an index entry, an id deleted and written again, a relay that must not wait for it.
 import assert from "node:assert/strict";
-import { DeleteItemCommand, UpdateTableCommand } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStore, type Execution, newExecution } from "../../mod.ts";
-import { endpoint, testClient, uniqueName } from "../_support/env.ts";
+import { DeleteItemCommand, DynamoDBClient, UpdateTableCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStore, type Execution, newExecution, relayOutbox } from "../../mod.ts";
+import { endpoint, pause, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
+import { FaultProxy } from "../_support/fault_proxy.ts";
 
 async function ids(store: DynamoDBStore, status: Execution["status"]): Promise<string[]> {
   return (await store.listExecutions({ status, limit: 1000 })).items.map((s) => s.id);
@@ -108,5 +109,52 @@ Deno.test("an execution deleted and written again at the same version is listed 
   await feed.catchUpStatusIndex();
   assert.deepEqual(await ids(store, "RUNNING"), []);
   assert.deepEqual(await ids(store, "DONE"), [exe.id]);
+  client.destroy();
+});
+
+Deno.test("a relay pass does not wait for the status feed's round", async (t) => {
+  using writer = testClient();
+  const prefix = uniqueName("sfh");
+  await using reader = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
+  await using proxy = new FaultProxy(endpoint());
+  // Streams calls (not DynamoDB_'s targets) answer 2 s late.
+  proxy.script = {
+    request: (info) => info.operation === "?" ? { kind: "delay", ms: 2000 } : { kind: "pass" },
+  };
+  const client = new DynamoDBClient({
+    endpoint: proxy.endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "test", secretAccessKey: "test" },
+  });
+  const timed = async (f: () => Promise<unknown>) => {
+    const started = performance.now();
+    await f();
+    return performance.now() - started;
+  };
+  await t.step("the pass delivers at once; the round goes on behind it", async () => {
+    // ensureTables turned the stream on (the reader's statusFeed: false does not).
+    await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+    await using feed = new DynamoDBStore(client, { prefix });
+    const exe = newExecution({ definition_id: "d", status: "RUNNING", version: 1 });
+    await seedPutExecution(writer, store.tables.executions.name, exe);
+    const ms = await timed(() => relayOutbox(feed, () => Promise.resolve()));
+    assert.ok(ms < 1500, `the pass took ${Math.round(ms)} ms`);
+    for (let tries = 0; !(await ids(reader, "RUNNING")).includes(exe.id); tries++) {
+      assert.ok(tries < 60, "the round never wrote the entry");
+      await pause(500);
+    }
+  });
+  await t.step("closing the store stops the round and gives its lease back", async () => {
+    const feed = new DynamoDBStore(client, { prefix });
+    await relayOutbox(feed, () => Promise.resolve());
+    const ms = await timed(() => feed.close());
+    assert.ok(ms < 1500, `close() took ${Math.round(ms)} ms`);
+    await using next = new DynamoDBStore(testClient(), { prefix });
+    assert.equal((await next.catchUpStatusIndex()).skipped, null);
+  });
   client.destroy();
 });

@@ -91,6 +91,8 @@ export class StatusFeed {
   #arn: string | null | undefined;
   #last = -Infinity;
   #running: Promise<StatusCatchUp> | undefined;
+  /** Stops the round running when the store closes. */
+  readonly #closing = new AbortController();
 
   #streams: StreamsSender | null | undefined;
 
@@ -110,8 +112,13 @@ export class StatusFeed {
     return this.#streams;
   }
 
-  /** Destroys the Streams client this store built, if it did. */
-  close(): void {
+  /**
+   * Stops the round running (a pass's, which nobody waits for) at its next call, waits until
+   * it has given the lease back, and destroys the Streams client this store built, if it did.
+   */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    await this.#running?.catch(() => undefined);
     this.#streams?.destroy();
     this.#streams = null;
   }
@@ -136,7 +143,8 @@ export class StatusFeed {
   round(ctx: FeedContext, signal?: AbortSignal): Promise<StatusCatchUp> {
     const streams = this.streams;
     if (streams === null) return Promise.resolve(skipped("off"));
-    this.#running ??= readFeed(ctx, streams, signal).then((report) => {
+    const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
+    this.#running ??= readFeed(ctx, streams, stop).then((report) => {
       // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
       if (report.behind) this.#last = -Infinity;
       return report;
@@ -317,7 +325,7 @@ async function readShards(
   report: StatusCatchUp,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  const { shards, status } = await describeShards(streams, arn);
+  const { shards, status } = await describeShards(streams, arn, signal);
   // A stream turned off stays readable for a day, but the table writes to a new one if any.
   if (status === "DISABLING" || status === "DISABLED") throw new StreamOff(arn);
   const present = new Set(shards.map((shard) => shard.ShardId!));
@@ -353,6 +361,7 @@ class StreamOff extends Error {
 async function describeShards(
   streams: StreamsSender,
   arn: string,
+  signal: AbortSignal | undefined,
 ): Promise<{ shards: Shard[]; status: string | undefined }> {
   const shards: Shard[] = [];
   let status: string | undefined;
@@ -360,6 +369,7 @@ async function describeShards(
   do {
     const out = await streams.send(
       new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: start }),
+      { abortSignal: signal },
     );
     shards.push(...out.StreamDescription?.Shards ?? []);
     status = out.StreamDescription?.StreamStatus;
@@ -393,6 +403,7 @@ async function readShard(
           ? { ShardIteratorType: "TRIM_HORIZON" }
           : { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: after }),
       }),
+      { abortSignal: signal },
     )).ShardIterator;
   } catch (error) {
     // The checkpoint is older than the stream's 24 hours: start over, and scan for the rest.
@@ -404,6 +415,7 @@ async function readShard(
         ShardId: id,
         ShardIteratorType: "TRIM_HORIZON",
       }),
+      { abortSignal: signal },
     )).ShardIterator;
   }
   while (iterator !== undefined) {
@@ -411,10 +423,13 @@ async function readShard(
     const left = RECORDS_PER_ROUND - report.records;
     const out = await streams.send(
       new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(1000, left) }),
+      { abortSignal: signal },
     );
     const records = out.Records ?? [];
     report.records += records.length;
-    report.indexed += await putBack(ctx, records);
+    report.indexed += await putBack(ctx, records, signal);
+    // Stopped part-way (the store closes): the page is read again by the next round.
+    signal?.throwIfAborted();
     const last = records.at(-1)?.dynamodb?.SequenceNumber;
     if (last !== undefined) state.shards.set(id, last);
     iterator = out.NextShardIterator;
@@ -447,7 +462,11 @@ interface Entry {
  * `status_shard`) back into the index: for each, its newest record's version, written only if
  * the item is still at it and still without the attribute. Resolves to how many were written.
  */
-async function putBack(ctx: FeedContext, records: StreamRecord[]): Promise<number> {
+async function putBack(
+  ctx: FeedContext,
+  records: StreamRecord[],
+  signal: AbortSignal | undefined,
+): Promise<number> {
   const now = String(Math.floor(ctx.now() / 1000));
   const entries = new Map<string, Entry | null>();
   const unseen = new Set<string>();
@@ -478,7 +497,7 @@ async function putBack(ctx: FeedContext, records: StreamRecord[]): Promise<numbe
   const pending = [...entries].filter((pair): pair is [string, Entry] => pair[1] !== null);
   await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
     if (await writeEntry(ctx, id, entry)) written++;
-  });
+  }, () => signal?.aborted === true);
   return written;
 }
 
