@@ -28,12 +28,14 @@ export {
 /**
  * Creates the table unless it exists (PAY_PER_REQUEST), then waits until it is ACTIVE.
  * "Already exists" is fine; every other error is real. A table created here gets `indexes`
- * with it (one call, nothing to backfill); an existing one is left to {@linkcode ensureIndex}.
+ * with it (one call, nothing to backfill), and with `stream` its stream (new and old images); an
+ * existing one is left to {@linkcode ensureIndex} and {@linkcode ensureStream}.
  */
 export async function ensureTable(
   client: DynamoDBSender,
   spec: TableSpec,
   indexes: readonly IndexSpec[] = [],
+  stream = false,
 ): Promise<void> {
   const describe = () => client.send(new DescribeTableCommand({ TableName: spec.name }));
   let status: string | undefined;
@@ -60,6 +62,8 @@ export async function ensureTable(
             KeyType,
           })),
           GlobalSecondaryIndexes: indexes.length ? indexes.map(indexDefinition) : undefined,
+          // With the table, not after it: turning it on later is another change of the table.
+          StreamSpecification: stream ? STREAM : undefined,
         }),
       );
       status = created.TableDescription?.TableStatus;
@@ -73,6 +77,9 @@ export async function ensureTable(
     return status === "ACTIVE";
   }, POLL);
 }
+
+/** The stream ensureTable() and ensureStream() turn on: new and old images. */
+const STREAM = { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" } as const;
 
 /** How often table and index states are polled while DynamoDB changes them. */
 const POLL = { minDelayMs: 200, maxDelayMs: 2000 };
@@ -264,7 +271,7 @@ export async function ensureStream(client: DynamoDBSender, tableName: string): P
       await client.send(
         new UpdateTableCommand({
           TableName: tableName,
-          StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" },
+          StreamSpecification: STREAM,
         }),
       );
       return true;

@@ -135,7 +135,7 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   ];
   await Promise.all(
     Object.values(ctx.tables).map((spec) =>
-      ensureTable(ctx.client, spec, indexes(spec)).then(() =>
+      ensureTable(ctx.client, spec, indexes(spec), spec === executions && ctx.feed.on).then(() =>
         // The status index (#25) on an executions table made before it.
         spec === executions
           ? ensureIndex(ctx.client, spec.name, STATUS_INDEX).then(() =>
