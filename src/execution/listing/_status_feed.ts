@@ -340,7 +340,7 @@ async function readShards(
       const id = shard.ShardId!;
       if (done(id) || !done(shard.ParentShardId)) continue;
       signal?.throwIfAborted();
-      const read = await readShard(ctx, streams, arn, id, state, report, signal);
+      const read = await readShard(ctx, streams, arn, shard, state, report, signal);
       lost ||= read.trimmed;
       progress ||= read.ended;
       if (report.behind) break;
@@ -386,11 +386,13 @@ async function readShard(
   ctx: FeedContext,
   streams: StreamsSender,
   arn: string,
-  id: string,
+  shard: Shard,
   state: FeedState,
   report: StatusCatchUp,
   signal: AbortSignal | undefined,
 ): Promise<{ trimmed: boolean; ended: boolean }> {
+  const id = shard.ShardId!;
+  const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
   const after = state.shards.get(id);
   let trimmed = false;
   let iterator: string | undefined;
@@ -437,7 +439,10 @@ async function readShard(
       state.shards.set(id, "end");
       return { trimmed, ended: true };
     }
-    if (records.length === 0) break;
+    // Caught up with an open shard. A closed one may serve empty pages before its records ("it
+    // might take multiple calls to get to a portion of the shard that contains stream records",
+    // a trimmed start): it is read on to its end.
+    if (records.length === 0 && !closed) break;
     if (report.records >= RECORDS_PER_ROUND) {
       report.behind = true;
       break;
