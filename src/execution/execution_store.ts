@@ -453,7 +453,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   ): Promise<T.RelayItems<K>> {
     this.#open("relayBatch");
     const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
-    if (seqs === undefined) await this.#ctx.feed.maybe(this.#ctx);
+    // The pass does not wait for the round: a backlog of the stream must not hold up delivery.
+    if (seqs === undefined) void this.#ctx.feed.maybe(this.#ctx);
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
@@ -628,11 +629,12 @@ export class DynamoDBStore implements T.ExecutionStore {
    * Releases the client if `create()` built it; a client passed to the constructor stays
    * the caller's. Idempotent.
    */
-  close(): Promise<void> {
-    // The client stays the caller's when it was injected: only a client create() built is
-    // destroyed. Either way this store refuses every later call (StoreClosed).
-    this.#ctx.feed.close();
-    return this.#ctx.ownership.close();
+  async close(): Promise<void> {
+    // A status feed round a pass started stops first, giving its lease back. The client stays
+    // the caller's when it was injected: only a client create() built is destroyed. Either way
+    // this store refuses every later call (StoreClosed).
+    await this.#ctx.feed.close();
+    return await this.#ctx.ownership.close();
   }
 
   /** Same as {@linkcode DynamoDBStore.close}, for `await using`. */

@@ -103,6 +103,8 @@ export class StatusFeed {
   #arn: string | null | undefined;
   #last = -Infinity;
   #running: Promise<StatusCatchUp> | undefined;
+  /** Stops the round running when the store closes. */
+  readonly #closing = new AbortController();
 
   #streams: StreamsSender | null | undefined;
 
@@ -122,8 +124,13 @@ export class StatusFeed {
     return this.#streams;
   }
 
-  /** Destroys the Streams client this store built, if it did. */
-  close(): void {
+  /**
+   * Stops the round running (a pass's, which nobody waits for) at its next call, waits until
+   * it has given the lease back, and destroys the Streams client this store built, if it did.
+   */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    await this.#running?.catch(() => undefined);
     this.#streams?.destroy();
     this.#streams = null;
   }
@@ -148,7 +155,8 @@ export class StatusFeed {
   round(ctx: FeedContext, signal?: AbortSignal): Promise<StatusCatchUp> {
     const streams = this.streams;
     if (streams === null) return Promise.resolve(skipped("off"));
-    this.#running ??= readFeed(ctx, streams, signal).then((report) => {
+    const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
+    this.#running ??= readFeed(ctx, streams, stop).then((report) => {
       // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
       if (report.behind) this.#last = -Infinity;
       return report;
@@ -187,10 +195,22 @@ async function readFeed(
   streams: StreamsSender,
   signal: AbortSignal | undefined,
 ): Promise<StatusCatchUp> {
-  const arn = await ctx.feed.arn(ctx);
+  let arn = await ctx.feed.arn(ctx);
   if (arn === null) return skipped("no stream");
-  const state = await takeLease(ctx, arn);
-  if (state === null) return skipped("leased");
+  const item = await takeLease(ctx);
+  if (item === null) return skipped("leased");
+  // Another store read another stream (the table's was turned off and on since one of us looked
+  // it up): the table says which is current.
+  const read = item[FEED.stream]?.S;
+  if (read !== undefined && read !== arn) {
+    const current = await ctx.feed.arn(ctx, true);
+    if (current === null) {
+      await saveFeed(ctx, read, stateOf(item, read));
+      return skipped("no stream");
+    }
+    arn = current;
+  }
+  const state = stateOf(item, arn);
   const report: StatusCatchUp = {
     records: 0,
     indexed: 0,
@@ -203,8 +223,10 @@ async function readFeed(
     try {
       lost = await readShards(ctx, streams, arn, state, report, signal);
     } catch (error) {
-      // The table's stream was turned off and on again since the ARN was looked up.
-      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+      // The table's stream was turned off (and maybe on again) since the ARN was looked up.
+      if (!isNamed(error, "ResourceNotFoundException") && !(error instanceof StreamOff)) {
+        throw error;
+      }
       await ctx.feed.arn(ctx, true);
       return { ...report, behind: true };
     }
@@ -220,11 +242,10 @@ async function readFeed(
 }
 
 /**
- * Takes the lease on the feed item (one conditional UpdateItem that also reads it): the item's
- * state, or null when another store holds it. A new stream (or the first round) starts with
- * no shard read and a backfill to do.
+ * Takes the lease on the feed item (one conditional UpdateItem that also reads it): the item, or
+ * null when another store holds it.
  */
-async function takeLease(ctx: FeedContext, arn: string): Promise<FeedState | null> {
+async function takeLease(ctx: FeedContext): Promise<Item | null> {
   const now = Math.floor(ctx.now() / 1000);
   let out: UpdateItemCommandOutput;
   try {
@@ -247,7 +268,14 @@ async function takeLease(ctx: FeedContext, arn: string): Promise<FeedState | nul
     if (isNamed(error, "ConditionalCheckFailedException")) return null;
     throw error;
   }
-  const item = out.Attributes ?? {};
+  return out.Attributes ?? {};
+}
+
+/**
+ * Where the feed item says a round of stream `arn` starts: a new stream (or the first round)
+ * starts with no shard read and a backfill to do.
+ */
+function stateOf(item: Item, arn: string): FeedState {
   if (item[FEED.stream]?.S !== arn) return { shards: new Map(), backfill: {} };
   const shards = new Map<string, string>();
   for (const [id, seq] of Object.entries(item[FEED.shards]?.M ?? {})) {
@@ -309,7 +337,9 @@ async function readShards(
   report: StatusCatchUp,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  const shards = await describeShards(streams, arn);
+  const { shards, status } = await describeShards(streams, arn, signal);
+  // A stream turned off stays readable for a day, but the table writes to a new one if any.
+  if (status === "DISABLING" || status === "DISABLED") throw new StreamOff(arn);
   const present = new Set(shards.map((shard) => shard.ShardId!));
   // A shard read part-way that the stream no longer has: what was left of it is gone.
   let lost = [...state.shards].some(([id, seq]) => seq !== "end" && !present.has(id));
@@ -322,7 +352,7 @@ async function readShards(
       const id = shard.ShardId!;
       if (done(id) || !done(shard.ParentShardId)) continue;
       signal?.throwIfAborted();
-      const read = await readShard(ctx, streams, arn, id, state, report, signal);
+      const read = await readShard(ctx, streams, arn, shard, state, report, signal);
       lost ||= read.trimmed;
       progress ||= read.ended;
       if (report.behind) break;
@@ -331,18 +361,33 @@ async function readShards(
   return lost;
 }
 
-/** Every shard of the stream (DescribeStream pages by shard id). */
-async function describeShards(streams: StreamsSender, arn: string): Promise<Shard[]> {
+/** The stream turned off: the round looks up the table's stream again. */
+class StreamOff extends Error {
+  override name = "StreamOff";
+  constructor(arn: string) {
+    super(`the stream ${arn} is turned off`);
+  }
+}
+
+/** Every shard of the stream (DescribeStream pages by shard id), and the stream's status. */
+async function describeShards(
+  streams: StreamsSender,
+  arn: string,
+  signal: AbortSignal | undefined,
+): Promise<{ shards: Shard[]; status: string | undefined }> {
   const shards: Shard[] = [];
+  let status: string | undefined;
   let start: string | undefined;
   do {
     const out = await streams.send(
       new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: start }),
+      { abortSignal: signal },
     );
     shards.push(...out.StreamDescription?.Shards ?? []);
+    status = out.StreamDescription?.StreamStatus;
     start = out.StreamDescription?.LastEvaluatedShardId;
   } while (start !== undefined);
-  return shards;
+  return { shards, status };
 }
 
 /**
@@ -353,11 +398,13 @@ async function readShard(
   ctx: FeedContext,
   streams: StreamsSender,
   arn: string,
-  id: string,
+  shard: Shard,
   state: FeedState,
   report: StatusCatchUp,
   signal: AbortSignal | undefined,
 ): Promise<{ trimmed: boolean; ended: boolean }> {
+  const id = shard.ShardId!;
+  const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
   const after = state.shards.get(id);
   let trimmed = false;
   let iterator: string | undefined;
@@ -370,6 +417,7 @@ async function readShard(
           ? { ShardIteratorType: "TRIM_HORIZON" }
           : { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: after }),
       }),
+      { abortSignal: signal },
     )).ShardIterator;
   } catch (error) {
     // The checkpoint is older than the stream's 24 hours: start over, and scan for the rest.
@@ -381,6 +429,7 @@ async function readShard(
         ShardId: id,
         ShardIteratorType: "TRIM_HORIZON",
       }),
+      { abortSignal: signal },
     )).ShardIterator;
   }
   while (iterator !== undefined) {
@@ -388,10 +437,13 @@ async function readShard(
     const left = RECORDS_PER_ROUND - report.records;
     const out = await streams.send(
       new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(1000, left) }),
+      { abortSignal: signal },
     );
     const records = out.Records ?? [];
     report.records += records.length;
-    report.indexed += await putBack(ctx, records);
+    report.indexed += await putBack(ctx, records, signal);
+    // Stopped part-way (the store closes): the page is read again by the next round.
+    signal?.throwIfAborted();
     const last = records.at(-1)?.dynamodb?.SequenceNumber;
     if (last !== undefined) state.shards.set(id, last);
     iterator = out.NextShardIterator;
@@ -399,7 +451,10 @@ async function readShard(
       state.shards.set(id, "end");
       return { trimmed, ended: true };
     }
-    if (records.length === 0) break;
+    // Caught up with an open shard. A closed one may serve empty pages before its records ("it
+    // might take multiple calls to get to a portion of the shard that contains stream records",
+    // a trimmed start): it is read on to its end.
+    if (records.length === 0 && !closed) break;
     if (report.records >= RECORDS_PER_ROUND) {
       report.behind = true;
       break;
@@ -408,9 +463,13 @@ async function readShard(
   return { trimmed, ended: false };
 }
 
-/** What a record asks of the index: the item at `version` belongs in `key` since `at`. */
+/**
+ * What a record asks of the index: the item at `version` holding `data` belongs in `key` since
+ * `at`. The data too: an id deleted and written again starts over at the same version.
+ */
 interface Entry {
   version: string;
+  data: string;
   key: string;
   at: string;
 }
@@ -420,7 +479,11 @@ interface Entry {
  * `status_shard`) back into the index: for each, its newest record's version, written only if
  * the item is still at it and still without the attribute. Resolves to how many were written.
  */
-async function putBack(ctx: FeedContext, records: StreamRecord[]): Promise<number> {
+async function putBack(
+  ctx: FeedContext,
+  records: StreamRecord[],
+  signal: AbortSignal | undefined,
+): Promise<number> {
   const now = String(Math.floor(ctx.now() / 1000));
   const entries = new Map<string, Entry | null>();
   const unseen = new Set<string>();
@@ -451,7 +514,7 @@ async function putBack(ctx: FeedContext, records: StreamRecord[]): Promise<numbe
   const pending = [...entries].filter((pair): pair is [string, Entry] => pair[1] !== null);
   await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
     if (await writeEntry(ctx, id, entry)) written++;
-  });
+  }, () => signal?.aborted === true);
   return written;
 }
 
@@ -460,9 +523,10 @@ function entryOf(item: Item | undefined): Entry | null {
   const key = item?.[EXECUTION.statusShard]?.S;
   const at = item?.[EXECUTION.statusAt]?.N;
   const version = item?.[EXECUTION.version]?.N;
-  return key === undefined || at === undefined || version === undefined
+  const data = item?.[EXECUTION.data]?.S;
+  return key === undefined || at === undefined || version === undefined || data === undefined
     ? null
-    : { version, key, at };
+    : { version, data, key, at };
 }
 
 /**
@@ -473,10 +537,11 @@ function entryOf(item: Item | undefined): Entry | null {
 function wanted(id: string, item: Item, before: Entry | null, now: string): Entry | null {
   if (item[EXECUTION.statusShard] !== undefined) return null;
   const version = item[EXECUTION.version]?.N;
-  const status = statusOf(item[EXECUTION.data]?.S);
+  const data = item[EXECUTION.data]?.S;
+  const status = statusOf(data);
   if (version === undefined || status === null) return null;
   const key = statusKey(status, id);
-  return { version, key, at: before?.key === key ? before.at : now };
+  return { version, data: data!, key, at: before?.key === key ? before.at : now };
 }
 
 /** The status an execution's `data` names, or null when it is not readable. */
@@ -487,7 +552,7 @@ export function statusOf(data: string | undefined): Status | null {
   return STATUSES.includes(status as Status) ? status as Status : null;
 }
 
-/** Writes one entry if the item is still at its version and without one; whether it did. */
+/** Writes one entry if the item is still as the record shows it and without one; whether it did. */
 async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<boolean> {
   try {
     await ctx.client.send(
@@ -495,16 +560,18 @@ async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<b
         TableName: ctx.tables.executions.name,
         Key: { [EXECUTION.id]: S(id) },
         UpdateExpression: "SET #ss = :ss, #sa = :sa",
-        ConditionExpression: "#v = :v AND attribute_not_exists(#ss)",
+        ConditionExpression: "#v = :v AND #d = :d AND attribute_not_exists(#ss)",
         ExpressionAttributeNames: {
           "#ss": EXECUTION.statusShard,
           "#sa": EXECUTION.statusAt,
           "#v": EXECUTION.version,
+          "#d": EXECUTION.data,
         },
         ExpressionAttributeValues: {
           ":ss": S(entry.key),
           ":sa": { N: entry.at },
           ":v": { N: entry.version },
+          ":d": S(entry.data),
         },
       }),
     );
@@ -512,6 +579,11 @@ async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<b
   } catch (error) {
     // Committed again since (a later record brings it back), deleted, or in the index already.
     if (isNamed(error, "ConditionalCheckFailedException")) return false;
+    // Another writer's item too close to 400 KB to take the entry: only `scan: true` lists it,
+    // and the feed goes on past it.
+    if (isNamed(error, "ValidationException") && /maximum allowed size/i.test(String(error))) {
+      return false;
+    }
     throw error;
   }
 }
