@@ -146,9 +146,23 @@ export class StatusFeed {
    */
   async maybe(ctx: FeedContext): Promise<void> {
     if (this.streams === null || Date.now() - this.#last < FEED_EVERY_MS && !this.#running) return;
-    // What a round fails with is the next explicit round's to report, never the caller's: a
-    // listing or a pass goes on with the index as it is.
-    await this.round(ctx).catch(() => undefined);
+    // What a round fails with is never the caller's: a listing or a pass goes on with the index
+    // as it is. It is said once per kind of error, not silently dropped; an explicit round
+    // (catchUpStatusIndex) throws it.
+    await this.round(ctx).catch((error: unknown) => this.#warnOnce(error));
+  }
+
+  readonly #warned = new Set<string>();
+
+  #warnOnce(error: unknown): void {
+    const name = error instanceof Error ? error.name : typeof error;
+    if (this.#closing.signal.aborted || this.#warned.has(name)) return;
+    this.#warned.add(name);
+    console.warn(
+      `harel: the status feed's round failed (${String(error)}): listings by status miss the ` +
+        "executions other writers committed last until a round succeeds; catchUpStatusIndex() " +
+        "throws what it fails with, and statusFeed: false turns the feed off",
+    );
   }
 
   /** One round now (or the one running). */
