@@ -453,8 +453,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   ): Promise<T.RelayItems<K>> {
     this.#open("relayBatch");
     const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
-    // The pass does not wait for the round: a backlog of the stream must not hold up delivery.
-    if (seqs === undefined) void this.#ctx.feed.maybe(this.#ctx);
+    if (seqs === undefined) void this.#ctx.feed.maybe(this.#ctx); // a pass does not wait for it
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
@@ -626,13 +625,10 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Releases the client if `create()` built it; a client passed to the constructor stays
-   * the caller's. Idempotent.
+   * Stops a status feed round a pass started (its lease given back), then releases the client
+   * if `create()` built it (an injected one stays the caller's). Idempotent.
    */
   async close(): Promise<void> {
-    // A status feed round a pass started stops first, giving its lease back. The client stays
-    // the caller's when it was injected: only a client create() built is destroyed. Either way
-    // this store refuses every later call (StoreClosed).
     await this.#ctx.feed.close();
     return await this.#ctx.ownership.close();
   }
