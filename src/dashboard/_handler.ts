@@ -9,6 +9,7 @@ import { executionPage } from "./_execution_page.ts";
 import { deadLettersPage } from "./_dead_letters_page.ts";
 import { confirmPage } from "./_confirm_page.ts";
 import { fromSameOrigin, securityHeaders } from "./_guards.ts";
+import { toOwnHost } from "./_hosts.ts";
 import { newSession, sessionCookie, sessionOf } from "./_csrf.ts";
 import {
   type Action,
@@ -97,6 +98,13 @@ export function createHandler(
         414,
         "Address too long",
         "This address is longer than the dashboard reads.",
+      );
+    }
+    if (!toOwnHost(request, settings.hosts)) {
+      throw new Refusal(
+        421,
+        "Misdirected request",
+        "This dashboard answers only to its own host names (its hosts option).",
       );
     }
     const url = new URL(request.url);

@@ -82,7 +82,7 @@ Deno.test("each dashboard page reads as much at 3,000 executions and dead letter
         timers: [{ action: "schedule", path: `order.t${i}`, fireAt: Date.now() / 1000 + HOUR }],
       });
     }
-    const handler = dashboard(store, { authorize: () => true, actions: true });
+    const handler = dashboard(store, { authorize: () => true, actions: true, hosts: ["ops.test"] });
     const get = async (path: string) => {
       const response = await handler(new Request(`http://ops.test${path}`));
       const text = await response.text();
