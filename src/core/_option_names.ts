@@ -61,6 +61,8 @@ export const OPTION_NAMES = {
     "includeUndated",
     "limit",
     "cursor",
+    "maxExamined",
+    "signal",
   ],
   "deleteExecutions()": [
     "status",
@@ -78,9 +80,12 @@ export const OPTION_NAMES = {
   "dueTimers()": ["limit", "scan"],
   "relayBatch()": ["limit", "now", "seqs"],
   "deadLetters()": ["limit", "targetId"],
+  "readTrace()": ["limit", "before"],
+  "readTimers()": ["limit", "after"],
+  "inspectExecution()": ["timerLimit"],
   "retryDeadLetters()": BULK,
   "dropDeadLetters()": BULK,
-  "backlog()": ["limit"],
+  "backlog()": ["limit", "signal"],
   "set()": ["ttl"],
 } as const satisfies Record<string, readonly string[]>;
 

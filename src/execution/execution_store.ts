@@ -9,8 +9,10 @@ import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
 import { planBulkDelete, planListing } from "./listing/_listing.ts";
 import { indexPage } from "./listing/_status_listing.ts";
 import { deleteSelected } from "./listing/_bulk_delete.ts";
-import { inspect } from "./listing/_inspect.ts";
+import { inspect, readTimers } from "./listing/_inspect.ts";
+import { readTraceSteps } from "./listing/_trace_pages.ts";
 import type { DeleteExecutionsOptions, ExecutionInspection } from "../core/operator_types.ts";
+import type * as O from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -130,9 +132,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     await ensureStoreTables(this.#ctx);
   }
 
-  /**
-   * The execution with this id, or `null`.
-   */
+  /** The execution with this id, or `null`. */
   async load(id: string): Promise<Execution | null> {
     this.#open("load");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -160,9 +160,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readForEvent(this.#ctx, id, eventId);
   }
 
-  /**
-   * Whether `eventId` was already handled by execution `id`.
-   */
+  /** Whether `eventId` was already handled by execution `id`. */
   async isProcessed(id: string, eventId: string): Promise<boolean> {
     this.#open("isProcessed");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -264,13 +262,18 @@ export class DynamoDBStore implements T.ExecutionStore {
     await this.#ctx.ring.append(id, index, json);
   }
 
-  /**
-   * The execution's trace, oldest step first, each with its `index`.
-   */
-  async readTrace(id: string): Promise<Record<string, unknown>[]> {
+  /** The execution's trace, oldest first, each step with its `index` (`limit`: the newest). */
+  async readTrace(id: string, options?: O.TraceReadOptions): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await this.#ctx.ring.read(id);
+    return await readTraceSteps(this.#ctx, id, options);
+  }
+
+  /** The execution's timers by path, with their relay bookkeeping: O(`limit`), after `after`. */
+  async readTimers(id: string, options?: O.TimerReadOptions): Promise<O.TimerState[]> {
+    this.#open("readTimers");
+    checkKey("id", id, LIMITS.partitionKeyBytes);
+    return await readTimers(this.#ctx, id, options);
   }
 
   /**
@@ -302,14 +305,14 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await deleteSelected(this.#ctx, planBulkDelete(options), this.#ctx.resends);
   }
 
-  /**
-   * The execution, when it was last committed and expires, and its timers with their relay
-   * bookkeeping; `null` when absent or expired. Two reads in parallel: O(its timers).
-   */
-  async inspectExecution(id: string): Promise<ExecutionInspection | null> {
+  /** The execution with its commit, expiry and timers (O(`timerLimit`)); `null` when absent. */
+  async inspectExecution(
+    id: string,
+    options?: O.InspectOptions,
+  ): Promise<ExecutionInspection | null> {
     this.#open("inspectExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await inspect(this.#ctx, id);
+    return await inspect(this.#ctx, id, options);
   }
 
   /**
@@ -338,9 +341,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return (await this.#batch("outbox", limit, false)).items.map(({ item }) => item);
   }
 
-  /**
-   * Removes delivered outbox entries (one seq or many; unknown seqs are fine).
-   */
+  /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
     const heads = await markDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
@@ -361,9 +362,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return (await this.#batch("spawns", limit, false)).items.map(({ item }) => item);
   }
 
-  /**
-   * Removes started spawn intents (one seq or many).
-   */
+  /** Removes started spawn intents (one seq or many). */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
     await deleteSeqs(this.#ctx.client, this.tables.spawns.name, "seq", seq);
@@ -561,7 +560,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     this.#open("backlog");
     checks.checkRelayKind(kind);
     const limit = checks.checkBacklogLimit(options);
-    return await backlog(this.#ctx, kind, limit, this.#ctx.now() / 1000);
+    return await backlog(this.#ctx, kind, limit, this.#ctx.now() / 1000, options?.signal);
   }
 
   /**

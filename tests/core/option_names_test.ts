@@ -16,6 +16,7 @@ import type {
   DueTimersOptions,
   DynamoDBStateStoreOptions,
   DynamoDBStoreOptions,
+  InspectOptions,
   ListOptions,
   OutboxRelayOptions,
   ReadLimitOptions,
@@ -23,6 +24,8 @@ import type {
   RelayOptions,
   SetOptions,
   SweepOptions,
+  TimerReadOptions,
+  TraceReadOptions,
 } from "../../mod.ts";
 import {
   type MemoryStateStoreOptions,
@@ -71,6 +74,9 @@ Deno.test("each list of option names is its options interface, name for name (ch
     drop: names("dropDeadLetters()"),
     backlog: names("backlog()"),
     set: names("set()"),
+    trace: names("readTrace()"),
+    timers: names("readTimers()"),
+    inspect: names("inspectExecution()"),
   };
   exact<Names<DynamoDBStoreOptions, typeof lists.dynamo>>(true);
   exact<Names<CreateStoreOptions, typeof lists.create>>(true);
@@ -93,6 +99,9 @@ Deno.test("each list of option names is its options interface, name for name (ch
   exact<Names<BulkDeadLetterOptions, typeof lists.drop>>(true);
   exact<Names<BacklogOptions, typeof lists.backlog>>(true);
   exact<Names<SetOptions, typeof lists.set>>(true);
+  exact<Names<TraceReadOptions, typeof lists.trace>>(true);
+  exact<Names<TimerReadOptions, typeof lists.timers>>(true);
+  exact<Names<InspectOptions, typeof lists.inspect>>(true);
   exact<Names<BackoffOptions, ["minDelayMs", "maxDelayMs", "multiplier"]>>(true);
   exact<Names<NonNullable<RelayOptions["backoff"]>, ["minSeconds", "maxSeconds"]>>(true);
   for (const [entry, list] of Object.entries(OPTION_NAMES)) {
