@@ -39,6 +39,7 @@ const CALLS = [
   "backlog",
   "inspectExecution",
   "readTrace",
+  "readTimers",
   "deadLetters",
   "retryDeadLetter",
   "dropDeadLetter",
