@@ -6,8 +6,11 @@ import puppeteer, { type Browser } from "puppeteer-core";
 /** Where Chromium is: `$HAREL_CHROMIUM`, else Debian's `/usr/bin/chromium`. */
 export const CHROMIUM: string = Deno.env.get("HAREL_CHROMIUM") ?? "/usr/bin/chromium";
 
-/** A headless Chromium on a profile of its own; `await using` closes it and removes the profile. */
-export async function launchBrowser(): Promise<Browser & AsyncDisposable> {
+/**
+ * A headless Chromium on a profile of its own; `await using` closes it and removes the profile.
+ * `args`: more command-line flags (`--host-resolver-rules=...` to point a name at 127.0.0.1).
+ */
+export async function launchBrowser(args: string[] = []): Promise<Browser & AsyncDisposable> {
   try {
     await Deno.stat(CHROMIUM);
   } catch {
@@ -28,6 +31,7 @@ export async function launchBrowser(): Promise<Browser & AsyncDisposable> {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...args,
     ],
   });
   return Object.assign(browser, {
