@@ -13,7 +13,9 @@
  *
  * `outbox` and `timers` read in memory bounded by `--limit` (default 100), whatever the
  * backlog: the backlog is counted, the oldest (soonest) `--limit` rows are kept. An outbox row
- * another writer stored oddly (an event that is not JSON) is shown flagged, with its raw text.
+ * another writer stored oddly (an event that is not JSON) is shown flagged, with its raw text;
+ * an execution so stored is a line saying why in `executions`, and `show` prints why, the stored
+ * text, its trace and timers (exit code 0).
  *
  * The endpoint is `--endpoint`, else `$DYNAMODB_ENDPOINT`, else AWS. An empty or blank
  * `--endpoint ""` is a usage error (an unset variable in a script must not mean "production");

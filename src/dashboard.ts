@@ -52,9 +52,12 @@ export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_optio
  * backlog per queue (pending, waiting, dead, held targets, relay lag), then the executions newest
  * commit first — the open ones unless `?status=` (repeatable; `any`: every execution, in the
  * table's order) says otherwise — with `?definition=`, `?before=` (a date or epoch seconds: the
- * stuck ones) and `?cursor=`; `/executions/{id}` its facts (last commit, expiry), timers, trace
- * and document; `/dead-letters/{kind}` (`outbox`, `spawns`, `timers`) the lowest dead letters with
- * target, attempts and last error. Every page's reads are O(page). With `actions: true` their
+ * stuck ones) and `?cursor=`, each page reading at most 500 stored rows; `/executions/{id}` its
+ * facts (last commit, expiry), first 50 timers, newest 50 trace steps (the rest on
+ * `/executions/{id}/timers` and `/executions/{id}/trace`) and document; `/dead-letters/{kind}`
+ * (`outbox`, `spawns`, `timers`) the lowest dead letters with target, attempts and last error.
+ * Every page's reads are O(page), and a row another writer stored oddly shows as unreadable (its
+ * key and why) instead of failing the page. With `actions: true` their
  * buttons post to `/dead-letters/{kind}/{retry|drop|retry-all|drop-all}` and
  * `/executions/{id}/delete`; the destructive ones answer a confirmation page first.
  *
