@@ -5,7 +5,8 @@
 //   GET  /executions?limit&cursor&status                                  list, with cursors
 //   GET  /executions/:id                                                  the document and its trace
 //   GET  /dashboard/                  the operator dashboard (@harel/dynamodb/dashboard), behind
-//                                     HAREL_DASHBOARD_TOKEN: any user name, the token as password
+//                                     HAREL_DASHBOARD_TOKEN: any user name, the token as password;
+//                                     on a host name other than localhost, HAREL_DASHBOARD_HOSTS
 //
 // The package's relay (relayOutbox) and sweeper (sweepTimers) run in the background: on
 // Deno.cron where the runtime has it (Deno Deploy; locally with --unstable-cron), and on an
@@ -39,6 +40,8 @@ export interface OrderWorkerOptions {
    * password of Basic auth with any user name), with its actions on. Absent: no dashboard.
    */
   dashboardToken?: string;
+  /** The host names the dashboard answers to (its `hosts`); absent: the loopback names. */
+  dashboardHosts?: string[];
 }
 
 interface Transition {
@@ -84,13 +87,14 @@ const json = (body: unknown, status = 200) => Response.json(body, { status });
 
 /** The worker: an HTTP handler, plus the relay and timer sweep it runs in the background. */
 export function createOrderWorker(store: ExecutionStore, options: OrderWorkerOptions = {}) {
-  const { paymentTimeoutSeconds = 30, tickMs = 1000, dashboardToken } = options;
+  const { paymentTimeoutSeconds = 30, tickMs = 1000, dashboardToken, dashboardHosts } = options;
   const ops = dashboardToken === undefined ? null : dashboard(store, {
     authorize: authorizeToken(dashboardToken),
     challenge: 'Basic realm="harel dashboard", charset="UTF-8"',
     basePath: "/dashboard",
     actions: true,
     secret: dashboardToken, // one CSRF key for every isolate that serves it
+    ...(dashboardHosts ? { hosts: dashboardHosts } : {}),
   });
   /** Events the relay sent out to other services (null targets), for a look from outside. */
   const delivered: Event[] = [];
@@ -262,7 +266,14 @@ if (import.meta.main) {
   const deployed = Deno.env.get("DENO_DEPLOYMENT_ID") !== undefined;
   const given = Deno.env.get("HAREL_DASHBOARD_TOKEN") || undefined;
   const dashboardToken = given ?? (deployed ? undefined : crypto.randomUUID());
-  const worker = createOrderWorker(store, { paymentTimeoutSeconds: 30, dashboardToken });
+  // The dashboard's host names on Deno Deploy (`my-app.deno.dev,ops.example.com`): by default it
+  // answers to the loopback names only.
+  const hosts = Deno.env.get("HAREL_DASHBOARD_HOSTS")?.split(",").map((host) => host.trim());
+  const worker = createOrderWorker(store, {
+    paymentTimeoutSeconds: 30,
+    dashboardToken,
+    ...(hosts ? { dashboardHosts: hosts } : {}),
+  });
   worker.start();
   // Deno Deploy runs the cron; locally it needs --unstable-cron (deno task example passes it).
   const cron = (Deno as unknown as {

@@ -13,7 +13,9 @@
  *
  * `outbox` and `timers` read in memory bounded by `--limit` (default 100), whatever the
  * backlog: the backlog is counted, the oldest (soonest) `--limit` rows are kept. An outbox row
- * another writer stored oddly (an event that is not JSON) is shown flagged, with its raw text.
+ * another writer stored oddly (an event that is not JSON) is shown flagged, with its raw text;
+ * an execution so stored is a line saying why in `executions`, and `show` prints why, the stored
+ * text, its trace and timers (exit code 0).
  *
  * The endpoint is `--endpoint`, else `$DYNAMODB_ENDPOINT`, else AWS. An empty or blank
  * `--endpoint ""` is a usage error (an unset variable in a script must not mean "production");
@@ -39,6 +41,9 @@ import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_contr
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
+import { UnreadableExecution } from "./core/errors.ts";
+import { byFireAt } from "./core/_bounded.ts";
+import type { TimerState } from "./core/operator_types.ts";
 import {
   bulkDeadLetterOptions,
   bulkDeleteOptions,
@@ -68,6 +73,7 @@ import {
   isoSeconds,
   outboxCells,
   relative,
+  shorten,
   table,
   timerTable,
   timerText,
@@ -378,22 +384,31 @@ async function run(
         }),
       );
       if (json) return print(page);
+      const unreadable = page.unreadable ?? [];
       out(table(
         ["ID", "DEFINITION", "STATUS", "UPDATED", "ACTIVE PATH", "VERSION", "PARENT"],
-        page.items.map((s) => [
-          s.id,
-          s.definition_id,
-          s.status,
-          s.updated_at === null ? "unknown" : isoSeconds(s.updated_at),
-          s.active_path ?? "",
-          String(s.version),
-          s.parent_id ?? "",
-        ]),
+        [
+          ...page.items.map((s) => [
+            cell(s.id),
+            cell(s.definition_id),
+            cell(s.status),
+            s.updated_at === null ? "unknown" : isoSeconds(s.updated_at),
+            cell(s.active_path),
+            String(s.version),
+            cell(s.parent_id),
+          ]),
+          // A row another writer stored so that it cannot be read: its key and why.
+          ...unreadable.map((
+            row,
+          ) => [cell(row.id), `(unreadable: ${row.error})`, "", "", "", "", ""]),
+        ],
       ));
+      const shown = page.items.length + unreadable.length;
+      const apart = unreadable.length ? ` (${unreadable.length} unreadable)` : "";
       out(
         page.nextCursor
-          ? `${page.items.length} shown; more with --cursor ${page.nextCursor}`
-          : `${page.items.length} shown; no more`,
+          ? `${shown} shown${apart}; more with --cursor ${page.nextCursor}`
+          : `${shown} shown${apart}; no more`,
       );
     } else if (command === "show") {
       const id = rest[0]!;
@@ -401,13 +416,29 @@ async function run(
         tables.executions.name,
         reader.inspectExecution(id).catch((error) => {
           // Input validation (before any request): a TypeError or RangeError is usage.
-          throw error instanceof TypeError || error instanceof RangeError
-            ? new UsageError(error.message)
-            : error;
+          if (error instanceof TypeError || error instanceof RangeError) {
+            throw new UsageError(error.message);
+          }
+          // Its document cannot be read: say so, and show the rest.
+          if (error instanceof UnreadableExecution) return error;
+          throw error;
         }),
       );
       if (!seen) {
         throw new CliError(`no execution ${JSON.stringify(id)} in ${tables.executions.name}`);
+      }
+      if (seen instanceof UnreadableExecution) {
+        const [trace, timers] = await Promise.all([
+          onTable(tables.trace.name, reader.readTrace(id)),
+          onTable(tables.timers.name, reader.readTimers(id)),
+        ]);
+        const { reason, data } = seen;
+        if (json) return print({ unreadable: { id, reason, data }, trace, timers });
+        out(`execution ${JSON.stringify(id)} is unreadable: ${reason}`);
+        out(`data as stored: ${data === null ? "(none)" : shorten(data, 2000)}`);
+        out("");
+        printTraceAndTimers(out, trace, timers, Date.now() / 1000);
+        return;
       }
       const { execution, timers, updatedAt, expiresAt } = seen;
       const trace = await onTable(tables.trace.name, reader.readTrace(id));
@@ -431,11 +462,7 @@ async function run(
         }`,
       );
       out("");
-      out(`trace (${counted(trace.length, "step")}, oldest first):`);
-      for (const step of trace) out(`  ${JSON.stringify(step)}`);
-      out("");
-      out(`armed timers (${timers.length}):`);
-      if (timers.length) out(indent(timerTable(timers.map(withState), now)));
+      printTraceAndTimers(out, trace, timers, now);
       out("");
       for (const line of outboxLines(outbox)) out(line);
     } else if (isControl(command)) {
@@ -484,7 +511,7 @@ async function run(
             typeof letter.key === "number" ? String(letter.key) : timerText(letter.key),
             String(letter.attempts),
             new Date(letter.deadAt * 1000).toISOString(),
-            (letter.lastError ?? "").slice(0, 60),
+            cell((letter.lastError ?? "").slice(0, 60)),
             letter.item === null ? "(unreadable)" : deadLetterWhat(letter.item),
             // The execution it came from; the Python store's rows do not say.
             cell(letter.sourceId) || "unknown",
@@ -558,6 +585,20 @@ async function run(
   } finally {
     client.destroy();
   }
+}
+
+/** `show`'s trace (oldest first) and armed timers. */
+function printTraceAndTimers(
+  out: (line: string) => void,
+  trace: Record<string, unknown>[],
+  timers: TimerState[],
+  now: number,
+): void {
+  out(`trace (${counted(trace.length, "step")}, oldest first):`);
+  for (const step of trace) out(`  ${JSON.stringify(step)}`);
+  out("");
+  out(`armed timers (${timers.length}):`);
+  if (timers.length) out(indent(timerTable(timers.toSorted(byFireAt).map(withState), now)));
 }
 
 /** A client the store constructors accept for validating options; never sent on. */

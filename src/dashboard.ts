@@ -9,7 +9,8 @@
  * router. It runs on Deno Deploy (nothing is read from disk) and on `deno run`, over any
  * `ExecutionStore` (`DynamoDBStore`, or `MemoryStore` in a test).
  *
- * Safe by default: `authorize` is required; actions are off unless `actions: true`; every POST
+ * Safe by default: `authorize` is required; it answers only to its own host names (`hosts`, by
+ * default the loopback ones: no DNS rebinding); actions are off unless `actions: true`; every POST
  * needs the session's CSRF token and a same-origin `Sec-Fetch-Site`/`Origin`; stored text is
  * escaped; every response carries a script-free Content-Security-Policy, `nosniff`,
  * `no-store`, a same-origin `Referrer-Policy` and `frame-ancestors 'none'`; an error shows a generic page and goes
@@ -51,13 +52,17 @@ export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_optio
  * backlog per queue (pending, waiting, dead, held targets, relay lag), then the executions newest
  * commit first — the open ones unless `?status=` (repeatable; `any`: every execution, in the
  * table's order) says otherwise — with `?definition=`, `?before=` (a date or epoch seconds: the
- * stuck ones) and `?cursor=`; `/executions/{id}` its facts (last commit, expiry), timers, trace
- * and document; `/dead-letters/{kind}` (`outbox`, `spawns`, `timers`) the lowest dead letters with
- * target, attempts and last error. Every page's reads are O(page). With `actions: true` their
+ * stuck ones) and `?cursor=`, each page reading at most 500 stored rows; `/executions/{id}` its
+ * facts (last commit, expiry), first 50 timers, newest 50 trace steps (the rest on
+ * `/executions/{id}/timers` and `/executions/{id}/trace`) and document; `/dead-letters/{kind}`
+ * (`outbox`, `spawns`, `timers`) the lowest dead letters with target, attempts and last error.
+ * Every page's reads are O(page), and a row another writer stored oddly shows as unreadable (its
+ * key and why) instead of failing the page. With `actions: true` their
  * buttons post to `/dead-letters/{kind}/{retry|drop|retry-all|drop-all}` and
  * `/executions/{id}/delete`; the destructive ones answer a confirmation page first.
  *
- * Answers: 401 when `authorize` says no; 403 for a POST that fails the same-origin check or the
+ * Answers: 421 for a `Host` that is not one of `hosts` (by default the loopback names), before
+ * anything else; 401 when `authorize` says no; 403 for a POST that fails the same-origin check or the
  * CSRF token (nothing changes); 404 outside `basePath` or for an unknown page or id; 405 for
  * other methods (and for POSTs when actions are off); 400 for a parameter the page does not take;
  * 414, 413 and 415 for a long address, a large or foreign body; 500 with a generic page when the
@@ -81,7 +86,8 @@ export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_optio
  * @param options Who may see it, where it is mounted, whether it acts.
  * @returns The request handler.
  * @throws {TypeError} Without `authorize`, for an option it does not know (naming the near
- *   miss) or of the wrong type, or a store that lacks a call the pages make.
+ *   miss) or of the wrong type (a `hosts` entry that is no host name), or a store that lacks a
+ *   call the pages make.
  * @throws {RangeError} For a `pageSize` outside 1 to 1000.
  */
 export function dashboard(

@@ -33,11 +33,11 @@ export function timerText(timer: Timer): string {
   return `${timer.executionId} ${timer.path} ${timer.fireAt}`;
 }
 
-/** A dead letter's item in a few words. */
+/** A dead letter's item in a few words (stored fields of another type as JSON). */
 export function deadLetterWhat(item: unknown): string {
-  const it = item as { event?: { kind?: string }; targetId?: string | null; childId?: string };
-  if (it.event) return `${it.event.kind} to ${it.targetId ?? "(none)"}`;
-  if (it.childId) return `start ${it.childId}`;
+  const it = item as { event?: { kind?: unknown }; targetId?: string | null; childId?: string };
+  if (it.event) return `${cell(it.event.kind)} to ${cell(it.targetId) || "(none)"}`;
+  if (it.childId) return `start ${cell(it.childId)}`;
   return "fire";
 }
 

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution, type Status } from "../core/documents.ts";
 import { InvalidCursor } from "../core/errors.ts";
-import type { ExecutionStore, ListOptions } from "../core/types.ts";
+import type { ExecutionStore, ListOptions, ListPage } from "../core/types.ts";
 import type { DeleteProgress } from "../core/operator_types.ts";
 import { rejection } from "./_shared.ts";
 import type { Step } from "./_queues.ts";
@@ -271,6 +271,132 @@ export async function operatorSteps(step: Step): Promise<void> {
       ]);
       assert.equal(await store.inspectExecution("no-such-execution"), null);
       await assert.rejects(store.inspectExecution(""), TypeError);
+    },
+  );
+
+  await step(
+    "listExecutions({ maxExamined }) answers short pages with a cursor, whose pages find each match once; a signal stops it",
+    async (store) => {
+      const saved = await saveInOrder(
+        store,
+        ["b", "a", "a", "b", "a", "a", "a"].map((definition_id) => ({
+          status: "RUNNING" as Status,
+          definition_id,
+        })),
+      );
+      const wanted = saved.filter((exe) => exe.definition_id === "b").map((exe) => exe.id);
+      for (const options of [{ status: "RUNNING" as Status }, {}]) {
+        const found: string[] = [];
+        let cursor: string | null = null, pages = 0, short = 0;
+        do {
+          const page: ListPage = await store.listExecutions({
+            ...options,
+            definitionId: "b",
+            limit: 5,
+            maxExamined: 2,
+            cursor,
+          });
+          found.push(...page.items.map((s) => s.id));
+          if (page.items.length < 5 && page.nextCursor !== null) short++;
+          cursor = page.nextCursor;
+          assert.ok(++pages < 40, "the pages end");
+        } while (cursor);
+        assert.deepEqual(found.toSorted(), wanted.toSorted(), JSON.stringify(options));
+        assert.ok(short > 0, `some page stopped at its budget: ${JSON.stringify(options)}`);
+      }
+      await assert.rejects(store.listExecutions({ maxExamined: 0 }), RangeError);
+      const controller = new AbortController();
+      const reason = new Error("gone");
+      controller.abort(reason);
+      for (
+        const call of [
+          () => store.listExecutions({ status: "RUNNING", signal: controller.signal }),
+          () => store.listExecutions({ signal: controller.signal }),
+          () => store.backlog("outbox", { signal: controller.signal }),
+        ]
+      ) {
+        assert.equal(await rejection(call()), reason);
+      }
+      await assert.rejects(store.listExecutions({ signal: "no" as never }), TypeError);
+    },
+  );
+
+  await step(
+    "readTimers() pages through an execution's timers by path, and inspectExecution({ timerLimit }) reads the first only",
+    async (store) => {
+      const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+      const paths = ["e", "a", "d", "b", "c"];
+      await store.commit(exe, {
+        timers: paths.map((path, i) => ({
+          action: "schedule" as const,
+          path,
+          fireAt: 1000 - i,
+        })),
+      });
+      const pathsOf = (timers: { path: string }[]) => timers.map((timer) => timer.path);
+      assert.deepEqual(pathsOf(await store.readTimers(exe.id)), ["a", "b", "c", "d", "e"]);
+      const first = await store.readTimers(exe.id, { limit: 2 });
+      assert.deepEqual(pathsOf(first), ["a", "b"]);
+      assert.deepEqual(first[0], {
+        executionId: exe.id,
+        path: "a",
+        fireAt: 999,
+        attempts: 0,
+        retryAt: null,
+        deadAt: null,
+        lastError: null,
+      });
+      assert.deepEqual(pathsOf(await store.readTimers(exe.id, { limit: 2, after: "b" })), [
+        "c",
+        "d",
+      ]);
+      assert.deepEqual(pathsOf(await store.readTimers(exe.id, { after: "d" })), ["e"]);
+      assert.deepEqual(await store.readTimers(exe.id, { after: "e" }), []);
+      const seen = await store.inspectExecution(exe.id, { timerLimit: 3 });
+      assert.deepEqual(
+        pathsOf(seen!.timers),
+        ["c", "b", "a"],
+        "the first 3 by path, earliest first",
+      );
+      assert.deepEqual((await store.inspectExecution(exe.id, { timerLimit: 0 }))!.timers, []);
+      assert.equal((await store.inspectExecution(exe.id, { timerLimit: 0 }))!.execution.id, exe.id);
+      for (const limit of [0, -1, 1.5, NaN]) {
+        await assert.rejects(store.readTimers(exe.id, { limit }), RangeError, `limit ${limit}`);
+      }
+      await assert.rejects(
+        store.inspectExecution(exe.id, { timerLimit: -1 }),
+        /timerLimit must be 0/,
+      );
+      await assert.rejects(store.readTimers(exe.id, { after: "" }), TypeError);
+      await assert.rejects(
+        store.readTimers(exe.id, { afer: "b" } as never),
+        /did you mean "after"/,
+      );
+    },
+  );
+
+  await step(
+    "readTrace({ limit, before }) reads the newest steps a page at a time, each page oldest first",
+    async (store) => {
+      const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+      for (let i = 0; i < 7; i++) await store.commit(exe, { trace: { step: i } });
+      const indexes = (steps: Record<string, unknown>[]) => steps.map((step) => step.index);
+      assert.deepEqual(indexes(await store.readTrace(exe.id, { limit: 3 })), [4, 5, 6]);
+      assert.deepEqual(await store.readTrace(exe.id, { limit: 1 }), [{ step: 6, index: 6 }]);
+      assert.deepEqual(indexes(await store.readTrace(exe.id, { limit: 3, before: 4 })), [1, 2, 3]);
+      assert.deepEqual(indexes(await store.readTrace(exe.id, { limit: 3, before: 1 })), [0]);
+      assert.deepEqual(await store.readTrace(exe.id, { limit: 3, before: 0 }), []);
+      assert.deepEqual(indexes(await store.readTrace(exe.id, { before: 2 })), [0, 1]);
+      assert.deepEqual(
+        await store.readTrace(exe.id, { limit: Infinity }),
+        await store.readTrace(exe.id),
+      );
+      await assert.rejects(store.readTrace(exe.id, { limit: 0 }), RangeError);
+      await assert.rejects(
+        store.readTrace(exe.id, { before: 1.5 }),
+        /before must be a trace index/,
+      );
+      await assert.rejects(store.readTrace(exe.id, { limt: 3 } as never), /did you mean "limit"/);
     },
   );
 }

@@ -7,6 +7,7 @@ import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { type Item, N, S } from "./_attributes.ts";
 import type { Event, Execution } from "./documents.ts";
 import { parseDocument } from "./_json.ts";
+import { UnreadableExecution } from "./errors.ts";
 import { isDue, isLiveAt, LAST_ERROR_BYTES, markExpiry } from "./_relay_rules.ts";
 import type { OutboxEntry, PendingSpawn, Timer } from "./types.ts";
 
@@ -226,9 +227,42 @@ export function parseJson<T>(text: string | undefined, what: string): T {
 
 export const executionKey = (id: string): Item => ({ [EXECUTION.id]: S(id) });
 
-/** The document an execution item holds. */
-export function executionFromItem(item: Item, what = "execution"): Execution {
-  return parseJson<Execution>(item[EXECUTION.data]?.S, what);
+/**
+ * The document an execution item holds, or why it holds none: no `data` text, text that is not
+ * JSON, or JSON that is not an object (another writer's, or a bug's). The fields are not judged.
+ */
+export function readExecutionDocument(
+  item: Item,
+): { document: Execution } | { error: string; cause?: unknown } {
+  const text = item[EXECUTION.data]?.S;
+  if (text === undefined) return { error: "it has no data (no string attribute data)" };
+  let document: unknown;
+  try {
+    document = parseDocument(text);
+  } catch (cause) {
+    return { error: `its data is not JSON (${(cause as Error).message})`, cause };
+  }
+  if (typeof document !== "object" || document === null || Array.isArray(document)) {
+    const what = document === null
+      ? "null"
+      : Array.isArray(document)
+      ? "an array"
+      : `a ${typeof document}`;
+    return { error: `its data is ${what}, not a JSON object` };
+  }
+  return { document: document as Execution };
+}
+
+/**
+ * The document an execution item holds; an {@linkcode UnreadableExecution} (naming `id`, the
+ * item's key) when there is none to read.
+ */
+export function executionFromItem(item: Item, id = item[EXECUTION.id]?.S ?? ""): Execution {
+  const read = readExecutionDocument(item);
+  if ("document" in read) return read.document;
+  throw new UnreadableExecution(id, read.error, item[EXECUTION.data]?.S ?? null, {
+    cause: read.cause,
+  });
 }
 
 // --- outbox and spawns ----------------------------------------------------------------

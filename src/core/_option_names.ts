@@ -63,6 +63,8 @@ export const OPTION_NAMES = {
     "includeUndated",
     "limit",
     "cursor",
+    "maxExamined",
+    "signal",
   ],
   "deleteExecutions()": [
     "status",
@@ -80,9 +82,12 @@ export const OPTION_NAMES = {
   "dueTimers()": ["limit", "scan"],
   "relayBatch()": ["limit", "now", "seqs"],
   "deadLetters()": ["limit", "targetId"],
+  "readTrace()": ["limit", "before"],
+  "readTimers()": ["limit", "after"],
+  "inspectExecution()": ["timerLimit"],
   "retryDeadLetters()": BULK,
   "dropDeadLetters()": BULK,
-  "backlog()": ["limit"],
+  "backlog()": ["limit", "signal"],
   "executionOutbox()": ["limit"],
   "set()": ["ttl"],
 } as const satisfies Record<string, readonly string[]>;

@@ -458,6 +458,51 @@ export class UnreadableEntry extends Error {
   }
 }
 
+/**
+ * An execution item whose document cannot be read — its `data` missing, not JSON, or not a JSON
+ * object — as another writer or a bug left it: `load`, `loadForEvent` and `inspectExecution`
+ * throw it instead of answering with a document that is not one (or with "no such execution").
+ * `data` is the stored text, for an operator to look at (null when there is none). A listing
+ * lists such an item apart instead (`ListPage.unreadable`).
+ *
+ * @example What an operator tool shows instead of a document
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { UnreadableExecution } from "@harel/dynamodb";
+ *
+ * const error: unknown = new UnreadableExecution("exe-1", "its data is not JSON", "{oops");
+ * if (error instanceof UnreadableExecution) {
+ *   assert.equal(error.executionId, "exe-1");
+ *   assert.match(error.message, /execution "exe-1" cannot be read: its data is not JSON/);
+ * }
+ * ```
+ */
+export class UnreadableExecution extends Error {
+  /** Always `"UnreadableExecution"`. */
+  override name = "UnreadableExecution";
+  /** The item's key. */
+  readonly executionId: string;
+  /** Why its document cannot be read. */
+  readonly reason: string;
+  /** Its `data` as stored, or null when it has none (or it is not a string). */
+  readonly data: string | null;
+
+  /**
+   * Builds the error for an execution item whose document cannot be read.
+   *
+   * @param executionId The item's key.
+   * @param reason Why its document cannot be read.
+   * @param data Its `data` as stored, or null.
+   * @param options The parse error, as `cause`, when there is one.
+   */
+  constructor(executionId: string, reason: string, data: string | null, options?: ErrorOptions) {
+    super(`execution ${JSON.stringify(executionId)} cannot be read: ${reason}`, options);
+    this.executionId = executionId;
+    this.reason = reason;
+    this.data = data;
+  }
+}
+
 /** One item of a cancelled commit: its role in the transaction and DynamoDB's reason code. */
 export interface CancelledItem {
   /** What the item writes: `"execution"`, `"outbox"`, `"spawn"`, `"processed"`, `"timer"` or `"trace"`. */

@@ -162,3 +162,78 @@ export interface ExecutionInspection {
   /** Its armed timers, earliest first, with their relay bookkeeping. */
   timers: TimerState[];
 }
+
+/**
+ * Options of `readTrace`: a page of an execution's trace, newest first in what it takes (each
+ * page oldest first, as the whole trace reads), for a trace too long to read at once.
+ *
+ * @example The 50 newest steps, then the 50 before them
+ * ```ts
+ * import type { ExecutionStore, TraceReadOptions } from "@harel/dynamodb";
+ *
+ * async function twoPages(store: ExecutionStore, id: string): Promise<number> {
+ *   const newest = await store.readTrace(id, { limit: 50 });
+ *   if (newest.length === 0) return 0;
+ *   const options: TraceReadOptions = { limit: 50, before: newest[0]!.index as number };
+ *   return newest.length + (await store.readTrace(id, options)).length;
+ * }
+ * ```
+ */
+export interface TraceReadOptions {
+  /**
+   * At most this many steps: the newest ones (below `before`), returned oldest first. A positive
+   * integer, or `Infinity` for every one.
+   * @default {Infinity}
+   */
+  limit?: number;
+  /**
+   * Only steps whose `index` is below this one (the oldest index of the page before: the next
+   * page back). An integer.
+   * @default {undefined} (from the newest step)
+   */
+  before?: number;
+}
+
+/**
+ * Options of `readTimers`: a page of an execution's timers, by path.
+ *
+ * @example Every timer, 100 at a time
+ * ```ts
+ * import type { ExecutionStore, TimerReadOptions, TimerState } from "@harel/dynamodb";
+ *
+ * async function all(store: ExecutionStore, id: string): Promise<TimerState[]> {
+ *   const timers: TimerState[] = [];
+ *   for (let options: TimerReadOptions = { limit: 100 };;) {
+ *     const page = await store.readTimers(id, options);
+ *     timers.push(...page);
+ *     if (page.length < 100) return timers;
+ *     options = { limit: 100, after: page.at(-1)!.path };
+ *   }
+ * }
+ * ```
+ */
+export interface TimerReadOptions {
+  /** At most this many timers, the first by path: a positive integer or `Infinity`. @default {Infinity} */
+  limit?: number;
+  /** Only timers whose path sorts after this one (the last path of the page before). @default {undefined} */
+  after?: string;
+}
+
+/**
+ * Options of `inspectExecution`.
+ *
+ * @example The document and its facts, no timers
+ * ```ts
+ * import type { InspectOptions } from "@harel/dynamodb";
+ *
+ * const options: InspectOptions = { timerLimit: 0 }; // one GetItem
+ * ```
+ */
+export interface InspectOptions {
+  /**
+   * At most this many of its timers are read, the first by path (then ordered earliest first);
+   * `0` reads none. `readTimers` pages through the rest.
+   * @default {Infinity}
+   */
+  timerLimit?: number;
+}

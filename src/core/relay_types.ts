@@ -354,6 +354,8 @@ export interface Backlog {
 export interface BacklogOptions {
   /** The most rows each count reads, 1 to 10,000. @default {1000} */
   limit?: number;
+  /** Stops the counts between their reads: it rejects with the signal's reason. @default {undefined} */
+  signal?: AbortSignal;
 }
 
 /**

@@ -4,7 +4,14 @@
  * @module
  */
 import type { Event, Execution, ExecutionSummary, Status } from "./documents.ts";
-import type { DeleteExecutionsOptions, ExecutionInspection } from "./operator_types.ts";
+import type {
+  DeleteExecutionsOptions,
+  ExecutionInspection,
+  InspectOptions,
+  TimerReadOptions,
+  TimerState,
+  TraceReadOptions,
+} from "./operator_types.ts";
 
 /**
  * An event a commit puts in the outbox, in the same transaction as the execution, for the
@@ -173,6 +180,17 @@ export interface ListOptions {
   limit?: number;
   /** Where to continue: a `nextCursor` from the previous page. @default {null} */
   cursor?: string | null;
+  /**
+   * The most stored rows one call reads (index entries and the items they name, or the items a
+   * scan evaluates): past it the call returns the page so far — short, maybe empty — with a
+   * `nextCursor` that goes on, so a filter that few rows match (`definitionId`,
+   * `updatedBefore`) costs O(`maxExamined`) a call, not O(table). A positive integer or
+   * `Infinity`.
+   * @default {Infinity}
+   */
+  maxExamined?: number;
+  /** Stops the listing between its reads: it rejects with the signal's reason. @default {undefined} */
+  signal?: AbortSignal;
 }
 
 /**
@@ -194,6 +212,33 @@ export interface ListPage {
   items: ExecutionSummary[];
   /** The cursor of the next page, or `null` when there is none. */
   nextCursor: string | null;
+  /**
+   * The items of this page whose document cannot be read as an execution (another writer's:
+   * not JSON, not an object, a field of the wrong type), by key, with why: listed apart instead
+   * of failing the page. The filters on the document (status, parent) cannot judge them; those
+   * on stored attributes (definition, last commit, the status index's partition) do. Each
+   * counts toward `limit`. Absent when there is none.
+   */
+  unreadable?: UnreadableExecutionRow[];
+}
+
+/**
+ * An execution item a listing could not read as an execution: its key, and why.
+ *
+ * @example Reporting the rows a page could not read
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * const page = await store.listExecutions({ limit: 20 });
+ * for (const row of page.unreadable ?? []) console.error(`${row.id}: ${row.error}`);
+ * ```
+ */
+export interface UnreadableExecutionRow {
+  /** The item's key. */
+  id: string;
+  /** Why its document cannot be read, e.g. "its outcome is an object, not a string or null". */
+  error: string;
 }
 
 export * from "./relay_types.ts";
@@ -326,8 +371,10 @@ export interface ExecutionStore extends AsyncDisposable {
   dropDeadLetters(kind: RelayKind, options?: BulkDeadLetterOptions): Promise<number>;
   /** A queue's backlog: pending, waiting, dead and held counts (capped), and the oldest pending. */
   backlog(kind: RelayKind, options?: BacklogOptions): Promise<Backlog>;
-  /** The execution's trace, oldest first, each step with its `index`. */
-  readTrace(id: string): Promise<Record<string, unknown>[]>;
+  /** The execution's trace, oldest first, each step with its `index` (with `limit`: the newest). */
+  readTrace(id: string, options?: TraceReadOptions): Promise<Record<string, unknown>[]>;
+  /** The execution's timers by path, with their relay bookkeeping (with `limit`: the first). */
+  readTimers(id: string, options?: TimerReadOptions): Promise<TimerState[]>;
   /** Appends one trace step outside a commit. */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void>;
   /**
@@ -338,7 +385,7 @@ export interface ExecutionStore extends AsyncDisposable {
   /** Deletes every execution a filter selects, as `deleteExecution`; resolves to how many. */
   deleteExecutions(options: DeleteExecutionsOptions): Promise<number>;
   /** The execution, when it was last committed and expires, and its timers; `null` if absent. */
-  inspectExecution(id: string): Promise<ExecutionInspection | null>;
+  inspectExecution(id: string, options?: InspectOptions): Promise<ExecutionInspection | null>;
   /**
    * The outbox entries execution `id` emitted that are still there, and those to it that failed
    * or wait behind one, with the relay's state of each: found by key, O(`limit`).

@@ -190,10 +190,27 @@ function outboxTargets(letters: DeadLetter<RelayKind>[]): [string, number][] {
   return [...counts];
 }
 
+/**
+ * Why a dead letter's item cannot be shown as one, or null: none was read, or (outbox) its
+ * event's `id` or `kind` is not a string (another writer's).
+ */
+function unreadableWhy(kind: RelayKind, letter: DeadLetter<RelayKind>): string | null {
+  if (letter.item === null) return "";
+  if (kind !== "outbox") return null;
+  const { event } = letter.item as OutboxEntry;
+  for (const field of ["kind", "id"] as const) {
+    if (typeof event[field] !== "string") return `its event's ${field} is not a string`;
+  }
+  return null;
+}
+
 /** What the item was: an event, a child to start, a timer; the stored row when unreadable. */
 function what(kind: RelayKind, letter: DeadLetter<RelayKind>): Html {
-  if (letter.item === null) {
-    return markup`<span class="dead">unreadable</span><details><summary>as stored</summary><pre>${
+  const why = unreadableWhy(kind, letter);
+  if (why !== null) {
+    return markup`<span class="dead">unreadable</span>${
+      why ? markup` <span class="muted">${why}</span>` : null
+    }<details><summary>as stored</summary><pre>${
       JSON.stringify(letter.raw, null, 2)
     }</pre></details>`;
   }

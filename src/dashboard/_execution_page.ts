@@ -3,6 +3,7 @@
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
+  fieldText,
   formatAge,
   formatRelative,
   formatTime,
@@ -13,26 +14,34 @@ import {
 import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
 import type { TimerState } from "../core/operator_types.ts";
+import { byFireAt } from "../core/_bounded.ts";
 import type { ExecutionOutbox } from "../core/types.ts";
 import { outboxSections } from "./_execution_outbox.ts";
-
-/** The most trace steps a page shows (the newest): a ring kept whole (`traceMax: 0`) can be long. */
-export const TRACE_SHOWN = 500;
 
 /** What the execution page shows. */
 export interface ExecutionView {
   /** Where the dashboard is mounted. */
   basePath: string;
+  /**
+   * The item's key the page was opened with: what its actions act on, whatever the document
+   * says (the handler always gives it).
+   * @default {the document's id}
+   */
+  id?: string;
   /** The execution, as stored. */
   execution: Execution;
   /** When this module last committed it (epoch seconds), or null: not known. */
   updatedAt: number | null;
   /** When it expires (epoch seconds), or null: never. */
   expiresAt: number | null;
-  /** Its armed timers, earliest first, with their relay state. */
+  /** Its armed timers shown (at most `TIMERS_SHOWN`), with their relay state. */
   timers: TimerState[];
-  /** Its trace, oldest step first. */
+  /** Whether it has more timers than these (the first by path): a link leads to them all. */
+  moreTimers?: boolean;
+  /** Its newest trace steps shown (a page), oldest first. */
   trace: Record<string, unknown>[];
+  /** Whether it has older steps than these: a link leads to them. */
+  moreTrace?: boolean;
   /** Its outbox entries (`executionOutbox`), or none: no outbox sections. */
   outbox?: ExecutionOutbox;
   /** Now, in epoch seconds (ages are measured from it). */
@@ -48,9 +57,15 @@ export interface ExecutionView {
 /** The execution page. */
 export function executionPage(view: ExecutionView): Html {
   const { basePath, execution: exe } = view;
-  const text = (value: unknown) => value === null || value === undefined ? null : String(value);
-  const link = (id: unknown) => typeof id === "string" ? executionLink(basePath, id) : null;
+  const id = view.id ?? String(exe.id);
+  const text = fieldText;
+  const link = (other: unknown) =>
+    typeof other === "string" ? executionLink(basePath, other) : text(other);
   const facts: [string, Html | string | null][] = [
+    [
+      "Document id",
+      exe.id === id ? null : markup`${text(exe.id)} <span class="dead">(not the item's key)</span>`,
+    ],
     ["Definition", text(exe.definition_id)],
     ["Status", statusBadge(exe.status)],
     ["Outcome", text(exe.outcome)],
@@ -70,7 +85,7 @@ export function executionPage(view: ExecutionView): Html {
   const csrf = view.csrf;
   const control = (op: string, label: string, title: string, danger = false) =>
     csrf === null ? null : actionForm({
-      action: href(basePath, ["executions", exe.id, op]),
+      action: href(basePath, ["executions", id, op]),
       label,
       fields: {},
       csrf,
@@ -91,7 +106,7 @@ export function executionPage(view: ExecutionView): Html {
   ];
   const actions = view.csrf === null ? null : markup`<div class="actions">${controls}${
     actionForm({
-      action: href(basePath, ["executions", exe.id, "delete"]),
+      action: href(basePath, ["executions", id, "delete"]),
       label: "Delete",
       fields: {},
       csrf: view.csrf,
@@ -99,30 +114,72 @@ export function executionPage(view: ExecutionView): Html {
       title: "Delete this execution with its timers, trace and dedupe marks",
     })
   }</div>`;
-  const steps = view.trace.length === 1 ? "1 step" : `${view.trace.length} steps`;
-  const shownSteps = view.trace.slice(-TRACE_SHOWN);
-  const cut = view.trace.length > TRACE_SHOWN
-    ? markup`<p class="muted">The last ${TRACE_SHOWN} steps of ${view.trace.length}.</p>`
-    : null;
-  const timeline = view.trace.length
-    ? markup`${cut}<ol class="timeline">${shownSteps.map(traceStep)}</ol>`
-    : markup`<p class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>`;
   return page(
-    { basePath, title: `Execution ${exe.id}`, notice: view.notice },
+    { basePath, title: `Execution ${id}`, notice: view.notice },
     markup`<dl class="facts">${shown}</dl>
 ${actions}
-<section aria-labelledby="timers"><h2 id="timers">Timers (${view.timers.length})</h2>
-${timersTable(basePath, view.timers, view.now)}</section>
-${
-      view.outbox === undefined
-        ? null
-        : outboxSections(basePath, exe.id, view.outbox, view.csrf, view.now)
-    }
-<section aria-labelledby="trace"><h2 id="trace">Trace (${steps}, oldest first)</h2>
-${timeline}</section>
+${timersSection(basePath, id, view.timers, view.moreTimers === true, view.now)}
+${view.outbox === undefined ? null : outboxSections(basePath, id, view.outbox, view.csrf, view.now)}
+${traceSection(basePath, id, view.trace, view.moreTrace === true)}
 <section aria-labelledby="document"><h2 id="document">Document</h2>
 <pre>${JSON.stringify(exe, null, 2)}</pre></section>`,
   );
+}
+
+/**
+ * The timers section of an execution's page: those shown, earliest first, and when it has more
+ * (these are the first by path), a link to its timers pages.
+ */
+export function timersSection(
+  basePath: string,
+  id: string,
+  timers: TimerState[],
+  more: boolean,
+  now: number,
+): Html {
+  const all = markup`<p class="pager"><a href="${
+    href(basePath, ["executions", id, "timers"])
+  }">All timers, by path</a></p>`;
+  const title = more
+    ? `Timers (the first ${timers.length} by path of more)`
+    : `Timers (${timers.length})`;
+  return markup`<section aria-labelledby="timers"><h2 id="timers">${title}</h2>
+${timersTable(basePath, timers.toSorted(byFireAt), now)}${more ? all : null}</section>`;
+}
+
+/**
+ * The trace section of an execution's page: the newest steps, oldest first, and when there are
+ * older ones, a link to the trace page before them.
+ */
+export function traceSection(
+  basePath: string,
+  id: string,
+  trace: Record<string, unknown>[],
+  more: boolean,
+): Html {
+  const steps = trace.length === 1 ? "1 step" : `${trace.length} steps`;
+  const older = more ? olderStepsLink(basePath, id, trace) : null;
+  const timeline = trace.length
+    ? markup`<ol class="timeline">${trace.map(traceStep)}</ol>${older}`
+    : markup`<p class="muted">No trace steps: this execution was committed without tracing, or its steps were trimmed.</p>`;
+  const title = more
+    ? `Trace (the newest ${steps}, oldest first)`
+    : `Trace (${steps}, oldest first)`;
+  return markup`<section aria-labelledby="trace"><h2 id="trace">${title}</h2>
+${timeline}</section>`;
+}
+
+/** A link to the trace page of the steps before the oldest of `trace`. */
+export function olderStepsLink(
+  basePath: string,
+  id: string,
+  trace: Record<string, unknown>[],
+): Html | null {
+  const oldest = trace[0]?.index;
+  if (typeof oldest !== "number" || !Number.isSafeInteger(oldest)) return null;
+  return markup`<p class="pager"><a rel="prev" href="${
+    href(basePath, ["executions", id, "trace"], { before: String(oldest) })
+  }">Older steps</a></p>`;
 }
 
 /** A time and how far it is from now, or what its absence means. */
@@ -132,7 +189,7 @@ function when(at: number | null, now: number, otherwise: string): Html {
 }
 
 /** The timers: path, when each fires, and where the relay is with it. */
-function timersTable(basePath: string, timers: TimerState[], now: number): Html {
+export function timersTable(basePath: string, timers: TimerState[], now: number): Html {
   if (timers.length === 0) return markup`<p class="muted">No timers armed.</p>`;
   const rows = timers.map((timer) =>
     markup`<tr><td class="mono">${timer.path}</td><td class="nowrap">${formatTime(timer.fireAt)}
@@ -164,7 +221,7 @@ function timerState(basePath: string, timer: TimerState, now: number): Html {
  * One step of the timeline: its index, its event and transition, its time, and the step in full.
  * A step shows what it has: no `from` is where it started, "(start)"; no `to`, where it was.
  */
-function traceStep(step: Record<string, unknown>): Html {
+export function traceStep(step: Record<string, unknown>): Html {
   const shown = (value: unknown) =>
     typeof value === "string" || typeof value === "number" ? String(value) : null;
   const event = shown(step.event) ?? shown(step.kind) ?? "step";

@@ -3,6 +3,7 @@
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
+  fieldText,
   formatAge,
   formatCount,
   formatRelative,
@@ -14,6 +15,7 @@ import {
 } from "./_layout.ts";
 import { STATUSES } from "../core/documents.ts";
 import {
+  examineBudget,
   type ExecutionFilters,
   type ExecutionsPage,
   OPEN_STATUSES,
@@ -29,6 +31,8 @@ export interface ExecutionsView {
   filters: ExecutionFilters;
   /** The page of executions. */
   page: ExecutionsPage;
+  /** How many rows a full page has: a shorter one with a next page stopped at its budget. */
+  pageSize?: number;
   /** Whether this is a later page (a cursor was given). */
   later: boolean;
   /** The backlog of each queue. */
@@ -73,27 +77,52 @@ export function executionsPage(view: ExecutionsView): Html {
   const rows = view.page.items.map((s) => {
     const parent = s.parent_id === null
       ? markup`<span class="muted">root</span>`
-      : executionLink(basePath, s.parent_id);
+      : typeof s.parent_id === "string"
+      ? executionLink(basePath, s.parent_id)
+      : fieldText(s.parent_id);
     const updated = s.updated_at === null
       ? markup`<td class="muted nowrap" title="last committed by another writer: time not known">—</td>`
       : markup`<td class="nowrap" title="${formatTime(s.updated_at)}">${
         formatRelative(s.updated_at, now)
       }</td>`;
-    return markup`<tr><td>${executionLink(basePath, s.id)}</td><td>${s.definition_id}</td><td>${
-      statusBadge(s.status)
-    }</td>${updated}<td>${s.outcome ?? ""}</td><td class="mono">${
-      s.active_path ?? ""
-    }</td><td>${s.version}</td><td>${parent}</td></tr>`;
+    return markup`<tr><td>${executionLink(basePath, s.id)}</td><td>${
+      fieldText(s.definition_id)
+    }</td><td>${statusBadge(s.status)}</td>${updated}<td>${
+      fieldText(s.outcome)
+    }</td><td class="mono">${fieldText(s.active_path)}</td><td>${
+      fieldText(s.version)
+    }</td><td>${parent}</td></tr>`;
   });
+  // Rows another writer stored so that they cannot be read: the key and why, the page as usual.
+  for (const row of view.page.unreadable ?? []) {
+    rows.push(
+      markup`<tr class="unreadable"><td>${
+        executionLink(basePath, row.id)
+      }</td><td colspan="7"><span class="dead">unreadable</span> <span class="muted">${row.error}</span></td></tr>`,
+    );
+  }
   const empty = view.later
     ? "No more executions."
     : filtered
     ? "No execution matches."
     : "No open executions.";
+  const shown = view.page.items.length + (view.page.unreadable?.length ?? 0);
+  const short = view.pageSize !== undefined && shown < view.pageSize &&
+    view.page.nextCursor !== null;
   const listing = rows.length
     ? markup`<table><thead><tr><th>Id</th><th>Definition</th><th>Status</th><th>Updated</th><th>Outcome</th><th>Active path</th><th>Version</th><th>Parent</th></tr></thead>
 <tbody>${rows}</tbody></table>`
+    : short
+    ? null
     : markup`<p class="muted">${empty}</p>`;
+  // A filter few executions match: the page stopped after its budget of rows, not at the end.
+  const budget = short
+    ? markup`<p class="muted" id="budget">${
+      shown === 0 ? "No match" : `Only ${shown} ${shown === 1 ? "match" : "matches"}`
+    } in the ${
+      examineBudget(view.pageSize!)
+    } stored rows this page read (a page reads at most that many): Next page reads on, or narrow the filter.</p>`
+    : null;
   const first = view.later ? markup`<a href="${href(basePath, [], query)}">First page</a>` : null;
   const next = view.page.nextCursor
     ? markup`<a rel="next" href="${
@@ -118,6 +147,7 @@ export function executionsPage(view: ExecutionsView): Html {
 ${before}<button type="submit">Filter</button>${clear}</form>
 <p class="muted" id="order">${orderText(filters)}</p>
 ${listing}
+${budget}
 <p class="pager">${first}${next}</p></section>`,
   );
 }

@@ -2,13 +2,15 @@
 // methods, routes and query parameters, the session cookie, the checks every POST passes (same
 // origin, form size and type, CSRF token), the security headers, and errors kept off the page.
 import type { Html } from "./_html.ts";
-import { KINDS } from "./_layout.ts";
+import { KINDS, segmentValue } from "./_layout.ts";
 import { messagePage } from "./_message_page.ts";
 import { executionsPage } from "./_executions_page.ts";
 import { executionPage } from "./_execution_page.ts";
+import { timersPageView, tracePageView, unreadableExecutionPage } from "./_execution_parts_page.ts";
 import { deadLettersPage } from "./_dead_letters_page.ts";
 import { confirmPage } from "./_confirm_page.ts";
 import { fromSameOrigin, securityHeaders } from "./_guards.ts";
+import { toOwnHost } from "./_hosts.ts";
 import { newSession, sessionCookie, sessionOf } from "./_csrf.ts";
 import {
   type Action,
@@ -30,6 +32,8 @@ import {
   executionDetail,
   type ExecutionFilters,
   executionsPage as readPage,
+  timerPage,
+  tracePage,
 } from "./_store_calls.ts";
 import { CONTROL_CALLS, type Settings } from "./_options.ts";
 import { checkKey, LIMITS } from "../core/_validate.ts";
@@ -46,6 +50,8 @@ type DeadLetterOp = typeof DEAD_LETTER_OPS[number];
 type Route =
   | { page: "executions" }
   | { page: "execution"; id: string }
+  | { page: "trace"; id: string }
+  | { page: "timers"; id: string }
   | { page: "dead-letters"; kind: RelayKind }
   | { action: "delete"; id: string }
   | { action: ControlOp; id: string }
@@ -97,6 +103,13 @@ export function createHandler(
         414,
         "Address too long",
         "This address is longer than the dashboard reads.",
+      );
+    }
+    if (!toOwnHost(request, settings.hosts)) {
+      throw new Refusal(
+        421,
+        "Misdirected request",
+        "This dashboard answers only to its own host names (its hosts option).",
       );
     }
     const url = new URL(request.url);
@@ -161,7 +174,7 @@ export function createHandler(
       }
       csrf = await settings.tokens.tokenFor(session);
     }
-    const body = await render(route, url.searchParams, csrf);
+    const body = await render(route, url.searchParams, csrf, request.signal);
     return await respond(request, body.status, body.html, headers);
   }
 
@@ -169,6 +182,7 @@ export function createHandler(
     route: Extract<Route, { page: unknown }>,
     query: URLSearchParams,
     csrf: string | null,
+    signal: AbortSignal,
   ): Promise<{ status: number; html: Html }> {
     const notice = noticeOf(query);
     if (route.page === "executions") {
@@ -176,8 +190,8 @@ export function createHandler(
       const filters = listingFilters(query);
       const cursor = atMostOne(query, "cursor");
       const [page, queues] = await Promise.all([
-        readPage(store, filters, { limit: settings.pageSize, cursor }).catch(staleCursor),
-        backlog(store),
+        readPage(store, filters, { limit: settings.pageSize, cursor, signal }).catch(staleCursor),
+        backlog(store, signal),
       ]);
       return {
         status: 200,
@@ -185,6 +199,7 @@ export function createHandler(
           basePath,
           filters,
           page,
+          pageSize: settings.pageSize,
           later: cursor !== null,
           backlog: queues,
           now: Date.now() / 1000,
@@ -202,16 +217,54 @@ export function createHandler(
           html: messagePage(basePath, "No such execution", `There is no execution ${id}.`),
         };
       }
+      const { inspection, unreadable, ...parts } = detail;
+      const now = Date.now() / 1000;
+      if (unreadable !== null) {
+        const { reason, data } = unreadable;
+        return {
+          status: 200,
+          html: unreadableExecutionPage({
+            basePath,
+            id,
+            reason,
+            data,
+            ...parts,
+            now,
+            csrf,
+            notice,
+          }),
+        };
+      }
       return {
         status: 200,
         html: executionPage({
           basePath,
-          ...detail,
-          now: Date.now() / 1000,
+          id,
+          ...inspection,
+          ...parts,
+          now,
           csrf,
           notice,
           controls: settings.fleet !== null,
         }),
+      };
+    }
+    if (route.page === "trace") {
+      onlyParams(query, ["before"]);
+      const id = validKey(route.id, "an execution id");
+      const before = traceIndex(atMostOne(query, "before"));
+      const { trace, moreTrace } = await tracePage(store, id, before);
+      return { status: 200, html: tracePageView({ basePath, id, trace, moreTrace, before }) };
+    }
+    if (route.page === "timers") {
+      onlyParams(query, ["after"]);
+      const id = validKey(route.id, "an execution id");
+      const afterText = atMostOne(query, "after");
+      const after = afterText === null ? null : validPath(afterText);
+      const { timers, moreTimers } = await timerPage(store, id, after);
+      return {
+        status: 200,
+        html: timersPageView({ basePath, id, timers, moreTimers, after, now: Date.now() / 1000 }),
       };
     }
     onlyParams(query, NOTICE_PARAMS);
@@ -293,6 +346,10 @@ export function createHandler(
           error.headers,
         );
       }
+      if (request.signal.aborted) {
+        // The browser went away and the reads stopped: nobody reads this, and nothing failed.
+        return await respond(request, 503, null);
+      }
       try {
         settings.onError(error, request);
       } catch {
@@ -311,7 +368,10 @@ export function createHandler(
   };
 }
 
-/** The route of a path below the base path, or null; each segment percent-decoded once. */
+/**
+ * The route of a path below the base path, or null; each segment percent-decoded once, and an
+ * execution id's leading `~` taken off (see `pathSegment`).
+ */
 function routeOf(rest: string): Route | null {
   if (rest === "" || rest === "/") return { page: "executions" };
   let parts: string[];
@@ -321,17 +381,20 @@ function routeOf(rest: string): Route | null {
     throw new Refusal(400, "Bad request", "The address is not valid percent-encoded UTF-8.");
   }
   if (parts.some((part) => part === "")) return null;
-  const [section, name, op, ...extra] = parts;
+  const [section, segment, op, ...extra] = parts;
   if (extra.length) return null;
-  if (section === "executions" && name !== undefined) {
+  if (section === "executions" && segment !== undefined) {
+    const name = segmentValue(segment);
     if (op === undefined) return { page: "execution", id: name };
+    if (op === "trace") return { page: "trace", id: name };
+    if (op === "timers") return { page: "timers", id: name };
     if (op === "delete") return { action: "delete", id: name };
     return (CONTROL_CALLS as readonly string[]).includes(op)
       ? { action: op as ControlOp, id: name }
       : null;
   }
-  if (section === "dead-letters" && KINDS.includes(name as RelayKind)) {
-    const kind = name as RelayKind;
+  if (section === "dead-letters" && KINDS.includes(segment as RelayKind)) {
+    const kind = segment as RelayKind;
     if (op === undefined) return { page: "dead-letters", kind };
     return (DEAD_LETTER_OPS as readonly string[]).includes(op)
       ? { action: op as DeadLetterOp, kind }
@@ -414,6 +477,25 @@ function validKey(value: string, what: string): string {
     return checkKey("id", value, LIMITS.partitionKeyBytes);
   } catch {
     throw new Refusal(400, "Bad request", `That is not ${what}.`);
+  }
+}
+
+/** A trace page's `before`: a step's index (an integer), else 400. */
+function traceIndex(text: string | null): number | null {
+  if (text === null) return null;
+  const index = Number(text);
+  if (!/^-?[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(index)) {
+    throw new Refusal(400, "Bad request", "before must be a trace step's index (an integer).");
+  }
+  return index;
+}
+
+/** A timers page's `after`: a timer's path as the store takes it, else 400. */
+function validPath(value: string): string {
+  try {
+    return checkKey("after", value, LIMITS.sortKeyBytes);
+  } catch {
+    throw new Refusal(400, "Bad request", "after must be a timer's path.");
   }
 }
 

@@ -47,20 +47,38 @@ ${body}
 
 /**
  * A link inside the dashboard: the base path, each segment percent-encoded (an id holding `/`
- * or `..` stays one segment), then the query. The result still goes through `markup`'s escaping.
+ * or `..` stays one segment, see {@linkcode pathSegment}), then the query. The result still goes
+ * through `markup`'s escaping. Every segment must be well-formed Unicode (a lone surrogate has
+ * no percent-encoding: {@linkcode executionLink} shows such an id without a link).
  */
 export function href(
   basePath: string,
   segments: string[],
   query?: Record<string, string | string[] | null | undefined>,
 ): string {
-  const path = `${basePath}/${segments.map(encodeURIComponent).join("/")}`;
+  const path = `${basePath}/${segments.map(pathSegment).join("/")}`;
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query ?? {})) {
     for (const one of [value ?? []].flat()) params.append(name, one);
   }
   const search = params.toString();
   return search ? `${path}?${search}` : path;
+}
+
+/**
+ * A value as one path segment: percent-encoded, and `~` put before `.`, `..` and a value that
+ * starts with `~`. URL parsers (browsers', `new URL`) drop `.` and `..` segments, percent-encoded
+ * ones (`%2E`) too, so those ids could not be addressed as they are; {@linkcode segmentValue}
+ * takes one leading `~` off again.
+ */
+export function pathSegment(value: string): string {
+  const escaped = value === "." || value === ".." || value.startsWith("~") ? `~${value}` : value;
+  return encodeURIComponent(escaped);
+}
+
+/** The value of a decoded path segment that {@linkcode pathSegment} wrote: one leading `~` off. */
+export function segmentValue(segment: string): string {
+  return segment.startsWith("~") ? segment.slice(1) : segment;
 }
 
 /** A queue's name in a sentence: "outbox entries", "spawns", "timers". */
@@ -119,7 +137,26 @@ export function statusBadge(status: unknown): Html {
   return markup`<span class="${known ? `status ${known}` : "status"}">${text}</span>`;
 }
 
-/** An execution id as a link to its page. */
+/**
+ * An execution id as a link to its page; an id that is not well-formed Unicode (a lone
+ * surrogate another writer stored) has no address, and shows as JSON text without a link.
+ */
 export function executionLink(basePath: string, id: string): Html {
+  if (!id.isWellFormed()) {
+    return markup`<span class="mono" title="not valid Unicode: no page can be addressed">${
+      JSON.stringify(id)
+    }</span>`;
+  }
   return markup`<a class="mono" href="${href(basePath, ["executions", id])}">${id}</a>`;
+}
+
+/**
+ * A stored field as page text: a string or number as it is, null and undefined as nothing, and
+ * anything else another writer stored (an object, a boolean) as its JSON.
+ */
+export function fieldText(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return String(value);
+  return JSON.stringify(value) ?? String(value);
 }

@@ -4,6 +4,7 @@ import { checkKnownOptions, describe } from "../core/_validate.ts";
 import type { ExecutionStore } from "../core/types.ts";
 import type { DashboardOptions, FleetControl } from "./dashboard_options.ts";
 import { CsrfTokens } from "./_csrf.ts";
+import { checkHosts, type HostRule } from "./_hosts.ts";
 
 /** Checked options, with their defaults. */
 export interface Settings {
@@ -13,6 +14,7 @@ export interface Settings {
   fleet: FleetControl | null;
   challenge: string | null;
   origin: string | null;
+  hosts: HostRule[];
   pageSize: number;
   onError: (error: unknown, request: Request) => void;
   tokens: CsrfTokens;
@@ -26,6 +28,7 @@ const NAMES = [
   "challenge",
   "secret",
   "origin",
+  "hosts",
   "pageSize",
   "onError",
 ] as const satisfies readonly (keyof DashboardOptions)[];
@@ -36,6 +39,7 @@ const CALLS = [
   "backlog",
   "inspectExecution",
   "readTrace",
+  "readTimers",
   "deadLetters",
   "retryDeadLetter",
   "dropDeadLetter",
@@ -80,6 +84,7 @@ export function checkSettings(store: ExecutionStore, options: DashboardOptions):
     challenge,
     secret,
     origin,
+    hosts,
     pageSize = 50,
     onError = (error: unknown) => console.error("harel dashboard:", error),
   } = options;
@@ -117,13 +122,15 @@ export function checkSettings(store: ExecutionStore, options: DashboardOptions):
   if (typeof onError !== "function") {
     throw new TypeError(`onError must be a function, got ${describe(onError)}`);
   }
+  const checkedOrigin = origin === undefined ? null : checkOrigin(origin);
   return {
     authorize,
     basePath: checkBasePath(basePath),
     actions,
     fleet: fleet ?? null,
     challenge: challenge ?? null,
-    origin: origin === undefined ? null : checkOrigin(origin),
+    origin: checkedOrigin,
+    hosts: checkHosts(hosts, checkedOrigin),
     pageSize,
     onError,
     tokens: new CsrfTokens(secret),

@@ -4,7 +4,8 @@
 // page's memory, store calls and read units do not grow with the tables
 // (tests/dashboard/cost_test.ts measures them).
 import type { ExecutionSummary, Status } from "../core/documents.ts";
-import type { ExecutionInspection } from "../core/operator_types.ts";
+import type { ExecutionInspection, TimerState } from "../core/operator_types.ts";
+import { UnreadableExecution } from "../core/errors.ts";
 import type {
   DeadLetter,
   ExecutionOutbox,
@@ -12,11 +13,24 @@ import type {
   RelayItem,
   RelayKey,
   RelayKind,
+  UnreadableExecutionRow,
 } from "../core/types.ts";
 import { KINDS } from "./_layout.ts";
 
 /** How many rows each backlog count reads before it says "N+". */
 export const SUMMARY_CAP = 100;
+/**
+ * The most stored rows one page of the listing reads (index entries and the items they name,
+ * or with `status=any` items of the table), at least 3 × `pageSize`: a filter few executions
+ * match (`?definition=`, `?before=`) answers a short page after that many, with a link that
+ * goes on, instead of reading the whole table.
+ */
+export const EXAMINE_BUDGET = 500;
+
+/** A listing page's budget of rows: `EXAMINE_BUDGET`, or three rows per row it shows. */
+export function examineBudget(pageSize: number): number {
+  return Math.max(EXAMINE_BUDGET, 3 * pageSize);
+}
 /**
  * How long one "Retry all" or "Drop all" request works before it answers with the count so far
  * (pressing it again goes on): a request must end before a proxy or the platform gives up on it.
@@ -62,6 +76,8 @@ export interface ExecutionsPage {
   items: ExecutionSummary[];
   /** The cursor of the next page, or null. */
   nextCursor: string | null;
+  /** The items of this page whose document cannot be read: key and why. */
+  unreadable?: UnreadableExecutionRow[];
 }
 
 /** The filters of the executions listing. */
@@ -85,12 +101,13 @@ export function statusesOf(filters: ExecutionFilters): Status[] | null {
 
 /**
  * One page of executions: with statuses, latest to enter their status first (O(page) through the status
- * index); with `"any"`, a page of the table in its order (O(page): `limit + 1` items read).
+ * index); with `"any"`, a page of the table in its order (O(page): `limit + 1` items read). A
+ * filter reads at most `EXAMINE_BUDGET` rows; `signal` (the request's) stops the reads.
  */
 export async function executionsPage(
   store: ExecutionStore,
   filters: ExecutionFilters,
-  options: { limit: number; cursor: string | null },
+  options: { limit: number; cursor: string | null; signal?: AbortSignal },
 ): Promise<ExecutionsPage> {
   const statuses = statusesOf(filters);
   const page = await store.listExecutions({
@@ -99,8 +116,10 @@ export async function executionsPage(
     ...(filters.before === null ? {} : { updatedBefore: filters.before.seconds }),
     limit: options.limit,
     cursor: options.cursor,
+    maxExamined: examineBudget(options.limit),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
-  return { items: page.items, nextCursor: page.nextCursor };
+  return { items: page.items, nextCursor: page.nextCursor, unreadable: page.unreadable ?? [] };
 }
 
 /**
@@ -108,8 +127,12 @@ export async function executionsPage(
  * `SUMMARY_CAP` rows of the relay index. Reads only (a relay pass's own read of the outbox
  * records held targets, a write a page must not make).
  */
-export async function backlog(store: ExecutionStore): Promise<QueueBacklog[]> {
-  const all = await Promise.all(KINDS.map((kind) => store.backlog(kind, { limit: SUMMARY_CAP })));
+export async function backlog(
+  store: ExecutionStore,
+  signal?: AbortSignal,
+): Promise<QueueBacklog[]> {
+  const options = { limit: SUMMARY_CAP, ...(signal ? { signal } : {}) };
+  const all = await Promise.all(KINDS.map((kind) => store.backlog(kind, options)));
   const capped = (n: number): CappedCount => ({ n, capped: n >= SUMMARY_CAP });
   return all.map((b, i) => ({
     kind: KINDS[i]!,
@@ -126,22 +149,86 @@ export async function backlog(store: ExecutionStore): Promise<QueueBacklog[]> {
 export const OUTBOX_SHOWN = 50;
 
 /**
- * An execution with when it was last committed and expires, its timers with their relay state,
- * its trace, and its outbox entries (by key: O(`OUTBOX_SHOWN`)); null when there is no such
- * execution. Three calls in parallel.
+ * The most trace steps an execution's page shows, the newest (a ring kept whole, `traceMax: 0`,
+ * can be long), and the most a trace page shows: the rest are a link away.
+ */
+export const TRACE_SHOWN = 50;
+/** The most timers an execution's page shows (the first by path), and a timers page. */
+export const TIMERS_SHOWN = 50;
+
+/** What an execution's page shows of its timers and trace: at most a page of each. */
+export interface ExecutionParts {
+  /** Its first timers by path, at most `TIMERS_SHOWN`. */
+  timers: TimerState[];
+  /** Whether it has more timers than these. */
+  moreTimers: boolean;
+  /** Its newest trace steps, oldest first, at most `TRACE_SHOWN`. */
+  trace: Record<string, unknown>[];
+  /** Whether it has older steps than these. */
+  moreTrace: boolean;
+  /** Its outbox entries, found by key: at most `OUTBOX_SHOWN` of each list. */
+  outbox: ExecutionOutbox;
+}
+
+/**
+ * An execution with when it was last committed and expires, a page of its timers and of its
+ * trace (O(page): `TIMERS_SHOWN + 1` timers and `TRACE_SHOWN + 1` steps are read, to know
+ * whether there are more); null when there is no such execution. When its document cannot be
+ * read, `unreadable` says why and what is stored, and the timers, trace and outbox entries are
+ * still there. Four calls in parallel.
  */
 export async function executionDetail(
   store: ExecutionStore,
   id: string,
 ): Promise<
-  (ExecutionInspection & { trace: Record<string, unknown>[]; outbox: ExecutionOutbox }) | null
+  | (
+    & ExecutionParts
+    & (
+      | { inspection: ExecutionInspection; unreadable: null }
+      | { inspection: null; unreadable: UnreadableExecution }
+    )
+  )
+  | null
 > {
-  const [inspection, trace, outbox] = await Promise.all([
-    store.inspectExecution(id),
-    store.readTrace(id),
+  const [inspection, timers, trace, outbox] = await Promise.all([
+    store.inspectExecution(id, { timerLimit: 0 }).catch((error) => {
+      if (error instanceof UnreadableExecution) return error;
+      throw error;
+    }),
+    timerPage(store, id, null),
+    tracePage(store, id, null),
     store.executionOutbox(id, { limit: OUTBOX_SHOWN }),
   ]);
-  return inspection === null ? null : { ...inspection, trace, outbox };
+  if (inspection === null) return null;
+  return inspection instanceof UnreadableExecution
+    ? { inspection: null, unreadable: inspection, outbox, ...timers, ...trace }
+    : { inspection, unreadable: null, outbox, ...timers, ...trace };
+}
+
+/** A page of an execution's timers by path (after `after`), and whether more follow. */
+export async function timerPage(
+  store: ExecutionStore,
+  id: string,
+  after: string | null,
+): Promise<Pick<ExecutionParts, "timers" | "moreTimers">> {
+  const timers = await store.readTimers(id, {
+    limit: TIMERS_SHOWN + 1,
+    ...(after === null ? {} : { after }),
+  });
+  return { timers: timers.slice(0, TIMERS_SHOWN), moreTimers: timers.length > TIMERS_SHOWN };
+}
+
+/** A page of an execution's trace, the newest steps below `before`, and whether older follow. */
+export async function tracePage(
+  store: ExecutionStore,
+  id: string,
+  before: number | null,
+): Promise<Pick<ExecutionParts, "trace" | "moreTrace">> {
+  const trace = await store.readTrace(id, {
+    limit: TRACE_SHOWN + 1,
+    ...(before === null ? {} : { before }),
+  });
+  return { trace: trace.slice(-TRACE_SHOWN), moreTrace: trace.length > TRACE_SHOWN };
 }
 
 /** The `limit` lowest dead letters of a queue, and whether there may be more. */

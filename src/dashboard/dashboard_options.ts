@@ -110,6 +110,15 @@ export interface DashboardOptions {
    */
   origin?: string;
   /**
+   * The host names the dashboard answers to (`Host` header): a name, a name and port
+   * (`"ops.internal:8443"`: that port only) or `"*.example.com"` (the names below it). Any other
+   * request is answered 421 before `authorize` and without reading the store: a page of another
+   * site that the browser sends here under its own name (DNS rebinding) gets nothing. `origin`'s
+   * host is always taken. Set it behind a proxy or on a real host name.
+   * @default {["localhost", "127.0.0.1", "[::1]"] (any port)}
+   */
+  hosts?: string[];
+  /**
    * Executions per page of the listing, and dead letters per page, 1 to 1000.
    * @default {50}
    */

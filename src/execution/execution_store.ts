@@ -10,7 +10,8 @@ import { planBulkDelete, planListing } from "./listing/_listing.ts";
 import { indexPage } from "./listing/_status_listing.ts";
 import { checkCatchUpOptions } from "./listing/_status_feed.ts";
 import { deleteSelected } from "./listing/_bulk_delete.ts";
-import { inspect } from "./listing/_inspect.ts";
+import { inspect, readTimers } from "./listing/_inspect.ts";
+import { readTraceSteps } from "./listing/_trace_pages.ts";
 import { executionOutbox } from "./queue/_execution_outbox.ts";
 import type * as O from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
@@ -98,11 +99,9 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose tables exist.
    *
-   * @throws {TypeError} For options of the wrong type (a `RangeError` for one out of its range),
-   *   before anything is sent.
+   * @throws {TypeError} For options of the wrong type (`RangeError`: out of range), before sending.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
-   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
-   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
    */
@@ -124,8 +123,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * await store.ensureTables();
    * ```
    *
-   * @throws {Error} The SDK's error when a table cannot be created or described (e.g.
-   *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
+   * @throws {Error} The SDK's error when a table cannot be created or described (IAM, ...).
    */
   async ensureTables(): Promise<void> {
     this.#open("ensureTables");
@@ -262,17 +260,21 @@ export class DynamoDBStore implements T.ExecutionStore {
     await this.#ctx.ring.append(id, index, json);
   }
 
-  /** The execution's trace, oldest step first, each with its `index`. */
-  async readTrace(id: string): Promise<Record<string, unknown>[]> {
+  /** The execution's trace, oldest first, each step with its `index` (`limit`: the newest). */
+  async readTrace(id: string, options?: O.TraceReadOptions): Promise<Record<string, unknown>[]> {
     this.#open("readTrace");
-    checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await this.#ctx.ring.read(id);
+    return await readTraceSteps(this.#ctx, id, options);
+  }
+
+  /** The execution's timers by path, with their relay bookkeeping: O(`limit`), after `after`. */
+  async readTimers(id: string, options?: O.TimerReadOptions): Promise<O.TimerState[]> {
+    this.#open("readTimers");
+    return await readTimers(this.#ctx, id, options);
   }
 
   /**
-   * One page of executions: with `status`, latest to enter their status first from the status index, O(`limit`);
-   * else (or with `scan`) in scan order, `limit + 1` items read first. A short page may still
-   * have a `nextCursor`; `null` is the end. See docs/operations.md.
+   * One page of executions: with `status`, latest to enter it first from the status index,
+   * O(`limit`); else in scan order. A short page may have a `nextCursor`; `null` is the end.
    *
    * @throws {RangeError} For a bad `limit` or `updatedBefore` (a `TypeError` for a bad filter).
    * @throws {InvalidCursor} For a `cursor` of another listing (table or filters).
@@ -311,14 +313,14 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await deleteSelected(this.#ctx, planBulkDelete(options), this.#ctx.resends);
   }
 
-  /**
-   * The execution, when it was last committed and expires, and its timers with their relay
-   * bookkeeping; `null` when absent or expired. Two reads in parallel: O(its timers).
-   */
-  async inspectExecution(id: string): Promise<O.ExecutionInspection | null> {
+  /** The execution with its commit, expiry and timers (O(`timerLimit`)); `null` when absent. */
+  async inspectExecution(
+    id: string,
+    options?: O.InspectOptions,
+  ): Promise<O.ExecutionInspection | null> {
     this.#open("inspectExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
-    return await inspect(this.#ctx, id);
+    return await inspect(this.#ctx, id, options);
   }
 
   /** Its outbox entries, found by key: see {@linkcode T.ExecutionStore.executionOutbox}. */
@@ -571,7 +573,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     this.#open("backlog");
     checks.checkRelayKind(kind);
     const limit = checks.checkBacklogLimit(options);
-    return await backlog(this.#ctx, kind, limit, this.#ctx.now() / 1000);
+    return await backlog(this.#ctx, kind, limit, this.#ctx.now() / 1000, options?.signal);
   }
 
   /**

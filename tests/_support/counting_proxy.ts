@@ -2,8 +2,15 @@
 // so the calls create() makes (on a client it builds itself) count too.
 import { endpoint } from "./env.ts";
 
-/** A proxy to the test DynamoDB recording each operation; `failFirst` requests answer 503. */
-export function countingProxy(failFirst = 0): {
+/**
+ * A proxy to the test DynamoDB recording each operation; `failFirst` requests answer 503.
+ * `hold`, when given, is awaited (with the operation and how many calls came so far) before a
+ * call is answered: a test can stop the world there.
+ */
+export function countingProxy(
+  failFirst = 0,
+  hold?: (call: string, count: number) => Promise<void>,
+): {
   calls: string[];
   url: string;
   server: Deno.HttpServer<Deno.NetAddr>;
@@ -11,7 +18,9 @@ export function countingProxy(failFirst = 0): {
   const calls: string[] = [];
   let failures = failFirst;
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
-    calls.push((request.headers.get("x-amz-target") ?? "?").replace(/^DynamoDB_\d+\./, ""));
+    const call = (request.headers.get("x-amz-target") ?? "?").replace(/^DynamoDB_\d+\./, "");
+    calls.push(call);
+    await hold?.(call, calls.length);
     if (failures > 0) {
       failures--;
       return new Response("busy", { status: 503 });

@@ -7,6 +7,8 @@ import type { ExecutionStore } from "../../mod.ts";
 
 /** The origin the requests are made on. */
 export const ORIGIN = "http://ops.test";
+/** The dashboards' host (`hosts`): `ORIGIN`'s. */
+export const HOST = "ops.test";
 /** A dashboard's request handler. */
 export type Handler = (request: Request) => Promise<Response>;
 
@@ -31,9 +33,9 @@ export async function seeded() {
   return { store, exe, outbox, timer };
 }
 
-/** A dashboard over `store`, everyone let in, actions on (options override). */
+/** A dashboard over `store` on `ORIGIN`'s host, everyone let in, actions on (options override). */
 export function build(store: ExecutionStore, options: Partial<DashboardOptions> = {}): Handler {
-  return dashboard(store, { authorize: () => true, actions: true, ...options });
+  return dashboard(store, { authorize: () => true, actions: true, hosts: [HOST], ...options });
 }
 
 /** A browser's session: the cookie the dashboard set, and the token of its forms. */

@@ -17,6 +17,7 @@ import type {
   DynamoDBStateStoreOptions,
   DynamoDBStoreOptions,
   ExecutionOutboxOptions,
+  InspectOptions,
   ListOptions,
   OutboxRelayOptions,
   ReadLimitOptions,
@@ -24,6 +25,8 @@ import type {
   RelayOptions,
   SetOptions,
   SweepOptions,
+  TimerReadOptions,
+  TraceReadOptions,
 } from "../../mod.ts";
 import {
   type MemoryStateStoreOptions,
@@ -73,6 +76,9 @@ Deno.test("each list of option names is its options interface, name for name (ch
     backlog: names("backlog()"),
     executionOutbox: names("executionOutbox()"),
     set: names("set()"),
+    trace: names("readTrace()"),
+    timers: names("readTimers()"),
+    inspect: names("inspectExecution()"),
   };
   exact<Names<DynamoDBStoreOptions, typeof lists.dynamo>>(true);
   exact<Names<CreateStoreOptions, typeof lists.create>>(true);
@@ -96,6 +102,9 @@ Deno.test("each list of option names is its options interface, name for name (ch
   exact<Names<BacklogOptions, typeof lists.backlog>>(true);
   exact<Names<ExecutionOutboxOptions, typeof lists.executionOutbox>>(true);
   exact<Names<SetOptions, typeof lists.set>>(true);
+  exact<Names<TraceReadOptions, typeof lists.trace>>(true);
+  exact<Names<TimerReadOptions, typeof lists.timers>>(true);
+  exact<Names<InspectOptions, typeof lists.inspect>>(true);
   exact<Names<BackoffOptions, ["minDelayMs", "maxDelayMs", "multiplier"]>>(true);
   exact<Names<NonNullable<RelayOptions["backoff"]>, ["minSeconds", "maxSeconds"]>>(true);
   for (const [entry, list] of Object.entries(OPTION_NAMES)) {

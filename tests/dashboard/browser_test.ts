@@ -328,3 +328,148 @@ Deno.test("a POST forged by another site is refused with 403 and changes nothing
     });
   }
 });
+
+/** A hostile page's script: it reads the dashboard's pages at `base`, takes a token, and posts. */
+function hostileScript(base: string, id: string, seq: number): string {
+  return `<!doctype html><title>cute cats</title><body><script>
+(async () => {
+  const out = {};
+  const attempt = async (name, run) => {
+    try { out[name] = await run(); } catch (error) { out[name] = "blocked: " + error.name; }
+  };
+  let token = "made-up";
+  await attempt("list", async () => {
+    const response = await fetch("${base}/");
+    const page = await response.text();
+    return { status: response.status, sawExecution: page.includes("${id}") };
+  });
+  await attempt("execution", async () => {
+    const response = await fetch("${base}/executions/${id}");
+    const page = await response.text();
+    token = (page.match(/name="csrf" value="([^"]+)"/) || [])[1] || token;
+    return { status: response.status, tookToken: token !== "made-up" };
+  });
+  const form = { "content-type": "application/x-www-form-urlencoded" };
+  await attempt("delete", async () => (await fetch("${base}/executions/${id}/delete", {
+    method: "POST", mode: "no-cors", credentials: "include", headers: form,
+    body: "csrf=" + encodeURIComponent(token) + "&confirm=yes",
+  })).status);
+  await attempt("drop", async () => (await fetch("${base}/dead-letters/outbox/drop", {
+    method: "POST", mode: "no-cors", credentials: "include", headers: form,
+    body: "csrf=" + encodeURIComponent(token) + "&seq=${seq}&confirm=yes",
+  })).status);
+  document.body.dataset.result = JSON.stringify(out);
+})();
+</script></body>`;
+}
+
+Deno.test("a hostile page in another tab gets nothing and changes nothing: from another origin, or rebinding its own name to the dashboard", async (t) => {
+  await using store = await freshStore();
+  const [seq] = await deadLetters(store);
+  const exe = newExecution({ definition_id: "secret-order", status: "RUNNING" });
+  await store.commit(exe, { trace: { event: "start" } });
+  // The docs' choice on a machine only you can reach: no password, actions on, no hosts option.
+  const handler = dashboard(store, { authorize: () => true, actions: true });
+  const answered: { host: string; path: string; method: string; status: number }[] = [];
+  let attack = "";
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      const url = new URL(request.url);
+      const host = request.headers.get("host") ?? url.host;
+      // Before the rebinding, evil.example's own server (the attacker's) served this page.
+      if (url.pathname === "/attack.html" && host.startsWith("evil.example")) {
+        return new Response(attack, { headers: { "content-type": "text/html" } });
+      }
+      const response = await handler(request);
+      if (url.pathname !== "/favicon.ico") {
+        answered.push({
+          host,
+          path: url.pathname,
+          method: request.method,
+          status: response.status,
+        });
+      }
+      return response;
+    },
+  );
+  const port = server.addr.port;
+  await using browser = await launchBrowser(["--host-resolver-rules=MAP evil.example 127.0.0.1"]);
+  // The operator's own tab: a session, a token, the pages.
+  const operator = await browser.newPage();
+  const own = await operator.goto(`http://127.0.0.1:${port}/executions/${exe.id}`);
+  assert.equal(own!.status(), 200);
+  assert.match(await bodyText(operator), /secret-order/);
+
+  const unchanged = async () => {
+    assert.equal((await store.load(exe.id))?.id, exe.id, "the execution is still there");
+    assert.ok(
+      (await store.deadLetters("outbox")).some((letter) => letter.key === seq),
+      "the dead letter is still there",
+    );
+  };
+  const runAttack = async (url: string) => {
+    const tab = await browser.newPage();
+    await tab.goto(url);
+    await tab.waitForSelector("body[data-result]", { timeout: 10_000 });
+    const result = JSON.parse(
+      await tab.$eval(
+        "body",
+        (body) => (body as unknown as { dataset: { result: string } }).dataset.result,
+      ),
+    );
+    await tab.close();
+    return result;
+  };
+
+  await t.step(
+    "a page that rebinds evil.example to 127.0.0.1 reads nothing: every request is 421",
+    async () => {
+      answered.length = 0;
+      attack = hostileScript("", exe.id, seq!); // same-origin to the browser, after the rebinding
+      const result = await runAttack(`http://evil.example:${port}/attack.html`);
+      assert.deepEqual(result.list, { status: 421, sawExecution: false });
+      assert.deepEqual(result.execution, { status: 421, tookToken: false });
+      assert.deepEqual([result.delete, result.drop], [421, 421]);
+      // A browser may send a request answered 421 once more, on a new connection: each is 421.
+      assert.deepEqual(
+        [...new Set(answered.map((a) => `${a.method} ${a.path} ${a.status}`))],
+        [
+          "GET / 421",
+          `GET /executions/${exe.id} 421`,
+          `POST /executions/${exe.id}/delete 421`,
+          "POST /dead-letters/outbox/drop 421",
+        ],
+      );
+      await unchanged();
+    },
+  );
+
+  await t.step(
+    "a page of another origin (another port) can read nothing and its posts are refused",
+    async () => {
+      answered.length = 0;
+      await using other = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        () =>
+          new Response(hostileScript(`http://127.0.0.1:${port}`, exe.id, seq!), {
+            headers: { "content-type": "text/html" },
+          }),
+      );
+      const result = await runAttack(`http://127.0.0.1:${other.addr.port}/`);
+      assert.match(String(result.list), /^blocked/, "the browser lets it read no page");
+      assert.match(String(result.execution), /^blocked/);
+      for (const post of [result.delete, result.drop]) {
+        // An opaque answer (status 0), or none at all: the dashboard's CORP header refuses it.
+        assert.match(String(post), /^(0|blocked: TypeError)$/, "it learns nothing of the answer");
+      }
+      const posts = answered.filter((a) => a.method === "POST");
+      assert.deepEqual(posts.map((a) => a.status), [403, 403], JSON.stringify(answered));
+      await unchanged();
+    },
+  );
+
+  // And the operator's own tab still works.
+  const again = await operator.goto(`http://127.0.0.1:${port}/executions/${exe.id}`);
+  assert.equal(again!.status(), 200);
+});

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { authorizeToken, dashboard, type DashboardOptions } from "../../src/dashboard.ts";
 import { MemoryStore } from "../../src/testing.ts";
-import { build, deadSeqs, openSession, ORIGIN, post, seeded } from "../_support/dashboard.ts";
+import { build, deadSeqs, HOST, openSession, ORIGIN, post, seeded } from "../_support/dashboard.ts";
 
 Deno.test("building a dashboard without authorize throws a TypeError that says how to let a local machine in", () => {
   const store = new MemoryStore();
@@ -179,7 +179,7 @@ Deno.test("methods other than GET, HEAD and POST are answered 405 with Allow", a
     assert.equal(response.headers.get("allow"), "GET, HEAD, POST");
     await response.body?.cancel();
   }
-  const readOnly = await dashboard(store, { authorize: () => true })(
+  const readOnly = await dashboard(store, { authorize: () => true, hosts: [HOST] })(
     new Request(`${ORIGIN}/`, { method: "DELETE" }),
   );
   assert.equal(readOnly.headers.get("allow"), "GET, HEAD");
@@ -188,7 +188,7 @@ Deno.test("methods other than GET, HEAD and POST are answered 405 with Allow", a
 
 Deno.test("with actions off (the default) pages have no buttons and no session, and every POST is 405 and changes nothing", async () => {
   const { store, exe, outbox } = await seeded();
-  const handler = dashboard(store, { authorize: () => true });
+  const handler = dashboard(store, { authorize: () => true, hosts: [HOST] });
   for (
     const path of ["/", `/executions/${exe.id}`, "/dead-letters/outbox", "/dead-letters/timers"]
   ) {
@@ -464,4 +464,160 @@ Deno.test("authorizeToken lets in the token as a bearer token or a Basic passwor
     assert.equal(await ask(wrong), false, String(wrong));
   }
   assert.throws(() => authorizeToken("short"), TypeError);
+});
+
+/** `store` with every call it receives recorded by name. */
+function recording(store: MemoryStore): { store: MemoryStore; calls: string[] } {
+  const calls: string[] = [];
+  const proxy = new Proxy(store, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        calls.push(String(name));
+        return value.apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, calls };
+}
+
+Deno.test("a request under another host name (DNS rebinding) is 421 on every method, before authorize and without a store call", async () => {
+  const seed = await seeded();
+  const { store, calls } = recording(seed.store);
+  let asked = 0;
+  // The docs' choice on a machine only you can reach: no password, and no hosts option.
+  const handler = dashboard(store, {
+    authorize: () => (asked++, true),
+    actions: true,
+  });
+  const own = await handler(new Request("http://127.0.0.1:8000/dead-letters/outbox"));
+  assert.equal(own.status, 200);
+  const session = own.headers.get("set-cookie")!.split(";")[0]!;
+  const token = (await own.text()).match(/name="csrf" value="([^"]+)"/)![1]!;
+  calls.length = 0;
+  asked = 0;
+  const evil = "http://evil.example:8000";
+  const form = `csrf=${encodeURIComponent(token)}&seq=${seed.outbox[0]}&confirm=yes`;
+  const requests: [string, Request][] = [
+    ["GET of the first page", new Request(`${evil}/`)],
+    ["HEAD", new Request(`${evil}/`, { method: "HEAD" })],
+    ["GET of an execution", new Request(`${evil}/executions/${seed.exe.id}`)],
+    ["GET outside any page", new Request(`${evil}/nowhere`)],
+    ["DELETE", new Request(`${evil}/`, { method: "DELETE" })],
+    [
+      "a same-origin POST with the session's token",
+      new Request(
+        `${evil}/executions/${seed.exe.id}/delete`,
+        {
+          method: "POST",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            origin: evil,
+            "sec-fetch-site": "same-origin",
+            cookie: session,
+          },
+          body: form,
+        },
+      ),
+    ],
+    [
+      "a Host header that is not the dashboard's, on a loopback URL",
+      new Request(
+        "http://127.0.0.1:8000/",
+        { headers: { host: "evil.example:8000" } },
+      ),
+    ],
+    ["a Host that only ends like one", new Request("http://localhost.evil.example/")],
+    ["a Host that is no host", new Request("http://127.0.0.1/", { headers: { host: "a b" } })],
+  ];
+  for (const [what, request] of requests) {
+    const response = await handler(request);
+    assert.equal(response.status, 421, what);
+    const page = await response.text();
+    const body = page.slice(page.indexOf("</style>"));
+    assert.doesNotMatch(body, new RegExp(`${seed.exe.id}|order|billing|csrf`), what);
+    assert.equal(response.headers.get("set-cookie"), null, what);
+    assert.ok(response.headers.get("content-security-policy"), what);
+  }
+  assert.deepEqual(calls, [], "no store call was made");
+  assert.equal(asked, 0, "authorize was never asked");
+  assert.ok(await store.load(seed.exe.id), "the execution is still there");
+  assert.deepEqual(await deadSeqs(seed.store), seed.outbox);
+});
+
+Deno.test("by default the dashboard answers to localhost, 127.0.0.1 and [::1], on any port", async () => {
+  const handler = dashboard(new MemoryStore(), { authorize: () => true });
+  for (
+    const url of [
+      "http://localhost/",
+      "http://localhost:8787/",
+      "http://127.0.0.1:9/",
+      "http://[::1]:8000/",
+      "https://LOCALHOST/",
+    ]
+  ) {
+    const response = await handler(new Request(url));
+    assert.equal(response.status, 200, url);
+    await response.body?.cancel();
+  }
+});
+
+Deno.test("hosts lets a dashboard answer to its real names behind a proxy: a name, a name at one port, the names below a domain", async () => {
+  const handler = dashboard(new MemoryStore(), {
+    authorize: () => true,
+    hosts: ["ops.example.com", "ops.internal:8443", "*.ops.example.org"],
+  });
+  const cases: [string, number][] = [
+    ["https://ops.example.com/", 200],
+    ["http://ops.example.com:8080/", 200],
+    ["https://ops.internal:8443/", 200],
+    ["https://ops.internal:8444/", 421],
+    ["https://ops.internal/", 421],
+    ["https://eu.ops.example.org/", 200],
+    ["https://ops.example.org/", 421],
+    ["https://ops.example.com.evil.test/", 421],
+    ["http://localhost/", 421],
+  ];
+  for (const [url, status] of cases) {
+    const response = await handler(new Request(url));
+    assert.equal(response.status, status, url);
+    await response.body?.cancel();
+  }
+  const behind = dashboard(new MemoryStore(), {
+    authorize: () => true,
+    origin: "https://ops.example.com",
+  });
+  for (const [url, status] of [["https://ops.example.com/", 200], ["http://localhost/", 200]]) {
+    const response = await behind(new Request(url as string));
+    assert.equal(response.status, status, `origin's host and the loopback names: ${url}`);
+    await response.body?.cancel();
+  }
+});
+
+Deno.test("hosts that are not host names are refused when the dashboard is built, naming the entry", () => {
+  const authorize = () => true;
+  const store = new MemoryStore();
+  assert.throws(
+    () => dashboard(store, { authorize, hosts: [] }),
+    /hosts must be a non-empty array/,
+  );
+  assert.throws(
+    () => dashboard(store, { authorize, hosts: "ops.example.com" as never }),
+    /hosts must be a non-empty array .*got "ops.example.com"/,
+  );
+  for (const entry of ["https://ops.example.com", "ops.example.com/dashboard", "a b", "*", ""]) {
+    assert.throws(
+      () => dashboard(store, { authorize, hosts: ["localhost", entry] }),
+      (error: Error) =>
+        error instanceof TypeError && error.message.startsWith("hosts[1] must be a host name"),
+      entry,
+    );
+  }
+  assert.throws(() => dashboard(store, { authorize, hosts: ["a:70000"] }), /hosts\[0\]/);
+  assert.throws(() => dashboard(store, { authorize, hosts: [42 as never] }), /got 42/);
+  assert.throws(
+    () => dashboard(store, { authorize, host: ["a"] } as never),
+    /did you mean "hosts"\?/,
+  );
 });

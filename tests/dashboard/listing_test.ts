@@ -189,3 +189,64 @@ Deno.test("an execution's page shows when it was last committed and expires, and
   assert.match(done, /<dt>Expires<\/dt><dd>[^<]+ UTC <span class="muted">\(in 7 d\)/);
   assert.match(done, /<h2 id="timers">Timers \(1\)<\/h2>/);
 });
+
+Deno.test("an execution's trace and timers pages go through all of them, 50 a page, and refuse a bad before or after", async () => {
+  const store = new MemoryStore({ traceMax: 0 });
+  const exe = newExecution({ definition_id: "order", status: "RUNNING" });
+  const paths = Array.from({ length: 120 }, (_, i) => `order.t${String(i).padStart(3, "0")}`);
+  for (let at = 0; at < paths.length; at += 60) {
+    await store.commit(exe, {
+      timers: paths.slice(at, at + 60).map((path, i) => ({
+        action: "schedule" as const,
+        path,
+        fireAt: 2e9 - at - i,
+      })),
+    });
+  }
+  for (let i = 0; i < 119; i++) await store.commit(exe, { trace: { event: `e${i}` } });
+  const handler = build(store);
+  const text = async (path: string) => {
+    const response = await handler(new Request(`${ORIGIN}${path}`));
+    return { status: response.status, page: await response.text() };
+  };
+  const open = await text(`/executions/${exe.id}`);
+  assert.match(open.page, /Trace \(the newest 50 steps, oldest first\)/);
+  assert.match(open.page, /Timers \(the first 50 by path of more\)/);
+
+  const steps: number[] = [];
+  let trace = (open.page.match(/rel="prev" href="([^"]+)"/)?.[1] ?? "").replaceAll("&amp;", "&");
+  for (let pages = 0; trace; pages++) {
+    assert.ok(pages < 5, "the trace pages end");
+    const { status, page } = await text(trace);
+    assert.equal(status, 200, trace);
+    steps.push(...[...page.matchAll(/<span class="step">e(\d+)<\/span>/g)].map((m) => +m[1]!));
+    trace = (page.match(/rel="prev" href="([^"]+)"/)?.[1] ?? "").replaceAll("&amp;", "&");
+  }
+  assert.deepEqual(steps, [
+    ...Array.from({ length: 50 }, (_, i) => 19 + i),
+    ...Array.from({ length: 19 }, (_, i) => i),
+  ]);
+
+  const seen: string[] = [];
+  let timers: string | undefined = `/executions/${exe.id}/timers`;
+  for (let pages = 0; timers; pages++) {
+    assert.ok(pages < 5, "the timers pages end");
+    const { status, page } = await text(timers);
+    assert.equal(status, 200, timers);
+    seen.push(...[...page.matchAll(/<tr><td class="mono">([^<]+)<\/td>/g)].map((m) => m[1]!));
+    timers = page.match(/rel="next" href="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&");
+  }
+  assert.deepEqual(seen, paths, "every timer once, by path");
+
+  for (
+    const path of [
+      `/executions/${exe.id}/trace?before=x`,
+      `/executions/${exe.id}/trace?before=1.5`,
+      `/executions/${exe.id}/trace?before=1&before=2`,
+      `/executions/${exe.id}/trace?cursor=1`,
+      `/executions/${exe.id}/timers?after=${"p".repeat(2000)}`,
+    ]
+  ) {
+    assert.equal((await text(path)).status, 400, path);
+  }
+});

@@ -358,20 +358,47 @@ Deno.test("the execution page escapes the document and every trace step", () => 
   assert.ok(page.includes("&lt;script&gt;alert(\\&quot;pwned\\&quot;)"), "inside the JSON too");
 });
 
-Deno.test("a long trace shows its newest steps, and says how many there are", () => {
-  const trace = Array.from({ length: 700 }, (_, index) => ({ index, event: `e${index}` }));
+Deno.test("a long trace shows the newest steps it is given, and links the steps before the oldest", () => {
+  const trace = Array.from({ length: 50 }, (_, i) => ({ index: 650 + i, event: `e${650 + i}` }));
   const page = executionPage({
     basePath: "",
+    id: "e1",
     execution: newExecution({ id: "e1", definition_id: "d" }),
     ...NO_FACTS,
     trace,
+    moreTrace: true,
     csrf: null,
   }).toString();
-  assert.match(page, /Trace \(700 steps, oldest first\)/);
-  assert.match(page, /The last 500 steps of 700\./);
+  assert.match(page, /Trace \(the newest 50 steps, oldest first\)/);
   const shown = [...page.matchAll(/<span class="step">e(\d+)<\/span>/g)].map((m) => Number(m[1]));
-  assert.equal(shown.length, 500);
-  assert.deepEqual([shown[0], shown.at(-1)], [200, 699]);
+  assert.deepEqual([shown.length, shown[0], shown.at(-1)], [50, 650, 699]);
+  assert.match(page, /<a rel="prev" href="\/executions\/e1\/trace\?before=650">Older steps<\/a>/);
+});
+
+Deno.test("an execution page with more timers than it shows says they are the first by path and links them all", () => {
+  const timer = (path: string, fireAt: number): TimerState => ({
+    executionId: "e1",
+    path,
+    fireAt,
+    attempts: 0,
+    retryAt: null,
+    deadAt: null,
+    lastError: null,
+  });
+  const page = executionPage({
+    basePath: "",
+    id: "e1",
+    execution: newExecution({ id: "e1", definition_id: "d" }),
+    ...NO_FACTS,
+    timers: [timer("a", 300), timer("b", 100)],
+    moreTimers: true,
+    trace: [],
+    csrf: null,
+  }).toString();
+  assert.match(page, /Timers \(the first 2 by path of more\)/);
+  const paths = [...page.matchAll(/<tr><td class="mono">([a-z])<\/td>/g)].map((m) => m[1]);
+  assert.deepEqual(paths, ["b", "a"], "earliest first");
+  assert.match(page, /<a href="\/executions\/e1\/timers">All timers, by path<\/a>/);
 });
 
 Deno.test("with actions, the execution page has one Delete form carrying the token", () => {

@@ -5,12 +5,12 @@ import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { eachConcurrently, type Item, pages, S } from "../../dynamo/_dynamo.ts";
 import { EXECUTION } from "../../core/_layout.ts";
-import type { ExecutionSummary } from "../../core/documents.ts";
 import type { DeleteExecutionsOptions } from "../../core/operator_types.ts";
 import type { Resends } from "../../dynamo/_lost_answers.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
 import type { Selection } from "./_listing.ts";
-import { entryItems, IndexWalk, itemSummary } from "./_status_listing.ts";
+import { entryItems, IndexWalk } from "./_status_listing.ts";
+import { rowOfItem } from "./_summaries.ts";
 import { retireExecution } from "./_delete_execution.ts";
 
 /** Executions examined per batch (progress is reported after each). */
@@ -65,10 +65,14 @@ export async function deleteSelected(
   return deleted;
 }
 
-/** A summary's candidate, when the selection takes it. */
-function take(selection: Selection, summary: ExecutionSummary | null): Candidate[] {
-  return summary && selection.matches(summary)
-    ? [{ id: summary.id, version: summary.version }]
+/**
+ * An item's candidate, when the selection takes it: by its key and the item's version. An item
+ * whose document cannot be read is never one (what it is cannot be told).
+ */
+function take(selection: Selection, item: Item): Candidate[] {
+  const row = rowOfItem(item);
+  return "summary" in row && selection.matches(row.summary)
+    ? [{ id: row.summary.id, version: row.summary.version }]
     : [];
 }
 
@@ -83,7 +87,7 @@ async function* fromIndex(reads: ExecutionReads, selection: Selection) {
     for (let entry; entries.length < BATCH && (entry = await walk.next());) entries.push(entry);
     if (entries.length === 0) return;
     for (const item of await entryItems(reads, entries)) {
-      if (item) yield* take(selection, itemSummary(item));
+      if (item) yield* take(selection, item);
     }
   }
 }
@@ -91,6 +95,7 @@ async function* fromIndex(reads: ExecutionReads, selection: Selection) {
 /** The table's items the selection takes, by a scan (every page; the documents are read). */
 async function* fromScan(reads: ExecutionReads, selection: Selection) {
   const names: Record<string, string> = {
+    "#id": EXECUTION.id,
     "#d": EXECUTION.data,
     "#v": EXECUTION.version,
     "#ttl": EXECUTION.ttl,
@@ -105,7 +110,7 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
     reads.client.send(
       new ScanCommand({
         TableName: reads.tables.executions.name,
-        ProjectionExpression: "#d, #v, #ttl, #ua",
+        ProjectionExpression: "#id, #d, #v, #ttl, #ua",
         ExpressionAttributeNames: names,
         ...definition,
         ConsistentRead: reads.consistent,
@@ -115,6 +120,6 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
   for await (const page of pages(scan)) {
     // The item's version (not the document's) guards the removal; a retired item is taken as
     // it was when retired (an interrupted run's: to finish it).
-    for (const item of page.Items ?? []) yield* take(selection, itemSummary(item));
+    for (const item of page.Items ?? []) yield* take(selection, item);
   }
 }

@@ -8,7 +8,7 @@ import { GetItemCommand, ScanCommand, type ScanCommandInput } from "@aws-sdk/cli
 import { batchGet, type Item, pages, S } from "../../dynamo/_dynamo.ts";
 import { cursorId, encodeCursor } from "../../core/cursor.ts";
 import type { Listing } from "./_listing.ts";
-import { type Execution, type ExecutionSummary, summarize } from "../../core/documents.ts";
+import type { Execution, ExecutionSummary } from "../../core/documents.ts";
 import type { ExecutionTables } from "../../dynamo/tables.ts";
 import type { Reads } from "../queue/_acks.ts";
 import type { ChainCache } from "../commit/_outbox_chain.ts";
@@ -19,9 +19,11 @@ import {
   isLiveMark,
   processedKey,
 } from "../../core/_layout.ts";
-import type { ListPage, LoadForEventResult } from "../../core/types.ts";
+import type { ListPage, LoadForEventResult, UnreadableExecutionRow } from "../../core/types.ts";
 import { isExpired, secondsOf } from "../commit/_retention.ts";
-import { lastCommitTime, type StatusCache } from "./_status_index.ts";
+import type { StatusCache } from "./_status_index.ts";
+import { apart, rowOfItem, takes } from "./_summaries.ts";
+import { withSignal } from "../../dynamo/_abortable.ts";
 
 /** Remembers what a read execution item holds, for this store's next commit of it. */
 function sawItem(reads: ExecutionReads, id: string, item: Item | undefined): void {
@@ -68,9 +70,7 @@ export async function readExecution(
   );
   const item = result.Item;
   sawItem(reads, id, item);
-  return item && !isExpired(item, secondsOf(reads.now))
-    ? executionFromItem(item, `execution ${id}`)
-    : null;
+  return item && !isExpired(item, secondsOf(reads.now)) ? executionFromItem(item, id) : null;
 }
 
 /**
@@ -125,7 +125,7 @@ export async function readForEvent(
     const exeItem = responses[executions.name]?.[0];
     if (exeItem) sawItem(reads, id, exeItem);
     if (exeItem && !isExpired(exeItem, now)) {
-      execution = executionFromItem(exeItem, `execution ${id}`);
+      execution = executionFromItem(exeItem, id);
     }
     mark ??= responses[processed.name]?.[0];
   });
@@ -151,13 +151,17 @@ export async function readProcessed(
 /**
  * One page of the executions `listing` selects in scan order (`listExecutions` without the
  * status index). It reads `limit + 1` items first and doubles the read while filters leave the
- * page short, so an unfiltered page reads O(`limit`).
+ * page short, so an unfiltered page reads O(`limit`); at most `maxExamined` items are evaluated
+ * (then a short page and a cursor after the last one), and nothing is read after `signal`.
  */
-export async function listPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
+export async function listPage(given: ExecutionReads, listing: Listing): Promise<ListPage> {
+  const reads = withSignal(given, listing.signal);
   const input: ScanCommandInput = {
     TableName: reads.tables.executions.name,
-    ProjectionExpression: "#d, #v, #ttl, #ua",
+    ProjectionExpression: "#id, #d, #v, #ttl, #ua, #def",
     ExpressionAttributeNames: {
+      "#id": EXECUTION.id,
+      "#def": EXECUTION.definitionId,
       "#d": EXECUTION.data,
       "#v": EXECUTION.version,
       "#ttl": EXECUTION.ttl,
@@ -167,34 +171,52 @@ export async function listPage(reads: ExecutionReads, listing: Listing): Promise
   };
   if (listing.definitionId !== undefined) {
     input.FilterExpression = "#def = :def";
-    input.ExpressionAttributeNames!["#def"] = EXECUTION.definitionId;
     input.ExpressionAttributeValues = { ":def": S(listing.definitionId) };
   }
   const after = listing.after === null ? undefined : { id: S(cursorId(listing.after)) };
   let pageSize = listing.limit + 1;
+  let examined = 0;
   const scan = (start: Item | undefined) => {
-    const Limit = pageSize;
+    const Limit = Math.min(pageSize, listing.maxExamined - examined);
     pageSize = Math.min(pageSize * 2, MAX_SCAN_PAGE);
     return reads.client.send(new ScanCommand({ ...input, Limit, ExclusiveStartKey: start }));
   };
   const items: ExecutionSummary[] = [];
+  const unreadable: UnreadableExecutionRow[] = [];
   const now = secondsOf(reads.now);
+  const table = reads.tables.executions.name;
   for await (const page of pages(scan, after)) {
+    examined += page.ScannedCount ?? page.Items?.length ?? 0;
     const found = page.Items ?? [];
     for (let i = 0; i < found.length; i++) {
-      if (isExpired(found[i]!, now)) continue;
-      const exe = executionFromItem(found[i]!);
-      const summary = summarize(exe, lastCommitTime(found[i]!));
-      if (!listing.matches(summary)) continue;
-      items.push(summary);
-      if (items.length === listing.limit) {
+      const item = found[i]!;
+      if (isExpired(item, now)) continue;
+      const row = rowOfItem(item);
+      if (!takes(listing, item, row)) continue;
+      if ("summary" in row) items.push(row.summary);
+      else unreadable.push(row.unreadable);
+      if (items.length + unreadable.length === listing.limit) {
         const more = i < found.length - 1 || page.LastEvaluatedKey !== undefined;
-        const table = reads.tables.executions.name;
-        return { items, nextCursor: more ? encodeCursor(table, listing.query, exe.id) : null };
+        // The item's key, not its document's id: the scan resumes after this item.
+        const at = item[EXECUTION.id]!.S!;
+        return {
+          items,
+          nextCursor: more ? encodeCursor(table, listing.query, at) : null,
+          ...apart(unreadable),
+        };
       }
     }
+    const last = page.LastEvaluatedKey?.[EXECUTION.id]?.S;
+    if (examined >= listing.maxExamined && last !== undefined) {
+      // The budget is spent: what matched so far, and the scan goes on after what it evaluated.
+      return {
+        items,
+        nextCursor: encodeCursor(table, listing.query, last),
+        ...apart(unreadable),
+      };
+    }
   }
-  return { items, nextCursor: null };
+  return { items, nextCursor: null, ...apart(unreadable) };
 }
 
 /** The most items one page of a listing's scan evaluates (DynamoDB stops at 1 MB anyway). */

@@ -1,6 +1,8 @@
 // inspectExecution (#25): one execution as an operator sees it — the document, when this module
 // last committed it, when it expires, and its timers with their relay bookkeeping. One GetItem
-// and a Query of its timers (page by page), in parallel.
+// and a Query of its timers (page by page, up to a limit), in parallel; and readTimers, a page of
+// its timers by path.
+import { checkKey, LIMITS } from "../../core/_validate.ts";
 import { GetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { type Item, pages, S } from "../../dynamo/_dynamo.ts";
 import {
@@ -13,33 +15,28 @@ import {
 } from "../../core/_layout.ts";
 import { MAX_EPOCH_SECONDS } from "../../core/_validate.ts";
 import { byFireAt } from "../../core/_bounded.ts";
-import type { ExecutionInspection, TimerState } from "../../core/operator_types.ts";
+import type {
+  ExecutionInspection,
+  InspectOptions,
+  TimerReadOptions,
+  TimerState,
+} from "../../core/operator_types.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
+import { planInspect, planTimerRead } from "./_part_reads.ts";
 import { isExpired, secondsOf } from "../commit/_retention.ts";
 import { lastCommitTime } from "./_status_index.ts";
 
-/** The execution `id` with its timers, or null when it is absent or expired. */
+/**
+ * The execution `id` with its first `timerLimit` timers by path (0: none; options checked), or
+ * null when it is absent or expired; an {@linkcode UnreadableExecution} when its document cannot be read.
+ */
 export async function inspect(
   reads: ExecutionReads,
   id: string,
+  options?: InspectOptions,
 ): Promise<ExecutionInspection | null> {
   const { client, tables } = reads;
-  const query = (start: Item | undefined) =>
-    client.send(
-      new QueryCommand({
-        TableName: tables.timers.name,
-        KeyConditionExpression: "#e = :id",
-        ExpressionAttributeNames: { "#e": TIMER.executionId },
-        ExpressionAttributeValues: { ":id": S(id) },
-        ConsistentRead: reads.consistent,
-        ExclusiveStartKey: start,
-      }),
-    );
-  const readTimers = async () => {
-    const timers: TimerState[] = [];
-    for await (const page of pages(query)) timers.push(...(page.Items ?? []).map(timerState));
-    return timers;
-  };
+  const timerLimit = planInspect(options);
   const [found, timers] = await Promise.all([
     client.send(
       new GetItemCommand({
@@ -48,17 +45,59 @@ export async function inspect(
         ConsistentRead: reads.consistent,
       }),
     ),
-    readTimers(),
+    timerLimit === 0 ? [] : readTimers(reads, id, { limit: timerLimit }),
   ]);
   const item = found.Item;
   if (!item || isExpired(item, secondsOf(reads.now))) return null;
   return {
-    execution: executionFromItem(item, `execution ${id}`),
+    execution: executionFromItem(item, id),
     updatedAt: lastCommitTime(item),
     expiresAt: expiryOf(item),
     timers: timers.sort(byFireAt),
   };
 }
+
+/**
+ * The first `limit` timers of execution `id` by path (after `after`; options checked), with
+ * their relay bookkeeping: a Query of its timers, page by page, that stops at `limit`.
+ */
+export async function readTimers(
+  reads: ExecutionReads,
+  id: string,
+  options?: TimerReadOptions,
+): Promise<TimerState[]> {
+  checkKey("id", id, LIMITS.partitionKeyBytes);
+  const { limit, after } = planTimerRead(options);
+  const names: Record<string, string> = { "#e": TIMER.executionId };
+  const values: Item = { ":id": S(id) };
+  let condition = "#e = :id";
+  if (after !== null) {
+    condition += " AND #p > :after";
+    names["#p"] = TIMER.path;
+    values[":after"] = S(after);
+  }
+  const timers: TimerState[] = [];
+  const query = (start: Item | undefined) =>
+    reads.client.send(
+      new QueryCommand({
+        TableName: reads.tables.timers.name,
+        KeyConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ConsistentRead: reads.consistent,
+        ExclusiveStartKey: start,
+        ...(limit === Infinity ? {} : { Limit: Math.min(limit - timers.length, MAX_QUERY_PAGE) }),
+      }),
+    );
+  for await (const page of pages(query)) {
+    timers.push(...(page.Items ?? []).map(timerState));
+    if (timers.length >= limit) break;
+  }
+  return timers;
+}
+
+/** The most items one Query page of a bounded read asks for (DynamoDB stops at 1 MB anyway). */
+const MAX_QUERY_PAGE = 1000;
 
 /** When an item expires: its numeric `ttl` in epoch seconds; another `ttl` never expires. */
 export function expiryOf(item: Item): number | null {

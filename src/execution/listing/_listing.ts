@@ -15,6 +15,7 @@ import type { ListOptions } from "../../core/types.ts";
 import type { DeleteExecutionsOptions } from "../../core/operator_types.ts";
 import { FINISHED } from "../commit/_retention.ts";
 import { fnv1a } from "../../core/_fnv1a.ts";
+import { checkLimit } from "../../core/_bounded.ts";
 
 /** What selects executions: a listing's filter, or a bulk delete's. */
 export interface Selection {
@@ -41,6 +42,10 @@ export interface Listing extends Selection {
   limit: number;
   /** Where the previous page stopped, in the backend's own terms (it checks it), or null. */
   after: unknown;
+  /** The most stored rows a call examines before it answers with what it found. */
+  maxExamined: number;
+  /** Stops the reads of the call, when given. */
+  signal: AbortSignal | undefined;
 }
 
 /**
@@ -50,13 +55,19 @@ export interface Listing extends Selection {
 export function planListing(options: ListOptions, table: string): Listing {
   checkObject("options", options);
   checkOptionNames("listExecutions()", options);
-  const { limit = 100, cursor = null } = options;
+  const { limit = 100, cursor = null, maxExamined = Infinity, signal } = options;
   checkInteger("limit", limit, 1, 1000);
+  checkLimit("maxExamined", maxExamined);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+  }
   const selection = select(options);
   return {
     ...selection,
     limit,
     after: cursor === null ? null : decodeCursor(cursor, table, selection.query),
+    maxExamined,
+    signal,
   };
 }
 

@@ -19,13 +19,15 @@ import {
 import { IndexNotFound } from "../../dynamo/tables.ts";
 import { InvalidCursor } from "../../core/errors.ts";
 import { encodeCursor } from "../../core/cursor.ts";
-import { EXECUTION, executionFromItem } from "../../core/_layout.ts";
-import { type ExecutionSummary, summarize } from "../../core/documents.ts";
-import type { ListPage } from "../../core/types.ts";
+import { EXECUTION } from "../../core/_layout.ts";
+import type { ExecutionSummary } from "../../core/documents.ts";
+import type { ListPage, UnreadableExecutionRow } from "../../core/types.ts";
 import type { Listing, Selection } from "./_listing.ts";
 import type { ExecutionReads } from "./_execution_reads.ts";
 import { isExpired, secondsOf } from "../commit/_retention.ts";
-import { lastCommitTime, STATUS_INDEX, STATUS_SHARDS } from "./_status_index.ts";
+import { STATUS_INDEX, STATUS_SHARDS } from "./_status_index.ts";
+import { apart, rowOfItem, takes } from "./_summaries.ts";
+import { withSignal } from "../../dynamo/_abortable.ts";
 
 /** The largest page a partition is read in: pages double from a small first one up to this. */
 const MAX_PAGE = 1000;
@@ -53,12 +55,21 @@ type Position = Record<string, [string, string] | 0>;
  */
 export class IndexWalk {
   readonly #partitions: Partition[];
+  /** Index entries the Queries evaluated (filtered ones included), and items read for them. */
+  #examined = 0;
+  /** Whether the walk stopped at its budget, before the partitions' ends. */
+  stopped = false;
 
+  /**
+   * `budget`: the most rows it reads (entries, and items `spend` counts); past it, `next()` answers undefined (`stopped`)
+   * instead of reading on. The first round of reads is always made, so each walk moves on.
+   */
   constructor(
     private readonly reads: ExecutionReads,
     private readonly selection: Selection,
     after: unknown,
     firstPage: number,
+    private readonly budget = Infinity,
   ) {
     const keys = selection.statuses!.flatMap((status) =>
       Array.from({ length: STATUS_SHARDS }, (_, shard) => `${status}#${shard}`)
@@ -80,7 +91,16 @@ export class IndexWalk {
     for (;;) {
       const waiting = this.#partitions.filter((p) => !p.done && p.buffer.length === 0);
       if (waiting.length === 0) break;
-      await eachConcurrently(waiting, WRITES_IN_FLIGHT, (p) => this.#read(p));
+      const left = this.budget - this.#examined;
+      // After the first round, a budget too small to read one entry of each waiting partition
+      // is spent: the page ends here, and the next one reads on.
+      if (this.#examined > 0 && left < waiting.length) {
+        this.stopped = true;
+        return undefined;
+      }
+      // What is left of the budget, shared: a round reads at most that (or one entry each).
+      const share = Math.max(1, Math.floor(left / waiting.length));
+      await eachConcurrently(waiting, WRITES_IN_FLIGHT, (p) => this.#read(p, share));
     }
     let newest: Partition | undefined;
     for (const p of this.#partitions) {
@@ -94,6 +114,11 @@ export class IndexWalk {
       newest.done = newest.next === undefined;
     }
     return entry;
+  }
+
+  /** Counts `n` rows read for the walk's entries (their items, by key) against its budget. */
+  spend(n: number): void {
+    this.#examined += n;
   }
 
   /** Whether every partition is read to its end. */
@@ -113,7 +138,7 @@ export class IndexWalk {
     return position;
   }
 
-  async #read(p: Partition): Promise<void> {
+  async #read(p: Partition, share: number): Promise<void> {
     const { selection, reads } = this;
     const names: Record<string, string> = { "#ss": EXECUTION.statusShard };
     const values: Item = { ":ss": S(p.key) };
@@ -141,10 +166,11 @@ export class IndexWalk {
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ScanIndexForward: false,
-        Limit: p.pageSize,
+        Limit: Math.min(p.pageSize, share),
         ExclusiveStartKey: p.next,
       }),
     );
+    this.#examined += page.ScannedCount ?? page.Items?.length ?? 0;
     p.pageSize = Math.min(p.pageSize * 2, MAX_PAGE);
     p.buffer = page.Items ?? [];
     p.next = page.LastEvaluatedKey;
@@ -233,43 +259,51 @@ export async function entryItems(
   });
 }
 
-/** An execution item's summary, with its last commit time and the item's own version. */
-export function itemSummary(item: Item): ExecutionSummary {
-  const summary = summarize(executionFromItem(item), lastCommitTime(item));
-  summary.version = Number(item[EXECUTION.version]?.N);
-  return summary;
-}
-
-/** One page of `listing` from the status index, latest to enter its status first. */
-export async function indexPage(reads: ExecutionReads, listing: Listing): Promise<ListPage> {
+/**
+ * One page of `listing` from the status index, latest to enter its status first: at most
+ * `maxExamined` rows read, index entries and the items they name (then a short page and a
+ * cursor), and no read after `signal`.
+ */
+export async function indexPage(given: ExecutionReads, listing: Listing): Promise<ListPage> {
+  const reads = withSignal(given, listing.signal);
   const partitions = listing.statuses!.length * STATUS_SHARDS;
   const walk = new IndexWalk(
     reads,
     listing,
     listing.after,
     Math.ceil(listing.limit / partitions) + 1,
+    listing.maxExamined,
   );
   const now = secondsOf(reads.now);
   const items: ExecutionSummary[] = [];
+  const unreadable: UnreadableExecutionRow[] = [];
+  const rows = () => items.length + unreadable.length;
   for (;;) {
-    // Each entry yields at most one summary: reading as many as are missing never overshoots.
+    // Each entry yields at most one row: reading as many as are missing never overshoots.
     const entries: Item[] = [];
-    while (entries.length < listing.limit - items.length) {
+    while (entries.length < listing.limit - rows()) {
       const entry = await walk.next();
       if (entry === undefined) break;
       entries.push(entry);
     }
-    for (const item of await entryItems(reads, entries)) {
+    const found = await entryItems(reads, entries);
+    walk.spend(entries.length);
+    for (const item of found) {
       if (item === undefined || isExpired(item, now)) continue;
-      const summary = itemSummary(item);
-      if (listing.matches(summary)) items.push(summary);
+      const row = rowOfItem(item);
+      if (!takes(listing, item, row)) continue;
+      if ("summary" in row) items.push(row.summary);
+      else unreadable.push(row.unreadable);
     }
-    if (items.length === listing.limit) break;
-    if (entries.length === 0 || walk.finished) return { items, nextCursor: null };
+    if (rows() === listing.limit || walk.stopped) break;
+    if (entries.length === 0 || walk.finished) {
+      return { items, nextCursor: null, ...apart(unreadable) };
+    }
   }
   const table = reads.tables.executions.name;
   return {
     items,
     nextCursor: walk.finished ? null : encodeCursor(table, listing.query, walk.position()),
+    ...apart(unreadable),
   };
 }

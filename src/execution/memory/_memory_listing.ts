@@ -46,12 +46,13 @@ export function memoryPage(
       rows = rows.filter((summary) => summary.id > id);
     }
   }
+  listing.signal?.throwIfAborted();
   const items: ExecutionSummary[] = [];
   for (const [i, summary] of rows.entries()) {
-    if (!listing.matches(summary)) continue;
-    items.push(summary);
-    if (items.length === limit) {
-      const more = i < rows.length - 1;
+    const more = i < rows.length - 1;
+    if (listing.matches(summary)) items.push(summary);
+    // A page ends when it is full, or (as DynamoDBStore's) when `maxExamined` rows were read.
+    if (items.length === limit || i + 1 === listing.maxExamined) {
       return {
         items,
         nextCursor: more ? encodeCursor(table, listing.query, position(summary)) : null,

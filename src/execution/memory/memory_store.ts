@@ -18,6 +18,9 @@ import { byFireAt } from "../../core/_bounded.ts";
 import { memoryPage } from "./_memory_listing.ts";
 import { type Execution, type ExecutionSummary, summarize } from "../../core/documents.ts";
 import type { DeleteExecutionsOptions, ExecutionInspection } from "../../core/operator_types.ts";
+import type * as O from "../../core/operator_types.ts";
+import { planInspect, planTimerRead, planTraceRead } from "../listing/_part_reads.ts";
+import { timersOf, tracePage } from "./_memory_parts.ts";
 import { StoreClosed, StoreConflict } from "../../core/errors.ts";
 import { executionTables } from "../../core/table_specs.ts";
 import type {
@@ -378,29 +381,19 @@ export class MemoryStore implements ExecutionStore {
     return deleted;
   }
 
-  /** The execution, when it was last committed and expires, and its timers; `null` if absent. */
-  inspectExecution(id: string): Promise<ExecutionInspection | null> {
+  /** The execution, its commit and expiry times, and timers (the first `timerLimit` by path). */
+  inspectExecution(id: string, options?: O.InspectOptions): Promise<ExecutionInspection | null> {
     return Promise.try(() => {
       this.#open("inspectExecution");
       checkKey("id", id, LIMITS.partitionKeyBytes);
+      const limit = planInspect(options);
       const data = this.#live(id);
       if (data === undefined) return null;
-      const timers = [...this.#queues.timers.values()].filter((t) => t.executionId === id).map((
-        t,
-      ) => ({
-        executionId: t.executionId,
-        path: t.path,
-        fireAt: t.fireAt,
-        attempts: t.attempts ?? 0,
-        retryAt: t.retryAt ?? null,
-        deadAt: t.deadAt ?? null,
-        lastError: t.lastError ?? null,
-      }));
       return {
         execution: JSON.parse(data),
         updatedAt: this.#updated.get(id) ?? null,
         expiresAt: this.#expiries.get(id) ?? null,
-        timers: timers.sort(byFireAt),
+        timers: timersOf(this.#queues.timers.values(), id, limit, null).sort(byFireAt),
       };
     });
   }
@@ -411,6 +404,16 @@ export class MemoryStore implements ExecutionStore {
       this.#open("executionOutbox");
       const limit = checkExecutionOutbox(id, options);
       return this.#queues.executionOutbox(id, limit, this.#executions.has(id));
+    });
+  }
+
+  /** The execution's timers by path: the first `limit` (after `after`), as DynamoDBStore's. */
+  readTimers(id: string, options?: O.TimerReadOptions): Promise<O.TimerState[]> {
+    return Promise.try(() => {
+      this.#open("readTimers");
+      checkKey("id", id, LIMITS.partitionKeyBytes);
+      const { limit, after } = planTimerRead(options);
+      return timersOf(this.#queues.timers.values(), id, limit, after);
     });
   }
 
@@ -509,18 +512,13 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * The execution's trace, oldest first, each step with its `index`.
-   */
-  readTrace(id: string): Promise<Record<string, unknown>[]> {
+  /** The execution's trace, oldest first, each step with its `index` (`limit`: the newest). */
+  readTrace(id: string, options?: O.TraceReadOptions): Promise<Record<string, unknown>[]> {
     return Promise.try(() => {
       this.#open("readTrace");
       checkKey("id", id, LIMITS.partitionKeyBytes);
-      const ring = this.#trace.get(id) ?? new Map<number, string>();
-      return ([...ring].sort(([a], [b]) => a - b).map(([index, entry]) => ({
-        ...JSON.parse(entry),
-        index,
-      })));
+      const { limit, before } = planTraceRead(options);
+      return tracePage(this.#trace.get(id) ?? new Map<number, string>(), limit, before);
     });
   }
 
@@ -611,7 +609,9 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("backlog");
       checkRelayKind(kind);
-      return this.#queues.backlog(kind, checkBacklogLimit(options), secondsOf(this.#now));
+      const limit = checkBacklogLimit(options);
+      options?.signal?.throwIfAborted();
+      return this.#queues.backlog(kind, limit, secondsOf(this.#now));
     });
   }
 

@@ -1,6 +1,7 @@
 // Operators' bulk actions on a queue (#25): every dead letter of a kind (or of one target)
 // retried or dropped, and a summary of a queue's backlog — through the relay index, so that
 // what they read follows the dead letters (or the summary's cap), never the table.
+import { withSignal } from "../../dynamo/_abortable.ts";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
 import { FAILURE, OUTBOX, RELAY, SPAWN, TIMER, timerFromItem } from "../../core/_layout.ts";
@@ -63,11 +64,14 @@ const PARKED_TARGETS = 25;
  * written (timers: due).
  */
 export async function backlog(
-  q: QueueContext,
+  given: QueueContext,
   kind: RelayKind,
   limit: number,
   now: number,
+  signal?: AbortSignal,
 ): Promise<Backlog> {
+  // Every read of the counts through one client that sends nothing once `signal` aborted.
+  const q = { ...given, timers: withSignal(given.timers, signal) };
   const counts = { pending: 0, waiting: 0, dead: 0 };
   const held = new Set<string>();
   let oldestAt: number | null = null;

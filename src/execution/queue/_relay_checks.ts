@@ -119,6 +119,9 @@ export function checkBulkOptions(
 export function checkBacklogLimit(options: unknown): number {
   const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
   checkOptionNames("backlog()", o);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new TypeError(`options.signal must be an AbortSignal, got ${describe(o.signal)}`);
+  }
   return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
 }
 
