@@ -2,7 +2,6 @@
 // last committed it, when it expires, and its timers with their relay bookkeeping. One GetItem
 // and a Query of its timers (page by page, up to a limit), in parallel; and readTimers, a page of
 // its timers by path.
-import { checkKey, LIMITS } from "../../core/_validate.ts";
 import { GetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { type Item, pages, S } from "../../dynamo/_dynamo.ts";
 import {
@@ -13,7 +12,7 @@ import {
   TIMER,
   timerFromItem,
 } from "../../core/_layout.ts";
-import { MAX_EPOCH_SECONDS } from "../../core/_validate.ts";
+import { checkKey, LIMITS, MAX_EPOCH_SECONDS } from "../../core/_validate.ts";
 import { byFireAt } from "../../core/_bounded.ts";
 import type {
   ExecutionInspection,
