@@ -32,7 +32,7 @@ Deno.test("the dead outbox entries page links each to the execution that emitted
   await relayOutbox(store, () => Promise.reject(new Error("HTTP 503")), { maxAttempts: 1 });
   const theirs = python.outbox[0]!.seq;
 
-  const response = await dashboard(store, { authorize: () => true })(
+  const response = await dashboard(store, { authorize: () => true, hosts: ["ops.test"] })(
     new Request("http://ops.test/dead-letters/outbox"),
   );
   const page = await response.text();

@@ -42,7 +42,7 @@ Deno.test("an execution's page lists its pending entries, its dead letters with 
     emits: [{ target: "svc", event: newEvent("order.shipped") }],
   });
 
-  const handler = dashboard(store, { authorize: () => true, actions: true });
+  const handler = dashboard(store, { authorize: () => true, actions: true, hosts: ["ops.test"] });
   const { cookie, csrf } = await openSession(handler, `/executions/${source.id}`);
   const get = async (id: string) => {
     const response = await handler(
