@@ -228,3 +228,43 @@ Deno.test("a round reads a closed shard past its empty pages, as AWS may serve t
   assert.equal(round.indexed, 1, JSON.stringify(round));
   assert.deepEqual(await ids(store, "RUNNING"), [exe.id]);
 });
+
+Deno.test("a round that outlives its lease renews it page by page: another store's rounds meanwhile are skipped as leased", async () => {
+  // One clock for both stores, which A's writes move: 0.2 s each. A page of the stream (100
+  // records) is 20 s of it, within the 30 s lease; the round (800 records) is 160 s, past it.
+  let t = Date.now();
+  const now = () => t;
+  const prefix = uniqueName("sfl");
+  using client = testClient();
+  const executions = `${prefix}_executions`;
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      const input = args.input as { TableName?: string };
+      if (context.commandName === "UpdateItemCommand" && input.TableName === executions) t += 200;
+      return next(args);
+    },
+    { step: "initialize", name: "clockMovesWithWrites" },
+  );
+  await using a = new DynamoDBStore(client, { prefix, now });
+  await a.ensureTables();
+  await using b = new DynamoDBStore(testClient(), { prefix, now });
+  await a.catchUpStatusIndex(); // the one-off scan of an empty table
+  using writer = testClient();
+  const exes = Array.from(
+    { length: 800 },
+    () => newExecution({ definition_id: "d", status: "RUNNING", version: 1 }),
+  );
+  for (const exe of exes) await seedPutExecution(writer, executions, exe);
+  const round = a.catchUpStatusIndex();
+  let done = false;
+  round.finally(() => done = true);
+  const others: (string | null)[] = [];
+  while (!done) {
+    await pause(50);
+    if (!done) others.push((await b.catchUpStatusIndex()).skipped);
+  }
+  const report = await round;
+  assert.equal(report.indexed, 800, JSON.stringify(report));
+  assert.ok(others.length >= 3, `the round took ${others.length} of B's tries`);
+  assert.deepEqual(new Set(others.slice(0, -1)), new Set(["leased"]), JSON.stringify(others));
+});

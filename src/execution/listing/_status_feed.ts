@@ -49,6 +49,11 @@ export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
 export const FEED_EVERY_MS = 10_000;
 /** How long a round's lease lasts: a store that dies mid-round holds the feed that long. */
 const LEASE_SECONDS = 30;
+/**
+ * Change records a GetRecords call asks for: after each such page the round renews its lease,
+ * so a round that writes slowly (throttled, a busy table) keeps the feed to itself.
+ */
+const RECORDS_PER_PAGE = 100;
 /** Change records a round reads at most (GetRecords returns up to 1,000 a call). */
 const RECORDS_PER_ROUND = 1000;
 /** Rows a round's scan for rows the stream never showed examines at most (one Scan page). */
@@ -245,7 +250,8 @@ async function readFeed(
       return { ...report, behind: true };
     }
     if (lost) state.backfill = {};
-    if (state.backfill !== undefined && !report.behind) {
+    // The scan's page goes on under the lease, renewed (another store may have taken it).
+    if (state.backfill !== undefined && !report.behind && await takeLease(ctx) !== null) {
       state.backfill = await backfillPage(ctx, state.backfill, report);
       if (state.backfill !== undefined) report.behind = true;
     }
@@ -450,7 +456,7 @@ async function readShard(
     signal?.throwIfAborted();
     const left = RECORDS_PER_ROUND - report.records;
     const out = await streams.send(
-      new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(1000, left) }),
+      new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(RECORDS_PER_PAGE, left) }),
       { abortSignal: signal },
     );
     const records = out.Records ?? [];
@@ -460,6 +466,12 @@ async function readShard(
     signal?.throwIfAborted();
     const last = records.at(-1)?.dynamodb?.SequenceNumber;
     if (last !== undefined) state.shards.set(id, last);
+    if (records.length > 0 && await takeLease(ctx) === null) {
+      // Another store took the feed over (this round outlived its lease): it goes on from the
+      // last checkpoint saved, and this round's writes were idempotent.
+      report.behind = true;
+      return { trimmed, ended: false };
+    }
     iterator = out.NextShardIterator;
     if (iterator === undefined) {
       state.shards.set(id, "end");
