@@ -283,7 +283,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   async listExecutions(options: T.ListOptions = {}): Promise<T.ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    if (listing.indexed) await this.#ctx.feed.maybe(this.#ctx);
+    if (listing.indexed) await this.#ctx.feed.maybe(this.#ctx, listing.signal);
     return await (listing.indexed ? indexPage : reads.listPage)(this.#ctx, listing);
   }
 

@@ -149,12 +149,15 @@ export class StatusFeed {
    * A round unless this store read the feed less than {@linkcode FEED_EVERY_MS} ago (by the real
    * clock: the stream's records are real-time) or is reading it now (then that round).
    */
-  async maybe(ctx: FeedContext): Promise<void> {
-    if (this.streams === null || Date.now() - this.#last < FEED_EVERY_MS && !this.#running) return;
+  async maybe(ctx: FeedContext, signal?: AbortSignal): Promise<void> {
+    if (this.streams === null || signal?.aborted) return;
+    if (Date.now() - this.#last < FEED_EVERY_MS && !this.#running) return;
     // What a round fails with is never the caller's: a listing or a pass goes on with the index
     // as it is. It is said once per kind of error, not silently dropped; an explicit round
-    // (catchUpStatusIndex) throws it.
-    await this.round(ctx).catch((error: unknown) => this.#warnOnce(error));
+    // (catchUpStatusIndex) throws it. A listing whose request went away stops the round too.
+    await this.round(ctx, signal).catch((error: unknown) => {
+      if (!signal?.aborted) this.#warnOnce(error);
+    });
   }
 
   readonly #warned = new Set<string>();
@@ -175,7 +178,7 @@ export class StatusFeed {
     const streams = this.streams;
     if (streams === null) return Promise.resolve(skipped("off"));
     const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
-    this.#running ??= readFeed(ctx, streams, stop).then((report) => {
+    this.#running ??= readFeed(ctx, streams, stop, signal).then((report) => {
       // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
       if (report.behind) this.#last = -Infinity;
       return report;
@@ -209,13 +212,20 @@ interface FeedState {
   backfill: Item | undefined;
 }
 
+/**
+ * One round: `signal` stops it at its next call (the store closes, or `caller`, the listing or
+ * call that started it, went away). What it read is saved at the end, but when `caller` stopped
+ * it: then nothing more is sent, and the lease runs out (the next round reads it again).
+ */
 async function readFeed(
   ctx: FeedContext,
   streams: StreamsSender,
   signal: AbortSignal | undefined,
+  caller: AbortSignal | undefined,
 ): Promise<StatusCatchUp> {
   let arn = await ctx.feed.arn(ctx);
   if (arn === null) return skipped("no stream");
+  signal?.throwIfAborted();
   const item = await takeLease(ctx);
   if (item === null) return skipped("leased");
   // Another store read another stream (the table's was turned off and on since one of us looked
@@ -256,7 +266,7 @@ async function readFeed(
       if (state.backfill !== undefined) report.behind = true;
     }
   } finally {
-    await saveFeed(ctx, arn, state);
+    if (!caller?.aborted) await saveFeed(ctx, arn, state);
   }
   return report;
 }
