@@ -203,7 +203,7 @@ Deno.test("the CLI's policy is the least-privilege policy for the prefix", async
   assert.ok(
     policy.Statement.every((s: { Resource: string[] }) =>
       s.Resource.every((arn) =>
-        /^arn:aws:dynamodb:\*:123456789012:table\/prod_\w+(\/index\/[\w-]+)?$/.test(arn)
+        /^arn:aws:dynamodb:\*:123456789012:table\/prod_\w+(\/index\/[\w-]+|\/stream\/\*)?$/.test(arn)
       )
     ),
   );
