@@ -8,7 +8,6 @@
 // Rows the stream never showed (written before it was on, or trimmed after 24 hours unread) are
 // found once by a scan, a page per round.
 import {
-  type _Record as StreamRecord,
   DescribeStreamCommand,
   DynamoDBStreamsClient,
   GetRecordsCommand,
@@ -17,28 +16,13 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import {
   DescribeTableCommand,
-  ScanCommand,
   UpdateItemCommand,
   type UpdateItemCommandOutput,
 } from "@aws-sdk/client-dynamodb";
-import {
-  batchGet,
-  chunks,
-  type DynamoDBSender,
-  eachConcurrently,
-  isNamed,
-  type Item,
-  N,
-  S,
-} from "../../dynamo/_dynamo.ts";
-import { WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import { EXECUTION, FEED } from "../../core/_layout.ts";
-import { parseJson } from "../../core/_json.ts";
-import { STATUSES } from "../../core/documents.ts";
-import type { Status } from "../../core/documents.ts";
-import type { ExecutionTables } from "../../dynamo/tables.ts";
+import { type DynamoDBSender, isNamed, type Item, N, S } from "../../dynamo/_dynamo.ts";
+import { FEED } from "../../core/_layout.ts";
 import type { StatusCatchUp } from "../../core/operator_types.ts";
-import { statusKey } from "./_status_index.ts";
+import { backfillPage, type EntryContext, putBack } from "./_status_entries.ts";
 import { checkObject, describe } from "../../core/_validate.ts";
 import { checkOptionNames } from "../../core/_option_names.ts";
 
@@ -56,8 +40,6 @@ const LEASE_SECONDS = 30;
 const RECORDS_PER_PAGE = 100;
 /** Change records a round reads at most (GetRecords returns up to 1,000 a call). */
 const RECORDS_PER_ROUND = 1000;
-/** Rows a round's scan for rows the stream never showed examines at most (one Scan page). */
-const BACKFILL_ROWS = 1000;
 
 /**
  * A Streams client for the same account, region and endpoint as an SDK DynamoDB client (its
@@ -93,11 +75,7 @@ export function checkCatchUpOptions(options: unknown): AbortSignal | undefined {
 }
 
 /** What a round reads and writes with. */
-export interface FeedContext {
-  readonly client: DynamoDBSender;
-  readonly tables: ExecutionTables;
-  /** Epoch milliseconds (the store's clock): a time written for an entry with none. */
-  readonly now: () => number;
+export interface FeedContext extends EntryContext {
   readonly feed: StatusFeed;
 }
 
@@ -497,166 +475,4 @@ async function readShard(
     }
   }
   return { trimmed, ended: false };
-}
-
-/**
- * What a record asks of the index: the item at `version` holding `data` belongs in `key` since
- * `at`. The data too: an id deleted and written again starts over at the same version.
- */
-interface Entry {
-  version: string;
-  data: string;
-  key: string;
-  at: string;
-}
-
-/**
- * Puts the executions of `records` that another writer committed (their image has no
- * `status_shard`) back into the index: for each, its newest record's version, written only if
- * the item is still at it and still without the attribute. Resolves to how many were written.
- */
-async function putBack(
-  ctx: FeedContext,
-  records: StreamRecord[],
-  signal: AbortSignal | undefined,
-): Promise<number> {
-  const now = String(Math.floor(ctx.now() / 1000));
-  const entries = new Map<string, Entry | null>();
-  const unseen = new Set<string>();
-  for (const record of records) {
-    const id = record.dynamodb?.Keys?.[EXECUTION.id]?.S;
-    if (id === undefined || record.eventName === "REMOVE") continue;
-    const image = record.dynamodb?.NewImage as Item | undefined;
-    // A stream of keys only (another user's choice of view): the item itself is read below.
-    if (image === undefined) {
-      unseen.add(id);
-      continue;
-    }
-    unseen.delete(id);
-    const before = entries.get(id) ?? entryOf(record.dynamodb?.OldImage as Item | undefined);
-    entries.set(id, wanted(id, image, before, now));
-  }
-  for (const run of chunks([...unseen], 100)) {
-    const table = ctx.tables.executions.name;
-    await batchGet(ctx.client, {
-      [table]: { Keys: run.map((id) => ({ [EXECUTION.id]: S(id) })), ConsistentRead: true },
-    }, (responses) => {
-      for (const item of responses[table] ?? []) {
-        entries.set(item[EXECUTION.id]!.S!, wanted(item[EXECUTION.id]!.S!, item, null, now));
-      }
-    });
-  }
-  let written = 0;
-  const pending = [...entries].filter((pair): pair is [string, Entry] => pair[1] !== null);
-  await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
-    if (await writeEntry(ctx, id, entry)) written++;
-  }, () => signal?.aborted === true);
-  return written;
-}
-
-/** The entry an item stored, if it has one. */
-function entryOf(item: Item | undefined): Entry | null {
-  const key = item?.[EXECUTION.statusShard]?.S;
-  const at = item?.[EXECUTION.statusAt]?.N;
-  const version = item?.[EXECUTION.version]?.N;
-  const data = item?.[EXECUTION.data]?.S;
-  return key === undefined || at === undefined || version === undefined || data === undefined
-    ? null
-    : { version, data, key, at };
-}
-
-/**
- * The entry an item without one needs (null: it has one, or it cannot be read): its status's
- * partition since the time it entered it when known (the item it replaced was in that partition
- * already), else since `now`.
- */
-function wanted(id: string, item: Item, before: Entry | null, now: string): Entry | null {
-  if (item[EXECUTION.statusShard] !== undefined) return null;
-  const version = item[EXECUTION.version]?.N;
-  const data = item[EXECUTION.data]?.S;
-  const status = statusOf(data);
-  if (version === undefined || status === null) return null;
-  const key = statusKey(status, id);
-  return { version, data: data!, key, at: before?.key === key ? before.at : now };
-}
-
-/** The status an execution's `data` names, or null when it is not readable. */
-export function statusOf(data: string | undefined): Status | null {
-  if (data === undefined) return null;
-  const parsed = parseJson(data, false)?.value as { status?: unknown } | null | undefined;
-  const status = typeof parsed === "object" && parsed !== null ? parsed.status : undefined;
-  return STATUSES.includes(status as Status) ? status as Status : null;
-}
-
-/** Writes one entry if the item is still as the record shows it and without one; whether it did. */
-async function writeEntry(ctx: FeedContext, id: string, entry: Entry): Promise<boolean> {
-  try {
-    await ctx.client.send(
-      new UpdateItemCommand({
-        TableName: ctx.tables.executions.name,
-        Key: { [EXECUTION.id]: S(id) },
-        UpdateExpression: "SET #ss = :ss, #sa = :sa",
-        ConditionExpression: "#v = :v AND #d = :d AND attribute_not_exists(#ss)",
-        ExpressionAttributeNames: {
-          "#ss": EXECUTION.statusShard,
-          "#sa": EXECUTION.statusAt,
-          "#v": EXECUTION.version,
-          "#d": EXECUTION.data,
-        },
-        ExpressionAttributeValues: {
-          ":ss": S(entry.key),
-          ":sa": { N: entry.at },
-          ":v": { N: entry.version },
-          ":d": S(entry.data),
-        },
-      }),
-    );
-    return true;
-  } catch (error) {
-    // Committed again since (a later record brings it back), deleted, or in the index already.
-    if (isNamed(error, "ConditionalCheckFailedException")) return false;
-    // Another writer's item too close to 400 KB to take the entry: only `scan: true` lists it,
-    // and the feed goes on past it.
-    if (isNamed(error, "ValidationException") && /maximum allowed size/i.test(String(error))) {
-      return false;
-    }
-    throw error;
-  }
-}
-
-/**
- * One page of the scan for executions without an index entry (rows the stream never showed):
- * each is put back since now. Resolves to where the scan goes on, or undefined when it is done.
- */
-async function backfillPage(
-  ctx: FeedContext,
-  start: Item,
-  report: StatusCatchUp,
-): Promise<Item | undefined> {
-  const out = await ctx.client.send(
-    new ScanCommand({
-      TableName: ctx.tables.executions.name,
-      FilterExpression: "attribute_not_exists(#ss)",
-      ProjectionExpression: "#id, #v, #d",
-      ExpressionAttributeNames: {
-        "#ss": EXECUTION.statusShard,
-        "#id": EXECUTION.id,
-        "#v": EXECUTION.version,
-        "#d": EXECUTION.data,
-      },
-      Limit: BACKFILL_ROWS,
-      ExclusiveStartKey: Object.keys(start).length === 0 ? undefined : start,
-    }),
-  );
-  report.scanned += out.ScannedCount ?? 0;
-  const now = String(Math.floor(ctx.now() / 1000));
-  const pending = (out.Items ?? []).flatMap((item) => {
-    const id = item[EXECUTION.id]?.S;
-    const entry = id === undefined ? null : wanted(id, item, null, now);
-    return entry === null ? [] : [[id!, entry] as const];
-  });
-  await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
-    if (await writeEntry(ctx, id, entry)) report.indexed++;
-  });
-  return out.LastEvaluatedKey;
 }
