@@ -73,7 +73,7 @@ export function uniqueName(stem: string): string {
  * here); the feed's own tests and the conformance suite turn it on.
  */
 export async function freshStore(
-  options: DynamoDBStoreOptions = {},
+  options: DynamoDBStoreOptions & { region?: string } = {},
 ): Promise<DynamoDBStore> {
   return await DynamoDBStore.create({
     endpoint: endpoint(),

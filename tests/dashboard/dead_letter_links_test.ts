@@ -23,7 +23,11 @@ function rows(page: string): string[][] {
 
 Deno.test("the dead outbox entries page links each to the execution that emitted it, says unknown for a Python store's row, and shows the target unlinked", async () => {
   const prefix = uniqueName("deadlinks");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const exe = newExecution({ definition_id: "order" });
   const { outbox: [ours] } = await store.commit(exe, {
     emits: [{ target: "payments", event: newEvent("invoice.requested") }],

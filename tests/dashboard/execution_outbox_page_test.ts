@@ -23,7 +23,11 @@ function section(page: string, id: string): string[][] {
 
 Deno.test("an execution's page lists its pending entries, its dead letters with Retry and Drop, and what is held behind it or its target, a Python worker's entry to it from unknown", async () => {
   const prefix = uniqueName("eopage");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const target = newExecution({ id: "target-0", definition_id: "target" }); // the seed's target
   await store.save(target);
   const source = newExecution({ definition_id: "source" });

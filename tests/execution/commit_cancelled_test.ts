@@ -13,7 +13,11 @@ Deno.test("a commit whose trace ring keeps moving throws CommitCancelled naming 
     prefix,
     conflictRetries: 0,
   });
-  await using other = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using other = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const exe = newExecution({ definition_id: "d" });
   await writer.commit(exe, { trace: { step: 1 } }); // caches where the ring ends
   await other.appendTrace(exe.id, { note: "outside a commit" }); // moves it

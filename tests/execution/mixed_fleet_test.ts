@@ -557,7 +557,11 @@ Deno.test("a timer whose fire_at another writer stored with more digits than a d
 // NaN, deleteTimer's guard at a tie, options that are not an object.
 Deno.test("loadForEvent() and the CLI read what a Python worker wrote with NaN, as null", async (t) => {
   const prefix = uniqueName("py");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   using client = testClient();
   const exe = newExecution({ definition_id: "py" });
   await client.send(

@@ -9,7 +9,11 @@ import { freshQueue, readQueue } from "../_support/sqs.ts";
 
 Deno.test("the CLI suspends, resumes, cancels and terminates an execution by harel's rules", async (t) => {
   const prefix = uniqueName("t");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "main" });
   await store.save(exe);
   const status = async () => (await store.load(exe.id))?.status;

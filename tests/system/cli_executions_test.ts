@@ -12,7 +12,11 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 
 Deno.test("executions --status lists latest to enter their status first with the time of each one's last commit; --before finds the stuck ones", async () => {
   const prefix = uniqueName("cli_six");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const saved = [];
   for (let i = 0; i < 3; i++) {
     const exe = newExecution({ definition_id: "order", status: "RUNNING" });
@@ -83,7 +87,11 @@ Deno.test("--before refuses milliseconds and what is not a date with exit code 2
 
 Deno.test("delete --status --before deletes a year of finished executions with one command, with progress on stderr", async (t) => {
   const prefix = uniqueName("cli_bulk");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   using client = testClient();
   const table = store.tables.executions.name;
   const yearAgo = Date.now() / 1000 - 400 * 86_400;

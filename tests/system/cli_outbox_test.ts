@@ -7,7 +7,11 @@ import { cli, ok } from "../_support/cli.ts";
 
 Deno.test("cli show lists the outbox entries an execution emitted and those to it that are dead or held", async () => {
   const prefix = uniqueName("clieo");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const target = newExecution({ definition_id: "target" });
   await store.save(target);
   const source = newExecution({ definition_id: "source" });

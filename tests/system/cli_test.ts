@@ -20,7 +20,11 @@ import { putAll } from "../_support/put_all.ts";
 Deno.test("the CLI shows what the stores hold, for people and as JSON", async (t) => {
   const prefix = uniqueName("cli");
   assert.match(ok(await cli("ensure-tables", "--prefix", prefix)), new RegExp(`${prefix}_trace`));
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const now = Date.now() / 1000;
   const order = newExecution({ definition_id: "order", status: "RUNNING" });
   await store.commit(order, {
@@ -203,7 +207,9 @@ Deno.test("the CLI's policy is the least-privilege policy for the prefix", async
   assert.ok(
     policy.Statement.every((s: { Resource: string[] }) =>
       s.Resource.every((arn) =>
-        /^arn:aws:dynamodb:\*:123456789012:table\/prod_\w+(\/index\/[\w-]+|\/stream\/\*)?$/.test(arn)
+        /^arn:aws:dynamodb:\*:123456789012:table\/prod_\w+(\/index\/[\w-]+|\/stream\/\*)?$/.test(
+          arn,
+        )
       )
     ),
   );
@@ -323,7 +329,11 @@ Deno.test("an empty or blank --endpoint is a usage error (exit 2), never AWS", a
 
 Deno.test("the CLI lists, retries and drops dead letters", async () => {
   const prefix = uniqueName("clidead");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const exe = newExecution({ definition_id: "d" });
   const { outbox } = await store.commit(exe, {
     emits: [
@@ -367,7 +377,11 @@ Deno.test("the CLI lists, retries and drops dead letters", async () => {
 
 Deno.test("cli outbox shows an entry behind its target's dead or waiting entry as held, and behind which seq", async () => {
   const prefix = uniqueName("cliheld");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    statusFeed: false,
+  });
   const exe = newExecution({ definition_id: "d" });
   const emit = (target: string, kind: string) => ({ target, event: newEvent(kind) });
   const { outbox: [dead, behindDead, alsoBehind, waiting, behindWaiting, due, afterDue] } =
