@@ -51,14 +51,16 @@ async function storesOn(
 ): Promise<{ stores: DynamoDBStore[]; prefix: string } & AsyncDisposable> {
   const client = testClient(REGION);
   const prefix = uniqueName("tix");
-  const stores = options.map((each) => new DynamoDBStore(client, { prefix, ...each }));
+  const stores = options.map((each) =>
+    new DynamoDBStore(client, { statusFeed: false, prefix, ...each })
+  );
   await stores[0]!.ensureTables();
   return { stores, prefix, [Symbol.asyncDispose]: () => Promise.resolve(client.destroy()) };
 }
 
 Deno.test("dueTimers() costs O(due): more armed timers do not raise its read capacity", async () => {
   const { client, capacity } = capacityClient(REGION);
-  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
   try {
     await store.ensureTables();
     await arm(store, 400, 10);
@@ -90,7 +92,7 @@ Deno.test("dueTimers() costs O(due): more armed timers do not raise its read cap
 
 Deno.test("dueTimers() returns the limit earliest due timers, earliest first", async (t) => {
   const { client, calls } = countingClient(REGION);
-  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
   try {
     await store.ensureTables();
     const exe = newExecution({ definition_id: "d" });
@@ -170,7 +172,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
   const prefix = uniqueName("tix");
   // Tables as the Python store makes them: keys only, no index.
   await bareTables(tables, prefix);
-  const before = new DynamoDBStore(tables, { prefix });
+  const before = new DynamoDBStore(tables, { statusFeed: false, prefix });
   const raw = testClient(REGION);
   try {
     const put = (execution_id: string, path: string, fireAt: number) =>
@@ -214,7 +216,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       },
       { step: "initialize", name: "race" },
     );
-    const after = new DynamoDBStore(client, { prefix });
+    const after = new DynamoDBStore(client, { statusFeed: false, prefix });
     await assert.rejects(
       () => after.dueTimers(2000),
       /has no index relay_part-relay_order: run ensureTables\(\) once/,
@@ -295,7 +297,10 @@ Deno.test("ensureTables() adding the relay index is safe when several processes 
   using client = testClient(REGION);
   const prefix = uniqueName("tix");
   await bareTables(client, prefix);
-  const stores = Array.from({ length: 3 }, () => new DynamoDBStore(client, { prefix }));
+  const stores = Array.from(
+    { length: 3 },
+    () => new DynamoDBStore(client, { statusFeed: false, prefix }),
+  );
   await stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
   });
@@ -317,7 +322,7 @@ Deno.test("adoptRows is checked", () => {
 Deno.test("ensureTables() creates new tables with their indexes, no UpdateTable", async () => {
   using counting = countingClient(REGION);
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
   await store.ensureTables();
   assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
   assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);

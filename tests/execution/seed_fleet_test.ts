@@ -60,7 +60,10 @@ function measured(store: DynamoDBStore) {
     { step: "initialize", name: "measure" },
   );
   // The status feed's round runs beside passes (its cost: status_feed_test.ts).
-  const view = new DynamoDBStore(client, { prefix: prefixOf(store), statusFeed: false });
+  const view = new DynamoDBStore(client, {
+    prefix: prefixOf(store),
+    statusFeed: false,
+  });
   /** Runs `op` and answers what it returned and what it cost. */
   const measure = async <T>(op: () => Promise<T>): Promise<{ value: T; cost: Cost }> => {
     cost = { reads: 0, calls: 0, commands: {} };

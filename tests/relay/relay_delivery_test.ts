@@ -307,8 +307,8 @@ Deno.test("relayOutbox never delivers an entry of a source before an earlier one
   using writerClient = testClient();
   using relayClient = testClient();
   const prefix = uniqueName("pages");
-  const writer = new DynamoDBStore(writerClient, { prefix });
-  const relay = new DynamoDBStore(relayClient, { prefix });
+  const writer = new DynamoDBStore(writerClient, { statusFeed: false, prefix });
+  const relay = new DynamoDBStore(relayClient, { statusFeed: false, prefix });
   await writer.ensureTables();
   const filler = newExecution({ definition_id: "filler" });
   await writer.save(filler);
@@ -385,7 +385,7 @@ function behindProxy(direct: DynamoDBStore) {
     maxAttempts: 3,
   });
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
-  const store = new DynamoDBStore(client, { prefix });
+  const store = new DynamoDBStore(client, { statusFeed: false, prefix });
   return {
     proxy,
     store,

@@ -60,7 +60,7 @@ function measured(store: DynamoDBStore, options: { adoptRows?: number } = {}) {
   );
   const prefix = store.tables.executions.name.replace(/_executions$/, "");
   // The status feed's round runs beside passes (its cost: status_feed_test.ts).
-  const view = new DynamoDBStore(client, { prefix, statusFeed: false, ...options });
+  const view = new DynamoDBStore(client, { statusFeed: false, prefix, ...options });
   return { view, cost, [Symbol.dispose]: () => client.destroy() };
 }
 
@@ -269,7 +269,7 @@ function wrapped(
       hook(command.constructor.name, command.input, () => client.send(command as never)),
   };
   const prefix = store.tables.executions.name.replace(/_executions$/, "");
-  const view = new DynamoDBStore(sender as never, { prefix, ...options });
+  const view = new DynamoDBStore(sender as never, { statusFeed: false, prefix, ...options });
   return { view, [Symbol.dispose]: () => client.destroy() };
 }
 

@@ -381,7 +381,7 @@ Deno.test("a relay pass still running when its store is closed fails with StoreC
   });
   await t.step("closed while reading: the next request is refused", async () => {
     using client = testClient();
-    const store = new DynamoDBStore(client, { prefix: uniqueName("closing") });
+    const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("closing") });
     await store.ensureTables();
     await emitToTargets(store, 3);
     const read = store.pendingOutbox(); // its Scan is sent; its BatchGetItem comes after close

@@ -13,7 +13,7 @@ import { seedAppendTrace } from "../_support/seed.ts";
 Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent and batch of 25 acks", async (t) => {
   using counting = countingClient();
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { prefix: uniqueName("calls") });
+  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("calls") });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   // The first commits of an execution in a process reserve seq blocks and read the trace end.
@@ -127,7 +127,11 @@ Deno.test("with finishedTtlSeconds, a commit that finishes or reopens an executi
 Deno.test("a traced commit of a new execution takes 2 calls with no cached trace end, and still continues a ring another writer started", async (t) => {
   using counting = countingClient();
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { prefix: uniqueName("calls"), traceMax: 3 });
+  const store = new DynamoDBStore(client, {
+    statusFeed: false,
+    prefix: uniqueName("calls"),
+    traceMax: 3,
+  });
   await store.ensureTables();
   await t.step(
     "a new execution: one Query for the ring's end, then the transaction",
@@ -189,7 +193,10 @@ Deno.test("a relayOutbox pass of n entries is a Query per shard of the relay ind
   using counting = countingClient();
   const { client, calls } = counting;
   // The status feed's round runs beside passes (its calls: status_feed_test.ts).
-  const store = new DynamoDBStore(client, { prefix: uniqueName("calls"), statusFeed: false });
+  const store = new DynamoDBStore(client, {
+    prefix: uniqueName("calls"),
+    statusFeed: false,
+  });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   for (let i = 0; i < 6; i++) {

@@ -88,7 +88,12 @@ async function executionStores(warm: boolean) {
   const direct = await freshStore({ traceMax: 5 });
   const { proxy, client, close } = lossyClient();
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
-  const lossy = new DynamoDBStore(client, { prefix, traceMax: 5, ambiguousRetries: 1 });
+  const lossy = new DynamoDBStore(client, {
+    statusFeed: false,
+    prefix,
+    traceMax: 5,
+    ambiguousRetries: 1,
+  });
   return {
     direct,
     lossy,
