@@ -216,7 +216,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       },
       { step: "initialize", name: "race" },
     );
-    const after = new DynamoDBStore(client, { statusFeed: false, prefix });
+    const after = new DynamoDBStore(client, { prefix }); // the feed on: its stream is added too
     await assert.rejects(
       () => after.dueTimers(2000),
       /has no index relay_part-relay_order: run ensureTables\(\) once/,
