@@ -104,16 +104,9 @@ export function executionPage(view: ExecutionView): Html {
       ? control("terminate", "Terminate", "Make it and its children CANCELLED at once", true)
       : null,
   ];
-  const actions = view.csrf === null ? null : markup`<div class="actions">${controls}${
-    actionForm({
-      action: href(basePath, ["executions", id, "delete"]),
-      label: "Delete",
-      fields: {},
-      csrf: view.csrf,
-      danger: true,
-      title: "Delete this execution with its timers, trace and dedupe marks",
-    })
-  }</div>`;
+  const actions = view.csrf === null
+    ? null
+    : markup`<div class="actions">${controls}${deleteForm(basePath, id, view.csrf)}</div>`;
   return page(
     { basePath, title: `Execution ${id}`, notice: view.notice },
     markup`<dl class="facts">${shown}</dl>
@@ -263,4 +256,16 @@ function stepTime(step: Record<string, unknown>): Html | null {
   return markup` <span class="muted"><time datetime="${date.toISOString()}">${
     formatTime(ms / 1000)
   }</time></span>`;
+}
+
+/** The Delete button of an execution's page (of item key `id`). */
+export function deleteForm(basePath: string, id: string, csrf: string): Html {
+  return actionForm({
+    action: href(basePath, ["executions", id, "delete"]),
+    label: "Delete",
+    fields: {},
+    csrf,
+    danger: true,
+    title: "Delete this execution with its timers, trace and dedupe marks",
+  });
 }

@@ -3,8 +3,8 @@
 // document cannot be read (its key and why, what is stored, its timers and trace, Delete).
 import { type Html, markup } from "./_html.ts";
 import { executionLink, href, page } from "./_layout.ts";
-import { actionForm } from "./_forms.ts";
 import {
+  deleteForm,
   olderStepsLink,
   timersSection,
   timersTable,
@@ -42,16 +42,9 @@ export function unreadableExecutionPage(view: UnreadableExecutionView): Html {
   const cut = data !== null && data.length > STORED_TEXT_SHOWN
     ? markup`<p class="muted">The first ${STORED_TEXT_SHOWN} characters of ${data.length}.</p>`
     : null;
-  const actions = view.csrf === null ? null : markup`<div class="actions">${
-    actionForm({
-      action: href(basePath, ["executions", id, "delete"]),
-      label: "Delete",
-      fields: {},
-      csrf: view.csrf,
-      danger: true,
-      title: "Delete this execution with its timers, trace and dedupe marks",
-    })
-  }</div>`;
+  const actions = view.csrf === null
+    ? null
+    : markup`<div class="actions">${deleteForm(basePath, id, view.csrf)}</div>`;
   return page(
     { basePath, title: `Execution ${id}`, notice: view.notice },
     markup`<dl class="facts"><dt>Document</dt><dd><span class="dead">unreadable</span>: ${view.reason}</dd></dl>
