@@ -9,8 +9,7 @@
 // twice over (plus 2 s), and the assertions then say what did not come.
 import assert from "node:assert/strict";
 import {
-  DynamoDBStore,
-  type DynamoDBStoreOptions,
+  type DynamoDBStore,
   type Execution,
   newEvent,
   newExecution,
@@ -23,49 +22,13 @@ import { queueSteps } from "../../src/conformance/_queues.ts";
 import { deadLetterSteps } from "../../src/conformance/_dead_letters.ts";
 import { clockSteps } from "../../src/conformance/_clock_steps.ts";
 import type { FakeClock, Step } from "../../src/conformance/_steps.ts";
-import { IndexLagProxy } from "../_support/index_lag_proxy.ts";
-import { directEndpoint, pause, uniqueName } from "../_support/env.ts";
+import { laggingStore, passUntil } from "../_support/lagging_store.ts";
+import { pause } from "../_support/env.ts";
 
 /** The lags each case runs at; `HAREL_INDEX_LAG_MS=L` runs them at L alone (0: an exact index). */
 const LAGS = Deno.env.get("HAREL_INDEX_LAG_MS") === undefined
   ? [300, 1500]
   : [Number(Deno.env.get("HAREL_INDEX_LAG_MS"))];
-
-/** A store on fresh tables whose indexes lag `lagMs` behind them (through a proxy of its own). */
-async function laggingStore(
-  lagMs: number,
-  options: DynamoDBStoreOptions = {},
-): Promise<{ store: DynamoDBStore; proxy: IndexLagProxy } & AsyncDisposable> {
-  const proxy = new IndexLagProxy(directEndpoint(), { lagMs });
-  const store = await DynamoDBStore.create({
-    prefix: uniqueName("lag"),
-    ...options,
-    endpoint: proxy.endpoint,
-  });
-  return {
-    store,
-    proxy,
-    async [Symbol.asyncDispose]() {
-      await store[Symbol.asyncDispose]();
-      await proxy.close();
-    },
-  };
-}
-
-/** Runs `pass` until `done()` or twice the lag (plus 2 s) has gone by; whether it got done. */
-async function passUntil(
-  lagMs: number,
-  pass: () => Promise<unknown>,
-  done: () => boolean | Promise<boolean>,
-): Promise<boolean> {
-  const deadline = Date.now() + 2 * lagMs + 2000;
-  for (;;) {
-    await pass();
-    if (await done()) return true;
-    if (Date.now() > deadline) return false;
-    await pause(100);
-  }
-}
 
 /** Each value once, in the order first seen. */
 function firstSeen<T>(values: T[]): T[] {

@@ -2,15 +2,24 @@
 // retried or dropped, and a summary of a queue's backlog — through the relay index, so that
 // what they read follows the dead letters (or the summary's cap), never the table.
 import { withSignal } from "../../dynamo/_abortable.ts";
-import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import { eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
-import { FAILURE, OUTBOX, RELAY, SPAWN, TIMER, timerFromItem } from "../../core/_layout.ts";
+import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
+import {
+  FAILURE,
+  isRetryDue,
+  OUTBOX,
+  RELAY,
+  SPAWN,
+  TIMER,
+  timerFromItem,
+} from "../../core/_layout.ts";
+import { LIMITS } from "../../core/_validate.ts";
 import { createdTime, numberOf, type QueueContext } from "./_queue_items.ts";
 import { foreignRows } from "./_adoption.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
 import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import { candidateOf } from "./_outbox_bodies.ts";
-import { partition } from "./_relay_index.ts";
+import { partition, rowKey } from "./_relay_index.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../../core/types.ts";
 
 /**
@@ -76,7 +85,15 @@ export async function backlog(
   const held = new Set<string>();
   let oldestAt: number | null = null;
   let cut = false;
+  // What the index offers is counted once a read by key says it is there, in that state: an
+  // index entry of a row gone or moved a moment ago (a ghost) counts for nothing.
+  const offered: { state: keyof typeof counts; row: Item }[] = [];
+  const tally = { pending: 0, waiting: 0, dead: 0 };
   const seen = (state: keyof typeof counts, row: Item) => {
+    tally[state]++;
+    offered.push({ state, row });
+  };
+  const count = (state: keyof typeof counts, row: Item) => {
     counts[state]++;
     if (kind === "outbox" && state !== "pending" && !row[FAILURE.unreadable]?.BOOL) {
       held.add(candidateOf(row).target);
@@ -109,7 +126,7 @@ export async function backlog(
     // Pending rows held behind a head are neither pending nor failed, as MemoryStore counts
     // them: read past them, a bounded way.
     const budget = kind === "outbox" && part === "p" ? 2 * limit : Infinity;
-    for (let row, read = 0; counts[state] < limit;) {
+    for (let row, read = 0; tally[state] < limit;) {
       if (read >= budget) {
         cut = true; // more may be pending behind what was read: the count is a floor
         break;
@@ -125,13 +142,13 @@ export async function backlog(
   // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
   const readWaiting = async () => {
     const stream = new MergedPartitions(q.timers.client, table, "w", mergePage(limit));
-    for (let row, read = 0; counts.waiting < limit && read < 2 * limit;) {
+    for (let row, read = 0; tally.waiting < limit && read < 2 * limit;) {
       if (!(row = await stream.next())) break;
       read++;
       const due = Number(row[RELAY.order]?.N) <= now;
       head(row, !due);
       if (!due) seen("waiting", row);
-      else if (counts.pending < limit) seen("pending", row);
+      else if (tally.pending < limit) seen("pending", row);
     }
   };
   // What a pass parked behind a head whose retry has come is pending again: one Query per
@@ -139,7 +156,7 @@ export async function backlog(
   const readParked = async () => {
     if (dueTargets.size > PARKED_TARGETS) cut = true;
     for (const target of [...dueTargets].slice(0, PARKED_TARGETS)) {
-      for (let start: Item | undefined; counts.pending < limit;) {
+      for (let start: Item | undefined; tally.pending < limit;) {
         const page = await queryPartition(
           q.timers.client,
           table,
@@ -148,7 +165,7 @@ export async function backlog(
           start,
         );
         for (const row of page.Items ?? []) {
-          if (counts.pending < limit && clear(row)) seen("pending", row);
+          if (tally.pending < limit && clear(row)) seen("pending", row);
         }
         if (!(start = page.LastEvaluatedKey)) break;
       }
@@ -166,10 +183,50 @@ export async function backlog(
       read("d", "dead"),
     ]);
   }
+  const bodies = await readByKey(q, kind, offered.map(({ row }) => row));
+  for (const { state, row } of offered) {
+    const body = bodies.get(rowId(kind, row));
+    if (body !== undefined && stateOf(kind, body, now) === state) count(state, body);
+  }
   return {
     ...counts,
     heldTargets: held.size,
-    capped: cut || Object.values(counts).some((n) => n >= limit),
+    capped: cut || Object.values(tally).some((n) => n >= limit),
     oldestAt,
   };
+}
+
+/** A row's key as text: the seq as stored, or a timer's execution, path and fire time. */
+function rowId(kind: RelayKind, row: Item): string {
+  return kind === "timers"
+    ? `${row[TIMER.executionId]?.S}\u0000${row[TIMER.path]?.S}\u0000${row[TIMER.fireAt]?.N}`
+    : row[OUTBOX.seq]?.N ?? "";
+}
+
+/** Where a stored row stands at `now`: dead, waiting for a retry still to come, or pending. */
+function stateOf(kind: RelayKind, row: Item, now: number): "pending" | "waiting" | "dead" {
+  if (row[FAILURE.deadAt] !== undefined) return "dead";
+  if (!isRetryDue(row, now)) return "waiting";
+  if (kind === "timers" && !(Number(row[TIMER.fireAt]?.N) <= now)) return "waiting";
+  return "pending";
+}
+
+/** The rows of these index entries, read by key (strongly), by {@linkcode rowId}. */
+async function readByKey(
+  q: QueueContext,
+  kind: RelayKind,
+  rows: Item[],
+): Promise<Map<string, Item>> {
+  const table = q.tables[kind].name;
+  const found = new Map<string, Item>();
+  const keys = [...new Map(rows.map((row) => [rowId(kind, row), rowKey(kind, row)])).values()];
+  await eachConcurrently(
+    chunks(keys, LIMITS.batchGetKeys),
+    GETS_IN_FLIGHT,
+    (chunk) =>
+      batchGet(q.timers.client, { [table]: { Keys: chunk, ConsistentRead: true } }, (responses) => {
+        for (const item of responses[table] ?? []) found.set(rowId(kind, item), item);
+      }),
+  );
+  return found;
 }

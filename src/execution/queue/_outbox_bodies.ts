@@ -1,14 +1,12 @@
-// The outbox's batch that needs no index — a commit's own seqs (delivery within the request) —
-// and what every batch shares: the candidates' bodies, read with the predecessors they wait for.
-// Held targets come from their hold items (_holds.ts).
-import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";
+// What an outbox pass reads by key, strongly: the rows an index (or a commit) offered, the holds of
+// their targets with the heads and set-apart entries they list, and every predecessor — so that
+// `decideOutbox` decides on the table, never on the index. And the batch a decision hands out.
 import type { QueueBatch } from "../../core/_queue_batch.ts";
-import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
-import { FAILURE, isRetryDue, OUTBOX, outboxFromItem, RELAY, seqKey } from "../../core/_layout.ts";
-import { readHolds } from "./_holds.ts";
-import { partOf } from "./_relay_index.ts";
+import type { Item } from "../../dynamo/_dynamo.ts";
+import { FAILURE, OUTBOX, outboxFromItem, RELAY } from "../../core/_layout.ts";
+import { bookkeepingOf, readHolds, readOutboxRows } from "./_holds.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
-import { LIMITS } from "../../core/_validate.ts";
+import { decideOutbox, type EntryRow, type HoldRow } from "../../core/_outbox_decide.ts";
 import type { RelayItems, UnreadableRow } from "../../core/types.ts";
 import {
   createdTime,
@@ -18,169 +16,16 @@ import {
   unreadableRow,
 } from "./_queue_items.ts";
 
-/** An outbox or spawn row as an index read (or a commit's own read) sees it. */
+/** An outbox or spawn row's key facts, as an index entry (or a stored row) has them. */
 export interface Candidate {
   seq: number;
-  /** The seq as stored (DynamoDB's text of the number): what the bodies are found by. */
+  /** The seq as stored (DynamoDB's text of the number): what the row is found by. */
   id: string;
   key: Item;
-  attempts: number;
   /** Outbox: the target's key in the chains (see _outbox_chain.ts). */
   target: string;
   /** Outbox: the previous seq of the same source to the same target (0: none; undefined: unknown). */
   prev: number | undefined;
-  /** The relay index partition it was read from, if any. */
-  part?: string;
-}
-
-/**
- * The entries of these seqs (a commit's own), read with their predecessors: what a worker
- * delivers within the request that committed them. An entry waiting for a retry, dead, behind
- * a head of its target, or whose predecessor is unknown is left to the next pass.
- */
-export async function outboxOf(
-  q: QueueContext,
-  seqs: number[],
-  now: number,
-): Promise<QueueBatch<"outbox">> {
-  const { client } = q.timers;
-  const table = q.tables.outbox.name;
-  const found = new Map<string, Item>();
-  await eachConcurrently(
-    chunks([...new Set(seqs)], LIMITS.batchGetKeys),
-    GETS_IN_FLIGHT,
-    (chunk) =>
-      batchGet(
-        client,
-        { [table]: { Keys: chunk.map(seqKey), ConsistentRead: true } },
-        (responses) => {
-          for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
-        },
-      ),
-  );
-  const rows = [...found.values()].map((item) => ({ item, candidate: candidateOf(item) }));
-  const listed = new Map<string, string[]>();
-  const holds = await readHolds(q, rows.map((row) => row.candidate.target), true, listed);
-  const candidates: Candidate[] = [];
-  // Entries a hold lists (held, or brought back and not yet delivered) go first, in a pass: an
-  // entry of their target above the lowest of them waits for it.
-  const firstListed = new Map<string, number>();
-  for (const [target, seqs] of listed) {
-    const left = seqs.filter((seq) => !found.has(seq)).map(Number);
-    if (left.length) firstListed.set(target, Math.min(...left));
-  }
-  const held = new Set<string>();
-  let behindHeld = 0; // entries left behind a held target (RelayItems.held)
-  for (const { item, candidate } of rows.sort((a, b) => a.candidate.seq - b.candidate.seq)) {
-    const seq = candidate.seq;
-    const lowest = Math.min(
-      holds.get(candidate.target)?.lowest ?? Infinity,
-      firstListed.get(candidate.target) ?? Infinity,
-    );
-    if (item[FAILURE.unreadable]?.BOOL) continue;
-    if (seq > lowest) behindHeld++;
-    if (
-      item[FAILURE.deadAt] !== undefined || !isRetryDue(item, now) || held.has(candidate.target) ||
-      seq > lowest ||
-      // Its predecessor is unknown (written after a Python commit, or past the chains' cap):
-      // only a full pass, which sees the whole outbox, can order it.
-      candidate.prev === undefined
-    ) held.add(candidate.target);
-    else {
-      candidates.push(candidate);
-      // A head whose retry is due: its acknowledgement releases its target, as after a pass.
-      if (holds.get(candidate.target)?.seqs.includes(candidate.id)) {
-        q.headsOut.set(seq, { target: candidate.target, id: candidate.id });
-      }
-    }
-  }
-  return { ...await readOutboxBodies(q, candidates, now, found), held: behindHeld };
-}
-
-/**
- * Reads the bodies of the candidates (seq order) together with every predecessor that is not a
- * candidate itself, then keeps the entries whose chain is clear: an entry whose predecessor (of
- * the same source to the same target) is still pending — fallen behind the scan, or waiting in
- * another pass — waits, and so does the rest of its target.
- */
-export async function readOutboxBodies(
-  q: QueueContext,
-  candidates: Candidate[],
-  now: number,
-  known = new Map<string, Item>(),
-): Promise<QueueBatch<"outbox">> {
-  const { client } = q.timers;
-  const table = q.tables.outbox.name;
-  const bySeqs = new Map(candidates.map((c) => [c.seq, c]));
-  const waitsFor = new Map<string, number>(); // candidate id → predecessor to look up
-  for (const c of candidates) {
-    let prev = c.prev;
-    // Through candidates of other targets (a hash collision links their chains) to the first
-    // predecessor that is not a candidate, or one of the same target (delivered before it).
-    for (let link = prev && bySeqs.get(prev); link && link.target !== c.target;) {
-      prev = link.prev;
-      link = prev ? bySeqs.get(prev) : undefined;
-    }
-    if (prev && !bySeqs.has(prev)) waitsFor.set(c.id, prev);
-  }
-  // Predecessors are this module's seqs (safe integers): their text is the stored one.
-  const wanted = new Map<string, Item>();
-  for (const c of candidates) if (!known.has(c.id)) wanted.set(c.id, c.key);
-  for (const prev of waitsFor.values()) {
-    if (!known.has(String(prev))) wanted.set(String(prev), seqKey(prev));
-  }
-  const found = new Map(known);
-  await eachConcurrently(
-    chunks([...wanted.values()], LIMITS.batchGetKeys),
-    GETS_IN_FLIGHT,
-    (chunk) =>
-      batchGet(
-        client,
-        { [table]: { Keys: chunk, ConsistentRead: true } },
-        (responses) => {
-          for (const item of responses[table] ?? []) found.set(item.seq?.N ?? "", item);
-        },
-      ),
-  );
-  const items: RelayItems<"outbox">["items"] = [];
-  const unreadable: UnreadableRow<"outbox">[] = [];
-  const blocked = new Set<string>();
-  let oldestAt: number | null = null;
-  for (const c of candidates) {
-    const body = found.get(c.id);
-    if (body === undefined) continue; // acknowledged since the scan
-    if (
-      (body[FAILURE.deadAt] !== undefined && !body[FAILURE.unreadable]?.BOOL) ||
-      !isRetryDue(body, now) ||
-      (partOf(body[RELAY.part]?.S) === "h" && body[RELAY.part]?.S !== c.part)
-    ) {
-      // Parked, dead-lettered or held since the read (an index lags the table): it holds its
-      // target in this pass.
-      blocked.add(c.target);
-      continue;
-    }
-    const prev = waitsFor.get(c.id);
-    const prevRow = prev === undefined ? undefined : found.get(String(prev));
-    // A predecessor found is still pending (acknowledged ones are deleted): this entry waits;
-    // one set aside as unreadable can never be delivered, so nothing waits for it.
-    if (blocked.has(c.target) || (prevRow !== undefined && !prevRow[FAILURE.unreadable]?.BOOL)) {
-      blocked.add(c.target);
-      continue;
-    }
-    try {
-      const entry = outboxFromItem(body);
-      // Our rows are aged on the store's clock (created_at, read with the keys); another
-      // writer's, which record no created_at, by their event's created_time.
-      if (body[OUTBOX.createdAt] === undefined) {
-        oldestAt = earliest(oldestAt, createdTime(entry.event.created_time));
-      }
-      items.push({ item: entry, attempts: c.attempts });
-    } catch (error) {
-      // Set aside by the relay; it cannot be delivered as it is, so it holds nothing back.
-      unreadable.push(unreadableRow(c.seq, body, c.attempts, error));
-    }
-  }
-  return { items, unreadable, oldestAt };
 }
 
 export function candidateOf(item: Item): Candidate {
@@ -190,13 +35,140 @@ export function candidateOf(item: Item): Candidate {
     seq: Number(item[OUTBOX.seq]?.N),
     id: item[OUTBOX.seq]?.N ?? "",
     key: { [OUTBOX.seq]: item[OUTBOX.seq]! },
-    attempts: numberOf(item[FAILURE.attempts]) ?? 0,
     target: target?.S !== undefined
       ? targetKey(target.S)
       : target?.NULL
       ? targetKey(null)
       : `raw:${JSON.stringify(target ?? null)}`,
     prev: prev === undefined ? undefined : Number(prev),
-    part: item[RELAY.part]?.S,
   };
+}
+
+/** A stored outbox row as the pass's decision reads it. */
+export function entryRow(item: Item): EntryRow {
+  const { seq, id, target, prev } = candidateOf(item);
+  return {
+    seq,
+    id,
+    target,
+    prev,
+    attempts: numberOf(item[FAILURE.attempts]) ?? 0,
+    part: item[RELAY.part]?.S ?? null,
+    createdAt: numberOf(item[OUTBOX.createdAt]) ?? null,
+    ...bookkeepingOf(item),
+  };
+}
+
+/**
+ * What one pass read by key, growing as it is offered more: the rows (absent from `items`: gone),
+ * the holds of their targets, and the predecessors of every row read.
+ */
+export class OutboxRead {
+  /** Every row read, by its stored seq. */
+  readonly items = new Map<string, Item>();
+  readonly rows = new Map<string, EntryRow>();
+  readonly holds = new Map<string, HoldRow>();
+  readonly offered: string[] = [];
+  readonly #asked = new Set<string>();
+
+  constructor(readonly q: QueueContext) {}
+
+  /** Rows already read by key (strongly), so that offering them reads them no more. */
+  know(items: Map<string, Item>): void {
+    for (const [id, item] of items) {
+      this.#asked.add(id);
+      this.items.set(id, item);
+      this.rows.set(id, entryRow(item));
+    }
+  }
+
+  /**
+   * Reads, strongly, the rows of these offered keys (index entries, or a commit's seqs) that were
+   * not read yet, their targets' holds, what those list, and every predecessor.
+   */
+  async offer(candidates: Candidate[]): Promise<void> {
+    this.offered.push(...candidates.map((c) => c.id));
+    const targets = [...new Set(candidates.map((c) => c.target))].filter((t) => !this.holds.has(t));
+    const listed = new Map<string, string[]>();
+    const heads = await readHolds(this.q, targets, true, listed);
+    const ids = candidates.flatMap((c) => c.prev ? [c.id, String(c.prev)] : [c.id]);
+    for (const target of targets) {
+      const hold = { heads: heads.get(target)?.seqs ?? [], held: listed.get(target) ?? [] };
+      this.holds.set(target, hold);
+      ids.push(...hold.heads, ...hold.held);
+    }
+    // Twice: the rows, then the predecessors of rows only a hold named.
+    for (let round = 0; round < 2; round++) {
+      const wanted = ids.filter((id) => !this.#asked.has(id));
+      if (wanted.length === 0) break;
+      for (const id of wanted) this.#asked.add(id);
+      const found = await readOutboxRows(this.q, wanted);
+      ids.length = 0;
+      for (const [id, item] of found) {
+        this.items.set(id, item);
+        const row = entryRow(item);
+        this.rows.set(id, row);
+        if (row.prev) ids.push(String(row.prev));
+      }
+    }
+  }
+
+  /** The pass's decision on what was read. */
+  decide(now: number, limit: number, inline: boolean) {
+    return decideOutbox({
+      now,
+      limit,
+      inline,
+      offered: this.offered,
+      rows: this.rows,
+      holds: this.holds,
+    });
+  }
+
+  /**
+   * The batch of a decision: the entries it hands out, those no one can read (set aside by the
+   * relay: they hold nothing back), and the oldest pending entry's time — another writer's, which
+   * records no `created_at`, by its event's `created_time`.
+   */
+  batch(decision: ReturnType<OutboxRead["decide"]>): QueueBatch<"outbox"> {
+    const items: RelayItems<"outbox">["items"] = [];
+    const unreadable: UnreadableRow<"outbox">[] = [];
+    let oldestAt = decision.oldestAt;
+    for (const row of decision.deliver) {
+      const body = this.items.get(row.id)!;
+      try {
+        const entry = outboxFromItem(body);
+        if (row.createdAt === null) {
+          oldestAt = earliest(oldestAt, createdTime(entry.event.created_time));
+        }
+        items.push({ item: entry, attempts: row.attempts });
+      } catch (error) {
+        unreadable.push(unreadableRow(row.seq, body, row.attempts, error));
+      }
+    }
+    // A head handed out: acknowledging it releases its target.
+    for (const id of decision.dueHeads) {
+      const row = this.rows.get(id)!;
+      this.q.headsOut.set(row.seq, { target: row.target, id });
+    }
+    return { items, unreadable, oldestAt, held: decision.held };
+  }
+}
+
+/**
+ * The entries of these seqs (a commit's own), read by key with their predecessors and their
+ * targets' holds: what a worker delivers within the request that committed them. An entry
+ * waiting for a retry, dead, behind a head of its target, or whose predecessor is unknown or
+ * still there is left to the next pass. Nothing is written.
+ */
+export async function outboxOf(
+  q: QueueContext,
+  seqs: number[],
+  now: number,
+): Promise<QueueBatch<"outbox">> {
+  const read = new OutboxRead(q);
+  const found = await readOutboxRows(q, [...new Set(seqs)].map(String));
+  read.know(found);
+  await read.offer([...found.values()].map(candidateOf));
+  return read.batch(read.decide(now, Infinity, true));
 }

@@ -4,18 +4,17 @@
 
 import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";
 import type { QueueBatch } from "../../core/_queue_batch.ts";
-import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { byFireAt, Lowest } from "../../core/_bounded.ts";
-import { batchGet, chunks, eachConcurrently, isNamed, type Item } from "../../dynamo/_dynamo.ts";
-import { FAILURE, isRetryDue, RELAY, SPAWN, spawnFromItem, TIMER } from "../../core/_layout.ts";
+import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
+import { FAILURE, isRetryDue, SPAWN, spawnFromItem, TIMER } from "../../core/_layout.ts";
 import { dueByScan, type DueTimer, dueTimerOf, type TimerReads } from "./_timers.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import type { RelayItems, RelayKind, Timer, UnreadableRow } from "../../core/types.ts";
 import { earliest, numberOf, type QueueContext, unreadableRow } from "./_queue_items.ts";
 import { type Candidate, candidateOf, outboxOf } from "./_outbox_bodies.ts";
-import { misplaced, outboxFromIndex } from "./_outbox_pass.ts";
+import { outboxFromIndex } from "./_outbox_pass.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
-import { moveInput, partOf, placeOf, rowKey } from "./_relay_index.ts";
+import { rowKey } from "./_relay_index.ts";
 import { foreignRows, upkeep } from "./_adoption.ts";
 import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
 
@@ -69,25 +68,23 @@ function read(
 ): Promise<QueueBatch<RelayKind>> {
   if (kind === "outbox") return outboxFromIndex(q, limit, now, pass, foreign);
   return kind === "spawns"
-    ? spawnsFromIndex(q, limit, now, pass, foreign)
-    : timersFromIndex(q, limit, now, pass, foreign);
+    ? spawnsFromIndex(q, limit, now, foreign)
+    : timersFromIndex(q, limit, now, foreign);
 }
 
 // --- spawns ----------------------------------------------------------------------------
 
 /**
  * The `limit` lowest spawn intents deliverable now, through the relay index: those whose retry
- * is due, then the lowest pending ones. A pass moves a row another writer parked or
- * dead-lettered in place to where it belongs.
+ * is due, then the lowest pending ones, each read again by key.
  */
 async function spawnsFromIndex(
   q: QueueContext,
   limit: number,
   now: number,
-  pass: boolean,
   foreign: ForeignRows | undefined,
 ): Promise<QueueBatch<"spawns">> {
-  const rows = await dueRows(q, "spawns", limit, now, pass, foreign);
+  const rows = await dueRows(q, "spawns", limit, now, foreign);
   let oldestAt: number | null = null;
   // Another writer's spawn has no `created_at`: it has waited since at least the oldest known.
   for (const row of rows) oldestAt = earliest(oldestAt, numberOf(row[SPAWN.createdAt]));
@@ -96,7 +93,10 @@ async function spawnsFromIndex(
   return { ...await spawnBodies(q, candidates, now), oldestAt };
 }
 
-/** The spawn intents' bodies (strongly consistent): what is still there, due and not dead. */
+/**
+ * The spawn intents' bodies (strongly consistent): what is still there, due and not dead, with
+ * the attempts the row records (never the index's: it may lag a failure).
+ */
 async function spawnBodies(
   q: QueueContext,
   candidates: Candidate[],
@@ -110,10 +110,11 @@ async function spawnBodies(
     if (body === undefined || body[FAILURE.deadAt] !== undefined || !isRetryDue(body, now)) {
       continue; // acknowledged, or parked since the read
     }
+    const attempts = numberOf(body[FAILURE.attempts]) ?? 0;
     try {
-      items.push({ item: spawnFromItem(body), attempts: c.attempts });
+      items.push({ item: spawnFromItem(body), attempts });
     } catch (error) {
-      unreadable.push(unreadableRow(c.seq, body, c.attempts, error));
+      unreadable.push(unreadableRow(c.seq, body, attempts, error));
     }
   }
   return { items, unreadable };
@@ -139,10 +140,9 @@ async function timersFromIndex(
   q: QueueContext,
   limit: number,
   now: number,
-  pass: boolean,
   foreign: ForeignRows | undefined,
 ): Promise<QueueBatch<"timers">> {
-  const rows = await dueRows(q, "timers", limit, now, pass, foreign);
+  const rows = await dueRows(q, "timers", limit, now, foreign);
   const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
   const due = new Lowest<DueTimer>(limit, byFireAt);
   const offered = new Set<string>();
@@ -165,15 +165,14 @@ async function timersFromIndex(
 
 /**
  * Index rows of a spawn or timer queue that may be due: those waiting whose retry is due, and
- * the lowest pending ones (timers: due by `now`), up to `limit` each. A pass moves rows another
- * writer parked or dead-lettered in place, and leaves them out.
+ * the lowest pending ones (timers: due by `now`), up to `limit` each. Candidates only: the rows
+ * are read again by key before anything is decided.
  */
 async function dueRows(
   q: QueueContext,
   kind: "spawns" | "timers",
   limit: number,
   now: number,
-  pass: boolean,
   foreign?: ForeignRows,
 ): Promise<Item[]> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
@@ -187,33 +186,13 @@ async function dueRows(
     new MergedPartitions(q.timers.client, table, "p", page, pendingBound),
   ];
   const rows: Item[] = [];
-  const moves: { row: Item; from: string; place: NonNullable<ReturnType<typeof placeOf>> }[] = [];
-  const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
   for (const stream of streams) {
-    let taken = 0, examined = 0;
-    for (let row; taken < limit && examined < budget && (row = await stream.next());) {
-      examined++;
+    let taken = 0;
+    for (let row; taken < limit && (row = await stream.next());) {
       if (kind === "spawns" && beyondFrontier(foreign, Number(row[SPAWN.seq]?.N))) continue;
-      const from = row[RELAY.part]?.S ?? "";
-      const place = placeOf(kind, row, now);
-      if (place && misplaced(partOf(from), partOf(place.part))) {
-        moves.push({ row, from, place });
-        continue;
-      }
       rows.push(row);
       taken++;
     }
-  }
-  if (pass) {
-    await eachConcurrently(moves, GETS_IN_FLIGHT, async ({ row, from, place }) => {
-      try {
-        await q.timers.client.send(
-          new UpdateItemCommand(moveInput(table, rowKey(kind, row), from, place)),
-        );
-      } catch (error) {
-        if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-      }
-    });
   }
   return rows;
 }

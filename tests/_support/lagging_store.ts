@@ -1,0 +1,58 @@
+// A store whose relay index lags its tables (through an index lag proxy of its own), and a
+// bounded loop of passes, for the index lag suites (tests/relay/index_lag*_test.ts).
+import { DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
+import { IndexLagProxy } from "./index_lag_proxy.ts";
+import { directEndpoint, pause, uniqueName } from "./env.ts";
+
+/** A lagging store, and fresh stores on its tables through the same proxy. */
+export interface LaggingStore extends AsyncDisposable {
+  store: DynamoDBStore;
+  proxy: IndexLagProxy;
+  /**
+   * Runs `body` with a new store instance on the same tables, through the same proxy, and closes
+   * it after: what a pass in a new isolate (a Deno Deploy cron invocation) starts from.
+   */
+  fresh<T>(body: (store: DynamoDBStore) => Promise<T>): Promise<T>;
+}
+
+/** A store on fresh tables whose indexes lag `lagMs` behind them (through a proxy of its own). */
+export async function laggingStore(
+  lagMs: number,
+  options: DynamoDBStoreOptions = {},
+): Promise<LaggingStore> {
+  const proxy = new IndexLagProxy(directEndpoint(), { lagMs });
+  const prefix = uniqueName("lag");
+  const store = await DynamoDBStore.create({ prefix, ...options, endpoint: proxy.endpoint });
+  return {
+    store,
+    proxy,
+    async fresh(body) {
+      await using other = await DynamoDBStore.create({
+        prefix,
+        ...options,
+        endpoint: proxy.endpoint,
+        ensureTables: false,
+      });
+      return await body(other);
+    },
+    async [Symbol.asyncDispose]() {
+      await store[Symbol.asyncDispose]();
+      await proxy.close();
+    },
+  };
+}
+
+/** Runs `pass` until `done()` or twice the lag (plus 2 s) has gone by; whether it got done. */
+export async function passUntil(
+  lagMs: number,
+  pass: () => Promise<unknown>,
+  done: () => boolean | Promise<boolean>,
+): Promise<boolean> {
+  const deadline = Date.now() + 2 * lagMs + 2000;
+  for (;;) {
+    await pass();
+    if (await done()) return true;
+    if (Date.now() > deadline) return false;
+    await pause(100);
+  }
+}
