@@ -48,8 +48,9 @@ export async function runControl(
   const reason = parseReason(values.reason);
   let result: control.ControlResultOf;
   try {
+    // The CLI knows no definitions: a cancel is cooperative, as `FleetClient`'s default.
     result = command === "cancel"
-      ? await control.cancel(store, id, reason)
+      ? (await control.cancel(store, id, reason, () => true)).result
       : await control[command](store, id);
   } catch (error) {
     if ((error as Error)?.name === "ExecutionNotFound") {

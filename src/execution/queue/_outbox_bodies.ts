@@ -9,6 +9,7 @@ import { readHolds } from "./_holds.ts";
 import { partOf } from "./_relay_index.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
 import { LIMITS } from "../../core/_validate.ts";
+import { keepStoredText } from "../../core/_stored_event.ts";
 import type { RelayItems, UnreadableRow } from "../../core/types.ts";
 import {
   createdTime,
@@ -173,6 +174,7 @@ export async function readOutboxBodies(
       // writer's, which record no created_at, by their event's created_time.
       if (body[OUTBOX.createdAt] === undefined) {
         oldestAt = earliest(oldestAt, createdTime(entry.event.created_time));
+        keepStoredText(entry.event, body[OUTBOX.event]?.S); // published as written (SQS relay)
       }
       items.push({ item: entry, attempts: c.attempts });
     } catch (error) {
