@@ -31,8 +31,11 @@ export function parseReason(text: unknown): Record<string, unknown> {
 export function checkConfirmed(command: string, id: string, values: Values): void {
   if ((command === "cancel" || command === "terminate") && !values.yes && !values.json) {
     throw new UsageError(
-      `${command} ends execution ${JSON.stringify(id)} and its children: run it again with ` +
-        "--yes (or with --json, for scripts)",
+      `${command} ends execution ${JSON.stringify(id)} and its children` +
+        (command === "terminate"
+          ? " (a DONE one becomes CANCELLED too, as harel's terminate does)"
+          : "") +
+        ": run it again with --yes (or with --json, for scripts)",
     );
   }
 }

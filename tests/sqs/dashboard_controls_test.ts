@@ -82,6 +82,34 @@ Deno.test("the execution page suspends, resumes, cancels and terminates through 
   assert.deepEqual(await readQueue(queue, 0.5), [], "only cancel() publishes");
 });
 
+Deno.test("the page says what Cancel and Terminate do to a finished execution, and a cancel without a handler", async () => {
+  await using store = await freshStore();
+  await using queue = await freshQueue();
+  const fleet = new FleetClient({ store, queue, hasCancelHandler: new Set() });
+  const handler = build(store, { fleet });
+  const done = newExecution({ definition_id: "order", status: "DONE", active_path: "end" });
+  await store.save(done);
+  const html = await (await handler(new Request(`http://ops.test/executions/${done.id}`))).text();
+  assert.match(html, /Terminate \(DONE becomes CANCELLED\)/);
+  assert.doesNotMatch(html, new RegExp(`/executions/${done.id}/cancel"`), "no Cancel on DONE");
+  const session = await openSession(handler, `/executions/${done.id}`);
+  const send = (id: string, op: string, fields: Record<string, string> = {}) =>
+    post(handler, `/executions/${id}/${op}`, { csrf: session.csrf, ...fields }, {
+      cookie: session.cookie,
+    });
+  assert.match(await (await send(done.id, "terminate")).text(), /a DONE one too/);
+  assert.match(await (await send(done.id, "cancel")).text(), /A DONE execution stays DONE/);
+  const id = await running(store);
+  const cancelled = await send(id, "cancel", { confirm: "yes" });
+  assert.equal(cancelled.headers.get("location"), `/executions/${id}?done=cancelled`);
+  assert.equal((await store.load(id))?.status, "CANCELLED");
+  const notice =
+    await (await handler(new Request(`http://ops.test/executions/${id}?done=cancelled`)))
+      .text();
+  assert.match(notice, /Cancelled: it and its children are CANCELLED/);
+  assert.deepEqual(await readQueue(queue, 0.5), [], "no Cancel event");
+});
+
 Deno.test("without a fleet the page has no control buttons and the routes are 404", async () => {
   await using store = await freshStore();
   const handler = build(store);
