@@ -53,7 +53,7 @@ function jsonObject(field: string, value: unknown): Record<string, unknown> {
 }
 
 /** How long the relay waits between attempts of a publish SQS refused: 10 s doubling to 5 min. */
-export const FLEET_BACKOFF = { minSeconds: 10, maxSeconds: 300 } as const;
+const FLEET_BACKOFF = { minSeconds: 10, maxSeconds: 300 } as const;
 
 /** `hasCancelHandler` as a function of the definition id, checked. */
 function cancelHandlers(
@@ -211,17 +211,11 @@ export class FleetClient {
     const { emitted } = await this.store.executionOutbox(id);
     const starts = emitted.filter((e) => e.targetId === id && e.event?.kind === "Start");
     for (const entry of starts) {
-      const why = entry.state === "dead" ? `it is dead-lettered (${entry.lastError})` : null;
       try {
-        if (why !== null) throw new Error(why);
+        if (entry.state === "dead") throw new Error(`it is dead-lettered: ${entry.lastError}`);
         await this.queue.publish(id, entry.event!);
       } catch (error) {
-        throw new Error(
-          `send(): execution ${JSON.stringify(id)}'s Start (outbox seq ${entry.seq}) is still in ` +
-            `its outbox and could not be published first (${(error as Error).message}); ` +
-            "nothing was sent, so that no event overtakes the Start: relay() or retry",
-          { cause: error },
-        );
+        throw new StartNotPublished(id, entry.event!.id, { cause: error, sendingSeq: entry.seq });
       }
       await this.store.ackOutbox(entry.seq).catch(() => {}); // a relay re-publishes; deduped
     }

@@ -201,7 +201,9 @@ export class ExecutionExists extends Error {
  * `create()` committed the execution but SQS refused its `Start` (nothing was sent): the
  * execution exists, PENDING, and its `Start` waits in the outbox for `FleetClient.relay()`
  * (a `send()` to it publishes the `Start` first). When the publish's outcome is unknown instead,
- * `create()` rejects with a {@linkcode PublishOutcomeUnknown}.
+ * `create()` rejects with a {@linkcode PublishOutcomeUnknown}. `send()` throws it too (with
+ * `sendingSeq`, the Start's outbox seq) when it could not publish such a Start first: then it
+ * sent nothing.
  *
  * @example Leaving the Start to the relay
  * ```ts
@@ -224,14 +226,22 @@ export class StartNotPublished extends Error {
    *
    * @param executionId The execution, committed.
    * @param eventId The Start's id.
-   * @param options SQS's error, as `cause`.
+   * @param options SQS's error, as `cause`; `sendingSeq` when `send()` throws it.
    */
-  constructor(executionId: string, eventId: string, options?: ErrorOptions) {
+  constructor(
+    executionId: string,
+    eventId: string,
+    options?: ErrorOptions & { sendingSeq?: number },
+  ) {
     const cause = options?.cause instanceof Error ? ` (${options.cause.message})` : "";
     super(
-      `create(): execution ${JSON.stringify(executionId)} was committed (PENDING), but its ` +
-        `Start was not published${cause}; it stays in the outbox for relay(), and a send() to ` +
-        "the execution publishes it first",
+      options?.sendingSeq === undefined
+        ? `create(): execution ${JSON.stringify(executionId)} was committed (PENDING), but its ` +
+          `Start was not published${cause}; it stays in the outbox for relay(), and a send() to ` +
+          "the execution publishes it first"
+        : `send(): execution ${JSON.stringify(executionId)}'s Start (outbox seq ` +
+          `${options.sendingSeq}) is still in its outbox and could not be published first` +
+          `${cause}; nothing was sent, so that no event overtakes the Start: relay() or retry`,
       options,
     );
     this.executionId = executionId;
