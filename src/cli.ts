@@ -1,7 +1,8 @@
 /**
  * The operator CLI: look at executions, the outbox and timers without writing code, create
- * the tables, print the IAM policy, delete an execution, and harel's control plane (suspend,
- * resume, cancel, terminate). Everything but those, `ensure-tables` and `delete` only reads.
+ * the tables, print the IAM policy, delete an execution, harel's control plane (suspend,
+ * resume, cancel, terminate), and `relay`: one pass publishing the outbox and due timers to
+ * harel's SQS queue. Everything but those, `ensure-tables` and `delete` only reads.
  *
  * ```sh
  * deno run -A jsr:@harel/dynamodb/cli executions --status RUNNING --limit 20
@@ -38,6 +39,7 @@ import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { markHeld } from "./cli/_held.ts";
 import { outboxLines } from "./cli/_execution_outbox.ts";
 import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
+import { runRelay } from "./cli/_relay.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
@@ -124,8 +126,16 @@ Commands:
   resume ID            harel's resume: a SUSPENDED execution and its children become RUNNING
   cancel ID [--reason JSON] --yes
                        harel's cooperative cancel: CANCELLING, with a Cancel event (the
-                       reason as its data) in the outbox for the relay; children CANCELLED
-  terminate ID --yes   harel's terminate: it and its children CANCELLED at once
+                       reason as its data) in the outbox for the relay; children CANCELLED;
+                       one that never started is terminated; a DONE one stays DONE
+  terminate ID --yes   harel's terminate: it and its children CANCELLED at once (a DONE
+                       one too, as harel does)
+  relay [--queue Q] [--sqs-endpoint URL] [--limit N]
+                       one pass of FleetClient.relay() for a cron: the N lowest outbox
+                       entries (default 100) and due timers published to harel's SQS FIFO
+                       queue Q (default stm.fifo; SQS at --sqs-endpoint, else
+                       $SQS_ENDPOINT, else AWS); a failed publish is retried by later
+                       passes for ever, an event harel cannot read is set aside
   ensure-tables        create the missing tables (execution store and state store)
   policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
 
@@ -198,6 +208,8 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         target: { type: "string" },
         untargeted: { type: "boolean" },
         reason: { type: "string" },
+        queue: { type: "string" },
+        "sqs-endpoint": { type: "string" },
       },
     }));
   } catch (error) {
@@ -246,6 +258,7 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   resume: { positionals: 1, flags: [] },
   cancel: { positionals: 1, flags: ["reason", "yes"] },
   terminate: { positionals: 1, flags: ["yes"] },
+  relay: { positionals: 0, flags: ["queue", "sqs-endpoint", "limit"] },
   "ensure-tables": { positionals: 0, flags: [] },
   policy: { positionals: 0, flags: ["account"] },
 };
@@ -575,6 +588,8 @@ async function run(
         }`,
       );
       if (timers.length) out(timerTable(timers, now));
+    } else if (command === "relay") {
+      await runRelay(reader, values, limit, out, err);
     } else if (command === "ensure-tables") {
       await reader.ensureTables();
       await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable();

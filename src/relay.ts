@@ -99,7 +99,9 @@ export interface RelayOptions {
    */
   onError?: (error: unknown) => void;
   /**
-   * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000.
+   * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000,
+   * or `Infinity` to retry for ever (with `backoff`). A callback that throws an
+   * `UnreadableEntry` sets the entry aside at once, whatever this is.
    * @default {10}
    */
   maxAttempts?: number;
@@ -263,9 +265,11 @@ async function relayOutboxPass(
         try {
           await deliver(entry);
         } catch (error) {
+          await failed.record(entry.seq, attempts, error);
+          // Set aside as unreadable, it holds nothing back (as an unreadable row).
+          if (error instanceof UnreadableEntry) continue;
           // It waits (or is dead-lettered), and the rest of this target waits behind it.
           report.held += queue.length - i - 1;
-          await failed.record(entry.seq, attempts, error);
           return;
         }
         report.delivered++;
@@ -450,7 +454,13 @@ function checkRetry(options: RelayOptions): Retry {
           : ""),
     );
   }
-  return { maxAttempts: checkInteger("maxAttempts", maxAttempts, 1, 1000), minSeconds, maxSeconds };
+  return {
+    maxAttempts: maxAttempts === Infinity
+      ? Infinity
+      : checkInteger("maxAttempts", maxAttempts, 1, 1000),
+    minSeconds,
+    maxSeconds,
+  };
 }
 
 function checkSeconds(field: string, value: unknown): number {

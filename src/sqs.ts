@@ -45,4 +45,5 @@ export {
   PublishOutcomeUnknown,
   QueueNotFifo,
   QueueUnreachable,
+  StartNotPublished,
 } from "./sqs/sqs_errors.ts";

@@ -31,8 +31,11 @@ export function parseReason(text: unknown): Record<string, unknown> {
 export function checkConfirmed(command: string, id: string, values: Values): void {
   if ((command === "cancel" || command === "terminate") && !values.yes && !values.json) {
     throw new UsageError(
-      `${command} ends execution ${JSON.stringify(id)} and its children: run it again with ` +
-        "--yes (or with --json, for scripts)",
+      `${command} ends execution ${JSON.stringify(id)} and its children` +
+        (command === "terminate"
+          ? " (a DONE one becomes CANCELLED too, as harel's terminate does)"
+          : "") +
+        ": run it again with --yes (or with --json, for scripts)",
     );
   }
 }
@@ -48,8 +51,9 @@ export async function runControl(
   const reason = parseReason(values.reason);
   let result: control.ControlResultOf;
   try {
+    // The CLI knows no definitions: a cancel is cooperative, as `FleetClient`'s default.
     result = command === "cancel"
-      ? await control.cancel(store, id, reason)
+      ? (await control.cancel(store, id, reason, () => true)).result
       : await control[command](store, id);
   } catch (error) {
     if ((error as Error)?.name === "ExecutionNotFound") {

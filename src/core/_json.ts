@@ -106,9 +106,16 @@ const COLLECTIONS = [Map, Set, WeakMap, WeakSet];
  * Deeper than {@linkcode DOCUMENT_DEPTH} levels is a `RangeError`. `native` adds DynamoDB's
  * own rules for a hash field's value: numbers DynamoDB can store, at most
  * {@linkcode FIELD_DEPTH} levels (`RangeError`), no empty key (`TypeError`). `where` (say,
- * which hash field) is added to the message.
+ * which hash field) is added to the message. `wellFormed` refuses a string, key or value,
+ * holding a lone UTF-16 surrogate (`TypeError`): what harel's pydantic models cannot read.
  */
-export function plainValue(field: string, value: unknown, native = false, where = ""): unknown {
+export function plainValue(
+  field: string,
+  value: unknown,
+  native = false,
+  where = "",
+  wellFormed = false,
+): unknown {
   const maxDepth = native ? FIELD_DEPTH : DOCUMENT_DEPTH;
   // The containers from the root to here (a document is shallow: a list beats a Set's hashing).
   const ancestors: object[] = [];
@@ -121,12 +128,15 @@ export function plainValue(field: string, value: unknown, native = false, where 
 
   // A primitive kept as it is (most of a document): no path to track, nothing to visit.
   const kept = (v: unknown): boolean =>
-    typeof v === "string" || typeof v === "boolean" || v === null ||
+    (typeof v === "string" && (!wellFormed || v.isWellFormed())) ||
+    typeof v === "boolean" || v === null ||
     (typeof v === "number" && (native ? isStorableNumber(v) : Number.isFinite(v)));
 
   const visit = (v: unknown): unknown => {
     switch (typeof v) {
       case "string":
+        if (wellFormed && !v.isWellFormed()) throw refuse(TypeError, LONE_SURROGATE);
+        return v;
       case "boolean":
         return v;
       case "number":
@@ -187,6 +197,9 @@ export function plainValue(field: string, value: unknown, native = false, where 
         if (native && k === "") {
           throw refuse(TypeError, `has an empty key "", which a DynamoDB map cannot hold`);
         }
+        if (wellFormed && !k.isWellFormed()) {
+          throw refuse(TypeError, `has the key ${JSON.stringify(k)}, which ${LONE_SURROGATE}`);
+        }
         let plain: unknown = item;
         if (!kept(item)) {
           trail.push(k);
@@ -217,12 +230,16 @@ function notPlain(v: object): string | undefined {
     : `is a ${kind}, which JSON would store as a plain object without its class; pass a plain object, or give the class a toJSON() method`;
 }
 
+/** Why a string with a lone surrogate is refused, as {@linkcode plainValue} says it. */
+const LONE_SURROGATE = "holds a lone UTF-16 surrogate (half of a pair, such as " +
+  '"\\ud83d"), which harel\'s pydantic models refuse: a Python worker could not read it';
+
 /**
  * A document's JSON text, checked by {@linkcode plainValue}'s rule (the error names `field`
- * and the path inside it).
+ * and the path inside it); `wellFormed` refuses lone surrogates too.
  */
-export function toJson(field: string, value: unknown): string {
-  return JSON.stringify(plainValue(field, value));
+export function toJson(field: string, value: unknown, wellFormed = false): string {
+  return JSON.stringify(plainValue(field, value, false, "", wellFormed));
 }
 
 /** Python's `json.dumps` writes NaN, Infinity and -Infinity as bare words; JSON has no such. */

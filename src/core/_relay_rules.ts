@@ -4,6 +4,7 @@
 // item keeps), the trace ring's window and when a dedupe mark is alive. Pure: no store, no
 // clock of their own — every time is passed in, in epoch seconds.
 import type { RelayFailure } from "./relay_types.ts";
+import { UnreadableEntry } from "./errors.ts";
 
 /** The most UTF-8 bytes of an error a relay records (`last_error`). */
 export const LAST_ERROR_BYTES = 1000;
@@ -55,7 +56,8 @@ export interface Retry {
 /**
  * What a failed attempt records: attempts so far, and the next attempt `minSeconds` after the
  * first failure doubling up to `maxSeconds`, measured from `now` (the pass's clock) — or, at
- * `maxAttempts`, the dead letter (`retryAt: null`).
+ * `maxAttempts`, the dead letter (`retryAt: null`). An {@linkcode UnreadableEntry} thrown by
+ * the callback is set aside at once ({@linkcode setAside}).
  */
 export function failedAttempt(
   attempts: number,
@@ -63,6 +65,9 @@ export function failedAttempt(
   retry: Retry,
   now: number,
 ): RelayFailure {
+  // A callback that found the entry unreadable (say, an event harel's model refuses) sets it
+  // aside at once: no attempt will ever deliver it.
+  if (error instanceof UnreadableEntry) return setAside(attempts, error.message);
   const done = attempts + 1;
   const wait = Math.min(retry.maxSeconds, retry.minSeconds * 2 ** (done - 1));
   return {

@@ -114,10 +114,12 @@ export function confirmation(basePath: string, action: Action): {
     return {
       title: action.do === "cancel" ? "Cancel this execution?" : "Terminate this execution?",
       question: action.do === "cancel"
-        ? `Cancel execution ${action.id}? It becomes CANCELLING and its machine's Cancel ` +
-          "transition runs on a worker (without one it becomes CANCELLED); its children are cancelled."
+        ? `Cancel execution ${action.id}? When its definition has a cancel handler it becomes ` +
+          "CANCELLING and its Cancel event goes to the workers, whose machine's Cancel transition " +
+          "runs; otherwise (or when it never started) it becomes CANCELLED at once. Its children " +
+          "become CANCELLED. A DONE execution stays DONE."
         : `Terminate execution ${action.id}? It and its children become CANCELLED at once, ` +
-          "with no hooks run.",
+          "with no hooks run — a DONE one too, as harel's terminate does.",
       label: action.do === "cancel" ? "Cancel execution" : "Terminate",
       path: href(basePath, ["executions", action.id, action.do]),
       fields: {},
@@ -180,16 +182,19 @@ export async function runAction(
     case "cancel":
     case "terminate": {
       if (fleet === null) throw new TypeError("control actions need the dashboard's fleet option");
-      let result: { changed: boolean };
+      let result: { changed: boolean; status: string };
       try {
         result = await fleet[action.do](action.id);
       } catch (error) {
         if ((error as Error)?.name !== "ExecutionNotFound") throw error;
         return href(basePath, [], { done: "no-such-execution" });
       }
-      return href(basePath, ["executions", action.id], {
-        done: result.changed ? CONTROL_DONE[action.do] : "unchanged",
-      });
+      const done = !result.changed
+        ? "unchanged"
+        : action.do === "cancel" && result.status === "CANCELLED"
+        ? "cancelled"
+        : CONTROL_DONE[action.do];
+      return href(basePath, ["executions", action.id], { done });
     }
     case "delete": {
       const deleted = await deleteOne(store, action.id);
@@ -271,7 +276,9 @@ export function noticeOf(query: URLSearchParams): string | null {
     case "resumed":
       return "Resumed: it and its children are RUNNING again, and workers take up its held events.";
     case "cancelling":
-      return "Cancelling: a Cancel event is in its outbox, and the next relay pass publishes it to the workers.";
+      return "Cancelling: its Cancel event went to the workers (or, when SQS failed, waits in its outbox for the next relay pass), and its machine's Cancel transition runs on a worker.";
+    case "cancelled":
+      return "Cancelled: it and its children are CANCELLED (its definition has no cancel handler, or it never started).";
     case "terminated":
       return "Terminated: it and its children are CANCELLED.";
     case "unchanged":

@@ -98,9 +98,21 @@ export function executionPage(view: ExecutionView): Html {
       : null,
     exe.status === "SUSPENDED" ? control("resume", "Resume", "Resume it and its children") : null,
     exe.status !== "CANCELLED" && exe.status !== "DONE"
-      ? control("cancel", "Cancel", "Cancel it: its machine's Cancel transition runs", true)
+      ? control(
+        "cancel",
+        "Cancel",
+        "Cancel it: with a cancel handler its machine's Cancel transition runs, else CANCELLED at once",
+        true,
+      )
       : null,
-    exe.status !== "CANCELLED"
+    exe.status === "DONE"
+      ? control(
+        "terminate",
+        "Terminate (DONE becomes CANCELLED)",
+        "It is DONE: terminating makes it and its children CANCELLED, as harel's terminate does",
+        true,
+      )
+      : exe.status !== "CANCELLED"
       ? control("terminate", "Terminate", "Make it and its children CANCELLED at once", true)
       : null,
   ];

@@ -157,7 +157,7 @@ function orderText(filters: ExecutionFilters): string {
   const statuses = statusesOf(filters);
   if (statuses === null) {
     return "Every execution, in the table's order (not by time), those other writers committed " +
-      "last included.";
+      "last included, at once.";
   }
   const which = filters.status === "open"
     ? `Open executions (${OPEN_STATUSES.join(", ")})`
@@ -166,7 +166,9 @@ function orderText(filters: ExecutionFilters): string {
     ? ""
     : `, last committed before ${formatTime(filters.before.seconds)}`;
   return `${which}${before}, the latest to enter their status first. One whose last commit another writer made ` +
-    "(the Python store) is not in the status index: status any lists it.";
+    "(the Python store) is listed once the store's status feed has put it back in the status " +
+    "index (within about 10 seconds; a store with statusFeed: false never does): status any " +
+    "lists it at once.";
 }
 
 /** How each queue's pending items are named, and what its lag measures. */

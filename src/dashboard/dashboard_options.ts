@@ -30,9 +30,9 @@ export interface FleetControl {
   suspend(id: string): Promise<{ changed: boolean; status: string }>;
   /** harel's resume: a SUSPENDED execution and its children become RUNNING. */
   resume(id: string): Promise<{ changed: boolean; status: string }>;
-  /** harel's cooperative cancel (a Cancel event to the execution). */
+  /** harel's cancel: cooperative (CANCELLING, a Cancel event) or immediate (CANCELLED). */
   cancel(id: string): Promise<{ changed: boolean; status: string }>;
-  /** harel's terminate: CANCELLED at once, with its children. */
+  /** harel's terminate: CANCELLED at once, with its children (a DONE one too). */
   terminate(id: string): Promise<{ changed: boolean; status: string }>;
 }
 

@@ -1,6 +1,6 @@
 // harel's control plane (engine/aio/control.py) on any ExecutionStore: status changes as CAS
 // commits on the execution, retried on a conflict, propagated to its children; a cooperative
-// cancel is a Cancel event in the same commit's outbox.
+// cancel is a Cancel event in the same commit's outbox, which the caller then publishes.
 import { type Event, type Execution, newEvent, type Status, StoreConflict } from "../../mod.ts";
 import type { ExecutionStore } from "../../mod.ts";
 import { ExecutionNotFound } from "./sqs_errors.ts";
@@ -45,16 +45,19 @@ export async function commitStatus(
   id: string,
   wanted: Status,
   cancel?: Event,
-): Promise<ControlResult> {
+): Promise<ControlResult & { outbox: number[] }> {
   let lost: StoreConflict | undefined;
   for (let attempt = 0; attempt < CONTROL_ATTEMPTS; attempt++) {
     const exe = await loaded(store, operation, id);
     const status = nextStatus(exe.status, wanted);
-    if (status === null) return { changed: false, status: exe.status };
+    if (status === null) return { changed: false, status: exe.status, outbox: [] };
     exe.status = status;
     try {
-      await store.commit(exe, cancel ? { emits: [{ target: exe.id, event: cancel }] } : {});
-      return { changed: true, status };
+      const { outbox } = await store.commit(
+        exe,
+        cancel ? { emits: [{ target: exe.id, event: cancel }] } : {},
+      );
+      return { changed: true, status, outbox };
     } catch (error) {
       if (!(error instanceof StoreConflict)) throw error;
       lost = error;
@@ -81,31 +84,49 @@ export async function propagate(
   );
 }
 
+/** The public part of a status commit's result. */
+function shown({ changed, status }: ControlResult): ControlResult {
+  return { changed, status };
+}
+
 /** harel's `terminate`: CANCELLED at once, with no hooks, down the tree. */
 export async function terminate(store: ExecutionStore, id: string): Promise<ControlResult> {
   const result = await commitStatus(store, "terminate", id, "CANCELLED");
   await propagate(store, "terminate", id, "CANCELLED");
-  return result;
+  return shown(result);
+}
+
+/** What a cooperative cancel committed: the Cancel event and its outbox seqs, to publish now. */
+export interface CommittedCancel {
+  event: Event;
+  outbox: number[];
 }
 
 /**
- * harel's `cancel`: an execution in a state (an active path) becomes CANCELLING with a Cancel
- * event to itself in the outbox, and its children CANCELLED; the worker that handles the
- * Cancel runs the machine's Cancel transition, or, without one, makes it CANCELLED. The
- * Python control plane asks the definition whether a handler is there; the definition lives
- * in the workers, so the worker's engine decides (the same outcome). An execution that never
- * started (no active path) is terminated, as harel does.
+ * harel's `cancel` (`engine/aio/control.py`): when the definition has a cancel handler and the
+ * execution is in a state, it becomes CANCELLING with a Cancel event to itself in the same
+ * commit's outbox (a CANCELLED or DONE one is left as it is, by the status rule), and its
+ * children CANCELLED; the caller publishes the Cancel at once. Otherwise it is terminated
+ * (CANCELLED, no event; a DONE one too).
  */
 export async function cancel(
   store: ExecutionStore,
   id: string,
   reason: Record<string, unknown>,
-): Promise<ControlResult> {
+  hasCancelHandler: (definitionId: string) => boolean,
+): Promise<{ result: ControlResult; cancel: CommittedCancel | null }> {
   const exe = await loaded(store, "cancel", id);
-  if (exe.active_path === null || exe.active_path === undefined) return terminate(store, id);
-  const result = await commitStatus(store, "cancel", id, "CANCELLING", cancelEvent(reason));
+  const started = exe.active_path !== null && exe.active_path !== undefined;
+  if (!started || !hasCancelHandler(exe.definition_id)) {
+    return { result: await terminate(store, id), cancel: null };
+  }
+  const event = cancelEvent(reason);
+  const result = await commitStatus(store, "cancel", id, "CANCELLING", event);
   await propagate(store, "cancel", id, "CANCELLED");
-  return result;
+  return {
+    result: shown(result),
+    cancel: result.changed ? { event, outbox: result.outbox } : null,
+  };
 }
 
 /** harel's `suspend`: only a RUNNING execution, then its children. */
@@ -114,7 +135,7 @@ export async function suspend(store: ExecutionStore, id: string): Promise<Contro
   if (exe.status !== "RUNNING") return { changed: false, status: exe.status };
   const result = await commitStatus(store, "suspend", id, "SUSPENDED");
   await propagate(store, "suspend", id, "SUSPENDED");
-  return result;
+  return shown(result);
 }
 
 /** harel's `resume`: only a SUSPENDED execution, then its children. */
@@ -123,5 +144,5 @@ export async function resume(store: ExecutionStore, id: string): Promise<Control
   if (exe.status !== "SUSPENDED") return { changed: false, status: exe.status };
   const result = await commitStatus(store, "resume", id, "RUNNING");
   await propagate(store, "resume", id, "RUNNING");
-  return result;
+  return shown(result);
 }

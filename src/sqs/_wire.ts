@@ -2,6 +2,8 @@
 // its pydantic model dumps it) and the checks of a group id, both before anything is sent.
 import { plainValue } from "../core/_json.ts";
 import { describe, utf8Length } from "../core/_validate.ts";
+import { pydanticTime } from "../core/_event_time.ts";
+import { storedText } from "../core/_stored_event.ts";
 
 /** SQS's limit on a `MessageGroupId`, in characters. */
 export const MAX_GROUP_ID_LENGTH = 128;
@@ -36,79 +38,41 @@ export function checkGroupId(field: string, groupId: unknown): string {
   return groupId;
 }
 
-/** An ISO 8601 date-time as JavaScript and Python write it. */
-const ISO_TIME =
-  /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:[.,](\d{1,}))?(Z|z|[+-]\d\d:?\d\d)?$/;
-
-/** Whether a date and a clock name a real moment (no February 30th, no 25 o'clock). */
-function realTime(date: string, clock: string): boolean {
-  const [y, m, d] = date.split("-").map(Number) as [number, number, number];
-  const [hh, mm, ss = 0] = clock.split(":").map(Number) as [number, number, number?];
-  const at = new Date(Date.UTC(y, m - 1, d, hh, mm, ss));
-  return at.getUTCFullYear() === y && at.getUTCMonth() === m - 1 && at.getUTCDate() === d &&
-    at.getUTCHours() === hh && at.getUTCMinutes() === mm && at.getUTCSeconds() === ss;
-}
-
-/**
- * A date-time as pydantic 2 dumps a `datetime` it parsed from `text`: seconds always, the
- * fraction as microseconds (none when zero), UTC as `Z`, other offsets as `+HH:MM`. A time
- * pydantic would refuse is a TypeError naming the field.
- */
-export function pydanticTime(field: string, text: unknown): string | null {
-  if (text === null || text === undefined) return null;
-  const match = typeof text === "string" ? ISO_TIME.exec(text) : null;
-  if (!match || !realTime(match[1]!, match[2]!)) {
+/** A string of the event (its id, its kind): non-empty, and no lone surrogate pydantic refuses. */
+function eventString(field: string, value: unknown, what: string): string {
+  if (typeof value !== "string" || value.length === 0) {
+    throw new TypeError(`${field} must be a non-empty string${what}, got ${describe(value)}`);
+  }
+  if (!value.isWellFormed()) {
     throw new TypeError(
-      `${field} must be null or an ISO 8601 date-time such as "2026-01-31T12:00:00Z" ` +
-        `(harel's Event model parses it as a datetime), got ${describe(text)}`,
+      `${field} holds a lone UTF-16 surrogate, which harel's pydantic Event model refuses`,
     );
   }
-  const [, date, clock, fraction, zone] = match;
-  const time = clock!.length === 5 ? `${clock}:00` : clock!;
-  const micros = (fraction ?? "").slice(0, 6).padEnd(6, "0");
-  const frac = /^0*$/.test(micros) ? "" : `.${micros}`;
-  let offset = "";
-  if (zone !== undefined) {
-    const hhmm = zone.toUpperCase() === "Z"
-      ? "+00:00"
-      : zone.replace(/^([+-]\d\d):?(\d\d)$/, "$1:$2");
-    offset = hhmm === "+00:00" || hhmm === "-00:00" ? "Z" : hhmm;
-  }
-  return `${date}T${time}${frac}${offset}`;
+  return value;
 }
 
 /**
  * The `MessageBody` harel's transport sends for `event`: `Event.model_dump_json()`, compact JSON
  * with the keys `id, kind, created_time, received_time, data` in that order and raw UTF-8.
- * Fields the model does not have are dropped, as pydantic drops them. What the model or SQS
- * would refuse (no id, a kind that is not a string, data that is not a JSON object, a time that
- * is not ISO 8601, a body over 1 MiB) is an error naming the field, before anything is sent.
+ * Fields the model does not have are dropped, as pydantic drops them. An event a relay read
+ * from another writer's outbox row is its stored text, byte for byte (already pydantic's dump),
+ * once checked. What the model or SQS would refuse (no id, a kind that is not a string, data
+ * that is not a JSON object, a time that is not ISO 8601 or whose offset is outside ±23:59, a
+ * lone UTF-16 surrogate in any string or key, a body over 1 MiB) is an error naming the field,
+ * before anything is sent.
  */
 export function messageBody(event: unknown): string {
   if (typeof event !== "object" || event === null || Array.isArray(event)) {
     throw new TypeError(`event must be an Event object, got ${describe(event)}`);
   }
   const e = event as Record<string, unknown>;
-  if (typeof e.id !== "string" || e.id.length === 0) {
-    throw new TypeError(
-      `event.id must be a non-empty string (the dedupe key), got ${describe(e.id)}`,
-    );
-  }
-  if (typeof e.kind !== "string" || e.kind.length === 0) {
-    throw new TypeError(`event.kind must be a non-empty string, got ${describe(e.kind)}`);
-  }
-  const data = e.data === undefined ? {} : e.data;
-  if (typeof data !== "object" || data === null || Array.isArray(data)) {
-    throw new TypeError(
-      `event.data must be a JSON object (harel's data: dict), got ${describe(data)}`,
-    );
-  }
-  const body = JSON.stringify({
-    id: e.id,
-    kind: e.kind,
+  const stored = storedText(event);
+  const body = stored !== undefined && readsAsEvent(stored) ? stored : JSON.stringify({
+    id: eventString("event.id", e.id, " (the dedupe key)"),
+    kind: eventString("event.kind", e.kind, ""),
     created_time: pydanticTime("event.created_time", e.created_time),
     received_time: pydanticTime("event.received_time", e.received_time),
-    data: plainValue("event.data", data),
+    data: plainValue("event.data", eventData(e.data), false, "", true),
   });
   if (NOT_IN_SQS.test(body)) {
     throw new TypeError(
@@ -123,4 +87,53 @@ export function messageBody(event: unknown): string {
     );
   }
   return body;
+}
+
+function eventData(data: unknown): object {
+  if (data === undefined) return {};
+  if (typeof data !== "object" || data === null || Array.isArray(data)) {
+    throw new TypeError(
+      `event.data must be a JSON object (harel's data: dict), got ${describe(data)}`,
+    );
+  }
+  return data;
+}
+
+/**
+ * Whether another writer's stored event text is one harel's `Event` model reads: strict JSON
+ * (Python's bare NaN is not: that row is re-serialized from its parsed event instead), an
+ * object whose id and kind are strings, data an object, times by harel's rule, no lone
+ * surrogate anywhere. Anything else throws, naming the field.
+ */
+function readsAsEvent(text: string): boolean {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return false;
+  const e = parsed as Record<string, unknown>;
+  if (e.id !== undefined) eventString("event.id", e.id, " (the dedupe key)");
+  eventString("event.kind", e.kind, "");
+  pydanticTime("event.created_time", e.created_time);
+  pydanticTime("event.received_time", e.received_time);
+  wellFormedTree("event.data", eventData(e.data));
+  return true;
+}
+
+/** Refuses a lone surrogate in a parsed JSON value's strings and keys (numbers are the text's). */
+function wellFormedTree(path: string, value: unknown): void {
+  if (typeof value === "string") {
+    if (!value.isWellFormed()) {
+      throw new TypeError(`${path} holds a lone UTF-16 surrogate, which harel's pydantic refuses`);
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => wellFormedTree(`${path}[${i}]`, item));
+  } else if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      wellFormedTree(`${path}.${key}`, key);
+      wellFormedTree(`${path}.${key}`, item);
+    }
+  }
 }

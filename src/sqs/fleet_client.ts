@@ -12,12 +12,18 @@ import {
   relayOutbox,
   StoreConflict,
   sweepTimers,
+  UnreadableEntry,
 } from "../../mod.ts";
 import { plainValue } from "../core/_json.ts";
 import { checkKnownOptions, checkOptions, describe } from "../core/_validate.ts";
 import * as control from "./_control.ts";
 import { checkGroupId, messageBody } from "./_wire.ts";
-import { ExecutionExists, ExecutionNotFound } from "./sqs_errors.ts";
+import {
+  ExecutionExists,
+  ExecutionNotFound,
+  PublishOutcomeUnknown,
+  StartNotPublished,
+} from "./sqs_errors.ts";
 import type { EventQueue } from "./sqs_queue.ts";
 import type {
   CancelOptions,
@@ -43,7 +49,35 @@ function jsonObject(field: string, value: unknown): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new TypeError(`${field} must be a JSON object, got ${describe(value)}`);
   }
-  return plainValue(field, value) as Record<string, unknown>;
+  return plainValue(field, value, false, "", true) as Record<string, unknown>;
+}
+
+/** How long the relay waits between attempts of a publish SQS refused: 10 s doubling to 5 min. */
+const FLEET_BACKOFF = { minSeconds: 10, maxSeconds: 300 } as const;
+
+/** `hasCancelHandler` as a function of the definition id, checked. */
+function cancelHandlers(
+  value: FleetClientOptions["hasCancelHandler"],
+): (definitionId: string) => boolean {
+  if (value === undefined) return () => true;
+  if (typeof value === "function") return (id) => value(id) === true;
+  if (value instanceof Set) return (id) => value.has(id);
+  throw new TypeError(
+    `hasCancelHandler must be a function of the definition id or a Set of definition ids, got ${
+      describe(value)
+    }`,
+  );
+}
+
+/** Why harel's model or SQS cannot take an entry to `groupId` with `event`, or null. */
+function unreadable(groupId: string, event: Event): string | null {
+  try {
+    checkGroupId("target_id", groupId);
+    messageBody(event);
+    return null;
+  } catch (error) {
+    return `harel's SQS transport cannot carry it: ${(error as Error).message}`;
+  }
 }
 
 /**
@@ -74,6 +108,7 @@ export class FleetClient {
   readonly store: ExecutionStore;
   /** The queue events are published to. */
   readonly queue: EventQueue;
+  readonly #hasCancelHandler: (definitionId: string) => boolean;
 
   /**
    * A fleet client on a store and a queue (no network here).
@@ -82,7 +117,7 @@ export class FleetClient {
    */
   constructor(options: FleetClientOptions) {
     const given = checkOptions(options);
-    checkKnownOptions("new FleetClient()", given, ["store", "queue"]);
+    checkKnownOptions("new FleetClient()", given, ["store", "queue", "hasCancelHandler"]);
     if (typeof given.store?.commit !== "function") {
       throw new TypeError(`store must be an ExecutionStore, got ${describe(given.store)}`);
     }
@@ -93,14 +128,18 @@ export class FleetClient {
     }
     this.store = given.store;
     this.queue = given.queue;
+    this.#hasCancelHandler = cancelHandlers(given.hasCancelHandler);
   }
 
   /**
    * Commits a new PENDING execution of `definitionId` and publishes harel's `Start` with the
-   * initial context as its data, so a worker starts it. The Start is in the same commit's
-   * outbox: published here and acknowledged, or — when the publish fails — left for the next
-   * {@linkcode FleetClient.relay}. It is one event (one id): a worker runs it once, a copy
-   * is deduped. A taken id is an {@linkcode ExecutionExists}.
+   * initial context as its data, so a worker starts it; it resolves once the `Start` is
+   * published. The Start is in the same commit's outbox: acknowledged once published. When the
+   * publish fails the execution exists all the same and the Start stays in the outbox for
+   * {@linkcode FleetClient.relay}; `create()` then rejects, saying so: a
+   * {@linkcode StartNotPublished} when SQS refused it, a {@linkcode PublishOutcomeUnknown} when
+   * it may have gone out. It is one event (one id): a worker runs it once, a copy is deduped.
+   * A taken id is an {@linkcode ExecutionExists}.
    *
    * @param definitionId The definition the workers run (harel's `definition_id`).
    * @param options The initial context and, optionally, the id.
@@ -111,6 +150,11 @@ export class FleetClient {
     checkKnownOptions("create()", given, ["context", "id"]);
     if (typeof definitionId !== "string" || definitionId.length === 0) {
       throw new TypeError(`definitionId must be a non-empty string, got ${describe(definitionId)}`);
+    }
+    if (!definitionId.isWellFormed()) {
+      throw new TypeError(
+        "definitionId holds a lone UTF-16 surrogate, which harel's models refuse",
+      );
     }
     const context = jsonObject("context", given.context);
     const id = given.id === undefined ? undefined : checkGroupId("id", given.id);
@@ -128,8 +172,16 @@ export class FleetClient {
     }
     try {
       await this.queue.publish(exe.id, start);
-    } catch {
-      return exe; // committed: the relay publishes the Start from the outbox
+    } catch (error) {
+      const also = `create(): execution ${JSON.stringify(exe.id)} was committed (PENDING); ` +
+        "its Start stays in the outbox for relay(), and a send() to it publishes it first";
+      if (error instanceof PublishOutcomeUnknown) {
+        throw new PublishOutcomeUnknown(error.groupId, error.eventId, error.deduplicationId, {
+          cause: error.cause,
+          also,
+        });
+      }
+      throw new StartNotPublished(exe.id, start.id, { cause: error });
     }
     await this.store.ackOutbox(seqs).catch(() => {}); // a later relay re-publishes; deduped
     return exe;
@@ -138,7 +190,9 @@ export class FleetClient {
   /**
    * Publishes `event` to the execution's group, as harel's `DistributedRunner.send`. The
    * event is checked first (harel's model must read it), then the execution is looked up: a
-   * missing one is an {@linkcode ExecutionNotFound} and nothing is sent.
+   * missing one is an {@linkcode ExecutionNotFound} and nothing is sent. A PENDING execution
+   * whose `Start` is still in its outbox (its `create()` could not publish it) has that `Start`
+   * published first, so that no event overtakes it; when that fails, nothing is sent.
    *
    * @param executionId The execution.
    * @param event The event (its id is the workers' dedupe key).
@@ -148,14 +202,33 @@ export class FleetClient {
     messageBody(event);
     const exe = await this.store.load(executionId);
     if (exe === null) throw new ExecutionNotFound("send", executionId);
+    if (exe.status === "PENDING") await this.#startFirst(executionId);
     await this.queue.publish(executionId, event, { priority: exe.priority ?? 0 });
   }
 
+  /** Publishes (and acknowledges) the Start a PENDING execution still has in its outbox. */
+  async #startFirst(id: string): Promise<void> {
+    const { emitted } = await this.store.executionOutbox(id);
+    const starts = emitted.filter((e) => e.targetId === id && e.event?.kind === "Start");
+    for (const entry of starts) {
+      try {
+        if (entry.state === "dead") throw new Error(`it is dead-lettered: ${entry.lastError}`);
+        await this.queue.publish(id, entry.event!);
+      } catch (error) {
+        throw new StartNotPublished(id, entry.event!.id, { cause: error, sendingSeq: entry.seq });
+      }
+      await this.store.ackOutbox(entry.seq).catch(() => {}); // a relay re-publishes; deduped
+    }
+  }
+
   /**
-   * harel's cooperative cancel: an execution in a state becomes CANCELLING with a `Cancel`
-   * event (the reason as its data) in its outbox, which the next relay publishes; the worker
-   * runs the machine's Cancel transition, or, without one, makes it CANCELLED. Its children
-   * become CANCELLED. An execution that never started is terminated.
+   * harel's cancel, as its control plane (`engine/aio/control.py`) chooses: when the
+   * definition has a cancel handler (the `hasCancelHandler` option) and the execution is in a
+   * state, it becomes CANCELLING and its `Cancel` event (the reason as its data) is committed
+   * in its outbox and published at once (left to {@linkcode FleetClient.relay} only when that
+   * publish fails); its children become CANCELLED. Otherwise it is terminated: CANCELLED at
+   * once, no event. A DONE execution is left DONE by a cooperative cancel and made CANCELLED
+   * by an immediate one, as harel does.
    *
    * @param executionId The execution.
    * @param options The reason, as the Cancel event's data.
@@ -165,7 +238,17 @@ export class FleetClient {
     const given = checkOptions(options);
     checkKnownOptions("cancel()", given, ["reason"]);
     const reason = jsonObject("reason", given.reason);
-    return await control.cancel(this.store, checkGroupId("executionId", executionId), reason);
+    const id = checkGroupId("executionId", executionId);
+    const { result, cancel } = await control.cancel(this.store, id, reason, this.#hasCancelHandler);
+    if (cancel !== null) {
+      try {
+        await this.queue.publish(id, cancel.event);
+        await this.store.ackOutbox(cancel.outbox).catch(() => {}); // a relay re-publishes it
+      } catch {
+        // Committed in the outbox: the next relay() publishes it.
+      }
+    }
+    return result;
   }
 
   /**
@@ -205,7 +288,12 @@ export class FleetClient {
    * with no target is acknowledged without publishing, as harel's relay does) and a sweep that
    * publishes harel's `Timeout` for each due timer to its execution's group. Each entry is
    * acknowledged only after its publish resolved: a lost answer leaves it pending and it is
-   * published again (at least once; workers dedupe on the event id).
+   * published again (at least once; workers dedupe on the event id). An event another writer
+   * (the Python store) stored is published byte for byte as stored; this module's own as
+   * committed. A publish SQS failed is retried with backoff (10 s doubling to 5 min) for ever,
+   * never dead-lettered, unless the options set `maxAttempts`; an entry harel's model or SQS
+   * can never take (a lone surrogate, a bad time, a group id SQS refuses) is set aside at once
+   * as unreadable (an {@linkcode UnreadableEntry} to `onError`), visible in `deadLetters`.
    *
    * @param options The options of each pass.
    * @returns The two passes' reports.
@@ -214,13 +302,19 @@ export class FleetClient {
     const given = checkOptions(options);
     checkKnownOptions("relay()", given, ["outbox", "timers"]);
     const queue = this.queue;
+    const retry = { maxAttempts: Infinity, backoff: FLEET_BACKOFF };
     const [outbox, timers] = await Promise.all([
       relayOutbox(this.store, async (entry) => {
-        if (entry.targetId !== null) await queue.publish(entry.targetId, entry.event);
-      }, given.outbox),
+        if (entry.targetId === null) return;
+        const why = unreadable(entry.targetId, entry.event);
+        if (why !== null) throw new UnreadableEntry("outbox", entry.seq, why);
+        await queue.publish(entry.targetId, entry.event);
+      }, { ...retry, ...given.outbox }),
       sweepTimers(this.store, async (timer, event) => {
+        const why = unreadable(timer.executionId, event);
+        if (why !== null) throw new UnreadableEntry("timers", timer, why);
         await queue.publish(timer.executionId, event);
-      }, given.timers),
+      }, { ...retry, ...given.timers }),
     ]);
     return { outbox, timers };
   }

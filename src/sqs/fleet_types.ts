@@ -26,6 +26,14 @@ export interface FleetClientOptions {
   store: ExecutionStore;
   /** The queue the workers read ({@linkcode SqsQueue}). */
   queue: EventQueue;
+  /**
+   * Which definitions have a cancel handler (a `Cancel` transition), as harel's
+   * `has_cancel_handler` answers for them: a function of the definition id, or a Set of ids.
+   * `cancel()` of an execution whose definition has one is cooperative (CANCELLING, and a
+   * `Cancel` the machine handles); of any other, immediate (CANCELLED, no event).
+   * @default {every definition has one (cooperative)}
+   */
+  hasCancelHandler?: ((definitionId: string) => boolean) | ReadonlySet<string>;
 }
 
 /**
@@ -41,7 +49,12 @@ export interface FleetClientOptions {
 export interface CreateOptions {
   /** The initial context, also the `Start` event's data (a JSON object). @default {{}} */
   context?: Record<string, unknown>;
-  /** The execution's id (at most 128 characters SQS takes in a group id). @default {a fresh 32-hex id} */
+  /**
+   * The execution's id: at most 128 characters SQS takes in a group id. The children harel
+   * spawns are grouped by `{id}:{state path}:{seq}`: leave room for those (an id of at most
+   * 128 minus the longest spawning path's length minus 2 and its seq's digits).
+   * @default {a fresh 32-hex id}
+   */
   id?: string;
 }
 
@@ -78,7 +91,9 @@ export interface ControlResult {
 }
 
 /**
- * Options of {@linkcode FleetClient.relay}: those of `relayOutbox()` and `sweepTimers()`.
+ * Options of {@linkcode FleetClient.relay}: those of `relayOutbox()` and `sweepTimers()`. Their
+ * defaults differ in two: `maxAttempts` is `Infinity` (a publish SQS failed is never
+ * dead-lettered) and `backoff` is `{ minSeconds: 10, maxSeconds: 300 }`.
  *
  * @example A cron pass with smaller reads
  * ```ts

@@ -112,14 +112,20 @@ export class PublishOutcomeUnknown extends OutcomeUnknown {
    * @param groupId The group the event was published to.
    * @param eventId The event's id.
    * @param deduplicationId The send's `MessageDeduplicationId`.
-   * @param options The last transport error, as `cause`.
+   * @param options The last transport error, as `cause`, and `also`: what the caller adds.
    */
-  constructor(groupId: string, eventId: string, deduplicationId: string, options?: ErrorOptions) {
+  constructor(
+    groupId: string,
+    eventId: string,
+    deduplicationId: string,
+    options?: ErrorOptions & { also?: string },
+  ) {
     super(
       "publish",
       groupId,
       `event ${JSON.stringify(eventId)}: SQS's answer was lost, so it may or may not be on the ` +
-        "queue; publishing it again is safe (harel workers dedupe on the event id)",
+        "queue; publishing it again is safe (harel workers dedupe on the event id)" +
+        (options?.also ? `. ${options.also}` : ""),
       options,
     );
     this.groupId = groupId;
@@ -188,5 +194,57 @@ export class ExecutionExists extends Error {
       options,
     );
     this.executionId = executionId;
+  }
+}
+
+/**
+ * `create()` committed the execution but SQS refused its `Start` (nothing was sent): the
+ * execution exists, PENDING, and its `Start` waits in the outbox for `FleetClient.relay()`
+ * (a `send()` to it publishes the `Start` first). When the publish's outcome is unknown instead,
+ * `create()` rejects with a {@linkcode PublishOutcomeUnknown}. `send()` throws it too (with
+ * `sendingSeq`, the Start's outbox seq) when it could not publish such a Start first: then it
+ * sent nothing.
+ *
+ * @example Leaving the Start to the relay
+ * ```ts
+ * import { StartNotPublished } from "@harel/dynamodb/sqs";
+ *
+ * const error: unknown = new StartNotPublished("order-1", "3f2b9c0e");
+ * if (error instanceof StartNotPublished) console.log(`${error.executionId}: relay() starts it`);
+ * ```
+ */
+export class StartNotPublished extends Error {
+  /** Always `"StartNotPublished"`. */
+  override name = "StartNotPublished";
+  /** The execution, committed PENDING. */
+  readonly executionId: string;
+  /** The id of its `Start` event, in the outbox. */
+  readonly eventId: string;
+
+  /**
+   * Builds the error for a Start that SQS refused.
+   *
+   * @param executionId The execution, committed.
+   * @param eventId The Start's id.
+   * @param options SQS's error, as `cause`; `sendingSeq` when `send()` throws it.
+   */
+  constructor(
+    executionId: string,
+    eventId: string,
+    options?: ErrorOptions & { sendingSeq?: number },
+  ) {
+    const cause = options?.cause instanceof Error ? ` (${options.cause.message})` : "";
+    super(
+      options?.sendingSeq === undefined
+        ? `create(): execution ${JSON.stringify(executionId)} was committed (PENDING), but its ` +
+          `Start was not published${cause}; it stays in the outbox for relay(), and a send() to ` +
+          "the execution publishes it first"
+        : `send(): execution ${JSON.stringify(executionId)}'s Start (outbox seq ` +
+          `${options.sendingSeq}) is still in its outbox and could not be published first` +
+          `${cause}; nothing was sent, so that no event overtakes the Start: relay() or retry`,
+      options,
+    );
+    this.executionId = executionId;
+    this.eventId = eventId;
   }
 }

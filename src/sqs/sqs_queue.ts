@@ -24,7 +24,7 @@ export type { QueueRetry };
  *
  * const options: SqsQueueOptions = {
  *   endpoint: Deno.env.get("SQS_ENDPOINT"),
- *   queueName: "orders.fifo",
+ *   queueName: "stm.fifo",
  *   deadlineMs: 10_000,
  * };
  * await using queue = await SqsQueue.create(options);

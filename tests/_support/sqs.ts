@@ -83,3 +83,34 @@ export async function runWorker(
     dynamodb,
   ]) as Handled[];
 }
+
+const MODELS = new URL("./harel_models.py", import.meta.url).pathname;
+
+/** What harel's pydantic model made of one document: its dump, or why it refused it. */
+export type ModelAnswer = { ok: true; dump: string } | { ok: false; error: string };
+
+/**
+ * Each document's JSON text read by harel's pydantic model (`Event` or `Execution`,
+ * `model_validate_json`), as a worker reads a message body or a stored document.
+ */
+export async function harelReads(
+  documents: { model: "Event" | "Execution"; text: string }[],
+): Promise<ModelAnswer[]> {
+  const child = new Deno.Command("python3", {
+    args: [MODELS],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(
+    new TextEncoder().encode(documents.map((d) => JSON.stringify(d)).join("\n") + "\n"),
+  );
+  await writer.close();
+  const { code, stdout, stderr } = await child.output();
+  if (code !== 0) {
+    throw new Error(`harel_models.py failed (${code}):\n${new TextDecoder().decode(stderr)}`);
+  }
+  return new TextDecoder().decode(stdout).split("\n").filter((l) => l !== "")
+    .map((l) => JSON.parse(l));
+}

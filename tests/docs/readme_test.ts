@@ -2,9 +2,12 @@
 // DynamoDB with the command lines the README gives, and it stays what a newcomer reads in ten
 // minutes. The docs pages have their own test (docs_test.ts).
 import assert from "node:assert/strict";
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { testClient } from "../_support/env.ts";
 import {
   blocks,
   blockUnder,
+  DOCS_REGION,
   readDoc,
   ROOT,
   run,
@@ -18,9 +21,23 @@ Deno.test("the README's quick start runs with the command line of its first hour
   const steps = section("README.md", "## Your first hour");
   const line = steps.split("\n").map((l) => l.trim()).find((l) => l.startsWith("deno run "));
   assert.ok(line, "the first hour has a deno run command line");
+  using client = testClient(DOCS_REGION);
+  const count = (table: string) =>
+    client.send(new ScanCommand({ TableName: table, Select: "COUNT" })).then(
+      (answer) => answer.Count ?? 0,
+      (error) => error?.name === "ResourceNotFoundException" ? 0 : Promise.reject(error),
+    );
+  const defaults = ["harel_executions", "harel_timers"];
+  const before = await Promise.all(defaults.map(count));
   const { code, output } = await runQuickStart(line);
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship to \(broadcast\)/, "what step 4 says it prints");
+  // It keeps to tables of its own and removes what it made: no RUNNING order with an hour's
+  // timer is left for a fleet on the default tables to show.
+  assert.deepEqual(await Promise.all(defaults.map(count)), before, "the default tables untouched");
+  for (const table of ["quickstart_executions", "quickstart_timers", "quickstart_outbox"]) {
+    assert.equal(await count(table), 0, `${table} is empty after the quick start`);
+  }
   assert.match(steps, /deno task dynamodb/);
   assert.match(steps, /deno task test/);
 });

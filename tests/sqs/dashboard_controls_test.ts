@@ -48,7 +48,7 @@ Deno.test("the execution page suspends, resumes, cancels and terminates through 
     assert.equal(done.headers.get("location"), `/executions/${id}?done=resumed`);
     assert.equal((await store.load(id))?.status, "RUNNING");
   });
-  await t.step("Cancel asks first, then puts a Cancel in the outbox", async () => {
+  await t.step("Cancel asks first, then publishes a Cancel", async () => {
     const ask = await send("cancel");
     assert.equal(ask.status, 200);
     assert.match(await ask.text(), /Cancel this execution\?/);
@@ -56,7 +56,8 @@ Deno.test("the execution page suspends, resumes, cancels and terminates through 
     const done = await send("cancel", { confirm: "yes" });
     assert.equal(done.headers.get("location"), `/executions/${id}?done=cancelling`);
     assert.equal((await store.load(id))?.status, "CANCELLING");
-    assert.deepEqual((await store.pendingOutbox()).map((e) => e.event.kind), ["Cancel"]);
+    assert.deepEqual(await store.pendingOutbox(), []);
+    assert.deepEqual((await readQueue(queue)).map((m) => m.event.kind), ["Cancel"]);
   });
   await t.step("Terminate after its confirmation", async () => {
     const done = await send("terminate", { confirm: "yes" });
@@ -78,7 +79,35 @@ Deno.test("the execution page suspends, resumes, cancels and terminates through 
     });
     assert.equal(done.headers.get("location"), "/?done=no-such-execution");
   });
-  assert.deepEqual(await readQueue(queue, 0.5), [], "control commits; only relay() publishes");
+  assert.deepEqual(await readQueue(queue, 0.5), [], "only cancel() publishes");
+});
+
+Deno.test("the page says what Cancel and Terminate do to a finished execution, and a cancel without a handler", async () => {
+  await using store = await freshStore();
+  await using queue = await freshQueue();
+  const fleet = new FleetClient({ store, queue, hasCancelHandler: new Set() });
+  const handler = build(store, { fleet });
+  const done = newExecution({ definition_id: "order", status: "DONE", active_path: "end" });
+  await store.save(done);
+  const html = await (await handler(new Request(`http://ops.test/executions/${done.id}`))).text();
+  assert.match(html, /Terminate \(DONE becomes CANCELLED\)/);
+  assert.doesNotMatch(html, new RegExp(`/executions/${done.id}/cancel"`), "no Cancel on DONE");
+  const session = await openSession(handler, `/executions/${done.id}`);
+  const send = (id: string, op: string, fields: Record<string, string> = {}) =>
+    post(handler, `/executions/${id}/${op}`, { csrf: session.csrf, ...fields }, {
+      cookie: session.cookie,
+    });
+  assert.match(await (await send(done.id, "terminate")).text(), /a DONE one too/);
+  assert.match(await (await send(done.id, "cancel")).text(), /A DONE execution stays DONE/);
+  const id = await running(store);
+  const cancelled = await send(id, "cancel", { confirm: "yes" });
+  assert.equal(cancelled.headers.get("location"), `/executions/${id}?done=cancelled`);
+  assert.equal((await store.load(id))?.status, "CANCELLED");
+  const notice =
+    await (await handler(new Request(`http://ops.test/executions/${id}?done=cancelled`)))
+      .text();
+  assert.match(notice, /Cancelled: it and its children are CANCELLED/);
+  assert.deepEqual(await readQueue(queue, 0.5), [], "no Cancel event");
 });
 
 Deno.test("without a fleet the page has no control buttons and the routes are 404", async () => {

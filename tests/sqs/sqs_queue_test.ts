@@ -113,6 +113,27 @@ Deno.test("publish() refuses bad input before anything is sent", async (t) => {
       );
     }
   });
+  await t.step(
+    "what harel's pydantic Event refuses: a lone surrogate, an offset past ±23:59",
+    async () => {
+      const lone = "👍".slice(0, 1);
+      await assert.rejects(
+        queue.publish("g", newEvent("x", { note: lone })),
+        /event\.data\.note holds a lone UTF-16 surrogate/,
+      );
+      await assert.rejects(
+        queue.publish("g", newEvent("x", { [lone]: 1 })),
+        /event\.data has the key "\\ud83d", which holds a lone UTF-16 surrogate/,
+      );
+      await assert.rejects(queue.publish("g", { ...newEvent("x"), id: lone }), /event\.id holds/);
+      for (const offset of ["+24:00", "-24:00", "+99:99", "+12:60"]) {
+        await assert.rejects(
+          queue.publish("g", { ...newEvent("x"), created_time: `2026-01-31T12:00:00${offset}` }),
+          /event\.created_time has the offset .*: an offset must be within ±23:59/,
+        );
+      }
+    },
+  );
   await t.step("no id, no kind, an option it does not take", async () => {
     await assert.rejects(queue.publish("g", { id: "", kind: "x", data: {} }), /event\.id/);
     await assert.rejects(

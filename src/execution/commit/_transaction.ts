@@ -30,6 +30,7 @@ import {
 import { checkCommitLimits } from "./_commit_size.ts";
 import { checkOptionNames } from "../../core/_option_names.ts";
 import { toJson } from "../../core/_json.ts";
+import { checkEventTimes } from "../../core/_event_time.ts";
 import { statusKey, type StatusMove } from "../listing/_status_index.ts";
 import { ringDrop } from "../../core/_relay_rules.ts";
 import { type Execution, type Status, STATUSES } from "../../core/documents.ts";
@@ -143,7 +144,7 @@ export function planTraceEntry(
   const index = entry.index === undefined
     ? undefined
     : checkInteger("entry.index", entry.index, 0, Number.MAX_SAFE_INTEGER);
-  const json = toJson("entry", entry);
+  const json = toJson("entry", entry, true);
   checkItemSize("entry", traceItem(id, Number.MAX_SAFE_INTEGER, json));
   return { index, json };
 }
@@ -168,13 +169,14 @@ function encodeCommit(
   checkVersionWritable(exe);
   const definitionId = checkKey("exe.definition_id", exe.definition_id, LIMITS.itemBytes);
   checkExecution(exe, STATUSES);
+  exe.deferred.forEach((event, i) => checkEventTimes(`exe.deferred[${i}]`, event));
   checkObject("changes", changes);
   checkOptionNames("commit()'s changes", changes);
   const plan: Omit<CommitPlan, "now" | "expiresAt"> = {
     id,
     expected,
     next: expected + 1,
-    data: toJson("exe", { ...exe, version: expected + 1 }),
+    data: toJson("exe", { ...exe, version: expected + 1 }, true),
     definitionId,
     status: exe.status,
     statusKey: statusKey(exe.status, id),
@@ -192,7 +194,7 @@ function encodeCommit(
   const timers = listOf("timers", changes.timers);
   if (timers.length > 0) plan.timers = encodeTimers(timers);
   if (changes.trace !== undefined) {
-    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace));
+    plan.trace = toJson("changes.trace", checkObject("changes.trace", changes.trace), true);
   }
   return plan;
 }
@@ -218,7 +220,8 @@ function encodeEmit(emit: Emit, i: number): CommitPlan["emits"][number] {
   const event = checkObject(`${field}.event`, emit.event);
   checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
   checkEventBody(`${field}.event`, event);
-  return { target, event: toJson(`${field}.event`, event) };
+  checkEventTimes(`${field}.event`, event);
+  return { target, event: toJson(`${field}.event`, event, true) };
 }
 
 function encodeSpawn(spawn: SpawnIntent, i: number): CommitPlan["spawns"][number] {
@@ -230,7 +233,7 @@ function encodeSpawn(spawn: SpawnIntent, i: number): CommitPlan["spawns"][number
   return {
     childId: checkKey(`${field}.childId`, spawn.childId, LIMITS.itemBytes),
     rootPath: spawn.rootPath,
-    context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context)),
+    context: toJson(`${field}.context`, checkObject(`${field}.context`, spawn.context), true),
   };
 }
 

@@ -7,6 +7,7 @@ import { FAILURE, OUTBOX, outboxFromItem, RELAY } from "../../core/_layout.ts";
 import { bookkeepingOf, readHolds, readOutboxRows } from "./_holds.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
 import { decideOutbox, type EntryRow, type HoldRow } from "../../core/_outbox_decide.ts";
+import { keepStoredText } from "../../core/_stored_event.ts";
 import type { RelayItems, UnreadableRow } from "../../core/types.ts";
 import {
   createdTime,
@@ -138,8 +139,11 @@ export class OutboxRead {
       const body = this.items.get(row.id)!;
       try {
         const entry = outboxFromItem(body);
+        // Another writer's row (no created_at): aged by its event's created_time, and its event
+        // published as stored (the SQS relay: _stored_event.ts).
         if (row.createdAt === null) {
           oldestAt = earliest(oldestAt, createdTime(entry.event.created_time));
+          keepStoredText(entry.event, body[OUTBOX.event]?.S);
         }
         items.push({ item: entry, attempts: row.attempts });
       } catch (error) {

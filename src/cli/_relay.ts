@@ -1,0 +1,65 @@
+// The CLI's `relay`: one `FleetClient.relay()` pass (the outbox, then due timers, published to
+// harel's SQS FIFO queue), for a cron outside Deno Deploy. `@aws-sdk/client-sqs` loads only here.
+import { envVar } from "../dynamo/connect.ts";
+import type { ExecutionStore } from "../core/types.ts";
+import { UsageError, type Values } from "./_args.ts";
+
+/** How long the CLI waits for SQS to answer: an operator (or a cron) is waiting. */
+const SQS_DEADLINE_MS = 5_000;
+
+/** `--sqs-endpoint`, else `$SQS_ENDPOINT`, else AWS (`null`); blank is a usage error. */
+export function sqsEndpointOf(values: Values): string | null {
+  const given = values["sqs-endpoint"];
+  if (typeof given === "string") {
+    if (given.trim() === "") {
+      throw new UsageError(
+        `--sqs-endpoint is empty (${JSON.stringify(given)}): pass a URL, or leave it out to ` +
+          "use $SQS_ENDPOINT, or AWS when that is unset",
+      );
+    }
+    return given;
+  }
+  const variable = envVar("SQS_ENDPOINT");
+  if (variable === undefined || variable === "") return null;
+  if (variable.trim() === "") {
+    throw new UsageError(`SQS_ENDPOINT is blank (${JSON.stringify(variable)}): set it or unset it`);
+  }
+  return variable;
+}
+
+/** Runs one relay pass to SQS and prints what it did (errors of entries on stderr). */
+export async function runRelay(
+  store: ExecutionStore,
+  values: Values,
+  limit: number,
+  out: (line: string) => void,
+  err: (line: string) => void,
+): Promise<void> {
+  const endpoint = sqsEndpointOf(values);
+  const { FleetClient, SqsQueue } = await import("../sqs.ts");
+  await using queue = await SqsQueue.create({
+    endpoint,
+    region: values.region as string | undefined,
+    queueName: values.queue as string | undefined ?? "stm.fifo",
+    deadlineMs: SQS_DEADLINE_MS,
+  }).catch((error) => {
+    throw error instanceof TypeError ? new UsageError(error.message) : error;
+  });
+  const fleet = new FleetClient({ store, queue });
+  const onError = (error: unknown) =>
+    err(`  ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+  const report = await fleet.relay({
+    outbox: { limit, onError },
+    timers: { limit, onError },
+  });
+  if (values.json) return out(JSON.stringify({ queue: queue.url, ...report }, null, 2));
+  for (const [kind, r] of [["outbox", report.outbox], ["timers", report.timers]] as const) {
+    out(
+      `${kind}: ${r.delivered} published, ${r.failed} failed (retried later), ` +
+        `${r.setAside} set aside as unreadable, ${r.held} held; lag ${
+          r.lagSeconds === null ? "none" : `${Math.round(r.lagSeconds)} s`
+        }`,
+    );
+  }
+  out(`to ${queue.url}`);
+}

@@ -1,0 +1,55 @@
+// An event's `created_time` / `received_time` as harel's pydantic `Event` reads and dumps it: one
+// rule for the commit (what a Python worker's outbox read must parse) and the SQS wire.
+import { describe } from "./_validate.ts";
+
+/** An ISO 8601 date-time as JavaScript and Python write it. */
+const ISO_TIME =
+  /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:[.,](\d{1,}))?(Z|z|([+-])(\d\d):?(\d\d))?$/;
+
+/** Whether a date and a clock name a real moment (no February 30th, no 25 o'clock). */
+function realTime(date: string, clock: string): boolean {
+  const [y, m, d] = date.split("-").map(Number) as [number, number, number];
+  const [hh, mm, ss = 0] = clock.split(":").map(Number) as [number, number, number?];
+  const at = new Date(Date.UTC(y, m - 1, d, hh, mm, ss));
+  return at.getUTCFullYear() === y && at.getUTCMonth() === m - 1 && at.getUTCDate() === d &&
+    at.getUTCHours() === hh && at.getUTCMinutes() === mm && at.getUTCSeconds() === ss;
+}
+
+/**
+ * A date-time as pydantic 2 dumps a `datetime` it parsed from `text`: seconds always, the
+ * fraction as microseconds (none when zero), UTC as `Z`, other offsets as `+HH:MM`. A time
+ * pydantic would refuse (not ISO 8601, a day or hour that does not exist, an offset outside
+ * ±23:59) is a TypeError naming the field.
+ */
+export function pydanticTime(field: string, text: unknown): string | null {
+  if (text === null || text === undefined) return null;
+  const match = typeof text === "string" ? ISO_TIME.exec(text) : null;
+  if (!match || !realTime(match[1]!, match[2]!)) {
+    throw new TypeError(
+      `${field} must be null or an ISO 8601 date-time such as "2026-01-31T12:00:00Z" ` +
+        `(harel's Event model parses it as a datetime), got ${describe(text)}`,
+    );
+  }
+  const [, date, clock, fraction, zone, sign, hours, minutes] = match;
+  if (Number(hours) > 23 || Number(minutes) > 59) {
+    throw new TypeError(
+      `${field} has the offset ${sign}${hours}:${minutes}: an offset must be within ±23:59 ` +
+        `(harel's Event model refuses it), got ${describe(text)}`,
+    );
+  }
+  const time = clock!.length === 5 ? `${clock}:00` : clock!;
+  const micros = (fraction ?? "").slice(0, 6).padEnd(6, "0");
+  const frac = /^0*$/.test(micros) ? "" : `.${micros}`;
+  let offset = "";
+  if (zone !== undefined) {
+    const hhmm = sign === undefined ? "+00:00" : `${sign}${hours}:${minutes}`;
+    offset = hhmm === "+00:00" || hhmm === "-00:00" ? "Z" : hhmm;
+  }
+  return `${date}T${time}${frac}${offset}`;
+}
+
+/** Checks an event's two times by {@linkcode pydanticTime}'s rule (`field` names the event). */
+export function checkEventTimes(field: string, event: Record<string, unknown>): void {
+  if (event.created_time != null) pydanticTime(`${field}.created_time`, event.created_time);
+  if (event.received_time != null) pydanticTime(`${field}.received_time`, event.received_time);
+}
