@@ -133,3 +133,12 @@ export * from "./src/state/state_store.ts";
 export { globMatch } from "./src/core/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/dynamo/tables.ts";
 export { IndexNotFound, TableNotFound } from "./src/dynamo/tables.ts";
+export {
+  type TableDefinition,
+  type TableDefinitions,
+  tableDefinitions,
+  type TableDefinitionsOptions,
+  type TableRole,
+} from "./src/dynamo/table_definitions.ts";
+export { type TableDifference, TableDrift } from "./src/dynamo/table_check.ts";
+export type { PolicyDocument, PolicyOptions } from "./src/dynamo/iam_policy.ts";

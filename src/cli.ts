@@ -80,6 +80,10 @@ import {
   withState,
 } from "./cli/_format.ts";
 
+import { parseFormat, tablesDocument } from "./cli/_tables.ts";
+import { TABLE_ROLES, tableDefinitions } from "./dynamo/table_definitions.ts";
+import { checkDefinedTables } from "./dynamo/table_check.ts";
+
 export {
   leastPrivilegePolicy,
   type PolicyDocument,
@@ -127,7 +131,14 @@ Commands:
                        reason as its data) in the outbox for the relay; children CANCELLED
   terminate ID --yes   harel's terminate: it and its children CANCELLED at once
   ensure-tables        create the missing tables (execution store and state store)
-  policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
+  check-tables [--other-writers]
+                       compare the tables with their definitions: every difference and
+                       its fix (exit code 3 when one differs)
+  tables --format cloudformation|terraform|json [--other-writers] [--account A]
+                       the tables' definitions and the IAM policy, for --prefix,
+                       --state-table, --region and --account (no DynamoDB needed)
+  policy [--account A] [--other-writers]
+                       the least-privilege IAM policy for --prefix and --state-table (JSON)
 
 Options:
   --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
@@ -142,7 +153,7 @@ DATE is ISO 8601 (2026-11-01, or 2026-11-01T12:00:00Z with its offset) or epoch 
 --scan reads the whole table instead of the status index: it also finds executions the
 Python store wrote; --include-undated also takes those whose last commit time is unknown.
 
-Exit codes: 0 done, 1 runtime error, 2 usage error.`;
+Exit codes: 0 done, 1 runtime error, 2 usage error, 3 check-tables found differences.`;
 
 /** Where the CLI writes: stdout and stderr by default, capturable in tests. */
 export interface CliOutput {
@@ -198,6 +209,8 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         target: { type: "string" },
         untargeted: { type: "boolean" },
         reason: { type: "string" },
+        format: { type: "string" },
+        "other-writers": { type: "boolean" },
       },
     }));
   } catch (error) {
@@ -210,8 +223,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
     return 0;
   }
   try {
-    await run(positionals, values, out, err);
-    return 0;
+    return await run(positionals, values, out, err) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       err(`error: ${error.message}`);
@@ -247,7 +259,9 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   cancel: { positionals: 1, flags: ["reason", "yes"] },
   terminate: { positionals: 1, flags: ["yes"] },
   "ensure-tables": { positionals: 0, flags: [] },
-  policy: { positionals: 0, flags: ["account"] },
+  policy: { positionals: 0, flags: ["account", "other-writers"] },
+  tables: { positionals: 0, flags: ["format", "account", "other-writers"] },
+  "check-tables": { positionals: 0, flags: ["other-writers"] },
 };
 
 const WHAT_THEY_TAKE: Record<string, string> = {
@@ -269,7 +283,7 @@ async function run(
   values: Values,
   out: (line: string) => void,
   err: (line: string) => void,
-) {
+): Promise<number | void> {
   const [command, ...rest] = positionals;
   if (command === undefined) throw new UsageError("no command given");
   const spec = COMMANDS[command];
@@ -305,9 +319,21 @@ async function run(
         stateTable,
         region: values.region as string | undefined,
         account: values.account as string | undefined,
+        otherWriters: values["other-writers"] === true,
       })
     ));
     return;
+  }
+  const definitions = {
+    prefix,
+    stateTable,
+    region: values.region as string | undefined,
+    account: values.account as string | undefined,
+    otherWriters: values["other-writers"] === true,
+  };
+  if (command === "tables") {
+    const format = parseFormat(values.format);
+    return out(usage(() => tablesDocument(format, definitions)));
   }
   const all = (command === "retry" || command === "drop") && values.all === true
     ? bulkDeadLetterOptions(command, rest, values)
@@ -575,6 +601,13 @@ async function run(
         }`,
       );
       if (timers.length) out(timerTable(timers, now));
+    } else if (command === "check-tables") {
+      const all = usage(() => tableDefinitions(definitions)).tables;
+      const differences = await checkDefinedTables(client, Object.values(all));
+      if (json) print({ differences });
+      else if (differences.length === 0) out(`the ${TABLE_ROLES.length} tables match`);
+      for (const d of json ? [] : differences) out(`- ${d.problem}\n  fix: ${d.fix}`);
+      return differences.length ? 3 : 0;
     } else if (command === "ensure-tables") {
       await reader.ensureTables();
       await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable();

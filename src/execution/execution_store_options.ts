@@ -134,4 +134,13 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
    * @default {true}
    */
   ensureTables?: boolean;
+  /**
+   * Before the first call, compare the tables with their definitions (`checkTables()`: 7
+   * DescribeTable and 2 DescribeTimeToLive calls, at once) and fail with a
+   * {@linkcode TableDrift} listing every difference and its fix: a missing table, index or
+   * projection, a wrong key, TTL off, a missing stream. For tables made as code, with
+   * `ensureTables: false`.
+   * @default {false}
+   */
+  checkTables?: boolean;
 }

@@ -39,7 +39,8 @@ import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { globMatch } from "../core/glob.ts";
 import { checkClock, secondsOf } from "../core/_clock.ts";
-import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "../dynamo/tables.ts";
+import { checkTableExists, checkTableName, ensureDefinedTable } from "../dynamo/tables.ts";
+import { stateTableDefinition } from "../dynamo/table_definitions.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { instrument } from "../core/_telemetry.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
@@ -193,8 +194,7 @@ export class DynamoDBStateStore implements StateStore {
    */
   async ensureTable(): Promise<void> {
     this.#open("ensureTable");
-    await ensureTable(this.#client, { name: this.tableName, hash: [STATE.key, "S"] });
-    await ensureTtl(this.#client, this.tableName, STATE.ttl);
+    await ensureDefinedTable(this.#client, stateTableDefinition(this.tableName));
   }
 
   /**
