@@ -333,7 +333,8 @@ async function run(
   };
   if (command === "tables") {
     const format = parseFormat(values.format);
-    return out(usage(() => tablesDocument(format, definitions)));
+    out(usage(() => tablesDocument(format, definitions)));
+    return;
   }
   const all = (command === "retry" || command === "drop") && values.all === true
     ? bulkDeadLetterOptions(command, rest, values)

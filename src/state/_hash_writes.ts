@@ -178,7 +178,9 @@ export async function writeFields(
     const expiry: Record<string, AttributeValue> = ttl === undefined
       ? {}
       : { ":ttl": N(Math.ceil(now + ttl)) };
-    const tail = `${STATE.updatedAt} = :at, ${ttl === undefined ? "" : "#t = :ttl, "}${SHIFT_WRITE_IDS}`;
+    const tail = `${STATE.updatedAt} = :at, ${
+      ttl === undefined ? "" : "#t = :ttl, "
+    }${SHIFT_WRITE_IDS}`;
     const command = new UpdateItemCommand({
       TableName: table.tableName,
       Key: stateKey(key),
@@ -233,7 +235,9 @@ export async function writeFields(
 /** `hset` of `fields` was applied, but how many of them were new is unknown. */
 function unknownCount(write: Write, fields: string[], cause?: unknown): OutcomeUnknown {
   const what = fields.length === 1
-    ? `field ${JSON.stringify(fields[0]!.slice(0, 40))} was set, but whether it was new (1) or updated (0)`
+    ? `field ${
+      JSON.stringify(fields[0]!.slice(0, 40))
+    } was set, but whether it was new (1) or updated (0)`
     : `its ${fields.length} fields were set, but how many of them were new`;
   return new OutcomeUnknown(
     "hset",

@@ -57,7 +57,10 @@ Deno.test("the most fields one hset takes (230) fit one UpdateItem on DynamoDB; 
     Object.fromEntries(Array.from({ length: n }, (_, i) => [`field-${i}`, i]));
   assert.equal(await store.hset("wide", fields(230), { ttl: 600 }), 230);
   assert.equal(Object.keys(await store.hgetall("wide")).length, 231);
-  await assert.rejects(store.hset("wide", fields(231), { ttl: 600 }), /at most 230 fit in one write/);
+  await assert.rejects(
+    store.hset("wide", fields(231), { ttl: 600 }),
+    /at most 230 fit in one write/,
+  );
 });
 
 /** What the table holds of `key`: its hash's field names and whether it has a TTL. */
@@ -76,46 +79,52 @@ const FAULTS: Fault[] = [
 
 for (const existing of [true, false]) {
   for (const fault of FAULTS) {
-    Deno.test(`a 10-field session with a TTL on ${
-      existing ? "an existing" : "a new"
-    } key, its write met by ${fault.kind}, is all there or not at all`, async () => {
-      await using direct = await freshStateStore();
-      const proxy = new FaultProxy(endpoint());
-      const client = new DynamoDBClient({
-        endpoint: proxy.endpoint,
-        region: "us-east-1",
-        credentials: { accessKeyId: "test", secretAccessKey: "test" },
-        maxAttempts: 1, // no SDK retry: what the first copy did is what the table shows
-      });
-      const lossy = new DynamoDBStateStore(client, { tableName: direct.tableName });
-      try {
-        if (existing) await direct.hset("s", "user", "ann");
-        const before = await stored(client, direct.tableName, "s");
-        let seen = 0;
-        proxy.script = {
-          request: ({ operation }) =>
-            WRITES.includes(operation) && ++seen === (existing ? 1 : 2) ? fault : { kind: "pass" },
-        };
-        const outcome = await lossy.hset("s", SESSION, { ttl: 900 }).then(
-          (count) => `answered ${count}`,
-          (error) => `${error instanceof OutcomeUnknown ? "unknown" : "failed"}: ${error.message}`,
-        );
-        proxy.script = { request: () => ({ kind: "pass" }) };
-        const after = await stored(client, direct.tableName, "s");
-        const all = [...Object.keys(SESSION), ...(existing ? ["user"] : [])].sort();
-        if (after.fields.length === before.fields.length) {
-          assert.deepEqual(after, before, `none of it (${outcome})`);
-        } else {
-          assert.deepEqual(after.fields, all, `all of it (${outcome})`);
-          assert.ok(after.ttl !== undefined, `and its expiry (${outcome})`);
+    Deno.test(
+      `a 10-field session with a TTL on ${
+        existing ? "an existing" : "a new"
+      } key, its write met by ${fault.kind}, is all there or not at all`,
+      async () => {
+        await using direct = await freshStateStore();
+        const proxy = new FaultProxy(endpoint());
+        const client = new DynamoDBClient({
+          endpoint: proxy.endpoint,
+          region: "us-east-1",
+          credentials: { accessKeyId: "test", secretAccessKey: "test" },
+          maxAttempts: 1, // no SDK retry: what the first copy did is what the table shows
+        });
+        const lossy = new DynamoDBStateStore(client, { tableName: direct.tableName });
+        try {
+          if (existing) await direct.hset("s", "user", "ann");
+          const before = await stored(client, direct.tableName, "s");
+          let seen = 0;
+          proxy.script = {
+            request: ({ operation }) =>
+              WRITES.includes(operation) && ++seen === (existing ? 1 : 2)
+                ? fault
+                : { kind: "pass" },
+          };
+          const outcome = await lossy.hset("s", SESSION, { ttl: 900 }).then(
+            (count) => `answered ${count}`,
+            (error) =>
+              `${error instanceof OutcomeUnknown ? "unknown" : "failed"}: ${error.message}`,
+          );
+          proxy.script = { request: () => ({ kind: "pass" }) };
+          const after = await stored(client, direct.tableName, "s");
+          const all = [...Object.keys(SESSION), ...(existing ? ["user"] : [])].sort();
+          if (after.fields.length === before.fields.length) {
+            assert.deepEqual(after, before, `none of it (${outcome})`);
+          } else {
+            assert.deepEqual(after.fields, all, `all of it (${outcome})`);
+            assert.ok(after.ttl !== undefined, `and its expiry (${outcome})`);
+          }
+          if (fault.kind === "drop-response") {
+            assert.deepEqual(after.fields, all, "DynamoDB applied the write whose answer was lost");
+          }
+        } finally {
+          client.destroy();
+          await proxy.close();
         }
-        if (fault.kind === "drop-response") {
-          assert.deepEqual(after.fields, all, "DynamoDB applied the write whose answer was lost");
-        }
-      } finally {
-        client.destroy();
-        await proxy.close();
-      }
-    });
+      },
+    );
   }
 }
