@@ -291,6 +291,7 @@ Deno.test("create({ ensureTables: false, checkTables: true }) fails with every d
     assert.deepEqual(error.differences.map((d) => d.kind), Array(7).fill("missing table"));
   });
   await t.step("tables that match", async () => {
+    const prefix = uniqueName("match");
     await new DynamoDBStore(client, { prefix, statusFeed: false }).ensureTables();
     const proxy = countingProxy();
     try {
