@@ -178,7 +178,8 @@ export interface CliOutput {
  * @returns The exit code.
  */
 export async function main(args: string[], output: CliOutput = {}): Promise<number> {
-  const out = output.out ?? ((line: string) => console.log(line));
+  // Returns nothing whatever the caller's `out` returns: a command's result is its exit code.
+  const out = (line: string): void => void (output.out ?? console.log)(line);
   const err = output.err ?? ((line: string) => console.error(line));
   let values: Values;
   let positionals: string[];

@@ -5,11 +5,6 @@
  *
  * @module
  */
-import type {
-  AttributeDefinition,
-  CreateTableCommandInput,
-  GlobalSecondaryIndex,
-} from "@aws-sdk/client-dynamodb";
 import {
   checkTableName,
   type ExecutionTables,
@@ -57,6 +52,39 @@ export interface TableDefinitionsOptions {
 }
 
 /**
+ * A `CreateTable` input as {@linkcode tableDefinitions} builds it: the SDK's
+ * `CreateTableCommandInput` (it is assignable to it), with the fields the tables use, and
+ * equal to its own JSON.
+ *
+ * @example Passing it to the SDK
+ * ```ts
+ * import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
+ * import { type CreateTableInput, tableDefinitions } from "@harel/dynamodb";
+ *
+ * const input: CreateTableInput = tableDefinitions().tables.trace.create;
+ * console.log(new CreateTableCommand(input).input.KeySchema);
+ * ```
+ */
+export interface CreateTableInput {
+  /** The table's name. */
+  TableName: string;
+  /** Always on demand. */
+  BillingMode: "PAY_PER_REQUEST";
+  /** The type of each attribute a key of the table or of an index uses. */
+  AttributeDefinitions: { AttributeName: string; AttributeType: "S" | "N" }[];
+  /** The table's key: HASH, then RANGE if any. */
+  KeySchema: { AttributeName: string; KeyType: "HASH" | "RANGE" }[];
+  /** The global secondary indexes, with their keys and projections. */
+  GlobalSecondaryIndexes?: {
+    IndexName: string;
+    KeySchema: { AttributeName: string; KeyType: "HASH" | "RANGE" }[];
+    Projection: { ProjectionType: "INCLUDE" | "KEYS_ONLY"; NonKeyAttributes?: string[] };
+  }[];
+  /** The stream, only where a store reads it (the executions table, with other writers). */
+  StreamSpecification?: { StreamEnabled: true; StreamViewType: "NEW_AND_OLD_IMAGES" };
+}
+
+/**
  * One table as {@linkcode tableDefinitions} defines it.
  *
  * @example Creating a table from its definition with the AWS SDK
@@ -77,7 +105,7 @@ export interface TableDefinition {
    * (`PAY_PER_REQUEST`), global secondary indexes with their projections, and the stream
    * (only where one is needed).
    */
-  create: CreateTableCommandInput;
+  create: CreateTableInput;
   /** The attribute DynamoDB's TTL deletes expired rows by, or `null` for a table without TTL. */
   ttlAttribute: string | null;
 }
@@ -206,19 +234,20 @@ export function createTableInput(
   spec: TableSpec,
   indexes: readonly IndexSpec[] = [],
   stream = false,
-): CreateTableCommandInput {
+): CreateTableInput {
   const keys: (readonly [string, "S" | "N", "HASH" | "RANGE"])[] = [[...spec.hash, "HASH"]];
   if (spec.range) keys.push([...spec.range, "RANGE"]);
   const attributes = new Map<string, "S" | "N">(keys.map(([name, type]) => [name, type]));
   for (const index of indexes) {
     for (const [name, type] of [index.hash, index.range]) attributes.set(name, type);
   }
-  const input: CreateTableCommandInput = {
+  const input: CreateTableInput = {
     TableName: spec.name,
     BillingMode: "PAY_PER_REQUEST",
-    AttributeDefinitions: [...attributes].map((
-      [AttributeName, AttributeType],
-    ): AttributeDefinition => ({ AttributeName, AttributeType })),
+    AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
+      AttributeName,
+      AttributeType,
+    })),
     KeySchema: keys.map(([AttributeName, , KeyType]) => ({ AttributeName, KeyType })),
   };
   if (indexes.length) input.GlobalSecondaryIndexes = indexes.map(indexDefinition);
@@ -227,7 +256,9 @@ export function createTableInput(
 }
 
 /** A global secondary index as CreateTable and UpdateTable take it. */
-export function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
+export function indexDefinition(
+  index: IndexSpec,
+): NonNullable<CreateTableInput["GlobalSecondaryIndexes"]>[number] {
   return {
     IndexName: index.name,
     KeySchema: [

@@ -22,7 +22,7 @@ import {
   toAttribute,
 } from "./_state_values.ts";
 import { N } from "../core/_attributes.ts";
-import { plainValue, toJson } from "../core/_json.ts";
+import { toJson } from "../core/_json.ts";
 import { StoreClosed } from "../core/errors.ts";
 import { checkHsetInput } from "./_hset_input.ts";
 import { globMatch } from "../core/glob.ts";

@@ -33,7 +33,7 @@ import {
   toAttribute,
 } from "./_state_values.ts";
 import { plainAttribute } from "../core/_attributes.ts";
-import { plainValue, toJson } from "../core/_json.ts";
+import { toJson } from "../core/_json.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
@@ -76,8 +76,9 @@ const WRITE_IDS_SIZE: Item = Object.fromEntries(
 
 /**
  * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
- * Every read honours expiry; hash fields live in a native Map and are written one
- * field at a time, so concurrent writers of different fields never lose a write. Items
+ * Every read honours expiry; hash fields live in a native Map and are written field by
+ * field (`hset` of many sets them in one write), so concurrent writers of different fields
+ * never lose a write. Items
  * of the legacy layout (a hash as a JSON string in `value`) read transparently and
  * migrate on their first hash write.
  *
@@ -87,8 +88,7 @@ const WRITE_IDS_SIZE: Item = Object.fromEntries(
  * import { DynamoDBStateStore } from "@harel/dynamodb";
  *
  * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
- * await state.hset("session:abc", "step", 2);
- * await state.expire("session:abc", 3600);
+ * await state.hset("session:abc", { user: "ann", step: 2 }, { ttl: 3600 }); // one write
  * assert.equal((await state.hgetall("session:abc")).step, 2);
  * ```
  */
