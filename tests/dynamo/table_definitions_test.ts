@@ -19,7 +19,7 @@ import {
 import { tableDifferences } from "../../src/dynamo/table_check.ts";
 import { RELAY_INDEX, STATUS_INDEX } from "../../src/core/table_specs.ts";
 import { main } from "../../src/cli.ts";
-import { bareTables, endpoint, testClient, uniqueName } from "../_support/env.ts";
+import { bareTables, countingClient, endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { countingProxy } from "../_support/counting_proxy.ts";
 
 /** A database of its own for the tables with a stream (DynamoDB Local slows streamed writes). */
@@ -346,4 +346,15 @@ Deno.test("the drift check reports a wrong key and a narrower projection, and ta
   const wide = { ...table, AttributeDefinitions: timers.create.AttributeDefinitions };
   wide.GlobalSecondaryIndexes = [{ ...relay, Projection: { ProjectionType: "ALL" } }] as never;
   assert.deepEqual(tableDifferences(timers, wide, undefined), []);
+});
+
+Deno.test("ensureTables() on existing tables makes 13 calls: 11 DescribeTable and 2 DescribeTimeToLive", async () => {
+  using client = testClient(REGION);
+  const prefix = uniqueName("again");
+  await new DynamoDBStore(client, { prefix, statusFeed: false }).ensureTables();
+  using counting = countingClient(REGION);
+  await new DynamoDBStore(counting.client, { prefix, statusFeed: false }).ensureTables();
+  const tally: Record<string, number> = {};
+  for (const call of counting.calls) tally[call] = (tally[call] ?? 0) + 1;
+  assert.deepEqual(tally, { DescribeTableCommand: 11, DescribeTimeToLiveCommand: 2 });
 });
