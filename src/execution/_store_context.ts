@@ -150,7 +150,8 @@ export function checkStoreTables(ctx: StoreContext): Promise<TableDifference[]> 
 /**
  * `DynamoDBStore.create()`: checks the options, builds the client, waits until DynamoDB answers,
  * then ensures the tables (or, with `ensureTables: false`, checks with one DescribeTable that
- * the executions table exists), and with `checkTables` lists what differs from the definitions. `make` builds the store on the client.
+ * the executions table exists), and with `checkTables` fails on what differs from the
+ * definitions. `make` builds the store on the client.
  */
 export function openStore<
   S extends {
