@@ -14,7 +14,7 @@
  *   children, {@linkcode sweepTimers} fires due timers as harel's `Timeout` event
  *   ({@linkcode timeoutEvent}).
  * - {@linkcode DynamoDBStateStore}, a small Redis-like store: JSON values with TTL, and hash
- *   fields in a native DynamoDB Map written one field at a time.
+ *   fields in a native DynamoDB Map (many fields and the key's TTL in one write).
  * - Documents built with the engine's defaults ({@linkcode newExecution},
  *   {@linkcode newEvent}), named errors that say what to do, and the interfaces
  *   ({@linkcode ExecutionStore}, {@linkcode StateStore}) a backend implements.
@@ -133,3 +133,13 @@ export * from "./src/state/state_store.ts";
 export { globMatch } from "./src/core/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/dynamo/tables.ts";
 export { IndexNotFound, TableNotFound } from "./src/dynamo/tables.ts";
+export {
+  type CreateTableInput,
+  type TableDefinition,
+  type TableDefinitions,
+  tableDefinitions,
+  type TableDefinitionsOptions,
+  type TableRole,
+} from "./src/dynamo/table_definitions.ts";
+export { type TableDifference, TableDrift } from "./src/dynamo/table_check.ts";
+export type { PolicyDocument, PolicyOptions } from "./src/dynamo/iam_policy.ts";

@@ -82,6 +82,10 @@ import {
   withState,
 } from "./cli/_format.ts";
 
+import { parseFormat, tablesDocument } from "./cli/_tables.ts";
+import { TABLE_ROLES, tableDefinitions } from "./dynamo/table_definitions.ts";
+import { checkDefinedTables } from "./dynamo/table_check.ts";
+
 export {
   leastPrivilegePolicy,
   type PolicyDocument,
@@ -137,7 +141,14 @@ Commands:
                        $SQS_ENDPOINT, else AWS); a failed publish is retried by later
                        passes for ever, an event harel cannot read is set aside
   ensure-tables        create the missing tables (execution store and state store)
-  policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
+  check-tables [--other-writers]
+                       compare the tables with their definitions: every difference and
+                       its fix (exit code 3 when one differs)
+  tables --format cloudformation|terraform|json [--other-writers] [--account A]
+                       the tables' definitions and the IAM policy, for --prefix,
+                       --state-table, --region and --account (no DynamoDB needed)
+  policy [--account A] [--other-writers]
+                       the least-privilege IAM policy for --prefix and --state-table (JSON)
 
 Options:
   --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
@@ -152,7 +163,7 @@ DATE is ISO 8601 (2026-11-01, or 2026-11-01T12:00:00Z with its offset) or epoch 
 --scan reads the whole table instead of the status index: it also finds executions the
 Python store wrote; --include-undated also takes those whose last commit time is unknown.
 
-Exit codes: 0 done, 1 runtime error, 2 usage error.`;
+Exit codes: 0 done, 1 runtime error, 2 usage error, 3 check-tables found differences.`;
 
 /** Where the CLI writes: stdout and stderr by default, capturable in tests. */
 export interface CliOutput {
@@ -177,7 +188,8 @@ export interface CliOutput {
  * @returns The exit code.
  */
 export async function main(args: string[], output: CliOutput = {}): Promise<number> {
-  const out = output.out ?? ((line: string) => console.log(line));
+  // Returns nothing whatever the caller's `out` returns: a command's result is its exit code.
+  const out = (line: string): void => void (output.out ?? console.log)(line);
   const err = output.err ?? ((line: string) => console.error(line));
   let values: Values;
   let positionals: string[];
@@ -210,6 +222,8 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         reason: { type: "string" },
         queue: { type: "string" },
         "sqs-endpoint": { type: "string" },
+        format: { type: "string" },
+        "other-writers": { type: "boolean" },
       },
     }));
   } catch (error) {
@@ -222,8 +236,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
     return 0;
   }
   try {
-    await run(positionals, values, out, err);
-    return 0;
+    return await run(positionals, values, out, err) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       err(`error: ${error.message}`);
@@ -260,7 +273,9 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   terminate: { positionals: 1, flags: ["yes"] },
   relay: { positionals: 0, flags: ["queue", "sqs-endpoint", "limit"] },
   "ensure-tables": { positionals: 0, flags: [] },
-  policy: { positionals: 0, flags: ["account"] },
+  policy: { positionals: 0, flags: ["account", "other-writers"] },
+  tables: { positionals: 0, flags: ["format", "account", "other-writers"] },
+  "check-tables": { positionals: 0, flags: ["other-writers"] },
 };
 
 const WHAT_THEY_TAKE: Record<string, string> = {
@@ -282,7 +297,7 @@ async function run(
   values: Values,
   out: (line: string) => void,
   err: (line: string) => void,
-) {
+): Promise<number | void> {
   const [command, ...rest] = positionals;
   if (command === undefined) throw new UsageError("no command given");
   const spec = COMMANDS[command];
@@ -318,8 +333,21 @@ async function run(
         stateTable,
         region: values.region as string | undefined,
         account: values.account as string | undefined,
+        otherWriters: values["other-writers"] === true,
       })
     ));
+    return;
+  }
+  const definitions = {
+    prefix,
+    stateTable,
+    region: values.region as string | undefined,
+    account: values.account as string | undefined,
+    otherWriters: values["other-writers"] === true,
+  };
+  if (command === "tables") {
+    const format = parseFormat(values.format);
+    out(usage(() => tablesDocument(format, definitions)));
     return;
   }
   const all = (command === "retry" || command === "drop") && values.all === true
@@ -590,6 +618,13 @@ async function run(
       if (timers.length) out(timerTable(timers, now));
     } else if (command === "relay") {
       await runRelay(reader, values, limit, out, err);
+    } else if (command === "check-tables") {
+      const all = usage(() => tableDefinitions(definitions)).tables;
+      const differences = await checkDefinedTables(client, Object.values(all));
+      if (json) print({ differences });
+      else if (differences.length === 0) out(`the ${TABLE_ROLES.length} tables match`);
+      for (const d of json ? [] : differences) out(`- ${d.problem}\n  fix: ${d.fix}`);
+      return differences.length ? 3 : 0;
     } else if (command === "ensure-tables") {
       await reader.ensureTables();
       await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable();

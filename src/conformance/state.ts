@@ -294,6 +294,74 @@ export async function stateStoreConformance(
     },
   );
 
+  await step(
+    "hset() of an object sets every field at once and counts the new ones; { ttl } sets the key's expiry with them",
+    async ({ store, advance }) => {
+      assert.equal(await store.hset("s", { a: 1, b: "x" }), 2);
+      assert.equal(await store.hset("s", { a: 2, c: true }), 1);
+      assert.deepEqual({ ...await store.hgetall("s") }, { a: 2, b: "x", c: true });
+      assert.equal(await store.ttl("s"), null);
+      assert.equal(await store.expire("s", 1000), true);
+      assert.equal(await store.hset("s", { d: null }), 1);
+      assert.ok((await store.ttl("s"))! >= 998, "without ttl an existing key keeps its TTL");
+      assert.equal(await store.hset("s", { d: 1 }, { ttl: 60 }), 0);
+      const renewed = await store.ttl("s");
+      assert.ok(renewed === 59 || renewed === 60, `ttl ${renewed}`);
+      const session = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`f${i}`, i]));
+      assert.equal(await store.hset("fresh", session, { ttl: 30 }), 10);
+      assert.deepEqual({ ...await store.hgetall("fresh") }, session);
+      const fresh = await store.ttl("fresh");
+      assert.ok(fresh === 29 || fresh === 30, `ttl ${fresh}`);
+      const named = JSON.parse('{"__proto__": 1, "constructor": 2}');
+      assert.equal(await store.hset("named", named, { ttl: 30 }), 2);
+      assert.deepEqual(Object.keys(await store.hgetall("named")).sort(), [
+        "__proto__",
+        "constructor",
+      ]);
+      // A legacy hash migrates with the new fields and the expiry in the same write.
+      await store.set("legacy", { a: 1 });
+      assert.equal(await store.hset("legacy", { a: 2, b: 3 }, { ttl: 100 }), 1);
+      assert.deepEqual({ ...await store.hgetall("legacy") }, { a: 2, b: 3 });
+      assert.ok((await store.ttl("legacy"))! >= 99);
+      await store.set("v", 1);
+      await assert.rejects(store.hset("v", { a: 1 }), TypeError, "a key holding a value");
+      assert.equal(await store.hset("s", { a: 1 }, { ttl: 1 }), 0);
+      await advance(2.1);
+      assert.equal(await store.hset("s", { z: 1 }), 1, "an expired hash restarts fresh");
+      assert.deepEqual({ ...await store.hgetall("s") }, { z: 1 });
+      assert.equal(await store.ttl("s"), null, "and without a TTL");
+    },
+  );
+
+  await step(
+    "hset() refuses bad fields and options before anything is written",
+    async ({ store }) => {
+      const refusals: [unknown, unknown, RegExp][] = [
+        [{}, undefined, /empty object/],
+        [{ "": 1 }, undefined, /must not be empty/],
+        [{ f: NaN }, undefined, /f/],
+        [{ f: 1 }, { ttl: Date.now() }, /milliseconds/],
+        [{ f: 1 }, { ttl: 0 }, /more than 0/],
+        [{ f: 1 }, { ttl: -1 }, /seconds/],
+        [{ f: 1 }, { tll: 5 }, /tll/],
+        [{ f: 1 }, 5, /options must be an object/],
+        [new Map([["f", 1]]), undefined, /object of fields/],
+        [["f"], undefined, /object of fields/],
+        [null, undefined, /object of fields/],
+        [Object.fromEntries(Array.from({ length: 231 }, (_, i) => [`f${i}`, i])), undefined, /230/],
+      ];
+      const hset = store.hset.bind(store) as (
+        k: string,
+        f: unknown,
+        o?: unknown,
+      ) => Promise<number>;
+      for (const [fields, options, message] of refusals) {
+        await assert.rejects(hset("k", fields, options), message, String(message));
+      }
+      assert.equal(await store.exists("k"), false, "a refused write sends nothing");
+    },
+  );
+
   await step("an emptied hash is deleted, as in Redis", async ({ store }) => {
     await store.hset("h", "a", 1);
     await store.hset("h", "b", 2);

@@ -44,7 +44,7 @@ const BULK = ["targetId", "onProgress", "signal"] as const;
 /** Each entry point (as its errors name it) and the option names it takes. */
 export const OPTION_NAMES = {
   "new DynamoDBStore()": DYNAMODB_STORE,
-  "DynamoDBStore.create()": [...DYNAMODB_STORE, ...CONNECT, "ensureTables"],
+  "DynamoDBStore.create()": [...DYNAMODB_STORE, ...CONNECT, "ensureTables", "checkTables"],
   "new MemoryStore()": ["traceMax", "processedTtlSeconds", "finishedTtlSeconds", "now"],
   "new DynamoDBStateStore()": STATE_STORE,
   "DynamoDBStateStore.create()": [...STATE_STORE, ...CONNECT, "ensureTable"],
@@ -90,6 +90,8 @@ export const OPTION_NAMES = {
   "backlog()": ["limit", "signal"],
   "executionOutbox()": ["limit"],
   "set()": ["ttl"],
+  "hset()": ["ttl"],
+  "tableDefinitions()": ["prefix", "otherWriters", "stateTable", "region", "account"],
 } as const satisfies Record<string, readonly string[]>;
 
 /** An entry point whose option names are checked. */

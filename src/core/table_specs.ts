@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { EXECUTION, FAILURE, OUTBOX, RELAY, TIMER } from "./_layout.ts";
 
 /**
  * A table's name and key.
@@ -95,3 +96,48 @@ export function executionTables(prefix: string): ExecutionTables {
     trace: table("trace", ["execution_id", "S"], ["idx", "N"]),
   };
 }
+
+/** A global secondary index: its name and key, projecting keys only unless `include` says more. */
+export interface IndexSpec {
+  /** The index name. */
+  readonly name: string;
+  /** HASH key attribute and type. */
+  readonly hash: readonly [string, "S" | "N"];
+  /** RANGE key attribute and type. */
+  readonly range: readonly [string, "S" | "N"];
+  /** Attributes projected besides the keys (an INCLUDE projection). @default {[]} */
+  readonly include?: readonly string[];
+}
+
+/**
+ * The global secondary index on the executions table: `status_shard` (HASH) + `status_at`
+ * (RANGE), projecting `definition_id` (which never changes, so projecting it costs no write) for
+ * the definition filter. A listing reads the items themselves by key: the index finds
+ * candidates, the items decide.
+ */
+export const STATUS_INDEX = {
+  name: "status_shard-status_at",
+  hash: [EXECUTION.statusShard, "S"],
+  range: [EXECUTION.statusAt, "N"],
+  include: [EXECUTION.definitionId],
+} as const;
+
+/**
+ * The index on each relay table: `relay_part` (HASH) + `relay_order` (RANGE), projecting what a
+ * pass decides with (target, chain link, bookkeeping, a timer's time), never the bodies.
+ */
+export const RELAY_INDEX = {
+  name: "relay_part-relay_order",
+  hash: [RELAY.part, "S"],
+  range: [RELAY.order, "N"],
+  include: [
+    OUTBOX.targetId,
+    OUTBOX.prevSeq,
+    OUTBOX.createdAt,
+    FAILURE.attempts,
+    FAILURE.retryAt,
+    FAILURE.deadAt,
+    FAILURE.unreadable,
+    TIMER.fireAt,
+  ],
+} as const;

@@ -449,6 +449,10 @@ export interface StateStore extends AsyncDisposable {
   hget<T = unknown>(key: string, field: string): Promise<T | null>;
   /** Sets a hash field: 1 if new, 0 if updated. */
   hset(key: string, field: string, value: unknown): Promise<number>;
+  /**
+   * Sets each field of `fields`, and with `ttl` the key's expiry, all at once: how many are new.
+   */
+  hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
   /** Every field of the hash (an object with no prototype), `{}` when missing or expired. */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>>;
   /** Removes hash fields; the number that existed. */

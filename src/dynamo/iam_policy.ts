@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { checkTableName, executionTables } from "../core/table_specs.ts";
+import { checkTableName, executionTables, RELAY_INDEX, STATUS_INDEX } from "../core/table_specs.ts";
 
 /** The executions table's status index (#25), which listings by status and bulk deletes query. */
-const STATUS_INDEX_NAME = "status_shard-status_at";
+const STATUS_INDEX_NAME = STATUS_INDEX.name;
 /** The relay index (#24) of the outbox, spawns and timers tables, which relay passes query. */
-const RELAY_INDEX_NAME = "relay_part-relay_order";
+const RELAY_INDEX_NAME = RELAY_INDEX.name;
 
 /**
  * Options of {@linkcode leastPrivilegePolicy}.
@@ -35,6 +35,12 @@ export interface PolicyOptions {
   region?: string;
   /** The account id in the table ARNs. @default {"*"} */
   account?: string;
+  /**
+   * Whether another writer (the Python harel store) commits to the tables: only then does the
+   * store read the executions table's stream, and only then does the policy grant it.
+   * @default {false}
+   */
+  otherWriters?: boolean;
 }
 
 /**
@@ -82,6 +88,7 @@ const STATEMENTS: {
   roles: Role[];
   actions: string[];
   index?: string | typeof STREAM;
+  otherWriters?: true;
 }[] = [
   {
     sid: "HarelExecutions",
@@ -103,10 +110,11 @@ const STATEMENTS: {
     actions: ["Query"],
   },
   {
-    // The status feed (#34) reads the executions table's stream (`statusFeed: false`: not needed).
+    // The status feed (#34) reads the executions table's stream: only with other writers.
     sid: "HarelExecutionsStream",
     roles: ["executions"],
     index: STREAM,
+    otherWriters: true,
     actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
   },
   {
@@ -207,7 +215,8 @@ const STATEMENTS: {
 ];
 
 /**
- * The IAM policy granting exactly the DynamoDB actions both stores call, per table.
+ * The IAM policy granting exactly the DynamoDB actions both stores call, per table (the
+ * executions table's stream only with `otherWriters`).
  *
  * @example The default tables, any region and account
  * ```ts
@@ -224,13 +233,18 @@ const STATEMENTS: {
  */
 export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocument {
   const prefix = options.prefix ?? "harel";
+  if (options.otherWriters !== undefined && typeof options.otherWriters !== "boolean") {
+    throw new TypeError(`otherWriters must be true or false, got ${String(options.otherWriters)}`);
+  }
   const tables = executionTables(prefix);
   const stateTable = checkTableName("stateTable", options.stateTable ?? `${prefix}_state`);
   const arn = (table: string) =>
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {
     Version: "2012-10-17",
-    Statement: STATEMENTS.map(({ sid, roles, actions, index }) => ({
+    Statement: STATEMENTS.filter((statement) =>
+      options.otherWriters === true || !statement.otherWriters
+    ).map(({ sid, roles, actions, index }) => ({
       Sid: sid,
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),

@@ -6,65 +6,44 @@
 import {
   type AttributeDefinition,
   CreateTableCommand,
+  type CreateTableCommandInput,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   type GlobalSecondaryIndex,
-  type KeySchemaElement,
   type TableDescription,
   UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBSender } from "./_dynamo.ts";
 import { isNamed, repeat } from "./_dynamo.ts";
-import type { TableSpec } from "../core/table_specs.ts";
+import { STREAM, type TableDefinition } from "./table_definitions.ts";
 
 export {
   checkTableName,
   type ExecutionTables,
   executionTables,
+  type IndexSpec,
   type TableSpec,
 } from "../core/table_specs.ts";
 
 /**
- * Creates the table unless it exists (PAY_PER_REQUEST), then waits until it is ACTIVE.
- * "Already exists" is fine; every other error is real. A table created here gets `indexes`
- * with it (one call, nothing to backfill), and its stream with `stream`; an existing one is left
- * to {@linkcode ensureIndex} and {@linkcode ensureStream}.
+ * Creates the table as `input` defines it (with its indexes and stream: one call, nothing to
+ * backfill) unless it exists, then waits until it is ACTIVE. "Already exists" is fine; every
+ * other error is real. An existing table is left to {@linkcode ensureIndex},
+ * {@linkcode ensureStream} and {@linkcode ensureTtl} ({@linkcode ensureDefinedTable} runs them).
  */
 export async function ensureTable(
   client: DynamoDBSender,
-  spec: TableSpec,
-  indexes: readonly IndexSpec[] = [],
-  { stream = false }: { stream?: boolean } = {},
+  input: CreateTableCommandInput,
 ): Promise<void> {
-  const describe = () => client.send(new DescribeTableCommand({ TableName: spec.name }));
+  const describe = () => client.send(new DescribeTableCommand({ TableName: input.TableName }));
   let status: string | undefined;
   try {
     status = (await describe()).Table?.TableStatus;
   } catch (error) {
     if (!isNamed(error, "ResourceNotFoundException")) throw error;
-    const keys: [string, "S" | "N", "HASH" | "RANGE"][] = [[...spec.hash, "HASH"]];
-    if (spec.range) keys.push([...spec.range, "RANGE"]);
-    const attributes = new Map(keys.map(([name, type]) => [name, type]));
-    for (const index of indexes) {
-      for (const [name, type] of [index.hash, index.range]) attributes.set(name, type);
-    }
     try {
-      const created = await client.send(
-        new CreateTableCommand({
-          TableName: spec.name,
-          BillingMode: "PAY_PER_REQUEST",
-          AttributeDefinitions: [...attributes].map((
-            [AttributeName, AttributeType],
-          ): AttributeDefinition => ({ AttributeName, AttributeType })),
-          KeySchema: keys.map(([AttributeName, , KeyType]): KeySchemaElement => ({
-            AttributeName,
-            KeyType,
-          })),
-          GlobalSecondaryIndexes: indexes.length ? indexes.map(indexDefinition) : undefined,
-          StreamSpecification: stream ? STREAM : undefined,
-        }),
-      );
+      const created = await client.send(new CreateTableCommand(input));
       status = created.TableDescription?.TableStatus;
     } catch (createError) {
       if (!isNamed(createError, "ResourceInUseException")) throw createError;
@@ -77,8 +56,27 @@ export async function ensureTable(
   }, POLL);
 }
 
-/** The stream `ensureTable` and `ensureStream` turn on: new and old images. */
-const STREAM = { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" } as const;
+/**
+ * Makes a table what its definition says, as far as DynamoDB can change a table in place:
+ * creates it when missing, adds the indexes it lacks, turns on its stream (when it has one) and
+ * its TTL. Resolves to whether an index was added to an existing table (its rows may need
+ * adopting).
+ */
+export async function ensureDefinedTable(
+  client: DynamoDBSender,
+  definition: TableDefinition,
+): Promise<boolean> {
+  const { create, ttlAttribute } = definition;
+  const name = create.TableName!;
+  await ensureTable(client, create);
+  let added = false;
+  for (const index of create.GlobalSecondaryIndexes ?? []) {
+    if (await ensureIndex(client, name, index, create.AttributeDefinitions ?? [])) added = true;
+  }
+  if (create.StreamSpecification?.StreamEnabled) await ensureStream(client, name);
+  if (ttlAttribute !== null) await ensureTtl(client, name, ttlAttribute);
+  return added;
+}
 
 /** How often table and index states are polled while DynamoDB changes them. */
 const POLL = { minDelayMs: 200, maxDelayMs: 2000 };
@@ -200,33 +198,22 @@ export async function checkTableExists(
   }
 }
 
-/** A global secondary index: its name and key, projecting keys only unless `include` says more. */
-export interface IndexSpec {
-  /** The index name. */
-  name: string;
-  /** HASH key attribute and type. */
-  hash: readonly [string, "S" | "N"];
-  /** RANGE key attribute and type. */
-  range: readonly [string, "S" | "N"];
-  /** Attributes projected besides the keys (an INCLUDE projection). @default {[]} */
-  include?: readonly string[];
-}
-
 /**
- * Adds a keys-only global secondary index to an existing table unless it has it, then waits
- * until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
+ * Adds a global secondary index (its key's types in `attributes`) to an existing table unless it
+ * has it, then waits until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
  * can take minutes). Safe when several processes do it at once. Resolves to whether this call
  * added it.
  */
 export async function ensureIndex(
   client: DynamoDBSender,
   tableName: string,
-  index: IndexSpec,
+  index: GlobalSecondaryIndex,
+  attributes: readonly AttributeDefinition[],
 ): Promise<boolean> {
   let added = false;
   await repeat(async () => {
     const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
-    const found = table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === index.name);
+    const found = table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === index.IndexName);
     if (found) return found.IndexStatus === "ACTIVE" && !found.Backfilling;
     // One index change at a time per table: wait while the table is busy with another.
     if (table?.TableStatus !== "ACTIVE") return false;
@@ -234,13 +221,10 @@ export async function ensureIndex(
       await client.send(
         new UpdateTableCommand({
           TableName: tableName,
-          AttributeDefinitions: [index.hash, index.range].map(([AttributeName, AttributeType]) => ({
-            AttributeName,
-            AttributeType,
-          })),
-          GlobalSecondaryIndexUpdates: [{
-            Create: { ...indexDefinition(index), ...provisioned(table) },
-          }],
+          AttributeDefinitions: attributes.filter(({ AttributeName }) =>
+            index.KeySchema?.some((key) => key.AttributeName === AttributeName)
+          ),
+          GlobalSecondaryIndexUpdates: [{ Create: { ...index, ...provisioned(table) } }],
         }),
       );
       added = true;
@@ -270,7 +254,7 @@ export async function ensureStream(client: DynamoDBSender, tableName: string): P
       await client.send(
         new UpdateTableCommand({
           TableName: tableName,
-          StreamSpecification: STREAM,
+          StreamSpecification: { ...STREAM },
         }),
       );
       return true;
@@ -299,19 +283,5 @@ function provisioned(table: TableDescription | undefined) {
       ReadCapacityUnits: throughput.ReadCapacityUnits,
       WriteCapacityUnits: throughput.WriteCapacityUnits ?? 1,
     },
-  };
-}
-
-/** A global secondary index as CreateTable and UpdateTable take it. */
-function indexDefinition(index: IndexSpec): GlobalSecondaryIndex {
-  return {
-    IndexName: index.name,
-    KeySchema: [
-      { AttributeName: index.hash[0], KeyType: "HASH" },
-      { AttributeName: index.range[0], KeyType: "RANGE" },
-    ],
-    Projection: index.include?.length
-      ? { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.include] }
-      : { ProjectionType: "KEYS_ONLY" },
   };
 }

@@ -5,23 +5,20 @@ import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import {
   checkTableExists,
-  ensureIndex,
-  ensureStream,
-  ensureTable,
-  ensureTtl,
+  ensureDefinedTable,
   type ExecutionTables,
   executionTables,
-  type TableSpec,
 } from "../dynamo/tables.ts";
+import { type TableDefinitions, tableDefinitions } from "../dynamo/table_definitions.ts";
+import { checkDefinedTables, type TableDifference, TableDrift } from "../dynamo/table_check.ts";
 import { Lru } from "../core/_lru.ts";
-import { RELAY_INDEX } from "./queue/_relay_index.ts";
 import { adoptTable } from "./queue/_adoption.ts";
 import type { Execution } from "../core/documents.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./commit/_seq_blocks.ts";
 import { noting, RecentWrites } from "./queue/_recent_writes.ts";
-import { STATUS_INDEX, StatusCache } from "./listing/_status_index.ts";
+import { StatusCache } from "./listing/_status_index.ts";
 import { type FeedContext, StatusFeed, streamsClientOf } from "./listing/_status_feed.ts";
 import { TraceRing } from "./commit/_trace_ring.ts";
 import { ChainCache } from "./commit/_outbox_chain.ts";
@@ -34,6 +31,8 @@ import { checkClock, checkFinishedTtl } from "./commit/_retention.ts";
 import type { CreateStoreOptions, DynamoDBStoreOptions } from "./execution_store_options.ts";
 import { checkCreateOptions } from "../core/_option_names.ts";
 import { connectStore } from "../dynamo/connect.ts";
+
+type Role = keyof ExecutionTables;
 
 /** How many rows a pass's adoption scan reads by default, and at most (one Scan page's limit). */
 export const DEFAULT_ADOPT_ROWS = 100;
@@ -50,6 +49,8 @@ export type StoreContext =
   & {
     /** Whether the client is still the store's to use, and who destroys it on close. */
     readonly ownership: ClientOwnership;
+    /** The tables as `ensureTables()` makes them and `checkTables()` expects them. */
+    readonly definitions: TableDefinitions;
   };
 
 /**
@@ -117,67 +118,58 @@ export function storeContext(
     readChains: (id) => readChains(store, id),
     feed: new StatusFeed(statusFeed ? () => streamsClientOf(client) : null),
     ownership,
+    // #38: statusFeed becomes otherWriters.
+    definitions: tableDefinitions({ prefix, otherWriters: statusFeed }),
   };
   const store: StoreContext = Object.assign(context, { timers: context, tx }) as StoreContext;
   return store;
 }
 
 /**
- * Creates the tables that are missing (with their indexes: the executions table's status index,
- * the relay tables' relay index), turns on the TTLs the options use, adds the indexes to existing
- * tables, and adopts the rows of a relay table that predates the relay index.
+ * Makes the seven tables what their definitions say (missing tables, indexes, the stream, TTL),
+ * and adopts the rows of a relay table that predates the relay index (one scan, once; rows
+ * other writers add later are found by the passes, by seq; timers by the sweeps' scan).
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
-  const { executions, outbox, spawns, timers } = ctx.tables;
-  const indexes = (spec: TableSpec) => [
-    ...(spec === executions ? [STATUS_INDEX] : []),
-    ...([outbox, spawns, timers].includes(spec) ? [RELAY_INDEX] : []),
-  ];
   await Promise.all(
-    Object.values(ctx.tables).map((spec) =>
-      ensureTable(ctx.client, spec, indexes(spec), {
-        stream: spec === executions && ctx.feed.on,
-      }).then(() =>
-        // The status index (#25) on an executions table made before it.
-        spec === executions
-          ? ensureIndex(ctx.client, spec.name, STATUS_INDEX).then(() =>
-            // The status feed (#34) reads the table's stream.
-            ctx.feed.on ? ensureStream(ctx.client, spec.name) : undefined
-          )
-          : undefined
-      )
-    ),
-  );
-  const expiring = [
-    ctx.processedTtl === null ? undefined : ctx.tables.processed.name,
-    ctx.finishedTtl === null ? undefined : ctx.tables.executions.name,
-  ];
-  await Promise.all(
-    expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
-  );
-  // A table that predates the index gets it, and its rows are adopted now (one scan, once);
-  // rows other writers add later are found by the passes (by seq; timers by the sweeps' scan).
-  await Promise.all(
-    (["outbox", "spawns", "timers"] as const).map(async (kind) => {
-      if (await ensureIndex(ctx.client, ctx.tables[kind].name, RELAY_INDEX)) {
-        await adoptTable(ctx, kind);
+    (Object.keys(ctx.tables) as Role[]).map(async (role) => {
+      const added = await ensureDefinedTable(ctx.client, ctx.definitions.tables[role]);
+      if (added && (role === "outbox" || role === "spawns" || role === "timers")) {
+        await adoptTable(ctx, role);
       }
     }),
   );
 }
 
+/** The seven tables against their definitions: 7 DescribeTable and 2 DescribeTimeToLive calls. */
+export function checkStoreTables(ctx: StoreContext): Promise<TableDifference[]> {
+  const all = ctx.definitions.tables;
+  return checkDefinedTables(ctx.client, Object.keys(ctx.tables).map((role) => all[role as Role]));
+}
+
 /**
  * `DynamoDBStore.create()`: checks the options, builds the client, waits until DynamoDB answers,
  * then ensures the tables (or, with `ensureTables: false`, checks with one DescribeTable that
- * the executions table exists). `make` builds the store on the client.
+ * the executions table exists), and with `checkTables` fails on what differs from the
+ * definitions. `make` builds the store on the client.
  */
-export function openStore<S extends { ensureTables(): Promise<void>; tables: ExecutionTables }>(
+export function openStore<
+  S extends {
+    ensureTables(): Promise<void>;
+    checkTables(): Promise<TableDifference[]>;
+    tables: ExecutionTables;
+  },
+>(
   options: CreateStoreOptions,
   make: (client: DynamoDBSender, options: DynamoDBStoreOptions) => S,
 ): Promise<S> {
   let ensure: boolean, store: DynamoDBStoreOptions;
+  const { checkTables = false } = options ?? {};
   try {
     ({ options, store, ensure } = checkCreateOptions("DynamoDBStore.create()", options));
+    if (typeof checkTables !== "boolean") {
+      throw new TypeError(`checkTables must be true or false, got ${describe(checkTables)}`);
+    }
   } catch (error) {
     return Promise.reject(error);
   }
@@ -185,12 +177,18 @@ export function openStore<S extends { ensureTables(): Promise<void>; tables: Exe
   return connectStore(
     options,
     (built) => make(client = built, store),
-    (made) =>
-      ensure ? made.ensureTables() : checkTableExists(
-        client,
-        made.tables.executions.name,
-        "create the tables once at deploy time with `await store.ensureTables()` (or call " +
-          "create() without ensureTables: false, which creates them)",
-      ),
+    async (made) => {
+      if (ensure) await made.ensureTables();
+      else if (!checkTables) {
+        await checkTableExists(
+          client,
+          made.tables.executions.name,
+          "create the tables once at deploy time with `await store.ensureTables()` (or call " +
+            "create() without ensureTables: false, which creates them)",
+        );
+      }
+      const differences = checkTables ? await made.checkTables() : [];
+      if (differences.length) throw new TableDrift(differences);
+    },
   );
 }

@@ -31,6 +31,8 @@ import { claimCommit, planTraceEntry } from "./commit/_transaction.ts";
 import { removeExecution } from "./listing/_delete_execution.ts";
 import type * as T from "../core/types.ts";
 import { readLimit } from "../core/_bounded.ts";
+import type { TableDifference } from "../dynamo/table_check.ts";
+import { checkStoreTables } from "./_store_context.ts";
 import type {
   CreateStoreOptions,
   DueTimersOptions,
@@ -68,7 +70,6 @@ export class DynamoDBStore implements T.ExecutionStore {
   /**
    * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
    * {@linkcode DynamoDBStore.create}. The client stays the caller's to destroy.
-   *
    * @param client Any DynamoDB client (anything with `send()`).
    * @param options Prefix, trace ring size and tuning.
    */
@@ -89,45 +90,44 @@ export class DynamoDBStore implements T.ExecutionStore {
    * ```ts
    * import { DynamoDBStore } from "@harel/dynamodb";
    *
-   * await using store = await DynamoDBStore.create({
-   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
-   *   prefix: "demo",
-   *   deadlineMs: 10_000,
-   * });
+   * const endpoint = Deno.env.get("DYNAMODB_ENDPOINT");
+   * await using store = await DynamoDBStore.create({ endpoint, prefix: "demo", deadlineMs: 10_000 });
    * ```
-   *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose tables exist.
-   *
    * @throws {TypeError} For options of the wrong type (`RangeError`: out of range), before sending.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
+   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
     return openStore(options, (client, store) => new DynamoDBStore(client, store));
   }
 
   /**
-   * Creates the seven tables where missing (PAY_PER_REQUEST), with their indexes and (with
-   * `statusFeed`) the executions table's stream, adds those to tables made without them, and
-   * enables the TTLs `processedTtlSeconds` and `finishedTtlSeconds` use. Idempotent.
-   *
-   * @example Creating the tables once at deploy time
+   * Makes the seven tables what `tableDefinitions()` says: creates the missing ones with their
+   * indexes, TTL and (with `statusFeed`) stream, and adds those to tables made without them.
+   * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
    * import { DynamoDBStore } from "@harel/dynamodb";
-   *
    * const store = new DynamoDBStore(new DynamoDBClient({}), { prefix: "prod" });
    * await store.ensureTables();
+   * console.log(await store.checkTables()); // []
    * ```
-   *
    * @throws {Error} The SDK's error when a table cannot be created or described (IAM, ...).
    */
   async ensureTables(): Promise<void> {
     this.#open("ensureTables");
     await ensureStoreTables(this.#ctx);
+  }
+
+  /** Every difference of the tables from their definitions, with its fix; `[]`: none. */
+  async checkTables(): Promise<TableDifference[]> {
+    this.#open("checkTables");
+    return await checkStoreTables(this.#ctx);
   }
 
   /** The execution with this id, or `null`. */

@@ -15,6 +15,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { checkItemSize, LIMITS, utf8Length } from "../core/_validate.ts";
 import { checkMigrating, fieldRecord, legacyFields, setOwn, toAttribute } from "./_state_values.ts";
+import { hsetExpression } from "./_hset_input.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { isNamed, type Item, S } from "../dynamo/_dynamo.ts";
 import { OutcomeUnknown, WriteContention } from "../core/errors.ts";
@@ -155,27 +156,46 @@ function tooLarge(key: string, cause: unknown): RangeError {
   );
 }
 
+/** A field `hset` writes: its name, its plain value and that value as DynamoDB's. */
+export type FieldWrite = readonly [field: string, plain: unknown, native: AttributeValue];
+
 /**
- * Sets `field` of the hash at `key` to `plain` (`native` as a DynamoDB value): `1` if the field
- * is new, `0` if it was updated. Input is checked by the caller.
+ * Sets the `fields` of the hash at `key` (and, with `ttl`, its expiry, `ttl` seconds from now)
+ * in one conditional UpdateItem on a live Map: how many of them are new. A missing, expired or
+ * emptied key, or a legacy hash, is seeded instead (a fresh item, the migration), with all of
+ * them at once. Input is checked by the caller.
  */
-export async function writeField(
+export async function writeFields(
   table: HashTable,
   key: string,
-  field: string,
-  plain: unknown,
-  native: AttributeValue,
+  fields: readonly FieldWrite[],
+  ttl: number | undefined,
 ): Promise<number> {
   const write: Write = { table, operation: "hset", key, id: writeId() };
+  const names = fields.map(([field]) => field);
   for (let race = 0; race < MAX_RACES; race++) {
     const now = table.now();
+    const expiry: Record<string, AttributeValue> = ttl === undefined
+      ? {}
+      : { ":ttl": N(Math.ceil(now + ttl)) };
+    const tail = `${STATE.updatedAt} = :at, ${
+      ttl === undefined ? "" : "#t = :ttl, "
+    }${SHIFT_WRITE_IDS}`;
     const command = new UpdateItemCommand({
       TableName: table.tableName,
       Key: stateKey(key),
-      UpdateExpression: `SET #h.#f = :v, ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`,
+      UpdateExpression: hsetExpression(fields.length, tail),
       ConditionExpression: ON_LIVE_MAP,
-      ExpressionAttributeNames: { ...PRESENT_NAMES, "#f": field, ...writeIdNames() },
-      ExpressionAttributeValues: { ":v": native, ...onLiveMapValues(write.id, now) },
+      ExpressionAttributeNames: {
+        ...PRESENT_NAMES,
+        ...Object.fromEntries(names.map((field, i) => [`#f${i}`, field])),
+        ...writeIdNames(),
+      },
+      ExpressionAttributeValues: {
+        ...Object.fromEntries(fields.map(([, , native], i) => [`:v${i}`, native])),
+        ...onLiveMapValues(write.id, now),
+        ...expiry,
+      },
       ReturnValues: "UPDATED_OLD",
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     });
@@ -186,36 +206,43 @@ export async function writeField(
     } catch (error) {
       if (isItemTooLarge(error)) throw tooLarge(key, error);
       const found = await lostCondition(table, key, error);
-      // A re-sent copy: the first one set the field, and its answer (new or not) is lost.
-      if (writtenBy(found, write)) throw unknownCount(write, field, error);
-      // No live Map yet: seed one (from the legacy hash if any) holding the field.
-      const seeded = await seed(write, found, now, (fields) => {
-        const isNew = !Object.hasOwn(fields, field);
-        setOwn(fields, field, plain);
-        return isNew ? 1 : 0;
-      });
+      // A re-sent copy: the first one set the fields, and its answer (new or not) is lost.
+      if (writtenBy(found, write)) throw unknownCount(write, names, error);
+      // No live Map yet: seed one (from the legacy hash if any) holding the fields.
+      const seeded = await seed(write, found, now, (hash) => {
+        let added = 0;
+        for (const [field, plain] of fields) {
+          if (!Object.hasOwn(hash, field)) added++;
+          setOwn(hash, field, plain);
+        }
+        return added;
+      }, ttl);
       if (seeded !== undefined) return seeded;
       continue;
     }
-    const oldHash = answer.Attributes?.[STATE.hash]?.M;
-    if (!(oldHash && Object.hasOwn(oldHash, field))) return 1;
-    // The field was there: set before, or by an earlier copy of this request whose answer was
+    const oldHash = answer.Attributes?.[STATE.hash]?.M ?? {};
+    const added = names.filter((field) => !Object.hasOwn(oldHash, field)).length;
+    if (added === names.length) return added;
+    // A field was there: set before, or by an earlier copy of this request whose answer was
     // lost and whose id other writers pushed out of the item's last three. Only that answer
     // could tell, so a copy sent again (by the SDK or by Deno's HTTP client) cannot answer.
-    if (attempts.earlierMayHaveApplied(answer)) throw unknownCount(write, field);
-    return 0;
+    if (attempts.earlierMayHaveApplied(answer)) throw unknownCount(write, names);
+    return added;
   }
   throw new WriteContention("hset", key, MAX_RACES);
 }
 
-/** `hset` of `field` was applied, but whether the field was new is unknown. */
-function unknownCount(write: Write, field: string, cause?: unknown): OutcomeUnknown {
+/** `hset` of `fields` was applied, but how many of them were new is unknown. */
+function unknownCount(write: Write, fields: string[], cause?: unknown): OutcomeUnknown {
+  const what = fields.length === 1
+    ? `field ${
+      JSON.stringify(fields[0]!.slice(0, 40))
+    } was set, but whether it was new (1) or updated (0)`
+    : `its ${fields.length} fields were set, but how many of them were new`;
   return new OutcomeUnknown(
     "hset",
     write.key,
-    `field ${
-      JSON.stringify(field.slice(0, 40))
-    } was set, but whether it was new (1) or updated (0) is unknown: DynamoDB's answer to the write was lost, and the request was sent again`,
+    `${what} is unknown: DynamoDB's answer to the write was lost, and the request was sent again`,
     cause === undefined ? undefined : { cause },
   );
 }
@@ -377,6 +404,7 @@ async function seed(
   old: Item | undefined,
   now: number,
   change: (fields: Record<string, unknown>) => number,
+  ttl?: number,
 ): Promise<number | undefined> {
   const { table, key } = write;
   const present = isPresent(old, now);
@@ -435,6 +463,7 @@ async function seed(
       [STATE.writeId1]: old?.[STATE.writeId] ?? S(""),
       [STATE.writeId2]: old?.[STATE.writeId1] ?? S(""),
     };
+    if (ttl !== undefined) item[STATE.ttl] = N(Math.ceil(now + ttl));
     checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, item);
     command = new PutItemCommand({
       TableName: table.tableName,
@@ -453,18 +482,27 @@ async function seed(
       ...Object.fromEntries(WRITE_IDS.map((name) => [name, S(write.id)])),
     };
     delete migrated[STATE.value];
+    const expiry = ttl === undefined ? undefined : N(Math.ceil(now + ttl));
+    if (expiry) migrated[STATE.ttl] = expiry;
     checkItemSize(`key ${JSON.stringify(key.slice(0, 40))}`, migrated);
     command = new UpdateItemCommand({
       TableName: table.tableName,
       Key: stateKey(key),
-      UpdateExpression: `SET #h = :m, ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS} REMOVE #v`,
+      UpdateExpression: `SET #h = :m, ${STATE.updatedAt} = :at, ${
+        expiry ? "#t = :ttl, " : ""
+      }${SHIFT_WRITE_IDS} REMOVE #v`,
       ConditionExpression: unchanged.ConditionExpression,
-      ExpressionAttributeNames: { ...unchanged.ExpressionAttributeNames, ...writeIdNames() },
+      ExpressionAttributeNames: {
+        ...unchanged.ExpressionAttributeNames,
+        ...writeIdNames(),
+        ...(expiry ? { "#t": STATE.ttl } : {}),
+      },
       ExpressionAttributeValues: {
         ":m": { M: map },
         ":at": at,
         ...writeIdValues(write.id),
         ":old": old[STATE.value]!,
+        ...(expiry ? { ":ttl": expiry } : {}),
       },
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     });

@@ -22,8 +22,9 @@ import {
   toAttribute,
 } from "./_state_values.ts";
 import { N } from "../core/_attributes.ts";
-import { plainValue, toJson } from "../core/_json.ts";
+import { toJson } from "../core/_json.ts";
 import { StoreClosed } from "../core/errors.ts";
+import { checkHsetInput } from "./_hset_input.ts";
 import { globMatch } from "../core/glob.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { STATE } from "../core/_layout.ts";
@@ -295,22 +296,28 @@ export class MemoryStateStore implements StateStore {
   }
 
   /**
-   * Sets a hash field: 1 if new, 0 if updated.
+   * Sets a hash field (1 if new, 0 if updated), or each field of an object (how many are new),
+   * with `{ ttl }` also the key's expiry, as `DynamoDBStateStore.hset` does, refusals included.
    */
-  hset(key: string, field: string, value: unknown): Promise<number> {
+  hset(key: string, field: string, value: unknown): Promise<number>;
+  /** Sets each field of `fields` (and with `ttl`, the key's expiry): how many are new. */
+  hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
+  hset(key: string, fieldOrFields: unknown, valueOrOptions?: unknown): Promise<number> {
     return Promise.try(() => {
       this.#open("hset");
       checkKey("key", key, LIMITS.partitionKeyBytes);
-      checkField(field);
-      const json = JSON.stringify(
-        plainValue("value", value, true, `hash field ${JSON.stringify(field)}`),
-      );
+      const { fields, ttl } = checkHsetInput(fieldOrFields, valueOrOptions);
       const entry = this.#live(key);
       const hash = entry ? this.#hashOf(key, entry) : new Map<string, string>();
-      const isNew = !hash.has(field);
-      hash.set(field, json);
-      this.#store(key, this.#after(key, entry, hash), `key ${JSON.stringify(key.slice(0, 40))}`);
-      return isNew ? 1 : 0;
+      let added = 0;
+      for (const [field, plain] of fields) {
+        if (!hash.has(field)) added++;
+        hash.set(field, JSON.stringify(plain));
+      }
+      const next = this.#after(key, entry, hash);
+      if (ttl !== undefined) next.ttl = Math.ceil(this.#seconds() + ttl);
+      this.#store(key, next, `key ${JSON.stringify(key.slice(0, 40))}`);
+      return added;
     });
   }
 

@@ -33,13 +33,14 @@ import {
   toAttribute,
 } from "./_state_values.ts";
 import { plainAttribute } from "../core/_attributes.ts";
-import { plainValue, toJson } from "../core/_json.ts";
+import { toJson } from "../core/_json.ts";
 import { connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { globMatch } from "../core/glob.ts";
 import { checkClock, secondsOf } from "../core/_clock.ts";
-import { checkTableExists, checkTableName, ensureTable, ensureTtl } from "../dynamo/tables.ts";
+import { checkTableExists, checkTableName, ensureDefinedTable } from "../dynamo/tables.ts";
+import { stateTableDefinition } from "../dynamo/table_definitions.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { instrument } from "../core/_telemetry.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
@@ -53,7 +54,8 @@ import {
   PRESENT_NAMES,
   ZERO,
 } from "./_state_presence.ts";
-import { removeFields, writeField } from "./_hash_writes.ts";
+import { type FieldWrite, removeFields, writeFields } from "./_hash_writes.ts";
+import { checkHsetInput } from "./_hset_input.ts";
 import {
   deletePresent,
   fieldsOf,
@@ -74,8 +76,9 @@ const WRITE_IDS_SIZE: Item = Object.fromEntries(
 
 /**
  * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
- * Every read honours expiry; hash fields live in a native Map and are written one
- * field at a time, so concurrent writers of different fields never lose a write. Items
+ * Every read honours expiry; hash fields live in a native Map and are written field by
+ * field (`hset` of many sets them in one write), so concurrent writers of different fields
+ * never lose a write. Items
  * of the legacy layout (a hash as a JSON string in `value`) read transparently and
  * migrate on their first hash write.
  *
@@ -85,8 +88,7 @@ const WRITE_IDS_SIZE: Item = Object.fromEntries(
  * import { DynamoDBStateStore } from "@harel/dynamodb";
  *
  * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
- * await state.hset("session:abc", "step", 2);
- * await state.expire("session:abc", 3600);
+ * await state.hset("session:abc", { user: "ann", step: 2 }, { ttl: 3600 }); // one write
  * assert.equal((await state.hgetall("session:abc")).step, 2);
  * ```
  */
@@ -193,8 +195,7 @@ export class DynamoDBStateStore implements StateStore {
    */
   async ensureTable(): Promise<void> {
     this.#open("ensureTable");
-    await ensureTable(this.#client, { name: this.tableName, hash: [STATE.key, "S"] });
-    await ensureTtl(this.#client, this.tableName, STATE.ttl);
+    await ensureDefinedTable(this.#client, stateTableDefinition(this.tableName));
   }
 
   /**
@@ -512,18 +513,22 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Sets one hash field: `1` if the field is new, `0` if it was updated. One call when
-   * the hash exists; a missing, expired or emptied key starts a fresh hash (without TTL),
-   * and a legacy item migrates to a native Map keeping its fields (one a Map cannot hold —
-   * an empty field name, nesting too deep — is refused naming the field and left as it is:
-   * it reads as before; `hdel` of that field, `set` or `delete` gets it going). The value
-   * follows `set`'s rule (JSON as `JSON.stringify` sees it) and must be storable as a native
-   * DynamoDB value: integers beyond 2^53 keep their decimal digits; numbers of magnitude
-   * 1e126 or more (or below 1e-130), more than 30 levels of maps and lists (DynamoDB's 32
-   * count the `hash` Map and the innermost value) and empty keys inside are refused (a
+   * Sets one hash field (`1` if it is new, `0` if it was updated), or, given an object, each of
+   * its fields: how many are new, as Redis's `HSET key f1 v1 f2 v2`. With `{ ttl }` the key
+   * also expires `ttl` seconds from now (as `set`'s, rounded up), in the same write: the fields
+   * and the expiry are stored together or not at all (Redis's `HSETEX`, for the whole key).
+   * Without it an existing key keeps its TTL, as in Redis. One UpdateItem when the hash exists
+   * (at most 230 fields: DynamoDB's 4 KB update expression limits one write); a missing,
+   * expired or emptied key starts a fresh hash (the failed update, then a Put: two calls), and a
+   * legacy item migrates to a native Map keeping its fields (one a Map cannot hold — an empty
+   * field name, nesting too deep — is refused naming the field and left as it is: it reads as
+   * before; `hdel` of that field, `set` or `delete` gets it going). Each value follows `set`'s
+   * rule (JSON as `JSON.stringify` sees it) and must be storable as a native DynamoDB value:
+   * integers beyond 2^53 keep their decimal digits; numbers of magnitude 1e126 or more (or below
+   * 1e-130), more than 30 levels of maps and lists and empty keys inside are refused (a
    * `RangeError`/`TypeError` naming the field); holes in arrays are stored as null.
    *
-   * @example Setting a field
+   * @example Setting a field, then a session of fields with a TTL
    * ```ts
    * import assert from "node:assert/strict";
    * import { DynamoDBStateStore } from "@harel/dynamodb";
@@ -532,33 +537,42 @@ export class DynamoDBStateStore implements StateStore {
    * await state.delete("session:abc");
    * assert.equal(await state.hset("session:abc", "step", 1), 1); // a new field
    * assert.equal(await state.hset("session:abc", "step", 2), 0); // updated
+   * assert.equal(await state.hset("session:abc", { user: "ann", step: 3 }, { ttl: 1800 }), 1);
    * ```
    *
-   * @throws {TypeError} For a key, field or value as described above (a `RangeError` for one
-   *   out of range), before anything is sent.
+   * @throws {TypeError} For a key, field or value as described above, an empty `fields` object
+   *   (a `RangeError` for one out of range, too many fields, or a `ttl` that `set` refuses),
+   *   before anything is sent.
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
    * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and
-   *   the copy found the field already set — by its own first copy or before it: the field
-   *   holds the value, but whether it was new is unknown. (A first write of a key and a
-   *   legacy migration recognise their own first copy and answer exactly.)
+   *   the copy found a field already set — by its own first copy or before it: the fields hold
+   *   their values (and the key its TTL), but how many were new is unknown. (A first write of
+   *   a key and a legacy migration recognise their own first copy and answer exactly.)
    * @throws {StoreClosed} After `close()`.
    */
-  async hset(key: string, field: string, value: unknown): Promise<number> {
+  hset(key: string, field: string, value: unknown): Promise<number>;
+  /** Sets each field of `fields` (and with `ttl`, the key's expiry): how many are new. */
+  hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
+  async hset(key: string, fieldOrFields: unknown, valueOrOptions?: unknown): Promise<number> {
     this.#open("hset");
     checkKey("key", key, LIMITS.partitionKeyBytes);
-    checkField(field);
-    const plain = plainValue("value", value, true, `hash field ${JSON.stringify(field)}`);
-    const native = toAttribute(plain);
-    const single: Item = {
+    const { fields, ttl } = checkHsetInput(fieldOrFields, valueOrOptions);
+    const writes = fields.map(([field, plain]): FieldWrite => [field, plain, toAttribute(plain)]);
+    const hash: Record<string, unknown> = {};
+    for (const [field, , native] of writes) setOwn(hash, field, native);
+    const item: Item = {
       [STATE.key]: S(key),
-      [STATE.hash]: { M: {} },
+      [STATE.hash]: { M: hash as Item },
       [STATE.updatedAt]: N(0),
       [STATE.ttl]: N(0),
       ...WRITE_IDS_SIZE,
     };
-    setOwn(single[STATE.hash]!.M as Record<string, unknown>, field, native);
-    checkItemSize(`hset field ${JSON.stringify(field.slice(0, 40))}`, single);
-    return await writeField(this.#table, key, field, plain, native);
+    const first = fields[0]![0];
+    checkItemSize(
+      fields.length === 1 ? `hset field ${JSON.stringify(first.slice(0, 40))}` : "hset fields",
+      item,
+    );
+    return await writeFields(this.#table, key, writes, ttl);
   }
 
   /**

@@ -2,6 +2,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { buildClient } from "../../src/dynamo/connect.ts";
 import { ensureTable, executionTables } from "../../src/dynamo/tables.ts";
+import { createTableInput } from "../../src/dynamo/table_definitions.ts";
 import { DynamoDBStateStore, DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
 import { recordBaseline } from "./default_tables.ts";
 import { IndexLagProxy } from "./index_lag_proxy.ts";
@@ -136,6 +137,8 @@ export function rejectingEndpoint(): Deno.HttpServer<Deno.NetAddr> {
  */
 export async function bareTables(client: DynamoDBClient, prefix: string): Promise<void> {
   await Promise.all(
-    Object.values(executionTables(prefix)).map((spec) => ensureTable(client, spec)),
+    Object.values(executionTables(prefix)).map((spec) =>
+      ensureTable(client, createTableInput(spec))
+    ),
   );
 }

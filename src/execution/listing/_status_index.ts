@@ -9,18 +9,7 @@ import { VersionCache } from "../../core/_lru.ts";
 import type { Status } from "../../core/documents.ts";
 import { fnv1a } from "../../core/_fnv1a.ts";
 
-/**
- * The global secondary index on the executions table: `status_shard` (HASH) + `status_at`
- * (RANGE), projecting `definition_id` (which never changes, so projecting it costs no write) for
- * the definition filter. A listing reads the items themselves by key: the index finds
- * candidates, the items decide.
- */
-export const STATUS_INDEX = {
-  name: "status_shard-status_at",
-  hash: [EXECUTION.statusShard, "S"],
-  range: [EXECUTION.statusAt, "N"],
-  include: [EXECUTION.definitionId],
-} as const;
+export { STATUS_INDEX } from "../../core/table_specs.ts";
 
 /**
  * How many shards each status spreads over. Part of the wire format: every writer and reader of

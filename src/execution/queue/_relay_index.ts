@@ -8,25 +8,7 @@ import { FAILURE, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { fnv1a } from "../../core/_fnv1a.ts";
 
-/**
- * The index on each relay table: `relay_part` (HASH) + `relay_order` (RANGE), projecting what a
- * pass decides with (target, chain link, bookkeeping, a timer's time), never the bodies.
- */
-export const RELAY_INDEX = {
-  name: "relay_part-relay_order",
-  hash: [RELAY.part, "S"],
-  range: [RELAY.order, "N"],
-  include: [
-    OUTBOX.targetId,
-    OUTBOX.prevSeq,
-    OUTBOX.createdAt,
-    FAILURE.attempts,
-    FAILURE.retryAt,
-    FAILURE.deadAt,
-    FAILURE.unreadable,
-    TIMER.fireAt,
-  ],
-} as const;
+export { RELAY_INDEX } from "../../core/table_specs.ts";
 
 /**
  * How many partitions each state (pending, waiting, dead) spreads over. An index partition takes

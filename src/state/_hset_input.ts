@@ -1,0 +1,106 @@
+/**
+ * What `hset` takes, checked the same way by `DynamoDBStateStore` and its memory twin: one
+ * field and its value, or an object of fields (at least one) with an optional `{ ttl }`, and
+ * the one-request limit of DynamoDB's 4 KB update expression that a many-field write obeys.
+ *
+ * @module
+ */
+import { checkField, checkTtlHorizon, describe } from "../core/_validate.ts";
+import { plainValue } from "../core/_json.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
+import { checkTtlSeconds } from "./_state_values.ts";
+import type { SetOptions } from "../core/types.ts";
+
+/** An `hset` call's fields (name and plain value, in the caller's order) and TTL in seconds. */
+export interface HsetInput {
+  readonly fields: readonly (readonly [string, unknown])[];
+  readonly ttl: number | undefined;
+}
+
+/**
+ * The fields `hset(key, field, value)` or `hset(key, fields, options)` sets, checked before
+ * anything is sent: names and values as a single field's, an object of at least one field, a
+ * `ttl` of seconds above 0 (milliseconds or an epoch time are refused, as `set` refuses them).
+ */
+export function checkHsetInput(fieldOrFields: unknown, valueOrOptions: unknown): HsetInput {
+  if (typeof fieldOrFields === "string") {
+    const field = checkField(fieldOrFields);
+    const plain = plainValue("value", valueOrOptions, true, `hash field ${JSON.stringify(field)}`);
+    return { fields: [[field, plain]], ttl: undefined };
+  }
+  if (
+    fieldOrFields === null || typeof fieldOrFields !== "object" || Array.isArray(fieldOrFields) ||
+    !isPlainObject(fieldOrFields)
+  ) {
+    throw new TypeError(
+      `hset takes a field name and a value, or an object of fields like { step: 1 }, got ${
+        describe(fieldOrFields)
+      }`,
+    );
+  }
+  const entries = Object.entries(fieldOrFields);
+  if (entries.length === 0) {
+    throw new TypeError("fields is an empty object: hset needs at least one field");
+  }
+  const fields = entries.map(([name, value]) => {
+    const field = checkField(name, "a field name in fields");
+    return [field, plainValue(`fields[${JSON.stringify(field)}]`, value, true)] as const;
+  });
+  checkFieldCount(fields.length);
+  return { fields, ttl: hsetTtl(valueOrOptions) };
+}
+
+/** An object literal or one without a prototype: not a Map, a Date or a class instance. */
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** `hset`'s `{ ttl }` (`null`/`undefined`: none), checked as `set`'s. */
+function hsetTtl(options: unknown): number | undefined {
+  if (options === null || options === undefined) return undefined;
+  if (typeof options !== "object") {
+    throw new TypeError(`options must be an object like { ttl: 60 }, got ${describe(options)}`);
+  }
+  checkOptionNames("hset()", options);
+  const { ttl } = options as SetOptions;
+  if (ttl === undefined) return undefined;
+  checkTtlHorizon("options.ttl", ttl);
+  return checkTtlSeconds("options.ttl", ttl, false);
+}
+
+/** DynamoDB's limit on one request's update expression, in bytes. */
+const EXPRESSION_BYTES = 4 * 1024;
+
+/**
+ * The update expression of an `hset` of `count` fields: `SET #h.#f0 = :v0, ...` and the
+ * attributes every hash write sets (`tail`). One place, so that the limit is checked on the
+ * expression that is sent.
+ */
+export function hsetExpression(count: number, tail: string): string {
+  const sets = Array.from({ length: count }, (_, i) => `#h.#f${i} = :v${i}`);
+  return `SET ${[...sets, tail].join(", ")}`;
+}
+
+/**
+ * The longest `tail` a hash write adds: `updated_at`, the TTL and the three write ids (see
+ * _hash_writes.ts), measured generously.
+ */
+const TAIL_BYTES = 160;
+
+/** Most fields one `hset` call sets: what fits DynamoDB's 4 KB update expression. */
+export const MAX_HSET_FIELDS: number = (() => {
+  let n = 1;
+  while (hsetExpression(n + 1, "").length + TAIL_BYTES <= EXPRESSION_BYTES) n++;
+  return n;
+})();
+
+/** Refuses more fields than one write can name (it must be one write: all of it or none). */
+function checkFieldCount(count: number): void {
+  if (count > MAX_HSET_FIELDS) {
+    throw new RangeError(
+      `hset of ${count} fields: at most ${MAX_HSET_FIELDS} fit in one write (DynamoDB's ` +
+        `${EXPRESSION_BYTES}-byte update expression limit); split the fields over several calls`,
+    );
+  }
+}

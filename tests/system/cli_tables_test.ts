@@ -1,0 +1,323 @@
+// `cli tables --format cloudformation|terraform|json` (#42): each format, read back as
+// CloudFormation and Terraform read it, gives exactly tableDefinitions()'s CreateTable inputs,
+// TTL attributes and policy; and `cli check-tables` lists what differs, exiting 3.
+import assert from "node:assert/strict";
+import { parse } from "yaml";
+import type { CreateTableCommandInput } from "@aws-sdk/client-dynamodb";
+import {
+  type PolicyDocument,
+  tableDefinitions,
+  type TableDefinitionsOptions,
+  type TableRole,
+} from "../../mod.ts";
+import { main } from "../../src/cli.ts";
+import { logicalId } from "../../src/cli/_tables.ts";
+import { bareTables, testClient, uniqueName } from "../_support/env.ts";
+import { cli } from "../_support/cli.ts";
+
+type Tables = Record<string, { create: CreateTableCommandInput; ttlAttribute: string | null }>;
+interface ReadBack {
+  tables: Tables;
+  policy: PolicyDocument;
+}
+
+async function printed(...args: string[]): Promise<string> {
+  const lines: string[] = [];
+  const code = await main(args, { out: (line) => void lines.push(line) });
+  assert.equal(code, 0, args.join(" "));
+  return lines.join("\n");
+}
+
+/** `Fn::Sub` of `text` with the template's parameters and the stack's region and account. */
+function fnSub(text: string, values: Record<string, string>): string {
+  return text.replace(/\$\{([\w:]+)\}/g, (_, name: string) => {
+    assert.ok(name in values, `Fn::Sub references ${name}`);
+    return values[name]!;
+  });
+}
+
+/** A CloudFormation template's tables and policy, as CloudFormation would create them. */
+function fromCloudFormation(text: string, region: string, account: string): ReadBack {
+  const template = parse(text);
+  assert.equal(template.AWSTemplateFormatVersion, "2010-09-09");
+  const values: Record<string, string> = { "AWS::Region": region, "AWS::AccountId": account };
+  for (const [name, parameter] of Object.entries(template.Parameters)) {
+    values[name] = (parameter as { Default: string }).Default;
+  }
+  const resolve = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(resolve);
+    if (value && typeof value === "object") {
+      if ("Fn::Sub" in value) return fnSub((value as { "Fn::Sub": string })["Fn::Sub"], values);
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]));
+    }
+    return value;
+  };
+  const tables: Tables = {};
+  let policy: PolicyDocument | undefined;
+  for (const [id, resource] of Object.entries(resolve(template.Resources) as object)) {
+    const { Type, Properties } = resource as { Type: string; Properties: Record<string, unknown> };
+    if (Type === "AWS::IAM::ManagedPolicy") {
+      policy = Properties.PolicyDocument as PolicyDocument;
+      continue;
+    }
+    assert.equal(Type, "AWS::DynamoDB::Table", id);
+    const { TimeToLiveSpecification, StreamSpecification, ...rest } = Properties;
+    const create = rest as unknown as CreateTableCommandInput;
+    const ttl = TimeToLiveSpecification as { AttributeName: string; Enabled: boolean } | undefined;
+    const stream = StreamSpecification as { StreamViewType: string } | undefined;
+    if (stream) {
+      create.StreamSpecification = {
+        StreamEnabled: true,
+        StreamViewType: stream.StreamViewType as "NEW_AND_OLD_IMAGES",
+      };
+    }
+    tables[id] = { create, ttlAttribute: ttl?.Enabled ? ttl.AttributeName : null };
+  }
+  return { tables, policy: policy! };
+}
+
+interface HclBlock {
+  type: string;
+  labels: string[];
+  attributes: Record<string, unknown>;
+  blocks: HclBlock[];
+}
+
+/**
+ * The HCL `cli tables --format terraform` writes, parsed: blocks with quoted labels, one
+ * attribute a line (a string, number, bool, list or bare word), and `jsonencode(...)` over lines.
+ * Anything else fails the test.
+ */
+function parseHcl(text: string): HclBlock {
+  const root: HclBlock = { type: "", labels: [], attributes: {}, blocks: [] };
+  const stack = [root];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const open = /^([a-z_]+)((?:\s+"[^"]*")*)\s*\{$/.exec(line);
+    if (open) {
+      const block: HclBlock = {
+        type: open[1]!,
+        labels: [...open[2]!.matchAll(/"([^"]*)"/g)].map((m) => m[1]!),
+        attributes: {},
+        blocks: [],
+      };
+      stack.at(-1)!.blocks.push(block);
+      stack.push(block);
+      continue;
+    }
+    if (line === "}") {
+      stack.pop();
+      continue;
+    }
+    const attribute = /^([a-z_]+)\s*=\s*(.+)$/.exec(line);
+    assert.ok(attribute, `line ${i + 1} is HCL we write: ${line}`);
+    let value = attribute[2]!;
+    if (value.startsWith("jsonencode(")) {
+      while (!value.endsWith(")")) value += "\n" + lines[++i];
+      stack.at(-1)!.attributes[attribute[1]!] = {
+        jsonencode: JSON.parse(value.slice("jsonencode(".length, -1)),
+      };
+      continue;
+    }
+    stack.at(-1)!.attributes[attribute[1]!] = /^[a-z]+$/.test(value) && value !== "true" &&
+        value !== "false"
+      ? { word: value }
+      : JSON.parse(value);
+  }
+  assert.equal(stack.length, 1, "every block is closed");
+  return root;
+}
+
+/** A Terraform file's tables and policy, as the AWS provider would create them. */
+function fromTerraform(text: string): ReadBack {
+  const root = parseHcl(text);
+  const variables: Record<string, string> = {};
+  for (const block of root.blocks.filter((b) => b.type === "variable")) {
+    assert.deepEqual(block.attributes.type, { word: "string" });
+    variables[`var.${block.labels[0]}`] = block.attributes.default as string;
+  }
+  const interpolate = (value: unknown): unknown =>
+    typeof value === "string"
+      ? value.replace(/\$\{([\w.]+)\}/g, (_, name: string) => {
+        assert.ok(name in variables, `interpolates ${name}`);
+        return variables[name]!;
+      })
+      : Array.isArray(value)
+      ? value.map(interpolate)
+      : value && typeof value === "object"
+      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v)]))
+      : value;
+  const tables: Tables = {};
+  let policy: PolicyDocument | undefined;
+  for (const block of root.blocks.filter((b) => b.type === "resource")) {
+    const a = interpolate(block.attributes) as Record<string, string | undefined>;
+    if (block.labels[0] === "aws_iam_policy") {
+      policy = (a.policy as unknown as { jsonencode: PolicyDocument }).jsonencode;
+      continue;
+    }
+    assert.equal(block.labels[0], "aws_dynamodb_table");
+    const inner = (type: string) => block.blocks.filter((b) => b.type === type);
+    const keys = (hash: string, range?: string) => [
+      { AttributeName: hash, KeyType: "HASH" as const },
+      ...(range ? [{ AttributeName: range, KeyType: "RANGE" as const }] : []),
+    ];
+    const create: CreateTableCommandInput = {
+      TableName: a.name,
+      BillingMode: a.billing_mode as "PAY_PER_REQUEST",
+      AttributeDefinitions: inner("attribute").map(({ attributes }) => ({
+        AttributeName: attributes.name as string,
+        AttributeType: attributes.type as "S" | "N",
+      })),
+      KeySchema: keys(a.hash_key!, a.range_key),
+    };
+    const indexes = inner("global_secondary_index").map(({ attributes: i }) => ({
+      IndexName: i.name as string,
+      KeySchema: keys(i.hash_key as string, i.range_key as string),
+      Projection: i.non_key_attributes
+        ? {
+          ProjectionType: i.projection_type as "INCLUDE",
+          NonKeyAttributes: i.non_key_attributes as string[],
+        }
+        : { ProjectionType: i.projection_type as "KEYS_ONLY" },
+    }));
+    if (indexes.length) create.GlobalSecondaryIndexes = indexes;
+    if (a.stream_enabled) {
+      create.StreamSpecification = {
+        StreamEnabled: true,
+        StreamViewType: a.stream_view_type as "NEW_AND_OLD_IMAGES",
+      };
+    }
+    const [ttl] = inner("ttl");
+    assert.deepEqual(inner("lifecycle")[0]?.attributes, { prevent_destroy: true });
+    tables[block.labels[1]!] = {
+      create,
+      ttlAttribute: ttl?.attributes.enabled ? ttl.attributes.attribute_name as string : null,
+    };
+  }
+  return { tables, policy: policy! };
+}
+
+const OPTIONS: TableDefinitionsOptions[] = [
+  {},
+  { prefix: "prod", otherWriters: true, stateTable: "sessions" },
+  { prefix: "orders.v2", region: "eu-west-1", account: "123456789012" },
+  { prefix: "x", stateTable: "x_state", otherWriters: true, region: "us-east-2", account: "1" },
+];
+
+function args(options: TableDefinitionsOptions): string[] {
+  return [
+    ...(options.prefix ? ["--prefix", options.prefix] : []),
+    ...(options.stateTable ? ["--state-table", options.stateTable] : []),
+    ...(options.region ? ["--region", options.region] : []),
+    ...(options.account ? ["--account", options.account] : []),
+    ...(options.otherWriters ? ["--other-writers"] : []),
+  ];
+}
+
+/** tableDefinitions() keyed as `key` names each role. */
+function expected(options: TableDefinitionsOptions, key: (role: TableRole) => string): ReadBack {
+  const { tables, policy } = tableDefinitions(options);
+  return {
+    tables: Object.fromEntries(
+      Object.values(tables).map((t) => [key(t.role), {
+        create: t.create,
+        ttlAttribute: t.ttlAttribute,
+      }]),
+    ),
+    policy,
+  };
+}
+
+for (const options of OPTIONS) {
+  const named = JSON.stringify(options);
+  Deno.test(`cli tables --format json prints tableDefinitions(${named}) and its parameters`, async () => {
+    const json = JSON.parse(await printed("tables", "--format", "json", ...args(options)));
+    const { tables, policy } = tableDefinitions(options);
+    assert.deepEqual(json.tables, tables);
+    assert.deepEqual(json.policy, policy);
+    assert.deepEqual(Object.keys(json.parameters), [
+      "prefix",
+      "stateTable",
+      "region",
+      "account",
+      "otherWriters",
+    ]);
+  });
+
+  Deno.test(`cli tables --format cloudformation reads back as tableDefinitions(${named})`, async () => {
+    const text = await printed("tables", "--format", "cloudformation", ...args(options));
+    const region = options.region ?? "*";
+    const account = options.account ?? "*";
+    // The stack's region and account stand where the definitions' ARNs have theirs.
+    assert.deepEqual(fromCloudFormation(text, region, account), expected(options, logicalId));
+    assert.match(text, /Type: AWS::IAM::ManagedPolicy/);
+    assert.match(text, /Parameters:\n {2}Prefix:\n/);
+  });
+
+  Deno.test(`cli tables --format terraform reads back as tableDefinitions(${named})`, async () => {
+    const text = await printed("tables", "--format", "terraform", ...args(options));
+    assert.deepEqual(fromTerraform(text), expected(options, (role) => role));
+    for (const variable of ["prefix", "state_table", "region", "account"]) {
+      assert.match(text, new RegExp(`variable "${variable}" \\{`));
+    }
+  });
+}
+
+Deno.test("cli tables refuses a missing or unknown --format and bad parameters as usage errors", async () => {
+  const errors: string[] = [];
+  const run = (...a: string[]) => main(a, { out: () => {}, err: (line) => void errors.push(line) });
+  assert.equal(await run("tables"), 2);
+  assert.match(
+    errors.join("\n"),
+    /tables needs --format cloudformation, terraform, json; got none/,
+  );
+  assert.equal(await run("tables", "--format", "yaml"), 2);
+  assert.equal(await run("tables", "--format", "json", "--prefix", "a b"), 2);
+  assert.equal(await run("tables", "--format", "json", "--account", "1:2"), 2);
+  assert.equal(await run("check-tables", "--format", "json"), 2);
+});
+
+Deno.test("cli policy grants the executions table's stream only with --other-writers", async () => {
+  const without = await printed("policy", "--prefix", "p");
+  const withStream = JSON.parse(await printed("policy", "--prefix", "p", "--other-writers"));
+  assert.ok(!without.includes("/stream/"));
+  assert.deepEqual(withStream, tableDefinitions({ prefix: "p", otherWriters: true }).policy);
+});
+
+Deno.test("cli check-tables lists each difference with its fix and exits 3; 0 when the tables match", async () => {
+  using client = testClient();
+  const prefix = uniqueName("clicheck");
+  await bareTables(client, prefix);
+  const drifted = await cli("check-tables", "--prefix", prefix);
+  assert.equal(drifted.code, 3, drifted.stderr);
+  assert.match(drifted.stdout, new RegExp(`- the table ${prefix}_outbox has no index relay_part`));
+  assert.match(drifted.stdout, new RegExp(`- the table ${prefix}_state does not exist`));
+  assert.match(drifted.stdout, /\n {2}fix: turn TTL on for "ttl"/);
+  assert.equal(drifted.stdout.match(/^- /gm)?.length, 7, drifted.stdout);
+  const json = await cli("check-tables", "--prefix", prefix, "--json");
+  assert.equal(json.code, 3);
+  assert.deepEqual(
+    JSON.parse(json.stdout).differences.map((d: { kind: string }) => d.kind).sort(),
+    [
+      "missing index",
+      "missing index",
+      "missing index",
+      "missing index",
+      "missing table",
+      "ttl off",
+      "ttl off",
+    ],
+  );
+
+  const fine = uniqueName("clifine");
+  const created = await cli("ensure-tables", "--prefix", fine);
+  assert.equal(created.code, 0, created.stderr);
+  const matched = await cli("check-tables", "--prefix", fine);
+  assert.equal(matched.code, 0, matched.stderr);
+  assert.equal(matched.stdout.trim(), "the 8 tables match");
+  const streamed = await cli("check-tables", "--prefix", fine, "--other-writers");
+  // ensure-tables made the stream today's default store makes (#38 turns that default off).
+  assert.equal(streamed.code, 0, streamed.stdout);
+});
