@@ -27,7 +27,18 @@ import type {
   RelayFailure,
   RelayItems,
 } from "../../core/types.ts";
-import type { Bookkeeping } from "./_memory_queues.ts";
+
+/** A relay's bookkeeping on a queue item (see _layout.ts FAILURE). */
+export interface Bookkeeping {
+  attempts: number;
+  retryAt: number | null;
+  deadAt: number | null;
+  lastError: string | null;
+  /** When it was written, in epoch seconds (lag). */
+  createdAt: number;
+  /** Set aside as unreadable: holds nothing back. */
+  unreadable?: boolean;
+}
 
 /** An outbox row of a MemoryStore. */
 export interface OutboxRow extends Bookkeeping {

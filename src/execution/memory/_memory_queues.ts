@@ -7,7 +7,8 @@ import type { QueueBatch } from "../../core/_queue_batch.ts";
 import { isDue } from "../../core/_relay_rules.ts";
 import * as transition from "../../core/_queue_transitions.ts";
 import { byFireAt, bySeq, Lowest } from "../../core/_bounded.ts";
-import { MemoryOutbox } from "./_memory_outbox.ts";
+import { type Bookkeeping, MemoryOutbox } from "./_memory_outbox.ts";
+export type { Bookkeeping };
 import { linkEmits } from "../commit/_outbox_chain.ts";
 import type {
   Backlog,
@@ -252,18 +253,6 @@ export class MemoryQueues {
     }));
     return { items, unreadable: [], oldestAt: items[0]?.item.fireAt ?? null };
   }
-}
-
-/** A relay's bookkeeping on a queue item (see _layout.ts FAILURE). */
-export interface Bookkeeping {
-  attempts: number;
-  retryAt: number | null;
-  deadAt: number | null;
-  lastError: string | null;
-  /** When it was written, in epoch seconds (lag). */
-  createdAt: number;
-  /** Set aside as unreadable: holds nothing back. */
-  unreadable?: boolean;
 }
 
 type State = "pending" | "waiting" | "dead";
