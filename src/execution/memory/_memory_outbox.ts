@@ -115,10 +115,7 @@ export class MemoryOutbox {
       if (change.bookkeeping) Object.assign(row, change.bookkeeping);
       row.part = change.to;
     }
-    if (change.hold.length) {
-      const hold = this.holds.get(row.target) ?? { heads: new Set(), held: new Set() };
-      this.holds.set(row.target, applyHold(hold, change.hold));
-    }
+    if (change.hold.length) this.#changeHold(row.target, change.hold);
     if (change.release) this.release(row.target);
   }
 
@@ -140,12 +137,11 @@ export class MemoryOutbox {
     if (gone) this.#changeHold(target, [gone]);
   }
 
-  /** Changes a target's hold, forgetting it once it lists nothing. */
+  /** Changes a target's hold (made when it had none), forgetting it once it lists nothing. */
   #changeHold(target: string, ops: transition.HoldOp[]): void {
-    const hold = this.holds.get(target);
-    if (hold === undefined) return;
-    applyHold(hold, ops);
+    const hold = applyHold(this.holds.get(target) ?? { heads: new Set(), held: new Set() }, ops);
     if (hold.heads.size === 0 && hold.held.size === 0) this.holds.delete(target);
+    else this.holds.set(target, hold);
   }
 
   /**
