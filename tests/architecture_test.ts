@@ -65,6 +65,18 @@ Deno.test("core/ and the memory twins never reach dynamo/ or the AWS SDK at run 
   assertEquals(reached, []);
 });
 
+Deno.test("both execution stores run the same outbox decision and the same queue transitions (#38)", () => {
+  const shared = ["src/core/_outbox_decide.ts", "src/core/_queue_transitions.ts"];
+  for (
+    const store of ["src/execution/memory/memory_store.ts", "src/execution/execution_store.ts"]
+  ) {
+    const reached = runtimeReach(store);
+    assertEquals(shared.filter((file) => !reached.has(file)), [], store);
+  }
+  const builders = runtimeReach("src/execution/queue/_transitions.ts");
+  assertEquals(builders.has("src/core/_queue_transitions.ts"), true);
+});
+
 Deno.test("the dashboard never reaches dynamo/ or the AWS SDK at run time", () => {
   const reached = [...runtimeReach("src/dashboard.ts")].filter((file) =>
     file.startsWith("src/dynamo/") || file.startsWith("@aws-sdk/")

@@ -100,7 +100,9 @@ export function decideOutbox(read: OutboxRead): OutboxDecision {
   for (const id of new Set(read.offered)) {
     const row = rows.get(id);
     if (row === undefined) continue; // acknowledged since it was offered
-    offered.set(row.target, [...offered.get(row.target) ?? [], row]);
+    const lane = offered.get(row.target);
+    if (lane) lane.push(row);
+    else offered.set(row.target, [row]);
     if (row.deadAt === null || row.deadAt === undefined) {
       const at = row.createdAt;
       if (typeof at === "number" && (decision.oldestAt === null || at < decision.oldestAt)) {
@@ -157,9 +159,11 @@ function decideTarget(
   for (const id of hold.held) {
     const row = rows.get(id);
     if (row !== undefined) lane.set(id, row);
-    else decision.unlist.set(target, [...decision.unlist.get(target) ?? [], id]);
+    else if (decision.unlist.has(target)) decision.unlist.get(target)!.push(id);
+    else decision.unlist.set(target, [id]);
   }
   const out: EntryRow[] = [];
+  const handedOut = new Set<EntryRow>(); // `out`, for a lookup in O(1)
   let blocked = false; // nothing more of this target goes out in this pass
   let dueHeadOut = false;
   for (const row of [...lane.values()].sort((a, b) => a.seq - b.seq)) {
@@ -182,10 +186,11 @@ function decideTarget(
     const prev = row.prev ? rows.get(String(row.prev)) : undefined;
     if (
       (inline && row.prev === undefined) ||
-      (prev !== undefined && !prev.unreadable && !out.includes(prev))
+      (prev !== undefined && !prev.unreadable && !handedOut.has(prev))
     ) blocked = true;
     if (blocked) continue;
     out.push(row);
+    handedOut.add(row);
     if (isHead(row)) {
       decision.dueHeads.add(row.id);
       dueHeadOut = true;

@@ -209,3 +209,34 @@ Deno.test("relayOutbox reports as held the entries it left behind a held target,
   });
   assert.deepEqual(dynamo, memory);
 });
+
+Deno.test("a head acknowledged without a pass handing it out is found gone by the next pass to its target, which releases it; the pass after delivers what it held, on both stores", async () => {
+  const { dynamo, memory } = await onBoth(async (store, clock) => {
+    const [head] = await headWaiting(store, clock);
+    const pass = async () => {
+      const { items, held } = await store.relayBatch("outbox");
+      await store.ackOutbox(items.map(({ item }) => item.seq));
+      return { kinds: items.map(({ item }) => item.event.kind), held };
+    };
+    const first = await pass(); // f is set apart behind e
+    await store.ackOutbox(head!); // e delivered elsewhere: no pass handed it out
+    await store.commit(newExecution({ definition_id: "later" }), {
+      emits: [{ target: "a", event: newEvent("h") }],
+    });
+    const passes = [first, await pass(), await pass(), await pass()];
+    const { pending, waiting, heldTargets } = await store.backlog("outbox");
+    return { passes, pending, waiting, heldTargets };
+  });
+  assert.deepEqual(memory, {
+    passes: [
+      { kinds: ["g"], held: 1 },
+      { kinds: [], held: 1 }, // h waits behind e, found gone: a is released
+      { kinds: ["f", "h"], held: 0 },
+      { kinds: [], held: 0 },
+    ],
+    pending: 0,
+    waiting: 0,
+    heldTargets: 0,
+  });
+  assert.deepEqual(dynamo, memory);
+});

@@ -237,16 +237,8 @@ export class MemoryStore implements ExecutionStore {
       this.#updated.set(plan.id, plan.now);
       if (plan.expiresAt === null) this.#expiries.delete(plan.id);
       else this.#expiries.set(plan.id, plan.expiresAt);
-      const outbox = plan.emits.map((emit) => {
-        const seq = ++this.#seq;
-        this.#queues.outbox.set(seq, {
-          targetId: emit.target,
-          event: emit.event,
-          sourceId: plan.id,
-          ...this.#queues.fresh(),
-        });
-        return seq;
-      });
+      const outbox = plan.emits.map(() => ++this.#seq);
+      this.#queues.emit(plan.id, plan.expected === 0, plan.emits, outbox);
       const spawns = plan.spawns.map((spawn) => {
         const seq = ++this.#seq;
         this.#queues.spawns.set(seq, { parentId: plan.id, ...spawn, ...this.#queues.fresh() });
@@ -312,6 +304,7 @@ export class MemoryStore implements ExecutionStore {
       this.#expiries.delete(id);
       this.#updated.delete(id);
       this.#since.delete(id);
+      this.#queues.forget(id);
       const removeUnder = (table: Map<string, unknown>) => {
         let removed = 0;
         for (const key of table.keys()) {
@@ -403,7 +396,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("executionOutbox");
       const limit = checkExecutionOutbox(id, options);
-      return this.#queues.executionOutbox(id, limit, this.#executions.has(id));
+      return this.#queues.outbox.executionOutbox(id, limit, this.#executions.has(id));
     });
   }
 
@@ -425,7 +418,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("pendingOutbox");
       const limit = readLimit(options, "pendingOutbox()");
-      return this.#queues.outboxBatch(limit, secondsOf(this.#now)).items.map((q) => q.item);
+      return this.#queues.outbox.batch(limit, secondsOf(this.#now)).items.map((q) => q.item);
     });
   }
 
@@ -433,7 +426,7 @@ export class MemoryStore implements ExecutionStore {
    * Removes delivered outbox entries.
    */
   ackOutbox(seq: number | number[]): Promise<void> {
-    return this.#ack(this.#queues.outbox, seq, "ackOutbox");
+    return this.#ack((seqs) => this.#queues.outbox.ack(seqs), seq, "ackOutbox");
   }
 
   /**
@@ -452,18 +445,17 @@ export class MemoryStore implements ExecutionStore {
    * Removes started spawn intents.
    */
   ackSpawn(seq: number | number[]): Promise<void> {
-    return this.#ack(this.#queues.spawns, seq, "ackSpawn");
+    return this.#ack((seqs) => seqs.forEach((s) => this.#queues.spawns.delete(s)), seq, "ackSpawn");
   }
 
-  #ack(table: Map<number, unknown>, seq: number | number[], method: string): Promise<void> {
+  #ack(ack: (seqs: number[]) => void, seq: number | number[], method: string): Promise<void> {
     return Promise.try(() => {
       this.#open(method);
       const seqs = Array.isArray(seq) ? seq : [seq];
       seqs.forEach((s, i) =>
         checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
       );
-      for (const s of seqs) table.delete(s);
-      return;
+      ack(seqs);
     });
   }
 

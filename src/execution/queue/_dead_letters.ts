@@ -25,8 +25,9 @@ import type {
 } from "../../core/types.ts";
 import { numberOf, plain, type QueueContext } from "./_queue_items.ts";
 import { candidateOf } from "./_outbox_bodies.ts";
-import { addHead, addHeld, release } from "./_holds.ts";
-import { dropped, failed, locate, retried, type RowAt } from "./_transitions.ts";
+import { release } from "./_holds.ts";
+import { dropped, failed, holdItems, locate, retried, type RowAt } from "./_transitions.ts";
+import * as transition from "../../core/_queue_transitions.ts";
 export { locate };
 import { byIndexOrder, MergedPartitions, mergePage } from "./_index_reads.ts";
 import { keyOrder, rowKey } from "./_relay_index.ts";
@@ -46,17 +47,22 @@ export async function recordFailure<K extends RelayKind>(
   failure: RelayFailure,
 ): Promise<boolean> {
   const at = locate(q.tables, kind, key);
-  const update = failed(at, kind, failure, q.now() / 1000);
+  const now = q.now() / 1000;
+  const update = failed(at, kind, failure, now);
+  // What the failure does to the entry's target's hold (nothing, unless it becomes a head).
+  const change = (seq?: string) => transition.fail(failure, now, seq).hold;
   const tooBig = (error: unknown) =>
     isNamed(error, "ValidationException") && /size/i.test(String(error));
   const record = async () => {
-    if (kind !== "outbox" || failure.unreadable) return await conditional(q, update) !== undefined;
+    if (kind !== "outbox" || change(String(key)).length === 0) {
+      return await conditional(q, update) !== undefined;
+    }
     // The entry's target: its hold gains this head in the same transaction.
     const row = await readRow(q, at.table, at.key);
     if (row === undefined) return false;
     const done = await transactItems(
       q.timers.client,
-      [{ Update: update }, addHead(q, candidateOf(row).target, row[OUTBOX.seq]!)],
+      [{ Update: update }, ...holdItems(q, candidateOf(row).target, change(row[OUTBOX.seq]!.N!))],
       { operation: "recordFailure", key: String(key) },
       q.resends,
       "the failure may or may not be recorded; the entry comes again if it was not",
@@ -97,7 +103,7 @@ export function retryDeadLetter<K extends RelayKind>(
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
-  return onDeadLetter(q, kind, key, "retryDeadLetter", true, (at) => retried(at, kind));
+  return onDeadLetter(q, kind, key, "retryDeadLetter", transition.retry, (at) => retried(at, kind));
 }
 
 /**
@@ -110,7 +116,7 @@ export function dropDeadLetter<K extends RelayKind>(
   kind: K,
   key: RelayKey<K>,
 ): Promise<boolean> {
-  return onDeadLetter(q, kind, key, "dropDeadLetter", false, dropped);
+  return onDeadLetter(q, kind, key, "dropDeadLetter", transition.drop, dropped);
 }
 
 /**
@@ -124,7 +130,7 @@ async function onDeadLetter<K extends RelayKind>(
   kind: K,
   key: RelayKey<K>,
   operation: string,
-  stays: boolean,
+  change: (entry?: string) => transition.Transition,
   write: (at: RowAt) => TransactWriteItem,
 ): Promise<boolean> {
   const at = locate(q.tables, kind, key);
@@ -138,8 +144,9 @@ async function onDeadLetter<K extends RelayKind>(
     const target = candidateOf(row).target;
     // A retried entry stays first in its target's line: its hold lists it by key, with the
     // entries behind it, until it is delivered (whatever the index shows of it meanwhile).
-    const listed = stays ? [addHeld(q, target, [row[OUTBOX.seq]!.N!])] : [];
-    return await release(q, target, [write(at), ...listed], { ...name, known });
+    // Both a retry and a drop of an entry release its target (`change(...).release`).
+    const items = [write(at), ...holdItems(q, target, change(row[OUTBOX.seq]!.N!).hold)];
+    return await release(q, target, items, { ...name, known });
   }
   return (await transactOne(q.timers.client, write(at), name, q.resends, known)).applied;
 }

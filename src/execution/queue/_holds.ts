@@ -20,6 +20,7 @@ import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, RELEASES } from "../../core/_lay
 import { LIMITS } from "../../core/_validate.ts";
 import { type Bookkept, isHead } from "../../core/_relay_rules.ts";
 import { partition } from "./_relay_index.ts";
+import { release as decideRelease, type ReleaseRow } from "../../core/_queue_transitions.ts";
 import { queryPartition } from "./_index_reads.ts";
 import type { QueueContext } from "./_queue_items.ts";
 import {
@@ -166,7 +167,8 @@ export async function releaseDelivered(q: QueueContext, heads: DeliveredHeads): 
  * keep the target held. Idempotent.
  */
 export async function bringBackHeld(q: QueueContext, target: string): Promise<void> {
-  const { heads, gone } = await checkHeads(q, target);
+  const heads = (await readHolds(q, [target])).get(target)?.seqs ?? [];
+  const headRows = heads.length ? await readOutboxRows(q, heads) : new Map<string, Item>();
   const table = q.tables.outbox.name;
   const part = partition("h", target);
   // The entries the hold lists, by key (the index may not show those held a moment ago); they
@@ -174,16 +176,24 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
   const listed = new Map<string, string[]>();
   await readHolds(q, [target], true, listed);
   const rows = await readOutboxRows(q, listed.get(target) ?? []);
-  const back = [...rows.values()].filter((row) =>
-    row[RELAY.part]?.S === part && (!heads || Number(row[OUTBOX.seq]?.N) < heads.lowest)
+  const releaseRow = (row: Item | undefined): ReleaseRow | undefined =>
+    row && {
+      seq: Number(row[OUTBOX.seq]?.N),
+      setApart: row[RELAY.part]?.S === part,
+      head: holdsTarget(row),
+    };
+  const { back, lowest, gone } = decideRelease(
+    { heads, held: rows.keys() },
+    (seq) => releaseRow(headRows.get(seq)),
+    (seq) => releaseRow(rows.get(seq)),
   );
-  await eachConcurrently(back, ITEM_WRITES_IN_FLIGHT, (row) => moveBack(q, row, part));
+  await eachConcurrently(back, ITEM_WRITES_IN_FLIGHT, (seq) => moveBack(q, rows.get(seq)!, part));
   let start: Item | undefined;
   do {
     const page = await queryPartition(
       q.timers.client,
       table,
-      heads ? { part, below: N(heads.lowest) } : { part },
+      lowest < Infinity ? { part, below: N(lowest) } : { part },
       undefined,
       start,
     );
@@ -194,7 +204,11 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
     );
     start = page.LastEvaluatedKey;
   } while (start);
-  await eachConcurrently(gone, ITEM_WRITES_IN_FLIGHT, (seq) => dropHead(q, target, seq));
+  await eachConcurrently(
+    gone?.seqs ?? [],
+    ITEM_WRITES_IN_FLIGHT,
+    (seq) => dropHead(q, target, seq),
+  );
 }
 
 /** A held entry back to its pending partition, unless it moved (or went) meanwhile. */
@@ -231,23 +245,6 @@ export async function readOutboxRows(
       ),
   );
   return rows;
-}
-
-/**
- * The heads of `target` that still hold it, read from the table, and those that no longer do
- * (an entry gone, or no longer waiting or dead: delivered by a relay that keeps no holds,
- * retried by an operator or another writer), for {@linkcode bringBackHeld} to take out of the hold.
- */
-async function checkHeads(
-  q: QueueContext,
-  target: string,
-): Promise<{ heads: Heads | undefined; gone: string[] }> {
-  const heads = (await readHolds(q, [target])).get(target);
-  if (!heads) return { heads: undefined, gone: [] };
-  const rows = await readOutboxRows(q, heads.seqs);
-  const gone = heads.seqs.filter((seq) => !holdsTarget(rows.get(seq)));
-  const left = heads.seqs.filter((seq) => !gone.includes(seq));
-  return { heads: left.length ? { seqs: left, lowest: Number(left[0]) } : undefined, gone };
 }
 
 /**

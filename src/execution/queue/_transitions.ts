@@ -3,12 +3,15 @@
 // states are the relay index's partitions (docs/delivery.md, "The state machine"): pending `p`,
 // waiting `w`, dead `d`, held `h{target}`, and no partition for a row another writer wrote. Every
 // write is conditioned on the row being what the decision saw (by key, never by an index read).
+// What a transition does to a row and to its target's hold comes from core/_queue_transitions.ts,
+// which MemoryStore applies to its own rows.
 import type { TransactWriteItem, Update } from "@aws-sdk/client-dynamodb";
 import { type Item, N, S } from "../../core/_attributes.ts";
 import { FAILURE, OUTBOX, RELAY, seqKey, TIMER, timerKey } from "../../core/_layout.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import type { RelayKey, Timer } from "../../core/types.ts";
-import { afterFailure } from "../../core/_relay_rules.ts";
+import * as transition from "../../core/_queue_transitions.ts";
+import type { HoldOp } from "../../core/_queue_transitions.ts";
 import type { ExecutionTables } from "../../core/table_specs.ts";
 import type { RelayFailure, RelayKind } from "../../core/types.ts";
 import { COUNTER, HOLD } from "../../core/_layout.ts";
@@ -79,8 +82,10 @@ export function failed(
   failure: RelayFailure,
   now: number,
 ): Update {
-  const kept = afterFailure(failure, now);
-  const dead = kept.deadAt !== null;
+  const change = transition.fail(failure, now);
+  const kept = change.bookkeeping!;
+  const to = change.to as "w" | "d";
+  const dead = to === "d";
   const names: Record<string, string> = {
     ...at.names,
     "#a": FAILURE.attempts,
@@ -94,7 +99,7 @@ export function failed(
     ...at.values,
     ":a": N(kept.attempts),
     ":e": S(kept.lastError!),
-    ":p": S(partition(dead ? "d" : "w", rowShard(kind, at.item))),
+    ":p": S(partition(to, rowShard(kind, at.item))),
     ":o": dead ? keyOrder(kind, at.item)! : N(kept.retryAt!),
   };
   const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
@@ -132,7 +137,7 @@ function deadAt(at: RowAt): RowAt {
 /** retry: a dead letter back to pending, its attempts and error forgotten. */
 export function retried(at: RowAt, kind: RelayKind): TransactWriteItem {
   const dead = deadAt(at);
-  const place = pendingPlace(kind, at.item);
+  const place = placed(transition.retry().to!, kind, at.item);
   return {
     Update: {
       TableName: dead.table,
@@ -153,7 +158,7 @@ export function retried(at: RowAt, kind: RelayKind): TransactWriteItem {
   };
 }
 
-/** drop: a dead letter deleted. */
+/** drop: a dead letter deleted (its transition's place: none). */
 export function dropped(at: RowAt): TransactWriteItem {
   const dead = deadAt(at);
   return {
@@ -179,6 +184,7 @@ export function held(
   entries: { seq: string; from: string }[],
   list = true,
 ): TransactWriteItem[] {
+  const { to, hold } = transition.setApart(entries.map((entry) => entry.seq), list);
   return [
     {
       ConditionCheck: {
@@ -190,18 +196,28 @@ export function held(
     },
     ...entries.map(({ seq, from }) => ({
       Update: moveInput(tables.outbox.name, { [OUTBOX.seq]: { N: seq } }, from, {
-        part: partition("h", target),
+        part: partition(to!, target),
         order: { N: seq },
       }),
     })),
-    ...(list ? [addHeld({ tables }, target, entries.map((entry) => entry.seq))] : []),
+    ...holdItems({ tables }, target, hold),
   ];
 }
 
 /** release: a held entry back to pending, only if it is still held where it was (`from`). */
 export function released(tables: ExecutionTables, seq: string, from: string) {
   const key = { [OUTBOX.seq]: { N: seq } };
-  return moveInput(tables.outbox.name, key, from, pendingPlace("outbox", key));
+  return moveInput(
+    tables.outbox.name,
+    key,
+    from,
+    placed(transition.bringBack().to!, "outbox", key),
+  );
+}
+
+/** The place of letter `to` for a pending, waiting or dead row, ordered by its key. */
+function placed(to: "p" | "w" | "d" | "h", kind: RelayKind, item: Item): Place {
+  return { part: partition(to, rowShard(kind, item)), order: keyOrder(kind, item)! };
 }
 
 /**
@@ -227,39 +243,57 @@ export function adopted(tables: ExecutionTables, kind: RelayKind, row: Item) {
 /** The key of a target's hold item in the counters table. */
 export const holdKey = (target: string): Item => ({ [COUNTER.id]: S(`${HOLD.prefix}${target}`) });
 
+/** A hold set's attribute, and a change's verb, on the hold item. */
+const SET_ATTRIBUTE = { heads: HOLD.heads, held: HOLD.held } as const;
+const VERB = { add: "ADD", remove: "DELETE" } as const;
+
 /**
- * The transaction item that adds (`ADD`) seqs to, or takes them (`DELETE`) from, a set of
- * `target`'s hold: its heads (`HOLD.heads`) or the entries held behind them (`HOLD.held`).
+ * The transaction item of hold changes on `target`'s hold item: one operation, or (a head
+ * demoted) two on the same seqs in one update.
  */
-function holdSet(
+function holdUpdate(
   q: { tables: ExecutionTables },
   target: string,
-  verb: "ADD" | "DELETE",
-  set: typeof HOLD.heads | typeof HOLD.held,
-  seqs: string[],
+  [first, second]: HoldOp[],
 ): TransactWriteItem {
+  const names: Record<string, string> = { "#s": SET_ATTRIBUTE[first!.set] };
+  let expression = `${VERB[first!.verb]} #s :s`;
+  if (second !== undefined) {
+    if (second.seqs.join() !== first!.seqs.join()) throw new Error("one update, one set of seqs");
+    expression += ` ${VERB[second.verb]} #l :s`;
+    names["#l"] = SET_ATTRIBUTE[second.set];
+  }
   return {
     Update: {
       TableName: q.tables.counters.name,
       Key: holdKey(target),
-      UpdateExpression: `${verb} #s :s`,
-      ExpressionAttributeNames: { "#s": set },
-      ExpressionAttributeValues: { ":s": { NS: seqs } },
+      UpdateExpression: expression,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: { ":s": { NS: first!.seqs } },
     },
   };
 }
 
+/** The transaction items of hold changes on `target`'s hold, one per change. */
+export function holdItems(
+  q: { tables: ExecutionTables },
+  target: string,
+  ops: HoldOp[],
+): TransactWriteItem[] {
+  return ops.map((op) => holdUpdate(q, target, [op]));
+}
+
 /** The item that makes `seq` a head of `target` (in the same transaction as its failure). */
 export const addHead = (q: { tables: ExecutionTables }, target: string, seq: AttributeValue) =>
-  holdSet(q, target, "ADD", HOLD.heads, [seq.N!]);
+  holdUpdate(q, target, [transition.addHead(seq.N!)]);
 
 /** The item that lists `seqs` as held behind `target`'s heads (with their move). */
 export const addHeld = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
-  holdSet(q, target, "ADD", HOLD.held, seqs);
+  holdUpdate(q, target, [transition.addHeld(seqs)]);
 
 /** The item that takes delivered (or gone) entries off `target`'s list of held entries. */
 export const unlistHeld = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
-  holdSet(q, target, "DELETE", HOLD.held, seqs);
+  holdUpdate(q, target, [transition.unlistHeld(seqs)]);
 
 /**
  * The item that turns a head of `target` behind a lower head into one of the entries held behind
@@ -270,16 +304,10 @@ export function headToHeld(
   target: string,
   seq: string,
   list: boolean,
-) {
-  const item = holdSet(q, target, "DELETE", HOLD.heads, [seq]);
-  if (list) {
-    const update = item.Update!;
-    update.UpdateExpression += " ADD #l :s";
-    update.ExpressionAttributeNames!["#l"] = HOLD.held;
-  }
-  return item;
+): TransactWriteItem {
+  return holdUpdate(q, target, transition.demote(seq, list).hold);
 }
 
 /** The item that takes `seqs` out of `target`'s heads. */
 export const removeHeads = (q: { tables: ExecutionTables }, target: string, seqs: string[]) =>
-  holdSet(q, target, "DELETE", HOLD.heads, seqs);
+  holdUpdate(q, target, [transition.removeHeads(seqs)]);
