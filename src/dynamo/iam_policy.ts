@@ -103,7 +103,7 @@ const STATEMENTS: {
     actions: ["Query"],
   },
   {
-    // The status feed (#34) reads the executions table's stream (`statusFeed: false`: not needed).
+    // The status feed (#34) reads the executions table's stream (`otherWriters: true` only).
     sid: "HarelExecutionsStream",
     roles: ["executions"],
     index: STREAM,

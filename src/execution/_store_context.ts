@@ -16,28 +16,24 @@ import {
 import { Lru } from "../core/_lru.ts";
 import { RELAY_INDEX } from "./queue/_relay_index.ts";
 import { adoptTable } from "./queue/_adoption.ts";
+import { type OtherWriters, otherWritersOn } from "./other_writers/other_writers.ts";
 import type { Execution } from "../core/documents.ts";
+import type { StatusCatchUp } from "../core/operator_types.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./commit/_seq_blocks.ts";
-import { noting, RecentWrites } from "./queue/_recent_writes.ts";
 import { STATUS_INDEX, StatusCache } from "./listing/_status_index.ts";
-import { type FeedContext, StatusFeed, streamsClientOf } from "./listing/_status_feed.ts";
 import { TraceRing } from "./commit/_trace_ring.ts";
 import { ChainCache } from "./commit/_outbox_chain.ts";
 import type { QueueContext } from "./queue/_queue_items.ts";
 import type { CommitContext } from "./commit/_commit_loop.ts";
-import { type ExecutionReads, readChains } from "./listing/_execution_reads.ts";
+import { type ExecutionReads, readChains, SharedTables } from "./listing/_execution_reads.ts";
 import type { TimerReads } from "./queue/_timers.ts";
 import type { TxContext } from "./commit/_transaction.ts";
 import { checkClock, checkFinishedTtl } from "./commit/_retention.ts";
 import type { CreateStoreOptions, DynamoDBStoreOptions } from "./execution_store_options.ts";
 import { checkCreateOptions } from "../core/_option_names.ts";
 import { connectStore } from "../dynamo/connect.ts";
-
-/** How many rows a pass's adoption scan reads by default, and at most (one Scan page's limit). */
-export const DEFAULT_ADOPT_ROWS = 100;
-const MAX_ADOPT_ROWS = 10_000;
 
 /** A DynamoDBStore's client (gated by its ownership), options, caches and seq blocks. */
 export type StoreContext =
@@ -46,10 +42,11 @@ export type StoreContext =
   & QueueContext
   & TxContext
   & CommitContext
-  & FeedContext
   & {
     /** Whether the client is still the store's to use, and who destroys it on close. */
     readonly ownership: ClientOwnership;
+    /** What runs for other writers: only with `otherWriters: true`. */
+    readonly otherWriters?: OtherWriters;
   };
 
 /**
@@ -71,8 +68,7 @@ export function storeContext(
     seqBlockSize = 1000,
     conflictRetries: conflictRetriesOption = 8,
     ambiguousRetries: ambiguousRetriesOption = 3,
-    adoptRows = DEFAULT_ADOPT_ROWS,
-    statusFeed = true,
+    otherWriters = false,
     finishedTtlSeconds = null,
     now = Date.now,
   } = checkOptionsOf("new DynamoDBStore()", options);
@@ -84,13 +80,12 @@ export function storeContext(
   const conflictRetries = checkInteger("conflictRetries", conflictRetriesOption, 0, 100);
   const ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetriesOption, 0, 100);
   const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
-  if (typeof statusFeed !== "boolean") {
-    throw new TypeError(`statusFeed must be a boolean, got ${describe(statusFeed)}`);
+  if (typeof otherWriters !== "boolean") {
+    throw new TypeError(`otherWriters must be a boolean, got ${describe(otherWriters)}`);
   }
   const ownership = new ClientOwnership("DynamoDBStore", client);
-  const tables_ = [tables.outbox.name, tables.spawns.name, tables.timers.name];
-  // Real time, not the store's clock: what is recent is measured against the index's lag.
-  const gated = noting(ownership.gate(client), new RecentWrites(new Set(tables_), Date.now));
+  const gated = ownership.gate(client);
+  const others = otherWriters ? otherWritersOn(client) : undefined;
   const tx: TxContext = {
     tables,
     traceMax: rules.traceMax,
@@ -105,30 +100,44 @@ export function storeContext(
     chains: new ChainCache(),
     statuses: new StatusCache(),
     table: tables.timers.name,
-    adoptRows: checkInteger("adoptRows", adoptRows, 0, MAX_ADOPT_ROWS),
     headsOut: new Lru(10_000),
     ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
-    outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block),
-    spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),
+    outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block, others?.reserve()),
+    spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block, others?.reserve()),
     conflictRetries,
     ambiguousRetries,
     resends: { lost: ambiguousRetries, conflicts: conflictRetries },
     load,
     readChains: (id) => readChains(store, id),
-    feed: new StatusFeed(statusFeed ? () => streamsClientOf(client) : null),
+    sharing: new SharedTables(otherWriters),
     ownership,
+    ...(others ? { otherWriters: others } : {}),
   };
   const store: StoreContext = Object.assign(context, { timers: context, tx }) as StoreContext;
   return store;
 }
 
+/** `catchUpStatusIndex()`: a round of the status feed; none without other writers (`"off"`). */
+export async function catchUp(
+  ctx: StoreContext,
+  signal: AbortSignal | undefined,
+): Promise<StatusCatchUp> {
+  const feed = ctx.otherWriters?.feed;
+  if (feed === undefined) {
+    return { records: 0, indexed: 0, scanned: 0, behind: false, skipped: "off" };
+  }
+  return await feed.round(ctx, signal);
+}
+
 /**
  * Creates the tables that are missing (with their indexes: the executions table's status index,
- * the relay tables' relay index), turns on the TTLs the options use, adds the indexes to existing
- * tables, and adopts the rows of a relay table that predates the relay index.
+ * the relay tables' relay index; with other writers, the executions table's stream), turns on the
+ * TTLs the options use, adds the indexes (and the stream) to existing tables, and adopts the rows
+ * of a relay table that predates the relay index.
  */
 export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   const { executions, outbox, spawns, timers } = ctx.tables;
+  const streamed = ctx.otherWriters !== undefined; // the status feed reads the stream
   const indexes = (spec: TableSpec) => [
     ...(spec === executions ? [STATUS_INDEX] : []),
     ...([outbox, spawns, timers].includes(spec) ? [RELAY_INDEX] : []),
@@ -136,13 +145,13 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   await Promise.all(
     Object.values(ctx.tables).map((spec) =>
       ensureTable(ctx.client, spec, indexes(spec), {
-        stream: spec === executions && ctx.feed.on,
+        stream: spec === executions && streamed,
       }).then(() =>
         // The status index (#25) on an executions table made before it.
         spec === executions
           ? ensureIndex(ctx.client, spec.name, STATUS_INDEX).then(() =>
             // The status feed (#34) reads the table's stream.
-            ctx.feed.on ? ensureStream(ctx.client, spec.name) : undefined
+            streamed ? ensureStream(ctx.client, spec.name) : undefined
           )
           : undefined
       )
@@ -155,8 +164,9 @@ export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
   await Promise.all(
     expiring.flatMap((table) => table === undefined ? [] : [ensureTtl(ctx.client, table, "ttl")]),
   );
-  // A table that predates the index gets it, and its rows are adopted now (one scan, once);
-  // rows other writers add later are found by the passes (by seq; timers by the sweeps' scan).
+  // A table that predates the index (another writer made it) gets it, and its rows are adopted
+  // now (one scan, once); rows other writers add later are found by the passes of a store built
+  // with `otherWriters: true` (by seq; timers by the sweeps' scan).
   await Promise.all(
     (["outbox", "spawns", "timers"] as const).map(async (kind) => {
       if (await ensureIndex(ctx.client, ctx.tables[kind].name, RELAY_INDEX)) {

@@ -25,8 +25,13 @@ import {
 } from "./_holds.ts";
 import { moveInput, partition, partOf, type Place, placeOf } from "./_relay_index.ts";
 import { type Candidate, candidateOf, readOutboxBodies } from "./_outbox_bodies.ts";
-import { earliest, numberOf, type QueueContext } from "./_queue_items.ts";
-import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
+import {
+  beyondFrontier,
+  earliest,
+  type ForeignRows,
+  numberOf,
+  type QueueContext,
+} from "./_queue_items.ts";
 import { headToHeld, held as holdItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
