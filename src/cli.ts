@@ -127,7 +127,10 @@ Commands:
                        reason as its data) in the outbox for the relay; children CANCELLED
   terminate ID --yes   harel's terminate: it and its children CANCELLED at once
   ensure-tables        create the missing tables (execution store and state store)
-  policy [--account A] the least-privilege IAM policy for --prefix and --state-table (JSON)
+  policy [--account A] [--other-writers]
+                       the least-privilege IAM policy for --prefix and --state-table (JSON);
+                       --other-writers adds the stream reads of stores built with
+                       otherWriters: true
 
 Options:
   --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
@@ -189,6 +192,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         cursor: { type: "string" },
         due: { type: "boolean" },
         account: { type: "string" },
+        "other-writers": { type: "boolean" },
         yes: { type: "boolean" },
         before: { type: "string" },
         scan: { type: "boolean" },
@@ -247,7 +251,7 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   cancel: { positionals: 1, flags: ["reason", "yes"] },
   terminate: { positionals: 1, flags: ["yes"] },
   "ensure-tables": { positionals: 0, flags: [] },
-  policy: { positionals: 0, flags: ["account"] },
+  policy: { positionals: 0, flags: ["account", "other-writers"] },
 };
 
 const WHAT_THEY_TAKE: Record<string, string> = {
@@ -305,6 +309,7 @@ async function run(
         stateTable,
         region: values.region as string | undefined,
         account: values.account as string | undefined,
+        otherWriters: values["other-writers"] === true,
       })
     ));
     return;

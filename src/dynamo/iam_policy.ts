@@ -35,6 +35,11 @@ export interface PolicyOptions {
   region?: string;
   /** The account id in the table ARNs. @default {"*"} */
   account?: string;
+  /**
+   * The stores are built with `otherWriters: true`: grant the reads of the executions table's
+   * stream (DynamoDB Streams) their status feed makes. @default {false}
+   */
+  otherWriters?: boolean;
 }
 
 /**
@@ -82,6 +87,8 @@ const STATEMENTS: {
   roles: Role[];
   actions: string[];
   index?: string | typeof STREAM;
+  /** Only for stores built with `otherWriters: true`. */
+  otherWriters?: true;
 }[] = [
   {
     sid: "HarelExecutions",
@@ -108,6 +115,7 @@ const STATEMENTS: {
     roles: ["executions"],
     index: STREAM,
     actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
+    otherWriters: true,
   },
   {
     sid: "HarelOutbox",
@@ -219,18 +227,24 @@ const STATEMENTS: {
  * ]);
  * ```
  *
- * @param options The prefix, state table, region and account.
+ * @param options The prefix, state table, region, account and whether there are other writers.
  * @returns The policy document.
  */
 export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocument {
   const prefix = options.prefix ?? "harel";
   const tables = executionTables(prefix);
   const stateTable = checkTableName("stateTable", options.stateTable ?? `${prefix}_state`);
+  const otherWriters = options.otherWriters ?? false;
+  if (typeof otherWriters !== "boolean") {
+    throw new TypeError(`otherWriters must be a boolean, got ${JSON.stringify(otherWriters)}`);
+  }
   const arn = (table: string) =>
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {
     Version: "2012-10-17",
-    Statement: STATEMENTS.map(({ sid, roles, actions, index }) => ({
+    Statement: STATEMENTS.filter((statement) => !statement.otherWriters || otherWriters).map((
+      { sid, roles, actions, index },
+    ) => ({
       Sid: sid,
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),

@@ -26,7 +26,6 @@ Deno.test("the dead outbox entries page links each to the execution that emitted
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const exe = newExecution({ definition_id: "order" });
   const { outbox: [ours] } = await store.commit(exe, {

@@ -51,16 +51,14 @@ async function storesOn(
 ): Promise<{ stores: DynamoDBStore[]; prefix: string } & AsyncDisposable> {
   const client = testClient(REGION);
   const prefix = uniqueName("tix");
-  const stores = options.map((each) =>
-    new DynamoDBStore(client, { statusFeed: false, prefix, ...each })
-  );
+  const stores = options.map((each) => new DynamoDBStore(client, { prefix, ...each }));
   await stores[0]!.ensureTables();
   return { stores, prefix, [Symbol.asyncDispose]: () => Promise.resolve(client.destroy()) };
 }
 
 Deno.test("dueTimers() costs O(due): more armed timers do not raise its read capacity", async () => {
   const { client, capacity } = capacityClient(REGION);
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   try {
     await store.ensureTables();
     await arm(store, 400, 10);
@@ -92,7 +90,7 @@ Deno.test("dueTimers() costs O(due): more armed timers do not raise its read cap
 
 Deno.test("dueTimers() returns the limit earliest due timers, earliest first", async (t) => {
   const { client, calls } = countingClient(REGION);
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   try {
     await store.ensureTables();
     const exe = newExecution({ definition_id: "d" });
@@ -172,7 +170,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
   const prefix = uniqueName("tix");
   // Tables as the Python store makes them: keys only, no index.
   await bareTables(tables, prefix);
-  const before = new DynamoDBStore(tables, { statusFeed: false, prefix });
+  const before = new DynamoDBStore(tables, { prefix });
   const raw = testClient(REGION);
   try {
     const put = (execution_id: string, path: string, fireAt: number) =>
@@ -299,7 +297,7 @@ Deno.test("ensureTables() adding the relay index is safe when several processes 
   await bareTables(client, prefix);
   const stores = Array.from(
     { length: 3 },
-    () => new DynamoDBStore(client, { statusFeed: false, prefix }),
+    () => new DynamoDBStore(client, { prefix }),
   );
   await stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
@@ -309,20 +307,10 @@ Deno.test("ensureTables() adding the relay index is safe when several processes 
   for (const store of stores) assert.equal((await store.dueTimers(1)).length, 1);
 });
 
-Deno.test("adoptRows is checked", () => {
-  using client = testClient(REGION);
-  for (const adoptRows of [-1, 10_001, 0.5]) {
-    assert.throws(
-      () => new DynamoDBStore(client, { adoptRows }),
-      (error: Error) => error instanceof RangeError && /adoptRows/.test(error.message),
-    );
-  }
-});
-
 Deno.test("ensureTables() creates new tables with their indexes, no UpdateTable", async () => {
   using counting = countingClient(REGION);
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   await store.ensureTables();
   assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
   assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);

@@ -90,12 +90,12 @@ const RELEASES: Record<Release, string> = {
 
 for (const lagMs of LAGS) {
   for (const release of Object.keys(RELEASES) as Release[]) {
-    for (const adoptRows of [undefined, 0]) {
-      const store = adoptRows === 0 ? " (adoptRows: 0)" : "";
+    for (const otherWriters of [false, true]) {
+      const store = otherWriters ? " (otherWriters: true)" : "";
       Deno.test(`${RELEASES[release]} right after entries were held behind it brings every one back in seq order, before a later entry of another source, when the index lags by ${lagMs} ms${store}`, async () => {
         let offset = 0;
         await using lagging = await laggingStore(lagMs, {
-          adoptRows,
+          otherWriters,
           now: () => Date.now() + offset,
         });
         const s = lagging.store;

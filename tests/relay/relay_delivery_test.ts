@@ -307,8 +307,8 @@ Deno.test("relayOutbox never delivers an entry of a source before an earlier one
   using writerClient = testClient();
   using relayClient = testClient();
   const prefix = uniqueName("pages");
-  const writer = new DynamoDBStore(writerClient, { statusFeed: false, prefix });
-  const relay = new DynamoDBStore(relayClient, { statusFeed: false, prefix });
+  const writer = new DynamoDBStore(writerClient, { prefix });
+  const relay = new DynamoDBStore(relayClient, { prefix });
   await writer.ensureTables();
   const filler = newExecution({ definition_id: "filler" });
   await writer.save(filler);
@@ -385,7 +385,7 @@ function behindProxy(direct: DynamoDBStore) {
     maxAttempts: 3,
   });
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix });
+  const store = new DynamoDBStore(client, { prefix });
   return {
     proxy,
     store,
@@ -515,8 +515,8 @@ Deno.test("relayOutbox({ seqs }) never delivers an entry ahead of a pending earl
 Deno.test("two concurrent relay passes plus inline deliveries, with a flaky receiver, keep order per source and target and leave nothing pending", async () => {
   await using writer = await freshStore();
   const prefix = writer.tables.executions.name.replace(/_executions$/, "");
-  await using r1 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
-  await using r2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  await using r1 = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using r2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
   const sources = Array.from({ length: 4 }, () => newExecution({ definition_id: "s" }));
   for (const s of sources) await writer.save(s);
   const highest = new Map<string, number>();
@@ -705,7 +705,7 @@ const PY_WORKER = new URL("../_support/python_worker.py", import.meta.url).pathn
 Deno.test("with a Python worker Putting executions and bare outbox rows, Deno relays that fail, retry and dead-letter never break per (source, target) order and lose nothing", async () => {
   await using s1 = await freshStore();
   const prefix = s1.tables.outbox.name.replace(/_outbox$/, "");
-  await using s2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  await using s2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
   const stores = [s1, s2];
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) {

@@ -203,7 +203,6 @@ Deno.test("relayOutbox acknowledges rows whose seq another writer stored as nega
   // The status feed's round (its own calls, status_feed_test.ts) is no part of what is counted.
   const store = new DynamoDBStore(counting.client, {
     prefix: uniqueName("odd"),
-    statusFeed: false,
   });
   await store.ensureTables();
   const odd = ["-1", "1.5", "0.30000000000000004", "-7.25"];
@@ -381,7 +380,7 @@ Deno.test("a relay pass still running when its store is closed fails with StoreC
   });
   await t.step("closed while reading: the next request is refused", async () => {
     using client = testClient();
-    const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("closing") });
+    const store = new DynamoDBStore(client, { prefix: uniqueName("closing") });
     await store.ensureTables();
     await emitToTargets(store, 3);
     const read = store.pendingOutbox(); // its Scan is sent; its BatchGetItem comes after close

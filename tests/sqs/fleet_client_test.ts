@@ -25,7 +25,7 @@ interface Fleet extends AsyncDisposable {
 
 async function freshFleet(): Promise<Fleet> {
   const prefix = uniqueName("t");
-  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
   const queue = await freshQueue();
   return {
     store,

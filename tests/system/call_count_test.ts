@@ -13,7 +13,7 @@ import { seedAppendTrace } from "../_support/seed.ts";
 Deno.test("DynamoDBStore makes one call per steady-state commit, loadForEvent and batch of 25 acks", async (t) => {
   using counting = countingClient();
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("calls") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("calls") });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   // The first commits of an execution in a process reserve seq blocks and read the trace end.
@@ -128,7 +128,6 @@ Deno.test("a traced commit of a new execution takes 2 calls with no cached trace
   using counting = countingClient();
   const { client, calls } = counting;
   const store = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix: uniqueName("calls"),
     traceMax: 3,
   });
@@ -195,7 +194,6 @@ Deno.test("a relayOutbox pass of n entries is a Query per shard of the relay ind
   // The status feed's round runs beside passes (its calls: status_feed_test.ts).
   const store = new DynamoDBStore(client, {
     prefix: uniqueName("calls"),
-    statusFeed: false,
   });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
