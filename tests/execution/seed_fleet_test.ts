@@ -352,9 +352,8 @@ Deno.test("what a pass over the seed's rows reads follows the rows it found, not
     const [s, l] = [small!.passes.timers, large.passes.timers];
     assert.ok(l.reads <= 2 * s.reads + 128, `timers: ${l.reads} vs ${s.reads}`);
   }
-  // The outbox and spawn passes read what they found, about 4 read units a row: its seq probed
-  // by key (1), the row read back by key, as this store's recent write, for each of the two
-  // states the pass reads (2), and its body (1); not the parked rows.
+  // The outbox and spawn passes read what they found, a few read units a row: its seq probed by
+  // key (1) and its body (1); not the parked rows.
   for (const f of sizes) {
     const outbox = f.passes.outbox.reads, spawns = f.passes.spawns.reads;
     assert.ok(
