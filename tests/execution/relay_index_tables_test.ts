@@ -214,15 +214,15 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       },
       { step: "initialize", name: "race" },
     );
-    const after = new DynamoDBStore(client, { prefix }); // the feed on: its stream is added too
+    const after = new DynamoDBStore(client, { prefix }); // a default store: no stream is added
     await assert.rejects(
       () => after.dueTimers(2000),
       /has no index relay_part-relay_order: run ensureTables\(\) once/,
     );
     await after.ensureTables();
-    // The relay index on the three relay tables, and the status index and the status feed's
-    // stream on the executions table.
-    assert.equal(calls.filter((name) => name === "UpdateTableCommand").length, 5);
+    // The relay index on the three relay tables, and the status index on the executions table
+    // (no stream: a default store).
+    assert.equal(calls.filter((name) => name === "UpdateTableCommand").length, 4);
     for (const table of [after.tables.outbox, after.tables.spawns, after.tables.timers]) {
       const { Table } = await raw.send(new DescribeTableCommand({ TableName: table.name }));
       assert.deepEqual(

@@ -1,7 +1,7 @@
 // The status feed: executions another writer committed, put back into the status index. The
 // Python store's commit is a whole-item Put that drops `status_shard` and `status_at`, so the
 // execution leaves the index; the executions table's stream (DynamoDB Streams, which
-// ensureTables() turns on) shows every such Put, and a round reads what the stream holds since
+// ensureTables() turns on with `otherWriters: true`) shows every such Put, and a round reads what the stream holds since
 // the last round and writes the two attributes back, conditioned on the version the record shows
 // (the stream finds candidates, the write's condition decides). One store at a time reads it,
 // under a lease on the counters item `status_feed`, which also keeps where each shard stands.
