@@ -98,8 +98,9 @@ export interface DynamoDBStoreOptions {
 export interface DueTimersOptions extends ReadLimitOptions {
   /**
    * Scan the timers table instead of querying the relay index: finds at once timers written
-   * without the index's attributes (the Python store) that the runners' adoption scan has not
-   * reached yet, at the cost of reading every timer.
+   * without the index's attributes (the Python store) that no adoption reached yet (the sweeps of
+   * a store built with `otherWriters: true` adopt them as they go), at the cost of reading every
+   * timer.
    * @default {false}
    */
   scan?: boolean;

@@ -93,7 +93,11 @@ Deno.test("a default store's commits, relay passes, sweeps and listings make no 
       call === "UpdateItem" &&
       countersRead(body, counters).some((id) => /^(outbox|spawn)$/.test(id))
     );
-    assert.equal(reservations.length, 3, "an outbox and a spawn block, and the fresh store's outbox block");
+    assert.equal(
+      reservations.length,
+      3,
+      "an outbox and a spawn block, and the fresh store's outbox block",
+    );
     for (const { body } of reservations) {
       const input = JSON.parse(body);
       assert.equal(input.UpdateExpression, "ADD #n :k");
