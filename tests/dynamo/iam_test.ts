@@ -245,8 +245,9 @@ Deno.test("with otherWriters: true the policy adds exactly the stream reads the 
     spawns: [{ childId: "c", rootPath: "r", context: {} }],
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
   });
-  // The Python store's commit: the feed puts it back into the status index.
-  await seedPutExecution(client, store.tables.executions.name, { ...exe, version: 2 });
+  // The Python store's commit (its own client): the feed puts it back into the status index.
+  using python = testClient("ap-south-1");
+  await seedPutExecution(python, store.tables.executions.name, { ...exe, version: 2 });
   await store.catchUpStatusIndex();
   await store.listExecutions({ status: "RUNNING" });
   await relayOutbox(store, () => {});

@@ -272,7 +272,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       },
     );
     await t.step(
-      "a timer written without the attributes is found at once by a scan, then adopted by a sweep",
+      "a timer written without the attributes is found at once by a scan, then adopted by a sweep of a store with otherWriters: true (a default store's sweep never looks)",
       async () => {
         await put("py-late", "wait", 1);
         assert.equal((await after.dueTimers(2)).length, 0);
@@ -280,9 +280,12 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
           { executionId: "py-late", path: "wait", fireAt: 1 },
         ]);
         const fired: string[] = [];
-        await sweepTimers(after, (timer) => Promise.resolve(void fired.push(timer.executionId)), {
-          now: 2,
-        });
+        const fire = (timer: { executionId: string }) =>
+          Promise.resolve(void fired.push(timer.executionId));
+        await sweepTimers(after, fire, { now: 2 });
+        assert.deepEqual(fired, [], "a default store adopts nothing");
+        await using mixed = new DynamoDBStore(raw, { prefix, otherWriters: true });
+        await sweepTimers(mixed, fire, { now: 2 });
         assert.deepEqual(fired, ["py-late"], "the sweep's adoption page took it, then it fired");
       },
     );
