@@ -235,8 +235,10 @@ Deno.test("relayOutbox acknowledges rows whose seq another writer stored as nega
   );
   await t.step("with only the actions the IAM policy grants on the outbox and counters", () => {
     // Query reads the relay index; the Scan page and UpdateItems adopt these rows (written
-    // without the index's attributes) and record where the adoption scan stands.
+    // without the index's attributes) and record where the adoption scan stands; DescribeTable
+    // is the status feed's look-up of the executions table's stream (`otherWriters: true`).
     const granted = [
+      "DescribeTableCommand",
       "QueryCommand",
       "ScanCommand",
       "BatchGetItemCommand",
