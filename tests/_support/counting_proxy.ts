@@ -23,9 +23,9 @@ export function countingProxy(
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const call = (request.headers.get("x-amz-target") ?? "?").replace(/^DynamoDB_\d+\./, "");
     calls.push(call);
+    await hold?.(call, calls.length);
     const body = await request.arrayBuffer();
     requests.push({ call, body: new TextDecoder().decode(body) });
-    await hold?.(call, calls.length);
     if (failures > 0) {
       failures--;
       return new Response("busy", { status: 503 });
