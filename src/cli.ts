@@ -148,7 +148,9 @@ Commands:
                        the tables' definitions and the IAM policy, for --prefix,
                        --state-table, --region and --account (no DynamoDB needed)
   policy [--account A] [--other-writers]
-                       the least-privilege IAM policy for --prefix and --state-table (JSON)
+                       the least-privilege IAM policy for --prefix and --state-table (JSON);
+                       --other-writers adds the stream reads of stores built with
+                       otherWriters: true
 
 Options:
   --endpoint URL       DynamoDB endpoint (default: $DYNAMODB_ENDPOINT; none = AWS); an empty
@@ -211,6 +213,7 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         cursor: { type: "string" },
         due: { type: "boolean" },
         account: { type: "string" },
+        "other-writers": { type: "boolean" },
         yes: { type: "boolean" },
         before: { type: "string" },
         scan: { type: "boolean" },
@@ -223,7 +226,6 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
         queue: { type: "string" },
         "sqs-endpoint": { type: "string" },
         format: { type: "string" },
-        "other-writers": { type: "boolean" },
       },
     }));
   } catch (error) {

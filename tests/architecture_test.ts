@@ -85,6 +85,21 @@ Deno.test("the dashboard never reaches dynamo/ or the AWS SDK at run time", () =
   assertEquals(runtimeReach("src/dashboard.ts").has("src/dashboard/_store_calls.ts"), true);
 });
 
+Deno.test("only the store's context imports other_writers/: nothing else branches on other writers", () => {
+  const importers = [];
+  for (const [file, edges] of graph) {
+    if (file.startsWith("src/execution/other_writers/")) continue;
+    for (const edge of edges) {
+      if (edge.to.startsWith("src/execution/other_writers/")) {
+        importers.push(`${file} -> ${edge.to}`);
+      }
+    }
+  }
+  assertEquals(importers, [
+    "src/execution/_store_context.ts -> src/execution/other_writers/other_writers.ts",
+  ]);
+});
+
 Deno.test("no module of src/ imports itself back through a chain of imports", () => {
   const cycles: string[] = [];
   const done = new Set<string>();

@@ -100,7 +100,8 @@ export const FAILURE_PLACEHOLDER: Item = {
  * `fire_at`), `w{shard}` waiting for a retry (order: `retry_at`), `d{shard}` dead-lettered (order:
  * seq or `fire_at`), `h{target key}` an outbox entry held behind a waiting or dead entry of its
  * target (order: seq). Commits write `p`; relays move rows between partitions. Rows without
- * them (the seed, the Python store) are adopted by the runners (see execution/queue/_adoption.ts).
+ * them (the seed, the Python store) are adopted by the runners of a store built with
+ * `otherWriters: true` (see execution/other_writers/_adoption_scan.ts).
  */
 export const RELAY = { part: "relay_part", order: "relay_order" } as const;
 
@@ -131,14 +132,14 @@ export const RELEASES = { id: "outbox_releases", targets: "targets" } as const;
 /**
  * `{prefix}_counters`, items `relay_adopt:{kind}`: where the passes' scan of a relay table for
  * rows without the index's attributes stands (`cursor`, the scan's position as JSON text; absent
- * at the start). See execution/queue/_adoption.ts.
+ * at the start). See execution/other_writers/_adoption_scan.ts (`otherWriters: true` only).
  */
 export const ADOPTION = { prefix: "relay_adopt:", cursor: "cursor" } as const;
 
 /**
  * `{prefix}_counters`, item `status_feed`: how far the stores have read the executions table's
  * stream (DynamoDB Streams) to put other writers' commits back into the status index
- * (execution/listing/_status_feed.ts). `stream`, the stream's ARN the rest is about; `shards`, a
+ * (execution/other_writers/_status_feed.ts, `otherWriters: true` only). `stream`, the stream's ARN the rest is about; `shards`, a
  * Map of shard id → the last sequence number read (`"end"`: a closed shard read to its end);
  * `backfill`, where the one-off scan for rows the stream never showed stands (JSON text of the
  * scan's position, `"{}"` at the start; absent once done); `lease_until` and `owner`, the store
@@ -173,9 +174,10 @@ export const PROCESSED = { executionId: "execution_id", eventId: "event_id", ttl
 export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" } as const;
 
 /**
- * `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns), and `ours`,
- * how many of them this module's stores reserved (in the same `ADD`): `n - ours` counts the seqs
- * other writers (the seed, the Python store) took, whose rows lack the relay index's attributes.
+ * `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns): a store
+ * reserves a block of seqs with `ADD n :size`, as the Python store takes one commit's. A store
+ * built with `otherWriters: true` also keeps, on the same item, the blocks it reserved and how
+ * far its passes have accounted for the seqs other writers took (the seed, the Python store).
  */
 export const COUNTER = {
   id: "id",

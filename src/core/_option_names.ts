@@ -28,8 +28,7 @@ const DYNAMODB_STORE = [
   "seqBlockSize",
   "conflictRetries",
   "ambiguousRetries",
-  "adoptRows",
-  "statusFeed",
+  "otherWriters",
 ] as const;
 
 /** `DynamoDBStateStoreOptions`. */

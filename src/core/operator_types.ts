@@ -133,7 +133,7 @@ export interface StatusCatchUp {
   /** More is waiting: the next round goes on from where this one stopped. */
   behind: boolean;
   /**
-   * Why nothing was read: `"off"` (the `statusFeed` option, or a client that is not the SDK's),
+   * Why nothing was read: `"off"` (a store built without `otherWriters: true`, or a client that is not the SDK's),
    * `"no stream"` (the table has none: run `ensureTables()`), `"leased"` (another store is
    * reading it now); `null` when the round ran.
    */

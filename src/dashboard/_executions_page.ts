@@ -167,7 +167,7 @@ function orderText(filters: ExecutionFilters): string {
     : `, last committed before ${formatTime(filters.before.seconds)}`;
   return `${which}${before}, the latest to enter their status first. One whose last commit another writer made ` +
     "(the Python store) is listed once the store's status feed has put it back in the status " +
-    "index (within about 10 seconds; a store with statusFeed: false never does): status any " +
+    "index (within about 10 seconds; only a store built with otherWriters: true does): status any " +
     "lists it at once.";
 }
 

@@ -9,7 +9,14 @@ export function abortable(client: DynamoDBSender, signal: AbortSignal | undefine
   return {
     send: ((command: Parameters<DynamoDBSender["send"]>[0], ...rest: unknown[]) => {
       if (signal.aborted) return Promise.reject(signal.reason);
-      return (client.send as (...args: unknown[]) => unknown)(command, ...rest);
+      // The signal goes with the request too: one the HTTP handler still queues (its sockets
+      // all busy with the others of a wide read) is never sent once the signal aborts.
+      const [options, ...more] = rest as [Record<string, unknown> | undefined, ...unknown[]];
+      return (client.send as (...args: unknown[]) => unknown)(
+        command,
+        { ...options, abortSignal: signal },
+        ...more,
+      );
     }) as DynamoDBSender["send"],
   };
 }

@@ -36,9 +36,8 @@ export interface PolicyOptions {
   /** The account id in the table ARNs. @default {"*"} */
   account?: string;
   /**
-   * Whether another writer (the Python harel store) commits to the tables: only then does the
-   * store read the executions table's stream, and only then does the policy grant it.
-   * @default {false}
+   * The stores are built with `otherWriters: true`: grant the reads of the executions table's
+   * stream (DynamoDB Streams) their status feed makes. @default {false}
    */
   otherWriters?: boolean;
 }
@@ -88,6 +87,7 @@ const STATEMENTS: {
   roles: Role[];
   actions: string[];
   index?: string | typeof STREAM;
+  /** Only for stores built with `otherWriters: true`. */
   otherWriters?: true;
 }[] = [
   {
@@ -110,12 +110,12 @@ const STATEMENTS: {
     actions: ["Query"],
   },
   {
-    // The status feed (#34) reads the executions table's stream: only with other writers.
+    // The status feed (#34) reads the executions table's stream (`otherWriters: true` only).
     sid: "HarelExecutionsStream",
     roles: ["executions"],
     index: STREAM,
-    otherWriters: true,
     actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
+    otherWriters: true,
   },
   {
     sid: "HarelOutbox",
@@ -215,8 +215,7 @@ const STATEMENTS: {
 ];
 
 /**
- * The IAM policy granting exactly the DynamoDB actions both stores call, per table (the
- * executions table's stream only with `otherWriters`).
+ * The IAM policy granting exactly the DynamoDB actions both stores call, per table.
  *
  * @example The default tables, any region and account
  * ```ts
@@ -228,23 +227,24 @@ const STATEMENTS: {
  * ]);
  * ```
  *
- * @param options The prefix, state table, region and account.
+ * @param options The prefix, state table, region, account and whether there are other writers.
  * @returns The policy document.
  */
 export function leastPrivilegePolicy(options: PolicyOptions = {}): PolicyDocument {
   const prefix = options.prefix ?? "harel";
-  if (options.otherWriters !== undefined && typeof options.otherWriters !== "boolean") {
-    throw new TypeError(`otherWriters must be true or false, got ${String(options.otherWriters)}`);
-  }
   const tables = executionTables(prefix);
   const stateTable = checkTableName("stateTable", options.stateTable ?? `${prefix}_state`);
+  const otherWriters = options.otherWriters ?? false;
+  if (typeof otherWriters !== "boolean") {
+    throw new TypeError(`otherWriters must be a boolean, got ${JSON.stringify(otherWriters)}`);
+  }
   const arn = (table: string) =>
     `arn:aws:dynamodb:${options.region ?? "*"}:${options.account ?? "*"}:table/${table}`;
   return {
     Version: "2012-10-17",
-    Statement: STATEMENTS.filter((statement) =>
-      options.otherWriters === true || !statement.otherWriters
-    ).map(({ sid, roles, actions, index }) => ({
+    Statement: STATEMENTS.filter((statement) => !statement.otherWriters || otherWriters).map((
+      { sid, roles, actions, index },
+    ) => ({
       Sid: sid,
       Effect: "Allow",
       Action: actions.map((action) => `dynamodb:${action}`),

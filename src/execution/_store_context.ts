@@ -13,18 +13,18 @@ import { type TableDefinitions, tableDefinitions } from "../dynamo/table_definit
 import { checkDefinedTables, type TableDifference, TableDrift } from "../dynamo/table_check.ts";
 import { Lru } from "../core/_lru.ts";
 import { adoptTable } from "./queue/_adoption.ts";
+import { type OtherWriters, otherWritersOn } from "./other_writers/other_writers.ts";
 import type { Execution } from "../core/documents.ts";
+import type { StatusCatchUp } from "../core/operator_types.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { SeqBlocks } from "./commit/_seq_blocks.ts";
-import { noting, RecentWrites } from "./queue/_recent_writes.ts";
 import { StatusCache } from "./listing/_status_index.ts";
-import { type FeedContext, StatusFeed, streamsClientOf } from "./listing/_status_feed.ts";
 import { TraceRing } from "./commit/_trace_ring.ts";
 import { ChainCache } from "./commit/_outbox_chain.ts";
 import type { QueueContext } from "./queue/_queue_items.ts";
 import type { CommitContext } from "./commit/_commit_loop.ts";
-import { type ExecutionReads, readChains } from "./listing/_execution_reads.ts";
+import { type ExecutionReads, readChains, SharedTables } from "./listing/_execution_reads.ts";
 import type { TimerReads } from "./queue/_timers.ts";
 import type { TxContext } from "./commit/_transaction.ts";
 import { checkClock, checkFinishedTtl } from "./commit/_retention.ts";
@@ -34,10 +34,6 @@ import { connectStore } from "../dynamo/connect.ts";
 
 type Role = keyof ExecutionTables;
 
-/** How many rows a pass's adoption scan reads by default, and at most (one Scan page's limit). */
-export const DEFAULT_ADOPT_ROWS = 100;
-const MAX_ADOPT_ROWS = 10_000;
-
 /** A DynamoDBStore's client (gated by its ownership), options, caches and seq blocks. */
 export type StoreContext =
   & ExecutionReads
@@ -45,12 +41,13 @@ export type StoreContext =
   & QueueContext
   & TxContext
   & CommitContext
-  & FeedContext
   & {
     /** Whether the client is still the store's to use, and who destroys it on close. */
     readonly ownership: ClientOwnership;
     /** The tables as `ensureTables()` makes them and `checkTables()` expects them. */
     readonly definitions: TableDefinitions;
+    /** What runs for other writers: only with `otherWriters: true`. */
+    readonly otherWriters?: OtherWriters;
   };
 
 /**
@@ -72,8 +69,7 @@ export function storeContext(
     seqBlockSize = 1000,
     conflictRetries: conflictRetriesOption = 8,
     ambiguousRetries: ambiguousRetriesOption = 3,
-    adoptRows = DEFAULT_ADOPT_ROWS,
-    statusFeed = true,
+    otherWriters = false,
     finishedTtlSeconds = null,
     now = Date.now,
   } = checkOptionsOf("new DynamoDBStore()", options);
@@ -85,13 +81,12 @@ export function storeContext(
   const conflictRetries = checkInteger("conflictRetries", conflictRetriesOption, 0, 100);
   const ambiguousRetries = checkInteger("ambiguousRetries", ambiguousRetriesOption, 0, 100);
   const block = checkInteger("seqBlockSize", seqBlockSize, 1, 1_000_000);
-  if (typeof statusFeed !== "boolean") {
-    throw new TypeError(`statusFeed must be a boolean, got ${describe(statusFeed)}`);
+  if (typeof otherWriters !== "boolean") {
+    throw new TypeError(`otherWriters must be a boolean, got ${describe(otherWriters)}`);
   }
   const ownership = new ClientOwnership("DynamoDBStore", client);
-  const tables_ = [tables.outbox.name, tables.spawns.name, tables.timers.name];
-  // Real time, not the store's clock: what is recent is measured against the index's lag.
-  const gated = noting(ownership.gate(client), new RecentWrites(new Set(tables_), Date.now));
+  const gated = ownership.gate(client);
+  const others = otherWriters ? otherWritersOn(client) : undefined;
   const tx: TxContext = {
     tables,
     traceMax: rules.traceMax,
@@ -106,23 +101,34 @@ export function storeContext(
     chains: new ChainCache(),
     statuses: new StatusCache(),
     table: tables.timers.name,
-    adoptRows: checkInteger("adoptRows", adoptRows, 0, MAX_ADOPT_ROWS),
     headsOut: new Lru(10_000),
     ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
-    outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block),
-    spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),
+    outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block, others?.reserve()),
+    spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block, others?.reserve()),
     conflictRetries,
     ambiguousRetries,
     resends: { lost: ambiguousRetries, conflicts: conflictRetries },
     load,
     readChains: (id) => readChains(store, id),
-    feed: new StatusFeed(statusFeed ? () => streamsClientOf(client) : null),
+    sharing: new SharedTables(otherWriters),
     ownership,
-    // #38: statusFeed becomes otherWriters.
-    definitions: tableDefinitions({ prefix, otherWriters: statusFeed }),
+    definitions: tableDefinitions({ prefix, otherWriters }),
+    ...(others ? { otherWriters: others } : {}),
   };
   const store: StoreContext = Object.assign(context, { timers: context, tx }) as StoreContext;
   return store;
+}
+
+/** `catchUpStatusIndex()`: a round of the status feed; none without other writers (`"off"`). */
+export async function catchUp(
+  ctx: StoreContext,
+  signal: AbortSignal | undefined,
+): Promise<StatusCatchUp> {
+  const feed = ctx.otherWriters?.feed;
+  if (feed === undefined) {
+    return { records: 0, indexed: 0, scanned: 0, behind: false, skipped: "off" };
+  }
+  return await feed.round(ctx, signal);
 }
 
 /**

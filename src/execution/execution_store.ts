@@ -4,11 +4,11 @@
  * @module
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { ensureStoreTables, openStore, type StoreContext, storeContext } from "./_store_context.ts";
+import { catchUp, ensureStoreTables, openStore, storeContext } from "./_store_context.ts";
+import type { StoreContext } from "./_store_context.ts";
 import { checkKey, checkTime, describe, LIMITS } from "../core/_validate.ts";
-import { planBulkDelete, planListing } from "./listing/_listing.ts";
+import { checkCatchUpOptions, planBulkDelete, planListing } from "./listing/_listing.ts";
 import { indexPage } from "./listing/_status_listing.ts";
-import { checkCatchUpOptions } from "./listing/_status_feed.ts";
 import { deleteSelected } from "./listing/_bulk_delete.ts";
 import { inspect, readTimers } from "./listing/_inspect.ts";
 import { readTraceSteps } from "./listing/_trace_pages.ts";
@@ -108,7 +108,8 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Makes the seven tables what `tableDefinitions()` says: creates the missing ones with their
-   * indexes, TTL and (with `statusFeed`) stream, and adds those to tables made without them.
+   * indexes, TTL and (only with `otherWriters: true`) the executions table's stream, and adds
+   * those to tables made without them. Idempotent.
    * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -283,20 +284,21 @@ export class DynamoDBStore implements T.ExecutionStore {
   async listExecutions(options: T.ListOptions = {}): Promise<T.ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    if (listing.indexed) await this.#ctx.feed.maybe(this.#ctx, listing.signal);
+    if (listing.indexed) await this.#ctx.otherWriters?.feed.maybe(this.#ctx, listing.signal);
     return await (listing.indexed ? indexPage : reads.listPage)(this.#ctx, listing);
   }
 
   /**
-   * Puts back into the status index the executions other writers committed (the Python store's
-   * whole-item `Put` takes them out): a round of the executions table's stream since the last,
-   * up to 1,000 records, and a page of a one-off scan for rows it never showed. Listings and
-   * passes run one every 10 s on their own; a round of another store is `skipped: "leased"`.
-   * Example: docs/operations.md ("Listing what other writers commit").
+   * With `otherWriters: true`, puts back into the status index the executions other writers
+   * committed (the Python store's whole-item `Put` takes them out): a round of the executions
+   * table's stream since the last, up to 1,000 records, and a page of a one-off scan for rows it
+   * never showed. Listings and passes run one every 10 s on their own; a round of another store
+   * is `skipped: "leased"`; a default store sends nothing: `skipped: "off"`. Example:
+   * docs/operations.md ("Listing what other writers commit").
    */
   async catchUpStatusIndex(options: { signal?: AbortSignal } = {}): Promise<O.StatusCatchUp> {
     this.#open("catchUpStatusIndex");
-    return await this.#ctx.feed.round(this.#ctx, checkCatchUpOptions(options));
+    return await catchUp(this.#ctx, checkCatchUpOptions(options));
   }
 
   /**
@@ -431,10 +433,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     checkKey("executionId", executionId, LIMITS.partitionKeyBytes);
     checkKey("path", path, LIMITS.sortKeyBytes);
     checkTime("fireAt", fireAt);
-    return await claimTimer(this.#ctx, executionId, path, fireAt, {
-      lost: this.#ctx.ambiguousRetries,
-      conflicts: this.#ctx.conflictRetries,
-    });
+    return await claimTimer(this.#ctx, executionId, path, fireAt, this.#ctx.resends);
   }
 
   /**
@@ -455,7 +454,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   ): Promise<T.RelayItems<K>> {
     this.#open("relayBatch");
     const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
-    if (seqs === undefined) void this.#ctx.feed.maybe(this.#ctx); // a pass does not wait for it
+    if (seqs === undefined) void this.#ctx.otherWriters?.feed.maybe(this.#ctx); // not awaited
     return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
   }
 
@@ -578,8 +577,8 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Adopts into the relay index, now, every row of a relay table written without its attributes
-   * (the Python store): one scan; how many (exact under lost answers). Passes
-   * do the same a page at a time (`adoptRows`).
+   * (the Python store): one scan; how many (exact under lost answers). The passes of a store
+   * built with `otherWriters: true` do the same as they go; a default store's passes never do.
    *
    * @throws {OutcomeUnknown} When no answer came back for a row: run it again.
    */
@@ -615,10 +614,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     this.#open("deleteExecution");
     checkKey("id", id, LIMITS.partitionKeyBytes);
     try {
-      return await removeExecution(this.#ctx, id, {
-        lost: this.#ctx.ambiguousRetries,
-        conflicts: this.#ctx.conflictRetries,
-      });
+      return await removeExecution(this.#ctx, id, this.#ctx.resends);
     } finally {
       this.#ctx.ring.forget(id); // its ring is gone: a later insert of the id reads its end afresh
       this.#ctx.chains.forget(id);
@@ -627,11 +623,11 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Stops a status feed round a pass started (its lease given back), then releases the client
-   * if `create()` built it (an injected one stays the caller's). Idempotent.
+   * Stops a status feed round a pass started (`otherWriters: true`; its lease given back), then
+   * releases the client if `create()` built it (an injected one stays the caller's). Idempotent.
    */
   async close(): Promise<void> {
-    await this.#ctx.feed.close();
+    await this.#ctx.otherWriters?.feed.close();
     return await this.#ctx.ownership.close();
   }
 

@@ -67,25 +67,19 @@ export interface DynamoDBStoreOptions {
    */
   ambiguousRetries?: number;
   /**
-   * The scan for rows written without the relay index's attributes, which each pass goes on with
-   * where the last one stopped: 0 turns it off (a fleet with no other writer; `adoptRows()` on
-   * request), else a sweep reads a whole 1 MB page of the timers table (timers have no seq: a
-   * timer the Python store wrote is found by this scan) and an outbox or spawn pass this many
-   * rows, up to 10,000 (other writers' entries are found by their seqs; this only catches rows
-   * no counter handed out). @default {100}
+   * Whether another writer (the Python harel store, the seed) commits to these tables: `true`
+   * runs what its rows need, `false` pays nothing for it. With `true`, relay passes find its
+   * outbox entries and spawns by seq (a strong read of the counter item and a probe of the seqs
+   * this module did not take) and its timers by a scan of a 1 MB page of the timers table per
+   * sweep, and adopt them into the relay index; seq blocks are recorded in the counter item; and
+   * `ensureTables` turns on the executions table's stream, which listings and passes read (the
+   * status feed, at most every 10 s per store; the Streams permissions, and a client built by
+   * the AWS SDK) to list its executions by status. With `false` none of this runs: no stream, no
+   * scan, no read of the counters beyond reserving seqs; a store that reads an execution another
+   * writer committed says so once (`console.warn`). See docs/operations.md ("Other writers").
+   * @default {false}
    */
-  adoptRows?: number;
-  /**
-   * Keep executions other writers commit in the status index: `ensureTables` turns on the
-   * executions table's stream (DynamoDB Streams, new and old images), and listings and relay
-   * passes read it (at most every 10 s per store, one store at a time) to put back what the
-   * Python store's whole-item `Put` takes out of the index. `false` lists only what this module
-   * committed last, for a fleet with no other writer or a role without the Streams permissions.
-   * Needs a client built by the AWS SDK (its region, endpoint and credentials are reused).
-   * See docs/operations.md ("Listing what other writers commit").
-   * @default {true}
-   */
-  statusFeed?: boolean;
+  otherWriters?: boolean;
 }
 
 /**
@@ -104,8 +98,9 @@ export interface DynamoDBStoreOptions {
 export interface DueTimersOptions extends ReadLimitOptions {
   /**
    * Scan the timers table instead of querying the relay index: finds at once timers written
-   * without the index's attributes (the Python store) that the runners' adoption scan has not
-   * reached yet, at the cost of reading every timer.
+   * without the index's attributes (the Python store) that no adoption reached yet (the sweeps of
+   * a store built with `otherWriters: true` adopt them as they go), at the cost of reading every
+   * timer.
    * @default {false}
    */
   scan?: boolean;

@@ -12,15 +12,20 @@ export function countingProxy(
   hold?: (call: string, count: number) => Promise<void>,
 ): {
   calls: string[];
+  /** Each call with its request body (JSON text), in order. */
+  requests: { call: string; body: string }[];
   url: string;
   server: Deno.HttpServer<Deno.NetAddr>;
 } {
   const calls: string[] = [];
+  const requests: { call: string; body: string }[] = [];
   let failures = failFirst;
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const call = (request.headers.get("x-amz-target") ?? "?").replace(/^DynamoDB_\d+\./, "");
     calls.push(call);
     await hold?.(call, calls.length);
+    const body = await request.arrayBuffer();
+    requests.push({ call, body: new TextDecoder().decode(body) });
     if (failures > 0) {
       failures--;
       return new Response("busy", { status: 503 });
@@ -29,12 +34,12 @@ export function countingProxy(
     const upstream = await fetch(new URL(url.pathname + url.search, endpoint()), {
       method: request.method,
       headers: request.headers,
-      body: await request.arrayBuffer(),
+      body,
     });
     return new Response(await upstream.arrayBuffer(), {
       status: upstream.status,
       headers: upstream.headers,
     });
   });
-  return { calls, url: `http://127.0.0.1:${server.addr.port}`, server };
+  return { calls, requests, url: `http://127.0.0.1:${server.addr.port}`, server };
 }

@@ -67,11 +67,8 @@ export function uniqueName(stem: string): string {
 }
 
 /**
- * A store on fresh tables (a unique prefix) of the test DynamoDB, without the status feed unless
- * `statusFeed: true` is given: on DynamoDB Local every write to a table with a stream scans the
- * shards of every stream of its database, so a suite that turned a stream on for each of its
- * hundreds of executions tables would slow every later write (80 ms a Put instead of 8 ms, seen
- * here); the feed's own tests and the conformance suite turn it on.
+ * A store on fresh tables (a unique prefix) of the test DynamoDB: a default store (no other
+ * writers, so no stream on its tables) unless the test gives `otherWriters: true`.
  */
 export async function freshStore(
   options: DynamoDBStoreOptions & { region?: string } = {},
@@ -79,7 +76,6 @@ export async function freshStore(
   return await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix: uniqueName("t"),
-    statusFeed: false,
     ...options,
   });
 }

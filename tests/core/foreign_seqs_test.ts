@@ -2,11 +2,12 @@
 import assert from "node:assert/strict";
 import {
   afterProbe,
+  blockRange,
+  blockText,
   counterState,
   MISSING_GRACE_SECONDS,
   probesOf,
-} from "../../src/execution/queue/_foreign_seqs.ts";
-import { blockRange, blockText } from "../../src/execution/commit/_seq_blocks.ts";
+} from "../../src/execution/other_writers/_seq_rules.ts";
 
 const state = (n: number, seen: number, blocks: [number, number][], missing = new Map()) => ({
   n,

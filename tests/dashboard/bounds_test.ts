@@ -14,7 +14,7 @@ const HOUR = 3600;
 
 Deno.test("a filter few executions match answers short pages within the budget, and following Next page finds each match once", async () => {
   using client = testClient();
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("bounds") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("bounds") });
   await store.ensureTables();
   const rare: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -75,7 +75,7 @@ Deno.test("a request aborted mid-way makes no further DynamoDB call: the listing
   })();
   const client = buildClient({ endpoint: proxy.url });
   try {
-    const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("abort") });
+    const store = new DynamoDBStore(client, { prefix: uniqueName("abort") });
     await store.ensureTables();
     using direct = testClient();
     const from = Date.now() / 1000 - 48 * HOUR;

@@ -74,7 +74,7 @@ async function grow(
 
 Deno.test("each dashboard page reads as much at 3,000 executions and dead letters as at 300 (within 2×), and only status any scans", async () => {
   const { client, capacity } = capacityClient();
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("dash") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("dash") });
   try {
     await store.ensureTables();
     const shown = newExecution({ definition_id: "order", status: "RUNNING" });
@@ -159,7 +159,7 @@ async function growBulk(client: DynamoDBSender, table: string, count: number): P
 
 Deno.test("a filtered view reads at most its budget: as many read units at 6,000 executions as at 3,000, and a cursor goes on", async () => {
   const { client, capacity } = capacityClient();
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("dash_budget") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("dash_budget") });
   try {
     await store.ensureTables();
     // The ones a filter looks for, committed first: the newest-first walks meet them last.
@@ -213,7 +213,6 @@ Deno.test("a filtered view reads at most its budget: as many read units at 6,000
 Deno.test("an execution's page reads a page of its trace and of its timers: as little with 5,000 steps and 3,000 timers as with 300 and 300", async () => {
   const { client, capacity } = capacityClient();
   const store = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix: uniqueName("dash_parts"),
     traceMax: 0,
   });

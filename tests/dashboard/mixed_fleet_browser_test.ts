@@ -35,9 +35,13 @@ async function bodyText(page: Page): Promise<string> {
 
 Deno.test("an operator of an all-Python fleet finds its stuck RUNNING execution on the first page, opens it, sees its dead letter and retries it, beside malformed rows and a hostile tab", async () => {
   const prefix = uniqueName("fleet");
-  // The Deno side of the fleet: the relay and the dashboard, with the store's defaults (the
-  // status feed on). Python makes every commit.
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  // The Deno side of the fleet: the relay and the dashboard, on a store of a mixed fleet
+  // (`otherWriters: true`: the status feed on). Python makes every commit.
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
   const fleet = await pythonFleet(prefix);
   // Another tool's row that reads as RUNNING but holds objects where strings belong.
   using raw = testClient();

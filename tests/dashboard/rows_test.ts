@@ -18,7 +18,7 @@ const ORIGIN = "http://127.0.0.1:8000";
 async function storeWithRaw() {
   const client = testClient();
   const prefix = uniqueName("rows");
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix });
+  const store = new DynamoDBStore(client, { prefix });
   await store.ensureTables();
   const table = store.tables.executions.name;
   /**

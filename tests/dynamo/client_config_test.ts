@@ -51,7 +51,7 @@ Deno.test("the constructors take any object with send()", async () => {
       return client.send(command as never);
     }) as DynamoDBClient["send"],
   };
-  const store = new DynamoDBStore(duck, { statusFeed: false, prefix: uniqueName("duck") });
+  const store = new DynamoDBStore(duck, { prefix: uniqueName("duck") });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "duck" });
   await store.save(exe);

@@ -74,7 +74,7 @@ Deno.test("create() rejects an endpoint that is not a URL", async () => {
 Deno.test("the constructor sends nothing and close() leaves an injected client usable", async () => {
   using counting = countingClient();
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("own") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("own") });
   assert.deepEqual(calls, []);
   await store.ensureTables();
   await store.close();
@@ -82,7 +82,6 @@ Deno.test("the constructor sends nothing and close() leaves an injected client u
   // Closed means closed (issue #10): the store refuses, the caller's client still works.
   await assert.rejects(store.load("x"), StoreClosed);
   const again = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix: store.tables.executions.name.slice(0, -11),
   });
   assert.equal(await again.load("x"), null, "the caller's client still works");

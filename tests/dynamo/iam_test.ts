@@ -20,6 +20,7 @@ import { bareTables, endpoint, testClient, uniqueName } from "../_support/env.ts
 import { buildClient } from "../../src/dynamo/connect.ts";
 import { executionTables } from "../../src/core/table_specs.ts";
 import { blocks, blockUnder, docFiles, section } from "../_support/markdown.ts";
+import { seedPutExecution } from "../_support/seed.ts";
 
 type Input = Record<string, unknown> & { TableName?: string };
 
@@ -89,13 +90,10 @@ function streamsRecorder(used: Set<string>): { url: string } & AsyncDisposable {
   };
 }
 
-/**
- * What `cli policy --prefix P --other-writers` grants (no other option), as "action table" pairs:
- * the stores below run with the status feed (#38: `otherWriters`), which reads the stream.
- */
-function policyGrants(prefix: string): Set<string> {
+/** What `cli policy --prefix P` grants (and `--other-writers`), as "action table" pairs. */
+function policyGrants(prefix: string, otherWriters = false): Set<string> {
   const grants = new Set<string>();
-  for (const statement of leastPrivilegePolicy({ prefix, otherWriters: true }).Statement) {
+  for (const statement of leastPrivilegePolicy({ prefix, otherWriters }).Statement) {
     assert.equal(statement.Effect, "Allow");
     for (const resource of statement.Resource) {
       // A table (`table/T`), one of its indexes (`table/T/index/I`), or its stream.
@@ -231,6 +229,42 @@ Deno.test("the least-privilege IAM policy of a prefix grants exactly the actions
   const unused = [...granted].filter((pair) => !used.has(pair)).sort();
   assert.deepEqual(missing, [], "actions the code uses that the policy lacks");
   assert.deepEqual(unused, [], "actions the policy grants that the code never uses");
+});
+
+Deno.test("with otherWriters: true the policy adds exactly the stream reads the status feed makes", async () => {
+  const used = new Set<string>();
+  await using streams = streamsRecorder(used);
+  const client = buildClient({ endpoint: streams.url, region: "ap-south-1" });
+  recording(client, used);
+  const prefix = uniqueName("iamow");
+  const store = new DynamoDBStore(client, { prefix, otherWriters: true });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "iam", status: "RUNNING" });
+  await store.commit(exe, {
+    emits: [{ target: null, event: newEvent("e") }],
+    spawns: [{ childId: "c", rootPath: "r", context: {} }],
+    timers: [{ action: "schedule", path: "a", fireAt: 1 }],
+  });
+  // The Python store's commit (its own client): the feed puts it back into the status index.
+  using python = testClient("ap-south-1");
+  await seedPutExecution(python, store.tables.executions.name, { ...exe, version: 2 });
+  await store.catchUpStatusIndex();
+  await store.listExecutions({ status: "RUNNING" });
+  await relayOutbox(store, () => {});
+  await relaySpawns(store, () => {});
+  await sweepTimers(store, () => {}, { now: 10 });
+  await store.close();
+  client.destroy();
+  const granted = policyGrants(prefix, true);
+  assert.deepEqual([...used].filter((pair) => !granted.has(pair)).sort(), [], "missing");
+  const plain = policyGrants(prefix);
+  const added = [...granted].filter((pair) => !plain.has(pair)).sort();
+  assert.deepEqual(added, [...used].filter((pair) => pair.includes("/stream/")).sort());
+  assert.equal(added.length, 3);
+  // The CLI prints it with --other-writers.
+  const printed: string[] = [];
+  assert.equal(await main(["policy", "--other-writers"], { out: (l) => printed.push(l) }), 0);
+  assert.deepEqual(JSON.parse(printed.join("\n")), leastPrivilegePolicy({ otherWriters: true }));
 });
 
 Deno.test("docs/operations.md sends operators to the CLI's `policy` command, which prints that policy", async () => {

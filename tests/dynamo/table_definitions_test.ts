@@ -139,8 +139,7 @@ for (const otherWriters of [false, true]) {
       const region = otherWriters ? STREAM_REGION : REGION;
       using client = testClient(region);
       const prefix = uniqueName("defs");
-      // #38: statusFeed becomes otherWriters.
-      await new DynamoDBStore(client, { prefix, statusFeed: otherWriters }).ensureTables();
+      await new DynamoDBStore(client, { prefix, otherWriters }).ensureTables();
       await new DynamoDBStateStore(client, { tableName: `${prefix}_state` }).ensureTable();
       for (const definition of Object.values(tableDefinitions({ prefix, otherWriters }).tables)) {
         assert.deepEqual(
@@ -157,7 +156,7 @@ Deno.test("tables created from `cli tables --format json` describe as those ensu
   using client = testClient(REGION);
   const made = uniqueName("made");
   const coded = uniqueName("coded");
-  await new DynamoDBStore(client, { prefix: made, statusFeed: false }).ensureTables();
+  await new DynamoDBStore(client, { prefix: made }).ensureTables();
   await new DynamoDBStateStore(client, { tableName: `${made}_state` }).ensureTable();
   const printed: string[] = [];
   assert.equal(
@@ -191,7 +190,7 @@ Deno.test("tables created from `cli tables --format json` describe as those ensu
     assert.deepEqual(fromJson, byStore, create.TableName);
   }
   // The check agrees: nothing differs.
-  const store = new DynamoDBStore(client, { prefix: coded, statusFeed: false });
+  const store = new DynamoDBStore(client, { prefix: coded });
   assert.deepEqual(await store.checkTables(), []);
 });
 
@@ -202,7 +201,7 @@ Deno.test("checkTables() lists the missing indexes and TTL of tables another wri
   using client = testClient(REGION);
   const prefix = uniqueName("bare");
   await bareTables(client, prefix);
-  const store = new DynamoDBStore(client, { prefix, statusFeed: false });
+  const store = new DynamoDBStore(client, { prefix });
   const differences = await store.checkTables();
   assert.deepEqual(kinds(differences, prefix), [
     "executions: missing index",
@@ -232,7 +231,7 @@ Deno.test("checkTables() finds TTL off on tables created from the definitions wi
   await Promise.all(
     Object.values(tables).map(({ create }) => client.send(new CreateTableCommand(create))),
   );
-  const store = new DynamoDBStore(client, { prefix, statusFeed: false });
+  const store = new DynamoDBStore(client, { prefix });
   assert.deepEqual(kinds(await store.checkTables(), prefix), [
     "executions: ttl off",
     "processed: ttl off",
@@ -251,13 +250,12 @@ Deno.test("checkTables() finds TTL off on tables created from the definitions wi
 Deno.test("checkTables() finds the stream missing only where the store needs one", async () => {
   using client = testClient(REGION);
   const prefix = uniqueName("nostream");
-  await new DynamoDBStore(client, { prefix, statusFeed: false }).ensureTables();
-  // #38: statusFeed becomes otherWriters.
-  const shared = new DynamoDBStore(client, { prefix, statusFeed: true });
+  await new DynamoDBStore(client, { prefix }).ensureTables();
+  const shared = new DynamoDBStore(client, { prefix, otherWriters: true });
   const differences = await shared.checkTables();
   assert.deepEqual(kinds(differences, prefix), ["executions: missing stream"]);
   assert.match(differences[0]!.fix, /--stream-specification StreamEnabled=true,/);
-  const alone = new DynamoDBStore(client, { prefix, statusFeed: false });
+  const alone = new DynamoDBStore(client, { prefix });
   assert.deepEqual(await alone.checkTables(), []);
 });
 
@@ -270,7 +268,6 @@ Deno.test("create({ ensureTables: false, checkTables: true }) fails with every d
       endpoint: endpoint(),
       region: REGION,
       prefix,
-      statusFeed: false,
       ensureTables: false,
       checkTables: true,
     }).then(() => null, (e) => e);
@@ -292,14 +289,13 @@ Deno.test("create({ ensureTables: false, checkTables: true }) fails with every d
   });
   await t.step("tables that match", async () => {
     const prefix = uniqueName("match");
-    await new DynamoDBStore(client, { prefix, statusFeed: false }).ensureTables();
+    await new DynamoDBStore(client, { prefix }).ensureTables();
     const proxy = countingProxy();
     try {
       await using _store = await DynamoDBStore.create({
         endpoint: proxy.url,
         region: REGION,
         prefix,
-        statusFeed: false,
         ensureTables: false,
         checkTables: true,
       });
@@ -351,9 +347,9 @@ Deno.test("the drift check reports a wrong key and a narrower projection, and ta
 Deno.test("ensureTables() on existing tables makes 13 calls: 11 DescribeTable and 2 DescribeTimeToLive", async () => {
   using client = testClient(REGION);
   const prefix = uniqueName("again");
-  await new DynamoDBStore(client, { prefix, statusFeed: false }).ensureTables();
+  await new DynamoDBStore(client, { prefix }).ensureTables();
   using counting = countingClient(REGION);
-  await new DynamoDBStore(counting.client, { prefix, statusFeed: false }).ensureTables();
+  await new DynamoDBStore(counting.client, { prefix }).ensureTables();
   const tally: Record<string, number> = {};
   for (const call of counting.calls) tally[call] = (tally[call] ?? 0) + 1;
   assert.deepEqual(tally, { DescribeTableCommand: 11, DescribeTimeToLiveCommand: 2 });

@@ -23,7 +23,6 @@ async function setup(maxAttempts: number) {
   });
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
   const store = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix,
     traceMax: 3,
     ambiguousRetries: 2,
@@ -195,7 +194,7 @@ Deno.test("a commit whose answer comes later than the request timeout is applied
   const client = buildClient({ endpoint: proxy.endpoint, requestTimeoutMs: 300 });
   try {
     const prefix = direct.tables.executions.name.replace(/_executions$/, "");
-    const store = new DynamoDBStore(client, { statusFeed: false, prefix });
+    const store = new DynamoDBStore(client, { prefix });
     const exe = await started(store);
     // The first send reaches DynamoDB only after the client gave up on it; the re-send with
     // the same token must not apply the commit a second time.

@@ -19,7 +19,7 @@ Deno.test("commit() refuses input DynamoDB would reject, before sending anything
   using counting = countingClient();
   const { client, calls } = counting;
   const prefix = uniqueName("bad");
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix, traceMax: 5 });
+  const store = new DynamoDBStore(client, { prefix, traceMax: 5 });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   await store.commit(exe, { trace: { n: 1 }, emits: [{ target: null, event: newEvent("ok") }] });
@@ -226,10 +226,10 @@ Deno.test("constructors refuse bad options", () => {
   );
   assert.throws(() => new DynamoDBStore(client, { traceMax: 2.5 }), RangeError);
   assert.throws(
-    () => new DynamoDBStore(client, { statusFeed: false, prefix: "bad prefix!" }),
+    () => new DynamoDBStore(client, { prefix: "bad prefix!" }),
     /prefix must be 1 to 200 characters/,
   );
-  assert.throws(() => new DynamoDBStore(client, { statusFeed: false, prefix: "" }), TypeError);
+  assert.throws(() => new DynamoDBStore(client, { prefix: "" }), TypeError);
   assert.throws(() => new DynamoDBStore(client, { processedTtlSeconds: 0 }), RangeError);
   assert.throws(() => new DynamoDBStore({} as never), /client must be a DynamoDB client/);
   assert.throws(

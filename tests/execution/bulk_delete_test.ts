@@ -76,7 +76,6 @@ async function oldFinished(store: DynamoDBStore, count: number): Promise<string[
 Deno.test("deleteExecutions() reads through the status index: 16 Queries to find 10 among 1,010, no scan", async () => {
   using counting = countingClient();
   const store = new DynamoDBStore(counting.client, {
-    statusFeed: false,
     prefix: uniqueName("bulk"),
   });
   await store.ensureTables();
@@ -191,14 +190,14 @@ Deno.test("deleteExecutions() counts exactly when the answer of a retirement is 
       };
     };
     lose(1);
-    const lossy = new DynamoDBStore(client, { statusFeed: false, prefix, ambiguousRetries: 2 });
+    const lossy = new DynamoDBStore(client, { prefix, ambiguousRetries: 2 });
     assert.equal(await lossy.deleteExecutions({ status: "DONE", updatedBefore: CUTOFF }), 3);
     assert.ok(lost >= 1);
     assert.equal(await leftOf(store, old), 0);
 
     const more = await oldFinished(store, 2);
     lose(100);
-    const hopeless = new DynamoDBStore(client, { statusFeed: false, prefix, ambiguousRetries: 1 });
+    const hopeless = new DynamoDBStore(client, { prefix, ambiguousRetries: 1 });
     await assert.rejects(
       hopeless.deleteExecutions({ status: "DONE", updatedBefore: CUTOFF }),
       (error) => error instanceof OutcomeUnknown && error.operation === "deleteExecutions",

@@ -16,7 +16,6 @@ Deno.test("a commit whose trace ring keeps moving throws CommitCancelled naming 
   await using other = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const exe = newExecution({ definition_id: "d" });
   await writer.commit(exe, { trace: { step: 1 } }); // caches where the ring ends
@@ -41,7 +40,7 @@ Deno.test("dueTimers() on tables made without the relay index throws IndexNotFou
   const prefix = uniqueName("cc");
   using client = testClient();
   await bareTables(client, prefix);
-  const indexed = new DynamoDBStore(client, { statusFeed: false, prefix });
+  const indexed = new DynamoDBStore(client, { prefix });
   const error = await indexed.dueTimers(1000).then(
     () => assert.fail("dueTimers answered"),
     (error: unknown) => error,

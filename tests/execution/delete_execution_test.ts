@@ -61,7 +61,6 @@ Deno.test("deleteExecution() leaves nothing of an execution with 60 timers, 130 
   using counting = countingClient();
   const { client, calls } = counting;
   const store = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix: uniqueName("delete"),
     traceMax: 0,
   });

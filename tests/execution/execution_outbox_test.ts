@@ -126,7 +126,7 @@ Deno.test("executionOutbox() reads as much with 3,000 other outbox rows and exec
 
 Deno.test("executionOutbox() finds a Python worker's dead entries to a target by its hold, with no source", async () => {
   const prefix = uniqueName("eopy");
-  await using store = await Store.create({ endpoint: endpoint(), prefix });
+  await using store = await Store.create({ endpoint: endpoint(), prefix, otherWriters: true });
   const python = await seedWrite({ endpoint: endpoint(), prefix, emits: 2 }); // target-0, none
   await relayOutbox(store, () => Promise.reject(new Error("down")), { maxAttempts: 1 });
   const { targeting } = await store.executionOutbox("target-0");

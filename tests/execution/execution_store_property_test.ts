@@ -121,8 +121,8 @@ Deno.test("DynamoDBStore in a mixed fleet agrees step by step with MemoryStore (
         const tag = `r${run++}-${crypto.randomUUID().slice(0, 8)}`;
         // Fresh stores each run (no cached trace ends), on the same tables.
         const stores: DynamoDBStore[] = [
-          new DynamoDBStore(client, { statusFeed: false, prefix, traceMax: TRACE_MAX[0] }),
-          new DynamoDBStore(client, { statusFeed: false, prefix, traceMax: TRACE_MAX[1] }),
+          new DynamoDBStore(client, { prefix, traceMax: TRACE_MAX[0] }),
+          new DynamoDBStore(client, { prefix, traceMax: TRACE_MAX[1] }),
         ];
         const model = new MemoryStore({ traceMax: 0 });
         const rings = new Map<string, Map<number, string>>(); // the trace model, per id

@@ -60,9 +60,7 @@ Deno.test("outbox seqs rise per execution in commit order across store instances
   const prefix = seedStore.tables.executions.name.replace(/_executions$/, "");
   await seedStore.close();
   const stores = await Promise.all(
-    [1, 2, 3].map(() =>
-      DynamoDBStore.create({ endpoint: endpoint(), prefix, seqBlockSize: 50, statusFeed: false })
-    ),
+    [1, 2, 3].map(() => DynamoDBStore.create({ endpoint: endpoint(), prefix, seqBlockSize: 50 })),
   );
   try {
     const exe = newExecution({ definition_id: "hop" });

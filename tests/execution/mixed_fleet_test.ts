@@ -28,7 +28,6 @@ async function backends(
 ): Promise<{ name: string; store: ExecutionStore; sent: () => string[]; close(): void }[]> {
   const { client, calls } = countingClient();
   const dynamo = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix: uniqueName("mixed"),
     traceMax,
   });
@@ -323,7 +322,7 @@ Deno.test("a Map or a Set in context or in an event's data is refused, naming it
 Deno.test("a closed store refuses every call, and an injected client stays the caller's", async (t) => {
   using counting = countingClient();
   const { client } = counting;
-  const dynamo = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("closed") });
+  const dynamo = new DynamoDBStore(client, { prefix: uniqueName("closed") });
   await dynamo.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   await dynamo.save(exe);
@@ -359,7 +358,7 @@ Deno.test("a closed store refuses every call, and an injected client stays the c
   }
   await t.step("the injected client still works", async () => {
     assert.ok((await client.send(new ListTablesCommand({}))).TableNames!.length > 0);
-    const fresh = new DynamoDBStore(client, { statusFeed: false, prefix: prefixOf(dynamo) });
+    const fresh = new DynamoDBStore(client, { prefix: prefixOf(dynamo) });
     assert.equal((await fresh.load(exe.id))?.version, 1);
   });
 });
@@ -564,7 +563,6 @@ Deno.test("loadForEvent() and the CLI read what a Python worker wrote with NaN, 
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   using client = testClient();
   const exe = newExecution({ definition_id: "py" });

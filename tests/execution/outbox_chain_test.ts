@@ -27,7 +27,7 @@ async function linkOf(store: DynamoDBStore, seq: number) {
 Deno.test("outbox entries name the previous seq of the same source and target, across store instances", async () => {
   using counting = countingClient();
   const prefix = uniqueName("chain");
-  const a = new DynamoDBStore(counting.client, { statusFeed: false, prefix });
+  const a = new DynamoDBStore(counting.client, { prefix });
   await a.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   const first = await a.commit(exe, {
@@ -42,7 +42,7 @@ Deno.test("outbox entries name the previous seq of the same source and target, a
   assert.deepEqual(await linkOf(a, first.outbox[2]!), { source: exe.id, prev: first.outbox[0] });
 
   // Another instance that did not read the execution reads its chains first: one GetItem.
-  const b = new DynamoDBStore(counting.client, { statusFeed: false, prefix });
+  const b = new DynamoDBStore(counting.client, { prefix });
   counting.calls.length = 0;
   const second = await b.commit(exe, { emits: [{ target: "t", event: newEvent("4") }] });
   assert.ok(counting.calls.includes("GetItemCommand"));
@@ -59,7 +59,7 @@ Deno.test("outbox entries name the previous seq of the same source and target, a
   // A commit from a version this store did not see fails before anything is sent.
   const stale = { ...exe, version: 1 };
   await assert.rejects(
-    new DynamoDBStore(counting.client, { statusFeed: false, prefix }).commit(stale, {
+    new DynamoDBStore(counting.client, { prefix }).commit(stale, {
       emits: [{ target: "t", event: newEvent("x") }],
     }),
     (error: Error) => error.name === "StoreConflict",
@@ -68,7 +68,7 @@ Deno.test("outbox entries name the previous seq of the same source and target, a
 
 Deno.test("after a Python worker's whole-item Put the next entry's predecessor is unknown, and the chain starts again", async () => {
   using client = testClient();
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("chainpy") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("chainpy") });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   const before = await store.commit(exe, { emits: [{ target: "t", event: newEvent("ours") }] });
@@ -88,7 +88,7 @@ Deno.test("after a Python worker's whole-item Put the next entry's predecessor i
 
 Deno.test(`an execution emitting to more than ${CHAIN_CAP} targets forgets the oldest: their next entry's predecessor is unknown, never wrong`, async () => {
   using client = testClient();
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("chaincap") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("chaincap") });
   await store.ensureTables();
   const exe = newExecution({ definition_id: "d" });
   const targets = Array.from({ length: CHAIN_CAP + 20 }, (_, i) => `t${i}`);

@@ -51,16 +51,14 @@ async function storesOn(
 ): Promise<{ stores: DynamoDBStore[]; prefix: string } & AsyncDisposable> {
   const client = testClient(REGION);
   const prefix = uniqueName("tix");
-  const stores = options.map((each) =>
-    new DynamoDBStore(client, { statusFeed: false, prefix, ...each })
-  );
+  const stores = options.map((each) => new DynamoDBStore(client, { prefix, ...each }));
   await stores[0]!.ensureTables();
   return { stores, prefix, [Symbol.asyncDispose]: () => Promise.resolve(client.destroy()) };
 }
 
 Deno.test("dueTimers() costs O(due): more armed timers do not raise its read capacity", async () => {
   const { client, capacity } = capacityClient(REGION);
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   try {
     await store.ensureTables();
     await arm(store, 400, 10);
@@ -92,7 +90,7 @@ Deno.test("dueTimers() costs O(due): more armed timers do not raise its read cap
 
 Deno.test("dueTimers() returns the limit earliest due timers, earliest first", async (t) => {
   const { client, calls } = countingClient(REGION);
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   try {
     await store.ensureTables();
     const exe = newExecution({ definition_id: "d" });
@@ -172,7 +170,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
   const prefix = uniqueName("tix");
   // Tables as the Python store makes them: keys only, no index.
   await bareTables(tables, prefix);
-  const before = new DynamoDBStore(tables, { statusFeed: false, prefix });
+  const before = new DynamoDBStore(tables, { prefix });
   const raw = testClient(REGION);
   try {
     const put = (execution_id: string, path: string, fireAt: number) =>
@@ -216,15 +214,15 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       },
       { step: "initialize", name: "race" },
     );
-    const after = new DynamoDBStore(client, { prefix }); // the feed on: its stream is added too
+    const after = new DynamoDBStore(client, { prefix }); // a default store: no stream is added
     await assert.rejects(
       () => after.dueTimers(2000),
       /has no index relay_part-relay_order: run ensureTables\(\) once/,
     );
     await after.ensureTables();
-    // The relay index on the three relay tables, and the status index and the status feed's
-    // stream on the executions table.
-    assert.equal(calls.filter((name) => name === "UpdateTableCommand").length, 5);
+    // The relay index on the three relay tables, and the status index on the executions table
+    // (no stream: a default store).
+    assert.equal(calls.filter((name) => name === "UpdateTableCommand").length, 4);
     for (const table of [after.tables.outbox, after.tables.spawns, after.tables.timers]) {
       const { Table } = await raw.send(new DescribeTableCommand({ TableName: table.name }));
       assert.deepEqual(
@@ -274,7 +272,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
       },
     );
     await t.step(
-      "a timer written without the attributes is found at once by a scan, then adopted by a sweep",
+      "a timer written without the attributes is found at once by a scan, then adopted by a sweep of a store with otherWriters: true (a default store's sweep never looks)",
       async () => {
         await put("py-late", "wait", 1);
         assert.equal((await after.dueTimers(2)).length, 0);
@@ -282,9 +280,12 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
           { executionId: "py-late", path: "wait", fireAt: 1 },
         ]);
         const fired: string[] = [];
-        await sweepTimers(after, (timer) => Promise.resolve(void fired.push(timer.executionId)), {
-          now: 2,
-        });
+        const fire = (timer: { executionId: string }) =>
+          Promise.resolve(void fired.push(timer.executionId));
+        await sweepTimers(after, fire, { now: 2 });
+        assert.deepEqual(fired, [], "a default store adopts nothing");
+        await using mixed = new DynamoDBStore(raw, { prefix, otherWriters: true });
+        await sweepTimers(mixed, fire, { now: 2 });
         assert.deepEqual(fired, ["py-late"], "the sweep's adoption page took it, then it fired");
       },
     );
@@ -299,7 +300,7 @@ Deno.test("ensureTables() adding the relay index is safe when several processes 
   await bareTables(client, prefix);
   const stores = Array.from(
     { length: 3 },
-    () => new DynamoDBStore(client, { statusFeed: false, prefix }),
+    () => new DynamoDBStore(client, { prefix }),
   );
   await stores[0]!.commit(newExecution({ definition_id: "d" }), {
     timers: [{ action: "schedule", path: "a", fireAt: 1 }],
@@ -309,20 +310,10 @@ Deno.test("ensureTables() adding the relay index is safe when several processes 
   for (const store of stores) assert.equal((await store.dueTimers(1)).length, 1);
 });
 
-Deno.test("adoptRows is checked", () => {
-  using client = testClient(REGION);
-  for (const adoptRows of [-1, 10_001, 0.5]) {
-    assert.throws(
-      () => new DynamoDBStore(client, { adoptRows }),
-      (error: Error) => error instanceof RangeError && /adoptRows/.test(error.message),
-    );
-  }
-});
-
 Deno.test("ensureTables() creates new tables with their indexes, no UpdateTable", async () => {
   using counting = countingClient(REGION);
   const { client, calls } = counting;
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("tix") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("tix") });
   await store.ensureTables();
   assert.ok(!calls.includes("UpdateTableCommand"), calls.join(", "));
   assert.equal(calls.filter((name) => name === "CreateTableCommand").length, 7);

@@ -448,7 +448,7 @@ Deno.test("a clock in epoch seconds (Date.now() / 1000) is refused by every stor
     error instanceof RangeError && /looks like epoch seconds/.test(error.message) &&
     /multiply by 1000/.test(error.message);
   assert.throws(
-    () => new DynamoDBStore(counting.client, { statusFeed: false, prefix, now: seconds }),
+    () => new DynamoDBStore(counting.client, { prefix, now: seconds }),
     refused,
   );
   assert.throws(() => new MemoryStore({ now: seconds }), refused);
@@ -466,7 +466,7 @@ Deno.test("a clock in epoch seconds (Date.now() / 1000) is refused by every stor
   for (const ms of [0, Date.UTC(1990, 0, 1), Date.UTC(2033, 0, 1)]) {
     await new MemoryStore({ now: () => ms }).commit(newExecution({ definition_id: "d" }));
     new MemoryStateStore({ now: () => ms });
-    new DynamoDBStore(counting.client, { statusFeed: false, prefix, now: () => ms });
+    new DynamoDBStore(counting.client, { prefix, now: () => ms });
   }
 });
 
@@ -480,7 +480,7 @@ Deno.test("the CLI treats an execution past its ttl as absent: show and executio
       client.send(new CreateTableCommand(create))
     ),
   );
-  await using store = new DynamoDBStore(client, { prefix, statusFeed: false });
+  await using store = new DynamoDBStore(client, { prefix });
   const expired = newExecution({ definition_id: "cli", status: "DONE", version: 1 });
   await client.send(
     new PutItemCommand({

@@ -91,9 +91,9 @@ Deno.test("seed_writer.py commits rows with exactly the seed's attributes", asyn
 });
 
 Deno.test("our store reads what seed_writer.py commits into its tables", async () => {
-  // The seed's rows carry no index keys: the reads find them by the seqs it took (outbox,
-  // spawns) and by the timers table's scan.
-  await using store = await freshStore();
+  // The seed's rows carry no index keys: the reads of a store of a mixed fleet find them by the
+  // seqs it took (outbox, spawns) and by the timers table's scan.
+  await using store = await freshStore({ otherWriters: true });
   const wrote = await seedWrite({
     endpoint: endpoint(),
     prefix: store.tables.executions.name.replace(/_executions$/, ""),

@@ -18,7 +18,7 @@ import {
   GetShardIteratorCommand,
   type Shard,
 } from "@aws-sdk/client-dynamodb-streams";
-import { StatusFeed, type StreamsSender } from "../../src/execution/listing/_status_feed.ts";
+import { StatusFeed, type StreamsSender } from "../../src/execution/other_writers/_status_feed.ts";
 
 async function ids(store: DynamoDBStore, status: Execution["status"]): Promise<string[]> {
   return (await store.listExecutions({ status, limit: 1000 })).items.map((s) => s.id);
@@ -28,7 +28,10 @@ Deno.test("ensureTables() creates the executions table with its stream in one ca
   // Turning a stream on with UpdateTable is another change of the table (on DynamoDB Local with
   // a few thousand tables, 27 s: past create()'s 30 s with the rest).
   using counting = countingClient();
-  await using store = new DynamoDBStore(counting.client, { prefix: uniqueName("sfh") });
+  await using store = new DynamoDBStore(counting.client, {
+    prefix: uniqueName("sfh"),
+    otherWriters: true,
+  });
   await store.ensureTables();
   assert.deepEqual(counting.calls.filter((call) => call === "UpdateTableCommand"), []);
   assert.equal((await store.catchUpStatusIndex()).skipped, null, "the stream is on");
@@ -37,8 +40,12 @@ Deno.test("ensureTables() creates the executions table with its stream in one ca
 Deno.test("catchUpStatusIndex() reads the stream turned off and on again at its new ARN", async () => {
   using client = testClient();
   const prefix = uniqueName("sfh");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  await using other = new DynamoDBStore(testClient(), { prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
+  await using other = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
   const table = store.tables.executions.name;
   await store.catchUpStatusIndex();
   await other.catchUpStatusIndex(); // both stores know the first stream
@@ -74,7 +81,11 @@ Deno.test("catchUpStatusIndex() reads the stream turned off and on again at its 
 Deno.test("catchUpStatusIndex() passes over an execution too big to take its index entry", async () => {
   using client = testClient();
   const prefix = uniqueName("sfh");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
   const table = store.tables.executions.name;
   await store.catchUpStatusIndex();
   // Python's Put of an item just under 400 KB: the two attributes of its entry do not fit.
@@ -121,8 +132,12 @@ Deno.test("an execution deleted and written again at the same version is listed 
     },
     { step: "initialize", name: "putAgain" },
   );
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  await using feed = new DynamoDBStore(client, { prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
+  await using feed = new DynamoDBStore(client, { prefix, otherWriters: true });
   table = store.tables.executions.name;
   await feed.catchUpStatusIndex();
   await seedPutExecution(writer, table, exe);
@@ -141,7 +156,6 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
   await using reader = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   await using proxy = new FaultProxy(endpoint());
   // Streams calls (not DynamoDB_'s targets) answer 2 s late.
@@ -159,9 +173,13 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
     return performance.now() - started;
   };
   await t.step("the pass delivers at once; the round goes on behind it", async () => {
-    // ensureTables turned the stream on (the reader's statusFeed: false does not).
-    await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-    await using feed = new DynamoDBStore(client, { prefix });
+    // ensureTables turned the stream on (the reader, a default store, does not).
+    await using store = await DynamoDBStore.create({
+      endpoint: endpoint(),
+      prefix,
+      otherWriters: true,
+    });
+    await using feed = new DynamoDBStore(client, { prefix, otherWriters: true });
     const exe = newExecution({ definition_id: "d", status: "RUNNING", version: 1 });
     await seedPutExecution(writer, store.tables.executions.name, exe);
     const ms = await timed(() => relayOutbox(feed, () => Promise.resolve()));
@@ -172,11 +190,11 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
     }
   });
   await t.step("closing the store stops the round and gives its lease back", async () => {
-    const feed = new DynamoDBStore(client, { prefix });
+    const feed = new DynamoDBStore(client, { prefix, otherWriters: true });
     await relayOutbox(feed, () => Promise.resolve());
     const ms = await timed(() => feed.close());
     assert.ok(ms < 1500, `close() took ${Math.round(ms)} ms`);
-    await using next = new DynamoDBStore(testClient(), { prefix });
+    await using next = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
     assert.equal((await next.catchUpStatusIndex()).skipped, null);
   });
   client.destroy();
@@ -185,7 +203,11 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
 Deno.test("a round reads a closed shard past its empty pages, as AWS may serve them", async () => {
   using client = testClient();
   const prefix = uniqueName("sfh");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
   const table = store.tables.executions.name;
   // A stream served as AWS documents GetRecords: "it might take multiple calls to get to a
   // portion of the shard that contains stream records" (a trimmed start, say).
@@ -245,9 +267,9 @@ Deno.test("a round that outlives its lease renews it page by page: another store
     },
     { step: "initialize", name: "clockMovesWithWrites" },
   );
-  await using a = new DynamoDBStore(client, { prefix, now });
+  await using a = new DynamoDBStore(client, { prefix, now, otherWriters: true });
   await a.ensureTables();
-  await using b = new DynamoDBStore(testClient(), { prefix, now });
+  await using b = new DynamoDBStore(testClient(), { prefix, now, otherWriters: true });
   await a.catchUpStatusIndex(); // the one-off scan of an empty table
   using writer = testClient();
   const exes = Array.from(

@@ -41,7 +41,11 @@ async function listed(store: DynamoDBStore, status: Execution["status"], expecte
 Deno.test("listExecutions() lists by status the executions the Python store committed last", async (t) => {
   using client = testClient();
   const prefix = uniqueName("sf");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
 
   await t.step("one this store started and Python went on with", async () => {
     const exe = newExecution({ definition_id: "orders", status: "RUNNING" });
@@ -70,7 +74,7 @@ Deno.test("listExecutions() lists by status the executions the Python store comm
     const exe = newExecution({ definition_id: "orders", status: "SUSPENDED", version: 1 });
     await seedPutExecution(client, store.tables.executions.name, exe);
     // A store that has not read the feed yet reads it in its first listing.
-    await using other = new DynamoDBStore(testClient(), { prefix });
+    await using other = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
     await listed(other, "SUSPENDED", [exe.id]);
   });
 
@@ -116,7 +120,6 @@ Deno.test("catchUpStatusIndex() finds once the rows written before the stream wa
     await using off = await DynamoDBStore.create({
       endpoint: endpoint(),
       prefix,
-      statusFeed: false,
     });
     assert.deepEqual(await off.catchUpStatusIndex(), {
       records: 0,
@@ -131,7 +134,11 @@ Deno.test("catchUpStatusIndex() finds once the rows written before the stream wa
     () => newExecution({ definition_id: "d", status: "RUNNING", version: 1 }),
   );
   for (const exe of exes) await seedPutExecution(client, `${prefix}_executions`, exe);
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
   const round = await store.catchUpStatusIndex();
   assert.equal(round.indexed, 5);
   assert.equal(round.scanned, 5);
@@ -143,8 +150,8 @@ Deno.test("catchUpStatusIndex() finds once the rows written before the stream wa
 
 Deno.test("one store at a time reads the feed: another's round is skipped as leased", async () => {
   const prefix = uniqueName("sf");
-  await using a = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  await using b = new DynamoDBStore(testClient(), { prefix });
+  await using a = await DynamoDBStore.create({ endpoint: endpoint(), prefix, otherWriters: true });
+  await using b = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
   const [one, two] = await Promise.all([a.catchUpStatusIndex(), b.catchUpStatusIndex()]);
   assert.deepEqual([one.skipped, two.skipped].sort(), ["leased", null].sort());
   // The lease is given back at the end of a round: the next one runs.
@@ -157,14 +164,18 @@ Deno.test("catchUpStatusIndex() refuses options it does not know", async () => {
     store.catchUpStatusIndex({ signl: AbortSignal.timeout(1) } as never),
     /signl/,
   );
-  assert.throws(() => new DynamoDBStore(testClient(), { statusFeed: "yes" as never }), TypeError);
+  assert.throws(() => new DynamoDBStore(testClient(), { otherWriters: "yes" as never }), TypeError);
 });
 
 Deno.test("the feed's cost: per other writer's commit, and a RUNNING page at 300 and 3,000 rows", async () => {
   const { client, capacity } = capacityClient();
   const prefix = uniqueName("sf");
-  await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
-  await using measured = new DynamoDBStore(client, { prefix });
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix,
+    otherWriters: true,
+  });
+  await using measured = new DynamoDBStore(client, { prefix, otherWriters: true });
   await measured.catchUpStatusIndex(); // the one-off scan of an empty table
   using writer = testClient();
   const table = store.tables.executions.name;

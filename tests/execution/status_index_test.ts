@@ -13,7 +13,7 @@ const YEAR_AGO = Date.now() / 1000 - 365 * 86_400;
 
 Deno.test("listExecutions({ status }) reads as much at 3,000 executions as at 300 (within 2×), where a scan reads ten times more", async () => {
   const { client, capacity } = capacityClient();
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("six") });
+  const store = new DynamoDBStore(client, { prefix: uniqueName("six") });
   try {
     await store.ensureTables();
     const table = store.tables.executions.name;
@@ -50,7 +50,6 @@ Deno.test("listExecutions({ status }) reads as much at 3,000 executions as at 30
 Deno.test("a commit stays one TransactWriteItems and leaves the status index's attributes on the execution", async () => {
   using counting = countingClient();
   const store = new DynamoDBStore(counting.client, {
-    statusFeed: false,
     prefix: uniqueName("six"),
   });
   await store.ensureTables();
@@ -80,7 +79,7 @@ Deno.test("a commit stays one TransactWriteItems and leaves the status index's a
 Deno.test("a commit that keeps the status writes nothing to the status index, and keeps the time it entered it", async () => {
   const { client, capacity } = capacityClient(undefined, "INDEXES");
   const prefix = uniqueName("six");
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix });
+  const store = new DynamoDBStore(client, { prefix });
   try {
     await store.ensureTables();
     const exe = newExecution({ definition_id: "order", status: "RUNNING" });
@@ -99,14 +98,14 @@ Deno.test("a commit that keeps the status writes nothing to the status index, an
     await store.save(exe);
     assert.equal(capacity.indexUnits, 0, "no index write for a commit that keeps the status");
     // A store that never read it does not know its status: the commit keeps the time too.
-    const other = new DynamoDBStore(client, { statusFeed: false, prefix });
+    const other = new DynamoDBStore(client, { prefix });
     exe.context = { step: 2 };
     await other.save(exe);
     assert.equal(capacity.indexUnits, 0);
     assert.equal((await read()).status_at!.N, entered);
     // ...and one that changes it moves the entry, also from a store that did not know it.
     exe.status = "SUSPENDED";
-    await new DynamoDBStore(client, { statusFeed: false, prefix }).save(exe);
+    await new DynamoDBStore(client, { prefix }).save(exe);
     assert.ok(capacity.indexUnits > 0);
     const moved = await read();
     assert.match(moved.status_shard!.S!, /^SUSPENDED#/);
@@ -161,7 +160,7 @@ Deno.test("listExecutions({ status }) on a table without the status index is an 
       KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
     }),
   );
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix });
+  const store = new DynamoDBStore(client, { prefix });
   const exe = newExecution({ definition_id: "d", status: "FAILED" });
   await store.save(exe);
   const error = await store.listExecutions({ status: "FAILED" }).catch((e) => e);
@@ -179,7 +178,6 @@ Deno.test("listExecutions({ status }) on a table without the status index is an 
 Deno.test("listExecutions(), deleteExecutions() and inspectExecution() refuse bad input before anything is sent", async () => {
   using counting = countingClient();
   const store = new DynamoDBStore(counting.client, {
-    statusFeed: false,
     prefix: uniqueName("six"),
   });
   const cases: [object, RegExp][] = [

@@ -30,7 +30,7 @@ const LAGS = Deno.env.get("HAREL_INDEX_LAG_MS") === undefined
   : [Number(Deno.env.get("HAREL_INDEX_LAG_MS"))];
 
 /** The stores' options: no status feed (its stream slows DynamoDB Local's writes; not tested here). */
-const STORE: DynamoDBStoreOptions = { statusFeed: false };
+const STORE: DynamoDBStoreOptions = {};
 
 /** Three failed attempts, each retried at once: only the attempts count stops the retries. */
 const RETRY: RelayOptions = { maxAttempts: 3, backoff: { minSeconds: 0, maxSeconds: 0 } };

@@ -60,7 +60,7 @@ async function putRawOutbox(store: DynamoDBStore, seq: number, event: string, ta
 }
 
 Deno.test("relayOutbox sets aside an outbox row that is not JSON, reports it with its seq and delivers every other entry", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ otherWriters: true });
   const exe = newExecution({ definition_id: "d" });
   await store.save(exe);
   const good = await emitTo(store, exe, "t-good", 5);
@@ -93,7 +93,7 @@ Deno.test("relayOutbox sets aside an outbox row that is not JSON, reports it wit
 });
 
 Deno.test("relaySpawns sets aside a spawn whose context is not JSON and starts every other", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ otherWriters: true });
   const exe = newExecution({ definition_id: "d" });
   await store.save(exe);
   await store.commit(exe, {
@@ -307,8 +307,8 @@ Deno.test("relayOutbox never delivers an entry of a source before an earlier one
   using writerClient = testClient();
   using relayClient = testClient();
   const prefix = uniqueName("pages");
-  const writer = new DynamoDBStore(writerClient, { statusFeed: false, prefix });
-  const relay = new DynamoDBStore(relayClient, { statusFeed: false, prefix });
+  const writer = new DynamoDBStore(writerClient, { prefix, otherWriters: true });
+  const relay = new DynamoDBStore(relayClient, { prefix, otherWriters: true });
   await writer.ensureTables();
   const filler = newExecution({ definition_id: "filler" });
   await writer.save(filler);
@@ -385,7 +385,7 @@ function behindProxy(direct: DynamoDBStore) {
     maxAttempts: 3,
   });
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
-  const store = new DynamoDBStore(client, { statusFeed: false, prefix });
+  const store = new DynamoDBStore(client, { prefix });
   return {
     proxy,
     store,
@@ -515,8 +515,8 @@ Deno.test("relayOutbox({ seqs }) never delivers an entry ahead of a pending earl
 Deno.test("two concurrent relay passes plus inline deliveries, with a flaky receiver, keep order per source and target and leave nothing pending", async () => {
   await using writer = await freshStore();
   const prefix = writer.tables.executions.name.replace(/_executions$/, "");
-  await using r1 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
-  await using r2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  await using r1 = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  await using r2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
   const sources = Array.from({ length: 4 }, () => newExecution({ definition_id: "s" }));
   for (const s of sources) await writer.save(s);
   const highest = new Map<string, number>();
@@ -562,7 +562,7 @@ Deno.test("two concurrent relay passes plus inline deliveries, with a flaky rece
 // --- one bad row ------------------------------------------------------------------------
 
 Deno.test("an unreadable outbox row set aside by an earlier pass never silently blocks its target: later entries (of its source and of others) are delivered or dead-lettered", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ otherWriters: true });
   const exe = newExecution({ definition_id: "d" });
   const other = newExecution({ definition_id: "d" });
   await store.save(exe);
@@ -592,7 +592,7 @@ Deno.test("an unreadable outbox row set aside by an earlier pass never silently 
 });
 
 Deno.test("an outbox row whose target_id is a number is set aside, never delivered to the null target", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ otherWriters: true });
   await putRaw(store, {
     seq: { N: "7" },
     target_id: { N: "5" },
@@ -620,7 +620,7 @@ Deno.test("an outbox row with a negative or fractional seq costs only itself: th
 });
 
 Deno.test("an outbox row whose seq a double cannot hold (2^53 + 1) is delivered or dead-lettered, never skipped unseen forever", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ otherWriters: true });
   await putRaw(store, {
     seq: { N: "9007199254740993" },
     target_id: { S: "T" },
@@ -703,9 +703,9 @@ Deno.test("a failed timer due for its retry fires although `limit` earlier faile
 const PY_WORKER = new URL("../_support/python_worker.py", import.meta.url).pathname;
 
 Deno.test("with a Python worker Putting executions and bare outbox rows, Deno relays that fail, retry and dead-letter never break per (source, target) order and lose nothing", async () => {
-  await using s1 = await freshStore();
+  await using s1 = await freshStore({ otherWriters: true });
   const prefix = s1.tables.outbox.name.replace(/_outbox$/, "");
-  await using s2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  await using s2 = await DynamoDBStore.create({ endpoint: endpoint(), prefix, otherWriters: true });
   const stores = [s1, s2];
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) {

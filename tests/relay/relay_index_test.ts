@@ -36,7 +36,7 @@ const failing = (prefix: string) => (entry: { targetId: string | null }) =>
   entry.targetId?.startsWith(prefix) ? Promise.reject(new Error("down")) : Promise.resolve();
 
 /** A store on `store`'s tables whose client sums the read units and counts the calls. */
-function measured(store: DynamoDBStore, options: { adoptRows?: number } = {}) {
+function measured(store: DynamoDBStore, options: { otherWriters?: boolean } = {}) {
   const client = testClient();
   const cost = { reads: 0, calls: 0 };
   client.middlewareStack.add(
@@ -59,8 +59,9 @@ function measured(store: DynamoDBStore, options: { adoptRows?: number } = {}) {
     { step: "initialize", name: "measure" },
   );
   const prefix = store.tables.executions.name.replace(/_executions$/, "");
-  // The status feed's round runs beside passes (its cost: status_feed_test.ts).
-  const view = new DynamoDBStore(client, { statusFeed: false, prefix, ...options });
+  // With otherWriters: true, the status feed's round runs beside passes (its cost:
+  // status_feed_test.ts).
+  const view = new DynamoDBStore(client, { prefix, ...options });
   return { view, cost, [Symbol.dispose]: () => client.destroy() };
 }
 
@@ -193,7 +194,7 @@ Deno.test("a relay pass, an empty pass and a dead-letter listing cost as much wi
 });
 
 /** What a spawn pass and a timer sweep cost with `stored` parked rows, besides 10 due ones. */
-async function spawnAndTimerCost(stored: number, options: { adoptRows?: number } = {}) {
+async function spawnAndTimerCost(stored: number, options: { otherWriters?: boolean } = {}) {
   await using store = await freshStore(options);
   const exe: Execution = newExecution({ definition_id: "index" });
   const now = Date.now() / 1000;
@@ -237,9 +238,9 @@ async function spawnAndTimerCost(stored: number, options: { adoptRows?: number }
 }
 
 Deno.test("a spawn pass and a timer sweep cost as much with 3,000 parked rows as with 300; the timers' scan adds at most one 1 MB page", async () => {
-  // adoptRows: 0: the index's part alone (no scan for other writers' timers).
-  const small = await spawnAndTimerCost(300, { adoptRows: 0 });
-  const large = await spawnAndTimerCost(3000, { adoptRows: 0 });
+  // A default store: the index's part alone (no scan for other writers' timers).
+  const small = await spawnAndTimerCost(300);
+  const large = await spawnAndTimerCost(3000);
   console.log("spawn and timer cost at 300 / 3,000 parked:", JSON.stringify({ small, large }));
   for (const what of ["spawns", "timers"] as const) {
     assert.ok(
@@ -248,9 +249,9 @@ Deno.test("a spawn pass and a timer sweep cost as much with 3,000 parked rows as
     );
     assert.ok(large[what].calls <= 2 * small[what].calls, `${what} calls`);
   }
-  // The default: a sweep also reads one page of the timers table (timers have no seq), which at
-  // most costs a 1 MB page's 128 read units, however many timers are stored.
-  const scanned = await spawnAndTimerCost(3000);
+  // With other writers: a sweep also reads one page of the timers table (timers have no seq),
+  // which at most costs a 1 MB page's 128 read units, however many timers are stored.
+  const scanned = await spawnAndTimerCost(3000, { otherWriters: true });
   console.log("with the timers' scan, at 3,000 parked:", JSON.stringify(scanned));
   assert.ok(scanned.timers.reads <= large.timers.reads + 128, JSON.stringify(scanned));
   assert.ok(scanned.timers.reads > large.timers.reads, "the scan reads the table");
@@ -261,7 +262,7 @@ Deno.test("a spawn pass and a timer sweep cost as much with 3,000 parked rows as
 function wrapped(
   store: DynamoDBStore,
   hook: (name: string, input: Record<string, unknown>, send: () => Promise<unknown>) => unknown,
-  options: { adoptRows?: number; now?: () => number } = {},
+  options: { otherWriters?: boolean; now?: () => number } = {},
 ) {
   const client = testClient();
   const sender = {
@@ -269,7 +270,7 @@ function wrapped(
       hook(command.constructor.name, command.input, () => client.send(command as never)),
   };
   const prefix = store.tables.executions.name.replace(/_executions$/, "");
-  const view = new DynamoDBStore(sender as never, { statusFeed: false, prefix, ...options });
+  const view = new DynamoDBStore(sender as never, { prefix, ...options });
   return { view, [Symbol.dispose]: () => client.destroy() };
 }
 
@@ -287,8 +288,8 @@ const collect = (into: number[]) => (entry: { seq: number }) =>
   Promise.resolve(void into.push(entry.seq));
 
 Deno.test("an inline delivery of a head whose retry is due brings back the entries held behind it", async () => {
-  // No adoption scan (a fleet with no other writer): nothing but the release brings them back.
-  await using store = await freshStore({ adoptRows: 0 });
+  // No adoption scan (a default store): nothing but the release brings them back.
+  await using store = await freshStore();
   const [head, ...held] = await heldBehindWaitingHead(store, 2);
   const inline: number[] = [];
   await relayOutbox(store, collect(inline), { seqs: [head!] });
@@ -299,7 +300,7 @@ Deno.test("an inline delivery of a head whose retry is due brings back the entri
 });
 
 Deno.test("a relay that dies between acknowledging a head and releasing its target leaves nothing held for good", async () => {
-  await using store = await freshStore({ adoptRows: 0 });
+  await using store = await freshStore();
   const [head, next, ...rest] = await heldBehindWaitingHead(store, 3);
   // The relay dies at its first write after the acknowledgement.
   let acknowledged = false;
@@ -310,13 +311,12 @@ Deno.test("a relay that dies between acknowledging a head and releasing its targ
     const answer = await send();
     if (name === "BatchWriteItemCommand") acknowledged = true;
     return answer;
-  }, { adoptRows: 0 });
+  });
   const first: number[] = [];
   await assert.rejects(relayOutbox(dying.view, collect(first), { limit: 2 }), /died/);
   assert.deepEqual(first, [head, next]);
   // A relay a minute later (when an unfinished release is found stale) delivers the rest.
   using later = wrapped(store, (_name, _input, send) => send(), {
-    adoptRows: 0,
     now: () => Date.now() + 120_000,
   });
   const delivered: number[] = [];
@@ -327,7 +327,7 @@ Deno.test("a relay that dies between acknowledging a head and releasing its targ
 Deno.test("a pass never delivers a target's entries out of seq order while a release brings its held entries back", async () => {
   // No adoption page (whose check of held targets could release T itself, at once, in a table
   // this small): the pass sees what the operator's release has done so far, and nothing else.
-  await using store = await freshStore({ adoptRows: 0 });
+  await using store = await freshStore();
   const [source1, source2] = [
     newExecution({ definition_id: "a" }),
     newExecution({ definition_id: "b" }),

@@ -200,10 +200,11 @@ async function putOutboxRows(store: DynamoDBStore, seqs: string[]): Promise<void
 
 Deno.test("relayOutbox acknowledges rows whose seq another writer stored as negative, fractional or huge, and the rest of their batch", async (t) => {
   using counting = countingClient();
-  // The status feed's round (its own calls, status_feed_test.ts) is no part of what is counted.
+  // Another writer's rows: a store of the mixed fleet. The status feed's round (its own calls,
+  // status_feed_test.ts) is no part of what is counted.
   const store = new DynamoDBStore(counting.client, {
     prefix: uniqueName("odd"),
-    statusFeed: false,
+    otherWriters: true,
   });
   await store.ensureTables();
   const odd = ["-1", "1.5", "0.30000000000000004", "-7.25"];
@@ -234,8 +235,10 @@ Deno.test("relayOutbox acknowledges rows whose seq another writer stored as nega
   );
   await t.step("with only the actions the IAM policy grants on the outbox and counters", () => {
     // Query reads the relay index; the Scan page and UpdateItems adopt these rows (written
-    // without the index's attributes) and record where the adoption scan stands.
+    // without the index's attributes) and record where the adoption scan stands; DescribeTable
+    // is the status feed's look-up of the executions table's stream (`otherWriters: true`).
     const granted = [
+      "DescribeTableCommand",
       "QueryCommand",
       "ScanCommand",
       "BatchGetItemCommand",
@@ -273,7 +276,7 @@ Deno.test("a seq its store refuses to acknowledge costs only itself: the rest of
 });
 
 Deno.test("relayOutbox and relaySpawns report lagSeconds, the age of the oldest entry the pass saw", async (t) => {
-  await using store = await freshStore();
+  await using store = await freshStore({ otherWriters: true }); // another writer's rows too
   await t.step("null when nothing is pending", async () => {
     const report = await relayOutbox(store, () => Promise.resolve());
     assert.deepEqual(report, { delivered: 0, failed: 0, setAside: 0, held: 0, lagSeconds: null });
@@ -381,7 +384,7 @@ Deno.test("a relay pass still running when its store is closed fails with StoreC
   });
   await t.step("closed while reading: the next request is refused", async () => {
     using client = testClient();
-    const store = new DynamoDBStore(client, { statusFeed: false, prefix: uniqueName("closing") });
+    const store = new DynamoDBStore(client, { prefix: uniqueName("closing") });
     await store.ensureTables();
     await emitToTargets(store, 3);
     const read = store.pendingOutbox(); // its Scan is sent; its BatchGetItem comes after close

@@ -12,7 +12,6 @@ Deno.test("the CLI suspends, resumes, cancels and terminates an execution by har
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "main" });
   await store.save(exe);

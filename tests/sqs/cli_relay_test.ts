@@ -12,7 +12,6 @@ Deno.test("the CLI's relay publishes the outbox and due timers to SQS", async ()
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   await using queue = await freshQueue();
   const queueName = queue.url.split("/").pop()!;

@@ -26,7 +26,8 @@ interface Fleet extends AsyncDisposable {
 
 async function freshFleet(): Promise<Fleet> {
   const prefix = uniqueName("t");
-  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  // Python workers commit: a store of the mixed fleet.
+  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, otherWriters: true });
   const queue = await freshQueue();
   return {
     store,

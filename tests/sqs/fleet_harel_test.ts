@@ -28,7 +28,7 @@ interface Fleet extends AsyncDisposable {
 
 async function freshFleet(options: Partial<FleetClientOptions> = {}): Promise<Fleet> {
   const prefix = uniqueName("t");
-  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, statusFeed: false });
+  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
   const queue = await freshQueue();
   const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (closed.addr as Deno.NetAddr).port;
@@ -296,7 +296,7 @@ Deno.test("send() reads the outbox only for a PENDING execution: what that costs
   await using f = await freshFleet();
   const { client, capacity } = capacityClient();
   try {
-    const store = new DynamoDBStore(client, { prefix: f.prefix, statusFeed: false });
+    const store = new DynamoDBStore(client, { prefix: f.prefix });
     const fleet = new FleetClient({ store, queue: f.queue });
     const pending = await fleet.create("order"); // its Start published and acknowledged
     const running = newExecution({ definition_id: "order", status: "RUNNING", active_path: "m" });

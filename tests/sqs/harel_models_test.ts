@@ -110,7 +110,6 @@ Deno.test("harel's Execution and Event models read every document commit() takes
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   using client = testClient();
   const stored = async (table: string, key: Record<string, { S: string } | { N: string }>) => {

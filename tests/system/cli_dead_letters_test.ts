@@ -82,7 +82,7 @@ Deno.test("cli retry/drop KIND --all act on every dead letter of a queue, or of 
 });
 
 Deno.test("cli adopt takes into the relay index the rows a Python worker wrote without its attributes", async () => {
-  await using store = await freshStore({ adoptRows: 0 });
+  await using store = await freshStore();
   const prefix = store.tables.executions.name.replace(/_executions$/, "");
   using client = testClient();
   await client.send(

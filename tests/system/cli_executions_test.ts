@@ -15,7 +15,6 @@ Deno.test("executions --status lists latest to enter their status first with the
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const saved = [];
   for (let i = 0; i < 3; i++) {
@@ -90,7 +89,6 @@ Deno.test("delete --status --before deletes a year of finished executions with o
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   using client = testClient();
   const table = store.tables.executions.name;

@@ -10,7 +10,6 @@ Deno.test("cli show lists the outbox entries an execution emitted and those to i
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const target = newExecution({ definition_id: "target" });
   await store.save(target);

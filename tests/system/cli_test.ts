@@ -23,7 +23,6 @@ Deno.test("the CLI shows what the stores hold, for people and as JSON", async (t
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const now = Date.now() / 1000;
   const order = newExecution({ definition_id: "order", status: "RUNNING" });
@@ -332,7 +331,6 @@ Deno.test("the CLI lists, retries and drops dead letters", async () => {
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const exe = newExecution({ definition_id: "d" });
   const { outbox } = await store.commit(exe, {
@@ -380,7 +378,6 @@ Deno.test("cli outbox shows an entry behind its target's dead or waiting entry a
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
-    statusFeed: false,
   });
   const exe = newExecution({ definition_id: "d" });
   const emit = (target: string, kind: string) => ({ target, event: newEvent(kind) });

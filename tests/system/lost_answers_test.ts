@@ -89,7 +89,6 @@ async function executionStores(warm: boolean) {
   const { proxy, client, close } = lossyClient();
   const prefix = direct.tables.executions.name.replace(/_executions$/, "");
   const lossy = new DynamoDBStore(client, {
-    statusFeed: false,
     prefix,
     traceMax: 5,
     ambiguousRetries: 1,

@@ -67,7 +67,7 @@ Deno.test("no error path leaks the secret access key into errors or logs", async
     // A store with the same keys on a real DynamoDB: tables missing, conflicts, bad input,
     // forged cursors, lost answers, wrong types.
     const prefix = uniqueName("secret");
-    const store = new DynamoDBStore(client, { statusFeed: false, prefix, ambiguousRetries: 0 });
+    const store = new DynamoDBStore(client, { prefix, ambiguousRetries: 0 });
     await collect(() => store.load("x")); // ResourceNotFoundException
     await store.ensureTables();
     const exe = newExecution({ definition_id: "d" });

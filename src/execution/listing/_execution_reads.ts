@@ -41,17 +41,49 @@ export interface ExecutionReads extends Reads {
   readonly statuses: StatusCache;
   /** Epoch milliseconds: an execution past its `ttl` (#21) or an expired mark reads as absent. */
   readonly now: () => number;
+  /** Told of each execution item read whole: says when another writer committed it last. */
+  readonly sharing: SharedTables;
+}
+
+/**
+ * What a store built without `otherWriters: true` says, once, when it reads an execution another
+ * writer committed last: the Python store's whole-item Put leaves none of this module's
+ * attributes (`updated_at` is on every item this module commits). A store with the option says
+ * nothing: it runs what other writers need.
+ */
+export class SharedTables {
+  #said: boolean;
+
+  constructor(otherWriters: boolean) {
+    this.#said = otherWriters;
+  }
+
+  /** Warns (once per store) when `item` was committed last by another writer. */
+  saw(item: Item | undefined): void {
+    if (this.#said || item === undefined || item[EXECUTION.updatedAt] !== undefined) return;
+    this.#said = true;
+    console.warn(
+      `harel: execution ${JSON.stringify(item[EXECUTION.id]?.S ?? "")} was committed last by ` +
+        "another writer (the Python store?), and this store was built without " +
+        "`otherWriters: true`: its relay passes and sweeps do not find that writer's outbox " +
+        "entries, spawns and timers, and listings by status leave out its executions. Build the " +
+        "stores that share tables with another writer with `otherWriters: true` (it finds, " +
+        "adopts and lists their rows: docs/operations.md); said once per store.",
+    );
+  }
 }
 
 /** What a load reads of an execution item: the document, its expiry, and the chains at its version. */
 const LOADED = {
-  ProjectionExpression: "#d, #ttl, #v, #ol, #ss",
+  ProjectionExpression: "#id, #d, #ttl, #v, #ol, #ss, #ua",
   ExpressionAttributeNames: {
+    "#id": EXECUTION.id,
     "#d": EXECUTION.data,
     "#ttl": EXECUTION.ttl,
     "#v": EXECUTION.version,
     "#ol": EXECUTION.outboxLast,
     "#ss": EXECUTION.statusShard,
+    "#ua": EXECUTION.updatedAt,
   },
 };
 
@@ -70,6 +102,7 @@ export async function readExecution(
   );
   const item = result.Item;
   sawItem(reads, id, item);
+  reads.sharing.saw(item);
   return item && !isExpired(item, secondsOf(reads.now)) ? executionFromItem(item, id) : null;
 }
 
@@ -124,6 +157,7 @@ export async function readForEvent(
   await batchGet(reads.client, request, (responses) => {
     const exeItem = responses[executions.name]?.[0];
     if (exeItem) sawItem(reads, id, exeItem);
+    reads.sharing.saw(exeItem);
     if (exeItem && !isExpired(exeItem, now)) {
       execution = executionFromItem(exeItem, id);
     }
@@ -191,6 +225,7 @@ export async function listPage(given: ExecutionReads, listing: Listing): Promise
     for (let i = 0; i < found.length; i++) {
       const item = found[i]!;
       if (isExpired(item, now)) continue;
+      reads.sharing.saw(item);
       const row = rowOfItem(item);
       if (!takes(listing, item, row)) continue;
       if ("summary" in row) items.push(row.summary);

@@ -156,3 +156,13 @@ function select(options: ListOptions): Selection {
         (summary.updated_at === null ? includeUndated : summary.updated_at < before)),
   };
 }
+
+/** `catchUpStatusIndex()`'s options, checked: its signal. */
+export function checkCatchUpOptions(options: unknown): AbortSignal | undefined {
+  const { signal } = checkObject("options", options) as { signal?: unknown };
+  checkOptionNames("catchUpStatusIndex()", options);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  return signal;
+}

@@ -15,7 +15,6 @@ import {
 } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import { createdTime, numberOf, type QueueContext } from "./_queue_items.ts";
-import { foreignRows } from "./_adoption.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
 import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import { candidateOf } from "./_outbox_bodies.ts";
@@ -172,7 +171,9 @@ export async function backlog(
     }
   };
   // Other writers' entries and spawns not in the index yet, found by their seqs (read only).
-  const foreign = kind === "timers" ? [] : (await foreignRows(q, kind, now, false)).rows;
+  const foreign = kind === "timers" || q.otherWriters === undefined
+    ? []
+    : (await q.otherWriters.foreignRows(q, kind, now, false)).rows;
   if (kind === "outbox") {
     await Promise.all([readWaiting(), read("d", "dead")]);
     await Promise.all([read("p", "pending", { extra: foreign }), readParked()]);

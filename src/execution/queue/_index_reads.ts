@@ -11,7 +11,6 @@ import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import { IndexNotFound } from "../../dynamo/tables.ts";
 import { OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import { type Part, partition, RELAY_INDEX, RELAY_SHARDS } from "./_relay_index.ts";
-import { recentRows } from "./_recent_writes.ts";
 
 /** What to read of one partition: its name and, optionally, the highest order wanted. */
 export interface PartitionQuery {
@@ -102,10 +101,6 @@ export class MergedPartitions {
   readonly #streams: Stream[];
   /** The rows handed out, by key: a row found both by key and in the index goes once. */
   readonly #given = new Set<string>();
-  /** The rows this store wrote a moment ago, read by key: their partition as the table says. */
-  #recent: Promise<Map<string, string | null>> | undefined;
-  readonly #part: Exclude<Part, "h">;
-  readonly #upTo: number | undefined;
   /** Index entries read so far (what DynamoDB charges a Query by). */
   read = 0;
 
@@ -122,8 +117,6 @@ export class MergedPartitions {
     bound: { upTo?: number; extra?: Item[] } = {},
   ) {
     const { extra, ...upTo } = bound;
-    this.#part = part;
-    this.#upTo = bound.upTo;
     this.#streams = Array.from({ length: RELAY_SHARDS }, (_, shard) => ({
       query: { part: partition(part, shard), ...upTo },
       buffer: [],
@@ -135,47 +128,8 @@ export class MergedPartitions {
     }
   }
 
-  /**
-   * The rows this store wrote a moment ago (see _recent_writes.ts), read by key once: those in
-   * this state join the merge, and the index's entries of the others are passed over (a ghost of
-   * where a row was, or of a row gone).
-   */
-  #readRecent(): Promise<Map<string, string | null>> {
-    return this.#recent ??= (async () => {
-      const known = new Map<string, string | null>();
-      const { put, gone, rows, keys } = await recentRows(
-        this.client,
-        this.table,
-        ({ part, order }) => part[0] === this.#part && !(order > (this.#upTo ?? Infinity)),
-      );
-      for (const key of [...gone, ...keys]) known.set(keyText(key), null);
-      const here: Item[] = [...put];
-      for (const row of rows) {
-        const part = row[RELAY.part]?.S ?? null;
-        known.set(keyText(row), part);
-        if (this.#holds(part, row)) here.push(row);
-      }
-      if (here.length) {
-        this.#streams.push({
-          query: { part: "" },
-          buffer: here.sort(byIndexOrder),
-          start: undefined,
-          done: true,
-        });
-      }
-      return known;
-    })();
-  }
-
-  /** Whether a row in `part` with its order belongs to what this merge reads. */
-  #holds(part: string | null, row: Item): boolean {
-    if (part === null || part[0] !== this.#part) return false;
-    return this.#upTo === undefined || Number(row[RELAY.order]?.N) <= this.#upTo;
-  }
-
   /** The next row, or undefined when every partition is exhausted. */
   async next(): Promise<Item | undefined> {
-    const known = await this.#readRecent();
     for (;;) {
       await Promise.all(
         this.#streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => this.#fill(s)),
@@ -189,13 +143,9 @@ export class MergedPartitions {
       }
       const row = best?.buffer.shift();
       if (row === undefined) return undefined;
-      const key = keyText(row);
-      // A row once per place: a timer this store wrote at another fire time a moment ago (a
-      // commit that lost its race) must not hide where the index has it now.
-      const place = `${key}@${row[RELAY.order]?.N}`;
+      // A row once per place: a row found by key and in the index goes once.
+      const place = `${keyText(row)}@${row[RELAY.order]?.N}`;
       if (this.#given.has(place)) continue;
-      const truth = known.get(key);
-      if (truth !== undefined && !this.#holds(truth, row)) continue; // moved or gone since
       this.#given.add(place);
       return row;
     }

@@ -15,8 +15,7 @@ import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { bringBackHeld, readHolds, STILL_HEAD, STILL_HEAD_NAMES, unlistHeld } from "./_holds.ts";
 import { moveInput, partition } from "./_relay_index.ts";
 import { type Candidate, candidateOf, OutboxRead } from "./_outbox_bodies.ts";
-import type { QueueContext } from "./_queue_items.ts";
-import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
+import { beyondFrontier, type ForeignRows, type QueueContext } from "./_queue_items.ts";
 import { headToHeld, held as setApartItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */

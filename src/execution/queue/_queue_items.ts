@@ -13,8 +13,11 @@ import type { RelayKey, RelayKind, UnreadableRow } from "../../core/types.ts";
 export interface QueueContext {
   timers: TimerReads;
   tables: ExecutionTables;
-  /** How many rows a pass's adoption scan reads (rows without the relay index's attributes). */
-  adoptRows: number;
+  /**
+   * What a store built with `otherWriters: true` runs for the writers that keep none of this
+   * module's attributes (src/execution/other_writers/); absent on a default store.
+   */
+  otherWriters?: QueueOtherWriters;
   /** How an operator's one-item transaction is re-sent (lost answers, conflicts). */
   resends: Resends;
   /** The store's clock, epoch milliseconds. */
@@ -24,6 +27,46 @@ export interface QueueContext {
    * seq): an acknowledgement of one releases its target.
    */
   headsOut: Lru<number, { target: string; id: string }>;
+}
+
+/**
+ * The other writers' part as the relay queues call it: one pass's upkeep (finishing releases, a
+ * page of the adoption scan: the rows it found, as the index would show them), and their rows of
+ * a seq-keyed table found by seq (`adopt`: taken into the index).
+ */
+export interface QueueOtherWriters {
+  upkeep(q: QueueContext, kind: RelayKind): Promise<Item[]>;
+  foreignRows(
+    q: QueueContext,
+    kind: "outbox" | "spawns",
+    now: number,
+    adopt: boolean,
+  ): Promise<ForeignRows>;
+}
+
+/** What a read found of other writers' rows (see other_writers/_foreign_seqs.ts). */
+export interface ForeignRows {
+  /** Their rows not in the relay index yet (a pass adopts them), lowest seq first. */
+  rows: Item[];
+  /**
+   * Every seq up to this one is accounted for: a pass delivers nothing above it that the
+   * counter handed out, so that no entry of ours goes out ahead of an earlier one another
+   * writer wrote to the same target.
+   */
+  frontier: number;
+  /** The counter's value when it was read. */
+  counter: number;
+}
+
+/**
+ * Whether a pass holds back a row of this seq: the counter handed it out, and seqs below it are
+ * not all accounted for yet. A seq no counter handed out (above it, or not a whole number: a
+ * writer that keeps none) is ordered by nothing and held back by nothing. Nothing is held back
+ * without other writers (`found` undefined).
+ */
+export function beyondFrontier(found: ForeignRows | undefined, seq: number): boolean {
+  return found !== undefined && seq > found.frontier && seq <= found.counter &&
+    Number.isInteger(seq);
 }
 
 export function numberOf(value: AttributeValue | undefined): number | undefined {

@@ -10,13 +10,19 @@ import { FAILURE, isRetryDue, SPAWN, spawnFromItem, TIMER } from "../../core/_la
 import { dueByScan, type DueTimer, dueTimerOf, type TimerReads } from "./_timers.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import type { RelayItems, RelayKind, Timer, UnreadableRow } from "../../core/types.ts";
-import { earliest, numberOf, type QueueContext, unreadableRow } from "./_queue_items.ts";
+import {
+  beyondFrontier,
+  earliest,
+  type ForeignRows,
+  numberOf,
+  type QueueContext,
+  unreadableRow,
+} from "./_queue_items.ts";
 import { type Candidate, candidateOf, outboxOf } from "./_outbox_bodies.ts";
 import { outboxFromIndex } from "./_outbox_pass.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { rowKey } from "./_relay_index.ts";
-import { foreignRows, upkeep } from "./_adoption.ts";
-import { beyondFrontier, type ForeignRows } from "./_foreign_seqs.ts";
+import { finishCrashedReleases } from "./_release_upkeep.ts";
 
 /** The items of a relay pass over one queue (see `ExecutionStore.relayBatch`). */
 export async function relayBatch<K extends RelayKind>(
@@ -27,14 +33,20 @@ export async function relayBatch<K extends RelayKind>(
   if (kind === "outbox" && seqs !== undefined) {
     return stamped(await outboxOf(q, seqs, now), now) as RelayItems<K>;
   }
-  // A pass first finishes releases and (timers) goes on with the scan for other writers'
-  // timers, a little each time. Every read finds other writers' outbox entries and spawns by
-  // their seqs; a pass also adopts them, and a plain read (pendingOutbox) only reads.
-  // A plain read of timers (dueTimers) reads only the index: `{ scan: true }` finds the rest.
-  const scanned = pass ? await upkeep(q, kind) : [];
-  const foreign = kind === "timers"
+  // A pass of the outbox first finishes releases. With other writers (`otherWriters: true`)
+  // a pass also goes on with the scan for their timers, a little each time, and every read
+  // finds their outbox entries and spawns by their seqs; a pass also adopts them, and a plain
+  // read (pendingOutbox) only reads. A plain read of timers (dueTimers) reads only the index:
+  // `{ scan: true }` finds the rest.
+  const others = q.otherWriters;
+  let scanned: Item[] = [];
+  if (pass && others) scanned = await others.upkeep(q, kind);
+  else if (pass && kind === "outbox") await finishCrashedReleases(q);
+  const foreign = others === undefined
+    ? undefined
+    : kind === "timers"
     ? { rows: scanned, frontier: Infinity, counter: 0 }
-    : await foreignRows(q, kind, now, pass);
+    : await others.foreignRows(q, kind, now, pass);
   return stamped(await read(q, kind, limit, now, pass, foreign), now) as RelayItems<K>;
 }
 

@@ -1,7 +1,7 @@
 // The status feed: executions another writer committed, put back into the status index. The
 // Python store's commit is a whole-item Put that drops `status_shard` and `status_at`, so the
 // execution leaves the index; the executions table's stream (DynamoDB Streams, which
-// ensureTables() turns on) shows every such Put, and a round reads what the stream holds since
+// ensureTables() turns on with `otherWriters: true`) shows every such Put, and a round reads what the stream holds since
 // the last round and writes the two attributes back, conditioned on the version the record shows
 // (the stream finds candidates, the write's condition decides). One store at a time reads it,
 // under a lease on the counters item `status_feed`, which also keeps where each shard stands.
@@ -23,8 +23,6 @@ import { type DynamoDBSender, isNamed, type Item, N, S } from "../../dynamo/_dyn
 import { FEED } from "../../core/_layout.ts";
 import type { StatusCatchUp } from "../../core/operator_types.ts";
 import { backfillPage, type EntryContext, putBack } from "./_status_entries.ts";
-import { checkObject, describe } from "../../core/_validate.ts";
-import { checkOptionNames } from "../../core/_option_names.ts";
 
 /** What a round sends Streams requests with: a DynamoDB Streams client (duck-typed). */
 export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
@@ -64,20 +62,8 @@ export function streamsClientOf(client: DynamoDBSender): StreamsSender | null {
   });
 }
 
-/** `catchUpStatusIndex()`'s options, checked: its signal. */
-export function checkCatchUpOptions(options: unknown): AbortSignal | undefined {
-  const { signal } = checkObject("options", options) as { signal?: unknown };
-  checkOptionNames("catchUpStatusIndex()", options);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
-  return signal;
-}
-
-/** What a round reads and writes with. */
-export interface FeedContext extends EntryContext {
-  readonly feed: StatusFeed;
-}
+/** What a round reads and writes with (the feed itself is the StatusFeed's). */
+export type FeedContext = EntryContext;
 
 /** A store's side of the feed: its Streams client, its lease id, when it last read. */
 export class StatusFeed {
@@ -92,18 +78,14 @@ export class StatusFeed {
   #streams: StreamsSender | null | undefined;
 
   /**
-   * `streams` builds the Streams client when first needed; null: no feed (the option is off).
+   * `build` builds the Streams client when first needed (null: a client that is not the SDK's,
+   * and then there is no feed).
    */
-  constructor(private readonly build: (() => StreamsSender | null) | null) {}
-
-  /** Whether the store keeps other writers' commits in the index (the `statusFeed` option). */
-  get on(): boolean {
-    return this.build !== null;
-  }
+  constructor(private readonly build: () => StreamsSender | null) {}
 
   /** The Streams client, built on first use; null when there is no feed. */
   get streams(): StreamsSender | null {
-    if (this.#streams === undefined) this.#streams = this.build?.() ?? null;
+    if (this.#streams === undefined) this.#streams = this.build();
     return this.#streams;
   }
 
@@ -147,7 +129,7 @@ export class StatusFeed {
     console.warn(
       `harel: the status feed's round failed (${String(error)}): listings by status miss the ` +
         "executions other writers committed last until a round succeeds; catchUpStatusIndex() " +
-        "throws what it fails with, and statusFeed: false turns the feed off",
+        "throws what it fails with",
     );
   }
 
@@ -156,7 +138,7 @@ export class StatusFeed {
     const streams = this.streams;
     if (streams === null) return Promise.resolve(skipped("off"));
     const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
-    this.#running ??= readFeed(ctx, streams, stop, signal).then((report) => {
+    this.#running ??= readFeed(ctx, this, streams, stop, signal).then((report) => {
       // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
       if (report.behind) this.#last = -Infinity;
       return report;
@@ -197,22 +179,23 @@ interface FeedState {
  */
 async function readFeed(
   ctx: FeedContext,
+  feed: StatusFeed,
   streams: StreamsSender,
   signal: AbortSignal | undefined,
   caller: AbortSignal | undefined,
 ): Promise<StatusCatchUp> {
-  let arn = await ctx.feed.arn(ctx);
+  let arn = await feed.arn(ctx);
   if (arn === null) return skipped("no stream");
   signal?.throwIfAborted();
-  const item = await takeLease(ctx);
+  const item = await takeLease(ctx, feed.owner);
   if (item === null) return skipped("leased");
   // Another store read another stream (the table's was turned off and on since one of us looked
   // it up): the table says which is current.
   const read = item[FEED.stream]?.S;
   if (read !== undefined && read !== arn) {
-    const current = await ctx.feed.arn(ctx, true);
+    const current = await feed.arn(ctx, true);
     if (current === null) {
-      await saveFeed(ctx, read, stateOf(item, read));
+      await saveFeed(ctx, feed.owner, read, stateOf(item, read));
       return skipped("no stream");
     }
     arn = current;
@@ -228,23 +211,25 @@ async function readFeed(
   try {
     let lost: boolean;
     try {
-      lost = await readShards(ctx, streams, arn, state, report, signal);
+      lost = await readShards(ctx, feed.owner, streams, arn, state, report, signal);
     } catch (error) {
       // The table's stream was turned off (and maybe on again) since the ARN was looked up.
       if (!isNamed(error, "ResourceNotFoundException") && !(error instanceof StreamOff)) {
         throw error;
       }
-      await ctx.feed.arn(ctx, true);
+      await feed.arn(ctx, true);
       return { ...report, behind: true };
     }
     if (lost) state.backfill = {};
     // The scan's page goes on under the lease, renewed (another store may have taken it).
-    if (state.backfill !== undefined && !report.behind && await takeLease(ctx) !== null) {
+    if (
+      state.backfill !== undefined && !report.behind && await takeLease(ctx, feed.owner) !== null
+    ) {
       state.backfill = await backfillPage(ctx, state.backfill, report);
       if (state.backfill !== undefined) report.behind = true;
     }
   } finally {
-    if (!caller?.aborted) await saveFeed(ctx, arn, state);
+    if (!caller?.aborted) await saveFeed(ctx, feed.owner, arn, state);
   }
   return report;
 }
@@ -253,7 +238,7 @@ async function readFeed(
  * Takes the lease on the feed item (one conditional UpdateItem that also reads it): the item, or
  * null when another store holds it.
  */
-async function takeLease(ctx: FeedContext): Promise<Item | null> {
+async function takeLease(ctx: FeedContext, owner: string): Promise<Item | null> {
   const now = Math.floor(ctx.now() / 1000);
   let out: UpdateItemCommandOutput;
   try {
@@ -267,7 +252,7 @@ async function takeLease(ctx: FeedContext): Promise<Item | null> {
         ExpressionAttributeValues: {
           ":until": N(now + LEASE_SECONDS),
           ":now": N(now),
-          ":me": S(ctx.feed.owner),
+          ":me": S(owner),
         },
         ReturnValues: "ALL_NEW",
       }),
@@ -294,7 +279,12 @@ function stateOf(item: Item, arn: string): FeedState {
 }
 
 /** Saves where the round stopped and gives the lease back (only while it is still ours). */
-async function saveFeed(ctx: FeedContext, arn: string, state: FeedState): Promise<void> {
+async function saveFeed(
+  ctx: FeedContext,
+  owner: string,
+  arn: string,
+  state: FeedState,
+): Promise<void> {
   const shards: Item = {};
   for (const [id, seq] of state.shards) shards[id] = S(seq);
   const names = {
@@ -307,7 +297,7 @@ async function saveFeed(ctx: FeedContext, arn: string, state: FeedState): Promis
   const values: Item = {
     ":arn": S(arn),
     ":sh": { M: shards },
-    ":me": S(ctx.feed.owner),
+    ":me": S(owner),
     ":free": N(0),
   };
   let update = "SET #s = :arn, #sh = :sh, #lu = :free";
@@ -339,6 +329,7 @@ async function saveFeed(ctx: FeedContext, arn: string, state: FeedState): Promis
  */
 async function readShards(
   ctx: FeedContext,
+  owner: string,
   streams: StreamsSender,
   arn: string,
   state: FeedState,
@@ -360,7 +351,7 @@ async function readShards(
       const id = shard.ShardId!;
       if (done(id) || !done(shard.ParentShardId)) continue;
       signal?.throwIfAborted();
-      const read = await readShard(ctx, streams, arn, shard, state, report, signal);
+      const read = await readShard(ctx, owner, streams, arn, shard, state, report, signal);
       lost ||= read.trimmed;
       progress ||= read.ended;
       if (report.behind) break;
@@ -404,6 +395,7 @@ async function describeShards(
  */
 async function readShard(
   ctx: FeedContext,
+  owner: string,
   streams: StreamsSender,
   arn: string,
   shard: Shard,
@@ -454,7 +446,7 @@ async function readShard(
     signal?.throwIfAborted();
     const last = records.at(-1)?.dynamodb?.SequenceNumber;
     if (last !== undefined) state.shards.set(id, last);
-    if (records.length > 0 && await takeLease(ctx) === null) {
+    if (records.length > 0 && await takeLease(ctx, owner) === null) {
       // Another store took the feed over (this round outlived its lease): it goes on from the
       // last checkpoint saved, and this round's writes were idempotent.
       report.behind = true;

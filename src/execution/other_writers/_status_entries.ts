@@ -20,7 +20,7 @@ import { STATUSES } from "../../core/documents.ts";
 import type { Status } from "../../core/documents.ts";
 import type { ExecutionTables } from "../../dynamo/tables.ts";
 import type { StatusCatchUp } from "../../core/operator_types.ts";
-import { statusKey } from "./_status_index.ts";
+import { statusKey } from "../listing/_status_index.ts";
 
 /** Rows a round's scan for rows the stream never showed examines at most (one Scan page). */
 const BACKFILL_ROWS = 1000;

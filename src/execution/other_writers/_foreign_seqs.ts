@@ -10,124 +10,18 @@
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, isNamed, type Item, N, S } from "../../dynamo/_dynamo.ts";
 import { COUNTER, OUTBOX, RELAY } from "../../core/_layout.ts";
-import { blockRange } from "../commit/_seq_blocks.ts";
-import type { QueueContext } from "./_queue_items.ts";
+import type { ForeignRows, QueueContext } from "../queue/_queue_items.ts";
+import {
+  afterProbe,
+  type CounterState,
+  counterState,
+  PROBES_PER_READ,
+  probesOf,
+} from "./_seq_rules.ts";
 
 /** The relay tables whose rows have seqs from a shared counter, and that counter's id. */
 export type SeqKind = "outbox" | "spawns";
 export const COUNTER_OF: Record<SeqKind, string> = { outbox: "outbox", spawns: "spawn" };
-
-/**
- * How long a seq another writer took is probed for before it counts as never written (its
- * commit lost its race after adding to the counter): far longer than a commit's two calls.
- */
-export const MISSING_GRACE_SECONDS = 600;
-
-/** The most seqs one read probes (other writers' backlog beyond waits for the next pass). */
-export const PROBES_PER_READ = 1000;
-
-/** What the counter item says of other writers' seqs. */
-export interface CounterState {
-  /** The counter's value: the highest seq anyone took. */
-  n: number;
-  /** Every seq up to this one is accounted for. */
-  seen: number;
-  /** This module's blocks, lowest first, with their text as stored. */
-  blocks: { first: number; last: number; text: string }[];
-  /** Seqs probed and not found yet → when first probed (epoch seconds). */
-  missing: Map<number, number>;
-}
-
-/** The counter item's state (no item: nothing taken yet). */
-export function counterState(item: Item | undefined): CounterState {
-  const blocks = [...item?.[COUNTER.blocks]?.SS ?? []].flatMap((text) => {
-    const range = blockRange(text);
-    return range ? [{ first: range[0], last: range[1], text }] : [];
-  }).sort((a, b) => a.first - b.first);
-  const missing = new Map<number, number>();
-  for (const [seq, at] of Object.entries(item?.[COUNTER.missing]?.M ?? {})) {
-    missing.set(Number(seq), Number(at.N));
-  }
-  return {
-    n: Number(item?.[COUNTER.n]?.N ?? 0),
-    seen: Number(item?.[COUNTER.seen]?.N ?? 0),
-    blocks,
-    missing,
-  };
-}
-
-/**
- * The seqs a read probes, lowest first: those probed before and still missing, then those past
- * `seen` that no block of ours holds, at most `max` in all; `upTo`, the highest seq the walk
- * accounted for (every other writer's seq up to it is among `seqs` or was seen before).
- */
-export function probesOf(state: CounterState, max: number): { seqs: number[]; upTo: number } {
-  const seqs = [...state.missing.keys()].sort((a, b) => a - b).slice(0, max);
-  let upTo = state.seen, b = 0;
-  const blocks = state.blocks;
-  while (upTo < state.n && seqs.length < max) {
-    const next = upTo + 1;
-    while (b < blocks.length && blocks[b]!.last < next) b++;
-    const block = blocks[b];
-    if (block && block.first <= next) {
-      upTo = Math.min(block.last, state.n); // ours: nothing to probe
-      continue;
-    }
-    seqs.push(next);
-    upTo = next;
-  }
-  return { seqs, upTo };
-}
-
-/**
- * The counter's state after a probe of `probes` (found: the seqs whose row exists): `seen` moves
- * to `upTo`, found seqs leave `missing`, new ones join it at `now`, and those missing for longer
- * than the grace are given up; the blocks wholly at or below `seen` are no longer needed.
- */
-export function afterProbe(
-  state: CounterState,
-  probes: { seqs: number[]; upTo: number },
-  found: ReadonlySet<number>,
-  now: number,
-): { seen: number; missing: Map<number, number>; pruned: string[] } {
-  const missing = new Map<number, number>();
-  for (const seq of probes.seqs) {
-    if (found.has(seq)) continue;
-    const since = state.missing.get(seq) ?? now;
-    if (now - since < MISSING_GRACE_SECONDS) missing.set(seq, since);
-  }
-  // Missing seqs this probe did not reach (more than `max`) stay as they were.
-  for (const [seq, since] of state.missing) {
-    if (!probes.seqs.includes(seq) && !found.has(seq)) missing.set(seq, since);
-  }
-  const seen = Math.max(state.seen, probes.upTo);
-  const pruned = state.blocks.filter((block) => block.last <= seen).map((block) => block.text);
-  return { seen, missing, pruned };
-}
-
-/** What a read found of other writers' rows. */
-export interface ForeignRows {
-  /** Their rows not in the relay index yet (a pass adopts them), lowest seq first. */
-  rows: Item[];
-  /**
-   * Every seq up to this one is accounted for: a pass delivers nothing above it that the
-   * counter handed out, so that no entry of ours goes out ahead of an earlier one another
-   * writer wrote to the same target.
-   */
-  frontier: number;
-  /** The counter's value when it was read. */
-  counter: number;
-}
-
-/**
- * Whether a pass holds back a row of this seq: the counter handed it out, and seqs below it are
- * not all accounted for yet. A seq no counter handed out (above it, or not a whole number: a
- * writer that keeps none) is ordered by nothing and held back by nothing.
- */
-export function beyondFrontier(found: ForeignRows | undefined, seq: number): boolean {
-  return found !== undefined && seq > found.frontier && seq <= found.counter &&
-    Number.isInteger(seq);
-}
 
 /** Reads the counter of `kind` strongly (one GetItem's worth, in a BatchGetItem). */
 export async function readCounter(q: QueueContext, kind: SeqKind): Promise<Item | undefined> {
