@@ -42,7 +42,6 @@ import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_contr
 import { runRelay } from "./cli/_relay.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
-import { leastPrivilegePolicy } from "./dynamo/iam_policy.ts";
 import { UnreadableExecution } from "./core/errors.ts";
 import { byFireAt } from "./core/_bounded.ts";
 import type { TimerState } from "./core/operator_types.ts";
@@ -82,9 +81,7 @@ import {
   withState,
 } from "./cli/_format.ts";
 
-import { parseFormat, tablesDocument } from "./cli/_tables.ts";
-import { TABLE_ROLES, tableDefinitions } from "./dynamo/table_definitions.ts";
-import { checkDefinedTables } from "./dynamo/table_check.ts";
+import { checkTablesCommand, offlineCommand } from "./cli/_tables.ts";
 
 export {
   leastPrivilegePolicy,
@@ -140,7 +137,9 @@ Commands:
                        queue Q (default stm.fifo; SQS at --sqs-endpoint, else
                        $SQS_ENDPOINT, else AWS); a failed publish is retried by later
                        passes for ever, an event harel cannot read is set aside
-  ensure-tables        create the missing tables (execution store and state store)
+  ensure-tables [--other-writers]
+                       create the missing tables (execution store and state store); with
+                       --other-writers, as a store built with otherWriters: true needs them
   check-tables [--other-writers]
                        compare the tables with their definitions: every difference and
                        its fix (exit code 3 when one differs)
@@ -274,7 +273,7 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
   cancel: { positionals: 1, flags: ["reason", "yes"] },
   terminate: { positionals: 1, flags: ["yes"] },
   relay: { positionals: 0, flags: ["queue", "sqs-endpoint", "limit"] },
-  "ensure-tables": { positionals: 0, flags: [] },
+  "ensure-tables": { positionals: 0, flags: ["other-writers"] },
   policy: { positionals: 0, flags: ["account", "other-writers"] },
   tables: { positionals: 0, flags: ["format", "account", "other-writers"] },
   "check-tables": { positionals: 0, flags: ["other-writers"] },
@@ -328,18 +327,6 @@ async function run(
   const json = values.json === true;
   const print = (value: unknown) => out(JSON.stringify(value, null, 2));
 
-  if (command === "policy") {
-    print(usage(() =>
-      leastPrivilegePolicy({
-        prefix,
-        stateTable,
-        region: values.region as string | undefined,
-        account: values.account as string | undefined,
-        otherWriters: values["other-writers"] === true,
-      })
-    ));
-    return;
-  }
   const definitions = {
     prefix,
     stateTable,
@@ -347,11 +334,7 @@ async function run(
     account: values.account as string | undefined,
     otherWriters: values["other-writers"] === true,
   };
-  if (command === "tables") {
-    const format = parseFormat(values.format);
-    out(usage(() => tablesDocument(format, definitions)));
-    return;
-  }
+  if (offlineCommand(command, values.format, definitions, out, print)) return;
   const all = (command === "retry" || command === "drop") && values.all === true
     ? bulkDeadLetterOptions(command, rest, values)
     : undefined;
@@ -407,7 +390,7 @@ async function run(
     (retry) => err(progress(retry)),
   );
   try {
-    const reader = new DynamoDBStore(client, { prefix });
+    const reader = new DynamoDBStore(client, { prefix, otherWriters: definitions.otherWriters });
     if (command === "executions") {
       const page = await onTable(
         tables.executions.name,
@@ -621,12 +604,7 @@ async function run(
     } else if (command === "relay") {
       await runRelay(reader, values, limit, out, err);
     } else if (command === "check-tables") {
-      const all = usage(() => tableDefinitions(definitions)).tables;
-      const differences = await checkDefinedTables(client, Object.values(all));
-      if (json) print({ differences });
-      else if (differences.length === 0) out(`the ${TABLE_ROLES.length} tables match`);
-      for (const d of json ? [] : differences) out(`- ${d.problem}\n  fix: ${d.fix}`);
-      return differences.length ? 3 : 0;
+      return await checkTablesCommand(client, definitions, json, out, print);
     } else if (command === "ensure-tables") {
       await reader.ensureTables();
       await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable();

@@ -11,8 +11,10 @@ import {
   type TableDefinitionsOptions,
   type TableRole,
 } from "../dynamo/table_definitions.ts";
-import type { PolicyDocument } from "../dynamo/iam_policy.ts";
-import { UsageError } from "./_args.ts";
+import { leastPrivilegePolicy, type PolicyDocument } from "../dynamo/iam_policy.ts";
+import { checkDefinedTables } from "../dynamo/table_check.ts";
+import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import { usage, UsageError } from "./_args.ts";
 
 /** The formats `cli tables` prints. */
 export const FORMATS = ["cloudformation", "terraform", "json"] as const;
@@ -275,4 +277,43 @@ function terraformTable(definition: TableDefinition, parameters: TablesParameter
     "",
   );
   return lines;
+}
+
+/**
+ * The commands that need no DynamoDB, `policy` and `tables`: printed, and true; false for any
+ * other command.
+ */
+export function offlineCommand(
+  command: string,
+  format: string | boolean | undefined,
+  definitions: TableDefinitionsOptions,
+  out: (line: string) => void,
+  print: (value: unknown) => void,
+): boolean {
+  if (command === "policy") {
+    print(usage(() => leastPrivilegePolicy(definitions)));
+    return true;
+  }
+  if (command === "tables") {
+    const checked = parseFormat(format);
+    out(usage(() => tablesDocument(checked, definitions)));
+    return true;
+  }
+  return false;
+}
+
+/** `check-tables`: every difference with its fix; its exit code (3 when one differs). */
+export async function checkTablesCommand(
+  client: DynamoDBSender,
+  definitions: TableDefinitionsOptions,
+  json: boolean,
+  out: (line: string) => void,
+  print: (value: unknown) => void,
+): Promise<number> {
+  const all = usage(() => tableDefinitions(definitions)).tables;
+  const differences = await checkDefinedTables(client, Object.values(all));
+  if (json) print({ differences });
+  else if (differences.length === 0) out(`the ${TABLE_ROLES.length} tables match`);
+  for (const d of json ? [] : differences) out(`- ${d.problem}\n  fix: ${d.fix}`);
+  return differences.length ? 3 : 0;
 }

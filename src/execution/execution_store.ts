@@ -22,7 +22,7 @@ import * as letters from "./queue/_dead_letters.ts";
 import * as checks from "./queue/_relay_checks.ts";
 import { runCommit } from "./commit/_commit_loop.ts";
 import * as reads from "./listing/_execution_reads.ts";
-import { deleteSeqs } from "./queue/_acks.ts";
+import { deleteSeqs } from "./queue/_seq_deletes.ts";
 import { claimTimer } from "./queue/_timers.ts";
 import { markDelivered, releaseDelivered } from "./queue/_holds.ts";
 import { backlog, onDeadLetters } from "./queue/_bulk_and_backlog.ts";

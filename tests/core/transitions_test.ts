@@ -3,14 +3,14 @@ import assert from "node:assert/strict";
 import { executionTables } from "../../src/core/table_specs.ts";
 import {
   adopted,
+  bringBackInput,
   dropped,
   failed,
   headToHeld,
-  held,
   locate,
-  released,
   retried,
   type RowAt,
+  setApartItems,
   STILL_HEAD,
 } from "../../src/execution/queue/_transitions.ts";
 import { partition } from "../../src/execution/queue/_relay_index.ts";
@@ -74,7 +74,10 @@ Deno.test("retry and drop act only on a dead letter", () => {
 });
 
 Deno.test("hold: entries move behind their target's head only while the head holds it, each from where it was read, listed on the hold", () => {
-  const items = held(tables, "T", "7", [{ seq: "8", from: "p0" }, { seq: "9", from: "p1" }]);
+  const items = setApartItems(tables, "T", "7", [{ seq: "8", from: "p0" }, {
+    seq: "9",
+    from: "p1",
+  }]);
   assert.equal(items.length, 4);
   assert.equal(items[0]!.ConditionCheck!.ConditionExpression, STILL_HEAD);
   assert.deepEqual(items[0]!.ConditionCheck!.Key, { seq: { N: "7" } });
@@ -92,7 +95,7 @@ Deno.test("hold: entries move behind their target's head only while the head hol
 });
 
 Deno.test("release: a held entry goes back to pending only if it is still held where it was", () => {
-  const move = released(tables, "9", partition("h", "T"));
+  const move = bringBackInput(tables, "9", partition("h", "T"));
   assert.equal(move.ConditionExpression, "#p = :from");
   assert.match(move.ExpressionAttributeValues[":p"]!.S!, /^p\d$/);
   assert.deepEqual(move.ExpressionAttributeValues[":o"], { N: "9" });

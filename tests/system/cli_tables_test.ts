@@ -317,7 +317,9 @@ Deno.test("cli check-tables lists each difference with its fix and exits 3; 0 wh
   const matched = await cli("check-tables", "--prefix", fine);
   assert.equal(matched.code, 0, matched.stderr);
   assert.equal(matched.stdout.trim(), "the 8 tables match");
+  // A default store's tables have no stream: a store with other writers needs one.
   const streamed = await cli("check-tables", "--prefix", fine, "--other-writers");
-  // ensure-tables made the stream today's default store makes (#38 turns that default off).
-  assert.equal(streamed.code, 0, streamed.stdout);
+  assert.equal(streamed.code, 3, streamed.stdout);
+  assert.match(streamed.stdout, new RegExp(`- the table ${fine}_executions has no stream`));
+  assert.equal(streamed.stdout.match(/^- /gm)?.length, 1, streamed.stdout);
 });

@@ -10,7 +10,7 @@ import { cursorId, encodeCursor } from "../../core/cursor.ts";
 import type { Listing } from "./_listing.ts";
 import type { Execution, ExecutionSummary } from "../../core/documents.ts";
 import type { ExecutionTables } from "../../dynamo/tables.ts";
-import type { Reads } from "../queue/_acks.ts";
+import type { Reads } from "../queue/_seq_deletes.ts";
 import type { ChainCache } from "../commit/_outbox_chain.ts";
 import {
   EXECUTION,

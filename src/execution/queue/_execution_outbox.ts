@@ -20,7 +20,7 @@ import { bookkeepingOf, type Heads, readHolds, readOutboxRows } from "./_holds.t
 import { partOf } from "./_relay_index.ts";
 import { candidateOf } from "./_outbox_bodies.ts";
 import { numberOf, type QueueContext } from "./_queue_items.ts";
-import type { Reads } from "./_acks.ts";
+import type { Reads } from "./_seq_deletes.ts";
 import { entryState } from "../../core/_entry_states.ts";
 import type { Event } from "../../core/documents.ts";
 import type { ExecutionOutbox, OutboxEntryState } from "../../core/types.ts";

@@ -26,8 +26,8 @@ import type { QueueContext } from "./_queue_items.ts";
 import {
   addHead,
   addHeld,
+  bringBackInput,
   holdKey,
-  released,
   removeHeads,
   STILL_HEAD,
   STILL_HEAD_NAMES,
@@ -126,23 +126,48 @@ export interface DeliveredHeads {
 }
 
 /**
- * Marks the release of the targets of the heads among `seqs` that this store handed out, before
- * they are acknowledged: a relay that dies between the acknowledgement and the release leaves the
- * mark, and a later pass finishes the release. A head acknowledged elsewhere is found gone later
- * (by the next pass that would hold an entry behind it, or by the adoption scan).
+ * The targets of the heads among `seqs` that this store handed out, with the release marks made
+ * when they were handed out ({@linkcode markHandedOut}). No guarantee rests on this memory: a
+ * head acknowledged by another store instance (another isolate, a custom relay) leaves its mark,
+ * and a pass finishes that release a minute on ({@linkcode finishReleases}); this only makes it
+ * prompt when the same store acknowledges.
  */
 export async function markDelivered(
   q: QueueContext,
   seqs: readonly number[],
 ): Promise<DeliveredHeads> {
-  const targets = new Set<string>();
+  const byTarget = new Map<string, string | undefined>();
   for (const seq of seqs) {
     const head = q.headsOut.get(seq);
     if (head === undefined) continue;
     q.headsOut.delete(seq);
-    targets.add(head.target);
+    byTarget.set(head.target, head.mark ?? byTarget.get(head.target));
   }
-  return { targets: [...targets], marks: await markReleases(q, [...targets]) };
+  // A head a plain read handed out (pendingOutbox writes nothing) is marked now.
+  const unmarked = [...byTarget].filter(([, mark]) => mark === undefined).map(([t]) => t);
+  const made = await markReleases(q, unmarked);
+  unmarked.forEach((target, i) => byTarget.set(target, made[i]));
+  return { targets: [...byTarget.keys()], marks: [...byTarget.values()] as string[] };
+}
+
+/**
+ * Marks the release of the targets of heads a batch hands out (their retry is due), before
+ * anyone can acknowledge them: whoever acknowledges a head, and whatever store instance runs the
+ * next pass, the mark is there, and a pass finishes the release once it is a minute old (a head
+ * that failed again then holds its target still: the release moves nothing). One write.
+ */
+export async function markHandedOut(
+  q: QueueContext,
+  heads: { seq: number; target: string; id: string }[],
+  write: boolean,
+  setApartBehind: (target: string) => boolean,
+): Promise<void> {
+  const targets = [...new Set(heads.map((head) => head.target))].filter(setApartBehind);
+  const made = write ? await markReleases(q, targets) : [];
+  const marks = new Map(targets.map((target, i) => [target, made[i]]));
+  for (const { seq, target, id } of heads) {
+    q.headsOut.set(seq, { target, id, mark: marks.get(target) });
+  }
 }
 
 /** Releases the targets {@linkcode markDelivered} marked, once their heads are acknowledged. */
@@ -215,7 +240,7 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
 async function moveBack(q: QueueContext, row: Item, from: string): Promise<void> {
   try {
     await q.timers.client.send(
-      new UpdateItemCommand(released(q.tables, row[OUTBOX.seq]!.N!, from)),
+      new UpdateItemCommand(bringBackInput(q.tables, row[OUTBOX.seq]!.N!, from)),
     );
   } catch (error) {
     if (!isNamed(error, "ConditionalCheckFailedException")) throw error;

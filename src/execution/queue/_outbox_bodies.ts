@@ -4,7 +4,7 @@
 import type { QueueBatch } from "../../core/_queue_batch.ts";
 import type { Item } from "../../dynamo/_dynamo.ts";
 import { FAILURE, OUTBOX, outboxFromItem, RELAY } from "../../core/_layout.ts";
-import { bookkeepingOf, readHolds, readOutboxRows } from "./_holds.ts";
+import { bookkeepingOf, markHandedOut, readHolds, readOutboxRows } from "./_holds.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
 import { decideOutbox, type EntryRow, type HoldRow } from "../../core/_outbox_decide.ts";
 import { keepStoredText } from "../../core/_stored_event.ts";
@@ -131,7 +131,10 @@ export class OutboxRead {
    * relay: they hold nothing back), and the oldest pending entry's time — another writer's, which
    * records no `created_at`, by its event's `created_time`.
    */
-  batch(decision: ReturnType<OutboxRead["decide"]>): QueueBatch<"outbox"> {
+  async batch(
+    decision: ReturnType<OutboxRead["decide"]>,
+    write: boolean,
+  ): Promise<QueueBatch<"outbox">> {
     const items: RelayItems<"outbox">["items"] = [];
     const unreadable: UnreadableRow<"outbox">[] = [];
     let oldestAt = decision.oldestAt;
@@ -150,11 +153,12 @@ export class OutboxRead {
         unreadable.push(unreadableRow(row.seq, body, row.attempts, error));
       }
     }
-    // A head handed out: acknowledging it releases its target.
-    for (const id of decision.dueHeads) {
-      const row = this.rows.get(id)!;
-      this.q.headsOut.set(row.seq, { target: row.target, id });
-    }
+    // A head handed out: its release is marked now (`write`: a pass, or a delivery within the
+    // request), so that whoever acknowledges it, a later pass finishes the release.
+    // Only a target with entries set apart behind it has anything to bring back.
+    const heads = [...decision.dueHeads].map((id) => ({ ...this.rows.get(id)!, id }));
+    const behind = (target: string) => (this.holds.get(target)?.held.length ?? 0) > 0;
+    await markHandedOut(this.q, heads, write, behind);
     return { items, unreadable, oldestAt, held: decision.held };
   }
 }
@@ -174,5 +178,5 @@ export async function outboxOf(
   const found = await readOutboxRows(q, [...new Set(seqs)].map(String));
   read.know(found);
   await read.offer([...found.values()].map(candidateOf));
-  return read.batch(read.decide(now, Infinity, true));
+  return await read.batch(read.decide(now, Infinity, true), true);
 }

@@ -16,7 +16,7 @@ import { bringBackHeld, readHolds, STILL_HEAD, STILL_HEAD_NAMES, unlistHeld } fr
 import { moveInput, partition } from "./_relay_index.ts";
 import { type Candidate, candidateOf, OutboxRead } from "./_outbox_bodies.ts";
 import { beyondFrontier, type ForeignRows, type QueueContext } from "./_queue_items.ts";
-import { headToHeld, held as setApartItems } from "./_transitions.ts";
+import { headToHeld, setApartItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 97;
@@ -64,7 +64,7 @@ export async function outboxFromIndex(
     decision = read.decide(now, limit, false);
   }
   if (pass) await writeDecision(q, decision, read);
-  return read.batch(decision);
+  return await read.batch(decision, pass);
 }
 
 /** Writes what a pass decided: entries set apart, heads demoted, releases, gone entries unlisted. */

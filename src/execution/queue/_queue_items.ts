@@ -26,7 +26,7 @@ export interface QueueContext {
    * Heads of held targets this store handed out for delivery (seq → its target key and stored
    * seq): an acknowledgement of one releases its target.
    */
-  headsOut: Lru<number, { target: string; id: string }>;
+  headsOut: Lru<number, { target: string; id: string; mark?: string }>;
 }
 
 /**

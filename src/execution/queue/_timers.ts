@@ -1,6 +1,6 @@
 // The timers table's reads and writes: due timers by a scan (`dueTimers(now, { scan: true })`),
 // and the claim of one due timer. Memory grows with the `limit` asked for, never with the table.
-import type { Reads } from "./_acks.ts";
+import type { Reads } from "./_seq_deletes.ts";
 import { byFireAt, Lowest } from "../../core/_bounded.ts";
 import { fireAtGuard } from "./_fire_at.ts";
 import { type Resends, transactOne } from "../../dynamo/_lost_answers.ts";

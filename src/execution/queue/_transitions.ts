@@ -177,7 +177,7 @@ export function dropped(at: RowAt): TransactWriteItem {
  * their target's head `head`, and listed by key on the target's hold — only while the head still
  * holds the target, and each entry is still where it was read.
  */
-export function held(
+export function setApartItems(
   tables: ExecutionTables,
   target: string,
   head: string,
@@ -205,7 +205,7 @@ export function held(
 }
 
 /** release: a held entry back to pending, only if it is still held where it was (`from`). */
-export function released(tables: ExecutionTables, seq: string, from: string) {
+export function bringBackInput(tables: ExecutionTables, seq: string, from: string) {
   const key = { [OUTBOX.seq]: { N: seq } };
   return moveInput(
     tables.outbox.name,
