@@ -143,11 +143,11 @@ export async function benchRelayIndex(
   for (const stored of [0, ...STORED]) {
     progress(`relay index: ${stored} rows not due in each relay table`);
     const tables = `${prefix}_ri${stored}`;
-    const setup = new DynamoDBStore(filler, { prefix: tables });
+    const setup = new DynamoDBStore(filler, { prefix: tables, statusFeed: false });
     await setup.ensureTables();
     if (stored > 0) await fill(filler, setup, stored);
     const { client, meter } = metered();
-    const store = new DynamoDBStore(client, { prefix: tables });
+    const store = new DynamoDBStore(client, { prefix: tables, statusFeed: false });
     const exe = newExecution({ definition_id: "bench" });
     const costs: Record<string, PassCost> = {};
     const measure = async (
@@ -227,7 +227,7 @@ export async function benchRelayIndex(
   const writes: RelayIndexFigures["writes"] = {};
   {
     const { client, meter } = metered();
-    const store = new DynamoDBStore(client, { prefix: `${prefix}_riw` });
+    const store = new DynamoDBStore(client, { prefix: `${prefix}_riw`, statusFeed: false });
     await store.ensureTables();
     const exe = newExecution({ definition_id: "bench" });
     await store.commit(exe);

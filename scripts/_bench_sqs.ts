@@ -61,7 +61,11 @@ export async function benchSqs(
     queues.push(q);
     return q;
   };
-  await using store = await DynamoDBStore.create({ endpoint: dynamoEndpoint, prefix: tag });
+  await using store = await DynamoDBStore.create({
+    endpoint: dynamoEndpoint,
+    prefix: tag,
+    statusFeed: false,
+  });
   const bare = new SQSClient({
     endpoint: sqsEndpoint,
     region: "us-east-1",

@@ -65,7 +65,7 @@ export async function benchStatusIndex(
   progress: (line: string) => void,
 ): Promise<StatusIndexFigures> {
   const { client, meter } = metered();
-  const store = new DynamoDBStore(client, { prefix: `${prefix}_six` });
+  const store = new DynamoDBStore(client, { prefix: `${prefix}_six`, statusFeed: false });
   await store.ensureTables();
   const table = store.tables.executions.name;
   const start = Date.now() / 1000 - 100_000;
@@ -116,7 +116,7 @@ export async function benchStatusIndex(
 /** deleteExecutions of 1,000 finished executions, each with a timer, a trace step and a mark. */
 export async function bulkDelete(prefix: string): Promise<StatusIndexFigures["bulkDelete"]> {
   const client = testClient();
-  const store = new DynamoDBStore(client, { prefix: `${prefix}_bulk` });
+  const store = new DynamoDBStore(client, { prefix: `${prefix}_bulk`, statusFeed: false });
   await store.ensureTables();
   const exes = await fillExecutions(client, store.tables.executions.name, 1000, {
     status: "DONE",
@@ -210,7 +210,7 @@ async function commitCosts(prefix: string): Promise<StatusIndexFigures["commitWc
     if (indexes.length > 0) input.GlobalSecondaryIndexes = indexes;
     await client.send(new CreateTableCommand(input));
     // A bare save writes the executions table alone: no ensureTables(), which would add the index.
-    const store = new DynamoDBStore(client, { prefix: layoutPrefix });
+    const store = new DynamoDBStore(client, { prefix: layoutPrefix, statusFeed: false });
     const exe = newExecution({
       definition_id: "order",
       status: "RUNNING",

@@ -464,10 +464,11 @@ export async function benchWrites(options: BenchWritesOptions = {}): Promise<Wri
   };
   try {
     progress("writes: creating three sets of tables");
-    const store = new DynamoDBStore(clients.ours, { prefix: `${stem}_ours` });
+    const store = new DynamoDBStore(clients.ours, { prefix: `${stem}_ours`, statusFeed: false });
     await store.ensureTables();
     // The seed's rows on tables with our indexes: the same ensureTables, another prefix.
-    await new DynamoDBStore(clients.seed, { prefix: `${stem}_seed` }).ensureTables();
+    await new DynamoDBStore(clients.seed, { prefix: `${stem}_seed`, statusFeed: false })
+      .ensureTables();
     await createSeedTables(clients.seedBare, `${stem}_bare`);
     const sides: Record<keyof typeof meters, Side> = {
       ours: {
