@@ -4,7 +4,13 @@
 // two groups (scripts/_test_groups.ts): those that share nothing in parallel, then a few serially.
 import assert from "node:assert/strict";
 import { countTestFiles, elapsed, TestProgress } from "../../scripts/_test_progress.ts";
-import { SERIAL_TESTS, summaryLine, summaryOf, testGroups } from "../../scripts/_test_groups.ts";
+import {
+  LONGEST_FIRST,
+  SERIAL_TESTS,
+  summaryLine,
+  summaryOf,
+  testGroups,
+} from "../../scripts/_test_groups.ts";
 import { readDoc, ROOT, run } from "../_support/markdown.ts";
 
 /** A TestProgress on a clock the test moves, and everything it wrote. */
@@ -122,6 +128,12 @@ Deno.test("the suite runs in two groups: the files that share nothing in paralle
   assert.equal(parallel!.args[0], "--parallel");
   assert.equal(parallel!.files.length + serial!.files.length, countTestFiles(args, root));
   assert.ok(parallel!.files.every((file) => !listed.includes(file)));
+  // The longest files start first (those of the list that exist), the others in path order.
+  const longest = LONGEST_FIRST.map((file) => `${root}/${file}`)
+    .filter((file) => parallel!.files.includes(file));
+  assert.deepEqual(parallel!.files.slice(0, longest.length), longest);
+  const rest = parallel!.files.slice(longest.length);
+  assert.deepEqual(rest, [...rest].sort());
   assert.deepEqual(parallel!.args.slice(1), [
     "--allow-net",
     "--v8-flags=--expose-gc",
