@@ -206,5 +206,5 @@ export function testFiles(args: string[], cwd = Deno.cwd()): string[] {
     }
   };
   for (const path of paths.length > 0 ? paths : [cwd]) walk(path);
-  return files;
+  return [...new Set(files)]; // a file named twice (tests/ and tests/core/) runs once
 }
