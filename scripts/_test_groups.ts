@@ -7,17 +7,11 @@ import { testFiles } from "./_test_progress.ts";
 
 /**
  * The test files that run after the parallel group, one at a time, in this order, and why.
- * A file that shares state with another or checks what the whole suite did goes here.
+ * A file that shares state with another or checks what the whole suite did goes here. (The
+ * docs' code and the README's quick start both use the default tables: each runs in a database
+ * of its own, tests/_support/markdown.ts, so they run in parallel.)
  */
 export const SERIAL_TESTS: readonly { file: string; why: string }[] = [
-  {
-    file: "tests/docs/docs_test.ts",
-    why: "the docs' code uses the default tables, in the docs' database, which readme_test shares",
-  },
-  {
-    file: "tests/docs/readme_test.ts",
-    why: "the README's quick start uses the default tables of the docs' database too",
-  },
   {
     file: "tests/zz_default_tables_test.ts",
     why: "compares the default tables with how the run found them: after every other file",
@@ -30,17 +24,23 @@ export const SERIAL_TESTS: readonly { file: string; why: string }[] = [
  * of them; the others follow in path order.
  */
 export const LONGEST_FIRST: readonly string[] = [
+  "tests/execution/execution_store_property_test.ts",
+  "tests/docs/readme_test.ts",
+  "tests/docs/docs_test.ts",
+  "tests/relay/relay_index_test.ts",
   "tests/execution/seed_fleet_test.ts",
-  "tests/system/cli_test.ts",
-  "tests/system/faults_load_test.ts",
   "tests/relay/index_lag_test.ts",
+  "tests/system/cli_test.ts",
+  "tests/state/state_store_model_test.ts",
+  "tests/system/restart_test.ts",
+  "tests/system/faults_load_test.ts",
+  "tests/relay/relay_delivery_test.ts",
+  "tests/sqs/fleet_client_test.ts",
   "tests/execution/status_feed_hostile_test.ts",
   "tests/execution/status_feed_test.ts",
   "tests/system/lost_answers_test.ts",
+  "tests/dynamo/connect_test.ts",
   "tests/system/cli_executions_test.ts",
-  "tests/execution/execution_store_property_test.ts",
-  "tests/state/state_store_model_test.ts",
-  "tests/conformance/conformance_test.ts",
 ];
 
 /** How many test files run at once in the parallel group, unless DENO_JOBS says otherwise. */

@@ -6,6 +6,7 @@ import {
   blocks,
   blockUnder,
   readDoc,
+  README_REGION,
   ROOT,
   run,
   runQuickStart,
@@ -18,7 +19,7 @@ Deno.test("the README's quick start runs with the command line of its first hour
   const steps = section("README.md", "## Your first hour");
   const line = steps.split("\n").map((l) => l.trim()).find((l) => l.startsWith("deno run "));
   assert.ok(line, "the first hour has a deno run command line");
-  const { code, output } = await runQuickStart(line);
+  const { code, output } = await runQuickStart(line, {}, { region: README_REGION });
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship to \(broadcast\)/, "what step 4 says it prints");
   assert.match(steps, /deno task dynamodb/);
@@ -113,7 +114,7 @@ console.log("saved", exe.version);\n`,
     // Step 4's claim: in your own project the same command runs the quick start.
     const line = section("README.md", "## Your first hour").split("\n").map((l) => l.trim())
       .find((l) => l.startsWith("deno run "))!;
-    const quick = await runQuickStart(line, offline, { project });
+    const quick = await runQuickStart(line, offline, { project, region: README_REGION });
     assert.equal(quick.code, 0, quick.output);
     assert.match(quick.output, /deliver order\.ship to \(broadcast\)/);
   } finally {
@@ -124,7 +125,9 @@ console.log("saved", exe.version);\n`,
 Deno.test("the README's simple permission set runs the quick start", async () => {
   const simple = section("README.md", "## Permissions").match(/The simple set: `([^`]+)`/)?.[1];
   assert.equal(simple, "--allow-net --allow-env --allow-read --allow-sys=osRelease");
-  const { code, output } = await runQuickStart(`deno run ${simple} quick_start.ts`);
+  const { code, output } = await runQuickStart(`deno run ${simple} quick_start.ts`, {}, {
+    region: README_REGION,
+  });
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship/);
 });
@@ -145,7 +148,9 @@ Deno.test("the README's Permissions section says what each flag of the simple se
       assert.ok(without, `${flag}: says what happens without it`);
       const error = without.match(/`(NotCapable: [^`]+)`/)?.[1];
       const rest = simple.filter((f) => f !== flag).join(" ");
-      const { code, output } = await runQuickStart(`deno run ${rest} quick_start.ts`);
+      const { code, output } = await runQuickStart(`deno run ${rest} quick_start.ts`, {}, {
+        region: README_REGION,
+      });
       if (error === undefined) {
         assert.equal(code, 0, `${flag}: "${without}", but:\n${output}`);
       } else {
