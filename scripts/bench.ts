@@ -20,6 +20,7 @@ import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
 import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
 import { benchWrites, printWrites } from "./_bench_writes.ts";
 import { benchSqs, printSqs } from "./_bench_sqs.ts";
+import { BareWriter } from "./_bench_floor.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
@@ -99,92 +100,6 @@ function changes(i: number): CommitChanges {
   };
 }
 
-/** The same items as a store commit, hand-built and sent bare: the floor. */
-class BareWriter {
-  version = 0;
-  traceIdx = 0;
-  constructor(readonly exe: Execution, readonly seqBase: number) {}
-
-  async commit(i: number): Promise<void> {
-    const c = changes(i);
-    const next = this.version + 1;
-    const data = JSON.stringify({ ...this.exe, version: next });
-    const seq = this.seqBase + next * 2;
-    const idx = ++this.traceIdx;
-    const items: TransactWriteItem[] = [
-      {
-        Update: {
-          TableName: t.executions.name,
-          Key: { id: { S: this.exe.id } },
-          UpdateExpression: "SET #d = :d, #v = :v, #def = :def, #oh = :oh",
-          ConditionExpression: this.version === 0 ? "attribute_not_exists(#v)" : "#v = :ov",
-          ExpressionAttributeNames: {
-            "#d": "data",
-            "#v": "version",
-            "#def": "definition_id",
-            "#oh": "outbox_hwm",
-          },
-          ExpressionAttributeValues: {
-            ":d": { S: data },
-            ":v": { N: String(next) },
-            ":def": { S: this.exe.definition_id },
-            ":oh": { N: String(seq + 1) },
-            ...(this.version === 0 ? {} : { ":ov": { N: String(this.version) } }),
-          },
-        },
-      },
-      ...c.emits!.map((emit, k): TransactWriteItem => ({
-        Put: {
-          TableName: t.outbox.name,
-          Item: {
-            seq: { N: String(seq + k) },
-            target_id: emit.target === null ? { NULL: true } : { S: emit.target },
-            event: { S: JSON.stringify(emit.event) },
-          },
-        },
-      })),
-      {
-        Put: {
-          TableName: t.processed.name,
-          Item: { execution_id: { S: this.exe.id }, event_id: { S: c.processedEventId! } },
-        },
-      },
-      {
-        Put: {
-          TableName: t.timers.name,
-          Item: {
-            execution_id: { S: this.exe.id },
-            path: { S: "order.waiting" },
-            fire_at: { N: String(2e9 + i) },
-          },
-        },
-      },
-      {
-        Put: {
-          TableName: t.trace.name,
-          Item: {
-            execution_id: { S: this.exe.id },
-            idx: { N: String(idx) },
-            entry: { S: JSON.stringify(c.trace) },
-          },
-          ConditionExpression: "attribute_not_exists(idx)",
-        },
-      },
-    ];
-    if (idx > 1) {
-      items.push({
-        ConditionCheck: {
-          TableName: t.trace.name,
-          Key: { execution_id: { S: this.exe.id }, idx: { N: String(idx - 1) } },
-          ConditionExpression: "attribute_exists(idx)",
-        },
-      });
-    }
-    await client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-    this.version = next;
-  }
-}
-
 const doc = () =>
   newExecution({
     definition_id: "order",
@@ -212,8 +127,8 @@ const levels = [
   { writers: 8, perWriter: 50 },
   { writers: 32, perWriter: 15 },
 ];
-const commitRuns = new Map<number, { store: number[]; bare: number[] }>(
-  levels.map(({ writers }) => [writers, { store: [], bare: [] }]),
+const commitRuns = new Map<number, { store: number[]; bare: number[]; same: number[] }>(
+  levels.map(({ writers }) => [writers, { store: [], bare: [], same: [] }]),
 );
 let seqBase = 1e12;
 for (let round = 1; round <= (runs("commits") ? rounds : 0); round++) {
@@ -222,20 +137,33 @@ for (let round = 1; round <= (runs("commits") ? rounds : 0); round++) {
     // Warm executions: the first commits reserve seq blocks and read the trace end.
     const exes = Array.from({ length: writers }, doc);
     for (const exe of exes) await store.commit(exe, changes(0));
-    const bare = Array.from({ length: writers }, () => new BareWriter(doc(), seqBase += 1e6));
-    for (const writer of bare) await writer.commit(0);
-    // Alternate which one goes first, so neither always meets a warmer DynamoDB.
-    const runStore = () =>
-      throughput(writers, perWriter, (w, i) => store.commit(exes[w]!, changes(i)).then(() => {}));
-    const runBare = () => throughput(writers, perWriter, (w, i) => bare[w]!.commit(i + 1));
+    // The two floors (scripts/_bench_floor.ts): the light transaction of the figures since
+    // 0.1.0, and the same items as the store's commit.
+    const writersOf = (floor: "light" | "same items") =>
+      Array.from(
+        { length: writers },
+        () => new BareWriter(client, t, doc(), seqBase += 1e6, floor),
+      );
+    const bare = writersOf("light"), same = writersOf("same items");
+    for (const writer of [...bare, ...same]) await writer.commit(0, changes(0));
+    // Rotate which one goes first, so none always meets a warmer DynamoDB.
     const runs = commitRuns.get(writers)!;
-    if (round % 2) {
-      runs.store.push(await runStore());
-      runs.bare.push(await runBare());
-    } else {
-      runs.bare.push(await runBare());
-      runs.store.push(await runStore());
-    }
+    const measured = [
+      async () =>
+        runs.store.push(
+          await throughput(writers, perWriter, (w, i) =>
+            store.commit(exes[w]!, changes(i)).then(() => {})),
+        ),
+      async () =>
+        runs.bare.push(
+          await throughput(writers, perWriter, (w, i) => bare[w]!.commit(i + 1, changes(i + 1))),
+        ),
+      async () =>
+        runs.same.push(
+          await throughput(writers, perWriter, (w, i) => same[w]!.commit(i + 1, changes(i + 1))),
+        ),
+    ];
+    for (let k = 0; k < measured.length; k++) await measured[(k + round) % measured.length]!();
   }
 }
 
@@ -501,7 +429,15 @@ const machine =
 const commits = levels.map(({ writers }) => {
   const runs = commitRuns.get(writers)!;
   const storeRate = median(runs.store), bareRate = median(runs.bare);
-  return { writers, store: storeRate, bare: bareRate, ratio: storeRate / bareRate };
+  const sameRate = median(runs.same);
+  return {
+    writers,
+    store: storeRate,
+    bare: bareRate,
+    ratio: storeRate / bareRate,
+    sameItems: sameRate,
+    sameItemsRatio: storeRate / sameRate,
+  };
 });
 const spans = spanLevels.map(({ writers }) => {
   const runs = spanRuns.get(writers)!;
@@ -548,12 +484,14 @@ const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
 console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
 if (runs("commits")) {
   console.log(
-    "| commit (2 emits, dedupe, timer, trace) | store commits/s | bare TransactWriteItems/s | ratio |",
+    "| commit (2 emits, dedupe, timer, trace) | store commits/s | bare TransactWriteItems/s | ratio | the same items bare/s | ratio |",
   );
-  console.log("| --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- |");
   for (const c of commits) {
     console.log(
-      `| ${c.writers} writer(s) | ${f(c.store)} | ${f(c.bare)} | ${c.ratio.toFixed(2)} |`,
+      `| ${c.writers} writer(s) | ${f(c.store)} | ${f(c.bare)} | ${c.ratio.toFixed(2)} | ${
+        f(c.sameItems)
+      } | ${c.sameItemsRatio.toFixed(2)} |`,
     );
   }
 }
