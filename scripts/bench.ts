@@ -6,11 +6,7 @@
 // seed store's algorithm (scripts/_bench_writes.ts), against $DYNAMODB_ENDPOINT
 // (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure), and
 // SQS publish throughput and commit-to-queue latency against $SQS_ENDPOINT (moto, started too).
-import {
-  DeleteItemCommand,
-  type TransactWriteItem,
-  TransactWriteItemsCommand,
-} from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import { countingClient, testClient } from "../tests/_support/env.ts";
 import { countingProxy } from "../tests/_support/counting_proxy.ts";
 import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
@@ -25,7 +21,6 @@ import {
   type CommitChanges,
   DynamoDBStateStore,
   DynamoDBStore,
-  type Execution,
   newEvent,
   newExecution,
   relayOutbox,
