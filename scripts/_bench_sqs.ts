@@ -61,7 +61,10 @@ export async function benchSqs(
     queues.push(q);
     return q;
   };
-  await using store = await DynamoDBStore.create({ endpoint: dynamoEndpoint, prefix: tag });
+  await using store = await DynamoDBStore.create({
+    endpoint: dynamoEndpoint,
+    prefix: tag,
+  });
   const bare = new SQSClient({
     endpoint: sqsEndpoint,
     region: "us-east-1",

@@ -467,7 +467,8 @@ export async function benchWrites(options: BenchWritesOptions = {}): Promise<Wri
     const store = new DynamoDBStore(clients.ours, { prefix: `${stem}_ours` });
     await store.ensureTables();
     // The seed's rows on tables with our indexes: the same ensureTables, another prefix.
-    await new DynamoDBStore(clients.seed, { prefix: `${stem}_seed` }).ensureTables();
+    await new DynamoDBStore(clients.seed, { prefix: `${stem}_seed` })
+      .ensureTables();
     await createSeedTables(clients.seedBare, `${stem}_bare`);
     const sides: Record<keyof typeof meters, Side> = {
       ours: {

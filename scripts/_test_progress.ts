@@ -1,8 +1,9 @@
 // Progress for a long `deno test` run: `scripts/with_dynamodb.ts --progress` passes the run's
 // output through a TestProgress, which numbers each test file as it starts
-// ("[12/80 · 2m05s] running 3 tests from ./tests/x_test.ts") and, while a test runs long without
-// printing, says which test that is (every 10 s, after a minute every minute). Everything else goes through untouched, so the
-// summary lines CI reads (`ok | 575 passed | 0 failed`) are as Deno prints them.
+// ("[12/80 · 2m05s] running 3 tests from ./tests/x_test.ts"; in a `deno test --parallel` run,
+// which prints each test as it ends, the first result of each file) and, while a test runs long
+// without printing, says which test that is (every 10 s, after a minute every minute; in a
+// parallel run, how long no test ended). Everything else goes through untouched.
 
 /** How often a heartbeat line is printed while a test runs without output (its first minute). */
 export const HEARTBEAT_MS = 10_000;
@@ -40,6 +41,10 @@ export class TestProgress {
   readonly #started: number;
   #files = 0;
   #file: string | null = null;
+  /** The files numbered so far (by `deno test --parallel`'s `./file.ts => name ...` lines). */
+  readonly #seen = new Set<string>();
+  /** Whether the output is `deno test --parallel`'s: whole lines, each naming its file. */
+  #parallel = false;
   /** The unfinished line on the terminal (a test that has started: `name ...`), as written. */
   #line = "";
   #lineStarted = 0;
@@ -105,6 +110,8 @@ export class TestProgress {
       : this.#open.map((t) => t.name);
     const what = this.#file === null
       ? "type-checking and loading the test files"
+      : this.#parallel && !running
+      ? `no test ended for ${elapsed(now - since)} (the last: ${this.#file})`
       : names.length > 0
       ? `still running ${names.join(" › ")} (${elapsed(now - since)}, ${this.#file})`
       : `still in ${this.#file}, no output for ${elapsed(now - since)}`;
@@ -119,10 +126,25 @@ export class TestProgress {
     return `[${this.#files}/${this.#total} · ${elapsed(now - this.#started)}]`;
   }
 
-  /** `running 3 tests from ./tests/x_test.ts` with its number and the time so far. */
+  /**
+   * `running 3 tests from ./tests/x_test.ts` with its number and the time so far; in a parallel
+   * run, which prints each test as it ends (`./tests/x_test.ts => name ... ok`), the first line
+   * of each file.
+   */
   #header(line: string): string | null {
-    const match = plain(line).match(/^running \d+ tests? from (\S+)/);
+    const text = plain(line);
+    const parallel = text.match(/^(\S+\.[cm]?[jt]sx?) => /);
+    if (parallel) {
+      this.#parallel = true;
+      this.#file = parallel[1]!;
+      if (this.#seen.has(this.#file)) return null;
+      this.#seen.add(this.#file);
+      this.#files++;
+      return `${this.#stamp(this.#now())} ${line}`;
+    }
+    const match = text.match(/^running \d+ tests? from (\S+)/);
     if (!match) return null;
+    this.#parallel = false;
     this.#files++;
     this.#file = match[1]!;
     this.#open = [];
@@ -153,10 +175,15 @@ export function isTestFile(name: string): boolean {
  * walked as Deno walks them, hidden folders and node_modules left out), or the current folder.
  */
 export function countTestFiles(args: string[], cwd = Deno.cwd()): number {
+  return testFiles(args, cwd).length;
+}
+
+/** The test files `deno test ARGS` runs (see {@linkcode countTestFiles}), as absolute paths. */
+export function testFiles(args: string[], cwd = Deno.cwd()): string[] {
   const end = args.indexOf("--");
   const paths = (end === -1 ? args : args.slice(0, end))
     .filter((arg) => !arg.startsWith("-"))
-    .map((arg) => arg.startsWith("/") ? arg : `${cwd}/${arg}`)
+    .map((arg) => (arg.startsWith("/") ? arg : `${cwd}/${arg}`).replace(/\/+$/, ""))
     .filter((path) => {
       try {
         Deno.statSync(path);
@@ -165,19 +192,19 @@ export function countTestFiles(args: string[], cwd = Deno.cwd()): number {
         return false; // a flag's value (--filter NAME), not a path
       }
     });
-  let count = 0;
+  const files: string[] = [];
   const walk = (path: string) => {
     const stat = Deno.statSync(path);
     if (stat.isFile) {
-      count += 1;
+      files.push(path);
       return;
     }
     for (const entry of Deno.readDirSync(path)) {
       if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
       if (entry.isDirectory) walk(`${path}/${entry.name}`);
-      else if (entry.isFile && isTestFile(entry.name)) count += 1;
+      else if (entry.isFile && isTestFile(entry.name)) files.push(`${path}/${entry.name}`);
     }
   };
   for (const path of paths.length > 0 ? paths : [cwd]) walk(path);
-  return count;
+  return [...new Set(files)]; // a file named twice (tests/ and tests/core/) runs once
 }

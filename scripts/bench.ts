@@ -1,4 +1,4 @@
-// deno task bench [--json FILE] [--rounds N]
+// deno task bench [--json FILE] [--rounds N] [--only SECTION]
 // Commit throughput next to a bare TransactWriteItems of the same items, a commit's own CPU next
 // to the SDK's send of the same transaction (an instant request handler), relay drain (bare and
 // relayOutbox), heap of a bounded read of a 20,000-entry backlog, calls from a cold create() to
@@ -6,11 +6,7 @@
 // seed store's algorithm (scripts/_bench_writes.ts), against $DYNAMODB_ENDPOINT
 // (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure), and
 // SQS publish throughput and commit-to-queue latency against $SQS_ENDPOINT (moto, started too).
-import {
-  DeleteItemCommand,
-  type TransactWriteItem,
-  TransactWriteItemsCommand,
-} from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import { countingClient, testClient } from "../tests/_support/env.ts";
 import { countingProxy } from "../tests/_support/counting_proxy.ts";
 import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
@@ -20,11 +16,11 @@ import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
 import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
 import { benchWrites, printWrites } from "./_bench_writes.ts";
 import { benchSqs, printSqs } from "./_bench_sqs.ts";
+import { BareWriter } from "./_bench_floor.ts";
 import {
   type CommitChanges,
   DynamoDBStateStore,
   DynamoDBStore,
-  type Execution,
   newEvent,
   newExecution,
   relayOutbox,
@@ -33,6 +29,29 @@ import {
 const args = Deno.args;
 const jsonPath = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
 const rounds = args.includes("--rounds") ? Number(args[args.indexOf("--rounds") + 1]) : 5;
+/** The sections, in the order they run; `--only NAME` runs one of them. */
+const SECTIONS = [
+  "cpu",
+  "writes",
+  "commits",
+  "spans",
+  "relay-index",
+  "status-index",
+  "calls",
+  "drain",
+  "latency",
+  "heap",
+  "cold-start",
+  "hash",
+  "sqs",
+] as const;
+type Section = typeof SECTIONS[number];
+const only = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined;
+if (only !== undefined && !(SECTIONS as readonly string[]).includes(only)) {
+  throw new Error(`--only takes one of ${SECTIONS.join(", ")}; got ${JSON.stringify(only)}`);
+}
+/** Whether this run measures `section`. */
+const runs = (section: Section) => only === undefined || only === section;
 const endpoint = Deno.env.get("DYNAMODB_ENDPOINT");
 if (!endpoint) throw new Error("DYNAMODB_ENDPOINT is not set: run `deno task bench`");
 
@@ -45,16 +64,20 @@ const median = (xs: number[]) => {
 
 // A commit's own CPU (#26), first, on a fresh process: the store's commit next to the SDK's send
 // of the same transaction, through a client whose request handler answers at once (no network).
-progress("commit CPU with an instant request handler");
-const commitCpu = await benchCommitCpu(rounds, progress);
+if (runs("cpu")) progress("commit CPU with an instant request handler");
+const commitCpu = runs("cpu") ? await benchCommitCpu(rounds, progress) : undefined;
 
 const prefix = `bench_${Date.now().toString(36)}`;
 
 // Write units next to the seed's algorithm: the same commits and acknowledgements made by our
 // store and by the Python store's algorithm, on fresh tables of this DynamoDB (a few seconds).
-progress("write units next to the seed's algorithm");
-const writes = await benchWrites({ endpoint, prefix: `${prefix}_bw`, progress });
+if (runs("writes")) progress("write units next to the seed's algorithm");
+const writes = runs("writes")
+  ? await benchWrites({ endpoint, prefix: `${prefix}_bw`, progress })
+  : undefined;
 const { client, calls } = countingClient();
+// The bench measures no status feed: its stores run without one (on DynamoDB Local a stream
+// slows every write to its table several times, and the fills below are 300,000 rows).
 const store = new DynamoDBStore(client, { prefix });
 await store.ensureTables();
 const t = store.tables;
@@ -70,92 +93,6 @@ function changes(i: number): CommitChanges {
     timers: [{ action: "schedule", path: "order.waiting", fireAt: 2e9 + i }],
     trace: { event: "order.step", i },
   };
-}
-
-/** The same items as a store commit, hand-built and sent bare: the floor. */
-class BareWriter {
-  version = 0;
-  traceIdx = 0;
-  constructor(readonly exe: Execution, readonly seqBase: number) {}
-
-  async commit(i: number): Promise<void> {
-    const c = changes(i);
-    const next = this.version + 1;
-    const data = JSON.stringify({ ...this.exe, version: next });
-    const seq = this.seqBase + next * 2;
-    const idx = ++this.traceIdx;
-    const items: TransactWriteItem[] = [
-      {
-        Update: {
-          TableName: t.executions.name,
-          Key: { id: { S: this.exe.id } },
-          UpdateExpression: "SET #d = :d, #v = :v, #def = :def, #oh = :oh",
-          ConditionExpression: this.version === 0 ? "attribute_not_exists(#v)" : "#v = :ov",
-          ExpressionAttributeNames: {
-            "#d": "data",
-            "#v": "version",
-            "#def": "definition_id",
-            "#oh": "outbox_hwm",
-          },
-          ExpressionAttributeValues: {
-            ":d": { S: data },
-            ":v": { N: String(next) },
-            ":def": { S: this.exe.definition_id },
-            ":oh": { N: String(seq + 1) },
-            ...(this.version === 0 ? {} : { ":ov": { N: String(this.version) } }),
-          },
-        },
-      },
-      ...c.emits!.map((emit, k): TransactWriteItem => ({
-        Put: {
-          TableName: t.outbox.name,
-          Item: {
-            seq: { N: String(seq + k) },
-            target_id: emit.target === null ? { NULL: true } : { S: emit.target },
-            event: { S: JSON.stringify(emit.event) },
-          },
-        },
-      })),
-      {
-        Put: {
-          TableName: t.processed.name,
-          Item: { execution_id: { S: this.exe.id }, event_id: { S: c.processedEventId! } },
-        },
-      },
-      {
-        Put: {
-          TableName: t.timers.name,
-          Item: {
-            execution_id: { S: this.exe.id },
-            path: { S: "order.waiting" },
-            fire_at: { N: String(2e9 + i) },
-          },
-        },
-      },
-      {
-        Put: {
-          TableName: t.trace.name,
-          Item: {
-            execution_id: { S: this.exe.id },
-            idx: { N: String(idx) },
-            entry: { S: JSON.stringify(c.trace) },
-          },
-          ConditionExpression: "attribute_not_exists(idx)",
-        },
-      },
-    ];
-    if (idx > 1) {
-      items.push({
-        ConditionCheck: {
-          TableName: t.trace.name,
-          Key: { execution_id: { S: this.exe.id }, idx: { N: String(idx - 1) } },
-          ConditionExpression: "attribute_exists(idx)",
-        },
-      });
-    }
-    await client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-    this.version = next;
-  }
 }
 
 const doc = () =>
@@ -185,30 +122,43 @@ const levels = [
   { writers: 8, perWriter: 50 },
   { writers: 32, perWriter: 15 },
 ];
-const commitRuns = new Map<number, { store: number[]; bare: number[] }>(
-  levels.map(({ writers }) => [writers, { store: [], bare: [] }]),
+const commitRuns = new Map<number, { store: number[]; bare: number[]; same: number[] }>(
+  levels.map(({ writers }) => [writers, { store: [], bare: [], same: [] }]),
 );
 let seqBase = 1e12;
-for (let round = 1; round <= rounds; round++) {
+for (let round = 1; round <= (runs("commits") ? rounds : 0); round++) {
   for (const { writers, perWriter } of levels) {
     progress(`round ${round}/${rounds}: commits with ${writers} writer(s)`);
     // Warm executions: the first commits reserve seq blocks and read the trace end.
     const exes = Array.from({ length: writers }, doc);
     for (const exe of exes) await store.commit(exe, changes(0));
-    const bare = Array.from({ length: writers }, () => new BareWriter(doc(), seqBase += 1e6));
-    for (const writer of bare) await writer.commit(0);
-    // Alternate which one goes first, so neither always meets a warmer DynamoDB.
-    const runStore = () =>
-      throughput(writers, perWriter, (w, i) => store.commit(exes[w]!, changes(i)).then(() => {}));
-    const runBare = () => throughput(writers, perWriter, (w, i) => bare[w]!.commit(i + 1));
+    // The two floors (scripts/_bench_floor.ts): the light transaction of the figures since
+    // 0.1.0, and the same items as the store's commit.
+    const writersOf = (floor: "light" | "same items") =>
+      Array.from(
+        { length: writers },
+        () => new BareWriter(client, t, doc(), seqBase += 1e6, floor),
+      );
+    const bare = writersOf("light"), same = writersOf("same items");
+    for (const writer of [...bare, ...same]) await writer.commit(0, changes(0));
+    // Rotate which one goes first, so none always meets a warmer DynamoDB.
     const runs = commitRuns.get(writers)!;
-    if (round % 2) {
-      runs.store.push(await runStore());
-      runs.bare.push(await runBare());
-    } else {
-      runs.bare.push(await runBare());
-      runs.store.push(await runStore());
-    }
+    const measured = [
+      async () =>
+        runs.store.push(
+          await throughput(writers, perWriter, (w, i) =>
+            store.commit(exes[w]!, changes(i)).then(() => {})),
+        ),
+      async () =>
+        runs.bare.push(
+          await throughput(writers, perWriter, (w, i) => bare[w]!.commit(i + 1, changes(i + 1))),
+        ),
+      async () =>
+        runs.same.push(
+          await throughput(writers, perWriter, (w, i) => same[w]!.commit(i + 1, changes(i + 1))),
+        ),
+    ];
+    for (let k = 0; k < measured.length; k++) await measured[(k + round) % measured.length]!();
   }
 }
 
@@ -218,7 +168,7 @@ const spanLevels = [{ writers: 1, perWriter: 200 }, { writers: 8, perWriter: 50 
 const spanRuns = new Map(
   spanLevels.map(({ writers }) => [writers, { on: [] as number[], off: [] as number[] }]),
 );
-for (let round = 1; round <= rounds; round++) {
+for (let round = 1; round <= (runs("spans") ? rounds : 0); round++) {
   for (const { writers, perWriter } of spanLevels) {
     progress(`round ${round}/${rounds}: commits with spans on and off, ${writers} writer(s)`);
     const exes = Array.from({ length: writers }, doc);
@@ -241,12 +191,20 @@ setSpansEnabled(true);
 
 // The relay index (#24): one pass, sweep and dead-letter listing at 1k, 10k and 50k rows not due,
 // and on empty tables; and the write cost of a commit and its acknowledgement.
-progress("relay index: passes at 0, 1k, 10k and 50k stored rows, and write units");
-const relayIndex = await benchRelayIndex(prefix, rounds, progress);
+if (runs("relay-index")) {
+  progress("relay index: passes at 0, 1k, 10k and 50k stored rows, and write units");
+}
+const relayIndex = runs("relay-index")
+  ? await benchRelayIndex(prefix, rounds, progress)
+  : undefined;
 
 // The status index (#25): listings at 1k, 10k and 50k executions, and its write cost per commit.
-progress("status index: listings at 1k, 10k and 50k executions, and commit WCU");
-const statusIndex = await benchStatusIndex(prefix, rounds, progress);
+if (runs("status-index")) {
+  progress("status index: listings at 1k, 10k and 50k executions, and commit WCU");
+}
+const statusIndex = runs("status-index")
+  ? await benchStatusIndex(prefix, rounds, progress)
+  : undefined;
 
 // Calls per operation in the steady state.
 const perOp = async (n: number, op: (i: number) => Promise<unknown>) => {
@@ -254,13 +212,14 @@ const perOp = async (n: number, op: (i: number) => Promise<unknown>) => {
   for (let i = 0; i < n; i++) await op(i);
   return calls.length / n;
 };
-progress("counting calls per operation");
-const counted = doc();
-await store.commit(counted, changes(0));
-const callsPerOp: Record<string, number> = {
-  commit: await perOp(50, (i) => store.commit(counted, changes(i))),
-  loadForEvent: await perOp(20, () => store.loadForEvent(counted.id, "e")),
-};
+const callsPerOp: Record<string, number> = {};
+if (runs("calls")) {
+  progress("counting calls per operation");
+  const counted = doc();
+  await store.commit(counted, changes(0));
+  callsPerOp.commit = await perOp(50, (i) => store.commit(counted, changes(i)));
+  callsPerOp.loadForEvent = await perOp(20, () => store.loadForEvent(counted.id, "e"));
+}
 
 // Relay drain: 2 000 entries over 50 targets, batched acks next to one DeleteItem per entry,
 // and the package's relayOutbox (no-op deliver) next to the bare batched drain.
@@ -286,7 +245,7 @@ const all = { limit: Infinity };
 const noop = () => Promise.resolve();
 // The commit rounds left their emits in the outbox: clear them, so each round drains 2 000.
 await store.ackOutbox((await store.pendingOutbox(all)).map((e) => e.seq));
-const relayRounds = Math.max(3, Math.ceil(rounds / 2));
+const relayRounds = runs("drain") ? Math.max(3, Math.ceil(rounds / 2)) : 0;
 for (let round = 1; round <= relayRounds; round++) {
   progress(`round ${round}/${relayRounds}: relay drain of 2000 entries`);
   const bareDrain = async () => {
@@ -347,9 +306,9 @@ for (let round = 1; round <= relayRounds; round++) {
 // Commit-to-delivery latency: a commit with one emit to another execution, then either its own
 // seqs delivered inline (relayOutbox with { seqs }) or the next relay pass over a backlog of
 // other targets' entries, run at once (on Deno.cron that pass starts up to 60 s later).
-progress("commit-to-delivery latency, inline and by the next pass");
 const latency = { inline: [] as number[], nextPass: [] as number[] };
-{
+if (runs("latency")) {
+  progress("commit-to-delivery latency, inline and by the next pass");
   await store.ackOutbox((await store.pendingOutbox(all)).map((e) => e.seq));
   const sender = doc();
   await store.save(sender);
@@ -381,22 +340,27 @@ const latency = { inline: [] as number[], nextPass: [] as number[] };
 
 // Heap grown by a bounded read of a 20 000-entry backlog (after a full gc around every
 // request, see tests/_support/heap.ts), next to reading the backlog whole.
-progress("heap of a bounded read of a 20000-entry backlog");
-const heapClient = testClient();
-const heapStore = new DynamoDBStore(heapClient, { prefix: `${prefix}_heap` });
-const probe = heapProbe(heapClient);
-await heapStore.ensureTables();
-await seedOutbox(heapClient, heapStore.tables.outbox.name, 20_000);
-const heap = {
-  limit100: (await probe.measure(() => heapStore.pendingOutbox({ limit: 100 }))).grownBytes,
-  whole: (await probe.measure(() => heapStore.pendingOutbox(all))).grownBytes,
-};
-heapClient.destroy();
+let heap: { limit100: number; whole: number } | undefined;
+if (runs("heap")) {
+  progress("heap of a bounded read of a 20000-entry backlog");
+  const heapClient = testClient();
+  const heapStore = new DynamoDBStore(heapClient, {
+    prefix: `${prefix}_heap`,
+  });
+  const probe = heapProbe(heapClient);
+  await heapStore.ensureTables();
+  await seedOutbox(heapClient, heapStore.tables.outbox.name, 20_000);
+  heap = {
+    limit100: (await probe.measure(() => heapStore.pendingOutbox({ limit: 100 }))).grownBytes,
+    whole: (await probe.measure(() => heapStore.pendingOutbox(all))).grownBytes,
+  };
+  heapClient.destroy();
+}
 
 // Calls from a cold create() to the first commit, counted by a proxy (create() builds its client).
-progress("calls from a cold create() to the first commit");
 const coldStart: Record<string, number> = {};
-{
+if (runs("cold-start")) {
+  progress("calls from a cold create() to the first commit");
   const proxy = countingProxy();
   const measureCalls = async (label: string, action: () => Promise<unknown>) => {
     proxy.calls.length = 0;
@@ -432,7 +396,7 @@ const coldStart: Record<string, number> = {};
 const state = new DynamoDBStateStore(client, { tableName: `${prefix}_state` });
 await state.ensureTable();
 const hash = { hset: [] as number[], hgetall: [] as number[] };
-for (let round = 1; round <= rounds; round++) {
+for (let round = 1; round <= (runs("hash") ? rounds : 0); round++) {
   progress(`round ${round}/${rounds}: hash store`);
   const key = `session:${round}`;
   await state.hset(key, "seed", 0);
@@ -443,12 +407,16 @@ for (let round = 1; round <= rounds; round++) {
   for (let i = 0; i < 200; i++) await state.hgetall(key);
   hash.hgetall.push(200 / ((performance.now() - started) / 1000));
 }
-callsPerOp.hset = await perOp(50, (i) => state.hset("session:1", `f${i}`, i));
-callsPerOp.hdel = await perOp(20, (i) => state.hdel("session:1", `f${i}`));
-callsPerOp.hgetall = await perOp(20, () => state.hgetall("session:1"));
+if (runs("calls")) {
+  await state.hset("session:1", "seed", 0);
+  callsPerOp.hset = await perOp(50, (i) => state.hset("session:1", `f${i}`, i));
+  callsPerOp.hdel = await perOp(20, (i) => state.hdel("session:1", `f${i}`));
+  callsPerOp.hgetall = await perOp(20, () => state.hgetall("session:1"));
+}
 
 // @harel/dynamodb/sqs (#33): publish throughput and commit-to-queue latency, against moto.
-const sqs = await benchSqs(rounds, progress);
+// Medians of at most 3 rounds: moto answers slowly (a third of a 5-round run went to this section).
+const sqs = runs("sqs") ? await benchSqs(Math.min(rounds, 3), progress) : undefined;
 
 // Report.
 const machine =
@@ -456,113 +424,149 @@ const machine =
 const commits = levels.map(({ writers }) => {
   const runs = commitRuns.get(writers)!;
   const storeRate = median(runs.store), bareRate = median(runs.bare);
-  return { writers, store: storeRate, bare: bareRate, ratio: storeRate / bareRate };
+  const sameRate = median(runs.same);
+  return {
+    writers,
+    store: storeRate,
+    bare: bareRate,
+    ratio: storeRate / bareRate,
+    sameItems: sameRate,
+    sameItemsRatio: storeRate / sameRate,
+  };
 });
+const spans = spanLevels.map(({ writers }) => {
+  const runs = spanRuns.get(writers)!;
+  return {
+    writers,
+    on: median(runs.on),
+    off: median(runs.off),
+    ratio: median(runs.on) / median(runs.off),
+  };
+});
+const relay = {
+  batched: median(drain.batched),
+  perItem: median(drain.perItem),
+  ratio: median(drain.batched) / median(drain.perItem),
+  relayOutbox: median(drain.relay),
+  relayOutboxRatio: median(drain.relay) / median(drain.batched),
+  batchedBounded: median(drain.batchedBounded),
+  relayOutboxPasses: median(drain.relayPasses),
+  relayOutboxPassesRatio: median(drain.relayPasses) / median(drain.batchedBounded),
+};
+// The figures of the sections this run measured (all of them without --only).
 const results = {
   endpoint,
   machine,
   rounds,
-  commits,
-  relay: {
-    batched: median(drain.batched),
-    perItem: median(drain.perItem),
-    ratio: median(drain.batched) / median(drain.perItem),
-    relayOutbox: median(drain.relay),
-    relayOutboxRatio: median(drain.relay) / median(drain.batched),
-    batchedBounded: median(drain.batchedBounded),
-    relayOutboxPasses: median(drain.relayPasses),
-    relayOutboxPassesRatio: median(drain.relayPasses) / median(drain.batchedBounded),
-  },
-  latency: { inlineMs: median(latency.inline), nextPassMs: median(latency.nextPass) },
-  heap,
-  coldStart,
-  hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) },
-  callsPerOp,
-  spans: spanLevels.map(({ writers }) => {
-    const runs = spanRuns.get(writers)!;
-    return {
-      writers,
-      on: median(runs.on),
-      off: median(runs.off),
-      ratio: median(runs.on) / median(runs.off),
-    };
-  }),
-  commitCpu,
-  relayIndex,
-  statusIndex,
-  writes,
-  sqs,
+  ...(only === undefined ? {} : { only }),
+  ...(runs("commits") ? { commits } : {}),
+  ...(runs("drain") ? { relay } : {}),
+  ...(runs("latency")
+    ? { latency: { inlineMs: median(latency.inline), nextPassMs: median(latency.nextPass) } }
+    : {}),
+  ...(heap ? { heap } : {}),
+  ...(runs("cold-start") ? { coldStart } : {}),
+  ...(runs("hash") ? { hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) } } : {}),
+  ...(Object.keys(callsPerOp).length > 0 ? { callsPerOp } : {}),
+  ...(runs("spans") ? { spans } : {}),
+  ...(commitCpu ? { commitCpu } : {}),
+  ...(relayIndex ? { relayIndex } : {}),
+  ...(statusIndex ? { statusIndex } : {}),
+  ...(writes ? { writes } : {}),
+  ...(sqs ? { sqs } : {}),
 };
 const f = (n: number) => n.toFixed(n < 10 ? 2 : 0);
 console.log(`\nMachine: ${machine}; DynamoDB at ${endpoint}; medians of ${rounds} rounds\n`);
-console.log(
-  "| commit (2 emits, dedupe, timer, trace) | store commits/s | bare TransactWriteItems/s | ratio |",
-);
-console.log("| --- | --- | --- | --- |");
-for (const c of commits) {
-  console.log(`| ${c.writers} writer(s) | ${f(c.store)} | ${f(c.bare)} | ${c.ratio.toFixed(2)} |`);
+if (runs("commits")) {
+  console.log(
+    "| commit (2 emits, dedupe, timer, trace) | store commits/s | bare TransactWriteItems/s | ratio | the same items bare/s | ratio |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- |");
+  for (const c of commits) {
+    console.log(
+      `| ${c.writers} writer(s) | ${f(c.store)} | ${f(c.bare)} | ${c.ratio.toFixed(2)} | ${
+        f(c.sameItems)
+      } | ${c.sameItemsRatio.toFixed(2)} |`,
+    );
+  }
 }
-console.log("\n| commits, no exporter | spans on (commits/s) | spans off (commits/s) | ratio |");
-console.log("| --- | --- | --- | --- |");
-for (const c of results.spans) {
-  console.log(`| ${c.writers} writer(s) | ${f(c.on)} | ${f(c.off)} | ${c.ratio.toFixed(2)} |`);
+if (runs("spans")) {
+  console.log("\n| commits, no exporter | spans on (commits/s) | spans off (commits/s) | ratio |");
+  console.log("| --- | --- | --- | --- |");
+  for (const c of spans) {
+    console.log(`| ${c.writers} writer(s) | ${f(c.on)} | ${f(c.off)} | ${c.ratio.toFixed(2)} |`);
+  }
 }
-printCommitCpu(commitCpu);
-printWrites(writes);
-printRelayIndex(relayIndex);
-printStatusIndex(statusIndex);
-printSqs(sqs);
-console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
-console.log(`| pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} |`);
-console.log(`| pendingOutbox + one DeleteItem each | ${f(results.relay.perItem)} |`);
-console.log(`| ratio | ${results.relay.ratio.toFixed(2)} |`);
-console.log(
-  "\n| relay drain of 2000 entries over 50 targets, no-op deliver | entries/s | ratio |",
-);
-console.log("| --- | --- | --- |");
-console.log(
-  `| limit: Infinity: pendingOutbox + batched ackOutbox | ${f(results.relay.batched)} | |`,
-);
-console.log(
-  `| limit: Infinity: relayOutbox (one pass) | ${f(results.relay.relayOutbox)} | ${
-    results.relay.relayOutboxRatio.toFixed(2)
-  } |`,
-);
-console.log(
-  `| default limit 1000, passes until empty: pendingOutbox + batched ackOutbox | ${
-    f(results.relay.batchedBounded)
-  } | |`,
-);
-console.log(
-  `| default limit 1000, passes until empty: relayOutbox | ${
-    f(results.relay.relayOutboxPasses)
-  } | ${results.relay.relayOutboxPassesRatio.toFixed(2)} |`,
-);
-console.log(
-  "\n| commit-to-delivery latency, one emit (median of 20) | ms |\n| --- | --- |",
-);
-console.log(
-  `| inline: relayOutbox({ seqs }) right after the commit | ${f(results.latency.inlineMs)} |`,
-);
-console.log(
-  `| next relay pass, run at once over a 25-entry backlog (+ its schedule: up to 60 s on Deno.cron) | ${
-    f(results.latency.nextPassMs)
-  } |`,
-);
-const mb = (bytes: number) => (bytes / 1e6).toFixed(2);
-console.log("\n| heap grown, 20 000-entry outbox backlog | MB |\n| --- | --- |");
-console.log(`| pendingOutbox({ limit: 100 }) | ${mb(heap.limit100)} |`);
-console.log(`| pendingOutbox({ limit: Infinity }) (the whole backlog) | ${mb(heap.whole)} |`);
-console.log("\n| cold start (calls, counted by a proxy) | calls |\n| --- | --- |");
-for (const [op, n] of Object.entries(coldStart)) console.log(`| ${op} | ${n} |`);
-console.log("\n| hash store (1 client, sequential) | ops/s |\n| --- | --- |");
-console.log(
-  `| hset (existing key) | ${f(results.hash.hset)} |\n| hgetall | ${f(results.hash.hgetall)} |`,
-);
-console.log("\n| DynamoDB calls per operation (steady state) | calls |\n| --- | --- |");
-for (const [op, n] of Object.entries(callsPerOp)) console.log(`| ${op} | ${n} |`);
+if (commitCpu) printCommitCpu(commitCpu);
+if (writes) printWrites(writes);
+if (relayIndex) printRelayIndex(relayIndex);
+if (statusIndex) printStatusIndex(statusIndex);
+if (sqs) printSqs(sqs);
+if (runs("drain")) printDrain();
+if (runs("latency")) printLatency();
+if (heap) printHeap(heap);
+if (runs("cold-start")) {
+  console.log("\n| cold start (calls, counted by a proxy) | calls |\n| --- | --- |");
+  for (const [op, n] of Object.entries(coldStart)) console.log(`| ${op} | ${n} |`);
+}
+if (runs("hash")) {
+  console.log("\n| hash store (1 client, sequential) | ops/s |\n| --- | --- |");
+  console.log(
+    `| hset (existing key) | ${f(median(hash.hset))} |\n| hgetall | ${f(median(hash.hgetall))} |`,
+  );
+}
+if (Object.keys(callsPerOp).length > 0) {
+  console.log("\n| DynamoDB calls per operation (steady state) | calls |\n| --- | --- |");
+  for (const [op, n] of Object.entries(callsPerOp)) console.log(`| ${op} | ${n} |`);
+}
 if (jsonPath) {
   await Deno.writeTextFile(jsonPath, JSON.stringify(results, null, 2) + "\n");
   progress(`wrote ${jsonPath}`);
 }
 client.destroy();
+
+function printDrain(): void {
+  console.log("\n| relay drain of 2000 entries | entries/s |\n| --- | --- |");
+  console.log(`| pendingOutbox + batched ackOutbox | ${f(relay.batched)} |`);
+  console.log(`| pendingOutbox + one DeleteItem each | ${f(relay.perItem)} |`);
+  console.log(`| ratio | ${relay.ratio.toFixed(2)} |`);
+  console.log(
+    "\n| relay drain of 2000 entries over 50 targets, no-op deliver | entries/s | ratio |",
+  );
+  console.log("| --- | --- | --- |");
+  console.log(`| limit: Infinity: pendingOutbox + batched ackOutbox | ${f(relay.batched)} | |`);
+  console.log(
+    `| limit: Infinity: relayOutbox (one pass) | ${f(relay.relayOutbox)} | ${
+      relay.relayOutboxRatio.toFixed(2)
+    } |`,
+  );
+  console.log(
+    `| default limit 1000, passes until empty: pendingOutbox + batched ackOutbox | ${
+      f(relay.batchedBounded)
+    } | |`,
+  );
+  console.log(
+    `| default limit 1000, passes until empty: relayOutbox | ${f(relay.relayOutboxPasses)} | ${
+      relay.relayOutboxPassesRatio.toFixed(2)
+    } |`,
+  );
+}
+
+function printLatency(): void {
+  console.log("\n| commit-to-delivery latency, one emit (median of 20) | ms |\n| --- | --- |");
+  console.log(
+    `| inline: relayOutbox({ seqs }) right after the commit | ${f(median(latency.inline))} |`,
+  );
+  console.log(
+    `| next relay pass, run at once over a 25-entry backlog (+ its schedule: up to 60 s on Deno.cron) | ${
+      f(median(latency.nextPass))
+    } |`,
+  );
+}
+
+function printHeap(heap: { limit100: number; whole: number }): void {
+  const mb = (bytes: number) => (bytes / 1e6).toFixed(2);
+  console.log("\n| heap grown, 20 000-entry outbox backlog | MB |\n| --- | --- |");
+  console.log(`| pendingOutbox({ limit: 100 }) | ${mb(heap.limit100)} |`);
+  console.log(`| pendingOutbox({ limit: Infinity }) (the whole backlog) | ${mb(heap.whole)} |`);
+}

@@ -6,15 +6,27 @@
 //   scripts/with_dynamodb.ts --progress -- deno test ...
 //                                           numbers the test files as they start and prints a
 //                                           heartbeat while a test runs long (_test_progress.ts)
+//   scripts/with_dynamodb.ts --parallel -- deno test ...
+//                                           runs the test files in two groups: those that share
+//                                           nothing DENO_JOBS at a time (default 4), then the few
+//                                           listed in _test_groups.ts one by one; one summary line
 import { bringUpDynamoDB, type RunningDynamoDB } from "./local_dynamodb.ts";
 import { bringUpSqs, type RunningSqs } from "./local_sqs.ts";
-import { countTestFiles, HEARTBEAT_MS, TestProgress } from "./_test_progress.ts";
+import { countTestFiles, elapsed, HEARTBEAT_MS, TestProgress } from "./_test_progress.ts";
+import {
+  DEFAULT_JOBS,
+  summaryLine,
+  summaryOf,
+  testGroups,
+  type TestSummary,
+} from "./_test_groups.ts";
 
-const OWN = ["--sqs", "--progress"];
+const OWN = ["--sqs", "--progress", "--parallel"];
 const dash = Deno.args.indexOf("--");
 const own = dash === -1 ? Deno.args : Deno.args.slice(0, dash);
 const withSqs = own.includes("--sqs");
 const withProgress = own.includes("--progress");
+const inGroups = own.includes("--parallel");
 const command = dash === -1
   ? Deno.args.filter((arg) => !OWN.includes(arg))
   : Deno.args.slice(dash + 1);
@@ -61,23 +73,51 @@ try {
     console.error("[dynamodb] running in the foreground; Ctrl-C stops it");
     await new Promise(() => {}); // until a signal
   }
+  const env = {
+    DYNAMODB_ENDPOINT: service!.endpoint,
+    ...(sqs ? { SQS_ENDPOINT: sqs.endpoint } : {}),
+    // The heartbeat says it every 10 s; deno test's own warning (at 60 s) would break its line.
+    ...(withProgress
+      ? { DENO_SLOW_TEST_TIMEOUT: Deno.env.get("DENO_SLOW_TEST_TIMEOUT") ?? "86400" }
+      : {}),
+  };
   const [cmd, ...args] = command;
-  child = new Deno.Command(cmd!, {
-    args,
-    env: {
-      DYNAMODB_ENDPOINT: service!.endpoint,
-      ...(sqs ? { SQS_ENDPOINT: sqs.endpoint } : {}),
-      // The heartbeat says it every 10 s; deno test's own warning (at 60 s) would break its line.
-      ...(withProgress
-        ? { DENO_SLOW_TEST_TIMEOUT: Deno.env.get("DENO_SLOW_TEST_TIMEOUT") ?? "86400" }
-        : {}),
-    },
-    stdin: "inherit",
-    stdout: withProgress ? "piped" : "inherit",
-  }).spawn();
-  const shown = withProgress ? showProgress(child.stdout, args.slice(1)) : Promise.resolve();
-  code = (await child.status).code;
-  await shown;
+  if (!inGroups) {
+    const progress = withProgress ? newProgress(countTestFiles(args.slice(1))) : undefined;
+    code = await runChild(cmd!, args, env, progress);
+  } else {
+    if (args[0] !== "test") throw new Error("--parallel runs a `deno test ...` command");
+    const root = new URL("..", import.meta.url).pathname;
+    const groups = testGroups(args.slice(1), root);
+    const progress = withProgress
+      ? newProgress(groups.reduce((n, group) => n + group.files.length, 0))
+      : undefined;
+    // The default tables as the run found them, for tests/zz_default_tables_test.ts (the
+    // groups are two processes: the first test file cannot record them for both).
+    const { baselineOf, BASELINE } = await import("../tests/_support/default_tables.ts");
+    const baseline = Deno.env.get(BASELINE) ??
+      await baselineOf(service!.endpoint, "scripts/with_dynamodb.ts");
+    const jobs = Deno.env.get("DENO_JOBS") ?? String(DEFAULT_JOBS);
+    const summaries: TestSummary[] = [];
+    code = 0;
+    for (const group of groups) {
+      let output = "";
+      const groupCode = await runChild(
+        cmd!,
+        ["test", ...group.args],
+        { ...env, DENO_JOBS: jobs, [BASELINE]: baseline },
+        progress,
+        (text) => void (output = (output + text).slice(-4096)),
+      );
+      if (groupCode !== 0) code = groupCode;
+      const summary = summaryOf(output);
+      if (summary === null && code === 0) code = 1;
+      if (summary) summaries.push(summary);
+    }
+    if (groups.length > 1) {
+      console.log(`\n${summaryLine(summaries, code === 0, elapsed(Date.now() - started))}`);
+    }
+  }
 } catch (error) {
   console.error(`[dynamodb] ${error instanceof Error ? error.message : error}`);
 } finally {
@@ -85,19 +125,46 @@ try {
 }
 Deno.exit(code);
 
-/** Passes `deno test ARGS`'s output on through a TestProgress, ticking it every second. */
-async function showProgress(output: ReadableStream<Uint8Array>, testArgs: string[]): Promise<void> {
+/** A TestProgress writing to stdout, ticked every second until the run ends. */
+function newProgress(total: number): TestProgress {
   const encoder = new TextEncoder();
   const write = (text: string) => {
     const bytes = encoder.encode(text);
     for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
   };
   const heartbeatMs = Number(Deno.env.get("HAREL_TEST_HEARTBEAT_S") ?? HEARTBEAT_MS / 1000) * 1000;
-  const progress = new TestProgress({ total: countTestFiles(testArgs), write, heartbeatMs });
-  const timer = setInterval(() => progress.tick(), Math.min(1000, heartbeatMs));
-  try {
-    for await (const chunk of output.pipeThrough(new TextDecoderStream())) progress.feed(chunk);
-  } finally {
-    clearInterval(timer);
-  }
+  const progress = new TestProgress({ total, write, heartbeatMs });
+  Deno.unrefTimer(setInterval(() => progress.tick(), Math.min(1000, heartbeatMs)));
+  return progress;
+}
+
+/**
+ * Runs `cmd args` with `env` and waits for it; with a progress, its output goes through it
+ * (and to `tap`, which sees it as it streams).
+ */
+async function runChild(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  progress?: TestProgress,
+  tap?: (text: string) => void,
+): Promise<number> {
+  const running = child = new Deno.Command(cmd, {
+    args,
+    env,
+    stdin: "inherit",
+    stdout: progress ? "piped" : "inherit",
+  }).spawn();
+  const shown = progress
+    ? (async () => {
+      for await (const chunk of running.stdout.pipeThrough(new TextDecoderStream())) {
+        progress.feed(chunk);
+        tap?.(chunk);
+      }
+    })()
+    : Promise.resolve();
+  const { code } = await running.status;
+  await shown;
+  child = undefined;
+  return code;
 }

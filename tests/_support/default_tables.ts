@@ -56,13 +56,21 @@ export async function defaultTables(endpoint: string): Promise<DefaultTables> {
 
 /**
  * Records the first snapshot of the suite, once per `deno test` process (the variable is
- * process-wide, and test files run one after another): called by env.ts as it loads, before
+ * process-wide; `deno task test` sets it before the run, for its two groups): called by env.ts as it loads, before
  * any test of its file can write. Names the file that took it. Not for a script that imports
  * env.ts (the bench, a test's child process).
  */
 export async function recordBaseline(endpoint: string | undefined): Promise<void> {
   if (!/_test\.ts$/.test(Deno.mainModule)) return;
   if (endpoint === undefined || Deno.env.get(BASELINE) !== undefined) return;
+  Deno.env.set(BASELINE, await baselineOf(endpoint, Deno.mainModule));
+}
+
+/**
+ * The snapshot {@linkcode recordBaseline} records, taken now by `by`: what
+ * `scripts/with_dynamodb.ts --parallel` passes to both groups of a run (two processes).
+ */
+export async function baselineOf(endpoint: string, by: string): Promise<string> {
   const tables = await defaultTables(endpoint);
-  Deno.env.set(BASELINE, JSON.stringify({ by: Deno.mainModule, endpoint, tables }));
+  return JSON.stringify({ by, endpoint, tables });
 }

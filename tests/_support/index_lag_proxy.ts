@@ -52,6 +52,8 @@ export interface IndexLagStats {
 export interface IndexLagProxyOptions {
   /** How long an index lags behind its table, in ms. */
   lagMs: number;
+  /** The clock the lag is measured on (epoch ms); a test can move a fake one. @default {Date.now} */
+  now?: () => number;
 }
 
 interface IndexInfo {
@@ -97,6 +99,7 @@ export class IndexLagProxy implements AsyncDisposable {
   /** scope/table → key text → the writes of that key still within the lag. */
   readonly #writes = new Map<string, Map<string, Write[]>>();
   readonly #locks = new KeyLocks();
+  readonly #now: () => number;
 
   constructor(upstream: string, options: IndexLagProxyOptions) {
     const url = new URL(upstream);
@@ -108,6 +111,7 @@ export class IndexLagProxy implements AsyncDisposable {
     }
     this.#upstream = url.origin;
     this.lagMs = options.lagMs;
+    this.#now = options.now ?? Date.now;
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (request) => this.#handle(request),
@@ -233,10 +237,10 @@ export class IndexLagProxy implements AsyncDisposable {
         response = await this.#forward(request, body);
       } catch (error) {
         // Applied or not, nobody knows: treat it as applied now.
-        for (const n of noted) n.write.at = Date.now();
+        for (const n of noted) n.write.at = this.#now();
         throw error;
       }
-      const at = Date.now();
+      const at = this.#now();
       const unprocessed = new Set<string>();
       if (response.ok && operation === "BatchWriteItem") {
         const answer = await response.clone().json();
@@ -272,7 +276,7 @@ export class IndexLagProxy implements AsyncDisposable {
     const lagging = new Map<string, Item | null>();
     const keys = this.#writes.get(table);
     if (!keys) return lagging;
-    const horizon = Date.now() - this.lagMs;
+    const horizon = this.#now() - this.lagMs;
     for (const [key, writes] of keys) {
       while (writes.length > 0 && writes[0]!.at <= horizon) writes.shift();
       if (writes.length === 0) keys.delete(key);

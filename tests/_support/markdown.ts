@@ -136,6 +136,12 @@ const CONFIG = new URL("deno.json", ROOT).pathname;
 export const DOCS_REGION = "ap-northeast-3";
 
 /**
+ * The region of the README's quick start runs (tests/docs/readme_test.ts): a database of their
+ * own too, so that they and the docs' code (both on the default tables) can run at the same time.
+ */
+export const README_REGION = "ap-southeast-3";
+
+/**
  * An endpoint for the code of the README and docs/, which uses the default tables (`harel_*`)
  * by design: a proxy to the test DynamoDB that moves every request into a database of its own
  * by rewriting the region of its credential scope (DynamoDB Local and LocalStack do not check
@@ -144,7 +150,7 @@ export const DOCS_REGION = "ap-northeast-3";
  * also spares that code the suite's crowded database, where adding the timer index to a table
  * can outlast `create()`'s deadline. `await using docs = docsEndpoint()` stops it.
  */
-export function docsEndpoint(): { url: string } & AsyncDisposable {
+export function docsEndpoint(region = DOCS_REGION): { url: string } & AsyncDisposable {
   const upstream = endpoint();
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const headers = new Headers(request.headers);
@@ -154,7 +160,7 @@ export function docsEndpoint(): { url: string } & AsyncDisposable {
         "authorization",
         authorization.replace(
           /(Credential=[^/,\s]+\/\d{8}\/)[^/]+(\/dynamodb\/aws4_request)/,
-          `$1${DOCS_REGION}$2`,
+          `$1${region}$2`,
         ),
       );
     }
@@ -183,17 +189,18 @@ export function docsEndpoint(): { url: string } & AsyncDisposable {
  * with that folder's own deno.json (a user's project that links a clone). `endpointVariable`
  * names the variable that carries the docs' endpoint (`AWS_ENDPOINT_URL_DYNAMODB`: the SDK's,
  * for a command line meant for AWS; DYNAMODB_ENDPOINT is then unset), and `unset` the variables
- * of this process the command must not see.
+ * of this process the command must not see; `region`, the database it runs in (the docs', by
+ * default).
  */
 export async function runQuickStart(
   commandLine: string,
   env: Record<string, string> = {},
-  options: { project?: string; endpointVariable?: string; unset?: string[] } = {},
+  options: { project?: string; endpointVariable?: string; unset?: string[]; region?: string } = {},
 ): Promise<{ code: number; output: string }> {
   const command = commandLine.replaceAll("\\\n", " ").trim();
   assert.match(command, /^deno run .* quick_start\.ts$/, command);
   const dir = options.project ?? await Deno.makeTempDir({ prefix: "harel_readme_" });
-  await using docs = docsEndpoint();
+  await using docs = docsEndpoint(options.region);
   try {
     await Deno.writeTextFile(
       `${dir}/quick_start.ts`,

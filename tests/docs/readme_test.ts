@@ -7,8 +7,8 @@ import { testClient } from "../_support/env.ts";
 import {
   blocks,
   blockUnder,
-  DOCS_REGION,
   readDoc,
+  README_REGION,
   ROOT,
   run,
   runQuickStart,
@@ -21,7 +21,7 @@ Deno.test("the README's quick start runs with the command line of its first hour
   const steps = section("README.md", "## Your first hour");
   const line = steps.split("\n").map((l) => l.trim()).find((l) => l.startsWith("deno run "));
   assert.ok(line, "the first hour has a deno run command line");
-  using client = testClient(DOCS_REGION);
+  using client = testClient(README_REGION);
   const count = (table: string) =>
     client.send(new ScanCommand({ TableName: table, Select: "COUNT" })).then(
       (answer) => answer.Count ?? 0,
@@ -29,7 +29,7 @@ Deno.test("the README's quick start runs with the command line of its first hour
     );
   const defaults = ["harel_executions", "harel_timers"];
   const before = await Promise.all(defaults.map(count));
-  const { code, output } = await runQuickStart(line);
+  const { code, output } = await runQuickStart(line, {}, { region: README_REGION });
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship to \(broadcast\)/, "what step 4 says it prints");
   // It keeps to tables of its own and removes what it made: no RUNNING order with an hour's
@@ -130,7 +130,7 @@ console.log("saved", exe.version);\n`,
     // Step 4's claim: in your own project the same command runs the quick start.
     const line = section("README.md", "## Your first hour").split("\n").map((l) => l.trim())
       .find((l) => l.startsWith("deno run "))!;
-    const quick = await runQuickStart(line, offline, { project });
+    const quick = await runQuickStart(line, offline, { project, region: README_REGION });
     assert.equal(quick.code, 0, quick.output);
     assert.match(quick.output, /deliver order\.ship to \(broadcast\)/);
   } finally {
@@ -141,7 +141,9 @@ console.log("saved", exe.version);\n`,
 Deno.test("the README's simple permission set runs the quick start", async () => {
   const simple = section("README.md", "## Permissions").match(/The simple set: `([^`]+)`/)?.[1];
   assert.equal(simple, "--allow-net --allow-env --allow-read --allow-sys=osRelease");
-  const { code, output } = await runQuickStart(`deno run ${simple} quick_start.ts`);
+  const { code, output } = await runQuickStart(`deno run ${simple} quick_start.ts`, {}, {
+    region: README_REGION,
+  });
   assert.equal(code, 0, output);
   assert.match(output, /deliver order\.ship/);
 });
@@ -162,7 +164,9 @@ Deno.test("the README's Permissions section says what each flag of the simple se
       assert.ok(without, `${flag}: says what happens without it`);
       const error = without.match(/`(NotCapable: [^`]+)`/)?.[1];
       const rest = simple.filter((f) => f !== flag).join(" ");
-      const { code, output } = await runQuickStart(`deno run ${rest} quick_start.ts`);
+      const { code, output } = await runQuickStart(`deno run ${rest} quick_start.ts`, {}, {
+        region: README_REGION,
+      });
       if (error === undefined) {
         assert.equal(code, 0, `${flag}: "${without}", but:\n${output}`);
       } else {

@@ -1,8 +1,16 @@
 // `deno task test` shows progress: each test file's first line gets its number and the time so
 // far, and a test that runs long without printing gets a heartbeat line naming it, while the
-// lines CI reads (the summary, the exit code) stay as deno test makes them.
+// lines CI reads (the summary, the exit code) stay as deno test makes them. It runs the files in
+// two groups (scripts/_test_groups.ts): those that share nothing in parallel, then a few serially.
 import assert from "node:assert/strict";
 import { countTestFiles, elapsed, TestProgress } from "../../scripts/_test_progress.ts";
+import {
+  LONGEST_FIRST,
+  SERIAL_TESTS,
+  summaryLine,
+  summaryOf,
+  testGroups,
+} from "../../scripts/_test_groups.ts";
 import { readDoc, ROOT, run } from "../_support/markdown.ts";
 
 /** A TestProgress on a clock the test moves, and everything it wrote. */
@@ -91,6 +99,66 @@ Deno.test("TestProgress says what it waits for before the first file and between
   ]);
 });
 
+Deno.test("TestProgress numbers the files of a parallel run as their first result comes, and says how long none came", () => {
+  const p = progress(2);
+  p.feed("./tests/a_test.ts => first ... ok (1ms)\n");
+  p.feed("\x1b[0m\x1b[38;5;245m./tests/b_test.ts => \x1b[0mb ... ok (2ms)\n");
+  p.feed("./tests/a_test.ts => second ... ok (3ms)\n");
+  p.wait(10_000);
+  p.feed("ERRORS\n\nsome test => ./tests/a_test.ts:1:6\n");
+  assert.equal(
+    p.output(),
+    "[1/2 · 0s] ./tests/a_test.ts => first ... ok (1ms)\n" +
+      "[2/2 · 0s] \x1b[0m\x1b[38;5;245m./tests/b_test.ts => \x1b[0mb ... ok (2ms)\n" +
+      "./tests/a_test.ts => second ... ok (3ms)\n" +
+      "[2/2 · 10s] no test ended for 10s (the last: ./tests/a_test.ts)\n" +
+      "ERRORS\n\nsome test => ./tests/a_test.ts:1:6\n",
+  );
+});
+
+Deno.test("the suite runs in two groups: the files that share nothing in parallel, then the listed ones in order", () => {
+  const root = ROOT.pathname.replace(/\/$/, "");
+  const args = ["--allow-net", "--v8-flags=--expose-gc", "tests/"];
+  const [parallel, serial, ...more] = testGroups(args, root, root);
+  assert.equal(more.length, 0);
+  const listed = SERIAL_TESTS.map(({ file }) => `${root}/${file}`);
+  assert.deepEqual(serial!.files, listed, "the serial group, in the listed order");
+  assert.equal(serial!.files.at(-1), `${root}/tests/zz_default_tables_test.ts`);
+  assert.deepEqual(serial!.args, ["--allow-net", "--v8-flags=--expose-gc", ...listed]);
+  assert.equal(parallel!.args[0], "--parallel");
+  assert.equal(parallel!.files.length + serial!.files.length, countTestFiles(args, root));
+  assert.ok(parallel!.files.every((file) => !listed.includes(file)));
+  // The longest files start first (those of the list that exist), the others in path order.
+  const longest = LONGEST_FIRST.map((file) => `${root}/${file}`)
+    .filter((file) => parallel!.files.includes(file));
+  assert.deepEqual(parallel!.files.slice(0, longest.length), longest);
+  const rest = parallel!.files.slice(longest.length);
+  assert.deepEqual(rest, [...rest].sort());
+  assert.deepEqual(parallel!.args.slice(1), [
+    "--allow-net",
+    "--v8-flags=--expose-gc",
+    ...parallel!.files,
+  ]);
+  // One file, or a folder without a listed file: one group.
+  assert.equal(testGroups(["tests/core/"], root, root).length, 1);
+  assert.deepEqual(testGroups(["tests/zz_default_tables_test.ts"], root, root).map((g) => g.args), [
+    [`${root}/tests/zz_default_tables_test.ts`],
+  ]);
+});
+
+Deno.test("the groups' summaries add up to one line, read as deno test's", () => {
+  const a = summaryOf("...\n\x1b[0m\x1b[32mok\x1b[0m | 600 passed (680 steps) | 0 failed (4m1s)\n");
+  const b = summaryOf("FAILED | 2 passed | 1 failed (2 steps) (3s)\n\nerror: Test failed\n");
+  assert.deepEqual(a, { passed: 600, passedSteps: 680, failed: 0, failedSteps: 0 });
+  assert.deepEqual(b, { passed: 2, passedSteps: 0, failed: 1, failedSteps: 2 });
+  assert.equal(summaryOf("error: Module not found"), null);
+  assert.equal(
+    summaryLine([a!, b!], false, "4m05s"),
+    "FAILED | 602 passed (680 steps) | 1 failed (2 steps) (4m05s)",
+  );
+  assert.equal(summaryLine([a!], true, "1s"), "ok | 600 passed (680 steps) | 0 failed (1s)");
+});
+
 Deno.test("elapsed() reads as minutes and seconds", () => {
   assert.deepEqual([0, 999, 59_999, 60_000, 125_400].map(elapsed), [
     "0s",
@@ -117,7 +185,7 @@ Deno.test("countTestFiles() counts the test files deno test runs in the reposito
 
 Deno.test("deno task test numbers the files and names a long test, with deno test's summary and exit code", async () => {
   const task = (JSON.parse(readDoc("deno.json")).tasks as Record<string, string>).test!;
-  assert.match(task, / --progress -- deno test .* tests\/$/, task);
+  assert.match(task, / --progress --parallel -- deno test .* tests\/$/, task);
   const dir = await Deno.makeTempDir({ prefix: "harel_progress_" });
   try {
     await Deno.writeTextFile(
@@ -133,10 +201,11 @@ Deno.test("a slow one", () => new Promise((resolve) => setTimeout(resolve, 2500)
     const env = { HAREL_TEST_HEARTBEAT_S: "1" }; // the suite's DYNAMODB_ENDPOINT is used as is
     const { code, output } = await run("bash", ["-c", command], { cwd: ROOT.pathname, env });
     assert.equal(code, 1, output);
-    assert.match(output, /^\[1\/2 · \d+s\] running 2 tests from .*a_test\.ts$/m);
-    assert.match(output, /^\[2\/2 · \d+s\] running 1 test from .*b_test\.ts$/m);
-    assert.match(output, /^\[1\/2 · \d+s\] still running a slow one \(\ds, .*a_test\.ts\)$/m);
-    assert.match(output, /^a slow one \.\.\. ok \(\d/m);
+    // In parallel: each file is numbered at its first result, each result names its file.
+    assert.match(output, /^\[[12]\/2 · \d+s\] \S*a_test\.ts => a quick one \.\.\. ok/m);
+    assert.match(output, /^\[[12]\/2 · \d+s\] \S*b_test\.ts => b \.\.\. FAILED/m);
+    assert.match(output, /^\[2\/2 · \d+s\] no test ended for \ds \(the last: \S*_test\.ts\)$/m);
+    assert.match(output, /^\S*a_test\.ts => a slow one \.\.\. ok \(\d/m);
     assert.match(output, /^FAILED \| 2 passed \| 1 failed/m, "the summary .ci/run reads");
   } finally {
     await Deno.remove(dir, { recursive: true });
