@@ -19,11 +19,15 @@ import { heldPlace, partition, relayAttributes } from "../src/execution/queue/_r
 import { holdKey } from "../src/execution/queue/_holds.ts";
 import { targetKey } from "../src/execution/commit/_outbox_chain.ts";
 
-/** One operation's cost: its calls and read units, and its median time. */
+/** One operation's cost: its calls (and by kind), read units, and its median time. */
 export interface PassCost {
   calls: number;
   reads: number;
   ms: number;
+  /** Calls by command (`Query`, `BatchGetItem`, ...). */
+  kinds: Record<string, number>;
+  /** Reads of the seq counters (the counters items `outbox` and `spawn`). */
+  counterReads: number;
 }
 
 /** The figures of this section: each call with `stored` rows not due, and with none. */
@@ -39,10 +43,10 @@ interface Consumed {
 /** A client that sums the read units of read calls and counts every call. */
 function metered(): {
   client: DynamoDBClient;
-  meter: { calls: number; reads: number; writes: number };
+  meter: Meter;
 } {
   const client = testClient();
-  const meter = { calls: 0, reads: 0, writes: 0 };
+  const meter: Meter = { calls: 0, reads: 0, writes: 0, kinds: {}, counterReads: 0 };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       (args.input as Record<string, unknown>).ReturnConsumedCapacity = "INDEXES";
@@ -55,11 +59,29 @@ function metered(): {
         meter.reads += units;
       } else meter.writes += units;
       meter.calls++;
+      const kind = (context.commandName as string).replace(/Command$/, "");
+      meter.kinds[kind] = (meter.kinds[kind] ?? 0) + 1;
+      if (/GetItem$/.test(kind) && readsSeqCounter(args.input)) meter.counterReads++;
       return result;
     },
     { step: "initialize", name: "meterRelay" },
   );
   return { client, meter };
+}
+
+/** What a metered client counted. */
+interface Meter {
+  calls: number;
+  reads: number;
+  writes: number;
+  kinds: Record<string, number>;
+  counterReads: number;
+}
+
+/** Whether a GetItem or BatchGetItem input reads a seq counter (`outbox` or `spawn`). */
+function readsSeqCounter(input: unknown): boolean {
+  const text = JSON.stringify(input);
+  return /_counters"/.test(text) && /"id":\{"S":"(outbox|spawn)"\}/.test(text);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -156,17 +178,17 @@ export async function benchRelayIndex(
       op: () => Promise<unknown>,
     ) => {
       const times: number[] = [];
-      let calls = 0, reads = 0;
+      let calls = 0, reads = 0, kinds: Record<string, number> = {}, counterReads = 0;
       for (let round = 0; round < Math.max(1, Math.ceil(rounds / 2)); round++) {
         await prepare();
-        meter.calls = meter.reads = 0;
+        meter.calls = meter.reads = meter.counterReads = 0;
+        meter.kinds = {};
         const started = performance.now();
         await op();
         times.push(performance.now() - started);
-        calls = meter.calls;
-        reads = meter.reads;
+        ({ calls, reads, kinds, counterReads } = meter);
       }
-      costs[name] = { calls, reads, ms: median(times) };
+      costs[name] = { calls, reads, ms: median(times), kinds, counterReads };
     };
     const now = () => Date.now() / 1000;
     await measure(
@@ -261,6 +283,22 @@ export function printRelayIndex(figures: RelayIndexFigures): void {
         `| ${name}, ${stored.toLocaleString("en")} stored | ${a.calls} / ${f(a.reads)} / ${
           f(a.ms)
         } | ${b.calls} / ${f(b.reads)} / ${f(b.ms)} |`,
+      );
+    }
+  }
+  console.log(
+    "\n| a default store's call, rows not due stored | calls by kind | Scan | seq counter reads | Streams client |",
+  );
+  console.log("| --- | --- | --- | --- | --- |");
+  for (const { stored, costs } of figures.passes) {
+    for (const [name, cost] of Object.entries(costs)) {
+      const kinds = Object.entries(cost.kinds).sort().map(([k, n]) => `${k} ${n}`).join(", ");
+      // A default store builds no Streams client (only otherWriters: true does): every call it
+      // makes is DynamoDB's, counted here.
+      console.log(
+        `| ${name}, ${stored.toLocaleString("en")} stored | ${kinds} | ${
+          cost.kinds.Scan ?? 0
+        } | ${cost.counterReads} | none |`,
       );
     }
   }
