@@ -14,7 +14,7 @@ import { pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts
 import type { ForeignRows, QueueContext } from "../queue/_queue_items.ts";
 import { byIndexOrder } from "../queue/_index_reads.ts";
 import { adoptAll, adoptRow, projected } from "../queue/_adoption.ts";
-import { RELEASES_PER_PASS } from "../queue/_release_upkeep.ts";
+import { RELEASES_PER_PASS } from "../queue/_holds.ts";
 import { findForeign, type SeqKind } from "./_foreign_seqs.ts";
 
 /** How many rows of an outbox or spawns table one pass's adoption scan reads. */

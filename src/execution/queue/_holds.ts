@@ -348,3 +348,22 @@ export async function finishReleases(
     await updateReleases(q, "DELETE", [mark]);
   });
 }
+
+/** How many stale release marks one pass finishes. */
+export const RELEASES_PER_PASS = 10;
+
+/**
+ * One outbox pass's upkeep: it finishes the releases a crash (or an acknowledgement in another
+ * store instance) left marked, a few a pass; the marks read strongly, in one BatchGetItem.
+ */
+export async function finishCrashedReleases(q: QueueContext): Promise<void> {
+  const table = q.tables.counters.name;
+  let item: Item | undefined;
+  await batchGet(q.timers.client, {
+    [table]: { Keys: [{ [COUNTER.id]: S(RELEASES.id) }], ConsistentRead: true },
+  }, (responses) => {
+    item ??= responses[table]?.[0];
+  });
+  const marks = [...item?.[RELEASES.targets]?.SS ?? []];
+  if (marks.length > 0) await finishReleases(q, marks, RELEASES_PER_PASS);
+}

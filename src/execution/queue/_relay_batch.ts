@@ -22,7 +22,7 @@ import { type Candidate, candidateOf, outboxOf } from "./_outbox_bodies.ts";
 import { outboxFromIndex } from "./_outbox_pass.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { rowKey } from "./_relay_index.ts";
-import { finishCrashedReleases } from "./_release_upkeep.ts";
+import { finishCrashedReleases } from "./_holds.ts";
 
 /** The items of a relay pass over one queue (see `ExecutionStore.relayBatch`). */
 export async function relayBatch<K extends RelayKind>(
