@@ -564,7 +564,8 @@ export class DynamoDBStore implements T.ExecutionStore {
    * A queue's backlog for a dashboard or an alarm: how many items are pending (timers: due),
    * waiting for a retry and dead, the outbox targets held behind those, and when the oldest
    * pending one was committed (relay lag) — each count reading at most `limit` rows of the relay
-   * index (default 1000; `capped` says a count reached it).
+   * index (default 1000; `capped` says a count reached it), each row counted once a read by key
+   * says it is there (about a read unit a counted row: no index ghost is counted).
    *
    * @throws {RangeError} For a `limit` outside 1 to 10,000.
    */

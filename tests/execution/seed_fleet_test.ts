@@ -343,8 +343,11 @@ Deno.test("what a pass over the seed's rows reads follows the rows it found, not
     for (const [name, s] of Object.entries(small!.reads)) {
       if (name.startsWith("dueTimers")) continue; // a scan of the timers table, by its nature
       const l = large.reads[name]!;
+      // A backlog confirms each row it counts by key (#38: no index ghost is counted), up to its
+      // limit (1,000 a count): its reads follow what it counts, capped, never the table.
+      const cap = name.startsWith("backlog") ? 1000 : 4;
       assert.ok(
-        l.reads <= 2 * s.reads + 4,
+        l.reads <= 2 * s.reads + cap,
         `${name}: ${l.reads} read units at ${large.parked} vs ${s.reads} at 300`,
       );
     }
