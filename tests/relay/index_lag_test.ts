@@ -30,8 +30,23 @@ const LAGS = Deno.env.get("HAREL_INDEX_LAG_MS") === undefined
   ? [300, 1500]
   : [Number(Deno.env.get("HAREL_INDEX_LAG_MS"))];
 
+/** The store's calls that write rows the index shows (a pass may set entries apart). */
+const WRITES = new Set([
+  "commit",
+  "save",
+  "recordFailure",
+  "retryDeadLetter",
+  "retryDeadLetters",
+  "dropDeadLetter",
+  "dropDeadLetters",
+  "ackOutbox",
+  "ackSpawn",
+  "deleteTimer",
+  "relayBatch",
+]);
+
 /**
- * The store, each of whose calls answers once the index shows what it wrote (`lagMs` later): no
+ * The store, each of whose writes answers once the index shows what it wrote (`lagMs` later): no
  * store remembers its recent writes, so what it wrote a moment ago is found by its index reads
  * once the index shows it (a commit's own entries go out within the request, with `seqs`).
  */
@@ -39,7 +54,9 @@ function settled(store: DynamoDBStore, lagMs: number): DynamoDBStore {
   return new Proxy(store, {
     get(target, name) {
       const value = Reflect.get(target, name, target);
-      if (typeof value !== "function" || typeof name === "symbol") return value;
+      if (typeof value !== "function" || typeof name !== "string" || !WRITES.has(name)) {
+        return typeof value === "function" ? value.bind(target) : value;
+      }
       return async (...args: unknown[]) => {
         try {
           return await value.apply(target, args);
