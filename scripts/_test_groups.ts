@@ -13,6 +13,15 @@ import { testFiles } from "./_test_progress.ts";
  */
 export const SERIAL_TESTS: readonly { file: string; why: string }[] = [
   {
+    file: "tests/system/secrets_test.ts",
+    why: "sets AWS_ACCESS_KEY_ID in the process's environment, which a parallel file's CLI " +
+      "children inherit (another key is another DynamoDB Local database: 'non-existent table')",
+  },
+  {
+    file: "tests/dynamo/setup_errors_test.ts",
+    why: "deletes the AWS_* variables from the process's environment for a while",
+  },
+  {
     file: "tests/zz_default_tables_test.ts",
     why: "compares the default tables with how the run found them: after every other file",
   },
