@@ -72,11 +72,17 @@ export function isOwnWriteBack(record: StreamRecord): boolean {
   return true;
 }
 
-/** When a record's change was made, epoch seconds (undefined when the record does not say). */
-function createdAt(record: StreamRecord): string | undefined {
+/**
+ * When a record's change was made, epoch seconds (undefined when the record does not say): its
+ * `ApproximateCreationDateTime` (rounded down: to the second on AWS, to the minute on DynamoDB
+ * Local), never before the `updated_at` of the item it replaced (our commit before it).
+ */
+function createdAt(record: StreamRecord, old?: Item): string | undefined {
   const at = record.dynamodb?.ApproximateCreationDateTime as Date | number | undefined;
   const ms = at instanceof Date ? at.getTime() : typeof at === "number" ? at * 1000 : NaN;
-  return Number.isFinite(ms) ? String(Math.floor(ms / 1000)) : undefined;
+  if (!Number.isFinite(ms)) return undefined;
+  const previous = Number(old?.[EXECUTION.updatedAt]?.N);
+  return String(Math.max(Math.floor(ms / 1000), Number.isFinite(previous) ? previous : 0));
 }
 
 /**
@@ -103,8 +109,9 @@ export async function putBack(
       continue;
     }
     unseen.delete(id);
-    const before = entries.get(id) ?? entryOf(record.dynamodb?.OldImage as Item | undefined);
-    entries.set(id, wanted(id, image, before, now, createdAt(record)));
+    const old = record.dynamodb?.OldImage as Item | undefined;
+    const before = entries.get(id) ?? entryOf(old);
+    entries.set(id, wanted(id, image, before, now, createdAt(record, old)));
   }
   for (const run of chunks([...unseen.keys()], 100)) {
     const table = ctx.tables.executions.name;
