@@ -4,7 +4,13 @@
 // execution was last committed. Streamed tables slow DynamoDB Local down: these tests keep a
 // database of their own (another region).
 import assert from "node:assert/strict";
-import { GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+  UpdateTableCommand,
+} from "@aws-sdk/client-dynamodb";
 import type { Shard } from "@aws-sdk/client-dynamodb-streams";
 import { DynamoDBStore, newExecution } from "../../mod.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
@@ -20,6 +26,7 @@ import {
   shardDone,
 } from "../../src/execution/other_writers/_feed_checkpoint.ts";
 import {
+  feedItemId,
   type StreamRecord,
   streamsClientOf,
   type StreamsSender,
@@ -272,4 +279,74 @@ Deno.test("the status feed's cost per other writer's commit, at 300 and 3,000 st
   assert.ok(itemBytes(item) < 4096, `${itemBytes(item)} bytes`);
   await feed.close();
   client.destroy();
+});
+
+Deno.test("a TableFeed reads another table's stream from its own counters item: each record once, a read-only round beside it", async () => {
+  const prefix = uniqueName("tf");
+  using client = testClient(REGION);
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    region: REGION,
+    prefix,
+    otherWriters: true,
+  });
+  const table = store.tables.outbox.name;
+  await client.send(
+    new UpdateTableCommand({
+      TableName: table,
+      StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" },
+    }),
+  );
+  const seen: number[] = [];
+  const feed = new TableFeed({
+    kind: "outbox",
+    table: "outbox",
+    itemId: feedItemId("outbox"),
+    streams: () => streamsClientOf(client),
+    ignore: (record) => record.eventName === "REMOVE",
+    handler: (_ctx, records) => {
+      for (const record of records) seen.push(Number(record.dynamodb?.NewImage?.seq?.N));
+      return Promise.resolve(records.length);
+    },
+  });
+  const ctx = { client, tables: store.tables, now: Date.now };
+  const put = (seq: number) =>
+    client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { seq: { N: String(seq) }, target_id: { S: "t" }, event: { S: "{}" } },
+      }),
+    );
+  for (let seq = 1; seq <= 250; seq++) await put(seq);
+  await client.send(new DeleteItemCommand({ TableName: table, Key: { seq: { N: "1" } } }));
+  const first = await feed.round(ctx);
+  assert.deepEqual(
+    [first.records, first.handled, first.behind, first.skipped],
+    [250, 250, false, null],
+    JSON.stringify(first),
+  );
+  assert.deepEqual(seen, Array.from({ length: 250 }, (_, i) => i + 1), "in order, each once");
+  for (let seq = 251; seq <= 260; seq++) await put(seq);
+  // A read-only round reads from the checkpoint: the 10 new ones, and saves nothing.
+  const peeked: number[] = [];
+  const view = await feed.round(ctx, {
+    readOnly: true,
+    peek: (records) => void peeked.push(...records.map((r) => Number(r.dynamodb?.Keys?.seq?.N))),
+  });
+  assert.equal(view.records, 10);
+  assert.deepEqual(peeked, Array.from({ length: 10 }, (_, i) => 251 + i));
+  const second = await feed.round(ctx);
+  assert.equal(second.records, 10, JSON.stringify(second));
+  assert.equal(seen.length, 260);
+  assert.equal((await feed.round(ctx)).records, 0);
+  const item = (await client.send(
+    new GetItemCommand({
+      TableName: store.tables.counters.name,
+      Key: { id: { S: "feed:outbox" } },
+      ConsistentRead: true,
+    }),
+  )).Item!;
+  assert.equal(Object.keys(item.shards?.M ?? {}).length, 1, JSON.stringify(item));
+  assert.ok(itemBytes(item) < 4096);
+  await feed.close();
 });
