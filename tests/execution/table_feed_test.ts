@@ -253,8 +253,11 @@ Deno.test("the status feed's cost per other writer's commit, at 300 and 3,000 st
     assert.equal(round.indexed, commits, JSON.stringify(round));
     assert.equal(round.records, commits, JSON.stringify(round));
     // The round after reads the write-backs: no write but its lease and checkpoint.
+    const before = capacity.calls.length;
     const echo = await feed.round(ctx);
     assert.equal(echo.records, 0, JSON.stringify(echo));
+    // Its lease and its checkpoint: not one call for the write-backs it read.
+    assert.deepEqual(capacity.calls.slice(before), ["UpdateItemCommand", "UpdateItemCommand"]);
     const calls = capacity.calls.length + streamCalls.length;
     const perCommit = { calls: calls / commits, units: capacity.units / commits };
     lines.push(
