@@ -11,7 +11,12 @@ import {
   UpdateItemCommand,
   UpdateTableCommand,
 } from "@aws-sdk/client-dynamodb";
-import type { Shard } from "@aws-sdk/client-dynamodb-streams";
+import {
+  DescribeStreamCommand,
+  type GetRecordsCommand,
+  GetShardIteratorCommand,
+  type Shard,
+} from "@aws-sdk/client-dynamodb-streams";
 import { DynamoDBStore, newExecution } from "../../mod.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
@@ -33,6 +38,7 @@ import {
   TableFeed,
 } from "../../src/execution/other_writers/_table_feed.ts";
 import { StatusFeed } from "../../src/execution/other_writers/_status_feed.ts";
+import { isOwnWriteBack } from "../../src/execution/other_writers/_status_entries.ts";
 
 const REGION = "eu-feed-1";
 
@@ -351,5 +357,101 @@ Deno.test("a TableFeed reads another table's stream from its own counters item: 
   )).Item!;
   assert.equal(Object.keys(item.shards?.M ?? {}).length, 1, JSON.stringify(item));
   assert.ok(itemBytes(item) < 4096);
+  await feed.close();
+});
+
+Deno.test("a round ends at its records of work, or at its time when the stream holds nothing but the feed's own write-backs", async () => {
+  const prefix = uniqueName("tf");
+  using client = testClient(REGION);
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    region: REGION,
+    prefix,
+    otherWriters: true,
+  });
+  // A stream served as AWS may serve a busy table: an open shard whose every page is full.
+  let next = 0;
+  let echoes = false;
+  const record = (n: number): StreamRecord => {
+    const old = { id: { S: `e${n}` }, version: { N: "2" }, data: { S: "{}" } };
+    return {
+      eventName: echoes ? "MODIFY" : "INSERT",
+      dynamodb: {
+        Keys: { id: old.id },
+        SequenceNumber: seq(n),
+        ...echoes
+          ? {
+            OldImage: old,
+            NewImage: {
+              ...old,
+              status_shard: { S: "RUNNING#1" },
+              status_at: { N: "1" },
+              updated_at: { N: "1" },
+            },
+          }
+          : { NewImage: old },
+      },
+    };
+  };
+  const streams = {
+    send: (command: unknown) => {
+      if (command instanceof DescribeStreamCommand) {
+        return Promise.resolve({
+          StreamDescription: {
+            StreamStatus: "ENABLED",
+            Shards: [{
+              ShardId: "shardId-1",
+              SequenceNumberRange: { StartingSequenceNumber: "1" },
+            }],
+          },
+        });
+      }
+      if (command instanceof GetShardIteratorCommand) {
+        return Promise.resolve({ ShardIterator: "i" });
+      }
+      const limit = (command as GetRecordsCommand).input.Limit ?? 1000;
+      const records = Array.from({ length: limit }, () => record(next++));
+      return new Promise((resolve) =>
+        setTimeout(() => resolve({ Records: records, NextShardIterator: "i" }), 5)
+      );
+    },
+    destroy() {},
+  } as unknown as StreamsSender;
+  const handled: StreamRecord[] = [];
+  const options = {
+    kind: "test",
+    table: "executions" as const,
+    itemId: feedItemId("test"),
+    streams: () => streams,
+    ignore: isOwnWriteBack,
+    handler: (_ctx: unknown, records: StreamRecord[]) => {
+      handled.push(...records);
+      return Promise.resolve(records.length);
+    },
+    maxRecords: 250,
+    maxMs: 1000,
+  };
+  const ctx = { client, tables: store.tables, now: Date.now };
+  const feed = new TableFeed(options);
+  const full = await feed.round(ctx);
+  assert.deepEqual([full.records, full.handled, full.behind], [250, 250, true]);
+  // Its checkpoint is the last record it handled: the next round goes on after it.
+  const item = async () =>
+    (await client.send(
+      new GetItemCommand({
+        TableName: store.tables.counters.name,
+        Key: { id: { S: feedItemId("test") } },
+        ConsistentRead: true,
+      }),
+    )).Item!;
+  assert.equal((await item()).shards?.M?.["shardId-1"]?.S, seq(249));
+  echoes = true;
+  const started = performance.now();
+  const idle = await feed.round(ctx);
+  const ms = performance.now() - started;
+  assert.deepEqual([idle.records, idle.handled, idle.behind], [0, 0, true], JSON.stringify(idle));
+  assert.ok(ms >= 1000 && ms < 5000, `${Math.round(ms)} ms`);
+  assert.equal(handled.length, 250, "no write-back handed to the handler");
+  assert.ok(next > 250 + 100, `${next - 250} write-backs read`);
   await feed.close();
 });

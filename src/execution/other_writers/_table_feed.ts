@@ -13,6 +13,7 @@
 //     streams: () => streamsClientOf(client),
 //     ignore: (record) => false,            // records that are no work (not counted, not handed)
 //     handler: async (ctx, records, signal) => 0, // does its writes; resolves to how many it made
+//     backfill, maxRecords, maxMs,          // optional: a one-off scan; 6,000 records, 20 s a round
 //   });
 //   const report = await feed.round(ctx, { signal });        // FeedReport
 //   await feed.round(ctx, { readOnly: true, peek: (records) => { ... } }); // an operator's view
@@ -107,6 +108,10 @@ export interface TableFeedOptions<C extends FeedContext> {
   backfill?: FeedBackfill<C>;
   /** What a failed round of {@linkcode TableFeed.maybe} means for the store, for its warning. */
   missed?: string;
+  /** Records of work a round reads at most. @default {6000} ({@linkcode RECORDS_PER_ROUND}) */
+  maxRecords?: number;
+  /** How long a round reads at most, ms of real time. @default {20000} ({@linkcode ROUND_MS}) */
+  maxMs?: number;
 }
 
 /** How a round runs. */
@@ -337,8 +342,8 @@ class Reader<C extends FeedContext> {
 
   /** Whether the round has read its records or its time. */
   get #full(): boolean {
-    return this.report.records >= RECORDS_PER_ROUND ||
-      performance.now() - this.#started >= ROUND_MS;
+    return this.report.records >= (this.options.maxRecords ?? RECORDS_PER_ROUND) ||
+      performance.now() - this.#started >= (this.options.maxMs ?? ROUND_MS);
   }
 
   /**
@@ -422,7 +427,7 @@ class Reader<C extends FeedContext> {
     }
     while (iterator !== undefined) {
       this.signal.throwIfAborted();
-      const left = RECORDS_PER_ROUND - this.report.records;
+      const left = (this.options.maxRecords ?? RECORDS_PER_ROUND) - this.report.records;
       const out = await this.streams.send(
         new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(RECORDS_PER_PAGE, left) }),
         { abortSignal: this.signal },
