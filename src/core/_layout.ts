@@ -139,8 +139,11 @@ export const ADOPTION = { prefix: "relay_adopt:", cursor: "cursor" } as const;
 /**
  * `{prefix}_counters`, item `status_feed`: how far the stores have read the executions table's
  * stream (DynamoDB Streams) to put other writers' commits back into the status index
- * (execution/other_writers/_status_feed.ts, `otherWriters: true` only). `stream`, the stream's ARN the rest is about; `shards`, a
- * Map of shard id → the last sequence number read (`"end"`: a closed shard read to its end);
+ * (execution/other_writers/_status_feed.ts, `otherWriters: true` only); the table feed
+ * (_table_feed.ts) keeps the same attributes on an item of its own for each table it reads.
+ * `stream`, the stream's ARN the rest is about; `shards`, a Map of shard id → the last sequence
+ * number read (`"end"`: a closed shard read to its end), only the shards not read to their end and
+ * closed ones whose children have not started, at most 40 (_feed_checkpoint.ts);
  * `backfill`, where the one-off scan for rows the stream never showed stands (JSON text of the
  * scan's position, `"{}"` at the start; absent once done); `lease_until` and `owner`, the store
  * reading it now (epoch seconds, a random id).

@@ -24,9 +24,10 @@ export function statusKey(status: Status, id: string): string {
   return `${status}#${fnv1a(id) % STATUS_SHARDS}`;
 }
 
-/** When an item was last committed by this module, epoch seconds, or `null` when unknown. */
+/** When an item was last committed, epoch seconds, or `null` when unknown. */
 export function lastCommitTime(item: Item): number | null {
-  // The Python store's whole-item Put drops `updated_at`: when it is there, our commit was last.
+  // The Python store's whole-item Put drops `updated_at`: our commits write it, and the status
+  // feed writes it back for another writer's commit from its stream record.
   const at = Number(item[EXECUTION.updatedAt]?.N);
   return Number.isFinite(at) ? at : null;
 }
