@@ -57,7 +57,10 @@ Deno.test("python.md, dashboard.md and the dashboard's text tell operations.md's
     "## What this module adds, and how it copes when Python drops it",
   );
   // The status feed runs in a store built with otherWriters: true (#38), as operations.md says.
-  assert.match(python.replace(/\s+/g, " "), /\(`otherWriters: true`\) the status feed puts it back/);
+  assert.match(
+    python.replace(/\s+/g, " "),
+    /\(`otherWriters: true`\) the status feed puts it back/,
+  );
   assert.doesNotMatch(readDoc("docs/dashboard.md"), /the one listing that also shows executions/);
   assert.match(readDoc("src/dashboard/_executions_page.ts"), /status feed has put it back/);
 });
