@@ -48,6 +48,12 @@ export interface OutboxRead {
    * a pass when it is behind any head of its target or its predecessor is unknown.
    */
   inline: boolean;
+  /**
+   * Other writers share the table (`otherWriters: true`): an entry with no `prev_seq` is not
+   * chained yet (the outbox feed gives it one, see _feed_chain.ts), so it waits, and so does
+   * the rest of its target in this pass.
+   */
+  unchainedWaits?: boolean;
 }
 
 /** What a pass does: deliver, set apart, release. */
@@ -126,7 +132,7 @@ function decideTarget(
   target: string,
   mine: EntryRow[],
   hold: HoldRow,
-  { now, rows, inline }: OutboxRead,
+  { now, rows, inline, unchainedWaits = false }: OutboxRead,
   decision: OutboxDecision,
 ): EntryRow[] {
   // The lowest head holding the target, and whether it is a listed failed entry (one a pass may
@@ -182,10 +188,11 @@ function decideTarget(
       continue;
     }
     // Its predecessor of the same source is still there and not handed out before it: it waits,
-    // and so does what follows. A commit's own entry with an unknown predecessor waits for a pass.
+    // and so does what follows. A commit's own entry with an unknown predecessor waits for a pass;
+    // with other writers, so does any entry the outbox feed has not chained yet.
     const prev = row.prev ? rows.get(String(row.prev)) : undefined;
     if (
-      (inline && row.prev === undefined) ||
+      ((inline || unchainedWaits) && row.prev === undefined) ||
       (prev !== undefined && !prev.unreadable && !handedOut.has(prev))
     ) blocked = true;
     if (blocked) continue;

@@ -120,6 +120,8 @@ export class OutboxRead {
       now,
       limit,
       inline,
+      // With other writers, an entry the outbox feed has not chained yet waits (#39).
+      unchainedWaits: this.q.otherWriters !== undefined,
       offered: this.offered,
       rows: this.rows,
       holds: this.holds,
