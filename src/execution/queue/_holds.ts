@@ -129,7 +129,7 @@ export interface DeliveredHeads {
  * Marks the release of the targets of the heads among `seqs` that this store handed out, before
  * they are acknowledged: a relay that dies between the acknowledgement and the release leaves the
  * mark, and a later pass finishes the release. A head acknowledged elsewhere is found gone later
- * (by the next pass that would hold an entry behind it, or by the adoption scan).
+ * (by the next pass that would hold an entry behind it).
  */
 export async function markDelivered(
   q: QueueContext,

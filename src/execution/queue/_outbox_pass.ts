@@ -15,7 +15,8 @@ import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { bringBackHeld, readHolds, STILL_HEAD, STILL_HEAD_NAMES, unlistHeld } from "./_holds.ts";
 import { moveInput, partition } from "./_relay_index.ts";
 import { type Candidate, candidateOf, OutboxRead } from "./_outbox_bodies.ts";
-import { beyondFrontier, type ForeignRows, type QueueContext } from "./_queue_items.ts";
+import type { Item } from "../../dynamo/_dynamo.ts";
+import type { QueueContext } from "./_queue_items.ts";
 import { headToHeld, held as setApartItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
@@ -31,7 +32,7 @@ export async function outboxFromIndex(
   limit: number,
   now: number,
   pass: boolean,
-  foreign?: ForeignRows,
+  foreign?: Item[],
 ): Promise<QueueBatch<"outbox">> {
   const { client } = q.timers;
   const table = q.tables.outbox.name;
@@ -43,7 +44,7 @@ export async function outboxFromIndex(
   for (let item; due.length < limit && (item = await waiting.next());) due.push(candidateOf(item));
   await read.offer(due);
   let decision = read.decide(now, limit, false);
-  const pending = new MergedPartitions(client, table, "p", page, { extra: foreign?.rows });
+  const pending = new MergedPartitions(client, table, "p", page, { extra: foreign });
   const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
   let examined = 0, exhausted = false;
   while (!exhausted && decision.deliver.length < limit && examined < budget) {
@@ -55,9 +56,7 @@ export async function outboxFromIndex(
         exhausted = true;
         break;
       }
-      const candidate = candidateOf(item);
-      // Nothing past the frontier: an earlier seq another writer took may not be found yet.
-      if (!beyondFrontier(foreign, candidate.seq)) chunk.push(candidate);
+      chunk.push(candidateOf(item));
     }
     examined += chunk.length;
     await read.offer(chunk);

@@ -1,6 +1,5 @@
 // One outbox pass's upkeep: it finishes the releases a crash left half done (see RELEASES in
-// core/_layout.ts), a few a pass. A store built with `otherWriters: true` reads the marks along
-// with its adoption scan's place, in the same call (other_writers/_adoption_scan.ts).
+// core/_layout.ts), a few a pass, in both modes.
 import { batchGet, type Item, S } from "../../dynamo/_dynamo.ts";
 import { COUNTER, RELEASES } from "../../core/_layout.ts";
 import { finishReleases } from "./_holds.ts";
