@@ -407,7 +407,8 @@ async function run(
     (retry) => err(progress(retry)),
   );
   try {
-    const reader = new DynamoDBStore(client, { prefix });
+    // The relay drives a fleet (FleetClient): its Python workers' rows are found too.
+    const reader = new DynamoDBStore(client, { prefix, otherWriters: command === "relay" });
     if (command === "executions") {
       const page = await onTable(
         tables.executions.name,
