@@ -19,7 +19,6 @@ import { parseJson } from "../../core/_json.ts";
 import { STATUSES } from "../../core/documents.ts";
 import type { Status } from "../../core/documents.ts";
 import type { ExecutionTables } from "../../dynamo/tables.ts";
-import type { StatusCatchUp } from "../../core/operator_types.ts";
 import { statusKey } from "../listing/_status_index.ts";
 
 /** Rows a round's scan for rows the stream never showed examines at most (one Scan page). */
@@ -42,12 +41,49 @@ interface Entry {
   data: string;
   key: string;
   at: string;
+  /** When the record's commit was made (epoch seconds), when a record tells. */
+  committed?: string;
+}
+
+/** The attributes the status feed's write-back adds to another writer's item. */
+const WRITE_BACK: ReadonlySet<string> = new Set([
+  EXECUTION.statusShard,
+  EXECUTION.statusAt,
+  EXECUTION.updatedAt,
+]);
+
+/**
+ * Whether a record is the feed's own write-back (a MODIFY that only added `status_shard`,
+ * `status_at` and `updated_at` to an item without an index entry): no work, not counted, no call.
+ */
+export function isOwnWriteBack(record: StreamRecord): boolean {
+  if (record.eventName !== "MODIFY") return false;
+  const before = record.dynamodb?.OldImage as Item | undefined;
+  const after = record.dynamodb?.NewImage as Item | undefined;
+  if (before === undefined || after === undefined) return false;
+  if (before[EXECUTION.statusShard] !== undefined || after[EXECUTION.statusShard] === undefined) {
+    return false;
+  }
+  const names = new Set([...Object.keys(before), ...Object.keys(after)]);
+  for (const name of names) {
+    if (WRITE_BACK.has(name)) continue;
+    if (JSON.stringify(before[name]) !== JSON.stringify(after[name])) return false;
+  }
+  return true;
+}
+
+/** When a record's change was made, epoch seconds (undefined when the record does not say). */
+function createdAt(record: StreamRecord): string | undefined {
+  const at = record.dynamodb?.ApproximateCreationDateTime as Date | number | undefined;
+  const ms = at instanceof Date ? at.getTime() : typeof at === "number" ? at * 1000 : NaN;
+  return Number.isFinite(ms) ? String(Math.floor(ms / 1000)) : undefined;
 }
 
 /**
  * Puts the executions of `records` that another writer committed (their image has no
  * `status_shard`) back into the index: for each, its newest record's version, written only if
- * the item is still at it and still without the attribute. Resolves to how many were written.
+ * the item is still at it and still without the attribute, with `updated_at` the record's
+ * creation time (when that writer committed it). Resolves to how many were written.
  */
 export async function putBack(
   ctx: EntryContext,
@@ -56,27 +92,28 @@ export async function putBack(
 ): Promise<number> {
   const now = String(Math.floor(ctx.now() / 1000));
   const entries = new Map<string, Entry | null>();
-  const unseen = new Set<string>();
+  const unseen = new Map<string, string | undefined>();
   for (const record of records) {
     const id = record.dynamodb?.Keys?.[EXECUTION.id]?.S;
     if (id === undefined || record.eventName === "REMOVE") continue;
     const image = record.dynamodb?.NewImage as Item | undefined;
     // A stream of keys only (another user's choice of view): the item itself is read below.
     if (image === undefined) {
-      unseen.add(id);
+      unseen.set(id, createdAt(record));
       continue;
     }
     unseen.delete(id);
     const before = entries.get(id) ?? entryOf(record.dynamodb?.OldImage as Item | undefined);
-    entries.set(id, wanted(id, image, before, now));
+    entries.set(id, wanted(id, image, before, now, createdAt(record)));
   }
-  for (const run of chunks([...unseen], 100)) {
+  for (const run of chunks([...unseen.keys()], 100)) {
     const table = ctx.tables.executions.name;
     await batchGet(ctx.client, {
       [table]: { Keys: run.map((id) => ({ [EXECUTION.id]: S(id) })), ConsistentRead: true },
     }, (responses) => {
       for (const item of responses[table] ?? []) {
-        entries.set(item[EXECUTION.id]!.S!, wanted(item[EXECUTION.id]!.S!, item, null, now));
+        const id = item[EXECUTION.id]!.S!;
+        entries.set(id, wanted(id, item, null, now, unseen.get(id)));
       }
     });
   }
@@ -104,14 +141,21 @@ function entryOf(item: Item | undefined): Entry | null {
  * partition since the time it entered it when known (the item it replaced was in that partition
  * already), else since `now`.
  */
-function wanted(id: string, item: Item, before: Entry | null, now: string): Entry | null {
+function wanted(
+  id: string,
+  item: Item,
+  before: Entry | null,
+  now: string,
+  committed?: string,
+): Entry | null {
   if (item[EXECUTION.statusShard] !== undefined) return null;
   const version = item[EXECUTION.version]?.N;
   const data = item[EXECUTION.data]?.S;
   const status = statusOf(data);
   if (version === undefined || status === null) return null;
   const key = statusKey(status, id);
-  return { version, data: data!, key, at: before?.key === key ? before.at : now };
+  const at = before?.key === key ? before.at : now;
+  return { version, data: data!, key, at, ...committed === undefined ? {} : { committed } };
 }
 
 /** The status an execution's `data` names, or null when it is not readable. */
@@ -124,25 +168,33 @@ export function statusOf(data: string | undefined): Status | null {
 
 /** Writes one entry if the item is still as the record shows it and without one; whether it did. */
 async function writeEntry(ctx: EntryContext, id: string, entry: Entry): Promise<boolean> {
+  const names: Record<string, string> = {
+    "#ss": EXECUTION.statusShard,
+    "#sa": EXECUTION.statusAt,
+    "#v": EXECUTION.version,
+    "#d": EXECUTION.data,
+  };
+  const values: Item = {
+    ":ss": S(entry.key),
+    ":sa": { N: entry.at },
+    ":v": { N: entry.version },
+    ":d": S(entry.data),
+  };
+  let update = "SET #ss = :ss, #sa = :sa";
+  if (entry.committed !== undefined) {
+    update += ", #ua = :ua";
+    names["#ua"] = EXECUTION.updatedAt;
+    values[":ua"] = { N: entry.committed };
+  }
   try {
     await ctx.client.send(
       new UpdateItemCommand({
         TableName: ctx.tables.executions.name,
         Key: { [EXECUTION.id]: S(id) },
-        UpdateExpression: "SET #ss = :ss, #sa = :sa",
+        UpdateExpression: update,
         ConditionExpression: "#v = :v AND #d = :d AND attribute_not_exists(#ss)",
-        ExpressionAttributeNames: {
-          "#ss": EXECUTION.statusShard,
-          "#sa": EXECUTION.statusAt,
-          "#v": EXECUTION.version,
-          "#d": EXECUTION.data,
-        },
-        ExpressionAttributeValues: {
-          ":ss": S(entry.key),
-          ":sa": { N: entry.at },
-          ":v": { N: entry.version },
-          ":d": S(entry.data),
-        },
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
       }),
     );
     return true;
@@ -160,13 +212,14 @@ async function writeEntry(ctx: EntryContext, id: string, entry: Entry): Promise<
 
 /**
  * One page of the scan for executions without an index entry (rows the stream never showed):
- * each is put back since now. Resolves to where the scan goes on, or undefined when it is done.
+ * each is put back since now (when it was committed is not known: no `updated_at`). Resolves to
+ * where the scan goes on (undefined when it is done), the rows examined and the entries written.
  */
 export async function backfillPage(
   ctx: EntryContext,
   start: Item,
-  report: StatusCatchUp,
-): Promise<Item | undefined> {
+  signal?: AbortSignal,
+): Promise<{ next: Item | undefined; scanned: number; handled: number }> {
   const out = await ctx.client.send(
     new ScanCommand({
       TableName: ctx.tables.executions.name,
@@ -181,8 +234,9 @@ export async function backfillPage(
       Limit: BACKFILL_ROWS,
       ExclusiveStartKey: Object.keys(start).length === 0 ? undefined : start,
     }),
+    { abortSignal: signal },
   );
-  report.scanned += out.ScannedCount ?? 0;
+  let handled = 0;
   const now = String(Math.floor(ctx.now() / 1000));
   const pending = (out.Items ?? []).flatMap((item) => {
     const id = item[EXECUTION.id]?.S;
@@ -190,7 +244,7 @@ export async function backfillPage(
     return entry === null ? [] : [[id!, entry] as const];
   });
   await eachConcurrently(pending, WRITES_IN_FLIGHT, async ([id, entry]) => {
-    if (await writeEntry(ctx, id, entry)) report.indexed++;
-  });
-  return out.LastEvaluatedKey;
+    if (await writeEntry(ctx, id, entry)) handled++;
+  }, () => signal?.aborted === true);
+  return { next: out.LastEvaluatedKey, scanned: out.ScannedCount ?? 0, handled };
 }

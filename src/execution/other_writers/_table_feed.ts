@@ -1,0 +1,601 @@
+// The table feed: one engine that reads a table's stream (DynamoDB Streams, which ensureTables()
+// turns on with `otherWriters: true`) for the rows other writers commit, and hands each page of
+// change records to the table's handler (executions: the status feed; outbox, spawns, timers:
+// adoption). One store at a time reads a table's stream, under a lease on a counters item of its
+// own, which also keeps where each shard stands (_feed_checkpoint.ts: under 4 KB whatever the
+// stream does). A round reads from the checkpoint until it is caught up, has read its records or
+// its time, and saves where it stopped.
+//
+// Using it (one TableFeed per table, built once per store):
+//
+//   const feed = new TableFeed({
+//     kind: "outbox", table: "outbox", itemId: "feed:outbox",
+//     streams: () => streamsClientOf(client),
+//     ignore: (record) => false,            // records that are no work (not counted, not handed)
+//     handler: async (ctx, records, signal) => 0, // does its writes; resolves to how many it made
+//   });
+//   const report = await feed.round(ctx, { signal });        // FeedReport
+//   await feed.round(ctx, { readOnly: true, peek: (records) => { ... } }); // an operator's view
+//   await feed.close();
+import {
+  type _Record as StreamRecord,
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type Shard,
+} from "@aws-sdk/client-dynamodb-streams";
+import {
+  DescribeTableCommand,
+  GetItemCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandOutput,
+} from "@aws-sdk/client-dynamodb";
+import { type DynamoDBSender, isNamed, type Item, N, S } from "../../dynamo/_dynamo.ts";
+import { FEED } from "../../core/_layout.ts";
+import type { ExecutionTables } from "../../dynamo/tables.ts";
+import { childrenOf, END, pruneCheckpoint, shardDone } from "./_feed_checkpoint.ts";
+
+export type { StreamRecord };
+
+/** What a round sends Streams requests with: a DynamoDB Streams client (duck-typed). */
+export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
+
+/** What a round reads and writes with. */
+export interface FeedContext {
+  readonly client: DynamoDBSender;
+  readonly tables: ExecutionTables;
+  /** Epoch milliseconds (the store's clock): the lease's time. */
+  readonly now: () => number;
+}
+
+/** How often a store reads a feed on its own ({@linkcode TableFeed.maybe}): at most every 10 s. */
+export const FEED_EVERY_MS = 10_000;
+/** How long a round's lease lasts: a store that dies mid-round holds the feed that long. */
+const LEASE_SECONDS = 30;
+/**
+ * Change records a GetRecords call asks for: after each page the round renews its lease once a
+ * third of it has gone by, so a round that writes slowly (throttled, a busy table) keeps it.
+ */
+const RECORDS_PER_PAGE = 100;
+/**
+ * Records of work a round reads at most: 100 of the other writer's commits a second for a cron
+ * that runs once a minute. Records the handler ignores (the feed's own write-backs) do not count.
+ */
+export const RECORDS_PER_ROUND = 6000;
+/** How long a round reads at most (real time): then it saves where it stopped, `behind`. */
+export const ROUND_MS = 20_000;
+
+/** What a round did. */
+export interface FeedReport {
+  /** Change records of work read (the ones `ignore` passes over are not counted). */
+  records: number;
+  /** What the handler says it wrote (or, read-only, records handed to `peek`). */
+  handled: number;
+  /** Rows examined by the backfill scan (0 once it is done, or without one). */
+  scanned: number;
+  /** More is waiting: the next round goes on from where this one stopped. */
+  behind: boolean;
+  /**
+   * Why nothing was read: `"off"` (no Streams client), `"no stream"` (the table has none),
+   * `"leased"` (another store is reading it now); `null` when the round ran.
+   */
+  skipped: "off" | "no stream" | "leased" | null;
+}
+
+/** A handler's page: the records of work, oldest first per shard (images, creation times). */
+export type FeedHandler<C extends FeedContext> = (
+  ctx: C,
+  records: StreamRecord[],
+  signal: AbortSignal | undefined,
+) => Promise<number>;
+
+/**
+ * The one-off scan for rows the stream never showed (written before it was on, or trimmed unread
+ * after 24 hours): a page from `start` (`{}`: the beginning); resolves to where it goes on
+ * (undefined: done), what it examined and what it wrote.
+ */
+export type FeedBackfill<C extends FeedContext> = (
+  ctx: C,
+  start: Item,
+  signal: AbortSignal | undefined,
+) => Promise<{ next: Item | undefined; scanned: number; handled: number }>;
+
+/** What a table feed is. */
+export interface TableFeedOptions<C extends FeedContext> {
+  /** A name for messages (`"executions"`, `"outbox"`, ...). */
+  kind: string;
+  /** The table whose stream is read. */
+  table: keyof ExecutionTables;
+  /** The counters item that holds the lease and the checkpoint (`feed:{kind}`). */
+  itemId: string;
+  /** Builds the Streams client when first needed (null: no feed, rounds are skipped `"off"`). */
+  streams: () => StreamsSender | null;
+  /** Writes what a page of records asks for; resolves to how many writes it made. */
+  handler: FeedHandler<C>;
+  /** Records that are no work (not handed to the handler, not counted). @default none */
+  ignore?: (record: StreamRecord) => boolean;
+  /** The scan for rows the stream never showed; none by default. */
+  backfill?: FeedBackfill<C>;
+  /** What a failed round of {@linkcode TableFeed.maybe} means for the store, for its warning. */
+  missed?: string;
+}
+
+/** How a round runs. */
+export interface RoundOptions {
+  /** Stops the round at its next call: what it read is then not saved (read again next time). */
+  signal?: AbortSignal;
+  /**
+   * An operator's view: reads from the checkpoint without the lease, saves nothing, writes
+   * nothing; the records of work go to `peek` page by page instead of the handler.
+   */
+  readOnly?: boolean;
+  /** Read-only rounds: takes each page of records of work. */
+  peek?: (records: StreamRecord[]) => void | Promise<void>;
+}
+
+/**
+ * A Streams client for the same account, region and endpoint as an SDK DynamoDB client (its
+ * resolved config); null for a client that is not the SDK's (a duck-typed `send()`).
+ */
+export function streamsClientOf(client: DynamoDBSender): StreamsSender | null {
+  const config = (client as { config?: Record<string, unknown> }).config;
+  if (typeof config?.region !== "function" || typeof config.credentials !== "function") return null;
+  return new DynamoDBStreamsClient({
+    region: config.region as () => Promise<string>,
+    credentials: config.credentials as () => Promise<never>,
+    // DynamoDB Local and LocalStack serve Streams on the table endpoint; AWS on its own.
+    ...(config.isCustomEndpoint ? { endpoint: config.endpoint as () => Promise<never> } : {}),
+    maxAttempts: typeof config.maxAttempts === "function"
+      ? config.maxAttempts as () => Promise<number>
+      : undefined,
+    requestHandler: {
+      connectionTimeout: 5_000,
+      requestTimeout: 30_000,
+      throwOnRequestTimeout: true,
+    },
+  });
+}
+
+/** A store's side of one table's feed: its Streams client, its lease id, when it last read. */
+export class TableFeed<C extends FeedContext = FeedContext> {
+  readonly #owner = crypto.randomUUID();
+  /** The stream's ARN once looked up; null: the table has no stream. */
+  #arn: string | null | undefined;
+  #last = -Infinity;
+  #running: Promise<FeedReport> | undefined;
+  /** Stops the round running when the store closes. */
+  readonly #closing = new AbortController();
+  #streams: StreamsSender | null | undefined;
+  readonly #warned = new Set<string>();
+
+  constructor(readonly options: TableFeedOptions<C>) {}
+
+  /** The Streams client, built on first use; null when there is no feed. */
+  get streams(): StreamsSender | null {
+    if (this.#streams === undefined) this.#streams = this.options.streams();
+    return this.#streams;
+  }
+
+  /** The lease's owner id of this store. */
+  get owner(): string {
+    return this.#owner;
+  }
+
+  /**
+   * Stops the round running at its next call, waits until it has given the lease back, and
+   * destroys the Streams client, if it was built.
+   */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    await this.#running?.catch(() => undefined);
+    this.#streams?.destroy();
+    this.#streams = null;
+  }
+
+  /**
+   * A round unless this store read the feed less than {@linkcode FEED_EVERY_MS} ago (by the real
+   * clock: the stream's records are real-time) or is reading it now (then that round). What it
+   * fails with is said once per kind of error, never thrown: the caller goes on without it.
+   */
+  async maybe(ctx: C, signal?: AbortSignal): Promise<void> {
+    if (this.streams === null || signal?.aborted) return;
+    if (Date.now() - this.#last < FEED_EVERY_MS && !this.#running) return;
+    await this.round(ctx, { signal }).catch((error: unknown) => {
+      if (!signal?.aborted) this.#warnOnce(error);
+    });
+  }
+
+  #warnOnce(error: unknown): void {
+    const name = error instanceof Error ? error.name : typeof error;
+    if (this.#closing.signal.aborted || this.#warned.has(name)) return;
+    this.#warned.add(name);
+    console.warn(
+      `harel: the ${this.options.kind} feed's round failed (${String(error)}): ${
+        this.options.missed ?? "other writers' rows are missed"
+      } until a round succeeds`,
+    );
+  }
+
+  /**
+   * One round now (or the writing round running, which a second caller shares). A read-only
+   * round runs on its own, takes no lease and saves nothing.
+   */
+  round(ctx: C, options: RoundOptions = {}): Promise<FeedReport> {
+    const streams = this.streams;
+    if (streams === null) return Promise.resolve(skipped("off"));
+    const { signal } = options;
+    const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
+    if (options.readOnly) return this.#read(ctx, streams, stop, signal, true, options.peek);
+    this.#running ??= this.#read(ctx, streams, stop, signal, false, undefined).then((report) => {
+      // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
+      if (report.behind) this.#last = -Infinity;
+      return report;
+    }).finally(() => {
+      this.#running = undefined;
+    });
+    this.#last = Date.now();
+    return this.#running;
+  }
+
+  /** The stream's ARN (DescribeTable, once; again when `stale`), or null without a stream. */
+  async arn(ctx: C, stale = false): Promise<string | null> {
+    if (this.#arn === undefined || stale) {
+      const table = (await ctx.client.send(
+        new DescribeTableCommand({ TableName: ctx.tables[this.options.table].name }),
+      )).Table;
+      this.#arn = table?.StreamSpecification?.StreamEnabled ? table.LatestStreamArn ?? null : null;
+    }
+    return this.#arn;
+  }
+
+  /**
+   * One round: `signal` stops it at its next call (the store closes, or `caller` went away). What
+   * it read is saved at the end, but when `caller` stopped it: then nothing more is sent, and the
+   * lease runs out (the next round reads it again). `readOnly`: no lease, nothing saved, the
+   * records go to `peek`.
+   */
+  async #read(
+    ctx: C,
+    streams: StreamsSender,
+    signal: AbortSignal,
+    caller: AbortSignal | undefined,
+    readOnly: boolean,
+    peek: RoundOptions["peek"] | undefined,
+  ): Promise<FeedReport> {
+    let arn = await this.arn(ctx);
+    if (arn === null) return skipped("no stream");
+    signal.throwIfAborted();
+    const lease = new Lease(ctx, this.options.itemId, this.#owner);
+    const item = readOnly ? await lease.peek() : await lease.take();
+    if (item === null) return skipped("leased");
+    // Another store read another stream (the table's was turned off and on since one of us
+    // looked it up): the table says which is current.
+    const read = item[FEED.stream]?.S;
+    if (read !== undefined && read !== arn) {
+      const current = await this.arn(ctx, true);
+      if (current === null) {
+        if (!readOnly) await lease.save(read, stateOf(item, read));
+        return skipped("no stream");
+      }
+      arn = current;
+    }
+    const state = stateOf(item, arn);
+    if (this.options.backfill === undefined) state.backfill = undefined;
+    const report: FeedReport = { records: 0, handled: 0, scanned: 0, behind: false, skipped: null };
+    const reader = new Reader(ctx, this.options, streams, arn, state, report, signal, lease, {
+      readOnly,
+      peek,
+    });
+    try {
+      let lost: boolean;
+      try {
+        lost = await reader.shards();
+      } catch (error) {
+        // The table's stream was turned off (and maybe on again) since the ARN was looked up.
+        if (!isNamed(error, "ResourceNotFoundException") && !(error instanceof StreamOff)) {
+          throw error;
+        }
+        await this.arn(ctx, true);
+        return { ...report, behind: true };
+      }
+      const backfill = this.options.backfill;
+      if (lost && backfill !== undefined) state.backfill = {};
+      // The scan's page goes on under the lease, renewed (another store may have taken it).
+      if (
+        backfill !== undefined && !readOnly && state.backfill !== undefined && !report.behind &&
+        await lease.take() !== null
+      ) {
+        const page = await backfill(ctx, state.backfill, signal);
+        report.scanned += page.scanned;
+        report.handled += page.handled;
+        state.backfill = page.next;
+        if (state.backfill !== undefined) report.behind = true;
+      }
+    } finally {
+      if (!readOnly && !caller?.aborted) await lease.save(arn, state);
+    }
+    return report;
+  }
+}
+
+function skipped(why: NonNullable<FeedReport["skipped"]>): FeedReport {
+  return { records: 0, handled: 0, scanned: 0, behind: false, skipped: why };
+}
+
+/** Where a round starts: the feed item as the lease returned it. */
+interface FeedState {
+  shards: Map<string, string>;
+  /** The backfill scan's position (`{}`: the start); undefined when there is none to do. */
+  backfill: Item | undefined;
+  /** The shards DescribeStream showed (the checkpoint is pruned against them). */
+  described?: Shard[];
+}
+
+/**
+ * Where the feed item says a round of stream `arn` starts: a new stream (or the first round)
+ * starts with no shard read and a backfill to do.
+ */
+function stateOf(item: Item, arn: string): FeedState {
+  if (item[FEED.stream]?.S !== arn) return { shards: new Map(), backfill: {} };
+  const shards = new Map<string, string>();
+  for (const [id, seq] of Object.entries(item[FEED.shards]?.M ?? {})) {
+    if (seq.S !== undefined) shards.set(id, seq.S);
+  }
+  const backfill = item[FEED.backfill]?.S;
+  return { shards, backfill: backfill === undefined ? undefined : JSON.parse(backfill) };
+}
+
+/** The lease and checkpoint on the feed's counters item. */
+class Lease {
+  #renewed = -Infinity;
+
+  constructor(
+    private readonly ctx: FeedContext,
+    private readonly id: string,
+    private readonly owner: string,
+  ) {}
+
+  /**
+   * Takes (or renews) the lease: one conditional UpdateItem that also reads the item; the item,
+   * or null when another store holds it.
+   */
+  async take(): Promise<Item | null> {
+    const now = Math.floor(this.ctx.now() / 1000);
+    let out: UpdateItemCommandOutput;
+    try {
+      out = await this.ctx.client.send(
+        new UpdateItemCommand({
+          TableName: this.ctx.tables.counters.name,
+          Key: { id: S(this.id) },
+          UpdateExpression: "SET #lu = :until, #o = :me",
+          ConditionExpression: "attribute_not_exists(#lu) OR #lu < :now OR #o = :me",
+          ExpressionAttributeNames: { "#lu": FEED.leaseUntil, "#o": FEED.owner },
+          ExpressionAttributeValues: {
+            ":until": N(now + LEASE_SECONDS),
+            ":now": N(now),
+            ":me": S(this.owner),
+          },
+          ReturnValues: "ALL_NEW",
+        }),
+      );
+    } catch (error) {
+      if (isNamed(error, "ConditionalCheckFailedException")) return null;
+      throw error;
+    }
+    this.#renewed = this.ctx.now();
+    return out.Attributes ?? {};
+  }
+
+  /** Renews the lease once a third of it has gone by; false: another store took it over. */
+  async renew(): Promise<boolean> {
+    if (this.ctx.now() - this.#renewed < LEASE_SECONDS * 1000 / 3) return true;
+    return await this.take() !== null;
+  }
+
+  /** The item as it stands (a strong read), for a read-only round: no lease. */
+  async peek(): Promise<Item> {
+    const out = await this.ctx.client.send(
+      new GetItemCommand({
+        TableName: this.ctx.tables.counters.name,
+        Key: { id: S(this.id) },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item ?? {};
+  }
+
+  /** Saves where the round stopped and gives the lease back (only while it is still ours). */
+  async save(arn: string, state: FeedState): Promise<void> {
+    const kept = state.described ? pruneCheckpoint(state.shards, state.described) : state.shards;
+    const shards: Item = {};
+    for (const [id, seq] of kept) shards[id] = S(seq);
+    const names = {
+      "#s": FEED.stream,
+      "#sh": FEED.shards,
+      "#b": FEED.backfill,
+      "#lu": FEED.leaseUntil,
+      "#o": FEED.owner,
+    };
+    const values: Item = {
+      ":arn": S(arn),
+      ":sh": { M: shards },
+      ":me": S(this.owner),
+      ":free": N(0),
+    };
+    let update = "SET #s = :arn, #sh = :sh, #lu = :free";
+    if (state.backfill === undefined) update += " REMOVE #b";
+    else {
+      update += ", #b = :b";
+      values[":b"] = S(JSON.stringify(state.backfill));
+    }
+    try {
+      await this.ctx.client.send(
+        new UpdateItemCommand({
+          TableName: this.ctx.tables.counters.name,
+          Key: { id: S(this.id) },
+          UpdateExpression: update,
+          ConditionExpression: "#o = :me",
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+    } catch (error) {
+      // The round outlived its lease and another store took over: it saves its own progress.
+      if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+    }
+  }
+}
+
+/** The stream turned off: the round looks up the table's stream again. */
+class StreamOff extends Error {
+  override name = "StreamOff";
+  constructor(arn: string) {
+    super(`the stream ${arn} is turned off`);
+  }
+}
+
+/** One round's reading of the stream. */
+class Reader<C extends FeedContext> {
+  readonly #started = performance.now();
+
+  constructor(
+    private readonly ctx: C,
+    private readonly options: TableFeedOptions<C>,
+    private readonly streams: StreamsSender,
+    private readonly arn: string,
+    private readonly state: FeedState,
+    private readonly report: FeedReport,
+    private readonly signal: AbortSignal,
+    private readonly lease: Lease,
+    private readonly view: { readOnly: boolean; peek: RoundOptions["peek"] | undefined },
+  ) {}
+
+  /** Whether the round has read its records or its time. */
+  get #full(): boolean {
+    return this.report.records >= RECORDS_PER_ROUND ||
+      performance.now() - this.#started >= ROUND_MS;
+  }
+
+  /**
+   * Reads every shard from where it stands, parents before children, up to the round's records
+   * and time; resolves to whether records were lost (a shard trimmed before it was read to its
+   * end, or gone from the stream part-way read).
+   */
+  async shards(): Promise<boolean> {
+    const { shards, status } = await this.#describe();
+    // A stream turned off stays readable for a day, but the table writes to a new one if any.
+    if (status === "DISABLING" || status === "DISABLED") throw new StreamOff(this.arn);
+    this.state.described = shards;
+    const present = new Set(shards.map((shard) => shard.ShardId!));
+    const children = childrenOf(shards);
+    const checkpoint = this.state.shards;
+    let lost = [...checkpoint].some(([id, seq]) => seq !== END && !present.has(id));
+    for (const id of [...checkpoint.keys()]) if (!present.has(id)) checkpoint.delete(id);
+    const done = (id: string | undefined) => shardDone(id, checkpoint, present, children);
+    for (let progress = true; progress && !this.report.behind;) {
+      progress = false;
+      for (const shard of shards) {
+        const id = shard.ShardId!;
+        if (done(id) || !done(shard.ParentShardId)) continue;
+        this.signal.throwIfAborted();
+        const read = await this.#shard(shard);
+        lost ||= read.trimmed;
+        progress ||= read.ended;
+        if (this.report.behind) break;
+      }
+    }
+    return lost;
+  }
+
+  /** Every shard of the stream (DescribeStream pages by shard id), and the stream's status. */
+  async #describe(): Promise<{ shards: Shard[]; status: string | undefined }> {
+    const shards: Shard[] = [];
+    let status: string | undefined;
+    let start: string | undefined;
+    do {
+      const out = await this.streams.send(
+        new DescribeStreamCommand({ StreamArn: this.arn, ExclusiveStartShardId: start }),
+        { abortSignal: this.signal },
+      );
+      shards.push(...out.StreamDescription?.Shards ?? []);
+      status = out.StreamDescription?.StreamStatus;
+      start = out.StreamDescription?.LastEvaluatedShardId;
+    } while (start !== undefined);
+    return { shards, status };
+  }
+
+  async #iterator(id: string, after: string | undefined): Promise<string | undefined> {
+    return (await this.streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: this.arn,
+        ShardId: id,
+        ...(after === undefined
+          ? { ShardIteratorType: "TRIM_HORIZON" }
+          : { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: after }),
+      }),
+      { abortSignal: this.signal },
+    )).ShardIterator;
+  }
+
+  /**
+   * Reads one shard from its checkpoint until it is caught up (an empty page of an open shard),
+   * read to its end (a closed one), or the round has read its records or its time.
+   */
+  async #shard(shard: Shard): Promise<{ trimmed: boolean; ended: boolean }> {
+    const id = shard.ShardId!;
+    const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
+    const { ignore, handler } = this.options;
+    let trimmed = false;
+    let iterator: string | undefined;
+    try {
+      iterator = await this.#iterator(id, this.state.shards.get(id));
+    } catch (error) {
+      // The checkpoint is older than the stream's 24 hours: start over, and scan for the rest.
+      if (!isNamed(error, "TrimmedDataAccessException")) throw error;
+      trimmed = true;
+      iterator = await this.#iterator(id, undefined);
+    }
+    while (iterator !== undefined) {
+      this.signal.throwIfAborted();
+      const left = RECORDS_PER_ROUND - this.report.records;
+      const out = await this.streams.send(
+        new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(RECORDS_PER_PAGE, left) }),
+        { abortSignal: this.signal },
+      );
+      const records = out.Records ?? [];
+      const work = ignore ? records.filter((record) => !ignore(record)) : records;
+      this.report.records += work.length;
+      if (work.length > 0) {
+        if (this.view.readOnly) {
+          await this.view.peek?.(work);
+          this.report.handled += work.length;
+        } else this.report.handled += await handler(this.ctx, work, this.signal);
+      }
+      // Stopped part-way (the store closes): the page is read again by the next round.
+      this.signal.throwIfAborted();
+      const last = records.at(-1)?.dynamodb?.SequenceNumber;
+      if (last !== undefined) this.state.shards.set(id, last);
+      if (records.length > 0 && !this.view.readOnly && !(await this.lease.renew())) {
+        // Another store took the feed over (this round outlived its lease): it goes on from the
+        // last checkpoint saved, and this round's writes were conditional.
+        this.report.behind = true;
+        return { trimmed, ended: false };
+      }
+      iterator = out.NextShardIterator;
+      if (iterator === undefined) {
+        this.state.shards.set(id, END);
+        return { trimmed, ended: true };
+      }
+      // Caught up with an open shard. A closed one may serve empty pages before its records ("it
+      // might take multiple calls to get to a portion of the shard that contains stream
+      // records", a trimmed start): it is read on to its end.
+      if (records.length === 0 && !closed) break;
+      if (this.#full) {
+        this.report.behind = true;
+        break;
+      }
+    }
+    return { trimmed, ended: false };
+  }
+}
