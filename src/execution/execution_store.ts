@@ -630,7 +630,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * releases the client if `create()` built it (an injected one stays the caller's). Idempotent.
    */
   async close(): Promise<void> {
-    await this.#ctx.otherWriters?.feed.close();
+    await this.#ctx.otherWriters?.close();
     return await this.#ctx.ownership.close();
   }
 

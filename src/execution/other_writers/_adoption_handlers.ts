@@ -8,7 +8,7 @@
 // (which makes an unchained entry wait, in mixed mode) delivers a target's entries in seq order
 // whatever the index shows. A record is a candidate: each write's condition decides.
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
-import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { batchGet, chunks, eachConcurrently, isNamed, type Item, N } from "../../dynamo/_dynamo.ts";
 import { COUNTER, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
@@ -21,10 +21,13 @@ import { adopted, holdKey } from "../queue/_transitions.ts";
 import { candidateOf } from "../queue/_outbox_bodies.ts";
 
 /**
- * A round's handler of a page of change records: the rows it adopted (as the relay index shows
- * them once adopted: a pass in the same call offers them, whatever the index shows yet).
+ * What a handler reports: how many writes it made, and the rows it adopted (as the relay index
+ * shows them once adopted: a pass in the same call offers them, whatever the index shows yet).
  */
-export type RecordHandler = (records: readonly StreamRecord[]) => Promise<Item[]>;
+export interface Handled {
+  writes: number;
+  adopted: Item[];
+}
 
 /** The NEW images of a page's INSERT and MODIFY records, the last of each key (REMOVEs: none). */
 export function newImages(kind: RelayKind, records: readonly StreamRecord[]): Item[] {
@@ -41,17 +44,69 @@ export function newImages(kind: RelayKind, records: readonly StreamRecord[]): It
   return [...last.values()];
 }
 
-/** The handler of `kind`'s feed: adopts other writers' rows; outbox rows also chained. */
-export function adoptionHandler(q: QueueContext, kind: RelayKind): RecordHandler {
-  return kind === "outbox" ? (records) => chainOutbox(q, records) : async (records) => {
-    const rows = newImages(kind, records).filter((row) =>
-      row[RELAY.part] === undefined && placeOf(kind, row, 0) !== null
-    );
-    const done: Item[] = [];
-    await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
-      if (await update(q, adopted(q.tables, kind, row))) done.push(placed(kind, row));
-    });
-    return done;
+/**
+ * Whether a record is no work for `kind`'s feed (not handed to the handler, not counted): a
+ * REMOVE (an acknowledgement, a timer cancelled or fired), and a change that leaves the row in
+ * the relay index (a commit of ours, a pass's move; outbox: a row already chained). Outbox
+ * INSERTs of ours are work: they feed their target's `recent` list.
+ */
+export function isNoWork(kind: RelayKind, record: StreamRecord): boolean {
+  if (record.eventName === "REMOVE") return true;
+  const image = record.dynamodb?.NewImage as Item | undefined;
+  if (image === undefined) return true;
+  if (kind !== "outbox") return image[RELAY.part] !== undefined;
+  if (record.eventName === "INSERT") return false;
+  return image[RELAY.part] !== undefined && image[OUTBOX.prevSeq] !== undefined;
+}
+
+/** Adopts (outbox: and chains) the rows of these images that need it. */
+export async function handleImages(
+  q: QueueContext,
+  kind: RelayKind,
+  images: Item[],
+): Promise<Handled> {
+  if (kind === "outbox") return await chainOutbox(q, images);
+  const rows = images.filter((row) =>
+    row[RELAY.part] === undefined && placeOf(kind, row, 0) !== null
+  );
+  const handled: Handled = { writes: 0, adopted: [] };
+  await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
+    handled.writes++;
+    if (await update(q, adopted(q.tables, kind, row))) handled.adopted.push(placed(kind, row));
+  });
+  return handled;
+}
+
+/** Rows an adoption backfill reads a page of (the one-off scan for rows the stream never showed). */
+export const BACKFILL_ROWS = 100;
+
+/**
+ * A page of the one-off scan of `kind`'s table for rows without the index's attributes (written
+ * before the stream was on, or trimmed unread after 24 hours), from `start` (`{}`: the start).
+ */
+export async function backfillPage(
+  q: QueueContext,
+  kind: RelayKind,
+  start: Item,
+  signal?: AbortSignal,
+): Promise<{ next: Item | undefined; scanned: number; handled: Handled }> {
+  const page = await q.timers.client.send(
+    new ScanCommand({
+      TableName: q.tables[kind].name,
+      Limit: BACKFILL_ROWS,
+      ExclusiveStartKey: Object.keys(start).length === 0 ? undefined : start,
+    }),
+    { abortSignal: signal },
+  );
+  const rows = (page.Items ?? []).filter((row) =>
+    kind === "outbox"
+      ? row[RELAY.part] === undefined || row[OUTBOX.prevSeq] === undefined
+      : row[RELAY.part] === undefined
+  );
+  return {
+    next: page.LastEvaluatedKey,
+    scanned: page.ScannedCount ?? 0,
+    handled: await handleImages(q, kind, rows),
   };
 }
 
@@ -65,11 +120,12 @@ const placed = (kind: RelayKind, row: Item): Item => ({
  * The outbox's handler: every entry seen feeds its target's `recent` list; the unchained ones
  * get their predecessor (another writer's are adopted in the same update).
  */
-async function chainOutbox(q: QueueContext, records: readonly StreamRecord[]): Promise<Item[]> {
-  const images = newImages("outbox", records).filter((row) =>
+async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
+  const images = all.filter((row) =>
     row[OUTBOX.targetId] !== undefined && placeOf("outbox", row, 0) !== null
   );
-  if (images.length === 0) return [];
+  const handled: Handled = { writes: 0, adopted: [] };
+  if (images.length === 0) return handled;
   const fed: FedRow[] = images.map((row) => {
     const { id, seq, target } = candidateOf(row);
     return { id, seq, target, unchained: row[OUTBOX.prevSeq] === undefined };
@@ -77,18 +133,20 @@ async function chainOutbox(q: QueueContext, records: readonly StreamRecord[]): P
   const targets = [...new Set(fed.map((row) => row.target))];
   const recent = await readRecent(q, targets);
   const chaining = chainRound(fed, recent);
-  const done: Item[] = [];
   await eachConcurrently(images, ITEM_WRITES_IN_FLIGHT, async (row) => {
     const prev = chaining.prev.get(row[OUTBOX.seq]!.N!);
     if (prev === undefined) return; // chained already: it only fed `recent`
     const foreign = row[RELAY.part] === undefined;
+    handled.writes++;
     if (await update(q, chained(q, row, prev, foreign))) {
-      if (foreign) done.push({ ...placed("outbox", row), [OUTBOX.prevSeq]: N(prev) });
+      const row2 = { ...row, [OUTBOX.prevSeq]: N(prev) };
+      handled.adopted.push(foreign ? placed("outbox", row2) : row2);
     }
   });
   await eachConcurrently(targets, ITEM_WRITES_IN_FLIGHT, async (target) => {
     const seqs = chaining.recent.get(target)!;
     if (seqs.join() === (recent.get(target) ?? []).join()) return;
+    handled.writes++;
     await q.timers.client.send(
       new UpdateItemCommand({
         TableName: q.tables.counters.name,
@@ -99,7 +157,7 @@ async function chainOutbox(q: QueueContext, records: readonly StreamRecord[]): P
       }),
     );
   });
-  return done;
+  return handled;
 }
 
 /**

@@ -8,17 +8,28 @@
 import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import type { QueueOtherWriters } from "../queue/_queue_items.ts";
 import { StatusFeed, streamsClientOf } from "./_status_feed.ts";
+import { RelayFeeds } from "./_relay_feeds.ts";
 
 /** The other writers' part of a store's context. */
 export interface OtherWriters extends QueueOtherWriters {
   /** The status feed: other writers' commits put back into the status index. */
   readonly feed: StatusFeed;
+  /** The relay tables' feeds: other writers' outbox entries, spawns and timers adopted. */
+  readonly relayFeeds: RelayFeeds;
+  /** Stops the rounds running, gives their leases back, destroys the Streams clients. */
+  close(): Promise<void>;
 }
 
 /** The part a store built with `otherWriters: true` on `client` runs (nothing is sent yet). */
 export function otherWritersOn(client: DynamoDBSender): OtherWriters {
+  const feed = new StatusFeed(() => streamsClientOf(client));
+  const relayFeeds = new RelayFeeds(() => streamsClientOf(client));
   return {
-    round: () => Promise.resolve([]), // the relay tables' feeds: plugged in with the engine
-    feed: new StatusFeed(() => streamsClientOf(client)),
+    feed,
+    relayFeeds,
+    round: (q, kind) => relayFeeds.round(q, kind),
+    close: async () => {
+      await Promise.all([feed.close(), relayFeeds.close()]);
+    },
   };
 }
