@@ -125,6 +125,12 @@ export const HOLD = {
    * (core/_feed_chain.ts).
    */
   recent: "recent",
+  /**
+   * When entries were last set apart behind the heads without room on the list (epoch seconds):
+   * found through the index alone, so until a release has seen none left (and the index had time
+   * to show them) the target's unlisted entries wait.
+   */
+  spill: "spill",
 } as const;
 
 /**

@@ -29,6 +29,11 @@ export interface EntryRow extends Bookkept {
 export interface HoldRow {
   heads: readonly string[];
   held: readonly string[];
+  /**
+   * Entries were set apart without room on the list (when, epoch seconds): the index alone finds
+   * them, so the target's entries the list does not name wait, and a release looks for them.
+   */
+  spill?: number;
 }
 
 /** What a pass read, for {@linkcode decideOutbox}. */
@@ -161,6 +166,7 @@ function decideTarget(
     }
   }
   const lane = new Map<string, EntryRow>(mine.map((row) => [row.id, row]));
+  const listedHeld = new Set(hold.held);
   const offered = new Set(lane.keys());
   for (const id of hold.held) {
     const row = rows.get(id);
@@ -184,6 +190,14 @@ function decideTarget(
     }
     if (setApart && !dueHeadOut) {
       // Still set apart, and no head before it goes out in this pass: what follows waits.
+      blocked = true;
+      continue;
+    }
+    // Entries set apart that the hold could not list may still be in the index's lag: what the
+    // list does not name waits until a release has brought them all back.
+    if (hold.spill !== undefined && !listedHeld.has(row.id)) {
+      if (offered.has(row.id)) decision.held++;
+      decision.release.add(target);
       blocked = true;
       continue;
     }
