@@ -39,13 +39,17 @@ export function chainRound(
   recent: ReadonlyMap<string, readonly number[]>,
 ): Chaining {
   const byTarget = new Map<string, FedRow[]>();
+  const chaining: Chaining = { prev: new Map(), recent: new Map() };
   for (const row of rows) {
-    if (!Number.isInteger(row.seq)) continue; // a seq no counter handed out orders nothing
+    if (!Number.isInteger(row.seq)) {
+      // A seq no counter handed out (another tool's) orders nothing: chained to nothing.
+      if (row.unchained) chaining.prev.set(row.id, 0);
+      continue;
+    }
     const lane = byTarget.get(row.target);
     if (lane) lane.push(row);
     else byTarget.set(row.target, [row]);
   }
-  const chaining: Chaining = { prev: new Map(), recent: new Map() };
   for (const [target, lane] of byTarget) {
     const seen = new Set<number>(recent.get(target) ?? []);
     for (const row of lane) seen.add(row.seq);

@@ -41,8 +41,9 @@ Deno.test("chaining: `recent` keeps the highest RECENT_MAX seqs; a row seen twic
 
 Deno.test("chaining: a seq no counter handed out (not a whole number) is chained to nothing", () => {
   const chaining = chainRound([fed(1.5), fed(3)], new Map());
-  assert.equal(chaining.prev.has("1.5"), false);
+  assert.equal(chaining.prev.get("1.5"), 0);
   assert.equal(chaining.prev.get("3"), 0);
+  assert.deepEqual(chaining.recent.get("t"), [3]);
 });
 
 const entry = (seq: number, prev: number | undefined): EntryRow => ({

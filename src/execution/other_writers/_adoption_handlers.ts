@@ -144,8 +144,8 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     }
   });
   await eachConcurrently(targets, ITEM_WRITES_IN_FLIGHT, async (target) => {
-    const seqs = chaining.recent.get(target)!;
-    if (seqs.join() === (recent.get(target) ?? []).join()) return;
+    const seqs = chaining.recent.get(target);
+    if (seqs === undefined || seqs.join() === (recent.get(target) ?? []).join()) return;
     handled.writes++;
     await q.timers.client.send(
       new UpdateItemCommand({
