@@ -29,6 +29,8 @@ export class RelayFeeds {
   /** The callers waiting on a round of each kind: every row it adopts goes to each. */
   readonly #sinks = new Map<RelayKind, Set<Item[]>>();
   readonly #warned = new Set<string>();
+  /** Whether the outbox's last round found a stream to read (false: no stream, no client). */
+  #chaining = true;
 
   constructor(build: () => StreamsSender | null) {
     for (const kind of RELAY_KINDS) {
@@ -71,7 +73,10 @@ export class RelayFeeds {
     sinks.add(found);
     try {
       const ctx = { client: q.timers.client, tables: q.tables, now: q.now, q };
-      await this.#feeds.get(kind)!.round(ctx);
+      const report = await this.#feeds.get(kind)!.round(ctx);
+      if (kind === "outbox") {
+        this.#chaining = report.skipped !== "off" && report.skipped !== "no stream";
+      }
     } catch (error) {
       this.#warnOnce(kind, error);
     } finally {
@@ -99,6 +104,11 @@ export class RelayFeeds {
       },
     });
     return lowest.sorted();
+  }
+
+  /** Whether the outbox feed chains entries (see QueueOtherWriters.chaining). */
+  chaining(): boolean {
+    return this.#chaining;
   }
 
   async close(): Promise<void> {

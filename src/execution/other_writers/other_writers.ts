@@ -28,6 +28,7 @@ export function otherWritersOn(client: DynamoDBSender): OtherWriters {
     feed,
     relayFeeds,
     round: (q, kind) => relayFeeds.round(q, kind),
+    chaining: () => relayFeeds.chaining(),
     close: async () => {
       await Promise.all([feed.close(), relayFeeds.close()]);
     },

@@ -126,7 +126,7 @@ export class OutboxRead {
       limit,
       inline,
       // With other writers, an entry the outbox feed has not chained yet waits (#39).
-      unchainedWaits: this.q.otherWriters !== undefined,
+      unchainedWaits: this.q.otherWriters?.chaining() ?? false,
       offered: this.offered,
       rows: this.rows,
       holds: this.holds,

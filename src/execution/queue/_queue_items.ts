@@ -38,6 +38,11 @@ export interface QueueContext {
  */
 export interface QueueOtherWriters {
   round(q: QueueContext, kind: RelayKind): Promise<Item[]>;
+  /**
+   * Whether the outbox feed chains entries (its table has a stream, and a Streams client): then
+   * a pass holds back an entry with no `prev_seq` until the feed chained it.
+   */
+  chaining(): boolean;
 }
 
 export function numberOf(value: AttributeValue | undefined): number | undefined {
