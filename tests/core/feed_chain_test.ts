@@ -58,7 +58,14 @@ const entry = (seq: number, prev: number | undefined): EntryRow => ({
 
 Deno.test("unchainedWaits: an entry with no prev_seq waits, and so does the rest of its target; without the flag it goes", () => {
   const rows = new Map([entry(5, 0), entry(6, undefined), entry(7, 6)].map((r) => [r.id, r]));
-  const read = { now: 0, limit: 10, offered: ["5", "6", "7"], rows, holds: new Map(), inline: false };
+  const read = {
+    now: 0,
+    limit: 10,
+    offered: ["5", "6", "7"],
+    rows,
+    holds: new Map(),
+    inline: false,
+  };
   const mixed = decideOutbox({ ...read, unchainedWaits: true });
   assert.deepEqual(mixed.deliver.map((r) => r.seq), [5]);
   const plain = decideOutbox(read);

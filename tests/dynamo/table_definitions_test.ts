@@ -120,7 +120,9 @@ Deno.test("tableDefinitions() defines the seven tables and the state table with 
   const streams = shared.policy.Statement.find((s) => s.Sid === "HarelExecutionsStream");
   assert.deepEqual(
     streams?.Resource,
-    ["executions", "outbox", "spawns", "timers"].map((t) => `arn:aws:dynamodb:*:*:table/prod_${t}/stream/*`),
+    ["executions", "outbox", "spawns", "timers"].map((t) =>
+      `arn:aws:dynamodb:*:*:table/prod_${t}/stream/*`
+    ),
   );
 });
 

@@ -15,7 +15,7 @@ import {
   sweepTimers,
 } from "../../mod.ts";
 import { directEndpoint, pause, testClient } from "../_support/env.ts";
-import { type LaggingStore, laggingStore } from "../_support/lagging_store.ts";
+import { laggingStore } from "../_support/lagging_store.ts";
 import { SeedTurns } from "../_support/seed_turns.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import type { Item } from "../../src/dynamo/_dynamo.ts";
@@ -35,7 +35,9 @@ function itemBytes(item: Item): number {
     if (v.N !== undefined) return number(v.N);
     if (v.NS) return v.NS.reduce((sum, n) => sum + number(n), 0);
     if (v.SS) return v.SS.reduce((sum, s) => sum + text(s), 0);
-    if (v.M) return 3 + Object.entries(v.M).reduce((sum, [k, w]) => sum + text(k) + value(w) + 1, 0);
+    if (v.M) {
+      return 3 + Object.entries(v.M).reduce((sum, [k, w]) => sum + text(k) + value(w) + 1, 0);
+    }
     if (v.L) return 3 + v.L.reduce((sum, w) => sum + value(w) + 1, 0);
     return 1;
   };
@@ -204,14 +206,20 @@ async function foreignTimers(parked: number): Promise<{ sweepReads: number }> {
   } finally {
     client.destroy();
   }
-  assert.deepEqual(fired.sort(), due.map(([path]) => path as string).sort(), "the next sweep fires them");
+  assert.deepEqual(
+    fired.sort(),
+    due.map(([path]) => path as string).sort(),
+    "the next sweep fires them",
+  );
   return { sweepReads: capacity.units };
 }
 
 Deno.test("5 of the Python store's due timers among 30,000 parked: listed by dueTimers(now), fired by the next sweep, its reads within 2x of a sweep's at 300", async () => {
   const small = await foreignTimers(300);
   const large = await foreignTimers(30_000);
-  console.log(`a sweep's read units: ${small.sweepReads} at 300 parked, ${large.sweepReads} at 30,000`);
+  console.log(
+    `a sweep's read units: ${small.sweepReads} at 300 parked, ${large.sweepReads} at 30,000`,
+  );
   assert.ok(
     large.sweepReads <= 2 * Math.max(small.sweepReads, 1),
     `${large.sweepReads} read units at 30,000 parked, ${small.sweepReads} at 300`,

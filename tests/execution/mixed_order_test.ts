@@ -4,7 +4,7 @@
 // go out in seq order across writers, and every item the module keeps stays under 4 KB.
 // DynamoDB Local's region of its own: these tables have streams.
 import assert from "node:assert/strict";
-import { DynamoDBStore, newEvent, newExecution, relayOutbox, sweepTimers } from "../../mod.ts";
+import { type DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
 import { directEndpoint, pause } from "../_support/env.ts";
 import { type LaggingStore, laggingStore } from "../_support/lagging_store.ts";
 import { SeedTurns } from "../_support/seed_turns.ts";

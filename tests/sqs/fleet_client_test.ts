@@ -14,7 +14,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { ExecutionExists, ExecutionNotFound, FleetClient, SqsQueue } from "../../src/sqs.ts";
 import { messageBody } from "../../src/sqs/_wire.ts";
-import { endpoint, testClient, uniqueName } from "../_support/env.ts";
+import { testClient, uniqueName } from "../_support/env.ts";
 import { FLEET_REGION, fleetStore, freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
 
 interface Fleet extends AsyncDisposable {

@@ -14,7 +14,7 @@ import {
   StartNotPublished,
 } from "../../src/sqs.ts";
 import { capacityClient } from "../_support/capacity.ts";
-import { endpoint, testClient, uniqueName } from "../_support/env.ts";
+import { testClient, uniqueName } from "../_support/env.ts";
 import { FLEET_REGION, fleetStore, freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
 
 interface Fleet extends AsyncDisposable {

@@ -76,7 +76,12 @@ export async function readHolds(
             const listed = [...item[HOLD.held]?.NS ?? []];
             if (held && listed.length) held.set(id.slice(HOLD.prefix.length), listed);
             const spill = item[HOLD.spill]?.N;
-            if (spills && spill !== undefined) spills.set(id.slice(HOLD.prefix.length), Number(spill));
+            if (spills && spill !== undefined) {
+              spills.set(
+                id.slice(HOLD.prefix.length),
+                Number(spill),
+              );
+            }
           }
         },
       ),
