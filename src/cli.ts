@@ -407,7 +407,6 @@ async function run(
     (retry) => err(progress(retry)),
   );
   try {
-    // The relay drives a fleet (FleetClient): its Python workers' rows are found too.
     const reader = new DynamoDBStore(client, { prefix, otherWriters: command === "relay" });
     if (command === "executions") {
       const page = await onTable(
