@@ -390,7 +390,11 @@ async function run(
     (retry) => err(progress(retry)),
   );
   try {
-    const reader = new DynamoDBStore(client, { prefix, otherWriters: definitions.otherWriters });
+    // The relay publishes a fleet's rows: its store is the mixed fleet's (#39).
+    const reader = new DynamoDBStore(client, {
+      prefix,
+      otherWriters: definitions.otherWriters || command === "relay",
+    });
     if (command === "executions") {
       const page = await onTable(
         tables.executions.name,

@@ -13,7 +13,10 @@
  * import { DynamoDBStore } from "@harel/dynamodb";
  * import { FleetClient, SqsQueue } from "@harel/dynamodb/sqs";
  *
- * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   otherWriters: true, // the fleet's Python workers share the tables
+ * });
  * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
  * const fleet = new FleetClient({ store, queue });
  * const order = await fleet.create("order", { context: { total: 42 } });

@@ -100,8 +100,8 @@ export const FAILURE_PLACEHOLDER: Item = {
  * `fire_at`), `w{shard}` waiting for a retry (order: `retry_at`), `d{shard}` dead-lettered (order:
  * seq or `fire_at`), `h{target key}` an outbox entry held behind a waiting or dead entry of its
  * target (order: seq). Commits write `p`; relays move rows between partitions. Rows without
- * them (the seed, the Python store) are adopted by the runners of a store built with
- * `otherWriters: true` (see execution/other_writers/_adoption_scan.ts).
+ * them (the seed, the Python store) are adopted by the feeds of a store built with
+ * `otherWriters: true` (see execution/other_writers/_adoption_handlers.ts).
  */
 export const RELAY = { part: "relay_part", order: "relay_order" } as const;
 
@@ -119,6 +119,18 @@ export const HOLD = {
    * the index shows, and they stay listed until delivered, so that passes deliver them first.
    */
   held: "held",
+  /**
+   * The highest seqs (at most 16) of the target's entries the outbox feed saw (`otherWriters:
+   * true` only): a new entry with no `prev_seq` is chained behind the highest below it
+   * (core/_feed_chain.ts).
+   */
+  recent: "recent",
+  /**
+   * When entries were last set apart behind the heads without room on the list (epoch seconds):
+   * found through the index alone, so until a release has seen none left (and the index had time
+   * to show them) the target's unlisted entries wait.
+   */
+  spill: "spill",
 } as const;
 
 /**
@@ -128,13 +140,6 @@ export const HOLD = {
  * nothing: a pass finishes a mark older than a minute.
  */
 export const RELEASES = { id: "outbox_releases", targets: "targets" } as const;
-
-/**
- * `{prefix}_counters`, items `relay_adopt:{kind}`: where the passes' scan of a relay table for
- * rows without the index's attributes stands (`cursor`, the scan's position as JSON text; absent
- * at the start). See execution/other_writers/_adoption_scan.ts (`otherWriters: true` only).
- */
-export const ADOPTION = { prefix: "relay_adopt:", cursor: "cursor" } as const;
 
 /**
  * `{prefix}_counters`, item `status_feed`: how far the stores have read the executions table's
@@ -178,19 +183,12 @@ export const TRACE = { executionId: "execution_id", idx: "idx", entry: "entry" }
 
 /**
  * `{prefix}_counters`, key `id`: `n`, the highest seq handed out (outbox and spawns): a store
- * reserves a block of seqs with `ADD n :size`, as the Python store takes one commit's. A store
- * built with `otherWriters: true` also keeps, on the same item, the blocks it reserved and how
- * far its passes have accounted for the seqs other writers took (the seed, the Python store).
+ * reserves a block of seqs with `ADD n :size`, as the Python store takes one commit's. The item
+ * holds `n` alone, in both modes: it never grows.
  */
 export const COUNTER = {
   id: "id",
   n: "n",
-  /** The blocks of seqs this module reserved (`"{first}-{last}"`): the rest other writers took. */
-  blocks: "blocks",
-  /** Every seq up to this one is accounted for: ours, or another writer's found (or given up). */
-  seen: "seen",
-  /** Other writers' seqs probed and not found yet: seq → when first probed (epoch seconds). */
-  missing: "missing",
 } as const;
 
 /**

@@ -29,6 +29,11 @@ export interface EntryRow extends Bookkept {
 export interface HoldRow {
   heads: readonly string[];
   held: readonly string[];
+  /**
+   * Entries were set apart without room on the list (when, epoch seconds): the index alone finds
+   * them, so the target's entries the list does not name wait, and a release looks for them.
+   */
+  spill?: number;
 }
 
 /** What a pass read, for {@linkcode decideOutbox}. */
@@ -48,6 +53,12 @@ export interface OutboxRead {
    * a pass when it is behind any head of its target or its predecessor is unknown.
    */
   inline: boolean;
+  /**
+   * Other writers share the table (`otherWriters: true`): an entry with no `prev_seq` is not
+   * chained yet (the outbox feed gives it one, see _feed_chain.ts), so it waits, and so does
+   * the rest of its target in this pass.
+   */
+  unchainedWaits?: boolean;
 }
 
 /** What a pass does: deliver, set apart, release. */
@@ -126,7 +137,7 @@ function decideTarget(
   target: string,
   mine: EntryRow[],
   hold: HoldRow,
-  { now, rows, inline }: OutboxRead,
+  { now, rows, inline, unchainedWaits = false }: OutboxRead,
   decision: OutboxDecision,
 ): EntryRow[] {
   // The lowest head holding the target, and whether it is a listed failed entry (one a pass may
@@ -155,6 +166,7 @@ function decideTarget(
     }
   }
   const lane = new Map<string, EntryRow>(mine.map((row) => [row.id, row]));
+  const listedHeld = new Set(hold.held);
   const offered = new Set(lane.keys());
   for (const id of hold.held) {
     const row = rows.get(id);
@@ -181,11 +193,20 @@ function decideTarget(
       blocked = true;
       continue;
     }
+    // Entries set apart that the hold could not list may still be in the index's lag: what the
+    // list does not name waits until a release has brought them all back.
+    if (hold.spill !== undefined && !listedHeld.has(row.id)) {
+      if (offered.has(row.id)) decision.held++;
+      decision.release.add(target);
+      blocked = true;
+      continue;
+    }
     // Its predecessor of the same source is still there and not handed out before it: it waits,
-    // and so does what follows. A commit's own entry with an unknown predecessor waits for a pass.
+    // and so does what follows. A commit's own entry with an unknown predecessor waits for a pass;
+    // with other writers, so does any entry the outbox feed has not chained yet.
     const prev = row.prev ? rows.get(String(row.prev)) : undefined;
     if (
-      (inline && row.prev === undefined) ||
+      ((inline || unchainedWaits) && row.prev === undefined) ||
       (prev !== undefined && !prev.unreadable && !handedOut.has(prev))
     ) blocked = true;
     if (blocked) continue;

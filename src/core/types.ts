@@ -327,6 +327,11 @@ export interface DeleteExecutionResult {
 export interface ExecutionStore extends AsyncDisposable {
   /** The ring size of each execution's trace; 0 = keep every step. */
   readonly traceMax: number;
+  /**
+   * Whether the store finds other writers' rows in its tables (`DynamoDBStore`: the
+   * `otherWriters` option); absent for a store whose rows no one else writes (`MemoryStore`).
+   */
+  readonly otherWriters?: boolean;
   /** The execution with this id, or `null`. */
   load(id: string): Promise<Execution | null>;
   /** The execution and whether `eventId` was already handled. */

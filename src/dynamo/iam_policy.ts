@@ -79,8 +79,8 @@ const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "
 // and processed. The relay (#18, #24) reads the relay tables through their relay index (Query on
 // the index), records failures and moves rows between the index's partitions (UpdateItem, in
 // transactions with ConditionCheckItem on the outbox), drops dead letters (DeleteItem), keeps each
-// held target's hold, the releases and the adoption scan's place (BatchGetItem, UpdateItem on
-// counters) and adopts rows other writers wrote (Scan). The status index (#25):
+// held target's hold and the releases (BatchGetItem, UpdateItem on counters) and adopts rows
+// other writers wrote (Scan: ensureTables() and adoptRows(); with other writers, the streams). The status index (#25):
 // listExecutions({ status }) and deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
 const STATEMENTS: {
   sid: string;
@@ -110,9 +110,9 @@ const STATEMENTS: {
     actions: ["Query"],
   },
   {
-    // The status feed (#34) reads the executions table's stream (`otherWriters: true` only).
+    // The feeds (#34, #39) read the executions and relay tables' streams (`otherWriters: true`).
     sid: "HarelExecutionsStream",
-    roles: ["executions"],
+    roles: ["executions", "outbox", "spawns", "timers"],
     index: STREAM,
     actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
     otherWriters: true,

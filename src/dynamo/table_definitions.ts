@@ -38,8 +38,9 @@ export interface TableDefinitionsOptions {
   prefix?: string;
   /**
    * Whether another writer (the Python harel store) commits to these tables: then the
-   * executions table has a stream (new and old images), which the store reads to list the
-   * executions that writer commits, and the policy grants reading it.
+   * executions, outbox, spawns and timers tables have a stream (new and old images), which the
+   * store reads to list the executions that writer commits and to adopt its outbox entries,
+   * spawns and timers into the relay index, and the policy grants reading them.
    * @default {false}
    */
   otherWriters?: boolean;
@@ -80,7 +81,10 @@ export interface CreateTableInput {
     KeySchema: { AttributeName: string; KeyType: "HASH" | "RANGE" }[];
     Projection: { ProjectionType: "INCLUDE" | "KEYS_ONLY"; NonKeyAttributes?: string[] };
   }[];
-  /** The stream, only where a store reads it (the executions table, with other writers). */
+  /**
+   * The stream, only where a store reads it (the executions, outbox, spawns and timers tables,
+   * with other writers).
+   */
   StreamSpecification?: { StreamEnabled: true; StreamViewType: "NEW_AND_OLD_IMAGES" };
 }
 
@@ -188,7 +192,7 @@ export function tableDefinitions(options: TableDefinitionsOptions = {}): TableDe
   const specs = executionTables(prefix);
   const stateTable = checkTableName("stateTable", options.stateTable ?? `${prefix}_state`);
   const { executions, outbox, spawns, timers, processed, counters, trace } = specs;
-  const relay = (spec: TableSpec) => definition(spec, [RELAY_INDEX], false);
+  const relay = (spec: TableSpec) => definition(spec, [RELAY_INDEX], otherWriters);
   return {
     tables: {
       executions: {

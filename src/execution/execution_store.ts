@@ -65,6 +65,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   readonly traceMax: number;
   /** The seven tables this store uses. */
   readonly tables: ExecutionTables;
+  /** Whether it was built with `otherWriters: true`: it finds other writers' rows. */
+  readonly otherWriters: boolean;
   readonly #ctx: StoreContext;
 
   /**
@@ -76,6 +78,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
     this.#ctx = storeContext(client, options, (id) => this.load(id));
     this.tables = this.#ctx.tables;
+    this.otherWriters = this.#ctx.otherWriters !== undefined;
     this.traceMax = this.#ctx.traceMax;
   }
 
@@ -628,7 +631,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * releases the client if `create()` built it (an injected one stays the caller's). Idempotent.
    */
   async close(): Promise<void> {
-    await this.#ctx.otherWriters?.feed.close();
+    await this.#ctx.otherWriters?.close();
     return await this.#ctx.ownership.close();
   }
 

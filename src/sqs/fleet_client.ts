@@ -92,7 +92,10 @@ function unreadable(groupId: string, event: Event): string | null {
  * import { DynamoDBStore, newEvent } from "@harel/dynamodb";
  * import { FleetClient, SqsQueue } from "@harel/dynamodb/sqs";
  *
- * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   otherWriters: true, // the fleet's Python workers share the tables
+ * });
  * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
  * const fleet = new FleetClient({ store, queue });
  *
@@ -120,6 +123,14 @@ export class FleetClient {
     checkKnownOptions("new FleetClient()", given, ["store", "queue", "hasCancelHandler"]);
     if (typeof given.store?.commit !== "function") {
       throw new TypeError(`store must be an ExecutionStore, got ${describe(given.store)}`);
+    }
+    if (given.store.otherWriters === false) {
+      // A fleet's workers are harel's (the Python store): their rows lack this module's attributes.
+      throw new TypeError(
+        "store must be built with otherWriters: true (DynamoDBStore.create({ otherWriters: true })): " +
+          "a fleet's Python workers commit to the same tables, and a store without it never finds " +
+          "their outbox entries, timers and executions",
+      );
     }
     if (typeof given.queue?.publish !== "function") {
       throw new TypeError(

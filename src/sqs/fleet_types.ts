@@ -15,7 +15,10 @@ import type { EventQueue } from "./sqs_queue.ts";
  * import { DynamoDBStore } from "@harel/dynamodb";
  * import { FleetClient, type FleetClientOptions, SqsQueue } from "@harel/dynamodb/sqs";
  *
- * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   otherWriters: true, // the fleet's Python workers share the tables
+ * });
  * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
  * const options: FleetClientOptions = { store, queue };
  * const fleet = new FleetClient(options);

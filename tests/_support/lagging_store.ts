@@ -1,6 +1,6 @@
 // A store whose relay index lags its tables (through an index lag proxy of its own), and a
 // bounded loop of passes, for the index lag suites (tests/relay/index_lag*_test.ts).
-import { DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
+import { type CreateStoreOptions, DynamoDBStore } from "../../mod.ts";
 import { IndexLagProxy } from "./index_lag_proxy.ts";
 import { directEndpoint, pause, uniqueName } from "./env.ts";
 
@@ -18,7 +18,7 @@ export interface LaggingStore extends AsyncDisposable {
 /** A store on fresh tables whose indexes lag `lagMs` behind them (through a proxy of its own). */
 export async function laggingStore(
   lagMs: number,
-  options: DynamoDBStoreOptions = {},
+  options: Omit<CreateStoreOptions, "endpoint" | "prefix"> = {},
 ): Promise<LaggingStore> {
   const proxy = new IndexLagProxy(directEndpoint(), { lagMs });
   const prefix = uniqueName("lag");

@@ -1,7 +1,26 @@
 // The SQS every test of tests/sqs/ talks to (moto's server, started by `deno task test`), fresh
 // queues on it, and the Python consumer that reads them by harel's rules.
 import { SqsQueue } from "../../src/sqs.ts";
-import { uniqueName } from "./env.ts";
+import { DynamoDBStore, type DynamoDBStoreOptions } from "../../mod.ts";
+import { endpoint, uniqueName } from "./env.ts";
+
+/**
+ * DynamoDB Local's region of the fleet tests (a database of its own): a FleetClient's store is
+ * built with `otherWriters: true`, so its tables have streams, which would slow DynamoDB Local's
+ * other tables of the same database.
+ */
+export const FLEET_REGION = "eu-west-3";
+
+/** A store of a mixed fleet (`otherWriters: true`) on fresh tables in {@linkcode FLEET_REGION}. */
+export async function fleetStore(options: DynamoDBStoreOptions = {}): Promise<DynamoDBStore> {
+  return await DynamoDBStore.create({
+    endpoint: endpoint(),
+    prefix: uniqueName("t"),
+    region: FLEET_REGION,
+    otherWriters: true,
+    ...options,
+  });
+}
 
 /** The SQS endpoint `deno task test` started; a test fails loudly without it (never skips). */
 export function sqsEndpoint(): string {
@@ -81,6 +100,7 @@ export async function runWorker(
     String(idleSeconds),
     prefix,
     dynamodb,
+    FLEET_REGION,
   ]) as Handled[];
 }
 

@@ -63,11 +63,12 @@ def read(endpoint, url, idle):
         sqs.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
 
 
-def work(endpoint, url, idle, prefix, endpoint_of_dynamodb):
+def work(endpoint, url, idle, prefix, endpoint_of_dynamodb, region="us-east-1"):
     """harel's worker rules (AsyncWorker._handle and engine.process for Start/Cancel), with a
     machine of one state, "main", that records every other event's kind in context.seen."""
     sqs = client("sqs", endpoint)
-    db = client("dynamodb", endpoint_of_dynamodb)
+    db = boto3.client("dynamodb", endpoint_url=endpoint_of_dynamodb, region_name=region,
+                      aws_access_key_id="test", aws_secret_access_key="test")
     for msg in messages(sqs, url, idle, visibility=2):
         group = msg["Attributes"]["MessageGroupId"]
         event = Event.model_validate_json(msg["Body"])
@@ -123,4 +124,4 @@ if __name__ == "__main__":
     if mode == "read":
         read(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     else:
-        work(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6])
+        work(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6], *sys.argv[7:8])

@@ -107,13 +107,23 @@ Deno.test("tableDefinitions() defines the seven tables and the state table with 
   assert.ok(!JSON.stringify(policy).includes("stream"), "no Streams actions without other writers");
 
   const shared = tableDefinitions({ prefix: "prod", otherWriters: true, stateTable: "sessions" });
-  assert.deepEqual(shared.tables.executions.create.StreamSpecification, {
-    StreamEnabled: true,
-    StreamViewType: "NEW_AND_OLD_IMAGES",
-  });
+  for (const role of ["executions", "outbox", "spawns", "timers"] as const) {
+    assert.deepEqual(shared.tables[role].create.StreamSpecification, {
+      StreamEnabled: true,
+      StreamViewType: "NEW_AND_OLD_IMAGES",
+    }, `${role}: its feed reads the stream (#39)`);
+  }
+  for (const role of ["processed", "counters", "trace", "state"] as const) {
+    assert.equal(shared.tables[role].create.StreamSpecification, undefined, role);
+  }
   assert.equal(shared.tables.state.create.TableName, "sessions");
   const streams = shared.policy.Statement.find((s) => s.Sid === "HarelExecutionsStream");
-  assert.deepEqual(streams?.Resource, ["arn:aws:dynamodb:*:*:table/prod_executions/stream/*"]);
+  assert.deepEqual(
+    streams?.Resource,
+    ["executions", "outbox", "spawns", "timers"].map((t) =>
+      `arn:aws:dynamodb:*:*:table/prod_${t}/stream/*`
+    ),
+  );
 });
 
 Deno.test("tableDefinitions() refuses a bad prefix, table name or option, naming it", () => {
@@ -253,7 +263,12 @@ Deno.test("checkTables() finds the stream missing only where the store needs one
   await new DynamoDBStore(client, { prefix }).ensureTables();
   const shared = new DynamoDBStore(client, { prefix, otherWriters: true });
   const differences = await shared.checkTables();
-  assert.deepEqual(kinds(differences, prefix), ["executions: missing stream"]);
+  assert.deepEqual(kinds(differences, prefix), [
+    "executions: missing stream",
+    "outbox: missing stream",
+    "spawns: missing stream",
+    "timers: missing stream",
+  ]);
   assert.match(differences[0]!.fix, /--stream-specification StreamEnabled=true,/);
   const alone = new DynamoDBStore(client, { prefix });
   assert.deepEqual(await alone.checkTables(), []);

@@ -5,8 +5,8 @@ import { type DynamoDBStore, newExecution } from "../../mod.ts";
 import { FleetClient } from "../../src/sqs.ts";
 import { MemoryStore } from "../../src/testing.ts";
 import { build, openSession, post } from "../_support/dashboard.ts";
-import { freshStore } from "../_support/env.ts";
-import { freshQueue, readQueue } from "../_support/sqs.ts";
+
+import { fleetStore, freshQueue, readQueue } from "../_support/sqs.ts";
 
 async function running(store: DynamoDBStore): Promise<string> {
   const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "main" });
@@ -15,7 +15,7 @@ async function running(store: DynamoDBStore): Promise<string> {
 }
 
 Deno.test("the execution page suspends, resumes, cancels and terminates through the fleet", async (t) => {
-  await using store = await freshStore();
+  await using store = await fleetStore();
   await using queue = await freshQueue();
   const fleet = new FleetClient({ store, queue });
   const handler = build(store, { fleet });
@@ -83,7 +83,7 @@ Deno.test("the execution page suspends, resumes, cancels and terminates through 
 });
 
 Deno.test("the page says what Cancel and Terminate do to a finished execution, and a cancel without a handler", async () => {
-  await using store = await freshStore();
+  await using store = await fleetStore();
   await using queue = await freshQueue();
   const fleet = new FleetClient({ store, queue, hasCancelHandler: new Set() });
   const handler = build(store, { fleet });
@@ -111,7 +111,7 @@ Deno.test("the page says what Cancel and Terminate do to a finished execution, a
 });
 
 Deno.test("without a fleet the page has no control buttons and the routes are 404", async () => {
-  await using store = await freshStore();
+  await using store = await fleetStore();
   const handler = build(store);
   const id = await running(store);
   const html = await (await handler(new Request(`http://ops.test/executions/${id}`))).text();

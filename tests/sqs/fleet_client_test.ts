@@ -14,8 +14,8 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { ExecutionExists, ExecutionNotFound, FleetClient, SqsQueue } from "../../src/sqs.ts";
 import { messageBody } from "../../src/sqs/_wire.ts";
-import { endpoint, testClient, uniqueName } from "../_support/env.ts";
-import { freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
+import { testClient, uniqueName } from "../_support/env.ts";
+import { FLEET_REGION, fleetStore, freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
 
 interface Fleet extends AsyncDisposable {
   store: DynamoDBStore;
@@ -27,7 +27,7 @@ interface Fleet extends AsyncDisposable {
 async function freshFleet(): Promise<Fleet> {
   const prefix = uniqueName("t");
   // Python workers commit: a store of the mixed fleet.
-  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, otherWriters: true });
+  const store = await fleetStore({ prefix });
   const queue = await freshQueue();
   return {
     store,
@@ -304,6 +304,13 @@ Deno.test("FleetClient refuses bad input before anything is sent", async () => {
   await assert.rejects(fleet.terminate("missing"), ExecutionNotFound);
   await assert.rejects(fleet.resume("missing"), ExecutionNotFound);
   assert.throws(() => new FleetClient({ store, queue: {} as never }), /queue must be an SqsQueue/);
+  // A DynamoDB store that would never find the Python workers' rows (#39).
+  using client = testClient();
+  const plain = new DynamoDBStore(client, { prefix: uniqueName("t") });
+  assert.throws(
+    () => new FleetClient({ store: plain, queue }),
+    /store must be built with otherWriters: true/,
+  );
   assert.deepEqual(await readQueue(queue), []);
   assert.deepEqual(await store.listExecutions(), { items: [], nextCursor: null });
 });
@@ -313,7 +320,7 @@ Deno.test("relay() publishes the Timeout of a timer a Python worker wrote, and t
   const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "main" });
   await f.store.save(exe);
   // What the Python store writes: bare items, none of this module's bookkeeping attributes.
-  using client = testClient();
+  using client = testClient(FLEET_REGION);
   await client.send(
     new PutItemCommand({
       TableName: `${f.prefix}_timers`,

@@ -14,8 +14,8 @@ import {
   StartNotPublished,
 } from "../../src/sqs.ts";
 import { capacityClient } from "../_support/capacity.ts";
-import { endpoint, testClient, uniqueName } from "../_support/env.ts";
-import { freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
+import { testClient, uniqueName } from "../_support/env.ts";
+import { FLEET_REGION, fleetStore, freshQueue, readQueue, runWorker } from "../_support/sqs.ts";
 
 interface Fleet extends AsyncDisposable {
   store: DynamoDBStore;
@@ -28,7 +28,7 @@ interface Fleet extends AsyncDisposable {
 
 async function freshFleet(options: Partial<FleetClientOptions> = {}): Promise<Fleet> {
   const prefix = uniqueName("t");
-  const store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+  const store = await fleetStore({ prefix });
   const queue = await freshQueue();
   const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (closed.addr as Deno.NetAddr).port;
@@ -141,7 +141,7 @@ Deno.test("relay() publishes another writer's event byte for byte as stored", as
   const text = '{"id":"py-1","kind":"py.emit","created_time":"2026-01-31T12:00:00.123456Z",' +
     '"received_time":null,"data":{"big":1700000000123456789,"f":42.0,"z":-0.0,"e":1e+16,' +
     `"name":"x","10":"ten","huge":1${"0".repeat(400)}}}`;
-  using client = testClient();
+  using client = testClient(FLEET_REGION);
   await client.send(
     new PutItemCommand({
       TableName: f.store.tables.outbox.name,
@@ -165,7 +165,7 @@ Deno.test("relay() sets aside an event harel cannot read, and publishes the rest
   await using f = await freshFleet();
   const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "main" });
   await f.store.save(exe);
-  using client = testClient();
+  using client = testClient(FLEET_REGION);
   for (
     const [seq, text] of [
       ["900000001", '{"id":"bad","kind":"k","data":{"note":"\\ud83d"}}'],
@@ -196,7 +196,7 @@ Deno.test("relay() never dead-letters a publish because SQS failed; it retries w
   await f.store.save(exe);
   const event = newEvent("retry.me");
   await f.store.commit(exe, { emits: [{ target: exe.id, event }] });
-  using client = testClient();
+  using client = testClient(FLEET_REGION);
   await client.send(
     new PutItemCommand({
       TableName: f.store.tables.timers.name,
@@ -294,9 +294,9 @@ Deno.test("cancel() chooses as harel's control plane, with hasCancelHandler", as
 
 Deno.test("send() reads the outbox only for a PENDING execution: what that costs", async () => {
   await using f = await freshFleet();
-  const { client, capacity } = capacityClient();
+  const { client, capacity } = capacityClient(FLEET_REGION);
   try {
-    const store = new DynamoDBStore(client, { prefix: f.prefix });
+    const store = new DynamoDBStore(client, { prefix: f.prefix, otherWriters: true });
     const fleet = new FleetClient({ store, queue: f.queue });
     const pending = await fleet.create("order"); // its Start published and acknowledged
     const running = newExecution({ definition_id: "order", status: "RUNNING", active_path: "m" });

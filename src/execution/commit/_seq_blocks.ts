@@ -1,8 +1,8 @@
 // Outbox and spawn seqs come from a shared counter item; taking them in blocks makes the
 // steady-state commit a single call. Seqs a store hands out only ever rise. A block is reserved
-// with one `ADD n :size` that returns the new value: the item holds `n` alone and never grows. A
-// store built with `otherWriters: true` also records each block in the item (see
-// other_writers/_recorded_blocks.ts), so that the seqs other writers took are known.
+// with one `ADD n :size` that returns the new value: the item holds `n` alone and never grows, in
+// both modes (#39: nothing records which seqs are whose; other writers' rows are found by the
+// tables' streams, see other_writers/_adoption_handlers.ts).
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import { N, S } from "../../dynamo/_dynamo.ts";

@@ -1,31 +1,36 @@
 // What a store built with `otherWriters: true` runs for the writers that share its tables and
-// keep none of this module's attributes (the Python harel store): it finds their outbox entries
-// and spawns by seq (_foreign_seqs.ts) and their timers by a scan (_adoption_scan.ts), adopts
-// them into the relay index, records its own seq blocks so that their seqs are known
-// (_recorded_blocks.ts), and puts the executions they commit back into the status index from the
-// executions table's stream (_status_feed.ts). A default store builds none of this: the store's
-// context holds this part only when the option is on, and the queue calls it only when present.
+// keep none of this module's attributes (the Python harel store): it reads each relay table's
+// stream and adopts their outbox entries, spawns and timers into the relay index, chaining the
+// outbox entries per target (_adoption_handlers.ts), and puts the executions they commit back
+// into the status index from the executions table's stream (_status_feed.ts). A default store
+// builds none of this: the store's context holds this part only when the option is on, and the
+// queue calls it only when present.
 import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import type { QueueOtherWriters } from "../queue/_queue_items.ts";
-import type { ReserveBlock } from "../commit/_seq_blocks.ts";
-import { foreignRows, upkeep } from "./_adoption_scan.ts";
-import { recordedBlocks } from "./_recorded_blocks.ts";
 import { StatusFeed, streamsClientOf } from "./_status_feed.ts";
+import { RelayFeeds } from "./_relay_feeds.ts";
 
 /** The other writers' part of a store's context. */
 export interface OtherWriters extends QueueOtherWriters {
   /** The status feed: other writers' commits put back into the status index. */
   readonly feed: StatusFeed;
-  /** How the store's seq blocks are reserved: recorded in the counter item, one per counter. */
-  readonly reserve: () => ReserveBlock;
+  /** The relay tables' feeds: other writers' outbox entries, spawns and timers adopted. */
+  readonly relayFeeds: RelayFeeds;
+  /** Stops the rounds running, gives their leases back, destroys the Streams clients. */
+  close(): Promise<void>;
 }
 
 /** The part a store built with `otherWriters: true` on `client` runs (nothing is sent yet). */
 export function otherWritersOn(client: DynamoDBSender): OtherWriters {
+  const feed = new StatusFeed(() => streamsClientOf(client));
+  const relayFeeds = new RelayFeeds(() => streamsClientOf(client));
   return {
-    upkeep,
-    foreignRows,
-    feed: new StatusFeed(() => streamsClientOf(client)),
-    reserve: recordedBlocks,
+    feed,
+    relayFeeds,
+    round: (q, kind) => relayFeeds.round(q, kind),
+    chaining: () => relayFeeds.chaining(),
+    close: async () => {
+      await Promise.all([feed.close(), relayFeeds.close()]);
+    },
   };
 }

@@ -1,7 +1,7 @@
 // Rows written without the relay index's attributes (the seed, the Python store), taken into the
 // index (adopted): every row of a table at once, when ensureTables() adds the index to a table
 // another writer made, or on request (`adoptRows()`). A store built with `otherWriters: true`
-// also adopts them as its passes find them (other_writers/_adoption_scan.ts).
+// also adopts them as its feeds find them (other_writers/_adoption_handlers.ts).
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { eachConcurrently, isNamed, type Item } from "../../dynamo/_dynamo.ts";

@@ -170,16 +170,18 @@ export async function backlog(
       }
     }
   };
-  // Other writers' entries and spawns not in the index yet, found by their seqs (read only).
-  const foreign = kind === "timers" || q.otherWriters === undefined
-    ? []
-    : (await q.otherWriters.foreignRows(q, kind, now, false)).rows;
+  // With other writers, a round of the table's feed first: the rows it adopted, not in the
+  // index yet (timers: those due by now).
+  const found = await q.otherWriters?.round(q, kind) ?? [];
+  const foreign = kind === "timers"
+    ? found.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
+    : found;
   if (kind === "outbox") {
     await Promise.all([readWaiting(), read("d", "dead")]);
     await Promise.all([read("p", "pending", { extra: foreign }), readParked()]);
   } else {
     await Promise.all([
-      read("p", "pending", kind === "timers" ? { upTo: now } : { extra: foreign }),
+      read("p", "pending", kind === "timers" ? { upTo: now, extra: foreign } : { extra: foreign }),
       readWaiting(),
       read("d", "dead"),
     ]);

@@ -56,6 +56,7 @@ export async function readHolds(
   targets: Iterable<string>,
   consistent = true,
   held?: Map<string, string[]>,
+  spills?: Map<string, number>,
 ): Promise<Map<string, Heads>> {
   const table = q.tables.counters.name;
   const holds = new Map<string, Heads>();
@@ -74,6 +75,13 @@ export async function readHolds(
             if (heads) holds.set(id.slice(HOLD.prefix.length), heads);
             const listed = [...item[HOLD.held]?.NS ?? []];
             if (held && listed.length) held.set(id.slice(HOLD.prefix.length), listed);
+            const spill = item[HOLD.spill]?.N;
+            if (spills && spill !== undefined) {
+              spills.set(
+                id.slice(HOLD.prefix.length),
+                Number(spill),
+              );
+            }
           }
         },
       ),
@@ -199,7 +207,8 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
   // The entries the hold lists, by key (the index may not show those held a moment ago); they
   // stay listed until delivered, so that passes deliver them before their target's later ones.
   const listed = new Map<string, string[]>();
-  await readHolds(q, [target], true, listed);
+  const spills = new Map<string, number>();
+  await readHolds(q, [target], true, listed, spills);
   const rows = await readOutboxRows(q, listed.get(target) ?? []);
   const releaseRow = (row: Item | undefined): ReleaseRow | undefined =>
     row && {
@@ -214,6 +223,7 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
   );
   await eachConcurrently(back, ITEM_WRITES_IN_FLIGHT, (seq) => moveBack(q, rows.get(seq)!, part));
   let start: Item | undefined;
+  let found = 0;
   do {
     const page = await queryPartition(
       q.timers.client,
@@ -222,6 +232,7 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
       undefined,
       start,
     );
+    found += page.Items?.length ?? 0;
     await eachConcurrently(
       page.Items ?? [],
       ITEM_WRITES_IN_FLIGHT,
@@ -229,11 +240,40 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
     );
     start = page.LastEvaluatedKey;
   } while (start);
+  // Entries set apart unlisted: the index showed none left, long enough after the last such move.
+  const spill = spills.get(target);
+  if (spill !== undefined && found === 0 && q.now() / 1000 - spill > SPILL_SETTLE_SECONDS) {
+    await clearSpill(q, target, spill);
+  }
   await eachConcurrently(
     gone?.seqs ?? [],
     ITEM_WRITES_IN_FLIGHT,
     (seq) => dropHead(q, target, seq),
   );
+}
+
+/**
+ * How long after entries were last set apart unlisted a release trusts the index to show them
+ * all: then, finding none, it clears the hold's `spill`.
+ */
+export const SPILL_SETTLE_SECONDS = 30;
+
+/** Takes `spill` off a hold, unless entries were set apart unlisted again meanwhile. */
+async function clearSpill(q: QueueContext, target: string, spill: number): Promise<void> {
+  try {
+    await q.timers.client.send(
+      new UpdateItemCommand({
+        TableName: q.tables.counters.name,
+        Key: holdKey(target),
+        UpdateExpression: "REMOVE #s",
+        ConditionExpression: "#s = :s",
+        ExpressionAttributeNames: { "#s": HOLD.spill },
+        ExpressionAttributeValues: { ":s": N(spill) },
+      }),
+    );
+  } catch (error) {
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+  }
 }
 
 /** A held entry back to its pending partition, unless it moved (or went) meanwhile. */

@@ -91,10 +91,15 @@ export class OutboxRead {
     this.offered.push(...candidates.map((c) => c.id));
     const targets = [...new Set(candidates.map((c) => c.target))].filter((t) => !this.holds.has(t));
     const listed = new Map<string, string[]>();
-    const heads = await readHolds(this.q, targets, true, listed);
+    const spills = new Map<string, number>();
+    const heads = await readHolds(this.q, targets, true, listed, spills);
     const ids = candidates.flatMap((c) => c.prev ? [c.id, String(c.prev)] : [c.id]);
     for (const target of targets) {
-      const hold = { heads: heads.get(target)?.seqs ?? [], held: listed.get(target) ?? [] };
+      const hold = {
+        heads: heads.get(target)?.seqs ?? [],
+        held: listed.get(target) ?? [],
+        spill: spills.get(target),
+      };
       this.holds.set(target, hold);
       ids.push(...hold.heads, ...hold.held);
     }
@@ -120,6 +125,8 @@ export class OutboxRead {
       now,
       limit,
       inline,
+      // With other writers, an entry the outbox feed has not chained yet waits (#39).
+      unchainedWaits: this.q.otherWriters?.chaining() ?? false,
       offered: this.offered,
       rows: this.rows,
       holds: this.holds,

@@ -9,14 +9,15 @@ import type { QueueBatch } from "../../core/_queue_batch.ts";
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { chunks, eachConcurrently } from "../../dynamo/_dynamo.ts";
 import { transactItems } from "../../dynamo/_lost_answers.ts";
-import { OUTBOX } from "../../core/_layout.ts";
+import { HOLD, OUTBOX } from "../../core/_layout.ts";
 import type { EntryRow, OutboxDecision } from "../../core/_outbox_decide.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 import { bringBackHeld, readHolds, STILL_HEAD, STILL_HEAD_NAMES, unlistHeld } from "./_holds.ts";
 import { moveInput, partition } from "./_relay_index.ts";
 import { type Candidate, candidateOf, OutboxRead } from "./_outbox_bodies.ts";
-import { beyondFrontier, type ForeignRows, type QueueContext } from "./_queue_items.ts";
-import { headToHeld, setApartItems } from "./_transitions.ts";
+import type { Item } from "../../dynamo/_dynamo.ts";
+import type { QueueContext } from "./_queue_items.ts";
+import { headToHeld, holdKey, setApartItems } from "./_transitions.ts";
 
 /** How many entries of one target a move takes in one transaction (with the head's check). */
 const MOVE_CHUNK = 97;
@@ -31,7 +32,7 @@ export async function outboxFromIndex(
   limit: number,
   now: number,
   pass: boolean,
-  foreign?: ForeignRows,
+  foreign?: Item[],
 ): Promise<QueueBatch<"outbox">> {
   const { client } = q.timers;
   const table = q.tables.outbox.name;
@@ -43,7 +44,7 @@ export async function outboxFromIndex(
   for (let item; due.length < limit && (item = await waiting.next());) due.push(candidateOf(item));
   await read.offer(due);
   let decision = read.decide(now, limit, false);
-  const pending = new MergedPartitions(client, table, "p", page, { extra: foreign?.rows });
+  const pending = new MergedPartitions(client, table, "p", page, { extra: foreign });
   const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
   let examined = 0, exhausted = false;
   while (!exhausted && decision.deliver.length < limit && examined < budget) {
@@ -55,9 +56,7 @@ export async function outboxFromIndex(
         exhausted = true;
         break;
       }
-      const candidate = candidateOf(item);
-      // Nothing past the frontier: an earlier seq another writer took may not be found yet.
-      if (!beyondFrontier(foreign, candidate.seq)) chunk.push(candidate);
+      chunk.push(candidateOf(item));
     }
     examined += chunk.length;
     await read.offer(chunk);
@@ -114,15 +113,19 @@ async function setApart(
 ): Promise<void> {
   for (let chunk of chunks(rows, MOVE_CHUNK)) {
     for (let attempt = 0; chunk.length > 0 && attempt < 3; attempt++) {
+      const list = listable(listed, target, chunk.length);
+      const items = setApartItems(
+        q.tables,
+        target,
+        head,
+        chunk.map((row) => ({ seq: row.id, from: row.part ?? "" })),
+        list,
+      );
+      // No room on the list: the hold says so, and the target's unlisted entries wait for them.
+      if (!list) items.push(spillItem(q, target));
       const done = await transactItems(
         q.timers.client,
-        setApartItems(
-          q.tables,
-          target,
-          head,
-          chunk.map((row) => ({ seq: row.id, from: row.part ?? "" })),
-          listable(listed, target, chunk.length),
-        ),
+        items,
         { operation: "relayBatch", key: `held target ${target}` },
         q.resends,
         "held entries may have moved to their target's partition; the next pass reads the rest",
@@ -160,11 +163,26 @@ function heldPlaceOf(row: EntryRow) {
 }
 
 /**
- * How many held entries a hold lists by key at most (about 100 KB of its 400 KB item). Past that
- * a target's further held entries are found through the index alone: a release a moment after
- * such a move waits for the index to show them (the next pass).
+ * How many held entries a hold lists by key at most: with its heads and `recent` list, the hold
+ * item stays under 4 KB (a seq of 16 digits takes 9 bytes). Past that a target's further held
+ * entries are found through the index alone, and the hold's `spill` says so: until a release has
+ * found none left in the index (30 s after the last such move), the target's entries its list
+ * does not name wait, so that none goes out ahead of an earlier one the index does not show yet.
  */
-export const LISTED_HELD_MAX = 20_000;
+export const LISTED_HELD_MAX = 150;
+
+/** The hold update that records entries set apart without room on its list (`spill`: now). */
+function spillItem(q: QueueContext, target: string): TransactWriteItem {
+  return {
+    Update: {
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: "SET #s = :s",
+      ExpressionAttributeNames: { "#s": HOLD.spill },
+      ExpressionAttributeValues: { ":s": { N: String(Math.floor(q.now() / 1000)) } },
+    },
+  };
+}
 
 /** Whether `count` more held entries of `target` fit its hold's list (and count them in). */
 function listable(listed: Map<string, number>, target: string, count: number): boolean {

@@ -30,43 +30,19 @@ export interface QueueContext {
 }
 
 /**
- * The other writers' part as the relay queues call it: one pass's upkeep (finishing releases, a
- * page of the adoption scan: the rows it found, as the index would show them), and their rows of
- * a seq-keyed table found by seq (`adopt`: taken into the index).
+ * The other writers' part as the relay queues call it: a round of `kind`'s table feed (its
+ * stream), under the feed's lease (another store holding it: no round, at once), which adopts
+ * other writers' rows into the relay index (outbox entries chained: core/_feed_chain.ts). The
+ * rows it adopted, as the index shows them once adopted, so that a pass in the same call offers
+ * them whatever the index shows yet (each is read again by key before anything is decided).
  */
 export interface QueueOtherWriters {
-  upkeep(q: QueueContext, kind: RelayKind): Promise<Item[]>;
-  foreignRows(
-    q: QueueContext,
-    kind: "outbox" | "spawns",
-    now: number,
-    adopt: boolean,
-  ): Promise<ForeignRows>;
-}
-
-/** What a read found of other writers' rows (see other_writers/_foreign_seqs.ts). */
-export interface ForeignRows {
-  /** Their rows not in the relay index yet (a pass adopts them), lowest seq first. */
-  rows: Item[];
+  round(q: QueueContext, kind: RelayKind): Promise<Item[]>;
   /**
-   * Every seq up to this one is accounted for: a pass delivers nothing above it that the
-   * counter handed out, so that no entry of ours goes out ahead of an earlier one another
-   * writer wrote to the same target.
+   * Whether the outbox feed chains entries (its table has a stream, and a Streams client): then
+   * a pass holds back an entry with no `prev_seq` until the feed chained it.
    */
-  frontier: number;
-  /** The counter's value when it was read. */
-  counter: number;
-}
-
-/**
- * Whether a pass holds back a row of this seq: the counter handed it out, and seqs below it are
- * not all accounted for yet. A seq no counter handed out (above it, or not a whole number: a
- * writer that keeps none) is ordered by nothing and held back by nothing. Nothing is held back
- * without other writers (`found` undefined).
- */
-export function beyondFrontier(found: ForeignRows | undefined, seq: number): boolean {
-  return found !== undefined && seq > found.frontier && seq <= found.counter &&
-    Number.isInteger(seq);
+  chaining(): boolean;
 }
 
 export function numberOf(value: AttributeValue | undefined): number | undefined {

@@ -10,14 +10,7 @@ import { FAILURE, isRetryDue, SPAWN, spawnFromItem, TIMER } from "../../core/_la
 import { dueByScan, type DueTimer, dueTimerOf, type TimerReads } from "./_timers.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import type { RelayItems, RelayKind, Timer, UnreadableRow } from "../../core/types.ts";
-import {
-  beyondFrontier,
-  earliest,
-  type ForeignRows,
-  numberOf,
-  type QueueContext,
-  unreadableRow,
-} from "./_queue_items.ts";
+import { earliest, numberOf, type QueueContext, unreadableRow } from "./_queue_items.ts";
 import { type Candidate, candidateOf, outboxOf } from "./_outbox_bodies.ts";
 import { outboxFromIndex } from "./_outbox_pass.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
@@ -33,20 +26,10 @@ export async function relayBatch<K extends RelayKind>(
   if (kind === "outbox" && seqs !== undefined) {
     return stamped(await outboxOf(q, seqs, now), now) as RelayItems<K>;
   }
-  // A pass of the outbox first finishes releases. With other writers (`otherWriters: true`)
-  // a pass also goes on with the scan for their timers, a little each time, and every read
-  // finds their outbox entries and spawns by their seqs; a pass also adopts them, and a plain
-  // read (pendingOutbox) only reads. A plain read of timers (dueTimers) reads only the index:
-  // `{ scan: true }` finds the rest.
-  const others = q.otherWriters;
-  let scanned: Item[] = [];
-  if (pass && others) scanned = await others.upkeep(q, kind);
-  else if (pass && kind === "outbox") await finishCrashedReleases(q);
-  const foreign = others === undefined
-    ? undefined
-    : kind === "timers"
-    ? { rows: scanned, frontier: Infinity, counter: 0 }
-    : await others.foreignRows(q, kind, now, pass);
+  // A pass of the outbox first finishes releases. With other writers (`otherWriters: true`),
+  // every pass and read first runs a round of its table's feed: their new rows, adopted.
+  if (pass && kind === "outbox") await finishCrashedReleases(q);
+  const foreign = await q.otherWriters?.round(q, kind);
   return stamped(await read(q, kind, limit, now, pass, foreign), now) as RelayItems<K>;
 }
 
@@ -76,7 +59,7 @@ function read(
   limit: number,
   now: number,
   pass: boolean,
-  foreign: ForeignRows | undefined,
+  foreign: Item[] | undefined,
 ): Promise<QueueBatch<RelayKind>> {
   if (kind === "outbox") return outboxFromIndex(q, limit, now, pass, foreign);
   return kind === "spawns"
@@ -94,7 +77,7 @@ async function spawnsFromIndex(
   q: QueueContext,
   limit: number,
   now: number,
-  foreign: ForeignRows | undefined,
+  foreign: Item[] | undefined,
 ): Promise<QueueBatch<"spawns">> {
   const rows = await dueRows(q, "spawns", limit, now, foreign);
   let oldestAt: number | null = null;
@@ -152,7 +135,7 @@ async function timersFromIndex(
   q: QueueContext,
   limit: number,
   now: number,
-  foreign: ForeignRows | undefined,
+  foreign: Item[] | undefined,
 ): Promise<QueueBatch<"timers">> {
   const rows = await dueRows(q, "timers", limit, now, foreign);
   const found = await bodies(q, "timers", rows.map((row) => rowKey("timers", row)));
@@ -185,13 +168,13 @@ async function dueRows(
   kind: "spawns" | "timers",
   limit: number,
   now: number,
-  foreign?: ForeignRows,
+  foreign?: Item[],
 ): Promise<Item[]> {
   const table = kind === "spawns" ? q.tables.spawns.name : q.tables.timers.name;
   const page = mergePage(limit);
   const extra = kind === "timers"
-    ? foreign?.rows.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
-    : foreign?.rows;
+    ? foreign?.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
+    : foreign;
   const pendingBound = kind === "timers" ? { upTo: now, extra } : { extra };
   const streams = [
     new MergedPartitions(q.timers.client, table, "w", page, { upTo: now }),
@@ -201,7 +184,6 @@ async function dueRows(
   for (const stream of streams) {
     let taken = 0;
     for (let row; taken < limit && (row = await stream.next());) {
-      if (kind === "spawns" && beyondFrontier(foreign, Number(row[SPAWN.seq]?.N))) continue;
       rows.push(row);
       taken++;
     }

@@ -1,0 +1,222 @@
+// What a round of a relay table's feed (DynamoDB Streams: the outbox, spawns and timers tables'
+// change records, see _table_feed.ts) does with the records it read (#39): other writers' rows,
+// written without the relay index's attributes, are adopted into the index, one conditional
+// update each, so that the ordinary passes, sweeps and reads handle them like any row. Outbox
+// entries are also chained per target (core/_feed_chain.ts): every row the feed sees feeds its
+// target's `recent` list, and a row with no `prev_seq` (another writer's, or ours committed right
+// after another writer's commit of the same execution) gets its predecessor, so that a pass
+// (which makes an unchained entry wait, in mixed mode) delivers a target's entries in seq order
+// whatever the index shows. A record is a candidate: each write's condition decides.
+import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
+import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import { batchGet, chunks, eachConcurrently, isNamed, type Item, N } from "../../dynamo/_dynamo.ts";
+import { COUNTER, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
+import { LIMITS } from "../../core/_validate.ts";
+import type { RelayKind } from "../../core/types.ts";
+import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
+import { pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
+import type { QueueContext } from "../queue/_queue_items.ts";
+import { adopted, holdKey } from "../queue/_transitions.ts";
+import { candidateOf } from "../queue/_outbox_bodies.ts";
+
+/**
+ * What a handler reports: how many writes it made, and the rows it adopted (as the relay index
+ * shows them once adopted: a pass in the same call offers them, whatever the index shows yet).
+ */
+export interface Handled {
+  writes: number;
+  adopted: Item[];
+}
+
+/** The NEW images of a page's INSERT and MODIFY records, the last of each key (REMOVEs: none). */
+export function newImages(kind: RelayKind, records: readonly StreamRecord[]): Item[] {
+  const last = new Map<string, Item>();
+  for (const record of records) {
+    const image = record.dynamodb?.NewImage as Item | undefined;
+    if (record.eventName === "REMOVE" || image === undefined) continue;
+    const key = kind === "timers"
+      ? `${image[TIMER.executionId]?.S}\u0000${image[TIMER.path]?.S}`
+      : image[OUTBOX.seq]?.N ?? "";
+    last.delete(key);
+    last.set(key, image);
+  }
+  return [...last.values()];
+}
+
+/**
+ * Whether a record is no work for `kind`'s feed (not handed to the handler, not counted): a
+ * REMOVE (an acknowledgement, a timer cancelled or fired), and a change that leaves the row in
+ * the relay index (a commit of ours, a pass's move; outbox: a row already chained). Outbox
+ * INSERTs of ours are work: they feed their target's `recent` list.
+ */
+export function isNoWork(kind: RelayKind, record: StreamRecord): boolean {
+  if (record.eventName === "REMOVE") return true;
+  const image = record.dynamodb?.NewImage as Item | undefined;
+  if (image === undefined) return true;
+  if (kind !== "outbox") return image[RELAY.part] !== undefined;
+  if (record.eventName === "INSERT") return false;
+  return image[RELAY.part] !== undefined && image[OUTBOX.prevSeq] !== undefined;
+}
+
+/** Adopts (outbox: and chains) the rows of these images that need it. */
+export async function handleImages(
+  q: QueueContext,
+  kind: RelayKind,
+  images: Item[],
+): Promise<Handled> {
+  if (kind === "outbox") return await chainOutbox(q, images);
+  const rows = images.filter((row) =>
+    row[RELAY.part] === undefined && placeOf(kind, row, 0) !== null
+  );
+  const handled: Handled = { writes: 0, adopted: [] };
+  await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
+    handled.writes++;
+    if (await update(q, adopted(q.tables, kind, row))) handled.adopted.push(placed(kind, row));
+  });
+  return handled;
+}
+
+/** Rows an adoption backfill reads a page of (the one-off scan for rows the stream never showed). */
+export const BACKFILL_ROWS = 100;
+
+/**
+ * A page of the one-off scan of `kind`'s table for rows without the index's attributes (written
+ * before the stream was on, or trimmed unread after 24 hours), from `start` (`{}`: the start).
+ */
+export async function backfillPage(
+  q: QueueContext,
+  kind: RelayKind,
+  start: Item,
+  signal?: AbortSignal,
+): Promise<{ next: Item | undefined; scanned: number; handled: Handled }> {
+  const page = await q.timers.client.send(
+    new ScanCommand({
+      TableName: q.tables[kind].name,
+      Limit: BACKFILL_ROWS,
+      ExclusiveStartKey: Object.keys(start).length === 0 ? undefined : start,
+    }),
+    { abortSignal: signal },
+  );
+  const rows = (page.Items ?? []).filter((row) =>
+    kind === "outbox"
+      ? row[RELAY.part] === undefined || row[OUTBOX.prevSeq] === undefined
+      : row[RELAY.part] === undefined
+  );
+  return {
+    next: page.LastEvaluatedKey,
+    scanned: page.ScannedCount ?? 0,
+    handled: await handleImages(q, kind, rows),
+  };
+}
+
+/** A row as the index shows it once adopted (pending, at its seq or fire time). */
+const placed = (kind: RelayKind, row: Item): Item => ({
+  ...row,
+  ...relayAttributes(pendingPlace(kind, row)),
+});
+
+/**
+ * The outbox's handler: every entry seen feeds its target's `recent` list; the unchained ones
+ * get their predecessor (another writer's are adopted in the same update).
+ */
+async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
+  const images = all.filter((row) =>
+    row[OUTBOX.targetId] !== undefined && placeOf("outbox", row, 0) !== null
+  );
+  const handled: Handled = { writes: 0, adopted: [] };
+  if (images.length === 0) return handled;
+  const fed: FedRow[] = images.map((row) => {
+    const { id, seq, target } = candidateOf(row);
+    return { id, seq, target, unchained: row[OUTBOX.prevSeq] === undefined };
+  });
+  const targets = [...new Set(fed.map((row) => row.target))];
+  const recent = await readRecent(q, targets);
+  const chaining = chainRound(fed, recent);
+  await eachConcurrently(images, ITEM_WRITES_IN_FLIGHT, async (row) => {
+    const prev = chaining.prev.get(row[OUTBOX.seq]!.N!);
+    if (prev === undefined) return; // chained already: it only fed `recent`
+    const foreign = row[RELAY.part] === undefined;
+    handled.writes++;
+    if (await update(q, chained(q, row, prev, foreign))) {
+      const row2 = { ...row, [OUTBOX.prevSeq]: N(prev) };
+      handled.adopted.push(foreign ? placed("outbox", row2) : row2);
+    }
+  });
+  await eachConcurrently(targets, ITEM_WRITES_IN_FLIGHT, async (target) => {
+    const seqs = chaining.recent.get(target);
+    if (seqs === undefined || seqs.join() === (recent.get(target) ?? []).join()) return;
+    handled.writes++;
+    await q.timers.client.send(
+      new UpdateItemCommand({
+        TableName: q.tables.counters.name,
+        Key: holdKey(target),
+        UpdateExpression: "SET #r = :r",
+        ExpressionAttributeNames: { "#r": HOLD.recent },
+        ExpressionAttributeValues: { ":r": { NS: seqs.map(String) } },
+      }),
+    );
+  });
+  return handled;
+}
+
+/**
+ * The update that chains an entry: another writer's is adopted too (pending place and
+ * `prev_seq`, unless adopted meanwhile); one of ours gets `prev_seq` unless it has one.
+ */
+function chained(q: QueueContext, row: Item, prev: number, foreign: boolean) {
+  if (foreign) {
+    const input = adopted(q.tables, "outbox", row);
+    input.UpdateExpression += ", #v = :v";
+    Object.assign(input.ExpressionAttributeNames, { "#v": OUTBOX.prevSeq });
+    Object.assign(input.ExpressionAttributeValues, { ":v": N(prev) });
+    return input;
+  }
+  return {
+    TableName: q.tables.outbox.name,
+    Key: { [OUTBOX.seq]: row[OUTBOX.seq]! },
+    UpdateExpression: "SET #v = :v",
+    ConditionExpression: "attribute_not_exists(#v) AND attribute_exists(#k)",
+    ExpressionAttributeNames: { "#v": OUTBOX.prevSeq, "#k": OUTBOX.seq },
+    ExpressionAttributeValues: { ":v": N(prev) },
+  };
+}
+
+/** The targets' `recent` lists, from their hold items (strongly). */
+async function readRecent(q: QueueContext, targets: string[]): Promise<Map<string, number[]>> {
+  const table = q.tables.counters.name;
+  const recent = new Map<string, number[]>();
+  await eachConcurrently(
+    chunks(targets.map(holdKey), LIMITS.batchGetKeys),
+    ITEM_WRITES_IN_FLIGHT,
+    (keys) =>
+      batchGet(q.timers.client, {
+        [table]: {
+          Keys: keys,
+          ConsistentRead: true,
+          ProjectionExpression: "#i, #r",
+          ExpressionAttributeNames: { "#i": COUNTER.id, "#r": HOLD.recent },
+        },
+      }, (responses) => {
+        for (const item of responses[table] ?? []) {
+          const seqs = (item[HOLD.recent]?.NS ?? []).map(Number).sort((a, b) => a - b);
+          recent.set(item[COUNTER.id]!.S!.slice(HOLD.prefix.length), seqs);
+        }
+      }),
+  );
+  return recent;
+}
+
+/** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
+async function update(
+  q: QueueContext,
+  input: ConstructorParameters<typeof UpdateItemCommand>[0],
+): Promise<boolean> {
+  try {
+    await q.timers.client.send(new UpdateItemCommand(input));
+    return true;
+  } catch (error) {
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+    return false;
+  }
+}

@@ -1,0 +1,88 @@
+// Order across writers (#39): the outbox feed's chaining rule (src/core/_feed_chain.ts) and the
+// pass's rule that an unchained entry waits in mixed mode (decideOutbox's `unchainedWaits`).
+// Pure: no DynamoDB, no permissions.
+import assert from "node:assert/strict";
+import { chainRound, type FedRow, RECENT_MAX } from "../../src/core/_feed_chain.ts";
+import { decideOutbox, type EntryRow } from "../../src/core/_outbox_decide.ts";
+
+const fed = (seq: number, target = "t", unchained = true): FedRow => ({
+  id: String(seq),
+  seq,
+  target,
+  unchained,
+});
+
+Deno.test("chaining: each unchained row's predecessor is the highest seq below it to the same target, this round's rows and `recent` alike", () => {
+  const chaining = chainRound(
+    [fed(1002), fed(1001), fed(1500, "u"), fed(999, "t", false), fed(2000)],
+    new Map([["t", [10, 500]], ["u", [1600]]]),
+  );
+  assert.deepEqual(Object.fromEntries(chaining.prev), {
+    "1001": 999, // ours (chained) counts as a predecessor
+    "1002": 1001, // one Python commit's two entries: b behind a
+    "1500": 0, // below everything seen of its target
+    "2000": 1002,
+  });
+  assert.deepEqual(chaining.recent.get("t"), [10, 500, 999, 1001, 1002, 2000]);
+  assert.deepEqual(chaining.recent.get("u"), [1500, 1600]);
+});
+
+Deno.test("chaining: `recent` keeps the highest RECENT_MAX seqs; a row seen twice (its own MODIFY) is one seq", () => {
+  const rows = Array.from({ length: 40 }, (_, i) => fed(100 + i));
+  rows.push(fed(139, "t", false));
+  const chaining = chainRound(rows, new Map([["t", [1, 2, 3]]]));
+  const recent = chaining.recent.get("t")!;
+  assert.equal(recent.length, RECENT_MAX);
+  assert.deepEqual(recent, Array.from({ length: RECENT_MAX }, (_, i) => 140 - RECENT_MAX + i));
+  assert.equal(chaining.prev.get("100"), 3);
+  assert.equal(chaining.prev.get("139"), 138);
+  assert.equal(chaining.recent.has("other"), false);
+});
+
+Deno.test("chaining: a seq no counter handed out (not a whole number) is chained to nothing", () => {
+  const chaining = chainRound([fed(1.5), fed(3)], new Map());
+  assert.equal(chaining.prev.get("1.5"), 0);
+  assert.equal(chaining.prev.get("3"), 0);
+  assert.deepEqual(chaining.recent.get("t"), [3]);
+});
+
+const entry = (seq: number, prev: number | undefined): EntryRow => ({
+  seq,
+  id: String(seq),
+  target: "t",
+  prev,
+  attempts: 0,
+  part: "p0",
+  createdAt: null,
+});
+
+Deno.test("unchainedWaits: an entry with no prev_seq waits, and so does the rest of its target; without the flag it goes", () => {
+  const rows = new Map([entry(5, 0), entry(6, undefined), entry(7, 6)].map((r) => [r.id, r]));
+  const read = {
+    now: 0,
+    limit: 10,
+    offered: ["5", "6", "7"],
+    rows,
+    holds: new Map(),
+    inline: false,
+  };
+  const mixed = decideOutbox({ ...read, unchainedWaits: true });
+  assert.deepEqual(mixed.deliver.map((r) => r.seq), [5]);
+  const plain = decideOutbox(read);
+  assert.deepEqual(plain.deliver.map((r) => r.seq), [5, 6, 7]); // 7 goes after 6, in order
+});
+
+Deno.test("unchainedWaits: a chained entry whose predecessor (another writer's a = 1001) is still there waits behind it", () => {
+  // Pass 2 finds b = 1002 by key while a is not offered (the index lags): b waits.
+  const rows = new Map([entry(1001, 0), entry(1002, 1001)].map((r) => [r.id, r]));
+  const decision = decideOutbox({
+    now: 0,
+    limit: 10,
+    offered: ["1002"],
+    rows,
+    holds: new Map(),
+    inline: false,
+    unchainedWaits: true,
+  });
+  assert.deepEqual(decision.deliver, []);
+});

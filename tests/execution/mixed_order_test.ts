@@ -1,0 +1,146 @@
+// The mixed fleet, exact and bounded (#39): with `otherWriters: true`, Python writers with the
+// seed's algorithm (boto3, tests/_support/seed_turns.py) beside this store, each pass in a fresh
+// store, index reads lagging 1.5 s and 5 s. Missing seqs hold nothing back, a target's entries
+// go out in seq order across writers, and every item the module keeps stays under 4 KB.
+// DynamoDB Local's region of its own: these tables have streams.
+import assert from "node:assert/strict";
+import { type DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
+import { directEndpoint, pause } from "../_support/env.ts";
+import { type LaggingStore, laggingStore } from "../_support/lagging_store.ts";
+import { SeedTurns } from "../_support/seed_turns.ts";
+
+/** A database of its own in DynamoDB Local: these tables have streams. */
+const REGION = "eu-north-1";
+const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
+const mixed = (lagMs: number) => laggingStore(lagMs, { otherWriters: true, region: REGION });
+
+/** One relay pass in a fresh store: the seqs it delivered, in order. */
+async function pass(lag: LaggingStore, limit = 100): Promise<number[]> {
+  const out: number[] = [];
+  await lag.fresh((store) =>
+    relayOutbox(store, (entry) => Promise.resolve(void out.push(entry.seq)), { limit })
+  );
+  return out;
+}
+
+/** Commits `targets` from execution `id` in a fresh store (loaded: another writer's, maybe). */
+async function ourCommit(lag: LaggingStore, id: string | null, targets: string[]) {
+  return await lag.fresh(async (store) => {
+    const exe = id === null ? newExecution({ definition_id: "ours" }) : await store.load(id);
+    assert.ok(exe, `execution ${id}`);
+    const { outbox } = await store.commit(exe, {
+      emits: targets.map((target) => ({ target, event: newEvent("ours") })),
+    });
+    return { id: exe.id, seqs: outbox };
+  });
+}
+
+for (const lagMs of [1500, 5000]) {
+  Deno.test(`5,000 missing seqs, then a steady 2.5 a second: our entries go out on the next pass (index lag ${lagMs} ms)`, async () => {
+    await using lag = await mixed(lagMs);
+    await using python = new SeedTurns(directEndpoint(), REGION);
+    const prefix = prefixOf(lag.store);
+    await python.lose(prefix, 5000); // 5,000 seqs reserved by commits that never landed
+    const first = await ourCommit(lag, null, ["t-1", "t-2"]);
+    await pause(lagMs + 300); // the index shows our entries
+    assert.deepEqual(await pass(lag), first.seqs, "the next pass delivers them");
+    // A steady 2.5 lost seqs a second beside our commits.
+    let losing = true;
+    const loser = (async () => {
+      while (losing) {
+        await python.lose(prefix, 1);
+        await pause(400);
+      }
+    })();
+    try {
+      for (let round = 0; round < (lagMs > 2000 ? 2 : 4); round++) {
+        const ours = await ourCommit(lag, first.id, [`t-${round}`]);
+        await pause(lagMs + 300);
+        assert.deepEqual(await pass(lag), ours.seqs, `round ${round}: the next pass delivers it`);
+      }
+    } finally {
+      losing = false;
+      await loser;
+    }
+  });
+}
+
+/** Passes in fresh stores until `expected` entries went out (or twice the lag and 4 s went by). */
+async function drain(lag: LaggingStore, lagMs: number, expected: number, limit = 100) {
+  const delivered: number[] = [];
+  const deadline = Date.now() + 2 * lagMs + 4000;
+  while (delivered.length < expected && Date.now() < deadline) {
+    delivered.push(...await pass(lag, limit));
+    if (delivered.length < expected) await pause(200);
+  }
+  return delivered;
+}
+
+/** The seqs of one target in delivery order are in seq order (each once). */
+function assertInOrder(delivered: number[], lane: number[], what: string) {
+  const seen = delivered.filter((seq) => lane.includes(seq));
+  assert.deepEqual([...new Set(seen)], [...lane].sort((a, b) => a - b), what);
+}
+
+/**
+ * The issue's case: our store's entries first, then the Python store's a and b of one source
+ * (one execution, two commits) to one target. Pass 1 (limit 2) takes ours and adopts a without
+ * delivering it; b lands; pass 2, a fresh store, runs while the index does not show a yet.
+ */
+async function twoEntryRun(lag: LaggingStore, lagMs: number, python: SeedTurns): Promise<void> {
+  const prefix = prefixOf(lag.store);
+  const source = crypto.randomUUID();
+  await ourCommit(lag, null, ["filler-1", "filler-2"]);
+  const { seqs: [a] } = await python.commit(prefix, source, ["T"]);
+  await pause(lagMs + 300); // ours in the index
+  const delivered = await pass(lag, 2);
+  const { seqs: [b] } = await python.commit(prefix, source, ["T"]);
+  delivered.push(...await pass(lag, 2));
+  delivered.push(...await drain(lag, lagMs, 4 - delivered.length));
+  assertInOrder(delivered, [a!, b!], `a before b (delivered ${delivered})`);
+}
+
+/**
+ * A Python writer and this store committing one execution in turn, two entries to one target
+ * each commit, each commit and each pass in a fresh store, passes between the commits.
+ */
+async function turnsRun(lag: LaggingStore, lagMs: number, python: SeedTurns): Promise<void> {
+  const prefix = prefixOf(lag.store);
+  const id = crypto.randomUUID();
+  const lane: number[] = [];
+  const delivered: number[] = [];
+  for (let turn = 0; turn < 4; turn++) {
+    const seqs = turn % 2 === 0
+      ? (await python.commit(prefix, id, ["T", "T"])).seqs
+      : (await ourCommit(lag, id, ["T", "T"])).seqs;
+    lane.push(...seqs);
+    delivered.push(...await pass(lag, 3));
+  }
+  delivered.push(...await drain(lag, lagMs, lane.length - delivered.length, 3));
+  assertInOrder(delivered, lane, `one target's entries in seq order (delivered ${delivered})`);
+}
+
+/**
+ * `count` runs of `run` at `lagMs` of index lag: `stores` sets of tables at once, the runs of one
+ * set one after the other (each pass in a fresh store).
+ */
+async function runs(
+  count: number,
+  stores: number,
+  lagMs: number,
+  run: (lag: LaggingStore, lagMs: number, python: SeedTurns) => Promise<void>,
+) {
+  await using python = new SeedTurns(directEndpoint(), REGION);
+  await Promise.all(Array.from({ length: stores }, async (_, s) => {
+    await using lag = await mixed(lagMs);
+    for (let i = s; i < count; i += stores) await run(lag, lagMs, python);
+  }));
+}
+
+Deno.test("two entries of one Python source to one target go out in seq order: 50 runs at 1.5 s of index lag, 5 at 5 s", async () => {
+  await Promise.all([runs(50, 10, 1500, twoEntryRun), runs(5, 5, 5000, twoEntryRun)]);
+});
+
+Deno.test("a Python writer and this store committing one execution in turn: no inversion in 50 runs at 1.5 s of index lag, 5 at 5 s", async () => {
+  await Promise.all([runs(50, 10, 1500, turnsRun), runs(5, 5, 5000, turnsRun)]);
+});
