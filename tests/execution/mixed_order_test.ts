@@ -14,6 +14,13 @@ const REGION = "eu-north-1";
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
 const mixed = (lagMs: number) => laggingStore(lagMs, { otherWriters: true, region: REGION });
 
+/**
+ * Runs of each order case: 10 at 1.5 s of lag and 2 at 5 s by default, so that the suite stays
+ * short; `HAREL_MIXED_FULL=1` runs the issue's 50 and 5 (docs/development.md).
+ */
+const FULL = Deno.env.get("HAREL_MIXED_FULL") === "1";
+const [RUNS, RUNS_AT_5S] = FULL ? [50, 5] : [10, 2];
+
 /** One relay pass in a fresh store: the seqs it delivered, in order. */
 async function pass(lag: LaggingStore, limit = 100): Promise<number[]> {
   const out: number[] = [];
@@ -137,10 +144,16 @@ async function runs(
   }));
 }
 
-Deno.test("two entries of one Python source to one target go out in seq order: 50 runs at 1.5 s of index lag, 5 at 5 s", async () => {
-  await Promise.all([runs(50, 10, 1500, twoEntryRun), runs(5, 5, 5000, twoEntryRun)]);
+Deno.test(`two entries of one Python source to one target go out in seq order: ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
+  await Promise.all([
+    runs(RUNS, 10, 1500, twoEntryRun),
+    runs(RUNS_AT_5S, RUNS_AT_5S, 5000, twoEntryRun),
+  ]);
 });
 
-Deno.test("a Python writer and this store committing one execution in turn: no inversion in 50 runs at 1.5 s of index lag, 5 at 5 s", async () => {
-  await Promise.all([runs(50, 10, 1500, turnsRun), runs(5, 5, 5000, turnsRun)]);
+Deno.test(`a Python writer and this store committing one execution in turn: no inversion in ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
+  await Promise.all([
+    runs(RUNS, 10, 1500, turnsRun),
+    runs(RUNS_AT_5S, RUNS_AT_5S, 5000, turnsRun),
+  ]);
 });
