@@ -94,7 +94,7 @@ export function storeContext(
     finishedTtl: checkFinishedTtl(finishedTtlSeconds),
     now: checkClock(now),
   };
-  const context: Omit<StoreContext, "timers" | "tx"> = {
+  const context: Omit<StoreContext, "tx"> = {
     ...tx,
     client: gated,
     consistent: consistentReads,
@@ -115,7 +115,7 @@ export function storeContext(
     definitions: tableDefinitions({ prefix, otherWriters }),
     ...(others ? { otherWriters: others } : {}),
   };
-  const store: StoreContext = Object.assign(context, { timers: context, tx }) as StoreContext;
+  const store: StoreContext = Object.assign(context, { tx });
   return store;
 }
 

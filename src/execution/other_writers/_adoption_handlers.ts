@@ -90,7 +90,7 @@ export async function backfillPage(
   start: Item,
   signal?: AbortSignal,
 ): Promise<{ next: Item | undefined; scanned: number; handled: Handled }> {
-  const page = await q.timers.client.send(
+  const page = await q.client.send(
     new ScanCommand({
       TableName: q.tables[kind].name,
       Limit: BACKFILL_ROWS,
@@ -147,7 +147,7 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const seqs = chaining.recent.get(target);
     if (seqs === undefined || seqs.join() === (recent.get(target) ?? []).join()) return;
     handled.writes++;
-    await q.timers.client.send(
+    await q.client.send(
       new UpdateItemCommand({
         TableName: q.tables.counters.name,
         Key: holdKey(target),
@@ -190,7 +190,7 @@ async function readRecent(q: QueueContext, targets: string[]): Promise<Map<strin
     chunks(targets.map(holdKey), LIMITS.batchGetKeys),
     ITEM_WRITES_IN_FLIGHT,
     (keys) =>
-      batchGet(q.timers.client, {
+      batchGet(q.client, {
         [table]: {
           Keys: keys,
           ConsistentRead: true,
@@ -213,7 +213,7 @@ async function update(
   input: ConstructorParameters<typeof UpdateItemCommand>[0],
 ): Promise<boolean> {
   try {
-    await q.timers.client.send(new UpdateItemCommand(input));
+    await q.client.send(new UpdateItemCommand(input));
     return true;
   } catch (error) {
     if (!isNamed(error, "ConditionalCheckFailedException")) throw error;

@@ -72,7 +72,7 @@ export class RelayFeeds {
     const sinks = this.#sinks.get(kind)!;
     sinks.add(found);
     try {
-      const ctx = { client: q.timers.client, tables: q.tables, now: q.now, q };
+      const ctx = { client: q.client, tables: q.tables, now: q.now, q };
       const report = await this.#feeds.get(kind)!.round(ctx);
       if (kind === "outbox") {
         this.#chaining = report.skipped !== "off" && report.skipped !== "no stream";
@@ -92,7 +92,7 @@ export class RelayFeeds {
    */
   async peek(q: QueueContext, kind: RelayKind, limit: number): Promise<Item[]> {
     const lowest = new Lowest<Item>(limit, byIndexOrder);
-    const ctx = { client: q.timers.client, tables: q.tables, now: q.now, q };
+    const ctx = { client: q.client, tables: q.tables, now: q.now, q };
     await this.#feeds.get(kind)!.round(ctx, {
       readOnly: true,
       peek: (records) => {

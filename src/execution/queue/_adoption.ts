@@ -23,7 +23,7 @@ export async function adoptTable(
 ): Promise<number> {
   let adopted = 0, start: Item | undefined;
   do {
-    const page = await q.timers.client.send(
+    const page = await q.client.send(
       new ScanCommand({
         TableName: q.tables[kind].name,
         ExclusiveStartKey: start,
@@ -78,7 +78,7 @@ export async function adoptRow(
   const input = adopted(q.tables, kind, row);
   if (!exact) {
     try {
-      await q.timers.client.send(new UpdateItemCommand(input));
+      await q.client.send(new UpdateItemCommand(input));
       return true;
     } catch (error) {
       if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
@@ -86,7 +86,7 @@ export async function adoptRow(
     }
   }
   const done = await transactOne(
-    q.timers.client,
+    q.client,
     { Update: input },
     { operation: "adoptRows", key: `${kind} ${JSON.stringify(plain(rowKey(kind, row)))}` },
     q.resends,

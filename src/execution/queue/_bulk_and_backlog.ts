@@ -79,7 +79,7 @@ export async function backlog(
   signal?: AbortSignal,
 ): Promise<Backlog> {
   // Every read of the counts through one client that sends nothing once `signal` aborted.
-  const q = { ...given, timers: withSignal(given.timers, signal) };
+  const q = withSignal(given, signal);
   const counts = { pending: 0, waiting: 0, dead: 0 };
   const held = new Set<string>();
   let oldestAt: number | null = null;
@@ -121,7 +121,7 @@ export async function backlog(
     return !(seq > (heldFrom.get(target) ?? Infinity));
   };
   const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
-    const stream = new MergedPartitions(q.timers.client, table, part, mergePage(limit), bound);
+    const stream = new MergedPartitions(q.client, table, part, mergePage(limit), bound);
     // Pending rows held behind a head are neither pending nor failed, as MemoryStore counts
     // them: read past them, a bounded way.
     const budget = kind === "outbox" && part === "p" ? 2 * limit : Infinity;
@@ -140,7 +140,7 @@ export async function backlog(
   // A waiting partition is ordered by retry time: those due by now come first, and are
   // pending (a pass delivers them), as MemoryStore counts them; the rest wait.
   const readWaiting = async () => {
-    const stream = new MergedPartitions(q.timers.client, table, "w", mergePage(limit));
+    const stream = new MergedPartitions(q.client, table, "w", mergePage(limit));
     for (let row, read = 0; tally.waiting < limit && read < 2 * limit;) {
       if (!(row = await stream.next())) break;
       read++;
@@ -157,7 +157,7 @@ export async function backlog(
     for (const target of [...dueTargets].slice(0, PARKED_TARGETS)) {
       for (let start: Item | undefined; tally.pending < limit;) {
         const page = await queryPartition(
-          q.timers.client,
+          q.client,
           table,
           { part: partition("h", target) },
           mergePage(limit),
@@ -227,7 +227,7 @@ async function readByKey(
     chunks(keys, LIMITS.batchGetKeys),
     GETS_IN_FLIGHT,
     (chunk) =>
-      batchGet(q.timers.client, { [table]: { Keys: chunk, ConsistentRead: true } }, (responses) => {
+      batchGet(q.client, { [table]: { Keys: chunk, ConsistentRead: true } }, (responses) => {
         for (const item of responses[table] ?? []) found.set(rowId(kind, item), item);
       }),
   );

@@ -61,7 +61,7 @@ export async function recordFailure<K extends RelayKind>(
     const row = await readRow(q, at.table, at.key);
     if (row === undefined) return false;
     const done = await transactItems(
-      q.timers.client,
+      q.client,
       [{ Update: update }, ...holdItems(q, candidateOf(row).target, change(row[OUTBOX.seq]!.N!))],
       { operation: "recordFailure", key: String(key) },
       q.resends,
@@ -85,7 +85,7 @@ export async function recordFailure<K extends RelayKind>(
 async function readRow(q: QueueContext, table: string, key: Item): Promise<Item | undefined> {
   let found: Item | undefined;
   await batchGet(
-    q.timers.client,
+    q.client,
     { [table]: { Keys: [key], ConsistentRead: true } },
     (responses) => void (found ??= responses[table]?.[0]),
   );
@@ -148,7 +148,7 @@ async function onDeadLetter<K extends RelayKind>(
     const items = [write(at), ...holdItems(q, target, change(row[OUTBOX.seq]!.N!).hold)];
     return await release(q, target, items, { ...name, known });
   }
-  return (await transactOne(q.timers.client, write(at), name, q.resends, known)).applied;
+  return (await transactOne(q.client, write(at), name, q.resends, known)).applied;
 }
 
 function timerName(timer: Timer): string {
@@ -187,7 +187,7 @@ export async function* deadRows(
   const ofTarget = (row: Item) =>
     target === undefined ||
     (target === null ? row[OUTBOX.targetId]?.NULL === true : row[OUTBOX.targetId]?.S === target);
-  const stream = new MergedPartitions(q.timers.client, table, "d", mergePage(limit));
+  const stream = new MergedPartitions(q.client, table, "d", mergePage(limit));
   for (let left = limit; left > 0;) {
     const keys: Item[] = [];
     const chunk = Math.min(LIMITS.batchGetKeys, left);
@@ -198,7 +198,7 @@ export async function* deadRows(
     if (keys.length === 0) return;
     const found: Item[] = [];
     await batchGet(
-      q.timers.client,
+      q.client,
       { [table]: { Keys: keys, ConsistentRead: true } },
       (responses) => void found.push(...responses[table] ?? []),
     );
@@ -245,7 +245,7 @@ export async function conditional(
   input: ConstructorParameters<typeof UpdateItemCommand>[0],
 ): Promise<Item | undefined> {
   try {
-    const result = await q.timers.client.send(new UpdateItemCommand(input));
+    const result = await q.client.send(new UpdateItemCommand(input));
     return result.Attributes ?? {};
   } catch (error) {
     if (isNamed(error, "ConditionalCheckFailedException")) return undefined;

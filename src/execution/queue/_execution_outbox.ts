@@ -38,7 +38,7 @@ export async function executionOutbox(
   const own = targetKey(id);
   const listed = new Map<string, string[]>();
   const [found, holds] = await Promise.all([
-    q.timers.client.send(
+    q.client.send(
       new GetItemCommand({
         TableName: q.tables.executions.name,
         Key: executionKey(id),

@@ -66,7 +66,7 @@ export async function readHolds(
     ITEM_WRITES_IN_FLIGHT,
     (chunk) =>
       batchGet(
-        q.timers.client,
+        q.client,
         { [table]: { Keys: chunk, ConsistentRead: consistent } },
         (responses) => {
           for (const item of responses[table] ?? []) {
@@ -92,7 +92,7 @@ export async function readHolds(
 /** Takes entries no longer held (delivered, or gone) off `target`'s list of held entries. */
 export async function unlistHeld(q: QueueContext, target: string, seqs: string[]): Promise<void> {
   if (seqs.length === 0) return;
-  await q.timers.client.send(new UpdateItemCommand(unlisted(q, target, seqs).Update!));
+  await q.client.send(new UpdateItemCommand(unlisted(q, target, seqs).Update!));
 }
 
 /**
@@ -113,7 +113,7 @@ export async function release(
 ): Promise<boolean> {
   const marked = mark ?? (await markReleases(q, [target]))[0]!;
   const done = change.length
-    ? await transactItems(q.timers.client, change, write, q.resends, write.known)
+    ? await transactItems(q.client, change, write, q.resends, write.known)
     : { applied: true };
   if (done.applied) await bringBackHeld(q, target);
   await updateReleases(q, "DELETE", [marked]);
@@ -226,7 +226,7 @@ export async function bringBackHeld(q: QueueContext, target: string): Promise<vo
   let found = 0;
   do {
     const page = await queryPartition(
-      q.timers.client,
+      q.client,
       table,
       lowest < Infinity ? { part, below: N(lowest) } : { part },
       undefined,
@@ -261,7 +261,7 @@ export const SPILL_SETTLE_SECONDS = 30;
 /** Takes `spill` off a hold, unless entries were set apart unlisted again meanwhile. */
 async function clearSpill(q: QueueContext, target: string, spill: number): Promise<void> {
   try {
-    await q.timers.client.send(
+    await q.client.send(
       new UpdateItemCommand({
         TableName: q.tables.counters.name,
         Key: holdKey(target),
@@ -279,7 +279,7 @@ async function clearSpill(q: QueueContext, target: string, spill: number): Promi
 /** A held entry back to its pending partition, unless it moved (or went) meanwhile. */
 async function moveBack(q: QueueContext, row: Item, from: string): Promise<void> {
   try {
-    await q.timers.client.send(
+    await q.client.send(
       new UpdateItemCommand(bringBackInput(q.tables, row[OUTBOX.seq]!.N!, from)),
     );
   } catch (error) {
@@ -302,7 +302,7 @@ export async function readOutboxRows(
     GETS_IN_FLIGHT,
     (chunk) =>
       batchGet(
-        q.timers.client,
+        q.client,
         { [table]: { Keys: chunk.map((n) => ({ [OUTBOX.seq]: { N: n } })), ConsistentRead: true } },
         (responses) => {
           for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
@@ -345,7 +345,7 @@ async function dropHead(q: QueueContext, target: string, seq: string): Promise<v
   };
   try {
     await sendTransaction(
-      q.timers.client,
+      q.client,
       [check, removeHeads(q, target, [seq])],
       unansweredWrite(
         { operation: "release", key: target },
@@ -364,7 +364,7 @@ async function updateReleases(
   verb: "ADD" | "DELETE",
   marks: string[],
 ): Promise<void> {
-  await q.timers.client.send(
+  await q.client.send(
     new UpdateItemCommand({
       TableName: q.tables.counters.name,
       Key: { [COUNTER.id]: S(RELEASES.id) },
@@ -399,7 +399,7 @@ export const RELEASES_PER_PASS = 10;
 export async function finishCrashedReleases(q: QueueContext): Promise<void> {
   const table = q.tables.counters.name;
   let item: Item | undefined;
-  await batchGet(q.timers.client, {
+  await batchGet(q.client, {
     [table]: { Keys: [{ [COUNTER.id]: S(RELEASES.id) }], ConsistentRead: true },
   }, (responses) => {
     item ??= responses[table]?.[0];

@@ -34,7 +34,7 @@ export async function outboxFromIndex(
   pass: boolean,
   foreign?: Item[],
 ): Promise<QueueBatch<"outbox">> {
-  const { client } = q.timers;
+  const { client } = q;
   const table = q.tables.outbox.name;
   const page = mergePage(limit);
   const read = new OutboxRead(q);
@@ -124,7 +124,7 @@ async function setApart(
       // No room on the list: the hold says so, and the target's unlisted entries wait for them.
       if (!list) items.push(spillItem(q, target));
       const done = await transactItems(
-        q.timers.client,
+        q.client,
         items,
         { operation: "relayBatch", key: `held target ${target}` },
         q.resends,
@@ -195,7 +195,7 @@ function listable(listed: Map<string, number>, target: string, count: number): b
 /** A transaction whose failed conditions mean "changed meanwhile": the next pass looks again. */
 async function guarded(q: QueueContext, items: TransactWriteItem[]): Promise<void> {
   await transactItems(
-    q.timers.client,
+    q.client,
     items,
     { operation: "relayBatch", key: `outbox ${items.length} items` },
     q.resends,

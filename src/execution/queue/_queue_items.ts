@@ -5,13 +5,14 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { Item } from "../../dynamo/_dynamo.ts";
 import type { Resends } from "../../dynamo/_lost_answers.ts";
 import type { Lru } from "../../core/_lru.ts";
-import type { TimerReads } from "./_timers.ts";
+import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import type { ExecutionTables } from "../../core/table_specs.ts";
 import type { RelayKey, RelayKind, UnreadableRow } from "../../core/types.ts";
 
 /** What the relay reads need of a store. */
 export interface QueueContext {
-  timers: TimerReads;
+  /** The store's client (gated by its ownership). */
+  client: DynamoDBSender;
   tables: ExecutionTables;
   /**
    * What a store built with `otherWriters: true` runs for the writers that keep none of this

@@ -177,8 +177,8 @@ async function dueRows(
     : foreign;
   const pendingBound = kind === "timers" ? { upTo: now, extra } : { extra };
   const streams = [
-    new MergedPartitions(q.timers.client, table, "w", page, { upTo: now }),
-    new MergedPartitions(q.timers.client, table, "p", page, pendingBound),
+    new MergedPartitions(q.client, table, "w", page, { upTo: now }),
+    new MergedPartitions(q.client, table, "p", page, pendingBound),
   ];
   const rows: Item[] = [];
   for (const stream of streams) {
@@ -202,7 +202,7 @@ async function bodies(
   const unique = [...new Map(keys.map((key) => [keyId(kind, key), key])).values()];
   await eachConcurrently(chunks(unique, LIMITS.batchGetKeys), GETS_IN_FLIGHT, (chunk) =>
     batchGet(
-      q.timers.client,
+      q.client,
       { [table]: { Keys: chunk, ConsistentRead: true } },
       (responses) => {
         for (const item of responses[table] ?? []) found.set(keyId(kind, item), item);
