@@ -287,8 +287,11 @@ const at = (parked: number) => {
 };
 
 Deno.test("every read and pass sees what the seed's algorithm commits beside 6,000 parked rows of ours", async () => {
+  // fleet() checks that every read and pass sees the seed's rows (its asserts); how long the
+  // setup took is logged, not asserted: a wall-time bound fails on a crowded machine (#41).
   const figures = await at(6000);
-  assert.ok(figures.setupSeconds < 120, `setup took ${figures.setupSeconds} s`);
+  assert.equal(figures.parked, 6000);
+  console.log(`the seed fleet's setup at 6,000 parked rows took ${figures.setupSeconds} s`);
 });
 
 Deno.test("backlog counts the seed's outbox entries and spawns beside 6,000 parked rows of ours", async () => {
