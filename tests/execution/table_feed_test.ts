@@ -9,7 +9,6 @@ import {
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
-  UpdateTableCommand,
 } from "@aws-sdk/client-dynamodb";
 import {
   DescribeStreamCommand,
