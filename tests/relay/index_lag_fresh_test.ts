@@ -41,7 +41,7 @@ const MAX_PASSES = 1000;
 /**
  * Runs `pass` (each in a fresh store) until a fresh store's `deadLetters(kind)` lists `seq`, then
  * twice more (a pass that still sees it as waiting would try it again), or until MAX_PASSES or
- * six times the lag (plus 5 s) went by. Returns the dead letter's attempts (undefined: never
+ * six times the lag (plus 2 minutes) went by. Returns the dead letter's attempts (undefined: never
  * listed) and the passes run.
  */
 async function passUntilDead(
@@ -51,7 +51,8 @@ async function passUntilDead(
   seq: number,
   pass: (store: DynamoDBStore) => Promise<unknown>,
 ): Promise<{ attempts: number | undefined; passes: number }> {
-  const deadline = Date.now() + 6 * lagMs + 5000;
+  // Generous in time (a crowded machine's passes take seconds each); MAX_PASSES bounds it too.
+  const deadline = Date.now() + 6 * lagMs + 120_000;
   const listed = () =>
     lagging.fresh(async (s) => (await s.deadLetters(kind)).find((d) => d.key === seq));
   let passes = 0;
