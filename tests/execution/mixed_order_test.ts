@@ -146,14 +146,14 @@ async function runs(
 
 Deno.test(`two entries of one Python source to one target go out in seq order: ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
   await Promise.all([
-    runs(RUNS, 10, 1500, twoEntryRun),
+    runs(RUNS, 5, 1500, twoEntryRun),
     runs(RUNS_AT_5S, RUNS_AT_5S, 5000, twoEntryRun),
   ]);
 });
 
 Deno.test(`a Python writer and this store committing one execution in turn: no inversion in ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
   await Promise.all([
-    runs(RUNS, 10, 1500, turnsRun),
+    runs(RUNS, 5, 1500, turnsRun),
     runs(RUNS_AT_5S, RUNS_AT_5S, 5000, turnsRun),
   ]);
 });

@@ -6,7 +6,7 @@
 // gone; and the conformance suite's queue, dead-letter and clock steps pass.
 //
 // Every loop below is bounded: passes run until what is awaited is there or the lag has passed
-// twice over (plus 2 s), and the assertions then say what did not come.
+// twice over (plus 30 s), and the assertions then say what did not come.
 import assert from "node:assert/strict";
 import {
   type DynamoDBStore,
