@@ -10,7 +10,7 @@
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
 import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import { batchGet, chunks, eachConcurrently, isNamed, type Item, N } from "../../dynamo/_dynamo.ts";
+import { batchGet, chunks, eachConcurrently, type Item, N } from "../../dynamo/_dynamo.ts";
 import { COUNTER, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import type { RelayKind } from "../../core/types.ts";
@@ -18,6 +18,7 @@ import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
 import { pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
 import type { QueueContext } from "../queue/_queue_items.ts";
 import { adopted, holdKey } from "../queue/_transitions.ts";
+import { conditionalUpdate } from "../queue/_adoption.ts";
 import { candidateOf } from "../queue/_outbox_bodies.ts";
 
 /**
@@ -72,7 +73,9 @@ export async function handleImages(
   const handled: Handled = { writes: 0, adopted: [] };
   await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
     handled.writes++;
-    if (await update(q, adopted(q.tables, kind, row))) handled.adopted.push(placed(kind, row));
+    if (await conditionalUpdate(q, adopted(q.tables, kind, row))) {
+      handled.adopted.push(placed(kind, row));
+    }
   });
   return handled;
 }
@@ -138,7 +141,7 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     if (prev === undefined) return; // chained already: it only fed `recent`
     const foreign = row[RELAY.part] === undefined;
     handled.writes++;
-    if (await update(q, chained(q, row, prev, foreign))) {
+    if (await conditionalUpdate(q, chained(q, row, prev, foreign))) {
       const row2 = { ...row, [OUTBOX.prevSeq]: N(prev) };
       handled.adopted.push(foreign ? placed("outbox", row2) : row2);
     }
@@ -205,18 +208,4 @@ async function readRecent(q: QueueContext, targets: string[]): Promise<Map<strin
       }),
   );
   return recent;
-}
-
-/** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
-async function update(
-  q: QueueContext,
-  input: ConstructorParameters<typeof UpdateItemCommand>[0],
-): Promise<boolean> {
-  try {
-    await q.client.send(new UpdateItemCommand(input));
-    return true;
-  } catch (error) {
-    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-    return false;
-  }
 }

@@ -76,15 +76,7 @@ export async function adoptRow(
 ): Promise<boolean> {
   if (placeOf(kind, row, 0) === null) return false; // nothing to order it by: only a scan finds it
   const input = adopted(q.tables, kind, row);
-  if (!exact) {
-    try {
-      await q.client.send(new UpdateItemCommand(input));
-      return true;
-    } catch (error) {
-      if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-      return false;
-    }
-  }
+  if (!exact) return await conditionalUpdate(q, input);
   const done = await transactOne(
     q.client,
     { Update: input },
@@ -93,4 +85,18 @@ export async function adoptRow(
     "the row may or may not have been adopted; adoptRows() again adopts it if it was not",
   );
   return done.applied;
+}
+
+/** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
+export async function conditionalUpdate(
+  q: QueueContext,
+  input: ConstructorParameters<typeof UpdateItemCommand>[0],
+): Promise<boolean> {
+  try {
+    await q.client.send(new UpdateItemCommand(input));
+    return true;
+  } catch (error) {
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+    return false;
+  }
 }
