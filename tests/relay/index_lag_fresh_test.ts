@@ -21,12 +21,8 @@ import {
   relayOutbox,
   relaySpawns,
 } from "../../mod.ts";
-import {
-  concurrently,
-  type LaggingStore,
-  laggingStore,
-  passUntil,
-} from "../_support/lagging_store.ts";
+import { type LaggingStore, laggingStore, passUntil } from "../_support/lagging_store.ts";
+import { concurrently } from "../_support/concurrent_steps.ts";
 import { pause } from "../_support/env.ts";
 
 /** The lags each case runs at; `HAREL_INDEX_LAG_MS=L` runs them at L alone (0: an exact index). */

@@ -15,6 +15,7 @@ import {
 } from "../../mod.ts";
 import { endpoint, freshStateStore, freshStore, testClient } from "../_support/env.ts";
 import { type Fault, FaultProxy, type FaultScript } from "../_support/fault_proxy.ts";
+import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
 
 const WRITES = ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"];
 
@@ -135,13 +136,18 @@ async function putBareOutboxRows(store: DynamoDBStore, seqs: number[]): Promise<
 const isUnknown = (operation: string, key: string) => (error: unknown) =>
   error instanceof OutcomeUnknown && error.operation === operation && error.key === key;
 
+// The cases below, each on each connection with its first answer or two lost, run 8 at a time as
+// the steps of one test: most of their time is spent waiting for re-sends.
+const variants: Variant[] = [];
+const matrix = (name: string, fn: () => Promise<void>) => void variants.push({ name, fn });
+
 for (const { name, warm } of CONNECTIONS) {
   for (const times of [1, 2]) {
     const lostAnswers = times === 1
       ? "its first answer was lost"
       : "its first two answers were lost";
 
-    Deno.test(`deleteTimer() answers true when ${lostAnswers}, ${name}`, async () => {
+    matrix(`deleteTimer() answers true when ${lostAnswers}, ${name}`, async () => {
       await using env = await executionStores(warm);
       const exe = await withTimer(env.direct);
       await env.lose(losing(times));
@@ -150,15 +156,18 @@ for (const { name, warm } of CONNECTIONS) {
       assert.deepEqual(await env.direct.dueTimers(100), []);
     });
 
-    Deno.test(`deleteTimer() still answers false for a re-scheduled timer when ${lostAnswers}, ${name}`, async () => {
-      await using env = await executionStores(warm);
-      const exe = await withTimer(env.direct, 20);
-      await env.lose(losing(times));
-      assert.equal(await env.lossy.deleteTimer(exe.id, "wait", 10), false);
-      assert.deepEqual((await env.direct.dueTimers(100)).map((t) => t.fireAt), [20]);
-    });
+    matrix(
+      `deleteTimer() still answers false for a re-scheduled timer when ${lostAnswers}, ${name}`,
+      async () => {
+        await using env = await executionStores(warm);
+        const exe = await withTimer(env.direct, 20);
+        await env.lose(losing(times));
+        assert.equal(await env.lossy.deleteTimer(exe.id, "wait", 10), false);
+        assert.deepEqual((await env.direct.dueTimers(100)).map((t) => t.fireAt), [20]);
+      },
+    );
 
-    Deno.test(`adoptRows() counts every row it adopted when ${lostAnswers}, ${name}`, async () => {
+    matrix(`adoptRows() counts every row it adopted when ${lostAnswers}, ${name}`, async () => {
       await using env = await executionStores(warm);
       await putBareOutboxRows(env.direct, [901, 902, 903]);
       await env.lose(losing(times));
@@ -167,29 +176,32 @@ for (const { name, warm } of CONNECTIONS) {
       assert.deepEqual((await env.direct.pendingOutbox()).map((e) => e.seq), [901, 902, 903]);
     });
 
-    Deno.test(`recordFailure(), retryDeadLetter(), dropDeadLetter() and retryDeadLetters() of outbox entries answer exactly when ${lostAnswers}, ${name}`, async () => {
-      await using env = await executionStores(warm);
-      const { outbox } = await env.direct.commit(newExecution({ definition_id: "lost" }), {
-        emits: ["T", "T", "U", "V"].map((target) => ({ target, event: newEvent("e") })),
-      });
-      const dead = { attempts: 1, retryAt: null, error: "down" };
-      await env.lose(losing(times));
-      assert.equal(await env.lossy.recordFailure("outbox", outbox[0]!, dead), true);
-      for (const seq of outbox.slice(2)) await env.direct.recordFailure("outbox", seq, dead);
-      await env.lose(losing(times));
-      assert.equal(await env.lossy.retryDeadLetter("outbox", outbox[0]!), true);
-      await env.lose(losing(times));
-      assert.equal(await env.lossy.dropDeadLetter("outbox", outbox[2]!), true);
-      await env.lose(losing(times));
-      assert.equal(await env.lossy.retryDeadLetters("outbox"), 1);
-      assert.deepEqual(await env.direct.deadLetters("outbox"), []);
-      assert.deepEqual(
-        (await env.direct.pendingOutbox()).map((e) => e.seq),
-        [outbox[0], outbox[1], outbox[3]],
-      );
-    });
+    matrix(
+      `recordFailure(), retryDeadLetter(), dropDeadLetter() and retryDeadLetters() of outbox entries answer exactly when ${lostAnswers}, ${name}`,
+      async () => {
+        await using env = await executionStores(warm);
+        const { outbox } = await env.direct.commit(newExecution({ definition_id: "lost" }), {
+          emits: ["T", "T", "U", "V"].map((target) => ({ target, event: newEvent("e") })),
+        });
+        const dead = { attempts: 1, retryAt: null, error: "down" };
+        await env.lose(losing(times));
+        assert.equal(await env.lossy.recordFailure("outbox", outbox[0]!, dead), true);
+        for (const seq of outbox.slice(2)) await env.direct.recordFailure("outbox", seq, dead);
+        await env.lose(losing(times));
+        assert.equal(await env.lossy.retryDeadLetter("outbox", outbox[0]!), true);
+        await env.lose(losing(times));
+        assert.equal(await env.lossy.dropDeadLetter("outbox", outbox[2]!), true);
+        await env.lose(losing(times));
+        assert.equal(await env.lossy.retryDeadLetters("outbox"), 1);
+        assert.deepEqual(await env.direct.deadLetters("outbox"), []);
+        assert.deepEqual(
+          (await env.direct.pendingOutbox()).map((e) => e.seq),
+          [outbox[0], outbox[1], outbox[3]],
+        );
+      },
+    );
 
-    Deno.test(`appendTrace() appends its step once when ${lostAnswers}, ${name}`, async () => {
+    matrix(`appendTrace() appends its step once when ${lostAnswers}, ${name}`, async () => {
       await using env = await executionStores(warm);
       const exe = newExecution({ definition_id: "lost" });
       await env.direct.commit(exe, { trace: { n: 0 } });
@@ -202,7 +214,7 @@ for (const { name, warm } of CONNECTIONS) {
       ]);
     });
 
-    Deno.test(`delete() answers true when ${lostAnswers}, ${name}`, async () => {
+    matrix(`delete() answers true when ${lostAnswers}, ${name}`, async () => {
       await using env = await stateStores(warm);
       await env.direct.set("k", "v");
       await env.lose(losing(times));
@@ -212,7 +224,7 @@ for (const { name, warm } of CONNECTIONS) {
       assert.equal(await env.lossy.delete("k"), false, "a second delete finds nothing");
     });
 
-    Deno.test(`expire(key, 0) answers true when ${lostAnswers}, ${name}`, async () => {
+    matrix(`expire(key, 0) answers true when ${lostAnswers}, ${name}`, async () => {
       await using env = await stateStores(warm);
       await env.direct.hset("k", "f", 1);
       await env.lose(losing(times));
@@ -221,7 +233,7 @@ for (const { name, warm } of CONNECTIONS) {
       assert.equal(await env.direct.exists("k"), false);
     });
 
-    Deno.test(`expire(key, seconds) answers true when ${lostAnswers}, ${name}`, async () => {
+    matrix(`expire(key, seconds) answers true when ${lostAnswers}, ${name}`, async () => {
       await using env = await stateStores(warm);
       await env.direct.set("k", "v");
       await env.lose(losing(times));
@@ -229,7 +241,7 @@ for (const { name, warm } of CONNECTIONS) {
       assert.ok((await env.direct.ttl("k"))! > 500);
     });
 
-    Deno.test(`hset() of a new field does not answer 0 when ${lostAnswers}, ${name}`, async () => {
+    matrix(`hset() of a new field does not answer 0 when ${lostAnswers}, ${name}`, async () => {
       await using env = await stateStores(warm);
       await env.direct.hset("h", "old", 1);
       await env.lose(losing(times));
@@ -238,7 +250,7 @@ for (const { name, warm } of CONNECTIONS) {
       assert.deepEqual({ ...await env.direct.hgetall("h") }, { old: 1, new: 2 });
     });
 
-    Deno.test(`hset() on a missing key answers 1 when ${lostAnswers}, ${name}`, async () => {
+    matrix(`hset() on a missing key answers 1 when ${lostAnswers}, ${name}`, async () => {
       await using env = await stateStores(warm);
       await env.lose(losing(times, { operations: ["PutItem"] }));
       assert.equal(await env.lossy.hset("fresh", "f", 1), 1);
@@ -246,17 +258,20 @@ for (const { name, warm } of CONNECTIONS) {
       assert.deepEqual({ ...await env.direct.hgetall("fresh") }, { f: 1 });
     });
 
-    Deno.test(`hset() migrating a legacy hash answers 1 for a new field when ${lostAnswers}, ${name}`, async () => {
-      await using env = await stateStores(warm);
-      await env.direct.set("legacy", { a: 1 });
-      // The first UpdateItem finds no Map (its answer arrives); the migration's is lost.
-      await env.lose(losing(times, { operations: ["UpdateItem"], skip: 1 }));
-      assert.equal(await env.lossy.hset("legacy", "b", 2), 1);
-      assert.equal(env.lost(), times);
-      assert.deepEqual({ ...await env.direct.hgetall("legacy") }, { a: 1, b: 2 });
-    });
+    matrix(
+      `hset() migrating a legacy hash answers 1 for a new field when ${lostAnswers}, ${name}`,
+      async () => {
+        await using env = await stateStores(warm);
+        await env.direct.set("legacy", { a: 1 });
+        // The first UpdateItem finds no Map (its answer arrives); the migration's is lost.
+        await env.lose(losing(times, { operations: ["UpdateItem"], skip: 1 }));
+        assert.equal(await env.lossy.hset("legacy", "b", 2), 1);
+        assert.equal(env.lost(), times);
+        assert.deepEqual({ ...await env.direct.hgetall("legacy") }, { a: 1, b: 2 });
+      },
+    );
 
-    Deno.test(`hdel() of a removed field does not answer 0 when ${lostAnswers}, ${name}`, async () => {
+    matrix(`hdel() of a removed field does not answer 0 when ${lostAnswers}, ${name}`, async () => {
       await using env = await stateStores(warm);
       await env.direct.hset("h", "a", 1);
       await env.direct.hset("h", "b", 2);
@@ -266,33 +281,43 @@ for (const { name, warm } of CONNECTIONS) {
       assert.deepEqual({ ...await env.direct.hgetall("h") }, { b: 2 });
     });
 
-    Deno.test(`hdel() of a hash's last field does not answer 0 and still deletes the key when ${lostAnswers}, ${name}`, async () => {
-      await using env = await stateStores(warm);
-      await env.direct.hset("h", "a", 1);
-      await env.lose(losing(times, { operations: ["UpdateItem"] }));
-      await assert.rejects(env.lossy.hdel("h", "a", "b"), isUnknown("hdel", "h"));
-      assert.equal(env.lost(), times);
-      assert.equal(await env.direct.exists("h"), false);
-      const raw = await env.client.send(
-        new PutItemCommand({
-          TableName: env.direct.tableName,
-          Item: { pk: { S: "h" }, value: { S: "1" } },
-          ReturnValues: "ALL_OLD",
-        }),
-      );
-      assert.equal(raw.Attributes, undefined, "the emptied item was deleted");
-    });
+    matrix(
+      `hdel() of a hash's last field does not answer 0 and still deletes the key when ${lostAnswers}, ${name}`,
+      async () => {
+        await using env = await stateStores(warm);
+        await env.direct.hset("h", "a", 1);
+        await env.lose(losing(times, { operations: ["UpdateItem"] }));
+        await assert.rejects(env.lossy.hdel("h", "a", "b"), isUnknown("hdel", "h"));
+        assert.equal(env.lost(), times);
+        assert.equal(await env.direct.exists("h"), false);
+        const raw = await env.client.send(
+          new PutItemCommand({
+            TableName: env.direct.tableName,
+            Item: { pk: { S: "h" }, value: { S: "1" } },
+            ReturnValues: "ALL_OLD",
+          }),
+        );
+        assert.equal(raw.Attributes, undefined, "the emptied item was deleted");
+      },
+    );
 
-    Deno.test(`hdel() of a legacy hash's last fields answers their count when ${lostAnswers}, ${name}`, async () => {
-      await using env = await stateStores(warm);
-      await env.direct.set("legacy", { a: 1, b: 2 });
-      await env.lose(losing(times, { operations: ["TransactWriteItems"] }));
-      assert.equal(await env.lossy.hdel("legacy", "a", "b", "c"), 2);
-      assert.equal(env.lost(), times);
-      assert.equal(await env.direct.exists("legacy"), false);
-    });
+    matrix(
+      `hdel() of a legacy hash's last fields answers their count when ${lostAnswers}, ${name}`,
+      async () => {
+        await using env = await stateStores(warm);
+        await env.direct.set("legacy", { a: 1, b: 2 });
+        await env.lose(losing(times, { operations: ["TransactWriteItems"] }));
+        assert.equal(await env.lossy.hdel("legacy", "a", "b", "c"), 2);
+        assert.equal(env.lost(), times);
+        assert.equal(await env.direct.exists("legacy"), false);
+      },
+    );
   }
 }
+
+Deno.test("each write answers what its first copy did when its first answer or two were lost and it was re-sent", async (t) => {
+  await concurrently(t, variants, 8);
+});
 
 /**
  * Drops the answer of the first write and holds its re-sent copy back for `ms`: other writers
