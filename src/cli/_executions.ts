@@ -52,8 +52,10 @@ export async function listCommand(
       reader.listExecutions({ ...options, limit: room }).catch(asUsage),
     )
     : { items: [], nextCursor: null };
+  // A feed round elsewhere may have put one of them into the index meanwhile: shown once.
+  const peeked = new Set(others.items.map((s) => s.id));
   const page: ListPage = {
-    items: [...others.items, ...indexed.items],
+    items: [...others.items, ...indexed.items.filter((s) => !peeked.has(s.id))],
     nextCursor: indexed.nextCursor,
     ...(indexed.unreadable || others.unreadable.length
       ? { unreadable: [...others.unreadable, ...indexed.unreadable ?? []] }
