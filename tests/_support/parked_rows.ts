@@ -105,6 +105,15 @@ export async function parkedMixedTables(parked: number): Promise<string> {
     prefix,
     otherWriters: true,
   });
+  await feedsCaughtUp(mixed);
+  return prefix;
+}
+
+/**
+ * Runs the feeds of `mixed` (a store built with `otherWriters: true`) until each one's one-off
+ * scan of the rows its stream never showed has ended (`minutes` at most).
+ */
+export async function feedsCaughtUp(mixed: DynamoDBStore, minutes = 2): Promise<void> {
   using client = testClient();
   const rounds = async () => {
     // Each read of a queue runs its table's feed round (a page of its scan); catchUpStatusIndex,
@@ -127,10 +136,9 @@ export async function parkedMixedTables(parked: number): Promise<string> {
     // A feed whose checkpoint names no scan to go on with has none left.
     return items.some((got) => got.Item?.[FEED.backfill] !== undefined);
   };
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + minutes * 60_000;
   do {
-    assert.ok(Date.now() < deadline, "the feeds' one-off scans did not end in 2 minutes");
+    assert.ok(Date.now() < deadline, `the feeds' one-off scans did not end in ${minutes} minutes`);
     await rounds();
   } while (await scanning());
-  return prefix;
 }
