@@ -201,9 +201,9 @@ const relayIndex = runs("relay-index")
   : undefined;
 
 // The mixed fleet (#39): a pass, a sweep and a feed round with otherWriters: true next to a
-// default store's, at 1k and 10k rows not due, and what another writer's rows add.
+// default store's, at 1k and 3k rows not due, and what another writer's rows add.
 if (runs("mixed")) {
-  progress("mixed fleet: passes, sweeps and feed rounds at 1k and 10k stored rows");
+  progress("mixed fleet: passes, sweeps and feed rounds at 1k and 3k stored rows");
 }
 const mixed = runs("mixed") ? await benchMixed(prefix, progress, endpoint) : undefined;
 

@@ -118,10 +118,12 @@ export async function feedsCaughtUp(mixed: DynamoDBStore, minutes = 2): Promise<
   const rounds = async () => {
     // Each read of a queue runs its table's feed round (a page of its scan); catchUpStatusIndex,
     // the executions table's.
-    await mixed.pendingOutbox({ limit: 1 });
-    await mixed.pendingSpawns({ limit: 1 });
-    await mixed.dueTimers(Date.now() / 1000, { limit: 1 });
-    await mixed.catchUpStatusIndex();
+    await Promise.all([
+      mixed.pendingOutbox({ limit: 1 }),
+      mixed.pendingSpawns({ limit: 1 }),
+      mixed.dueTimers(Date.now() / 1000, { limit: 1 }),
+      mixed.catchUpStatusIndex(),
+    ]);
   };
   const scanning = async () => {
     const items = await Promise.all(FEED_ITEMS.map((id) =>
