@@ -94,7 +94,7 @@ const S = (s: string) => ({ S: s });
  * (about 250 bytes an outbox row): outbox entries to stored / 10 targets, each a dead head and 9
  * entries held behind it (with the targets' holds); spawns and timers parked for an hour.
  */
-async function fill(client: DynamoDBClient, store: DynamoDBStore, stored: number) {
+export async function fill(client: DynamoDBClient, store: DynamoDBStore, stored: number) {
   const now = Date.now() / 1000;
   const event = JSON.stringify(newEvent("parked", { pad: "x".repeat(120) }));
   const outbox: Record<string, AttributeValue>[] = [];

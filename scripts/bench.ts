@@ -13,6 +13,7 @@ import { heapProbe, seedOutbox } from "../tests/_support/heap.ts";
 import { setSpansEnabled } from "../src/core/_telemetry.ts";
 import { benchStatusIndex, printStatusIndex } from "./_bench_status.ts";
 import { benchRelayIndex, printRelayIndex } from "./_bench_relay.ts";
+import { benchMixed, printMixed } from "./_bench_mixed.ts";
 import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
 import { benchWrites, printWrites } from "./_bench_writes.ts";
 import { benchSqs, printSqs } from "./_bench_sqs.ts";
@@ -36,6 +37,7 @@ const SECTIONS = [
   "commits",
   "spans",
   "relay-index",
+  "mixed",
   "status-index",
   "calls",
   "drain",
@@ -197,6 +199,13 @@ if (runs("relay-index")) {
 const relayIndex = runs("relay-index")
   ? await benchRelayIndex(prefix, rounds, progress)
   : undefined;
+
+// The mixed fleet (#39): a pass, a sweep and a feed round with otherWriters: true next to a
+// default store's, at 1k and 3k rows not due, and what another writer's rows add.
+if (runs("mixed")) {
+  progress("mixed fleet: passes, sweeps and feed rounds at 1k and 3k stored rows");
+}
+const mixed = runs("mixed") ? await benchMixed(prefix, progress, endpoint) : undefined;
 
 // The status index (#25): listings at 1k, 10k and 50k executions, and its write cost per commit.
 if (runs("status-index")) {
@@ -471,6 +480,7 @@ const results = {
   ...(runs("spans") ? { spans } : {}),
   ...(commitCpu ? { commitCpu } : {}),
   ...(relayIndex ? { relayIndex } : {}),
+  ...(mixed ? { mixed } : {}),
   ...(statusIndex ? { statusIndex } : {}),
   ...(writes ? { writes } : {}),
   ...(sqs ? { sqs } : {}),
@@ -500,6 +510,7 @@ if (runs("spans")) {
 if (commitCpu) printCommitCpu(commitCpu);
 if (writes) printWrites(writes);
 if (relayIndex) printRelayIndex(relayIndex);
+if (mixed) printMixed(mixed);
 if (statusIndex) printStatusIndex(statusIndex);
 if (sqs) printSqs(sqs);
 if (runs("drain")) printDrain();

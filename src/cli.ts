@@ -40,6 +40,7 @@ import { markHeld } from "./cli/_held.ts";
 import { outboxLines } from "./cli/_execution_outbox.ts";
 import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
 import { runRelay } from "./cli/_relay.ts";
+import { listCommand } from "./cli/_executions.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { UnreadableExecution } from "./core/errors.ts";
@@ -54,7 +55,6 @@ import {
 import {
   CliError,
   endpointOf,
-  parseBefore,
   parseDeadLetter,
   parseKinds,
   parseLimit,
@@ -93,7 +93,7 @@ const USAGE = `Usage: harel-dynamodb <command> [options]
 
 Commands:
   executions [--status S[,S...]] [--definition D] [--before DATE|EPOCH] [--limit N]
-             [--cursor C] [--scan] [--include-undated]
+             [--cursor C] [--scan] [--include-undated] [--other-writers]
                        list executions (summaries), one page; with --status newest
                        commit first; --before: last committed before DATE (stuck ones)
   show ID              an execution: its document, when it was last committed and
@@ -106,10 +106,11 @@ Commands:
                        delete every execution in S (finished ones unless --allow-open)
                        last committed before DATE, each as above; progress on stderr;
                        Ctrl-C stops, running it again continues
-  outbox [--limit N]   the outbox backlog (and pending spawns) and its N oldest entries
+  outbox [--limit N] [--other-writers]
+                       the outbox backlog (and pending spawns) and its N oldest entries
                        (default 100), each pending, waiting, dead or held behind an earlier
                        entry of its target; an entry whose event is not JSON is flagged
-  timers [--due] [--limit N]
+  timers [--due] [--limit N] [--other-writers]
                        armed timers, the N soonest (default 100; --due: only those due now)
   dead-letters KIND [--limit N]
                        what a relay gave up on (KIND: outbox, spawns or timers), the N lowest
@@ -163,6 +164,10 @@ Options:
 DATE is ISO 8601 (2026-11-01, or 2026-11-01T12:00:00Z with its offset) or epoch seconds.
 --scan reads the whole table instead of the status index: it also finds executions the
 Python store wrote; --include-undated also takes those whose last commit time is unknown.
+--other-writers (tables shared with the Python store): executions --status also lists what
+other writers committed that the index does not show yet, read from the executions table's
+stream (first, within --limit); outbox and timers read the whole table, every writer's rows,
+with or without it. None of them writes anything.
 
 Exit codes: 0 done, 1 runtime error, 2 usage error, 3 check-tables found differences.`;
 
@@ -252,7 +257,16 @@ export async function main(args: string[], output: CliOutput = {}): Promise<numb
 const COMMANDS: Record<string, { positionals: number | number[]; flags: string[] }> = {
   executions: {
     positionals: 0,
-    flags: ["status", "definition", "limit", "cursor", "before", "scan", "include-undated"],
+    flags: [
+      "status",
+      "definition",
+      "limit",
+      "cursor",
+      "before",
+      "scan",
+      "include-undated",
+      "other-writers",
+    ],
   },
   show: { positionals: 1, flags: [] },
   // An execution id, or a bulk delete's filter (--status and --before).
@@ -260,8 +274,8 @@ const COMMANDS: Record<string, { positionals: number | number[]; flags: string[]
     positionals: [1, 0],
     flags: ["yes", "status", "definition", "before", "scan", "include-undated", "allow-open"],
   },
-  outbox: { positionals: 0, flags: ["limit"] },
-  timers: { positionals: 0, flags: ["due", "limit"] },
+  outbox: { positionals: 0, flags: ["limit", "other-writers"] },
+  timers: { positionals: 0, flags: ["due", "limit", "other-writers"] },
   "dead-letters": { positionals: 1, flags: ["limit"] },
   // KIND and a seq, or KIND and a timer's execution id, path and fire_at.
   // ... or KIND alone with --all (every dead letter; outbox: of one target).
@@ -390,56 +404,15 @@ async function run(
     (retry) => err(progress(retry)),
   );
   try {
-    // The relay publishes a fleet's rows: its store is the mixed fleet's (#39).
+    // The relay publishes a fleet's rows: its store is the mixed fleet's (#39). The views
+    // (executions, outbox, timers) write nothing: their store runs no feed of its own.
     const reader = new DynamoDBStore(client, {
       prefix,
-      otherWriters: definitions.otherWriters || command === "relay",
+      otherWriters: command === "relay" ||
+        (definitions.otherWriters && !["executions", "outbox", "timers"].includes(command)),
     });
     if (command === "executions") {
-      const page = await onTable(
-        tables.executions.name,
-        reader.listExecutions({
-          limit,
-          status,
-          definitionId: values.definition as string | undefined,
-          updatedBefore: parseBefore(values.before),
-          ...(values.scan ? { scan: true } : {}),
-          ...(values["include-undated"] ? { includeUndated: true } : {}),
-          cursor: values.cursor as string | undefined ?? null,
-        }).catch((error) => {
-          // Input validation (before any request): a TypeError or RangeError is usage.
-          throw error instanceof TypeError || error instanceof RangeError
-            ? new UsageError(error.message)
-            : error;
-        }),
-      );
-      if (json) return print(page);
-      const unreadable = page.unreadable ?? [];
-      out(table(
-        ["ID", "DEFINITION", "STATUS", "UPDATED", "ACTIVE PATH", "VERSION", "PARENT"],
-        [
-          ...page.items.map((s) => [
-            cell(s.id),
-            cell(s.definition_id),
-            cell(s.status),
-            s.updated_at === null ? "unknown" : isoSeconds(s.updated_at),
-            cell(s.active_path),
-            String(s.version),
-            cell(s.parent_id),
-          ]),
-          // A row another writer stored so that it cannot be read: its key and why.
-          ...unreadable.map((
-            row,
-          ) => [cell(row.id), `(unreadable: ${row.error})`, "", "", "", "", ""]),
-        ],
-      ));
-      const shown = page.items.length + unreadable.length;
-      const apart = unreadable.length ? ` (${unreadable.length} unreadable)` : "";
-      out(
-        page.nextCursor
-          ? `${shown} shown${apart}; more with --cursor ${page.nextCursor}`
-          : `${shown} shown${apart}; no more`,
-      );
+      await listCommand(reader, client, { limit, status, values, json, out });
     } else if (command === "show") {
       const id = rest[0]!;
       const seen = await onTable(

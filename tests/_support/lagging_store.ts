@@ -15,13 +15,16 @@ export interface LaggingStore extends AsyncDisposable {
   fresh<T>(body: (store: DynamoDBStore) => Promise<T>): Promise<T>;
 }
 
-/** A store on fresh tables whose indexes lag `lagMs` behind them (through a proxy of its own). */
+/**
+ * A store on fresh tables (or those of `prefix`, made beforehand) whose indexes lag `lagMs`
+ * behind them (through a proxy of its own).
+ */
 export async function laggingStore(
   lagMs: number,
   options: Omit<CreateStoreOptions, "endpoint" | "prefix"> = {},
+  prefix = uniqueName("lag"),
 ): Promise<LaggingStore> {
   const proxy = new IndexLagProxy(directEndpoint(), { lagMs });
-  const prefix = uniqueName("lag");
   const store = await DynamoDBStore.create({ prefix, ...options, endpoint: proxy.endpoint });
   return {
     store,

@@ -3,24 +3,15 @@
 // (dead-lettered, waiting for a retry, held behind those). Every read and every pass sees the
 // seed's rows — outbox entries and spawns found by the seqs they took from the shared counter,
 // timers by the sweep's page of the timers table — and what a pass reads follows the rows it
-// found, not the rows parked beside them.
+// found, not the rows parked beside them. The parked rows are parked by the module's own commits
+// and passes before the tables have streams (tests/_support/parked_rows.ts: streamed writes are
+// about 10 times slower on DynamoDB Local).
 import assert from "node:assert/strict";
-import {
-  type Backlog,
-  DynamoDBStore,
-  type Execution,
-  newEvent,
-  newExecution,
-  relayOutbox,
-  relaySpawns,
-  sweepTimers,
-} from "../../mod.ts";
-import { endpoint, freshStore, testClient } from "../_support/env.ts";
+import { type Backlog, DynamoDBStore, relayOutbox, relaySpawns, sweepTimers } from "../../mod.ts";
+import { endpoint, testClient } from "../_support/env.ts";
+import { parkedMixedTables } from "../_support/parked_rows.ts";
 import { seedWrite, type SeedWrites } from "../_support/seed_writer.ts";
 
-const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
-const down = () => Promise.reject(new Error("down"));
-const park = { limit: Infinity, backoff: { minSeconds: 3600, maxSeconds: 3600 } };
 const bySeq = (a: number, b: number) => a - b;
 
 /** What the seed commits: 10 executions, each one commit of 30 emits, 3 spawns and 3 due timers. */
@@ -38,8 +29,8 @@ interface Cost {
   commands: Record<string, number>;
 }
 
-/** A store on `store`'s tables whose client sums the read units and counts the calls. */
-function measured(store: DynamoDBStore) {
+/** A store on the tables of `prefix` whose client sums the read units and counts the calls. */
+function measured(prefix: string) {
   const client = testClient();
   let cost: Cost = { reads: 0, calls: 0, commands: {} };
   client.middlewareStack.add(
@@ -61,7 +52,7 @@ function measured(store: DynamoDBStore) {
   );
   // A store of the mixed fleet: it finds the seed's rows (the status feed's round runs beside
   // passes; its cost: status_feed_test.ts).
-  const view = new DynamoDBStore(client, { prefix: prefixOf(store), otherWriters: true });
+  const view = new DynamoDBStore(client, { prefix, otherWriters: true });
   /** Runs `op` and answers what it returned and what it cost. */
   const measure = async <T>(op: () => Promise<T>): Promise<{ value: T; cost: Cost }> => {
     cost = { reads: 0, calls: 0, commands: {} };
@@ -69,69 +60,6 @@ function measured(store: DynamoDBStore) {
     return { value, cost: structuredClone(cost) }; // what later calls add is not its
   };
   return { view, measure, [Symbol.dispose]: () => client.destroy() };
-}
-
-/** Commits `emits` from one new execution, at most 90 emits a commit. */
-async function emitAll(store: DynamoDBStore, targets: string[]): Promise<void> {
-  const exe = newExecution({ definition_id: "parked" });
-  for (let i = 0; i < targets.length; i += 90) {
-    await store.commit(exe, {
-      emits: targets.slice(i, i + 90).map((target) => ({ target, event: newEvent("ours") })),
-    });
-  }
-}
-
-/** Commits `count` spawns and `count` timers due a minute ago, 45 of each a commit. */
-async function spawnsAndTimers(store: DynamoDBStore, count: number, now: number, tag: string) {
-  const exe: Execution = newExecution({ definition_id: "parked" });
-  for (let i = 0; i < count; i += 45) {
-    const n = Math.min(45, count - i);
-    await store.commit(exe, {
-      spawns: Array.from({ length: n }, (_, j) => ({
-        childId: `${tag}${i + j}`,
-        rootPath: "r",
-        context: {},
-      })),
-      timers: Array.from({ length: n }, (_, j) => ({
-        action: "schedule" as const,
-        path: `${tag}${i + j}`,
-        fireAt: now - 60,
-      })),
-    });
-  }
-}
-
-/**
- * `parked` rows of ours that no pass reads again: two thirds outbox entries (a head per target,
- * half of them dead-lettered and half waiting an hour for a retry, 19 entries held behind each),
- * a sixth spawns and a sixth timers (half dead, half waiting an hour).
- */
-async function parkRows(store: DynamoDBStore, parked: number): Promise<void> {
-  const outbox = Math.round(parked * 2 / 3), each = Math.round(parked / 12);
-  const half = Math.max(1, Math.round(outbox / 40)); // targets of each kind, 20 entries each
-  const lanes = (stem: string) =>
-    Array.from({ length: half * 20 }, (_, i) => `${stem}-${i % half}`);
-  await emitAll(store, lanes("dead"));
-  await relayOutbox(store, down, { limit: Infinity, maxAttempts: 1 }); // the heads: dead
-  await relayOutbox(store, down, { limit: Infinity }); // the entries behind them: held
-  await emitAll(store, lanes("wait"));
-  await relayOutbox(store, down, park); // the heads: waiting
-  await relayOutbox(store, down, park); // the entries behind them: held
-  const now = Date.now() / 1000;
-  await spawnsAndTimers(store, each, now, "dead");
-  await relaySpawns(store, down, { limit: Infinity, maxAttempts: 1 });
-  await sweepTimers(store, down, { limit: Infinity, maxAttempts: 1, now });
-  await spawnsAndTimers(store, each, now, "wait");
-  await relaySpawns(store, down, park);
-  await sweepTimers(store, down, { ...park, now });
-  // Nothing of ours is deliverable, and all of it is stored.
-  const backlog = await store.backlog("outbox", { limit: 10_000 });
-  assert.deepEqual(
-    [backlog.pending, backlog.waiting, backlog.dead, backlog.heldTargets],
-    [0, half, half, 2 * half],
-  );
-  assert.equal((await store.deadLetters("spawns", { limit: Infinity })).length, each);
-  assert.equal((await store.deadLetters("timers", { limit: Infinity })).length, each);
 }
 
 /** What the figures of one size are. */
@@ -149,11 +77,10 @@ interface Figures {
  * see them, and what each cost.
  */
 async function fleet(parked: number): Promise<Figures> {
-  await using store = await freshStore({ otherWriters: true });
   const started = Date.now();
-  await parkRows(store, parked);
+  const prefix = await parkedMixedTables(parked);
   const setupSeconds = (Date.now() - started) / 1000;
-  using m = measured(store);
+  using m = measured(prefix);
   // What a pass reads when nothing is due, before the seed writes (the parked rows' share).
   const empty = {
     outbox: (await m.measure(() => relayOutbox(m.view, () => Promise.resolve()))).cost,
@@ -163,7 +90,7 @@ async function fleet(parked: number): Promise<Figures> {
 
   const wrote: SeedWrites = await seedWrite({
     endpoint: endpoint(),
-    prefix: prefixOf(store),
+    prefix,
     ...SEED,
     commits: 1,
     createdAgoSeconds: CREATED_AGO,

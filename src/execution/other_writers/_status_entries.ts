@@ -77,7 +77,7 @@ export function isOwnWriteBack(record: StreamRecord): boolean {
  * `ApproximateCreationDateTime` (rounded down: to the second on AWS, to the minute on DynamoDB
  * Local), never before the `updated_at` of the item it replaced (our commit before it).
  */
-function createdAt(record: StreamRecord, old?: Item): string | undefined {
+export function createdAt(record: StreamRecord, old?: Item): string | undefined {
   const at = record.dynamodb?.ApproximateCreationDateTime as Date | number | undefined;
   const ms = at instanceof Date ? at.getTime() : typeof at === "number" ? at * 1000 : NaN;
   if (!Number.isFinite(ms)) return undefined;

@@ -7,9 +7,16 @@
 // write-backs come back on the stream: they are passed over without a call and not counted.
 // Rows the stream never showed (written before it was on, or trimmed after 24 hours unread) are
 // found once by a scan, a page per round.
-import { FEED } from "../../core/_layout.ts";
+import { EXECUTION, FEED } from "../../core/_layout.ts";
 import type { StatusCatchUp } from "../../core/operator_types.ts";
-import { backfillPage, type EntryContext, isOwnWriteBack, putBack } from "./_status_entries.ts";
+import { batchGet, chunks, type Item, N, S } from "../../dynamo/_dynamo.ts";
+import {
+  backfillPage,
+  createdAt,
+  type EntryContext,
+  isOwnWriteBack,
+  putBack,
+} from "./_status_entries.ts";
 import { type FeedReport, type StreamsSender, TableFeed } from "./_table_feed.ts";
 
 export { FEED_EVERY_MS, streamsClientOf, type StreamsSender } from "./_table_feed.ts";
@@ -53,6 +60,56 @@ export class StatusFeed {
   /** A round unless this store read the feed in the last 10 s; never throws. */
   maybe(ctx: FeedContext, signal?: AbortSignal): Promise<void> {
     return this.feed.maybe(ctx, signal);
+  }
+
+  /**
+   * An operator's view (the CLI): the executions other writers committed that the status index
+   * does not show yet, read from the stream's checkpoint without the lease, nothing written or
+   * saved. `takes` selects from an item (with `updated_at` its record's creation time, as a round
+   * would write it back); the `limit` most recently committed, each read by key (strongly) and
+   * still out of the index, newest first. Memory follows `limit` (and a page of records).
+   */
+  async peek(ctx: FeedContext, limit: number, takes: (item: Item) => boolean): Promise<Item[]> {
+    const latest = new Map<string, number>();
+    const trim = (keep: number) => {
+      if (latest.size <= keep) return;
+      const newest = [...latest].sort((a, b) => b[1] - a[1]).slice(0, keep);
+      latest.clear();
+      for (const [id, at] of newest) latest.set(id, at);
+    };
+    await this.feed.round(ctx, {
+      readOnly: true,
+      peek: (records) => {
+        for (const record of records) {
+          const id = record.dynamodb?.Keys?.[EXECUTION.id]?.S;
+          if (id === undefined) continue;
+          const image = record.dynamodb?.NewImage as Item | undefined;
+          const at = createdAt(record);
+          latest.delete(id); // its newest record decides
+          if (image === undefined || image[EXECUTION.statusShard] !== undefined) continue;
+          if (at === undefined || !takes({ ...image, [EXECUTION.updatedAt]: { N: at } })) continue;
+          latest.set(id, Number(at));
+        }
+        trim(2 * limit);
+      },
+    });
+    trim(2 * limit);
+    const table = ctx.tables.executions.name;
+    const found: Item[] = [];
+    for (const run of chunks([...latest.keys()], 100)) {
+      await batchGet(ctx.client, {
+        [table]: { Keys: run.map((id) => ({ [EXECUTION.id]: S(id) })), ConsistentRead: true },
+      }, (responses) => {
+        for (const item of responses[table] ?? []) {
+          const at = latest.get(item[EXECUTION.id]?.S ?? "");
+          if (at === undefined || item[EXECUTION.statusShard] !== undefined) continue;
+          const dated = { ...item, [EXECUTION.updatedAt]: N(at) };
+          if (takes(dated)) found.push(dated);
+        }
+      });
+    }
+    const when = (item: Item) => Number(item[EXECUTION.updatedAt]!.N);
+    return found.sort((a, b) => when(b) - when(a)).slice(0, limit);
   }
 
   /** One round now (or the one running), as `catchUpStatusIndex()` reports it. */

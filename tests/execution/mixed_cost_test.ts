@@ -1,0 +1,68 @@
+// The mixed fleet at the cost of the new rows (#39): another writer's 300 outbox entries (the
+// seed's algorithm, Python and boto3: tests/_support/seed_writer.py) among 6,000 parked rows of
+// ours are found and delivered, each pass in a fresh store, in at most 400 read units, every
+// call's ConsumedCapacity summed (the code before #39 took 1,813.5: 6 a found entry).
+import assert from "node:assert/strict";
+import { DynamoDBStore, relayOutbox } from "../../mod.ts";
+import { capacityClient } from "../_support/capacity.ts";
+import { endpoint } from "../_support/env.ts";
+import { parkedMixedTables } from "../_support/parked_rows.ts";
+import { seedWrite } from "../_support/seed_writer.ts";
+
+/** 10 executions of the seed, each one commit of 30 emits: 300 entries to 16 lanes. */
+const SEED = { executions: 10, emits: 30 };
+const ENTRIES = SEED.executions * SEED.emits;
+/** The issue's bound: the rows found and delivered, not the rows parked beside them. */
+const READ_UNITS = 400;
+
+Deno.test(`300 entries of another writer among 6,000 parked rows of ours: found and delivered in at most ${READ_UNITS} read units, each pass in a fresh store`, async () => {
+  const prefix = await parkedMixedTables(6000);
+  const wrote = await seedWrite({ endpoint: endpoint(), prefix, ...SEED, commits: 1 });
+  assert.equal(wrote.outbox.length, ENTRIES);
+
+  const { client, capacity } = capacityClient();
+  const delivered: { seq: number; targetId: string | null }[] = [];
+  const passes: { delivered: number; readUnits: number; calls: number }[] = [];
+  try {
+    // Passes, each in a fresh store, until every entry went out (and a pass finds nothing).
+    for (let pass = 0; pass < 20; pass++) {
+      const [units, calls] = [capacity.readUnits, capacity.calls.length];
+      await using store = new DynamoDBStore(client, { prefix, otherWriters: true });
+      const report = await relayOutbox(store, (entry) => {
+        delivered.push({ seq: entry.seq, targetId: entry.targetId });
+        return Promise.resolve();
+      });
+      passes.push({
+        delivered: report.delivered,
+        readUnits: capacity.readUnits - units,
+        calls: capacity.calls.length - calls,
+      });
+      if (report.delivered === 0 && delivered.length >= ENTRIES) break;
+    }
+  } finally {
+    client.destroy();
+  }
+  console.log(
+    `another writer's ${ENTRIES} entries among 6,000 parked: ${capacity.readUnits} read units, ` +
+      `${capacity.calls.length} calls; by pass: ${JSON.stringify(passes)}`,
+  );
+  // Every entry once, in seq order per target.
+  const bySeq = (a: number, b: number) => a - b;
+  assert.deepEqual(
+    delivered.map((d) => d.seq).sort(bySeq),
+    wrote.outbox.map((o) => o.seq).sort(bySeq),
+  );
+  const lanes = new Map<string, number[]>();
+  for (const { seq, targetId } of delivered) {
+    const key = JSON.stringify(targetId);
+    lanes.set(key, [...lanes.get(key) ?? [], seq]);
+  }
+  assert.equal(lanes.size, SEED.emits / 2 + 1); // 15 targets and the outside world
+  for (const [target, seqs] of lanes) {
+    assert.deepEqual(seqs, [...seqs].sort(bySeq), `target ${target}: in seq order`);
+  }
+  assert.ok(
+    capacity.readUnits <= READ_UNITS,
+    `found and delivered in ${capacity.readUnits} read units (at most ${READ_UNITS})`,
+  );
+});
