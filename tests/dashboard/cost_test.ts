@@ -2,7 +2,6 @@
 // reports (ReturnConsumedCapacity): the same at 3,000 executions, dead letters and pending
 // entries as at 300 (within 2×), and no page scans a table unless it lists in the table's order.
 import assert from "node:assert/strict";
-import { BatchWriteItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
 import { dashboard } from "../../src/dashboard.ts";
 import { pendingPlace, placeOf, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
@@ -28,7 +27,7 @@ async function fillOutbox(
   dead: boolean,
 ): Promise<void> {
   const now = Date.now() / 1000;
-  const rows: WriteRequest[] = Array.from({ length: count }, (_, i) => {
+  const rows = Array.from({ length: count }, (_, i) => {
     const seq = from + i;
     const item = {
       seq: { N: String(seq) },
@@ -44,17 +43,9 @@ async function fillOutbox(
         : {}),
     };
     const place = dead ? placeOf("outbox", item, now)! : pendingPlace("outbox", item);
-    return { PutRequest: { Item: { ...item, ...relayAttributes(place) } } };
+    return { ...item, ...relayAttributes(place) };
   });
-  for (let i = 0; i < rows.length; i += 25) {
-    let pending = rows.slice(i, i + 25);
-    while (pending.length > 0) {
-      const result = await client.send(
-        new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-      );
-      pending = result.UnprocessedItems?.[table] ?? [];
-    }
-  }
+  await putAll(client, table, rows, 8);
 }
 
 /** Adds `count` executions (a third RUNNING, the rest DONE), dead letters and pending entries. */
