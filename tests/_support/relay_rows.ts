@@ -16,7 +16,7 @@ import {
   sweepTimers,
 } from "../../mod.ts";
 import type { Item } from "../../src/dynamo/_dynamo.ts";
-import { COUNTER, HOLD, OUTBOX, RELAY, SPAWN, TIMER } from "../../src/core/_layout.ts";
+import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, SPAWN, TIMER } from "../../src/core/_layout.ts";
 import type { RelayKind } from "../../src/core/types.ts";
 import { addBlock } from "../../src/execution/commit/_seq_blocks.ts";
 import { targetKey } from "../../src/execution/commit/_outbox_chain.ts";
@@ -182,4 +182,31 @@ export async function holdTargets(
 
 function assert(condition: boolean, what: string): asserts condition {
   if (!condition) throw new Error(`filling the relay tables: ${what}`);
+}
+
+/**
+ * Outbox entry `seq` to target `t{seq % 50}`, committed a minute before `now`, as a commit leaves
+ * it (pending) or, `dead`, as a pass leaves it dead-lettered 30 s before `now` (ten attempts,
+ * `lastError`), in the relay index where that puts it. `extra`: attributes beside them.
+ */
+export function outboxRow(
+  seq: number,
+  now: number,
+  { dead, lastError, extra = {} }: { dead: boolean; lastError: string; extra?: Item },
+): Item {
+  const item: Item = {
+    [OUTBOX.seq]: { N: String(seq) },
+    [OUTBOX.targetId]: { S: `t${seq % 50}` },
+    ...extra,
+    [OUTBOX.event]: { S: JSON.stringify(newEvent("invoice.requested", { total: seq })) },
+    [OUTBOX.createdAt]: { N: String(now - 60) },
+    ...(dead
+      ? {
+        [FAILURE.attempts]: { N: "10" },
+        [FAILURE.lastError]: { S: lastError },
+        [FAILURE.deadAt]: { N: String(now - 30) },
+      }
+      : {}),
+  };
+  return placed("outbox", item, {}, now);
 }
