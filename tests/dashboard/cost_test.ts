@@ -2,15 +2,14 @@
 // reports (ReturnConsumedCapacity): the same at 3,000 executions, dead letters and pending
 // entries as at 300 (within 2×), and no page scans a table unless it lists in the table's order.
 import assert from "node:assert/strict";
-import { BatchWriteItemCommand, type WriteRequest } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
+import { DynamoDBStore, newExecution } from "../../mod.ts";
 import { dashboard } from "../../src/dashboard.ts";
-import { pendingPlace, placeOf, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
 import type { DynamoDBSender } from "../../src/dynamo/_dynamo.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { uniqueName } from "../_support/env.ts";
 import { committedItem, fillExecutions } from "../_support/executions.ts";
 import { putAll } from "../_support/put_all.ts";
+import { outboxRow } from "../_support/relay_rows.ts";
 import { EXAMINE_BUDGET } from "../../src/dashboard/_store_calls.ts";
 
 const HOUR = 3600;
@@ -28,33 +27,12 @@ async function fillOutbox(
   dead: boolean,
 ): Promise<void> {
   const now = Date.now() / 1000;
-  const rows: WriteRequest[] = Array.from({ length: count }, (_, i) => {
-    const seq = from + i;
-    const item = {
-      seq: { N: String(seq) },
-      target_id: { S: `t${seq % 50}` },
-      event: { S: JSON.stringify(newEvent("invoice.requested", { total: seq })) },
-      created_at: { N: String(now - 60) },
-      ...(dead
-        ? {
-          attempts: { N: "10" },
-          last_error: { S: "billing webhook answered 503" },
-          dead_at: { N: String(now - 30) },
-        }
-        : {}),
-    };
-    const place = dead ? placeOf("outbox", item, now)! : pendingPlace("outbox", item);
-    return { PutRequest: { Item: { ...item, ...relayAttributes(place) } } };
-  });
-  for (let i = 0; i < rows.length; i += 25) {
-    let pending = rows.slice(i, i + 25);
-    while (pending.length > 0) {
-      const result = await client.send(
-        new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-      );
-      pending = result.UnprocessedItems?.[table] ?? [];
-    }
-  }
+  const lastError = "billing webhook answered 503";
+  const rows = Array.from(
+    { length: count },
+    (_, i) => outboxRow(from + i, now, { dead, lastError }),
+  );
+  await putAll(client, table, rows, 8);
 }
 
 /** Adds `count` executions (a third RUNNING, the rest DONE), dead letters and pending entries. */

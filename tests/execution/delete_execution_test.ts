@@ -1,12 +1,7 @@
 // deleteExecution (#21) against DynamoDB Local: what is left in each table (nothing of the
 // execution), the calls it takes, a commit racing it, other writers' items, and the CLI.
 import assert from "node:assert/strict";
-import {
-  BatchWriteItemCommand,
-  type DynamoDBClient,
-  QueryCommand,
-  type WriteRequest,
-} from "@aws-sdk/client-dynamodb";
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution, StoreConflict } from "../../mod.ts";
 import { main } from "../../src/cli.ts";
 import {
@@ -18,6 +13,7 @@ import {
   uniqueName,
 } from "../_support/env.ts";
 import { seedAppendTrace, seedPutExecution } from "../_support/seed.ts";
+import { putAll } from "../_support/put_all.ts";
 
 /** How many items each per-execution table holds for `id`, read straight from the tables. */
 async function leftOf(store: DynamoDBStore, id: string) {
@@ -44,19 +40,6 @@ async function leftOf(store: DynamoDBStore, id: string) {
 
 const NOTHING = { executions: 0, timers: 0, trace: 0, processed: 0 };
 
-/** Writes items straight into a table, 25 per BatchWriteItem, as another writer would. */
-async function seed(client: DynamoDBClient, table: string, items: WriteRequest["PutRequest"][]) {
-  for (let i = 0; i < items.length; i += 25) {
-    let pending: WriteRequest[] = items.slice(i, i + 25).map((PutRequest) => ({ PutRequest }));
-    while (pending.length > 0) {
-      const result = await client.send(
-        new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-      );
-      pending = result.UnprocessedItems?.[table] ?? [];
-    }
-  }
-}
-
 Deno.test("deleteExecution() leaves nothing of an execution with 60 timers, 130 trace steps and 1,100 dedupe marks, in 1 + 3 + ceil(n / 25) calls", async () => {
   using counting = countingClient();
   const { client, calls } = counting;
@@ -81,23 +64,24 @@ Deno.test("deleteExecution() leaves nothing of an execution with 60 timers, 130 
   await store.commit(exe, { timers: schedule(30), trace: { n: 0 } });
   await store.commit(other, { timers: schedule(0), processedEventId: "e", trace: { n: 0 } });
   // The rest as other writers leave them: seed-algorithm trace steps and plain marks.
-  await seed(
+  await putAll(
     client,
     store.tables.trace.name,
     Array.from({ length: 129 }, (_, i) => ({
-      Item: {
-        execution_id: { S: exe.id },
-        idx: { N: String(i + 1) },
-        entry: { S: JSON.stringify({ n: i + 1 }) },
-      },
+      execution_id: { S: exe.id },
+      idx: { N: String(i + 1) },
+      entry: { S: JSON.stringify({ n: i + 1 }) },
     })),
+    8,
   );
-  await seed(
+  await putAll(
     client,
     store.tables.processed.name,
     Array.from({ length: 1100 }, (_, i) => ({
-      Item: { execution_id: { S: exe.id }, event_id: { S: `event-${i}` } },
+      execution_id: { S: exe.id },
+      event_id: { S: `event-${i}` },
     })),
+    8,
   );
   assert.deepEqual(await leftOf(store, exe.id), {
     executions: 1,

@@ -11,11 +11,11 @@ import {
   relayOutbox,
 } from "../../mod.ts";
 import { DynamoDBStore as Store } from "../../src/execution/execution_store.ts";
-import { pendingPlace, placeOf, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { endpoint, freshStore, testClient, uniqueName } from "../_support/env.ts";
 import { fillExecutions } from "../_support/executions.ts";
 import { putAll } from "../_support/put_all.ts";
+import { outboxRow } from "../_support/relay_rows.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 import { seedWrite } from "../_support/seed_writer.ts";
 
@@ -25,25 +25,12 @@ const HOUR = 3600;
 async function otherRows(store: DynamoDBStore, from: number, count: number): Promise<void> {
   using client = testClient();
   const now = Date.now() / 1000;
-  const rows = Array.from({ length: count }, (_, i) => {
-    const seq = from + i, dead = i % 2 === 0;
-    const item = {
-      seq: { N: String(seq) },
-      target_id: { S: `t${seq % 50}` },
-      source_id: { S: `other-${seq % 97}` },
-      event: { S: JSON.stringify(newEvent("invoice.requested", { total: seq })) },
-      created_at: { N: String(now - 60) },
-      ...(dead
-        ? {
-          attempts: { N: "10" },
-          last_error: { S: "503" },
-          dead_at: { N: String(now - 30) },
-        }
-        : {}),
-    };
-    const place = dead ? placeOf("outbox", item, now)! : pendingPlace("outbox", item);
-    return { ...item, ...relayAttributes(place) };
-  });
+  const rows = Array.from({ length: count }, (_, i) =>
+    outboxRow(from + i, now, {
+      dead: i % 2 === 0,
+      lastError: "503",
+      extra: { source_id: { S: `other-${(from + i) % 97}` } },
+    }));
   await putAll(client, store.tables.outbox.name, rows);
   await fillExecutions(client, store.tables.executions.name, count, {
     status: "RUNNING",

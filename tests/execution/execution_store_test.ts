@@ -3,27 +3,23 @@ import { DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
 import { endpoint, freshStore, testClient } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
+import { putAll } from "../_support/put_all.ts";
 
 Deno.test("dueTimers() reads every page when the timers table is larger than one 1 MB scan page", async () => {
   await using store = await freshStore();
   using client = testClient();
   // 1,400 timers of ~1 KB each: well over the 1 MB a single Scan page returns.
   const pad = "p".repeat(1000);
-  const writes = [];
-  for (let i = 0; i < 1400; i++) {
-    writes.push(client.send(
-      new PutItemCommand({
-        TableName: store.tables.timers.name,
-        Item: {
-          execution_id: { S: `exe-${i % 7}` },
-          path: { S: `${pad}-${i}` },
-          fire_at: { N: String(i % 2 === 0 ? i : 1e10 + i) },
-        },
-      }),
-    ));
-    if (writes.length === 50) await Promise.all(writes.splice(0));
-  }
-  await Promise.all(writes);
+  await putAll(
+    client,
+    store.tables.timers.name,
+    Array.from({ length: 1400 }, (_, i) => ({
+      execution_id: { S: `exe-${i % 7}` },
+      path: { S: `${pad}-${i}` },
+      fire_at: { N: String(i % 2 === 0 ? i : 1e10 + i) },
+    })),
+    8,
+  );
   const due = await store.dueTimers(1e9, { scan: true }); // rows as another writer writes them
   assert.equal(due.length, 700);
   assert.deepEqual(due.map((x) => x.fireAt), Array.from({ length: 700 }, (_, i) => i * 2));

@@ -11,7 +11,8 @@ import {
   relaySpawns,
   sweepTimers,
 } from "../../mod.ts";
-import { freshStore, testClient } from "../_support/env.ts";
+import { freshStore, testClient, uniqueName } from "../_support/env.ts";
+import { holdTargets, parkSpawnsAndTimers } from "../_support/relay_rows.ts";
 
 /** Commits `emits` in transactions of at most 90 emits, from one new execution. */
 async function emitAll(
@@ -68,11 +69,8 @@ function measured(store: DynamoDBStore, options: { otherWriters?: boolean } = {}
 Deno.test("relayOutbox: with 1,020 failing targets, each held behind a dead letter, later passes still deliver a full limit of healthy entries", async () => {
   await using store = await freshStore();
   const targets = Array.from({ length: 1020 }, (_, i) => `down-${i}`);
-  // Each failing target: a head that will be dead-lettered, and one entry behind it.
-  await emitAll(store, [...targets, ...targets].map((target) => ({ target })));
-  const options = { limit: Infinity, maxAttempts: 1 };
-  await relayOutbox(store, failing("down-"), options); // every head dead-lettered
-  await relayOutbox(store, failing("down-"), options); // the entries behind them held
+  // Each failing target: a head dead-lettered, and one entry held behind it.
+  await holdTargets(store, targets, 2);
   await emitAll(store, Array.from({ length: 60 }, (_, i) => ({ target: `ok-${i % 6}` })));
   const delivered: number[] = [];
   for (let pass = 0; pass < 3; pass++) {
@@ -158,12 +156,7 @@ Deno.test("a relay pass never erases a hold an inline delivery recorded while it
 async function outboxPassCost(stored: number) {
   await using store = await freshStore();
   const targets = Array.from({ length: stored / 10 }, (_, i) => `down-${i}`);
-  await emitAll(
-    store,
-    Array.from({ length: stored }, (_, i) => ({ target: targets[i % targets.length]! })),
-  );
-  await relayOutbox(store, failing("down-"), { limit: Infinity, maxAttempts: 1 });
-  await relayOutbox(store, failing("down-"), { limit: Infinity });
+  await holdTargets(store, targets, 10);
   await emitAll(store, Array.from({ length: 10 }, (_, i) => ({ target: `ok-${i}` })));
   using m = measured(store);
   const report = await relayOutbox(m.view, () => Promise.resolve());
@@ -195,26 +188,14 @@ Deno.test("a relay pass, an empty pass and a dead-letter listing cost as much wi
 
 /** What a spawn pass and a timer sweep cost with `stored` parked rows, besides 10 due ones. */
 async function spawnAndTimerCost(stored: number, options: { otherWriters?: boolean } = {}) {
-  await using store = await freshStore(options);
   const exe: Execution = newExecution({ definition_id: "index" });
   const now = Date.now() / 1000;
-  for (let i = 0; i < stored; i += 45) {
-    const n = Math.min(45, stored - i);
-    await store.commit(exe, {
-      spawns: Array.from(
-        { length: n },
-        (_, j) => ({ childId: `c${i + j}`, rootPath: "r", context: {} }),
-      ),
-      timers: Array.from({ length: n }, (_, j) => ({
-        action: "schedule" as const,
-        path: `p${i + j}`,
-        fireAt: now - 60,
-      })),
-    });
-  }
-  const park = { limit: Infinity, backoff: { minSeconds: 3600 } };
-  await relaySpawns(store, () => Promise.reject(new Error("down")), park);
-  await sweepTimers(store, () => Promise.reject(new Error("down")), { ...park, now });
+  // Parked before the tables have a stream (otherWriters: true turns one on, and the feeds'
+  // one-off scans begin then, on the full tables, as after a fill commit by commit).
+  const prefix = uniqueName("t");
+  await using filling = await freshStore({ prefix });
+  await parkSpawnsAndTimers(filling, exe, stored, now - 60);
+  await using store = await freshStore({ ...options, prefix });
   await store.commit(exe, {
     spawns: Array.from(
       { length: 10 },
