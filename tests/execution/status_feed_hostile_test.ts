@@ -8,7 +8,14 @@ import {
   UpdateTableCommand,
 } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, type Execution, newExecution, relayOutbox } from "../../mod.ts";
-import { countingClient, endpoint, ownRegion, pause, testClient, uniqueName } from "../_support/env.ts";
+import {
+  countingClient,
+  endpoint,
+  ownRegion,
+  pause,
+  testClient,
+  uniqueName,
+} from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 import { FaultProxy } from "../_support/fault_proxy.ts";
 import {
@@ -291,7 +298,9 @@ Deno.test("a round that outlives its lease renews it page by page: another store
     () => newExecution({ definition_id: "d", status: "RUNNING", version: 1 }),
   );
   for (let i = 0; i < exes.length; i += 25) {
-    await Promise.all(exes.slice(i, i + 25).map((exe) => seedPutExecution(writer, executions, exe)));
+    await Promise.all(
+      exes.slice(i, i + 25).map((exe) => seedPutExecution(writer, executions, exe)),
+    );
   }
   const round = a.catchUpStatusIndex();
   let done = false;

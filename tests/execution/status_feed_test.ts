@@ -175,7 +175,10 @@ Deno.test("catchUpStatusIndex() refuses options it does not know", async () => {
     store.catchUpStatusIndex({ signl: AbortSignal.timeout(1) } as never),
     /signl/,
   );
-  assert.throws(() => new DynamoDBStore(testClient(REGION), { otherWriters: "yes" as never }), TypeError);
+  assert.throws(
+    () => new DynamoDBStore(testClient(REGION), { otherWriters: "yes" as never }),
+    TypeError,
+  );
 });
 
 Deno.test("the feed's cost: per other writer's commit, and a RUNNING page at 300 and 3,000 rows", async () => {
