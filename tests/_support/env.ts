@@ -58,6 +58,23 @@ export function testClient(region?: string): TestClient {
   return Object.assign(client, { [Symbol.dispose]: () => client.destroy() });
 }
 
+/**
+ * A region no other test file uses: in DynamoDB Local, a database of this file's own, for tables
+ * with a stream (`otherWriters: true`). DynamoDB Local keeps one SQLite database per access key
+ * and region, with every stream's records in one SQLite table, and answers each record written to
+ * a stream (and each DescribeStream and GetRecords) with a lookup of the stream's oldest record
+ * that walks that table from its oldest row: a stream created after N records in its database
+ * pays O(N) per record. In the suite's shared database that made a BatchWriteItem of 25 items to
+ * a new streamed table take 60 ms at 10,000 earlier records and 344 ms at 40,000 (5 ms with none,
+ * or in a database of its own), and every other request of the database waited behind it on the
+ * database's one SQLite thread (a browser test's POST took 6.4 s instead of 60 ms, and timed out
+ * in CI). Pass it to every client and store of the file that talks to the streamed tables (and
+ * `AWS_REGION` to the Python writers).
+ */
+export function ownRegion(stem: string): string {
+  return `${stem}-${Date.now().toString(36)}-${crypto.randomUUID().slice(0, 6)}`;
+}
+
 let counter = 0;
 /** A name no other test uses, valid as a table name or prefix. */
 export function uniqueName(stem: string): string {

@@ -4,10 +4,16 @@ import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { authorizeToken, dashboard, type DashboardOptions } from "../../src/dashboard.ts";
 import { type DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
-import { freshStore, pause } from "../_support/env.ts";
+import { freshStore, ownRegion, pause } from "../_support/env.ts";
 import { launchBrowser } from "../_support/browser.ts";
 
 const TOKEN = "a-token-of-the-operators-0123456789";
+/**
+ * A database of this file's own (see `ownRegion`): each page and action here waits on a few
+ * DynamoDB calls within Chromium's 30 s, which must not queue behind other files' work on the
+ * shared database's one SQLite thread (in CI a Retry's POST did, behind streamed tables' writes).
+ */
+const REGION = ownRegion("browser");
 
 /** A dashboard over `store` at http://127.0.0.1:PORT/dashboard, behind Basic auth. */
 function serve(store: DynamoDBStore, options: Partial<DashboardOptions> = {}) {
@@ -53,7 +59,7 @@ async function deadLetters(store: DynamoDBStore): Promise<number[]> {
 }
 
 Deno.test("in a browser, an operator pages through the open executions, newest first, and opens one to read its trace and timers", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const ids: string[] = [];
   for (let i = 0; i < 7; i++) {
     const exe = newExecution({ definition_id: "order", status: "RUNNING", active_path: "a" });
@@ -108,7 +114,7 @@ Deno.test("in a browser, an operator pages through the open executions, newest f
 });
 
 Deno.test("in a browser, an operator finds the stuck executions by typing a time into the filter", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const stuck: string[] = [];
   for (let i = 0; i < 3; i++) {
     const exe = newExecution({ definition_id: "order", status: "RUNNING" });
@@ -143,7 +149,7 @@ Deno.test("in a browser, an operator finds the stuck executions by typing a time
 });
 
 Deno.test("in a browser, Retry on a dead letter makes it due again, and it is gone from the page", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const [first, second] = await deadLetters(store);
   await using server = serve(store);
   await using browser = await launchBrowser();
@@ -168,7 +174,7 @@ Deno.test("in a browser, Retry on a dead letter makes it due again, and it is go
 });
 
 Deno.test("in a browser, Drop asks for a confirmation first, and the dead letter is gone once confirmed", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const [first, second] = await deadLetters(store);
   await using server = serve(store);
   await using browser = await launchBrowser();
@@ -190,7 +196,7 @@ Deno.test("in a browser, Drop asks for a confirmation first, and the dead letter
 });
 
 Deno.test("in a browser, Retry all of a target retries its dead letters in one click, and the front page's backlog shows them pending", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const seqs = await deadLetters(store);
   await using server = serve(store);
   await using browser = await launchBrowser();
@@ -215,7 +221,7 @@ Deno.test("in a browser, Retry all of a target retries its dead letters in one c
 });
 
 Deno.test("a script another writer stored never runs in the browser: it shows as text", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const script = `<script>window.__harel_pwned = 1; alert("script")</script>`;
   const image = `<img src="x" onerror="window.__harel_pwned = 2; alert('img')">`;
   const exe = newExecution({
@@ -257,7 +263,7 @@ Deno.test("a script another writer stored never runs in the browser: it shows as
 });
 
 Deno.test("in a browser, the dashboard answers 401 without credentials and with a wrong token, showing nothing of the store", async () => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   await store.commit(newExecution({ definition_id: "secret-definition" }));
   // Without a challenge: headless Chromium cannot ask for a password, it would abort the page.
   await using server = serve(store, { challenge: undefined });
@@ -283,7 +289,7 @@ Deno.test("in a browser, the dashboard answers 401 without credentials and with 
 });
 
 Deno.test("a POST forged by another site is refused with 403 and changes nothing, even carrying the real token", async (t) => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const [seq] = await deadLetters(store);
   await using server = serve(store);
   await using browser = await launchBrowser();
@@ -364,7 +370,7 @@ function hostileScript(base: string, id: string, seq: number): string {
 }
 
 Deno.test("a hostile page in another tab gets nothing and changes nothing: from another origin, or rebinding its own name to the dashboard", async (t) => {
-  await using store = await freshStore();
+  await using store = await freshStore({ region: REGION });
   const [seq] = await deadLetters(store);
   const exe = newExecution({ definition_id: "secret-order", status: "RUNNING" });
   await store.commit(exe, { trace: { event: "start" } });

@@ -36,7 +36,16 @@ Deno.test("every TypeScript block of the README and docs/ runs, unless marked no
           await Deno.writeTextFile(path, block.code);
           const { code, output } = await run(
             "deno",
-            [test ? "test" : "run", "--no-prompt", "--config", CONFIG, ...PERMISSIONS, path],
+            // Type-checked by `deno task check` (deno check --doc-only): here they run.
+            [
+              test ? "test" : "run",
+              "--no-check",
+              "--no-prompt",
+              "--config",
+              CONFIG,
+              ...PERMISSIONS,
+              path,
+            ],
             { env: { DYNAMODB_ENDPOINT: docs.url } },
           );
           assert.equal(code, 0, `${where}:\n${output}`);
@@ -53,6 +62,7 @@ Deno.test("the examples of mod.ts, @harel/dynamodb/testing and @harel/dynamodb/s
   const { code, output } = await run("deno", [
     "test",
     "--doc",
+    "--no-check", // the examples are type-checked by `deno task check` (deno check --doc)
     "--no-prompt",
     ...PERMISSIONS,
     "mod.ts",

@@ -8,7 +8,14 @@ import {
   UpdateTableCommand,
 } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, type Execution, newExecution, relayOutbox } from "../../mod.ts";
-import { countingClient, endpoint, pause, testClient, uniqueName } from "../_support/env.ts";
+import {
+  countingClient,
+  endpoint,
+  ownRegion,
+  pause,
+  testClient,
+  uniqueName,
+} from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 import { FaultProxy } from "../_support/fault_proxy.ts";
 import {
@@ -20,6 +27,9 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import { StatusFeed, type StreamsSender } from "../../src/execution/other_writers/_status_feed.ts";
 
+/** These tables have streams: a database of this file's own (see `ownRegion`). */
+const REGION = ownRegion("sfh");
+
 async function ids(store: DynamoDBStore, status: Execution["status"]): Promise<string[]> {
   return (await store.listExecutions({ status, limit: 1000 })).items.map((s) => s.id);
 }
@@ -27,7 +37,7 @@ async function ids(store: DynamoDBStore, status: Execution["status"]): Promise<s
 Deno.test("ensureTables() creates the executions table with its stream in one call", async () => {
   // Turning a stream on with UpdateTable is another change of the table (on DynamoDB Local with
   // a few thousand tables, 27 s: past create()'s 30 s with the rest).
-  using counting = countingClient();
+  using counting = countingClient(REGION);
   await using store = new DynamoDBStore(counting.client, {
     prefix: uniqueName("sfh"),
     otherWriters: true,
@@ -38,14 +48,15 @@ Deno.test("ensureTables() creates the executions table with its stream in one ca
 });
 
 Deno.test("catchUpStatusIndex() reads the stream turned off and on again at its new ARN", async () => {
-  using client = testClient();
+  using client = testClient(REGION);
   const prefix = uniqueName("sfh");
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
-  await using other = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
+  await using other = new DynamoDBStore(testClient(REGION), { prefix, otherWriters: true });
   const table = store.tables.executions.name;
   await store.catchUpStatusIndex();
   await other.catchUpStatusIndex(); // both stores know the first stream
@@ -79,10 +90,11 @@ Deno.test("catchUpStatusIndex() reads the stream turned off and on again at its 
 });
 
 Deno.test("catchUpStatusIndex() passes over an execution too big to take its index entry", async () => {
-  using client = testClient();
+  using client = testClient(REGION);
   const prefix = uniqueName("sfh");
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
@@ -111,10 +123,10 @@ Deno.test("catchUpStatusIndex() passes over an execution too big to take its ind
 });
 
 Deno.test("an execution deleted and written again at the same version is listed in its new status", async () => {
-  using writer = testClient();
+  using writer = testClient(REGION);
   const prefix = uniqueName("sfh");
   const exe = newExecution({ definition_id: "d", status: "RUNNING", version: 1 });
-  const client = testClient();
+  const client = testClient(REGION);
   let table = "";
   let putAgain = false;
   // While the feed's write for the first row is on its way, the id is written again.
@@ -134,6 +146,7 @@ Deno.test("an execution deleted and written again at the same version is listed 
   );
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
@@ -151,10 +164,11 @@ Deno.test("an execution deleted and written again at the same version is listed 
 });
 
 Deno.test("a relay pass does not wait for the status feed's round", async (t) => {
-  using writer = testClient();
+  using writer = testClient(REGION);
   const prefix = uniqueName("sfh");
   await using reader = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
   });
   await using proxy = new FaultProxy(endpoint());
@@ -169,7 +183,7 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
   };
   const client = new DynamoDBClient({
     endpoint: proxy.endpoint,
-    region: "us-east-1",
+    region: REGION,
     credentials: { accessKeyId: "test", secretAccessKey: "test" },
   });
   const timed = async (f: () => Promise<unknown>) => {
@@ -181,6 +195,7 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
     // ensureTables turned the stream on (the reader, a default store, does not).
     await using store = await DynamoDBStore.create({
       endpoint: endpoint(),
+      region: REGION,
       prefix,
       otherWriters: true,
     });
@@ -199,17 +214,18 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
     await relayOutbox(feed, () => Promise.resolve());
     const ms = await timed(() => feed.close());
     assert.ok(ms < 1500, `close() took ${Math.round(ms)} ms`);
-    await using next = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
+    await using next = new DynamoDBStore(testClient(REGION), { prefix, otherWriters: true });
     assert.equal((await next.catchUpStatusIndex()).skipped, null);
   });
   client.destroy();
 });
 
 Deno.test("a round reads a closed shard past its empty pages, as AWS may serve them", async () => {
-  using client = testClient();
+  using client = testClient(REGION);
   const prefix = uniqueName("sfh");
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
@@ -262,7 +278,7 @@ Deno.test("a round that outlives its lease renews it page by page: another store
   let t = Date.now();
   const now = () => t;
   const prefix = uniqueName("sfl");
-  using client = testClient();
+  using client = testClient(REGION);
   const executions = `${prefix}_executions`;
   client.middlewareStack.add(
     (next, context) => (args) => {
@@ -274,14 +290,18 @@ Deno.test("a round that outlives its lease renews it page by page: another store
   );
   await using a = new DynamoDBStore(client, { prefix, now, otherWriters: true });
   await a.ensureTables();
-  await using b = new DynamoDBStore(testClient(), { prefix, now, otherWriters: true });
+  await using b = new DynamoDBStore(testClient(REGION), { prefix, now, otherWriters: true });
   await a.catchUpStatusIndex(); // the one-off scan of an empty table
-  using writer = testClient();
+  using writer = testClient(REGION);
   const exes = Array.from(
     { length: 800 },
     () => newExecution({ definition_id: "d", status: "RUNNING", version: 1 }),
   );
-  for (const exe of exes) await seedPutExecution(writer, executions, exe);
+  for (let i = 0; i < exes.length; i += 25) {
+    await Promise.all(
+      exes.slice(i, i + 25).map((exe) => seedPutExecution(writer, executions, exe)),
+    );
+  }
   const round = a.catchUpStatusIndex();
   let done = false;
   round.finally(() => done = true);

@@ -3,10 +3,13 @@
 import assert from "node:assert/strict";
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, type Execution, newExecution } from "../../mod.ts";
-import { endpoint, pause, testClient, uniqueName } from "../_support/env.ts";
+import { endpoint, ownRegion, pause, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { fillExecutions } from "../_support/executions.ts";
+
+/** These tables have streams: a database of this file's own (see `ownRegion`). */
+const REGION = ownRegion("sf");
 
 /** The Python store's commit of `exe`: the next version, as a whole-item Put. */
 async function pythonCommit(
@@ -39,10 +42,11 @@ async function listed(store: DynamoDBStore, status: Execution["status"], expecte
 }
 
 Deno.test("listExecutions() lists by status the executions the Python store committed last", async (t) => {
-  using client = testClient();
+  using client = testClient(REGION);
   const prefix = uniqueName("sf");
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
@@ -74,7 +78,7 @@ Deno.test("listExecutions() lists by status the executions the Python store comm
     const exe = newExecution({ definition_id: "orders", status: "SUSPENDED", version: 1 });
     await seedPutExecution(client, store.tables.executions.name, exe);
     // A store that has not read the feed yet reads it in its first listing.
-    await using other = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
+    await using other = new DynamoDBStore(testClient(REGION), { prefix, otherWriters: true });
     await listed(other, "SUSPENDED", [exe.id]);
   });
 
@@ -113,12 +117,13 @@ Deno.test("listExecutions() lists by status the executions the Python store comm
 });
 
 Deno.test("catchUpStatusIndex() finds once the rows written before the stream was on", async () => {
-  using client = testClient();
+  using client = testClient(REGION);
   const prefix = uniqueName("sf");
   {
     // A fleet that never turned the feed on: the table has no stream.
     await using off = await DynamoDBStore.create({
       endpoint: endpoint(),
+      region: REGION,
       prefix,
     });
     assert.deepEqual(await off.catchUpStatusIndex(), {
@@ -136,6 +141,7 @@ Deno.test("catchUpStatusIndex() finds once the rows written before the stream wa
   for (const exe of exes) await seedPutExecution(client, `${prefix}_executions`, exe);
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
@@ -150,8 +156,13 @@ Deno.test("catchUpStatusIndex() finds once the rows written before the stream wa
 
 Deno.test("one store at a time reads the feed: another's round is skipped as leased", async () => {
   const prefix = uniqueName("sf");
-  await using a = await DynamoDBStore.create({ endpoint: endpoint(), prefix, otherWriters: true });
-  await using b = new DynamoDBStore(testClient(), { prefix, otherWriters: true });
+  await using a = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    region: REGION,
+    prefix,
+    otherWriters: true,
+  });
+  await using b = new DynamoDBStore(testClient(REGION), { prefix, otherWriters: true });
   const [one, two] = await Promise.all([a.catchUpStatusIndex(), b.catchUpStatusIndex()]);
   assert.deepEqual([one.skipped, two.skipped].sort(), ["leased", null].sort());
   // The lease is given back at the end of a round: the next one runs.
@@ -159,25 +170,29 @@ Deno.test("one store at a time reads the feed: another's round is skipped as lea
 });
 
 Deno.test("catchUpStatusIndex() refuses options it does not know", async () => {
-  await using store = new DynamoDBStore(testClient(), { prefix: uniqueName("sf") });
+  await using store = new DynamoDBStore(testClient(REGION), { prefix: uniqueName("sf") });
   await assert.rejects(
     store.catchUpStatusIndex({ signl: AbortSignal.timeout(1) } as never),
     /signl/,
   );
-  assert.throws(() => new DynamoDBStore(testClient(), { otherWriters: "yes" as never }), TypeError);
+  assert.throws(
+    () => new DynamoDBStore(testClient(REGION), { otherWriters: "yes" as never }),
+    TypeError,
+  );
 });
 
 Deno.test("the feed's cost: per other writer's commit, and a RUNNING page at 300 and 3,000 rows", async () => {
-  const { client, capacity } = capacityClient();
+  const { client, capacity } = capacityClient(REGION);
   const prefix = uniqueName("sf");
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
+    region: REGION,
     prefix,
     otherWriters: true,
   });
   await using measured = new DynamoDBStore(client, { prefix, otherWriters: true });
   await measured.catchUpStatusIndex(); // the one-off scan of an empty table
-  using writer = testClient();
+  using writer = testClient(REGION);
   const table = store.tables.executions.name;
   const commits = 60;
   const page = async () => {
