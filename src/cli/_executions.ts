@@ -1,7 +1,7 @@
 // The CLI's `executions`: one page of the listing, and with `--other-writers` (an operator's view
 // of a table shared with the Python store, #39) the executions other writers committed that the
-// status index does not show yet, peeked from the executions table's stream (StatusFeed.peek:
-// read from the feed's checkpoint, nothing written), each read by key, first on the first page.
+// status index does not show yet, peeked from the executions table's stream (the status feed's
+// peek: read from the feed's checkpoint, nothing written), each read by key, first on the first page.
 // Every row shown counts toward --limit.
 import type { DynamoDBSender, Item } from "../dynamo/_dynamo.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
@@ -10,7 +10,7 @@ import type { ExecutionSummary, Status } from "../core/documents.ts";
 import type { ListPage, UnreadableExecutionRow } from "../core/types.ts";
 import { planListing } from "../execution/listing/_listing.ts";
 import { rowOfItem, takes } from "../execution/listing/_summaries.ts";
-import { StatusFeed, streamsClientOf } from "../execution/other_writers/_status_feed.ts";
+import { peekOtherWriters } from "../execution/_store_context.ts";
 import { parseBefore, UsageError, type Values } from "./_args.ts";
 import { onTable } from "./_client.ts";
 import { cell, isoSeconds, table } from "./_format.ts";
@@ -118,22 +118,17 @@ async function notIndexed(
   } catch (error) {
     asUsage(error);
   }
-  const feed = new StatusFeed(() => streamsClientOf(client));
-  try {
-    // An unreadable document has no status to select by: `executions --scan` shows it.
-    const selects = (item: Item) => {
+  // An unreadable document has no status to select by: `executions --scan` shows it.
+  const selects = (item: Item) => {
+    const row = rowOfItem(item);
+    return "summary" in row && takes(selection, item, row);
+  };
+  const found = await peekOtherWriters(client, tables, options.limit, selects);
+  return {
+    items: found.flatMap((item) => {
       const row = rowOfItem(item);
-      return "summary" in row && takes(selection, item, row);
-    };
-    const found = await feed.peek({ client, tables, now: Date.now }, options.limit, selects);
-    return {
-      items: found.flatMap((item) => {
-        const row = rowOfItem(item);
-        return "summary" in row ? [row.summary] : [];
-      }),
-      unreadable: [],
-    };
-  } finally {
-    await feed.close();
-  }
+      return "summary" in row ? [row.summary] : [];
+    }),
+    unreadable: [],
+  };
 }

@@ -1,7 +1,7 @@
 // What DynamoDBStore's modules share, built once by its constructor from the checked options:
 // one object that is every context a module names for the part it reads (Reads,
 // ExecutionReads, TimerReads, QueueContext, TxContext, CommitContext).
-import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
+import type { DynamoDBSender, Item } from "../dynamo/_dynamo.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import {
   checkTableExists,
@@ -129,6 +129,25 @@ export async function catchUp(
     return { records: 0, indexed: 0, scanned: 0, behind: false, skipped: "off" };
   }
   return await feed.round(ctx, signal);
+}
+
+/**
+ * What the executions table's stream shows other writers committed, that `takes` selects and the
+ * status index may not show yet (`OtherWriters.peekUnindexed`), read with a part of its own that
+ * writes nothing and is closed after.
+ */
+export async function peekOtherWriters(
+  client: DynamoDBSender,
+  tables: ExecutionTables,
+  limit: number,
+  takes: (item: Item) => boolean,
+): Promise<Item[]> {
+  const others = otherWritersOn(client);
+  try {
+    return await others.peekUnindexed({ client, tables, now: Date.now }, limit, takes);
+  } finally {
+    await others.close();
+  }
 }
 
 /**

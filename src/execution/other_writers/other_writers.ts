@@ -5,7 +5,8 @@
 // into the status index from the executions table's stream (_status_feed.ts). A default store
 // builds none of this: the store's context holds this part only when the option is on, and the
 // queue calls it only when present.
-import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
+import type { DynamoDBSender, Item } from "../../dynamo/_dynamo.ts";
+import type { FeedContext } from "./_feed_lease.ts";
 import type { QueueOtherWriters } from "../queue/_queue_items.ts";
 import { StatusFeed, streamsClientOf } from "./_status_feed.ts";
 import { RelayFeeds } from "./_relay_feeds.ts";
@@ -16,6 +17,12 @@ export interface OtherWriters extends QueueOtherWriters {
   readonly feed: StatusFeed;
   /** The relay tables' feeds: other writers' outbox entries, spawns and timers adopted. */
   readonly relayFeeds: RelayFeeds;
+  /**
+   * The executions other writers committed that `takes` selects, read from the executions
+   * table's stream from the feed's checkpoint: at most 2 × `limit`, newest first. Writes nothing
+   * (no lease, no checkpoint, no index entry): the CLI's `executions --other-writers`.
+   */
+  peekUnindexed(ctx: FeedContext, limit: number, takes: (item: Item) => boolean): Promise<Item[]>;
   /** Stops the rounds running, gives their leases back, destroys the Streams clients. */
   close(): Promise<void>;
 }
@@ -29,6 +36,7 @@ export function otherWritersOn(client: DynamoDBSender): OtherWriters {
     relayFeeds,
     round: (q, kind) => relayFeeds.round(q, kind),
     chaining: () => relayFeeds.chaining(),
+    peekUnindexed: (ctx, limit, takes) => feed.peek(ctx, limit, takes),
     close: async () => {
       await Promise.all([feed.close(), relayFeeds.close()]);
     },
