@@ -61,9 +61,14 @@ export async function benchSqs(
     queues.push(q);
     return q;
   };
+  // A fleet's store shares its tables with Python workers (FleetClient refuses any other); its
+  // streamed tables get a DynamoDB Local database of their own (another region), where no earlier
+  // stream's records slow their writes (docs/development.md).
   await using store = await DynamoDBStore.create({
     endpoint: dynamoEndpoint,
+    region: "bench-sqs",
     prefix: tag,
+    otherWriters: true,
   });
   const bare = new SQSClient({
     endpoint: sqsEndpoint,
