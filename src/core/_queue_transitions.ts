@@ -76,9 +76,12 @@ export function drop(entry?: string): Transition {
   return { to: null, hold: [], release: entry !== undefined };
 }
 
-/** deliver and acknowledge: the row deleted; a head a pass handed out releases its target. */
-export function acknowledge(handedOutHead: boolean): Transition {
-  return { to: null, hold: [], release: handedOutHead };
+/**
+ * deliver and acknowledge: the row deleted; a head releases its target (one a pass handed out as
+ * a head, or one handed out as none that a concurrent pass's failed delivery made a head since).
+ */
+export function acknowledge(head: boolean): Transition {
+  return { to: null, hold: [], release: head };
 }
 
 /**

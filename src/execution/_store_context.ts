@@ -102,6 +102,7 @@ export function storeContext(
     statuses: new StatusCache(),
     table: tables.timers.name,
     headsOut: new Lru(10_000),
+    handedOut: new Lru(10_000),
     ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
     outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block),
     spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),

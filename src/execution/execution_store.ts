@@ -24,7 +24,7 @@ import { runCommit } from "./commit/_commit_loop.ts";
 import * as reads from "./listing/_execution_reads.ts";
 import { deleteSeqs } from "./queue/_seq_deletes.ts";
 import { claimTimer } from "./queue/_timers.ts";
-import { markDelivered, releaseDelivered } from "./queue/_holds.ts";
+import { acknowledgeOutbox } from "./queue/_holds.ts";
 import { backlog, onDeadLetters } from "./queue/_bulk_and_backlog.ts";
 import { adoptTable } from "./queue/_adoption.ts";
 import { claimCommit, planTraceEntry } from "./commit/_transaction.ts";
@@ -366,9 +366,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
-    const heads = await markDelivered(this.#ctx, Array.isArray(seq) ? seq : [seq]);
-    await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
-    await releaseDelivered(this.#ctx, heads);
+    await acknowledgeOutbox(this.#ctx, Array.isArray(seq) ? seq : [seq], async () => {
+      await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
+    });
   }
 
   /**

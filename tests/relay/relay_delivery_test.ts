@@ -559,6 +559,44 @@ Deno.test("two concurrent relay passes plus inline deliveries, with a flaky rece
   assert.deepEqual(await writer.pendingOutbox({ limit: Infinity }), []);
 });
 
+for (const [name, make] of backends) {
+  Deno.test(`${name}: an entry one pass delivers while another pass records its failed delivery (and sets the next entry apart behind it) releases its target when acknowledged: the next pass delivers the rest`, async () => {
+    await using store = await make();
+    const exe = newExecution({ definition_id: "d" });
+    await store.save(exe);
+    const { outbox: [first] } = await store.commit(exe, {
+      emits: [{ target: "T", event: newEvent("first") }],
+    });
+    let reached!: () => void, go!: () => void;
+    const delivering = new Promise<void>((r) => reached = r);
+    const gate = new Promise<void>((r) => go = r);
+    const seen: number[] = [];
+    // Pass 1 hands out `first` (no head then) and delivers it, slowly.
+    const slow = relayOutbox(store, async (e) => {
+      reached();
+      await gate;
+      seen.push(e.seq);
+    });
+    await delivering;
+    const { outbox: [second] } = await store.commit(exe, {
+      emits: [{ target: "T", event: newEvent("second") }],
+    });
+    // Meanwhile pass 2's delivery of `first` failed: it holds T, and pass 3 sets `second` apart.
+    const retryAt = Date.now() / 1000 + 3600;
+    assert.equal(
+      await store.recordFailure("outbox", first!, { attempts: 1, retryAt, error: "x" }),
+      true,
+    );
+    assert.equal((await relayOutbox(store, collect(seen))).held, 1);
+    go();
+    assert.equal((await slow).delivered, 1); // `first` acknowledged: it holds T no more
+    assert.deepEqual((await store.pendingOutbox()).map((e) => e.seq), [second], "pendingOutbox");
+    await relayOutbox(store, collect(seen));
+    assert.deepEqual(seen, [first, second]);
+    assert.deepEqual(await store.pendingOutbox(), []);
+  });
+}
+
 // --- one bad row ------------------------------------------------------------------------
 
 Deno.test("an unreadable outbox row set aside by an earlier pass never silently blocks its target: later entries (of its source and of others) are delivered or dead-lettered", async () => {

@@ -61,6 +61,8 @@ export class MemoryOutbox {
   readonly holds = new Map<string, Hold>();
   /** Heads whose retry had come that a batch handed out (seq → target): acking one releases it. */
   readonly #headsOut = new Lru<number, string>(10_000);
+  /** The other entries a batch handed out (seq → target), as DynamoDBStore's `handedOut`. */
+  readonly #handedOut = new Lru<number, string>(10_000);
 
   constructor(readonly now: () => number) {}
 
@@ -91,21 +93,29 @@ export class MemoryOutbox {
   }
 
   /**
-   * Acknowledges delivered entries (DynamoDBStore's `markDelivered`, the deletes, then
-   * `releaseDelivered`): once they are gone, the target of each head a batch handed out is
-   * released.
+   * Acknowledges delivered entries (DynamoDBStore's `acknowledgeOutbox`): once they are gone, the
+   * target of each head a batch handed out is released, and that of each entry a batch handed
+   * out that became a head since (a concurrent pass failed to deliver it).
    */
   ack(seqs: readonly number[]): void {
     const released = new Set<string>();
     for (const seq of new Set(seqs)) {
-      const target = this.#headsOut.get(seq);
+      const target = this.#headsOut.get(seq) ?? this.#becameHead(seq);
       this.#headsOut.delete(seq);
+      this.#handedOut.delete(seq);
       const change = transition.acknowledge(target !== undefined);
       const row = this.rows.get(seq);
       if (row !== undefined) this.#apply(seq, row, { ...change, release: false });
       if (change.release) released.add(target!);
     }
     for (const target of released) this.release(target);
+  }
+
+  /** The target of an entry a batch handed out when it was no head, if its hold lists it now. */
+  #becameHead(seq: number): string | undefined {
+    const target = this.#handedOut.get(seq);
+    if (target === undefined) return undefined;
+    return this.holds.get(target)?.heads.has(String(seq)) ? target : undefined;
   }
 
   /** Applies a transition to a row: its bookkeeping, its place, its target's hold, a release. */
@@ -193,6 +203,9 @@ export class MemoryOutbox {
   /** The batch of a decision; the due heads it hands out are remembered for their release. */
   #handOut(read: Read, decision: OutboxDecision): QueueBatch<"outbox"> {
     for (const id of decision.dueHeads) this.#headsOut.set(Number(id), read.rows.get(id)!.target);
+    for (const row of decision.deliver) {
+      if (!decision.dueHeads.has(row.id)) this.#handedOut.set(row.seq, row.target);
+    }
     const items: RelayItems<"outbox">["items"] = decision.deliver.map((row) => ({
       item: this.entry(row.seq),
       attempts: row.attempts,

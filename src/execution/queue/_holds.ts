@@ -178,6 +178,70 @@ export async function markHandedOut(
   }
 }
 
+/**
+ * Acknowledges delivered entries: `remove` deletes them; then the targets of the heads among them
+ * are released, those this store handed out as heads ({@linkcode markDelivered}) and those that
+ * became heads after this store handed them out ({@linkcode releaseBecameHeads}).
+ */
+export async function acknowledgeOutbox(
+  q: QueueContext,
+  seqs: readonly number[],
+  remove: () => Promise<void>,
+): Promise<void> {
+  const heads = await markDelivered(q, seqs);
+  const others = handedOutTargets(q, seqs, heads.targets);
+  await remove();
+  await releaseDelivered(q, heads);
+  await releaseBecameHeads(q, others);
+}
+
+/**
+ * The entries among `seqs` that this store handed out when they were no heads, by target key
+ * (leaving out `released`: targets released anyway). A concurrent pass may have made one a head
+ * since (its delivery failed there, and entries were set apart behind it): acknowledging it must
+ * release its target then, or what was set apart waits unseen ({@linkcode releaseBecameHeads}).
+ */
+export function handedOutTargets(
+  q: QueueContext,
+  seqs: readonly number[],
+  released: readonly string[],
+): Map<string, Set<number>> {
+  const byTarget = new Map<string, Set<number>>();
+  for (const seq of seqs) {
+    const target = q.handedOut.get(seq);
+    if (target === undefined) continue;
+    q.handedOut.delete(seq);
+    if (released.includes(target)) continue;
+    byTarget.set(target, (byTarget.get(target) ?? new Set()).add(seq));
+  }
+  return byTarget;
+}
+
+/**
+ * Once `acked` (by target) are deleted, releases each target whose hold lists one of them as a
+ * head: it became one after it was handed out (a concurrent pass recorded a failed delivery of
+ * it), and no pass offers what was set apart behind it. One strongly consistent read of those
+ * targets' holds (a failure recorded before the delete is in it; one after finds no row and
+ * makes no head).
+ */
+export async function releaseBecameHeads(
+  q: QueueContext,
+  acked: Map<string, Set<number>>,
+): Promise<void> {
+  if (acked.size === 0) return;
+  const holds = await readHolds(q, acked.keys());
+  const targets = [...acked].filter(([target, seqs]) =>
+    holds.get(target)?.seqs.some((id) => seqs.has(Number(id))) === true
+  ).map(([target]) => target);
+  await eachConcurrently(targets, ITEM_WRITES_IN_FLIGHT, async (target) => {
+    await release(q, target, [], {
+      operation: "ackOutbox",
+      key: target,
+      known: "the delivered entry may still hold its target; a later pass releases it",
+    });
+  });
+}
+
 /** Releases the targets {@linkcode markDelivered} marked, once their heads are acknowledged. */
 export async function releaseDelivered(q: QueueContext, heads: DeliveredHeads): Promise<void> {
   await eachConcurrently(

@@ -163,6 +163,9 @@ export class OutboxRead {
     // A head handed out: its release is marked now (`write`: a pass, or a delivery within the
     // request), so that whoever acknowledges it, a later pass finishes the release.
     // Only a target with entries set apart behind it has anything to bring back.
+    for (const row of decision.deliver) {
+      if (!decision.dueHeads.has(row.id)) this.q.handedOut.set(row.seq, row.target);
+    }
     const heads = [...decision.dueHeads].map((id) => ({ ...this.rows.get(id)!, id }));
     const behind = (target: string) => (this.holds.get(target)?.held.length ?? 0) > 0;
     await markHandedOut(this.q, heads, write, behind);

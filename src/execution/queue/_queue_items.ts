@@ -28,6 +28,12 @@ export interface QueueContext {
    * seq): an acknowledgement of one releases its target.
    */
   headsOut: Lru<number, { target: string; id: string; mark?: string }>;
+  /**
+   * The other entries this store handed out for delivery (seq → its target key): a concurrent
+   * pass may make one a head (its delivery failed there) before this store acknowledges it, and
+   * the acknowledgement then releases its target (see `releaseBecameHeads`).
+   */
+  handedOut: Lru<number, string>;
 }
 
 /**
