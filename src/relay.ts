@@ -256,7 +256,7 @@ async function relayOutboxPass(
     if (queue) queue.push(queued);
     else byTarget.set(queued.item.targetId, [queued]);
   }
-  const acks = new Acks(pass, (seqs) => store.ackOutbox(seqs));
+  const acks = new Acks(pass, store.outboxAcks?.() ?? { ack: (seqs) => store.ackOutbox(seqs) });
   await Promise.all([
     failed.setAside(batch.unreadable),
     inLanes(pass, [...byTarget.values()], concurrency, async (queue) => {

@@ -307,6 +307,14 @@ export interface DeleteExecutionResult {
   processed: number;
 }
 
+/** What {@linkcode ExecutionStore.outboxAcks} gives a relay pass. */
+export interface OutboxAcks {
+  /** Acknowledges one batch of delivered entries, as `ackOutbox` does. */
+  ack(seqs: number[]): Promise<void>;
+  /** Finishes what the batches left to the end of the pass; the pass calls it once, last. */
+  settle(): Promise<void>;
+}
+
 /**
  * The execution store's contract: what `DynamoDBStore` and the memory twin
  * (`MemoryStore` from `@harel/dynamodb/testing`) both implement, with the same semantics.
@@ -348,6 +356,12 @@ export interface ExecutionStore extends AsyncDisposable {
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]>;
   /** Removes delivered outbox entries. */
   ackOutbox(seq: number | number[]): Promise<void>;
+  /**
+   * A relay pass's acknowledgements, when the store has a part of {@linkcode ackOutbox} that a pass
+   * does once at its end rather than once a batch ({@linkcode OutboxAcks}); without it a pass calls
+   * `ackOutbox` for each batch.
+   */
+  outboxAcks?(): OutboxAcks;
   /** The `limit` lowest-seq spawn intents not yet acknowledged, by seq. */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]>;
   /** Removes started spawn intents. */

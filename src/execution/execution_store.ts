@@ -24,7 +24,7 @@ import { runCommit } from "./commit/_commit_loop.ts";
 import * as reads from "./listing/_execution_reads.ts";
 import { deleteSeqs } from "./queue/_seq_deletes.ts";
 import { claimTimer } from "./queue/_timers.ts";
-import { acknowledgeOutbox } from "./queue/_holds.ts";
+import { acknowledgeOutbox, passAcks } from "./queue/_holds.ts";
 import { backlog, onDeadLetters } from "./queue/_bulk_and_backlog.ts";
 import { adoptTable } from "./queue/_adoption.ts";
 import { claimCommit, planTraceEntry } from "./commit/_transaction.ts";
@@ -366,16 +366,17 @@ export class DynamoDBStore implements T.ExecutionStore {
   /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
-    await acknowledgeOutbox(this.#ctx, Array.isArray(seq) ? seq : [seq], async () => {
-      await deleteSeqs(this.#ctx.client, this.tables.outbox.name, "seq", seq);
-    });
+    await acknowledgeOutbox(this.#ctx, seq);
+  }
+
+  /** A relay pass's acknowledgements: its targets' holds read once, when it settles. */
+  outboxAcks(): T.OutboxAcks {
+    return passAcks(this.#ctx, () => this.#open("ackOutbox"));
   }
 
   /**
-   * The `limit` lowest-seq spawn intents not yet acknowledged (default 1000, `Infinity`
-   * for all), by seq, leaving out those waiting for a retry, dead-lettered or unreadable; memory
-   * grows with `limit`, not with the backlog.
-   *
+   * The `limit` lowest-seq spawn intents not yet acknowledged (default 1000, `Infinity` for all),
+   * by seq, but those waiting for a retry, dead-lettered or unreadable; memory follows `limit`.
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    */
   async pendingSpawns(options?: T.ReadLimitOptions): Promise<T.PendingSpawn[]> {
@@ -393,9 +394,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   /**
    * The `limit` earliest timers due at `now` (epoch seconds; default 1000, `Infinity` for
    * all), earliest first, leaving out those waiting for a retry or dead-lettered; memory grows
-   * with `limit`, not with the number of timers.
-   *
-   * Example: `sweepTimers`, which does this.
+   * with `limit`, not with the number of timers (`sweepTimers` does this).
    *
    * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
    *   that is not a positive integer or `Infinity`.

@@ -21,11 +21,23 @@ export class Acks {
   #batch: number[] = [];
   readonly #inFlight = new Set<Promise<void>>();
   #error: { cause: unknown } | null = null;
+  readonly ack: (seqs: number[]) => Promise<void>;
+  #settle: (() => Promise<void>) | undefined;
+
   /**
    * @param pass The pass that owes these acknowledgements: it flushes them before settling.
-   * @param ack Acknowledges one batch of seqs.
+   * @param acks Acknowledges one batch of seqs (a function, or `ack` with the `settle` the last
+   * flush calls once every batch is done: `ExecutionStore.outboxAcks`).
    */
-  constructor(readonly pass: Pass, readonly ack: (seqs: number[]) => Promise<void>) {
+  constructor(
+    readonly pass: Pass,
+    acks: ((seqs: number[]) => Promise<void>) | {
+      ack(seqs: number[]): Promise<void>;
+      settle?(): Promise<void>;
+    },
+  ) {
+    this.ack = typeof acks === "function" ? acks : (seqs) => acks.ack(seqs);
+    this.#settle = typeof acks === "function" ? undefined : acks.settle?.bind(acks);
     pass.owe(this);
   }
 
@@ -36,10 +48,20 @@ export class Acks {
     while (this.#inFlight.size >= ACKS_IN_FLIGHT) await Promise.race(this.#inFlight);
   }
 
-  /** Sends what is left and waits for every batch; rejects with the first failure. */
+  /**
+   * Sends what is left, waits for every batch, then settles (once); rejects with the first
+   * failure.
+   */
   async flush(): Promise<void> {
     this.#send();
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    const settle = this.#settle;
+    this.#settle = undefined;
+    if (settle) {
+      await settle().catch((error) => {
+        this.#error ??= { cause: this.#inFlightAtClose(error) };
+      });
+    }
     if (this.#error) throw this.#error.cause;
   }
 

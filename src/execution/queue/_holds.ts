@@ -23,6 +23,7 @@ import { partition } from "./_relay_index.ts";
 import { release as decideRelease, type ReleaseRow } from "../../core/_queue_transitions.ts";
 import { queryPartition } from "./_index_reads.ts";
 import type { QueueContext } from "./_queue_items.ts";
+import { deleteSeqs } from "./_seq_deletes.ts";
 import {
   addHead,
   addHeld,
@@ -185,14 +186,44 @@ export async function markHandedOut(
  */
 export async function acknowledgeOutbox(
   q: QueueContext,
-  seqs: readonly number[],
-  remove: () => Promise<void>,
+  seq: number | number[],
+  later?: Map<string, Set<number>>,
 ): Promise<void> {
+  const seqs = [seq].flat();
   const heads = await markDelivered(q, seqs);
   const others = handedOutTargets(q, seqs, heads.targets);
-  await remove();
+  await deleteSeqs(q.client, q.tables.outbox.name, "seq", seq);
   await releaseDelivered(q, heads);
-  await releaseBecameHeads(q, others);
+  if (later === undefined) return await releaseBecameHeads(q, others);
+  for (const [target, acked] of others) {
+    const all = later.get(target) ?? new Set<number>();
+    for (const seq of acked) all.add(seq);
+    later.set(target, all);
+  }
+}
+
+/**
+ * A relay pass's acknowledgements: each batch as {@linkcode acknowledgeOutbox}, and the check of
+ * whether one of them became a head meanwhile once, when the pass settles: one read of each
+ * target's hold a pass, not one a batch (read after every batch's delete, it sees every failure
+ * recorded before one).
+ */
+export function passAcks(
+  q: QueueContext,
+  open: () => void,
+): { ack(seqs: number[]): Promise<void>; settle(): Promise<void> } {
+  const later = new Map<string, Set<number>>();
+  return {
+    ack: async (seqs) => {
+      open();
+      await acknowledgeOutbox(q, seqs, later);
+    },
+    settle: async () => {
+      const targets = new Map(later);
+      later.clear();
+      await releaseBecameHeads(q, targets);
+    },
+  };
 }
 
 /**
