@@ -25,6 +25,17 @@ export interface TestProgressOptions {
 const ANSI = /\x1b\[[0-9;]*m/g;
 const plain = (text: string) => text.replace(ANSI, "");
 
+/** How long the start of a line is held back at most, waiting for its end. */
+const HELD_MS = 1000;
+
+/**
+ * Whether `text`, the start of a line, may be the start of a parallel run's result line
+ * (`./tests/x_test.ts => name ... ok (1s)`): a path still being written, or one followed by `=>`.
+ */
+function mayStartResult(text: string): boolean {
+  return /^[./]\S*$/.test(text) || /^\S+\.[cm]?[jt]sx? => /.test(text);
+}
+
 /** `2m05s`, `40s`: an elapsed time as a person reads it. */
 export function elapsed(ms: number): string {
   const seconds = Math.floor(ms / 1000);
@@ -43,6 +54,8 @@ export class TestProgress {
   #file: string | null = null;
   /** The files numbered so far (by `deno test --parallel`'s `./file.ts => name ...` lines). */
   readonly #seen = new Set<string>();
+  /** The start of a line that may be a parallel run's result line, held until it ends. */
+  #held = "";
   /** Whether the output is `deno test --parallel`'s: whole lines, each naming its file. */
   #parallel = false;
   /** The unfinished line on the terminal (a test that has started: `name ...`), as written. */
@@ -73,8 +86,15 @@ export class TestProgress {
     let rest = chunk;
     while (rest.length > 0) {
       const end = rest.indexOf("\n");
-      const piece = end === -1 ? rest : rest.slice(0, end + 1);
+      let piece = end === -1 ? rest : rest.slice(0, end + 1);
       rest = rest.slice(piece.length);
+      piece = this.#held + piece;
+      this.#held = "";
+      // A parallel run's result line cut by the pipe is numbered only when whole: hold its start.
+      if (this.#line === "" && !piece.endsWith("\n") && mayStartResult(plain(piece))) {
+        this.#held = piece;
+        continue;
+      }
       if (this.#broken) {
         this.#write(this.#line);
         this.#broken = false;
@@ -99,6 +119,11 @@ export class TestProgress {
    */
   tick(): void {
     const now = this.#now();
+    if (this.#held !== "" && now - this.#lastOutput >= HELD_MS) {
+      // Not a result line after all (or one that never ended): on as it is.
+      this.#write(this.#held);
+      [this.#line, this.#lineStarted, this.#held] = [this.#held, this.#lastOutput, ""];
+    }
     const running = plain(this.#line).match(/^(\s*)(.*) \.\.\.\s*$/);
     const since = running ? this.#lineStarted : this.#lastOutput;
     const beat = now - since < 6 * this.#heartbeatMs ? this.#heartbeatMs : 6 * this.#heartbeatMs;

@@ -116,6 +116,22 @@ Deno.test("TestProgress numbers the files of a parallel run as their first resul
   );
 });
 
+Deno.test("TestProgress numbers a parallel run's result line the pipe cut in two, and passes on a line start that is none", () => {
+  const p = progress(2);
+  p.feed("../../tmp/x/b_te");
+  p.feed("st.ts => b ... FAILED (864µs)\n./tests/a_test.ts => a");
+  p.feed(" quick one ... ok (409µs)\n");
+  p.feed("./not_a_result"); // a line start that never becomes one: on after a second
+  p.wait(1000);
+  p.feed(" after all\n");
+  assert.equal(
+    p.output(),
+    "[1/2 · 0s] ../../tmp/x/b_test.ts => b ... FAILED (864µs)\n" +
+      "[2/2 · 0s] ./tests/a_test.ts => a quick one ... ok (409µs)\n" +
+      "./not_a_result after all\n",
+  );
+});
+
 Deno.test("the suite runs in two groups: the files that share nothing in parallel, then the listed ones in order", () => {
   const root = ROOT.pathname.replace(/\/$/, "");
   const args = ["--allow-net", "--v8-flags=--expose-gc", "tests/"];
