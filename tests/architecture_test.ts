@@ -100,6 +100,37 @@ Deno.test("only the store's context imports other_writers/: nothing else branche
   ]);
 });
 
+/** The shortest chain of imports that run from `from` to a file or package `to` accepts. */
+function runtimeChain(from: string, to: (file: string) => boolean): string[] | undefined {
+  const cameFrom = new Map<string, string>([[from, ""]]);
+  const queue = [from];
+  for (let file; (file = queue.shift()) !== undefined;) {
+    if (to(file)) {
+      const chain = [file];
+      while (cameFrom.get(chain[0]!)) chain.unshift(cameFrom.get(chain[0]!)!);
+      return chain;
+    }
+    for (const edge of graph.get(file) ?? []) {
+      if (edge.typeOnly || cameFrom.has(edge.to)) continue;
+      cameFrom.set(edge.to, file);
+      queue.push(edge.to);
+    }
+  }
+  return undefined;
+}
+
+Deno.test("a default store's static imports never reach the DynamoDB Streams client", () => {
+  // Only a store built with `otherWriters: true` may load it (by a dynamic import).
+  const streams = "@aws-sdk/client-dynamodb-streams";
+  const isStreams = (to: string) => to === streams || to.startsWith(`${streams}@`);
+  const chains = [];
+  for (const root of ["mod.ts", "src/execution/execution_store.ts"]) {
+    const chain = runtimeChain(root, isStreams);
+    if (chain) chains.push(chain.join(" -> "));
+  }
+  assertEquals(chains, []);
+});
+
 Deno.test("no module of src/ imports itself back through a chain of imports", () => {
   const cycles: string[] = [];
   const done = new Set<string>();
