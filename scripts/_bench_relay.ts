@@ -16,7 +16,7 @@ import {
   sweepTimers,
 } from "../mod.ts";
 import { heldPlace, partition, relayAttributes } from "../src/execution/queue/_relay_index.ts";
-import { holdKey } from "../src/execution/queue/_holds.ts";
+import { holdKey } from "../src/execution/queue/_outbox_table.ts";
 import { targetKey } from "../src/execution/commit/_outbox_chain.ts";
 
 /** One operation's cost: its calls (and by kind), read units, and its median time. */

@@ -15,15 +15,16 @@ import { type Event, newEvent } from "./core/documents.ts";
 import type {
   ExecutionStore,
   OutboxEntry,
+  OutboxRow,
   PendingSpawn,
   RelayFailure,
   RelayKey,
-  RelayKind,
   Timer,
   UnreadableRow,
 } from "./core/types.ts";
 import { UnreadableEntry } from "./core/errors.ts";
-import { failedAttempt, type Retry, setAside } from "./core/_relay_rules.ts";
+import { decideDue, failedAttempt, isHead, type Retry, setAside } from "./core/_relay_rules.ts";
+import { applyPlan, readOutbox, release } from "./core/_outbox_pipeline.ts";
 import { Acks } from "./relay/_acks.ts";
 
 /**
@@ -246,40 +247,60 @@ async function relayOutboxPass(
 ): Promise<RelayReport> {
   const { signal } = pass;
   if (signal.aborted) return emptyReport();
-  const batch = await store.relayBatch("outbox", { limit, seqs });
-  const report = startReport(batch.oldestAt, batch.now);
-  report.held = batch.held;
-  const failed = failures(pass, store, "outbox", retry, report, batch.now);
-  const byTarget = new Map<string | null, { item: OutboxEntry; attempts: number }[]>();
-  for (const queued of batch.items) {
-    const queue = byTarget.get(queued.item.targetId);
-    if (queue) queue.push(queued);
-    else byTarget.set(queued.item.targetId, [queued]);
+  const queue = store.outboxQueue;
+  const now = queue.now();
+  const plan = await readOutbox(queue, { now, limit, seqs });
+  if (seqs === undefined) await applyPlan(queue, plan);
+  const report = startReport(plan.oldestAt, now);
+  report.held = plan.held;
+  const record = recorder(pass, report);
+  const fail = (row: OutboxRow, failure: RelayFailure) =>
+    record(failure, async () => (await queue.apply({ fail: [{ row, failure }] })).failed[0]!);
+  const lanes = new Map<string, OutboxRow[]>();
+  const unreadable: OutboxRow[] = [];
+  for (const row of plan.deliver) {
+    if ("error" in row.entry) unreadable.push(row);
+    else lanes.set(row.target, [...lanes.get(row.target) ?? [], row]);
   }
-  const acks = new Acks(pass, store.outboxAcks?.() ?? { ack: (seqs) => store.ackOutbox(seqs) });
+  const acks = new Acks<OutboxRow>(
+    pass,
+    (rows) => queue.apply({ ack: plainIds(rows) }),
+    async (rows) => {
+      await release(queue, rows.map((row) => row.target), rows.filter((row) => isHead(row)));
+    },
+  );
   await Promise.all([
-    failed.setAside(batch.unreadable),
-    inLanes(pass, [...byTarget.values()], concurrency, async (queue) => {
-      for (const [i, { item: entry, attempts }] of queue.entries()) {
+    eachSettled(pass, unreadable, async (row) => {
+      const { error } = row.entry as { error: string };
+      pass.onError?.(new UnreadableEntry("outbox", row.seq, error));
+      await fail(row, setAside(row.attempts, error));
+    }),
+    inLanes(pass, [...lanes.values()], concurrency, async (lane) => {
+      for (const [i, row] of lane.entries()) {
         if (signal.aborted) return;
         try {
-          await deliver(entry);
+          await deliver(row.entry as OutboxEntry);
         } catch (error) {
-          await failed.record(entry.seq, attempts, error);
+          report.failed++;
+          pass.onError?.(error);
+          await fail(row, failedAttempt(row.attempts, error, retry, now));
           // Set aside as unreadable, it holds nothing back (as an unreadable row).
           if (error instanceof UnreadableEntry) continue;
           // It waits (or is dead-lettered), and the rest of this target waits behind it.
-          report.held += queue.length - i - 1;
+          report.held += lane.length - i - 1;
           return;
         }
         report.delivered++;
-        await acks.add(entry.seq);
+        await acks.add(row);
       }
     }),
   ]);
   await acks.flush();
   return report;
 }
+
+/** The ids of rows that were no head when read (a head is deleted by its target's release). */
+const plainIds = (rows: OutboxRow[]) => rows.filter((row) => !isHead(row)).map((row) => row.id);
 
 /**
  * One relay pass over the spawn intents: reads the `limit` lowest seqs, calls `start` on
@@ -337,21 +358,34 @@ async function relaySpawnsPass(
   { limit, concurrency, retry }: CheckedOptions,
 ): Promise<RelayReport> {
   if (pass.signal.aborted) return emptyReport();
-  const batch = await store.relayBatch("spawns", { limit });
-  const report = startReport(batch.oldestAt, batch.now);
-  const failed = failures(pass, store, "spawns", retry, report, batch.now);
-  const acks = new Acks(pass, (seqs) => store.ackSpawn(seqs));
+  const queue = store.spawnQueue;
+  const now = queue.now();
+  const batch = decideDue(await queue.due(now, limit), now, limit);
+  const report = startReport(batch.oldestAt, now);
+  const record = recorder(pass, report);
+  const acks = new Acks<PendingSpawn>(
+    pass,
+    (spawns) => store.ackSpawn(spawns.map((spawn) => spawn.seq)),
+  );
   await Promise.all([
-    failed.setAside(batch.unreadable),
+    setAsideAll(
+      pass,
+      "spawns",
+      batch.unreadable,
+      (key, failure) => record(failure, () => queue.fail(key, failure)),
+    ),
     inLanes(pass, batch.items, concurrency, async ({ item: spawn, attempts }) => {
       try {
         await start(spawn);
       } catch (error) {
-        await failed.record(spawn.seq, attempts, error);
+        report.failed++;
+        pass.onError?.(error);
+        const failure = failedAttempt(attempts, error, retry, now);
+        await record(failure, () => queue.fail(spawn.seq, failure));
         return;
       }
       report.delivered++;
-      await acks.add(spawn.seq);
+      await acks.add(spawn);
     }),
   ]);
   await acks.flush();
@@ -405,19 +439,23 @@ async function sweepTimersPass(
   pass: Pass,
   store: ExecutionStore,
   fire: (timer: Timer, event: Event) => void | Promise<void>,
-  { limit, concurrency, retry, now }: CheckedOptions,
+  { limit, concurrency, retry, now: at }: CheckedOptions,
 ): Promise<RelayReport> {
   if (pass.signal.aborted) return emptyReport();
-  // The sweep's `now`, or the store's clock (the batch says which time it read at).
-  const batch = await store.relayBatch("timers", { limit, ...(now === undefined ? {} : { now }) });
-  const report = startReport(batch.oldestAt, batch.now);
-  const failed = failures(pass, store, "timers", retry, report, batch.now);
+  const queue = store.timerQueue;
+  const now = at ?? queue.now();
+  const batch = decideDue(await queue.due(now, limit), now, limit);
+  const report = startReport(batch.oldestAt, now);
+  const record = recorder(pass, report);
   await inLanes(pass, batch.items, concurrency, async ({ item: timer, attempts }) => {
     try {
       await fire(timer, timeoutEvent(timer.executionId, timer.path, timer.fireAt));
     } catch (error) {
       // It fires again after its backoff, with the same event id.
-      await failed.record(timer, attempts, error);
+      report.failed++;
+      pass.onError?.(error);
+      const failure = failedAttempt(attempts, error, retry, now);
+      await record(failure, () => queue.fail(timer, failure));
       return;
     }
     report.delivered++;
@@ -482,35 +520,40 @@ function startReport(oldestAt: number | null, now: number): RelayReport {
   return { ...emptyReport(), lagSeconds: oldestAt === null ? null : Math.max(0, now - oldestAt) };
 }
 
-function failures<K extends RelayKind>(
-  pass: Pass,
-  store: ExecutionStore,
-  kind: K,
-  retry: Retry,
-  report: RelayReport,
-  now: number,
-) {
-  const write = async (key: RelayKey<K>, failure: RelayFailure) => {
+/** Records a failed attempt with `write`; what it throws goes to `onError`, never the pass. */
+function recorder(pass: Pass, report: RelayReport) {
+  return async (failure: RelayFailure, write: () => Promise<boolean>): Promise<void> => {
     try {
-      await store.recordFailure(kind, key, failure);
+      await write();
       if (failure.retryAt === null) report.setAside++;
     } catch (error) {
       pass.onError?.(error);
     }
   };
-  return {
-    async record(key: RelayKey<K>, attempts: number, error: unknown): Promise<void> {
-      report.failed++;
-      pass.onError?.(error);
-      await write(key, failedAttempt(attempts, error, retry, now));
-    },
-    async setAside(rows: UnreadableRow<K>[]): Promise<void> {
-      for (const row of rows) {
-        pass.onError?.(new UnreadableEntry(kind, row.key, row.error));
-        await write(row.key, setAside(row.attempts, row.error));
-      }
-    },
-  };
+}
+
+/** Sets aside rows no one can read, each reported to `onError` as an UnreadableEntry. */
+async function setAsideAll<K extends "spawns" | "timers">(
+  pass: Pass,
+  kind: K,
+  rows: UnreadableRow<K>[],
+  write: (key: RelayKey<K>, failure: RelayFailure) => Promise<void>,
+): Promise<void> {
+  await eachSettled(pass, rows, async (row) => {
+    pass.onError?.(new UnreadableEntry(kind, row.key, row.error));
+    await write(row.key, setAside(row.attempts, row.error));
+  });
+}
+
+/** Runs `task` on each item in turn; what it throws stops the pass. */
+async function eachSettled<T>(pass: Pass, items: T[], task: (item: T) => Promise<void>) {
+  for (const item of items) {
+    try {
+      await task(item);
+    } catch (error) {
+      pass.stop(error);
+    }
+  }
 }
 
 /**

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import type { ExecutionStore, OutboxEntryState } from "../core/types.ts";
 import { rejection } from "./_shared.ts";
+import { applyPlan, readOutbox } from "../core/_outbox_pipeline.ts";
 import type { Step } from "./_queues.ts";
 
 /** An entry's seq, event kind, source, target, state and what it waits behind, in a line. */
@@ -37,7 +38,9 @@ export async function executionOutboxSteps(step: Step): Promise<void> {
       const names = new Map(outbox.map((seq, i) => [seq, ["e1", "e2", "e3", "t1", "t2"][i]!]));
       await store.recordFailure("outbox", e1!, { attempts: 1, retryAt: now + 3600, error: "503" });
       await store.recordFailure("outbox", t1!, { attempts: 10, retryAt: null, error: "gone" });
-      await store.relayBatch("outbox"); // a pass: sets e2 and t2 apart behind their heads
+      // A pass's reads and writes, delivering nothing: e2 and t2 set apart behind their heads.
+      const queue = store.outboxQueue;
+      await applyPlan(queue, await readOutbox(queue, { now: queue.now(), limit: 1000 }));
 
       const emitted = await store.executionOutbox(source.id);
       assert.deepEqual(emitted.emitted.map(line(names)), [

@@ -101,3 +101,10 @@ export function plainMap<T extends Record<string, unknown>>(
   }
   return target;
 }
+
+/** A stored number as a finite JS number, or undefined (absent, or not finite). */
+export function numberOf(value: AttributeValue | undefined): number | undefined {
+  if (value?.N === undefined) return undefined;
+  const n = Number(value.N);
+  return Number.isFinite(n) ? n : undefined;
+}

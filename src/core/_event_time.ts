@@ -53,3 +53,18 @@ export function checkEventTimes(field: string, event: Record<string, unknown>): 
   if (event.created_time != null) pydanticTime(`${field}.created_time`, event.created_time);
   if (event.received_time != null) pydanticTime(`${field}.received_time`, event.received_time);
 }
+
+/**
+ * An event's `created_time` in epoch seconds: ISO 8601 as Python's `isoformat()` or JS's
+ * `toISOString()` writes it; without an offset it is UTC (what harel engines write). Anything
+ * else is null.
+ */
+export function createdTime(text: unknown): number | null {
+  if (typeof text !== "string") return null;
+  const match = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d(?:\.\d+)?)?)(Z|[+-]\d\d:?\d\d)?$/i
+    .exec(text.trim());
+  if (!match) return null;
+  const [, date, time, offset] = match;
+  const ms = Date.parse(`${date}T${time}${offset ?? "Z"}`);
+  return Number.isFinite(ms) ? ms / 1000 : null;
+}

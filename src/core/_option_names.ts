@@ -79,7 +79,6 @@ export const OPTION_NAMES = {
   "pendingSpawns()": ["limit"],
   // `scan` reads the timers table whole on DynamoDB; the twin takes it and has nothing to scan.
   "dueTimers()": ["limit", "scan"],
-  "relayBatch()": ["limit", "now", "seqs"],
   "deadLetters()": ["limit", "targetId"],
   "readTrace()": ["limit", "before"],
   "readTimers()": ["limit", "after"],

@@ -3,7 +3,8 @@
 // what a failed attempt records (the next attempt on the pass's clock, the error cut to what the
 // item keeps), the trace ring's window and when a dedupe mark is alive. Pure: no store, no
 // clock of their own — every time is passed in, in epoch seconds.
-import type { RelayFailure } from "./relay_types.ts";
+import type { RelayFailure, RelayItem, Timer, UnreadableRow } from "./relay_types.ts";
+import type { QueueRow } from "./relay_queues.ts";
 import { UnreadableEntry } from "./errors.ts";
 
 /** The most UTF-8 bytes of an error a relay records (`last_error`). */
@@ -169,4 +170,55 @@ export function isLiveAt(expiresAt: number | null | undefined, now: number): boo
  */
 export function markExpiry(ttlSeconds: number | null, now: number): number | null {
   return ttlSeconds === null ? null : Math.floor(now) + ttlSeconds;
+}
+
+/** What a spawn or timer pass hands out: the items due, the rows no one can read, the lag. */
+export interface DueBatch<K extends "spawns" | "timers"> {
+  items: { item: RelayItem<K>; attempts: number }[];
+  unreadable: UnreadableRow<K>[];
+  /** When the oldest pending row was committed (spawns) or due (timers), or null. */
+  oldestAt: number | null;
+}
+
+/**
+ * A spawn or timer pass's decision on rows read by key: those not dead whose retry has come (a
+ * timer: due by `now` too), lowest seq (earliest timer) first, at most `limit`; unreadable ones
+ * apart, to be set aside.
+ */
+export function decideDue<K extends "spawns" | "timers">(
+  rows: readonly QueueRow<K>[],
+  now: number,
+  limit: number,
+): DueBatch<K> {
+  const batch: DueBatch<K> = { items: [], unreadable: [], oldestAt: null };
+  const seen = new Set<string>();
+  const due: { item: RelayItem<K>; attempts: number; order: number }[] = [];
+  for (const row of rows) {
+    const id = JSON.stringify(row.key);
+    const timer = typeof row.key !== "number";
+    if (seen.has(id) || isDead(row) || !isDue(row, now) || (timer && !(row.at! <= now))) continue;
+    seen.add(id);
+    if ("error" in row.item) {
+      const { error, raw } = row.item;
+      batch.unreadable.push({ key: row.key, attempts: row.attempts, error, raw });
+    } else {
+      const order = timer ? row.at! : row.key as number;
+      due.push({ item: row.item as RelayItem<K>, attempts: row.attempts, order });
+    }
+  }
+  due.sort((a, b) => a.order - b.order || compareTimers(a.item, b.item));
+  batch.items = due.slice(0, limit).map(({ item, attempts }) => ({ item, attempts }));
+  for (const row of rows) {
+    if (!isDead(row) && row.at !== null) {
+      batch.oldestAt = Math.min(batch.oldestAt ?? Infinity, row.at);
+    }
+  }
+  return batch;
+}
+
+/** Timers due at once by execution, then path (code-unit order, as DynamoDB sorts). */
+function compareTimers(a: object, b: object): number {
+  const [x, y] = [a as Timer, b as Timer];
+  const text = (p = "", q = "") => p < q ? -1 : p > q ? 1 : 0;
+  return text(x.executionId, y.executionId) || text(x.path, y.path);
 }

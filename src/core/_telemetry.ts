@@ -101,8 +101,10 @@ const sendCounts = new WeakMap<Span, number>();
 // deno-lint-ignore no-explicit-any
 export function instrument(cls: abstract new (...args: any[]) => unknown, options: {
   executionIds?: boolean;
+  /** The spans' prefix. @default {cls.name} */
+  name?: string;
 } = {}): void {
-  const className = cls.name;
+  const className = options.name ?? cls.name;
   const wrap = (target: object, name: string) => {
     const original = Object.getOwnPropertyDescriptor(target, name)?.value;
     if (typeof original !== "function") return; // getters and fields stay as they are
@@ -131,7 +133,7 @@ export function instrument(cls: abstract new (...args: any[]) => unknown, option
     });
   };
   for (const name of Object.getOwnPropertyNames(cls.prototype)) {
-    if (name !== "constructor") wrap(cls.prototype, name);
+    if (name !== "constructor" && name !== "now") wrap(cls.prototype, name);
   }
   for (const name of Object.getOwnPropertyNames(cls)) {
     if (!["length", "name", "prototype"].includes(name)) wrap(cls, name);

@@ -242,6 +242,8 @@ export interface UnreadableExecutionRow {
 }
 
 export * from "./relay_types.ts";
+export * from "./relay_queues.ts";
+import type { OutboxQueue, RowQueue } from "./relay_queues.ts";
 import type {
   Backlog,
   BacklogOptions,
@@ -253,9 +255,7 @@ import type {
   OutboxEntry,
   PendingSpawn,
   ReadLimitOptions,
-  RelayBatchOptions,
   RelayFailure,
-  RelayItems,
   RelayKey,
   RelayKind,
   Timer,
@@ -307,14 +307,6 @@ export interface DeleteExecutionResult {
   processed: number;
 }
 
-/** What {@linkcode ExecutionStore.outboxAcks} gives a relay pass. */
-export interface OutboxAcks {
-  /** Acknowledges one batch of delivered entries, as `ackOutbox` does. */
-  ack(seqs: number[]): Promise<void>;
-  /** Finishes what the batches left to the end of the pass; the pass calls it once, last. */
-  settle(): Promise<void>;
-}
-
 /**
  * The execution store's contract: what `DynamoDBStore` and the memory twin
  * (`MemoryStore` from `@harel/dynamodb/testing`) both implement, with the same semantics.
@@ -354,14 +346,8 @@ export interface ExecutionStore extends AsyncDisposable {
   listExecutions(options?: ListOptions): Promise<ListPage>;
   /** The `limit` lowest-seq outbox entries not yet acknowledged, by seq. */
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]>;
-  /** Removes delivered outbox entries. */
+  /** Removes delivered outbox entries (releasing a target whose failed entry is among them). */
   ackOutbox(seq: number | number[]): Promise<void>;
-  /**
-   * A relay pass's acknowledgements, when the store has a part of {@linkcode ackOutbox} that a pass
-   * does once at its end rather than once a batch ({@linkcode OutboxAcks}); without it a pass calls
-   * `ackOutbox` for each batch.
-   */
-  outboxAcks?(): OutboxAcks;
   /** The `limit` lowest-seq spawn intents not yet acknowledged, by seq. */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]>;
   /** Removes started spawn intents. */
@@ -370,8 +356,12 @@ export interface ExecutionStore extends AsyncDisposable {
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]>;
   /** Deletes a timer if it still fires at `fireAt`. */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean>;
-  /** What a relay pass reads of a queue: items deliverable now, unreadable rows, lag. */
-  relayBatch<K extends RelayKind>(kind: K, options?: RelayBatchOptions): Promise<RelayItems<K>>;
+  /** The outbox as the relay runners read and write it (docs/delivery.md). */
+  readonly outboxQueue: OutboxQueue;
+  /** The spawn intents as the relay runners read and write them. */
+  readonly spawnQueue: RowQueue<"spawns">;
+  /** The timers as the sweeper reads and writes them. */
+  readonly timerQueue: RowQueue<"timers">;
   /** Records a failed delivery on an item: `false` when it is gone (or re-scheduled). */
   recordFailure<K extends RelayKind>(
     kind: K,

@@ -11,9 +11,9 @@ import {
 } from "../dynamo/tables.ts";
 import { type TableDefinitions, tableDefinitions } from "../dynamo/table_definitions.ts";
 import { checkDefinedTables, type TableDifference, TableDrift } from "../dynamo/table_check.ts";
-import { Lru } from "../core/_lru.ts";
 import { adoptTable } from "./queue/_adoption.ts";
-import { type OtherWriters, otherWritersOn } from "./other_writers/other_writers.ts";
+import type { OtherWriters } from "./other_writers/other_writers.ts";
+import type { OutboxQueue, RowQueue } from "../core/relay_queues.ts";
 import type { Execution } from "../core/documents.ts";
 import type { StatusCatchUp } from "../core/operator_types.ts";
 import { checkExecutionStoreOptions, checkInteger, describe } from "../core/_validate.ts";
@@ -22,7 +22,8 @@ import { SeqBlocks } from "./commit/_seq_blocks.ts";
 import { StatusCache } from "./listing/_status_index.ts";
 import { TraceRing } from "./commit/_trace_ring.ts";
 import { ChainCache } from "./commit/_outbox_chain.ts";
-import type { QueueContext } from "./queue/_queue_items.ts";
+import { OutboxTable, type QueueContext } from "./queue/_outbox_table.ts";
+import { RowTable } from "./queue/_row_tables.ts";
 import type { CommitContext } from "./commit/_commit_loop.ts";
 import { type ExecutionReads, readChains, SharedTables } from "./listing/_execution_reads.ts";
 import type { TimerReads } from "./queue/_timers.ts";
@@ -46,8 +47,11 @@ export type StoreContext =
     readonly ownership: ClientOwnership;
     /** The tables as `ensureTables()` makes them and `checkTables()` expects them. */
     readonly definitions: TableDefinitions;
-    /** What runs for other writers: only with `otherWriters: true`. */
-    readonly otherWriters?: OtherWriters;
+    /** What runs for other writers: only with `otherWriters: true` (loaded then, not before). */
+    readonly otherWriters?: Promise<OtherWriters>;
+    /** The spawn intents and timers as the relay reads and writes them. */
+    readonly spawns: RowQueue<"spawns">;
+    readonly timers: RowQueue<"timers">;
   };
 
 /**
@@ -86,7 +90,6 @@ export function storeContext(
   }
   const ownership = new ClientOwnership("DynamoDBStore", client);
   const gated = ownership.gate(client);
-  const others = otherWriters ? otherWritersOn(client) : undefined;
   const tx: TxContext = {
     tables,
     traceMax: rules.traceMax,
@@ -94,15 +97,16 @@ export function storeContext(
     finishedTtl: checkFinishedTtl(finishedTtlSeconds),
     now: checkClock(now),
   };
-  const context: Omit<StoreContext, "tx"> = {
+  const context: Omit<
+    StoreContext,
+    "tx" | "outbox" | "spawns" | "timers" | "round" | "otherWriters"
+  > = {
     ...tx,
     client: gated,
     consistent: consistentReads,
     chains: new ChainCache(),
     statuses: new StatusCache(),
     table: tables.timers.name,
-    headsOut: new Lru(10_000),
-    handedOut: new Lru(10_000),
     ring: new TraceRing(gated, tx, consistentReads, conflictRetries, ambiguousRetries),
     outboxSeqs: new SeqBlocks(gated, tables.counters.name, "outbox", block),
     spawnSeqs: new SeqBlocks(gated, tables.counters.name, "spawn", block),
@@ -113,11 +117,48 @@ export function storeContext(
     readChains: (id) => readChains(store, id),
     sharing: new SharedTables(otherWriters),
     ownership,
+    open: (method: string) => ownership.open(method),
     definitions: tableDefinitions({ prefix, otherWriters }),
-    ...(others ? { otherWriters: others } : {}),
   };
-  const store: StoreContext = Object.assign(context, { tx });
-  return store;
+  const store = Object.assign(context, { tx }) as StoreContext;
+  const outbox = new OutboxTable(store);
+  const spawns = new RowTable(store, "spawns");
+  const timers = new RowTable(store, "timers");
+  if (!otherWriters) return Object.assign(store, { outbox, spawns, timers });
+  const others = import("./other_writers/other_writers.ts").then((m) => m.otherWritersOn(store, client));
+  return Object.assign(store, {
+    otherWriters: others,
+    outbox: late(outbox, others.then((o) => o.outbox(outbox))),
+    spawns: lateRows(spawns, others.then((o) => o.rows(spawns))),
+    timers: lateRows(timers, others.then((o) => o.rows(timers))),
+    round: async (kind: "outbox" | "spawns" | "timers") => await (await others).round(kind),
+  });
+}
+
+/** An outbox queue once `mixed` has loaded (the other writers' part is imported on demand). */
+function late(base: OutboxQueue, mixed: Promise<OutboxQueue>): OutboxQueue {
+  return {
+    now: () => base.now(),
+    candidates(now) {
+      const cursor = mixed.then((queue) => queue.candidates(now));
+      return { next: async (count) => await (await cursor).next(count) };
+    },
+    rows: async (ids) => await (await mixed).rows(ids),
+    holds: async (targets) => await (await mixed).holds(targets),
+    apply: async (writes) => await (await mixed).apply(writes),
+  };
+}
+
+/** A spawn or timer queue once `mixed` has loaded. */
+function lateRows<K extends "spawns" | "timers">(
+  base: RowQueue<K>,
+  mixed: Promise<RowQueue<K>>,
+): RowQueue<K> {
+  return {
+    now: () => base.now(),
+    due: async (now, limit) => await (await mixed).due(now, limit),
+    fail: async (key, failure) => await (await mixed).fail(key, failure),
+  };
 }
 
 /** `catchUpStatusIndex()`: a round of the status feed; none without other writers (`"off"`). */
@@ -125,7 +166,7 @@ export async function catchUp(
   ctx: StoreContext,
   signal: AbortSignal | undefined,
 ): Promise<StatusCatchUp> {
-  const feed = ctx.otherWriters?.feed;
+  const feed = (await ctx.otherWriters)?.feed;
   if (feed === undefined) {
     return { records: 0, indexed: 0, scanned: 0, behind: false, skipped: "off" };
   }
@@ -143,13 +184,17 @@ export async function peekOtherWriters(
   limit: number,
   takes: (item: Item) => boolean,
 ): Promise<Item[]> {
-  const others = otherWritersOn(client);
+  const { otherWritersOn } = await import("./other_writers/other_writers.ts");
+  const ctx = { client, tables, now: Date.now, resends: NO_RESENDS, open: () => {} };
+  const others = otherWritersOn(ctx, client);
   try {
     return await others.peekUnindexed({ client, tables, now: Date.now }, limit, takes);
   } finally {
     await others.close();
   }
 }
+
+const NO_RESENDS = { lost: 0, conflicts: 0 };
 
 /**
  * Makes the seven tables what their definitions say (missing tables, indexes, the stream, TTL),

@@ -17,14 +17,14 @@ import type * as O from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
-import { dueTimers, relayBatch } from "./queue/_relay_batch.ts";
 import * as letters from "./queue/_dead_letters.ts";
 import * as checks from "./queue/_relay_checks.ts";
 import { runCommit } from "./commit/_commit_loop.ts";
 import * as reads from "./listing/_execution_reads.ts";
-import { deleteSeqs } from "./queue/_seq_deletes.ts";
-import { claimTimer } from "./queue/_timers.ts";
-import { acknowledgeOutbox, passAcks } from "./queue/_holds.ts";
+import { checkSeqs, deleteSeqs } from "./queue/_seq_deletes.ts";
+import { claimTimer, dueByScan } from "./queue/_timers.ts";
+import { acknowledgeSeqs, pendingEntries, recordFailure } from "../core/_outbox_pipeline.ts";
+import { decideDue } from "../core/_relay_rules.ts";
 import { backlog, onDeadLetters } from "./queue/_bulk_and_backlog.ts";
 import { adoptTable } from "./queue/_adoption.ts";
 import { claimCommit, planTraceEntry } from "./commit/_transaction.ts";
@@ -287,7 +287,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   async listExecutions(options: T.ListOptions = {}): Promise<T.ListPage> {
     this.#open("listExecutions");
     const listing = planListing(options, this.tables.executions.name);
-    if (listing.indexed) await this.#ctx.otherWriters?.feed.maybe(this.#ctx, listing.signal);
+    if (listing.indexed) {
+      await (await this.#ctx.otherWriters)?.feed.maybe(this.#ctx, listing.signal);
+    }
     return await (listing.indexed ? indexPage : reads.listPage)(this.#ctx, listing);
   }
 
@@ -341,7 +343,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * The `limit` lowest-seq outbox entries deliverable now (default 1000, `Infinity` for all),
    * by seq: not acknowledged, not waiting for a retry or dead-lettered, and not behind such an
    * entry of the same target (nor behind a pending earlier entry of the same source and target).
-   * Rows no one can read are left out ({@linkcode DynamoDBStore.relayBatch} reports them). Memory
+   * Rows no one can read are left out (a relay pass sets them aside). Memory
    * grows with `limit`, not with the backlog: a scan of keys and bookkeeping keeps the lowest
    * seqs in a bounded heap, then `BatchGetItem` reads their bodies.
    *
@@ -360,18 +362,32 @@ export class DynamoDBStore implements T.ExecutionStore {
   async pendingOutbox(options?: T.ReadLimitOptions): Promise<T.OutboxEntry[]> {
     this.#open("pendingOutbox");
     const limit = readLimit(options, "pendingOutbox()");
-    return (await this.#batch("outbox", limit, false)).items.map(({ item }) => item);
+    await this.#ctx.round?.("outbox");
+    return await pendingEntries(this.#ctx.outbox, limit);
   }
 
-  /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
+  /**
+   * Removes delivered outbox entries (one seq or many; unknown seqs are fine): read by key first,
+   * so that a failed entry among them releases its target.
+   */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
-    await acknowledgeOutbox(this.#ctx, seq);
+    await acknowledgeSeqs(this.#ctx.outbox, checkSeqs(seq));
   }
 
-  /** A relay pass's acknowledgements: its targets' holds read once, when it settles. */
-  outboxAcks(): T.OutboxAcks {
-    return passAcks(this.#ctx, () => this.#open("ackOutbox"));
+  /** The outbox as the relay runners read and write it (docs/delivery.md). */
+  get outboxQueue(): T.OutboxQueue {
+    return this.#ctx.outbox;
+  }
+
+  /** The spawn intents as the relay runners read and write them. */
+  get spawnQueue(): T.RowQueue<"spawns"> {
+    return this.#ctx.spawns;
+  }
+
+  /** The timers as the sweeper reads and writes them. */
+  get timerQueue(): T.RowQueue<"timers"> {
+    return this.#ctx.timers;
   }
 
   /**
@@ -382,13 +398,15 @@ export class DynamoDBStore implements T.ExecutionStore {
   async pendingSpawns(options?: T.ReadLimitOptions): Promise<T.PendingSpawn[]> {
     this.#open("pendingSpawns");
     const limit = readLimit(options, "pendingSpawns()");
-    return (await this.#batch("spawns", limit, false)).items.map(({ item }) => item);
+    const now = this.#ctx.now() / 1000;
+    await this.#ctx.round?.("spawns");
+    return decideDue(await this.#ctx.spawns.due(now, limit), now, limit).items.map((i) => i.item);
   }
 
   /** Removes started spawn intents (one seq or many). */
   async ackSpawn(seq: number | number[]): Promise<void> {
     this.#open("ackSpawn");
-    await deleteSeqs(this.#ctx.client, this.tables.spawns.name, "seq", seq);
+    await deleteSeqs(this.#ctx.client, this.tables.spawns.name, seq);
   }
 
   /**
@@ -406,7 +424,9 @@ export class DynamoDBStore implements T.ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    return await dueTimers(this.#ctx, now, limit, options?.scan ?? false);
+    if (options?.scan) return await dueByScan(this.#ctx, now, limit);
+    await this.#ctx.round?.("timers");
+    return decideDue(await this.#ctx.timers.due(now, limit), now, limit).items.map((i) => i.item);
   }
 
   /**
@@ -439,28 +459,6 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * What one relay pass reads of a queue (`"outbox"`, `"spawns"` or `"timers"`): the `limit`
-   * items deliverable now, with the failed attempts each had; the rows no one can read, for the
-   * relay to set aside; and when the oldest pending item was written (lag). Left out: items
-   * waiting for a retry, dead letters, and outbox entries behind an earlier entry of their target
-   * that waits, is dead, or (same source) is still pending. `seqs` reads just those outbox entries
-   * (a commit's own) by key. The relay runners call this; a custom relay may too.
-   *
-   * Example: docs/delivery.md ("One bad row never stops a pass").
-   *
-   * @throws {RangeError} For a `limit` or `now` out of range, or `seqs` that are not seqs.
-   */
-  async relayBatch<K extends T.RelayKind>(
-    kind: K,
-    options: T.RelayBatchOptions = {},
-  ): Promise<T.RelayItems<K>> {
-    this.#open("relayBatch");
-    const { limit, now, seqs } = checks.checkBatchOptions(kind, options, this.#ctx.now);
-    if (seqs === undefined) void this.#ctx.otherWriters?.feed.maybe(this.#ctx); // not awaited
-    return await relayBatch(this.#ctx, kind, { limit, now, seqs, pass: true });
-  }
-
-  /**
    * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the next
    * may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
    * (acknowledged) or, for a timer, re-scheduled. Exact under lost answers (a re-send writes the
@@ -476,7 +474,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     this.#open("recordFailure");
     checks.checkRelayKey(kind, key);
     checks.checkFailure(failure);
-    return await letters.recordFailure(this.#ctx, kind, key, failure);
+    return await recordFailure(this, kind, key, failure);
   }
 
   /**
@@ -591,11 +589,6 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await adoptTable(this.#ctx, kind, { exact: true });
   }
 
-  /** A batch for the bounded reads (`pass: false`: nothing is moved or adopted). */
-  #batch<K extends T.RelayKind>(kind: K, limit: number, pass: boolean): Promise<T.RelayItems<K>> {
-    return relayBatch(this.#ctx, kind, { limit, now: this.#ctx.now() / 1000, pass });
-  }
-
   /**
    * Removes the execution with its timers, trace steps and dedupe marks, and says what it
    * removed; its outbox entries and spawn intents stay (they belong to the relay). Idempotent:
@@ -630,7 +623,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * releases the client if `create()` built it (an injected one stays the caller's). Idempotent.
    */
   async close(): Promise<void> {
-    await this.#ctx.otherWriters?.close();
+    await (await this.#ctx.otherWriters)?.close();
     return await this.#ctx.ownership.close();
   }
 

@@ -117,12 +117,6 @@ export function optionCases(targets: OptionTargets): OptionCase[] {
       meant: "scan",
     },
     {
-      entry: "relayBatch()",
-      call: () => store().relayBatch("outbox", { seq: [1] } as never),
-      wrong: "seq",
-      meant: "seqs",
-    },
-    {
       entry: "deadLetters()",
       call: () => store().deadLetters("outbox", { target: "t" } as never),
       wrong: "target",

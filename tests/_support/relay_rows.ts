@@ -20,7 +20,7 @@ import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, SPAWN, TIMER } from "../../src/c
 import type { RelayKind } from "../../src/core/types.ts";
 import { addBlock } from "../../src/execution/commit/_seq_blocks.ts";
 import { targetKey } from "../../src/execution/commit/_outbox_chain.ts";
-import { holdKey } from "../../src/execution/queue/_transitions.ts";
+import { holdKey } from "../../src/execution/queue/_outbox_table.ts";
 import {
   heldPlace,
   partOf,

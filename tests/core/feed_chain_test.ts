@@ -1,9 +1,10 @@
 // Order across writers (#39): the outbox feed's chaining rule (src/core/_feed_chain.ts) and the
-// pass's rule that an unchained entry waits in mixed mode (decideOutbox's `unchainedWaits`).
+// pass's rule that an unchained entry waits in mixed mode (a row the mixed queue marks `waits`).
 // Pure: no DynamoDB, no permissions.
 import assert from "node:assert/strict";
 import { chainRound, type FedRow, RECENT_MAX } from "../../src/core/_feed_chain.ts";
-import { decideOutbox, type EntryRow } from "../../src/core/_outbox_decide.ts";
+import { decideOutbox } from "../../src/core/_outbox_decide.ts";
+import type { OutboxRow } from "../../src/core/relay_queues.ts";
 
 const fed = (seq: number, target = "t", unchained = true): FedRow => ({
   id: String(seq),
@@ -46,33 +47,36 @@ Deno.test("chaining: a seq no counter handed out (not a whole number) is chained
   assert.deepEqual(chaining.recent.get("t"), [3]);
 });
 
-const entry = (seq: number, prev: number | undefined): EntryRow => ({
+const entry = (seq: number, prev: number | undefined, waits = false): OutboxRow => ({
   seq,
   id: String(seq),
   target: "t",
-  prev,
+  ...(prev === undefined ? {} : { prev }),
   attempts: 0,
+  retryAt: null,
+  deadAt: null,
+  unreadable: false,
   part: "p0",
   createdAt: null,
+  ...(waits ? { waits } : {}),
+  entry: { seq, targetId: "t", event: { id: String(seq), kind: "k", data: {} } },
 });
 
-Deno.test("unchainedWaits: an entry with no prev_seq waits, and so does the rest of its target; without the flag it goes", () => {
-  const rows = new Map([entry(5, 0), entry(6, undefined), entry(7, 6)].map((r) => [r.id, r]));
-  const read = {
+Deno.test("an entry not chained yet (waits) waits, and so does the rest of its target; unmarked it goes", () => {
+  const read = (waits: boolean) => ({
     now: 0,
     limit: 10,
     offered: ["5", "6", "7"],
-    rows,
+    rows: new Map([entry(5, 0), entry(6, undefined, waits), entry(7, 6)].map((r) => [r.id, r])),
     holds: new Map(),
     inline: false,
-  };
-  const mixed = decideOutbox({ ...read, unchainedWaits: true });
-  assert.deepEqual(mixed.deliver.map((r) => r.seq), [5]);
-  const plain = decideOutbox(read);
-  assert.deepEqual(plain.deliver.map((r) => r.seq), [5, 6, 7]); // 7 goes after 6, in order
+  });
+  assert.deepEqual(decideOutbox(read(true)).deliver.map((r) => r.seq), [5]);
+  // 7 goes after 6, in order
+  assert.deepEqual(decideOutbox(read(false)).deliver.map((r) => r.seq), [5, 6, 7]);
 });
 
-Deno.test("unchainedWaits: a chained entry whose predecessor (another writer's a = 1001) is still there waits behind it", () => {
+Deno.test("a chained entry whose predecessor (another writer's a = 1001) is still there waits behind it", () => {
   // Pass 2 finds b = 1002 by key while a is not offered (the index lags): b waits.
   const rows = new Map([entry(1001, 0), entry(1002, 1001)].map((r) => [r.id, r]));
   const decision = decideOutbox({
@@ -82,7 +86,6 @@ Deno.test("unchainedWaits: a chained entry whose predecessor (another writer's a
     rows,
     holds: new Map(),
     inline: false,
-    unchainedWaits: true,
   });
   assert.deepEqual(decision.deliver, []);
 });

@@ -21,7 +21,6 @@ import type {
   ListOptions,
   OutboxRelayOptions,
   ReadLimitOptions,
-  RelayBatchOptions,
   RelayOptions,
   SetOptions,
   SweepOptions,
@@ -69,7 +68,6 @@ Deno.test("each list of option names is its options interface, name for name (ch
     outbox: names("pendingOutbox()"),
     spawns: names("pendingSpawns()"),
     due: names("dueTimers()"),
-    batch: names("relayBatch()"),
     dead: names("deadLetters()"),
     retry: names("retryDeadLetters()"),
     drop: names("dropDeadLetters()"),
@@ -95,7 +93,6 @@ Deno.test("each list of option names is its options interface, name for name (ch
   exact<Names<ReadLimitOptions, typeof lists.outbox>>(true);
   exact<Names<ReadLimitOptions, typeof lists.spawns>>(true);
   exact<Names<DueTimersOptions, typeof lists.due>>(true);
-  exact<Names<RelayBatchOptions, typeof lists.batch>>(true);
   exact<Names<DeadLetterOptions, typeof lists.dead>>(true);
   exact<Names<BulkDeadLetterOptions, typeof lists.retry>>(true);
   exact<Names<BulkDeadLetterOptions, typeof lists.drop>>(true);

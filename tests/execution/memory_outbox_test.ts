@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../../mod.ts";
 import { MemoryStore } from "../../src/testing.ts";
+import { passOutbox } from "../_support/passes.ts";
 
 /** Milliseconds for `rounds` commits of 3 emits, each delivered within the request and acked. */
 async function inlineDelivery(stored: number, rounds: number): Promise<number> {
@@ -18,7 +19,7 @@ async function inlineDelivery(stored: number, rounds: number): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < rounds; i++) {
     const { outbox } = await store.commit(exe, { emits });
-    const { items } = await store.relayBatch("outbox", { seqs: outbox });
+    const { items } = await passOutbox(store, { seqs: outbox });
     assert.deepEqual(items.map(({ item }) => item.seq), outbox);
     await store.ackOutbox(outbox);
   }

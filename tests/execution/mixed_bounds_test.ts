@@ -20,7 +20,7 @@ import { SeedTurns } from "../_support/seed_turns.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import type { Item } from "../../src/dynamo/_dynamo.ts";
 import { pendingPlace, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
-import { LISTED_HELD_MAX } from "../../src/execution/queue/_outbox_pass.ts";
+import { LISTED_HELD_MAX } from "../../src/execution/queue/_outbox_table.ts";
 
 /**
  * A database of this file's own (see `ownRegion`): a fixed name shared it with

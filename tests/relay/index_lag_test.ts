@@ -45,18 +45,24 @@ const WRITES = new Set([
   "ackOutbox",
   "ackSpawn",
   "deleteTimer",
-  "relayBatch",
+  "apply",
+  "fail",
 ]);
+
+/** The store's queues, whose writes the relay runners make. */
+const QUEUES = new Set(["outboxQueue", "spawnQueue", "timerQueue"]);
 
 /**
  * The store, each of whose writes answers once the index shows what it wrote (`lagMs` later): no
  * store remembers its recent writes, so what it wrote a moment ago is found by its index reads
  * once the index shows it (a commit's own entries go out within the request, with `seqs`).
  */
-function settled(store: DynamoDBStore, lagMs: number): DynamoDBStore {
+function settled<T extends object>(store: T, lagMs: number): T {
   return new Proxy(store, {
     get(target, name) {
       const value = Reflect.get(target, name, target);
+      // The relay's queues: their writes (`apply`, `fail`) answer as the store's do.
+      if (typeof name === "string" && QUEUES.has(name)) return settled(value as object, lagMs);
       if (typeof value !== "function" || typeof name !== "string" || !WRITES.has(name)) {
         return typeof value === "function" ? value.bind(target) : value;
       }

@@ -22,6 +22,7 @@ import { MemoryStore } from "../../src/testing.ts";
 import { endpoint, freshStore, pause, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 import { FaultProxy } from "../_support/fault_proxy.ts";
+import { passOutbox, passRows } from "../_support/passes.ts";
 
 const backends: [string, () => Promise<ExecutionStore>][] = [
   ["DynamoDBStore", () => freshStore()],
@@ -261,7 +262,7 @@ for (const [backend, make] of backends) {
     }
     assert.deepEqual(sweeps, [0, 0, 5]);
     assert.deepEqual((await store.dueTimers(now)).map((t) => t.path), [], "failed timers wait");
-    const later = await store.relayBatch("timers", { now: now + 11, limit: 100 });
+    const later = await passRows(store, "timers", { now: now + 11, limit: 100 });
     assert.equal(later.items.length, 20, "due again after their backoff, with their attempts");
     assert.ok(later.items.every((q) => q.attempts === 1));
   });
@@ -295,7 +296,7 @@ for (const [backend, make] of backends) {
     const held = await relayOutbox(store, deliver, { seqs: third });
     assert.equal(held.delivered, 1, "only the entry to v");
     assert.deepEqual(seen.slice(2), [third[1]]);
-    const pending = (await store.relayBatch("outbox", { now: Date.now() / 1000 + 3600 })).items;
+    const pending = (await passOutbox(store, { now: Date.now() / 1000 + 3600 })).items;
     assert.deepEqual(pending.map((q) => q.item.seq), [second[0], third[0]]);
   });
 }

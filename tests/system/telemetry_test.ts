@@ -156,7 +156,7 @@ Deno.test("store methods export OpenTelemetry spans with the execution id, commi
     assert.ok(typeof lag === "number" && lag >= 0 && lag < 60, "the relay lag, in seconds");
     const pass = named("relayOutbox")[0]!;
     assert.ok(
-      named("DynamoDBStore.relayBatch").some((span) => span.parentSpanId === pass.spanId),
+      named("DynamoDBStore.outboxQueue.rows").some((span) => span.parentSpanId === pass.spanId),
       "the pass's reads run inside its span",
     );
   });

@@ -1,13 +1,10 @@
 // MemoryStore's relay queues: the outbox (_memory_outbox.ts), spawn intents and timers with each
-// item's relay bookkeeping (attempts, retry and dead-letter times), and what a relay pass reads of
-// them, as DynamoDBStore's relay reads (queue/_relay_batch.ts, queue/_outbox_pass.ts,
-// queue/_dead_letters.ts) do. Every failure, retry and drop is a transition of
-// core/_queue_transitions.ts.
-import type { QueueBatch } from "../../core/_queue_batch.ts";
-import { isDue } from "../../core/_relay_rules.ts";
-import * as transition from "../../core/_queue_transitions.ts";
-import { byFireAt, bySeq, Lowest } from "../../core/_bounded.ts";
+// item's relay bookkeeping, as DynamoDBStore keeps them; the relay's pipeline reads and writes
+// them through the same queues.
+import { afterFailure, holdsAt, isHead, RETRIED } from "../../core/_relay_rules.ts";
+import { byFireAt } from "../../core/_bounded.ts";
 import { type Bookkeeping, MemoryOutbox } from "./_memory_outbox.ts";
+import type { QueueRow, RowQueue } from "../../core/relay_queues.ts";
 export type { Bookkeeping };
 import { linkEmits } from "../commit/_outbox_chain.ts";
 import type {
@@ -16,7 +13,6 @@ import type {
   PendingSpawn,
   RelayFailure,
   RelayItem,
-  RelayItems,
   RelayKey,
   RelayKind,
   Timer,
@@ -37,8 +33,55 @@ export class MemoryQueues {
   /** Each execution's outbox chains: target key → its last seq (its item's `outbox_last`). */
   readonly #chains = new Map<string, Record<string, number>>();
 
-  constructor(readonly now: () => number) {
-    this.outbox = new MemoryOutbox(now);
+  /** The spawn intents as the relay reads and writes them. */
+  readonly spawnQueue: RowQueue<"spawns">;
+  /** The timers as the relay reads and writes them. */
+  readonly timerQueue: RowQueue<"timers">;
+
+  constructor(readonly now: () => number, open: (method: string) => void) {
+    this.outbox = new MemoryOutbox(now, open);
+    const seconds = () => now() / 1000;
+    this.spawnQueue = {
+      now: seconds,
+      due: () => {
+        open("spawnQueue.due");
+        return Promise.resolve([...this.spawns.keys()].map((seq) => this.#spawnRow(seq)));
+      },
+      fail: (seq, failure) => {
+        open("spawnQueue.fail");
+        return Promise.resolve(this.#fail(this.spawns.get(seq), failure));
+      },
+    };
+    this.timerQueue = {
+      now: seconds,
+      due: () => {
+        open("timerQueue.due");
+        return Promise.resolve([...this.timers.values()].map((timer) => ({
+          key: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
+          attempts: timer.attempts ?? 0,
+          retryAt: timer.retryAt ?? null,
+          deadAt: timer.deadAt ?? null,
+          at: timer.fireAt,
+          item: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
+        })));
+      },
+      fail: (key, failure) => {
+        open("timerQueue.fail");
+        return Promise.resolve(this.#fail(this.row("timers", key), failure));
+      },
+    };
+  }
+
+  #spawnRow(seq: number): QueueRow<"spawns"> {
+    const row = this.spawns.get(seq)!;
+    return { key: seq, ...row, at: row.createdAt, item: this.pendingSpawn(seq) };
+  }
+
+  /** Records a failed attempt on a row: false when it is gone. */
+  #fail(row: Partial<Bookkeeping> | undefined, failure: RelayFailure): boolean {
+    if (row === undefined) return false;
+    Object.assign(row, afterFailure(failure, this.now() / 1000));
+    return true;
   }
 
   /**
@@ -66,26 +109,6 @@ export class MemoryQueues {
     this.#chains.delete(source);
   }
 
-  /** What one relay pass reads of a queue at `now` (epoch seconds, the store's clock). */
-  batch<K extends RelayKind>(kind: K, limit: number, now: number, seqs?: number[]): RelayItems<K> {
-    const batch = kind === "timers"
-      ? this.timerBatch(limit, now)
-      : kind === "spawns"
-      ? this.spawnBatch(limit, now)
-      : this.outbox.batch(limit, now, seqs, true);
-    return { ...batch, held: batch.held ?? 0, now } as RelayItems<K>;
-  }
-
-  /** Records a failed delivery; false when the item is gone. */
-  recordFailure<K extends RelayKind>(kind: K, key: RelayKey<K>, failure: RelayFailure): boolean {
-    if (kind === "outbox") return this.outbox.fail(key as number, failure);
-    const row = this.row(kind, key);
-    if (row === undefined) return false;
-    // The same transition DynamoDBStore writes (queue/_transitions.ts builds it from this).
-    Object.assign(row, transition.fail(failure, this.now() / 1000).bookkeeping);
-    return true;
-  }
-
   /** The `limit` lowest dead letters of a queue (outbox: of `target` when given). */
   deadLetters<K extends RelayKind>(
     kind: K,
@@ -109,15 +132,15 @@ export class MemoryQueues {
     // The outbox's dead partition, as DynamoDBStore's: a dead head set apart behind a lower
     // head of its target is not in it.
     const dead = kind === "outbox"
-      ? [...this.outbox.rows].filter(([, row]) =>
+      ? [...this.outbox.stored].filter(([, row]) =>
         row.part === "d" && row.deadAt !== null &&
         (target === undefined || row.targetId === target)
       )
       : [...this.spawns].filter(([, row]) => row.deadAt !== null);
     for (const [seq, row] of dead.sort(([a], [b]) => a - b).slice(0, limit)) {
-      const item = kind === "outbox" ? this.outbox.entry(seq) : this.pendingSpawn(seq);
+      const item = kind === "outbox" ? this.#entry(seq) : this.pendingSpawn(seq);
       const source = kind === "outbox"
-        ? this.outbox.rows.get(seq)!.sourceId
+        ? this.outbox.stored.get(seq)!.sourceId
         : this.spawns.get(seq)!.parentId;
       letters.push(letter(seq as RelayKey<K>, item as RelayItem<K>, row, { seq }, source));
     }
@@ -144,11 +167,11 @@ export class MemoryQueues {
       // DynamoDBStore's: pending behind a head that holds its target is neither deliverable nor
       // failed; set apart, it is pending again once a head's retry has come (and none holds it).
       const lanes = new Map<string, { from: number; due: boolean }>();
-      for (const [seq, row] of this.outbox.rows) {
+      for (const [seq, row] of this.outbox.stored) {
         let found: State | null = row.part === "d" ? "dead" : "pending";
         if (row.part === "w" && row.retryAt! > now) found = "waiting";
         if (row.part === "p" || row.part === "h") {
-          const lane = lanes.get(row.target) ?? this.outbox.heldFrom(row.target, now);
+          const lane = lanes.get(row.target) ?? this.#heldFrom(row.target, now);
           lanes.set(row.target, lane);
           if (seq > lane.from || (row.part === "h" && !lane.due)) found = null;
         }
@@ -172,25 +195,41 @@ export class MemoryQueues {
     };
   }
 
-  /** Makes a dead letter due again; false when there is no such dead letter. */
-  retryDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): boolean {
-    if (kind === "outbox") return this.outbox.onDeadLetter(key as number, "retry");
+  /**
+   * Makes a dead letter due again (`retry`) or removes it: false when there is no such dead
+   * letter. An outbox entry's target: what the caller releases (a string), or none.
+   */
+  onDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>, retry: boolean): string | boolean {
+    if (kind === "outbox") return this.outbox.onDeadLetter(key as number, retry) ?? false;
     const row = this.row(kind, key);
     if (row?.deadAt === null || row?.deadAt === undefined) return false;
-    Object.assign(row, transition.retry().bookkeeping);
-    return true;
-  }
-
-  /** Removes a dead letter; false when there is no such dead letter. */
-  dropDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>): boolean {
-    if (kind === "outbox") return this.outbox.onDeadLetter(key as number, "drop");
-    const row = this.row(kind, key);
-    if (row?.deadAt === null || row?.deadAt === undefined) return false;
-    if (kind === "timers") {
+    if (retry) Object.assign(row, RETRIED);
+    else if (kind === "timers") {
       const { executionId, path } = key as Timer;
       this.timers.delete(keyOf(executionId, path));
     } else this.spawns.delete(key as number);
     return true;
+  }
+
+  /** An outbox row's entry. */
+  #entry(seq: number) {
+    const row = this.outbox.stored.get(seq)!;
+    return { seq, targetId: row.targetId, event: JSON.parse(row.event) };
+  }
+
+  /**
+   * The seq from which `target` is held at `now` (its lowest head that holds it), and whether a
+   * head's retry has come (what it set apart is deliverable again).
+   */
+  #heldFrom(target: string, now: number): { from: number; due: boolean } {
+    let from = Infinity, due = false;
+    for (const seq of this.outbox.heads(target)) {
+      const row = this.outbox.stored.get(seq);
+      if (row === undefined || (row.part !== "w" && row.part !== "d") || !isHead(row)) continue;
+      if (holdsAt(row, now)) from = Math.min(from, seq);
+      else due = true;
+    }
+    return { from, due };
   }
 
   /** Bookkeeping of a new outbox entry or spawn. */
@@ -211,7 +250,7 @@ export class MemoryQueues {
       const timer = this.timers.get(keyOf(executionId, path));
       return timer?.fireAt === fireAt ? timer : undefined;
     }
-    return (kind === "outbox" ? this.outbox.rows : this.spawns).get(key as number);
+    return (kind === "outbox" ? this.outbox.stored : this.spawns).get(key as number);
   }
 
   pendingSpawn(seq: number): PendingSpawn {
@@ -224,35 +263,6 @@ export class MemoryQueues {
       context: JSON.parse(spawn.context),
     };
   }
-
-  spawnBatch(limit: number, now: number): QueueBatch<"spawns"> {
-    let oldestAt: number | null = null;
-    const ready: number[] = [];
-    for (const [seq, row] of this.spawns) {
-      if (row.deadAt !== null) continue;
-      oldestAt = Math.min(oldestAt ?? Infinity, row.createdAt);
-      if (due(row, now)) ready.push(seq);
-    }
-    const items = lowestSeqs(ready, limit).map((seq) => ({
-      item: this.pendingSpawn(seq),
-      attempts: this.spawns.get(seq)!.attempts,
-    }));
-    return { items, unreadable: [], oldestAt };
-  }
-
-  timerBatch(limit: number, now: number): QueueBatch<"timers"> {
-    const ready = new Lowest<Timer & Partial<Bookkeeping>>(limit, byFireAt);
-    for (const timer of this.timers.values()) {
-      if (timer.fireAt <= now && typeof timer.deadAt !== "number" && due(timer, now)) {
-        ready.offer(timer);
-      }
-    }
-    const items = ready.sorted().map((t) => ({
-      item: { executionId: t.executionId, path: t.path, fireAt: t.fireAt },
-      attempts: t.attempts ?? 0,
-    }));
-    return { items, unreadable: [], oldestAt: items[0]?.item.fireAt ?? null };
-  }
 }
 
 type State = "pending" | "waiting" | "dead";
@@ -261,11 +271,6 @@ type State = "pending" | "waiting" | "dead";
 function stateOf(row: Partial<Bookkeeping>, now: number): State {
   if (typeof row.deadAt === "number") return "dead";
   return typeof row.retryAt === "number" && row.retryAt > now ? "waiting" : "pending";
-}
-
-/** Whether a row may be attempted at `now` by its retry time (the relay's rule; dead apart). */
-function due(row: { retryAt?: number | null }, now: number): boolean {
-  return isDue({ retryAt: row.retryAt }, now);
 }
 
 function letter<K extends RelayKind>(
@@ -284,11 +289,4 @@ function letter<K extends RelayKind>(
     sourceId,
     raw: { ...raw, attempts: row.attempts, last_error: row.lastError, dead_at: row.deadAt },
   };
-}
-
-/** The `limit` lowest of `seqs`, ascending. */
-function lowestSeqs(seqs: Iterable<number>, limit: number): number[] {
-  const lowest = new Lowest(limit, bySeq);
-  for (const seq of seqs) lowest.offer(seq);
-  return lowest.sorted();
 }

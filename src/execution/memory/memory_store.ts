@@ -41,16 +41,13 @@ import type {
   OutboxEntry,
   PendingSpawn,
   ReadLimitOptions,
-  RelayBatchOptions,
   RelayFailure,
-  RelayItems,
   RelayKey,
   RelayKind,
   Timer,
 } from "../../core/types.ts";
 import {
   checkBacklogLimit,
-  checkBatchOptions,
   checkBulkOptions,
   checkExecutionOutbox,
   checkFailure,
@@ -61,6 +58,14 @@ import {
 import { readLimit } from "../../core/_bounded.ts";
 import { isLiveAt, markExpiry, ringDrop } from "../../core/_relay_rules.ts";
 import { keyOf, MemoryQueues } from "./_memory_queues.ts";
+import {
+  acknowledgeSeqs,
+  pendingEntries,
+  recordFailure,
+  release,
+} from "../../core/_outbox_pipeline.ts";
+import { decideDue } from "../../core/_relay_rules.ts";
+import type { OutboxQueue, RowQueue } from "../../core/relay_queues.ts";
 
 /**
  * Options of {@linkcode MemoryStore}.
@@ -155,7 +160,7 @@ export class MemoryStore implements ExecutionStore {
       now,
     };
     this.#now = now;
-    this.#queues = new MemoryQueues(now);
+    this.#queues = new MemoryQueues(now, (method) => this.#open(method));
   }
 
   /** The execution with this id, or `null`. */
@@ -412,13 +417,13 @@ export class MemoryStore implements ExecutionStore {
 
   /**
    * The `limit` (default 1000, `Infinity`: all) lowest-seq outbox entries deliverable now, by
-   * seq: as {@linkcode MemoryStore.relayBatch} reads them.
+   * seq: as a relay pass reads them.
    */
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     return Promise.try(() => {
       this.#open("pendingOutbox");
       const limit = readLimit(options, "pendingOutbox()");
-      return this.#queues.outbox.batch(limit, secondsOf(this.#now)).items.map((q) => q.item);
+      return pendingEntries(this.#queues.outbox, limit);
     });
   }
 
@@ -426,7 +431,7 @@ export class MemoryStore implements ExecutionStore {
    * Removes delivered outbox entries.
    */
   ackOutbox(seq: number | number[]): Promise<void> {
-    return this.#ack((seqs) => this.#queues.outbox.ack(seqs), seq, "ackOutbox");
+    return this.#ack((seqs) => acknowledgeSeqs(this.#queues.outbox, seqs), seq, "ackOutbox");
   }
 
   /**
@@ -434,10 +439,12 @@ export class MemoryStore implements ExecutionStore {
    * acknowledged, by seq.
    */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
-    return Promise.try(() => {
+    return Promise.try(async () => {
       this.#open("pendingSpawns");
       const limit = readLimit(options, "pendingSpawns()");
-      return this.#queues.spawnBatch(limit, secondsOf(this.#now)).items.map((q) => q.item);
+      const now = secondsOf(this.#now);
+      const rows = await this.#queues.spawnQueue.due(now, limit);
+      return decideDue(rows, now, limit).items.map(({ item }) => item);
     });
   }
 
@@ -448,14 +455,18 @@ export class MemoryStore implements ExecutionStore {
     return this.#ack((seqs) => seqs.forEach((s) => this.#queues.spawns.delete(s)), seq, "ackSpawn");
   }
 
-  #ack(ack: (seqs: number[]) => void, seq: number | number[], method: string): Promise<void> {
-    return Promise.try(() => {
+  #ack(
+    ack: (seqs: number[]) => void | Promise<void>,
+    seq: number | number[],
+    method: string,
+  ): Promise<void> {
+    return Promise.try(async () => {
       this.#open(method);
       const seqs = Array.isArray(seq) ? seq : [seq];
       seqs.forEach((s, i) =>
         checkInteger(Array.isArray(seq) ? `seq[${i}]` : "seq", s, 0, Number.MAX_SAFE_INTEGER)
       );
-      ack(seqs);
+      await ack(seqs);
     });
   }
 
@@ -464,12 +475,12 @@ export class MemoryStore implements ExecutionStore {
    * seconds), earliest first.
    */
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
-    return Promise.try(() => {
+    return Promise.try(async () => {
       this.#open("dueTimers");
       checkTime("now", now);
-      return this.#queues.timerBatch(readLimit(options, "dueTimers()"), now).items.map((q) =>
-        q.item
-      );
+      const limit = readLimit(options, "dueTimers()");
+      const rows = await this.#queues.timerQueue.due(now, limit);
+      return decideDue(rows, now, limit).items.map(({ item }) => item);
     });
   }
 
@@ -527,16 +538,19 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /** What one relay pass reads of a queue: see {@linkcode DynamoDBStore.relayBatch}. */
-  relayBatch<K extends RelayKind>(
-    kind: K,
-    options: RelayBatchOptions = {},
-  ): Promise<RelayItems<K>> {
-    return Promise.try(() => {
-      this.#open("relayBatch");
-      const { limit, now, seqs } = checkBatchOptions(kind, options, this.#now);
-      return this.#queues.batch(kind, limit, now, seqs);
-    });
+  /** The outbox as the relay reads and writes it: see {@linkcode ExecutionStore.outboxQueue}. */
+  get outboxQueue(): OutboxQueue {
+    return this.#queues.outbox;
+  }
+
+  /** The spawn intents as the relay reads and writes them. */
+  get spawnQueue(): RowQueue<"spawns"> {
+    return this.#queues.spawnQueue;
+  }
+
+  /** The timers as the relay reads and writes them. */
+  get timerQueue(): RowQueue<"timers"> {
+    return this.#queues.timerQueue;
   }
 
   /** Records a failed delivery: see {@linkcode DynamoDBStore.recordFailure}. */
@@ -549,7 +563,7 @@ export class MemoryStore implements ExecutionStore {
       this.#open("recordFailure");
       checkRelayKey(kind, key);
       checkFailure(failure);
-      return this.#queues.recordFailure(kind, key, failure);
+      return recordFailure(this, kind, key, failure);
     });
   }
 
@@ -578,17 +592,14 @@ export class MemoryStore implements ExecutionStore {
     kind: RelayKind,
     options: BulkDeadLetterOptions,
   ): Promise<number> {
-    return Promise.try(() => {
+    return Promise.try(async () => {
       this.#open(method);
       checkBulkOptions(kind, options, `${method}()`);
       const letters = this.#queues.deadLetters(kind, Infinity, options.targetId);
       let done = 0;
       for (const letter of letters) {
         options.signal?.throwIfAborted();
-        const acted = method === "retryDeadLetters"
-          ? this.#queues.retryDeadLetter(kind, letter.key)
-          : this.#queues.dropDeadLetter(kind, letter.key);
-        if (!acted) continue;
+        if (!await this.#onDeadLetter(kind, letter.key, method === "retryDeadLetters")) continue;
         done++; // counted whether or not anyone listens
         options.onProgress?.(done);
       }
@@ -612,7 +623,7 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("retryDeadLetter");
       checkRelayKey(kind, key);
-      return this.#queues.retryDeadLetter(kind, key);
+      return this.#onDeadLetter(kind, key, true);
     });
   }
 
@@ -621,8 +632,15 @@ export class MemoryStore implements ExecutionStore {
     return Promise.try(() => {
       this.#open("dropDeadLetter");
       checkRelayKey(kind, key);
-      return this.#queues.dropDeadLetter(kind, key);
+      return this.#onDeadLetter(kind, key, false);
     });
+  }
+
+  /** Retries or drops a dead letter; an outbox entry's target is released. */
+  async #onDeadLetter<K extends RelayKind>(kind: K, key: RelayKey<K>, retry: boolean) {
+    const done = this.#queues.onDeadLetter(kind, key, retry);
+    if (typeof done === "string") await release(this.#queues.outbox, [done]);
+    return done !== false;
   }
 
   /**

@@ -15,11 +15,13 @@ import { COUNTER, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
-import { pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
-import type { QueueContext } from "../queue/_queue_items.ts";
-import { adopted, holdKey } from "../queue/_transitions.ts";
-import { conditionalUpdate } from "../queue/_adoption.ts";
-import { candidateOf } from "../queue/_outbox_bodies.ts";
+import { adopted, pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
+import {
+  candidateOf,
+  conditionalUpdate,
+  holdKey,
+  type OutboxContext as QueueContext,
+} from "../queue/_outbox_table.ts";
 
 /**
  * What a handler reports: how many writes it made, and the rows it adopted (as the relay index
@@ -73,7 +75,7 @@ export async function handleImages(
   const handled: Handled = { writes: 0, adopted: [] };
   await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
     handled.writes++;
-    if (await conditionalUpdate(q, adopted(q.tables, kind, row))) {
+    if (await conditionalUpdate(q.client, adopted(q.tables, kind, row))) {
       handled.adopted.push(placed(kind, row));
     }
   });
@@ -130,8 +132,8 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
   const handled: Handled = { writes: 0, adopted: [] };
   if (images.length === 0) return handled;
   const fed: FedRow[] = images.map((row) => {
-    const { id, seq, target } = candidateOf(row);
-    return { id, seq, target, unchained: row[OUTBOX.prevSeq] === undefined };
+    const { id, target } = candidateOf(row);
+    return { id, seq: Number(id), target, unchained: row[OUTBOX.prevSeq] === undefined };
   });
   const targets = [...new Set(fed.map((row) => row.target))];
   const recent = await readRecent(q, targets);
@@ -141,7 +143,7 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     if (prev === undefined) return; // chained already: it only fed `recent`
     const foreign = row[RELAY.part] === undefined;
     handled.writes++;
-    if (await conditionalUpdate(q, chained(q, row, prev, foreign))) {
+    if (await conditionalUpdate(q.client, chained(q, row, prev, foreign))) {
       const row2 = { ...row, [OUTBOX.prevSeq]: N(prev) };
       handled.adopted.push(foreign ? placed("outbox", row2) : row2);
     }

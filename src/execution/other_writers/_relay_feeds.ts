@@ -9,9 +9,8 @@ import type { Item } from "../../dynamo/_dynamo.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { RELAY } from "../../core/_layout.ts";
 import { Lowest } from "../../core/_bounded.ts";
-import { pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
-import type { QueueContext } from "../queue/_queue_items.ts";
-import { byIndexOrder } from "../queue/_index_reads.ts";
+import { byIndexOrder, pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
+import type { OutboxContext as QueueContext } from "../queue/_outbox_table.ts";
 import { type FeedContext, type StreamsSender, TableFeed } from "./_table_feed.ts";
 import { backfillPage, handleImages, isNoWork, newImages } from "./_adoption_handlers.ts";
 

@@ -7,10 +7,10 @@ import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { eachConcurrently, isNamed, type Item } from "../../dynamo/_dynamo.ts";
 import { OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
-import { placeOf, rowKey } from "./_relay_index.ts";
-import { plain, type QueueContext } from "./_queue_items.ts";
+import { adopted, placeOf, rowKey } from "./_relay_index.ts";
+import { plainMap } from "../../core/_attributes.ts";
+import type { QueueContext } from "./_outbox_table.ts";
 import { transactOne } from "../../dynamo/_lost_answers.ts";
-import { adopted } from "./_transitions.ts";
 
 /**
  * Adopts every row of `kind`'s table written without the relay index's attributes: one scan of
@@ -80,7 +80,10 @@ export async function adoptRow(
   const done = await transactOne(
     q.client,
     { Update: input },
-    { operation: "adoptRows", key: `${kind} ${JSON.stringify(plain(rowKey(kind, row)))}` },
+    {
+      operation: "adoptRows",
+      key: `${kind} ${JSON.stringify(plainMap(rowKey(kind, row), {}, true))}`,
+    },
     q.resends,
     "the row may or may not have been adopted; adoptRows() again adopts it if it was not",
   );

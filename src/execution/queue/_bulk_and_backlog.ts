@@ -14,11 +14,11 @@ import {
   timerFromItem,
 } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
-import { createdTime, numberOf, type QueueContext } from "./_queue_items.ts";
+import { numberOf } from "../../core/_attributes.ts";
+import { createdTime } from "../../core/_event_time.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
-import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
-import { candidateOf } from "./_outbox_bodies.ts";
-import { partition, rowKey } from "./_relay_index.ts";
+import { candidateOf, type QueueContext } from "./_outbox_table.ts";
+import { MergedPartitions, mergePage, partition, queryPartition, rowKey } from "./_relay_index.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../../core/types.ts";
 
 /**
@@ -112,13 +112,13 @@ export async function backlog(
   const dueTargets = new Set<string>();
   const head = (row: Item, holds: boolean) => {
     if (kind !== "outbox") return;
-    const { target, seq } = candidateOf(row);
+    const { target, id } = candidateOf(row);
     if (!holds) dueTargets.add(target);
-    else heldFrom.set(target, Math.min(heldFrom.get(target) ?? Infinity, seq));
+    else heldFrom.set(target, Math.min(heldFrom.get(target) ?? Infinity, Number(id)));
   };
   const clear = (row: Item) => {
-    const { target, seq } = candidateOf(row);
-    return !(seq > (heldFrom.get(target) ?? Infinity));
+    const { target, id } = candidateOf(row);
+    return !(Number(id) > (heldFrom.get(target) ?? Infinity));
   };
   const read = async (part: "p" | "d", state: keyof typeof counts, bound = {}) => {
     const stream = new MergedPartitions(q.client, table, part, mergePage(limit), bound);
@@ -172,7 +172,7 @@ export async function backlog(
   };
   // With other writers, a round of the table's feed first: the rows it adopted, not in the
   // index yet (timers: those due by now).
-  const found = await q.otherWriters?.round(q, kind) ?? [];
+  const found = await q.round?.(kind) ?? [];
   const foreign = kind === "timers"
     ? found.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
     : found;

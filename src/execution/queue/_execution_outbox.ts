@@ -6,21 +6,13 @@
 // entry before its predecessor). What is to it and failed, or waits behind what failed: its hold
 // (`outbox_hold:{target key}`) lists those by key (`heads`, `held`). Every read is strong.
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import type { Item } from "../../dynamo/_dynamo.ts";
-import {
-  EXECUTION,
-  executionKey,
-  FAILURE,
-  OUTBOX,
-  outboxFromItem,
-  RELAY,
-} from "../../core/_layout.ts";
+import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
+import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";
+import { LIMITS } from "../../core/_validate.ts";
+import { EXECUTION, executionKey, FAILURE, OUTBOX } from "../../core/_layout.ts";
 import { chainsFromItem, PARTIAL, targetKey } from "../commit/_outbox_chain.ts";
-import { bookkeepingOf, type Heads, readHolds, readOutboxRows } from "./_holds.ts";
-import { partOf } from "./_relay_index.ts";
-import { candidateOf } from "./_outbox_bodies.ts";
-import { numberOf, type QueueContext } from "./_queue_items.ts";
-import type { Reads } from "./_seq_deletes.ts";
+import { candidateOf, type QueueContext, rowOf } from "./_outbox_table.ts";
+import { numberOf } from "../../core/_attributes.ts";
 import { entryState } from "../../core/_entry_states.ts";
 import type { Event } from "../../core/documents.ts";
 import type { ExecutionOutbox, OutboxEntryState } from "../../core/types.ts";
@@ -31,12 +23,11 @@ import type { ExecutionOutbox, OutboxEntryState } from "../../core/types.ts";
  * back, the entries before the ones found until `limit` are, and the holds of their targets.
  */
 export async function executionOutbox(
-  q: QueueContext & Reads,
+  q: QueueContext & { consistent: boolean },
   id: string,
   limit: number,
 ): Promise<ExecutionOutbox> {
   const own = targetKey(id);
-  const listed = new Map<string, string[]>();
   const [found, holds] = await Promise.all([
     q.client.send(
       new GetItemCommand({
@@ -47,14 +38,14 @@ export async function executionOutbox(
         ConsistentRead: q.consistent,
       }),
     ),
-    readHolds(q, [own], true, listed),
+    q.outbox.holds([own]),
   ]);
   const chains = chainsFromItem(found.Item);
   const lasts = Object.entries(chains ?? {})
     .filter(([key, seq]) => key !== PARTIAL && seq > 0).map(([, seq]) => String(seq));
-  const ownHeads = holds.get(own)?.seqs ?? [];
-  const ownHeld = [...listed.get(own) ?? []].sort((a, b) => Number(a) - Number(b));
-  const first = await readOutboxRows(q, [
+  const ownHeads = holds.get(own)?.heads ?? [];
+  const ownHeld = holds.get(own)?.held ?? [];
+  const first = await readRows(q, [
     ...lasts,
     ...ownHeads.slice(0, limit),
     ...ownHeld.slice(0, limit),
@@ -81,14 +72,14 @@ export async function executionOutbox(
       break;
     }
     step = before;
-    rows = before.length ? await readOutboxRows(q, before) : rows;
+    rows = before.length ? await readRows(q, before) : rows;
   }
 
   const targets = new Set([...emitted.values()].map((row) => candidateOf(row).target));
   targets.delete(own);
-  const targetHolds = targets.size ? await readHolds(q, targets) : new Map<string, Heads>();
-  targetHolds.set(own, holds.get(own) ?? { seqs: [], lowest: Infinity });
-  const stateOf = (row: Item) => entryOf(row, targetHolds.get(candidateOf(row).target));
+  const targetHolds = targets.size ? await q.outbox.holds([...targets]) : new Map();
+  targetHolds.set(own, holds.get(own) ?? { heads: [], held: [], spill: null });
+  const stateOf = (row: Item) => entryOf(row, targetHolds.get(candidateOf(row).target)?.heads);
 
   const targeting = [...new Set([...ownHeads, ...ownHeld])]
     .map((seq) => first.get(seq))
@@ -107,20 +98,33 @@ function lowest(entries: OutboxEntryState[], limit: number): OutboxEntryState[] 
   return entries.sort((a, b) => a.seq - b.seq).slice(0, limit);
 }
 
+/** Outbox rows by their stored seqs, strongly consistent. */
+async function readRows(q: QueueContext, seqs: readonly string[]): Promise<Map<string, Item>> {
+  const rows = new Map<string, Item>();
+  const table = q.tables.outbox.name;
+  const keys = [...new Set(seqs)].map((n) => ({ [OUTBOX.seq]: { N: n } }));
+  await eachConcurrently(
+    chunks(keys, LIMITS.batchGetKeys),
+    GETS_IN_FLIGHT,
+    (chunk) =>
+      batchGet(q.client, { [table]: { Keys: chunk, ConsistentRead: true } }, (responses) => {
+        for (const row of responses[table] ?? []) rows.set(row[OUTBOX.seq]?.N ?? "", row);
+      }),
+  );
+  return rows;
+}
+
 /** A stored outbox row as an operator sees it, its target's hold deciding whether it is held. */
-function entryOf(row: Item, heads: Heads | undefined): OutboxEntryState {
+function entryOf(row: Item, heads: string[] | undefined): OutboxEntryState {
   const seq = Number(row[OUTBOX.seq]?.N);
-  let event: Event | null = null;
-  try {
-    event = outboxFromItem(row).event;
-  } catch { /* unreadable: null */ }
-  const setApart = partOf(row[RELAY.part]?.S) === "h";
+  const read = rowOf(row);
+  const event: Event | null = "error" in read.entry ? null : read.entry.event;
   return {
     seq,
     sourceId: row[OUTBOX.sourceId]?.S ?? null,
     targetId: row[OUTBOX.targetId]?.S ?? null,
     event,
-    ...entryState(bookkeepingOf(row), seq, setApart, (heads?.seqs ?? []).map(Number)),
+    ...entryState(read, seq, read.part.startsWith("h"), (heads ?? []).map(Number)),
     attempts: numberOf(row[FAILURE.attempts]) ?? 0,
     retryAt: numberOf(row[FAILURE.retryAt]) ?? null,
     deadAt: numberOf(row[FAILURE.deadAt]) ?? null,

@@ -1,5 +1,4 @@
 // Checks of what the relay methods take (both execution stores): refused before anything is sent.
-import { readLimit } from "../../core/_bounded.ts";
 import { checkOptionNames } from "../../core/_option_names.ts";
 import {
   checkInteger,
@@ -9,7 +8,7 @@ import {
   describe,
   LIMITS,
 } from "../../core/_validate.ts";
-import type { RelayBatchOptions, RelayFailure, RelayKind } from "../../core/types.ts";
+import type { RelayFailure, RelayKind } from "../../core/types.ts";
 
 const KINDS: readonly RelayKind[] = ["outbox", "spawns", "timers"];
 
@@ -49,26 +48,6 @@ export function checkFailure(failure: unknown): RelayFailure {
     throw new TypeError("failure.unreadable sets a row aside: its retryAt must be null");
   }
   return f as unknown as RelayFailure;
-}
-
-/** The options of `relayBatch`, checked: the limit, the time, and the seqs (outbox only). */
-export function checkBatchOptions(
-  kind: unknown,
-  options: RelayBatchOptions,
-  clock: () => number,
-): { limit: number; now: number; seqs?: number[] } {
-  checkRelayKind(kind);
-  const limit = readLimit(options, "relayBatch()");
-  const now = checkTime("options.now", options.now ?? clock() / 1000);
-  if (options.seqs === undefined) return { limit, now };
-  if (kind !== "outbox") throw new TypeError(`options.seqs is for the outbox only, not ${kind}`);
-  if (!Array.isArray(options.seqs)) {
-    throw new TypeError(`options.seqs must be an array of seqs, got ${describe(options.seqs)}`);
-  }
-  options.seqs.forEach((seq, i) =>
-    checkInteger(`options.seqs[${i}]`, seq, 0, Number.MAX_SAFE_INTEGER)
-  );
-  return { limit, now, seqs: options.seqs };
 }
 
 /**

@@ -1,14 +1,25 @@
-// The relay index (#24): one sparse global secondary index on each relay table (outbox, spawns,
-// timers) whose partitions are the rows' states, so that a pass reads what is due and nothing
-// else. Pure: where a row belongs, from its own attributes. The wire format is the pair of
-// attributes `relay_part` and `relay_order` (see _layout.ts RELAY).
-import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { type Item, N, S } from "../../core/_attributes.ts";
-import { FAILURE, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
-import type { RelayKind } from "../../core/types.ts";
+// The relay index: one sparse global secondary index on each relay table (outbox, spawns, timers)
+// whose partitions are the rows' states, so that a pass reads what is due and nothing else. Where a
+// row belongs (pure), the writes that move it (each conditioned on where it is, by key), and the
+// reads of a state's partitions merged lowest first.
+import {
+  type AttributeValue,
+  QueryCommand,
+  type QueryCommandOutput,
+  type TransactWriteItem,
+  type Update,
+} from "@aws-sdk/client-dynamodb";
+import { isNamed, type Item, N, S } from "../../core/_attributes.ts";
+import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
+import { IndexNotFound } from "../../dynamo/tables.ts";
+import { FAILURE, OUTBOX, RELAY, seqKey, TIMER, timerKey } from "../../core/_layout.ts";
+import type { RelayFailure, RelayKey, RelayKind, Timer } from "../../core/types.ts";
 import { fnv1a } from "../../core/_fnv1a.ts";
+import { afterFailure } from "../../core/_relay_rules.ts";
+import { fireAtGuard } from "./_fire_at.ts";
 
-export { RELAY_INDEX } from "../../core/table_specs.ts";
+import { type ExecutionTables, RELAY_INDEX } from "../../core/table_specs.ts";
+export { RELAY_INDEX };
 
 /**
  * How many partitions each state (pending, waiting, dead) spreads over. An index partition takes
@@ -125,3 +136,336 @@ export const RELAY_PLACEHOLDER: Item = {
   [RELAY.part]: S(partition("h", "0".repeat(16))),
   [RELAY.order]: N(Number.MAX_SAFE_INTEGER),
 };
+
+/** What to read of one partition: its name and, optionally, the highest order wanted. */
+export interface PartitionQuery {
+  /** The partition, e.g. `p3`. */
+  part: string;
+  /** Only rows ordered at or below this (due by now). */
+  upTo?: number;
+  /** Only rows ordered strictly below this (a stored number). */
+  below?: AttributeValue;
+}
+
+/** One page of a partition, from `start`, at most `limit` index entries (all: a 1 MB page). */
+export async function queryPartition(
+  client: DynamoDBSender,
+  table: string,
+  query: PartitionQuery,
+  limit: number | undefined,
+  start: Item | undefined,
+): Promise<QueryCommandOutput> {
+  const values: Item = { ":p": { S: query.part } };
+  let condition = "#p = :p";
+  if (query.upTo !== undefined) {
+    values[":o"] = N(query.upTo);
+    condition += " AND #o <= :o";
+  } else if (query.below !== undefined) {
+    values[":o"] = query.below;
+    condition += " AND #o < :o";
+  }
+  try {
+    return await client.send(
+      new QueryCommand({
+        TableName: table,
+        IndexName: RELAY_INDEX.name,
+        KeyConditionExpression: condition,
+        ExpressionAttributeNames: query.upTo === undefined && query.below === undefined
+          ? { "#p": RELAY.part }
+          : { "#p": RELAY.part, "#o": RELAY.order },
+        ExpressionAttributeValues: values,
+        // DynamoDB refuses a Limit past 32 bits.
+        Limit: limit === undefined ? undefined : Math.min(limit, 10_000),
+        ExclusiveStartKey: start,
+      }),
+    );
+  } catch (error) {
+    if (!(isNamed(error, "ValidationException") && /specified index/.test(String(error)))) {
+      throw error;
+    }
+    throw new IndexNotFound(
+      table,
+      RELAY_INDEX.name,
+      "run ensureTables() once (it adds the relay index and adopts the rows already there)",
+      { cause: error },
+    );
+  }
+}
+
+/** Rows in index order: by `relay_order`, then by key (seq; a timer's execution and path). */
+export function byIndexOrder(a: Item, b: Item): number {
+  const order = Number(a[RELAY.order]?.N) - Number(b[RELAY.order]?.N);
+  if (order !== 0 && !Number.isNaN(order)) return order;
+  return compareText(keyText(a), keyText(b));
+}
+
+function keyText(item: Item): string {
+  const seq = item[OUTBOX.seq]?.N;
+  if (seq !== undefined) return seq.padStart(40, "0");
+  return `${item[TIMER.executionId]?.S ?? ""}\u0000${item[TIMER.path]?.S ?? ""}`;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** One partition's rows as a merge reads them: a page buffered, the next page on demand. */
+interface Stream {
+  query: PartitionQuery;
+  buffer: Item[];
+  start: Item | undefined;
+  done: boolean;
+}
+
+/**
+ * The rows of several partitions of one state (`p`, `w` or `d`, every shard), merged lowest
+ * order first, read a page per partition at a time (`pageSize` entries) and only when the merge
+ * needs the next one: taking n rows reads about n + shards × pageSize index entries.
+ */
+export class MergedPartitions {
+  readonly #streams: Stream[];
+  /** The rows handed out, by key: a row found both by key and in the index goes once. */
+  readonly #given = new Set<string>();
+  /** Index entries read so far (what DynamoDB charges a Query by). */
+  read = 0;
+
+  /**
+   * `bound.upTo`: only rows ordered at or below it. `bound.extra`: rows found by key (other
+   * writers' rows a pass is adopting, which the index may not show yet), lowest order first,
+   * merged in as if the index had them.
+   */
+  constructor(
+    readonly client: DynamoDBSender,
+    readonly table: string,
+    part: Exclude<Part, "h">,
+    readonly pageSize: number | undefined,
+    bound: { upTo?: number; extra?: Item[] } = {},
+  ) {
+    const { extra, ...upTo } = bound;
+    this.#streams = Array.from({ length: RELAY_SHARDS }, (_, shard) => ({
+      query: { part: partition(part, shard), ...upTo },
+      buffer: [],
+      start: undefined,
+      done: false,
+    }));
+    if (extra?.length) {
+      this.#streams.push({ query: { part: "" }, buffer: [...extra], start: undefined, done: true });
+    }
+  }
+
+  /** The next row, or undefined when every partition is exhausted. */
+  async next(): Promise<Item | undefined> {
+    for (;;) {
+      await Promise.all(
+        this.#streams.filter((s) => s.buffer.length === 0 && !s.done).map((s) => this.#fill(s)),
+      );
+      let best: Stream | undefined;
+      for (const stream of this.#streams) {
+        const head = stream.buffer[0];
+        if (
+          head !== undefined && (best === undefined || byIndexOrder(head, best.buffer[0]!) < 0)
+        ) best = stream;
+      }
+      const row = best?.buffer.shift();
+      if (row === undefined) return undefined;
+      // A row once per place: a row found by key and in the index goes once.
+      const place = `${keyText(row)}@${row[RELAY.order]?.N}`;
+      if (this.#given.has(place)) continue;
+      this.#given.add(place);
+      return row;
+    }
+  }
+
+  /** Reads the next non-empty page of a partition (or learns it is exhausted). */
+  async #fill(stream: Stream): Promise<void> {
+    while (stream.buffer.length === 0 && !stream.done) {
+      const page = await queryPartition(
+        this.client,
+        this.table,
+        stream.query,
+        this.pageSize,
+        stream.start,
+      );
+      stream.buffer = page.Items ?? [];
+      this.read += stream.buffer.length;
+      stream.start = page.LastEvaluatedKey;
+      stream.done = stream.start === undefined;
+    }
+  }
+}
+
+/** The page size a merge of `limit` rows reads each partition with (all: 1 MB pages). */
+export function mergePage(limit: number): number | undefined {
+  if (limit === Infinity) return undefined;
+  return Math.max(10, Math.min(1000, Math.ceil(limit / RELAY_SHARDS) + 1));
+}
+
+// --- moves ---------------------------------------------------------------------------
+
+/** Where a row is: its table and key, and the condition that it is still that row. */
+export interface RowAt {
+  table: string;
+  key: Item;
+  /** The key with what orders the row (a timer's `fire_at`). */
+  item: Item;
+  names: Record<string, string>;
+  values: Item;
+  condition: string;
+}
+
+/** A row of `table` by its key as stored, and the condition that it is still there. */
+export function rowAt(table: string, key: Item): RowAt {
+  return {
+    table,
+    key,
+    item: key,
+    names: { "#k": OUTBOX.seq },
+    values: {},
+    condition: "attribute_exists(#k)",
+  };
+}
+
+/** The table and key of one queue item, and the condition that it is still that item. */
+export function locate<K extends RelayKind>(
+  tables: ExecutionTables,
+  kind: K,
+  key: RelayKey<K>,
+): RowAt {
+  if (kind === "timers") {
+    const timer = key as Timer;
+    const guard = fireAtGuard(timer.fireAt);
+    const at = timerKey(timer.executionId, timer.path);
+    return {
+      table: tables.timers.name,
+      key: at,
+      item: { ...at, [TIMER.fireAt]: N(timer.fireAt) },
+      names: { "#f": TIMER.fireAt },
+      values: guard.values,
+      condition: guard.condition,
+    };
+  }
+  return rowAt(tables[kind].name, seqKey(key as number));
+}
+
+/**
+ * fail, dead-letter: the row to waiting (until `failure.retryAt`) or, with `retryAt: null`, to
+ * dead, with its attempts and error; `now` (epoch seconds) is when it died. Only while the row is
+ * still there (a timer: still at that fire time).
+ */
+export function failed(
+  at: RowAt,
+  kind: RelayKind,
+  failure: RelayFailure,
+  now: number,
+): Update {
+  const kept = afterFailure(failure, now);
+  const dead = kept.deadAt !== null;
+  const to = dead ? "d" : "w";
+  const names: Record<string, string> = {
+    ...at.names,
+    "#a": FAILURE.attempts,
+    "#e": FAILURE.lastError,
+    "#r": FAILURE.retryAt,
+    "#d": FAILURE.deadAt,
+    "#p": RELAY.part,
+    "#o": RELAY.order,
+  };
+  const values: Item = {
+    ...at.values,
+    ":a": N(kept.attempts),
+    ":e": S(kept.lastError!),
+    ":p": S(partition(to, rowShard(kind, at.item))),
+    ":o": dead ? keyOrder(kind, at.item)! : N(kept.retryAt!),
+  };
+  const sets = ["#a = :a", "#e = :e", "#p = :p", "#o = :o"];
+  if (dead) {
+    values[":d"] = N(kept.deadAt!);
+    sets.push("#d = :d");
+  } else {
+    values[":r"] = N(kept.retryAt!);
+    sets.push("#r = :r");
+  }
+  if (kept.unreadable) {
+    names["#u"] = FAILURE.unreadable;
+    values[":u"] = { BOOL: true };
+    sets.push("#u = :u");
+  }
+  return {
+    TableName: at.table,
+    Key: at.key,
+    UpdateExpression: `SET ${sets.join(", ")} REMOVE ${dead ? "#r" : "#d"}`,
+    ConditionExpression: at.condition,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  };
+}
+
+/** The condition that the row at `at` is a dead letter. */
+function deadAt(at: RowAt): RowAt {
+  return {
+    ...at,
+    names: { ...at.names, "#d": FAILURE.deadAt },
+    condition: `attribute_exists(#d) AND ${at.condition}`,
+  };
+}
+
+/** retry: a dead letter back to pending, its attempts and error forgotten. */
+export function retried(at: RowAt, kind: RelayKind): TransactWriteItem {
+  const dead = deadAt(at);
+  const place = placed("p", kind, at.item);
+  return {
+    Update: {
+      TableName: dead.table,
+      Key: dead.key,
+      UpdateExpression: "SET #p = :p, #o = :o REMOVE #a, #e, #r, #d, #u",
+      ConditionExpression: dead.condition,
+      ExpressionAttributeNames: {
+        ...dead.names,
+        "#a": FAILURE.attempts,
+        "#e": FAILURE.lastError,
+        "#r": FAILURE.retryAt,
+        "#u": FAILURE.unreadable,
+        "#p": RELAY.part,
+        "#o": RELAY.order,
+      },
+      ExpressionAttributeValues: { ...dead.values, ":p": S(place.part), ":o": place.order },
+    },
+  };
+}
+
+/** drop: a dead letter deleted (its transition's place: none). */
+export function dropped(at: RowAt): TransactWriteItem {
+  const dead = deadAt(at);
+  return {
+    Delete: {
+      TableName: dead.table,
+      Key: dead.key,
+      ConditionExpression: dead.condition,
+      ExpressionAttributeNames: dead.names,
+      ...(Object.keys(dead.values).length ? { ExpressionAttributeValues: dead.values } : {}),
+    },
+  };
+}
+
+/** The place of letter `to` for a pending, waiting or dead row, ordered by its key. */
+function placed(to: "p" | "w" | "d" | "h", kind: RelayKind, item: Item): Place {
+  return { part: partition(to, rowShard(kind, item)), order: keyOrder(kind, item)! };
+}
+
+/**
+ * adopt: a row another writer wrote (no partition) to pending (a timer: at its fire time),
+ * unless it was adopted, acknowledged or (a timer) re-scheduled meanwhile.
+ */
+export function adopted(tables: ExecutionTables, kind: RelayKind, row: Item) {
+  const place: Place = pendingPlace(kind, row);
+  const input = moveInput(tables[kind].name, rowKey(kind, row), null, place);
+  if (kind === "timers") {
+    input.ConditionExpression += " AND #f = :f";
+    Object.assign(input.ExpressionAttributeNames, { "#f": TIMER.fireAt });
+    Object.assign(input.ExpressionAttributeValues, { ":f": row[TIMER.fireAt]! });
+  } else {
+    input.ConditionExpression += " AND attribute_exists(#k)"; // not an acknowledged row back
+    Object.assign(input.ExpressionAttributeNames, { "#k": OUTBOX.seq });
+  }
+  return input;
+}
