@@ -189,19 +189,12 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
 }
 
 /**
- * One relay pass over the outbox: reads the `limit` lowest deliverable seqs, delivers them in
- * seq order per `targetId` (one delivery in flight per target, up to `concurrency` targets in
- * parallel) and acknowledges delivered entries in batches. An entry whose `deliver` throws
- * waits `backoff` before its next attempt and is dead-lettered after `maxAttempts`; while it
- * waits (or is dead) every later entry of its target waits behind it, pass after pass, so a
- * target never sees an entry before an earlier one — and the read skips that target, so its
- * backlog never takes the `limit` from other targets. An entry is never delivered while the
- * previous entry of the same source execution to the same target is still pending, even when
- * it landed between the pages of this pass's scan (entries written by the Python store carry no
- * source and keep seq order per target within a pass). Rows no one can read are set aside
- * (dead-lettered, reported to `onError`). With `seqs`, it delivers just a commit's own entries.
- * Delivery is at least once: a pass that dies between `deliver` and the acknowledgement
- * delivers the entry again, so receivers dedupe on `event.id`.
+ * One relay pass over the outbox: the `limit` lowest deliverable entries, in seq order per
+ * `targetId` (one in flight per target, `concurrency` targets at once), acknowledged in batches.
+ * An entry whose `deliver` throws waits `backoff`, then is dead-lettered after `maxAttempts`;
+ * meanwhile the rest of its target waits behind it, without taking the `limit` from other
+ * targets. Rows no one can read are set aside. With `seqs`, just a commit's own entries. At least
+ * once: receivers dedupe on `event.id` (docs/delivery.md).
  *
  * @example A relay pass every few seconds
  * ```ts
@@ -224,8 +217,8 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  *
  * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
  *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
- * @throws {StoreClosed} When the store is closed; any error of `pendingOutbox` or
- *   `ackOutbox` rejects the pass too (what `deliver` throws goes to `onError`).
+ * @throws {StoreClosed} When the store is closed; any error of its outbox queue rejects the
+ *   pass too (what `deliver` throws goes to `onError`).
  */
 export function relayOutbox(
   store: ExecutionStore,

@@ -65,16 +65,27 @@ Deno.test("core/ and the memory twins never reach dynamo/ or the AWS SDK at run 
   assertEquals(reached, []);
 });
 
-Deno.test("both execution stores run the same outbox decision and the same queue transitions (#38)", () => {
-  const shared = ["src/core/_outbox_decide.ts", "src/core/_queue_transitions.ts"];
+Deno.test("both execution stores and the relay run the one outbox pipeline; the memory twin has no pass loop of its own", async () => {
+  const pipeline = "src/core/_outbox_pipeline.ts";
   for (
-    const store of ["src/execution/memory/memory_store.ts", "src/execution/execution_store.ts"]
+    const from of [
+      "src/execution/memory/memory_store.ts",
+      "src/execution/execution_store.ts",
+      "src/relay.ts",
+    ]
   ) {
-    const reached = runtimeReach(store);
-    assertEquals(shared.filter((file) => !reached.has(file)), [], store);
+    assertEquals(runtimeReach(from).has(pipeline), true, from);
   }
-  const builders = runtimeReach("src/execution/queue/_transitions.ts");
-  assertEquals(builders.has("src/core/_queue_transitions.ts"), true);
+  // The twin implements the queue's reads and writes only: it neither decides nor loops a read.
+  const twin = filesIn("src/execution/memory/");
+  const decides = twin.flatMap((file) =>
+    graph.get(file)!.filter((edge) => edge.to === "src/core/_outbox_decide.ts").map(() => file)
+  );
+  assertEquals(decides, []);
+  for (const file of twin) {
+    const text = await Deno.readTextFile(new URL(`../${file}`, import.meta.url));
+    assertEquals(/decideOutbox|readOutbox|budget/.exec(text)?.[0], undefined, file);
+  }
 });
 
 Deno.test("the dashboard never reaches dynamo/ or the AWS SDK at run time", () => {

@@ -125,7 +125,9 @@ export function storeContext(
   const spawns = new RowTable(store, "spawns");
   const timers = new RowTable(store, "timers");
   if (!otherWriters) return Object.assign(store, { outbox, spawns, timers });
-  const others = import("./other_writers/other_writers.ts").then((m) => m.otherWritersOn(store, client));
+  const others = import("./other_writers/other_writers.ts").then((m) =>
+    m.otherWritersOn(store, client)
+  );
   return Object.assign(store, {
     otherWriters: others,
     outbox: late(outbox, others.then((o) => o.outbox(outbox))),

@@ -173,18 +173,14 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * The execution and whether `eventId` was already handled.
-   */
+  /** The execution and whether `eventId` was already handled. */
   async loadForEvent(id: string, eventId: string): Promise<LoadForEventResult> {
     this.#open("loadForEvent");
     const processed = await this.isProcessed(id, eventId);
     return { execution: await this.load(id), processed };
   }
 
-  /**
-   * Whether `eventId` was already handled by execution `id` (an expired mark is absent).
-   */
+  /** Whether `eventId` was already handled by execution `id` (an expired mark is absent). */
   isProcessed(id: string, eventId: string): Promise<boolean> {
     return Promise.try(() => {
       this.#open("isProcessed");
@@ -195,9 +191,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * `commit(exe)`.
-   */
+  /** `commit(exe)`. */
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
   }
@@ -427,9 +421,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * Removes delivered outbox entries.
-   */
+  /** Removes delivered outbox entries. */
   ackOutbox(seq: number | number[]): Promise<void> {
     return this.#ack((seqs) => acknowledgeSeqs(this.#queues.outbox, seqs), seq, "ackOutbox");
   }
@@ -448,9 +440,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * Removes started spawn intents.
-   */
+  /** Removes started spawn intents. */
   ackSpawn(seq: number | number[]): Promise<void> {
     return this.#ack((seqs) => seqs.forEach((s) => this.#queues.spawns.delete(s)), seq, "ackSpawn");
   }

@@ -18,7 +18,8 @@ import { numberOf } from "../../core/_attributes.ts";
 import { createdTime } from "../../core/_event_time.ts";
 import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
 import { candidateOf, type QueueContext } from "./_outbox_table.ts";
-import { MergedPartitions, mergePage, partition, queryPartition, rowKey } from "./_relay_index.ts";
+import { partition, rowKey } from "./_relay_index.ts";
+import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../../core/types.ts";
 
 /**

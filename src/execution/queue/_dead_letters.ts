@@ -20,16 +20,8 @@ import type { DeadLetter, RelayItem, RelayKey, RelayKind, Timer } from "../../co
 import { release } from "../../core/_outbox_pipeline.ts";
 import { releaseOf } from "../../core/_outbox_decide.ts";
 import { holdUpdate, move, pendingOf, type QueueContext } from "./_outbox_table.ts";
-import {
-  byIndexOrder,
-  dropped,
-  keyOrder,
-  locate,
-  MergedPartitions,
-  mergePage,
-  retried,
-  rowKey,
-} from "./_relay_index.ts";
+import { dropped, keyOrder, locate, retried, rowKey } from "./_relay_index.ts";
+import { byIndexOrder, MergedPartitions, mergePage } from "./_index_reads.ts";
 
 /**
  * Makes a dead letter due again, its attempts forgotten, back in its pending partition: `false`

@@ -41,15 +41,8 @@ import type {
 import type { RelayFailure, RelayKind } from "../../core/types.ts";
 import { createdTime } from "../../core/_event_time.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
-import {
-  failed,
-  MergedPartitions,
-  mergePage,
-  partition,
-  queryPartition,
-  rowAt,
-  seqShard,
-} from "./_relay_index.ts";
+import { failed, partition, rowAt, seqShard } from "./_relay_index.ts";
+import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 
 /** What the outbox queue needs of its store. */
 export interface OutboxContext {

@@ -9,7 +9,8 @@ import { instrument } from "../../core/_telemetry.ts";
 import type { QueueRow, RowQueue } from "../../core/relay_queues.ts";
 import type { RelayFailure, RelayKey } from "../../core/types.ts";
 import { conditionalUpdate, type OutboxContext } from "./_outbox_table.ts";
-import { failed, locate, MergedPartitions, mergePage, rowKey } from "./_relay_index.ts";
+import { failed, locate, rowKey } from "./_relay_index.ts";
+import { MergedPartitions, mergePage } from "./_index_reads.ts";
 
 /** A spawn or timer table as the relay reads and writes it, on DynamoDB. */
 export class RowTable<K extends "spawns" | "timers"> implements RowQueue<K> {
