@@ -136,7 +136,7 @@ function decideTarget(
     }
     // Entries set apart without room on the list may still be in the index's lag: what the list
     // does not name waits until a release has brought them all back.
-    if (hold.spill !== null && !listed.has(row.id)) {
+    if (hold.spill !== null && !listed.has(row.id) && !isHead(row)) {
       if (offered.has(row.id)) plan.held++;
       release = true;
       blocked = true;

@@ -362,7 +362,6 @@ export class DynamoDBStore implements T.ExecutionStore {
   async pendingOutbox(options?: T.ReadLimitOptions): Promise<T.OutboxEntry[]> {
     this.#open("pendingOutbox");
     const limit = readLimit(options, "pendingOutbox()");
-    await this.#ctx.round?.("outbox");
     return await pendingEntries(this.#ctx.outbox, limit);
   }
 
@@ -399,7 +398,6 @@ export class DynamoDBStore implements T.ExecutionStore {
     this.#open("pendingSpawns");
     const limit = readLimit(options, "pendingSpawns()");
     const now = this.#ctx.now() / 1000;
-    await this.#ctx.round?.("spawns");
     return decideDue(await this.#ctx.spawns.due(now, limit), now, limit).items.map((i) => i.item);
   }
 
@@ -424,8 +422,9 @@ export class DynamoDBStore implements T.ExecutionStore {
     if (options?.scan !== undefined && typeof options.scan !== "boolean") {
       throw new TypeError(`options.scan must be a boolean, got ${describe(options.scan)}`);
     }
-    if (options?.scan) return await dueByScan(this.#ctx, now, limit);
-    await this.#ctx.round?.("timers");
+    if (options?.scan) {
+      return (await dueByScan(this.#ctx, now, limit)).map(({ attempts: _, ...timer }) => timer);
+    }
     return decideDue(await this.#ctx.timers.due(now, limit), now, limit).items.map((i) => i.item);
   }
 

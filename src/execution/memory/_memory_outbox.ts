@@ -1,6 +1,7 @@
 // MemoryStore's outbox queue: DynamoDBStore's places and holds on its own rows. It only reads
 // (candidates, rows, holds) and writes (a plan); the pipeline that decides is the relay's.
 import type { Event } from "../../core/documents.ts";
+import { secondsOf } from "../../core/_clock.ts";
 import { afterFailure, isHead } from "../../core/_relay_rules.ts";
 import { entryState } from "../../core/_entry_states.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
@@ -49,7 +50,7 @@ export class MemoryOutbox implements OutboxQueue {
   constructor(readonly clock: () => number, readonly open: (method: string) => void) {}
 
   now(): number {
-    return this.clock() / 1000;
+    return secondsOf(this.clock);
   }
 
   /** A committed entry: pending, with its predecessor. */

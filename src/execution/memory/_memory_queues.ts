@@ -3,6 +3,7 @@
 // them through the same queues.
 import { afterFailure, holdsAt, isHead, RETRIED } from "../../core/_relay_rules.ts";
 import { byFireAt } from "../../core/_bounded.ts";
+import { secondsOf } from "../../core/_clock.ts";
 import { type Bookkeeping, MemoryOutbox } from "./_memory_outbox.ts";
 import type { QueueRow, RowQueue } from "../../core/relay_queues.ts";
 export type { Bookkeeping };
@@ -40,7 +41,7 @@ export class MemoryQueues {
 
   constructor(readonly now: () => number, open: (method: string) => void) {
     this.outbox = new MemoryOutbox(now, open);
-    const seconds = () => now() / 1000;
+    const seconds = () => secondsOf(now);
     this.spawnQueue = {
       now: seconds,
       due: () => {

@@ -22,6 +22,7 @@ import {
 import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, outboxFromItem, RELAY } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
+import { secondsOf } from "../../core/_clock.ts";
 import { numberText } from "../../core/_json.ts";
 import { instrument } from "../../core/_telemetry.ts";
 import { keepStoredText } from "../../core/_stored_event.ts";
@@ -80,7 +81,7 @@ export class OutboxTable implements OutboxQueue {
   constructor(readonly ctx: OutboxContext) {}
 
   now(): number {
-    return this.ctx.now() / 1000;
+    return secondsOf(this.ctx.now);
   }
 
   candidates(now: number): CandidateCursor {
@@ -274,7 +275,8 @@ export class OutboxTable implements OutboxQueue {
         );
         if (!(start = page.LastEvaluatedKey)) break;
       }
-      if (found === 0 && this.now() - spill > SPILL_SETTLE_SECONDS) {
+      // Cleared once a look at the whole partition (no head holds it) finds none, settled.
+      if (found === 0 && lowest === Infinity && this.now() - spill > SPILL_SETTLE_SECONDS) {
         await this.#update({
           ...holdUpdate(this.ctx, target, "REMOVE", "spill"),
           ConditionExpression: "#s = :v",

@@ -5,6 +5,7 @@ import { batchGet, chunks, eachConcurrently, isNamed, type Item, S } from "../..
 import { FAILURE, SPAWN, spawnFromItem, TIMER, timerFromItem } from "../../core/_layout.ts";
 import { plainMap } from "../../core/_attributes.ts";
 import { LIMITS } from "../../core/_validate.ts";
+import { secondsOf } from "../../core/_clock.ts";
 import { instrument } from "../../core/_telemetry.ts";
 import type { QueueRow, RowQueue } from "../../core/relay_queues.ts";
 import type { RelayFailure, RelayKey } from "../../core/types.ts";
@@ -17,7 +18,7 @@ export class RowTable<K extends "spawns" | "timers"> implements RowQueue<K> {
   constructor(readonly ctx: OutboxContext, readonly kind: K) {}
 
   now(): number {
-    return this.ctx.now() / 1000;
+    return secondsOf(this.ctx.now);
   }
 
   /**
