@@ -1,6 +1,5 @@
-// The pages of one execution beside its own: its trace a page at a time (newest first in what
-// they take, each oldest first), its timers a page at a time by path, and its page when its
-// document cannot be read (its key and why, what is stored, its timers and trace, Delete).
+// The pages of one execution beside its own: its trace and its timers a page at a time, and its
+// page when its document cannot be read.
 import { type Html, markup } from "./_html.ts";
 import { executionLink, href, page } from "./_layout.ts";
 import {

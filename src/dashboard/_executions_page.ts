@@ -1,5 +1,5 @@
-// The first page: the relay's backlog per queue, then the executions, filtered and paged —
-// by default the open ones, the latest to enter their status first, so that a stuck one is a `before` away.
+// The first page: the relay's backlog per queue, then the executions, filtered and paged (by
+// default the open ones, the latest to enter their status first).
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
