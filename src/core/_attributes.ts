@@ -6,7 +6,6 @@ import { numberText } from "./_json.ts";
 /** A stored item or key, as the SDK's low-level commands read and write it. */
 export type Item = Record<string, AttributeValue>;
 
-/** A string attribute. */
 export const S = (value: string): AttributeValue => ({ S: value });
 /**
  * A number attribute (seqs, versions, epoch seconds, indexes, hash values): DynamoDB's text of

@@ -1,7 +1,6 @@
 // Per-session CSRF tokens: an HMAC of the session cookie's random id under the dashboard's key
 // (docs/dashboard.md, "Security").
 
-/** The session cookie's name. */
 export const SESSION_COOKIE = "harel_dashboard_session";
 
 /** 32 random bytes, base64url without padding. */
@@ -40,7 +39,6 @@ function message(session: string): Uint8Array<ArrayBuffer> {
   return new TextEncoder().encode(`harel-dashboard csrf v1\n${session}`);
 }
 
-/** A new session id. */
 export function newSession(): string {
   return crypto.getRandomValues(new Uint8Array(32)).toBase64({
     alphabet: "base64url",

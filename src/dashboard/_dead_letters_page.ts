@@ -13,11 +13,8 @@ import type {
   Timer,
 } from "../core/types.ts";
 
-/** What a dead-letters page shows. */
 export interface DeadLettersView {
-  /** Where the dashboard is mounted. */
   basePath: string;
-  /** The queue. */
   kind: RelayKind;
   /** Its lowest dead letters (timers: earliest first). */
   letters: DeadLetter<RelayKind>[];
@@ -48,7 +45,6 @@ export function keyText(kind: RelayKind, key: DeadLetter<RelayKind>["key"]): str
   return `${timer.path} at ${formatTime(timer.fireAt)} (fire_at ${timer.fireAt})`;
 }
 
-/** The dead-letters page of one queue. */
 export function deadLettersPage(view: DeadLettersView): Html {
   const { basePath, kind, csrf } = view;
   const post = (what: string) => href(basePath, ["dead-letters", kind, what]);

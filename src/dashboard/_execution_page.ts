@@ -18,9 +18,7 @@ import { byFireAt } from "../core/_bounded.ts";
 import type { ExecutionOutbox } from "../core/types.ts";
 import { outboxSections } from "./_execution_outbox.ts";
 
-/** What the execution page shows. */
 export interface ExecutionView {
-  /** Where the dashboard is mounted. */
   basePath: string;
   /** The item's key the page was opened with: what its actions act on. @default {its id} */
   id?: string;
@@ -50,7 +48,6 @@ export interface ExecutionView {
   notice?: string | null;
 }
 
-/** The execution page. */
 export function executionPage(view: ExecutionView): Html {
   const { basePath, execution: exe } = view;
   const id = view.id ?? String(exe.id);

@@ -18,7 +18,6 @@ export const STORED_TEXT_SHOWN = 100_000;
 
 /** What the page of an execution whose document cannot be read shows. */
 export interface UnreadableExecutionView extends ExecutionParts {
-  /** Where the dashboard is mounted. */
   basePath: string;
   /** The item's key. */
   id: string;
@@ -26,7 +25,6 @@ export interface UnreadableExecutionView extends ExecutionParts {
   reason: string;
   /** Its `data` as stored, or null when it has none. */
   data: string | null;
-  /** Now, in epoch seconds. */
   now: number;
   /** The session's CSRF token when actions are on, else null (no Delete button). */
   csrf: string | null;
@@ -63,7 +61,6 @@ ${
 /** What a trace page shows: a page of steps, newest below `before`. */
 export interface TracePageView {
   basePath: string;
-  /** The execution's key. */
   id: string;
   /** The steps, oldest first. */
   trace: Record<string, unknown>[];
@@ -94,7 +91,6 @@ ${listing}
 /** What a timers page shows: a page of timers by path, after `after`. */
 export interface TimersPageView {
   basePath: string;
-  /** The execution's key. */
   id: string;
   /** The timers, by path. */
   timers: TimerState[];
@@ -102,7 +98,6 @@ export interface TimersPageView {
   moreTimers: boolean;
   /** The path the page starts after, or null (the first). */
   after: string | null;
-  /** Now, in epoch seconds. */
   now: number;
 }
 

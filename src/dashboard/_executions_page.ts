@@ -23,9 +23,7 @@ import {
   statusesOf,
 } from "./_store_calls.ts";
 
-/** What the executions page shows. */
 export interface ExecutionsView {
-  /** Where the dashboard is mounted. */
   basePath: string;
   /** The filters of this listing. */
   filters: ExecutionFilters;
@@ -56,7 +54,6 @@ function queryOf(filters: ExecutionFilters): Record<string, string | string[] | 
   };
 }
 
-/** The executions page. */
 export function executionsPage(view: ExecutionsView): Html {
   const { basePath, filters, now } = view;
   const query = queryOf(filters);

@@ -44,7 +44,6 @@ export interface CappedCount {
 
 /** One queue's card in the backlog summary (the store's `backlog`, each count capped). */
 export interface QueueBacklog {
-  /** The queue. */
   kind: RelayKind;
   /** Not failed and not delivered yet (timers: due now). */
   pending: CappedCount;
@@ -58,7 +57,6 @@ export interface QueueBacklog {
   oldestAt: number | null;
 }
 
-/** A page of the executions listing. */
 export interface ExecutionsPage {
   /** The summaries of this page. */
   items: ExecutionSummary[];
@@ -68,7 +66,6 @@ export interface ExecutionsPage {
   unreadable?: UnreadableExecutionRow[];
 }
 
-/** The filters of the executions listing. */
 export interface ExecutionFilters {
   /** `"open"` ({@linkcode OPEN_STATUSES}), these statuses, or `"any"` (the table's order). */
   status: "open" | "any" | Status[];
@@ -246,7 +243,6 @@ export function dropOne<K extends RelayKind>(
   return store.dropDeadLetter(kind, key);
 }
 
-/** What a bulk action did. */
 export interface BulkOutcome {
   /** Dead letters retried or dropped. */
   done: number;
