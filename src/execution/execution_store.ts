@@ -218,8 +218,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @returns The new version and the seqs of the outbox entries and spawns.
    *
    * @throws {StoreConflict} When the stored version is not `exe.version` (another writer won).
-   * @throws {CommitOutcomeUnknown} When every send's answer was lost (`ambiguousRetries`
-   *   re-sends): the commit may or may not be stored; reload to know.
+   * @throws {CommitOutcomeUnknown} When every send's answer was lost: reload to know.
    * @throws {CommitCancelled} When DynamoDB cancelled the transaction for another reason (each
    *   item's role and code), or transaction conflicts outlasted `conflictRetries`.
    * @throws {TypeError} For input DynamoDB would reject (a `RangeError` for a value out of its
@@ -242,10 +241,8 @@ export class DynamoDBStore implements T.ExecutionStore {
    *
    * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
    *   for an index or size out of range), before anything is sent.
-   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
-   *   for `conflictRetries` attempts.
-   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
-   *   with the same token: the step may or may not have been appended.
+   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning.
+   * @throws {OutcomeUnknown} When no answer came back: the step may or may not be appended.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");

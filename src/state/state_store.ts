@@ -149,8 +149,7 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For options of the wrong type, before anything is sent.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
-   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
-   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
@@ -232,9 +231,8 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
-   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0, one over
-   *   10 years (315360000 s: milliseconds or an absolute epoch time, the message says which
-   *   it looks like), a value nested too deep, or an item over 400 KB.
+   * @throws {RangeError} For a `ttl` that is not seconds above 0 and under 10 years, a value
+   *   nested too deep, or an item over 400 KB.
    * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
@@ -266,8 +264,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
-   * @throws {OutcomeUnknown} When no answer came back, also after 3 re-sends with the same
-   *   token: the key may or may not have been removed.
+   * @throws {OutcomeUnknown} When no answer came back after 3 re-sends: the key may be gone.
    * @throws {StoreClosed} After `close()`.
    */
   async delete(key: string): Promise<boolean> {
@@ -389,12 +386,9 @@ export class DynamoDBStateStore implements StateStore {
    * assert.equal(await state.expire("no-such-key", 3600), false);
    * ```
    *
-   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years (the
-   *   message says whether it looks like milliseconds or an absolute epoch time).
+   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years.
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
-   * @throws {OutcomeUnknown} When the answer cannot tell what this call did: `seconds <= 0`
-   *   and no answer came back after 3 re-sends, or the SDK re-sent a request whose first
-   *   answer was lost and the key was gone by then.
+   * @throws {OutcomeUnknown} When a lost answer leaves unknown what this call did.
    * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
