@@ -1,29 +1,19 @@
 /**
- * Durable state for harel, a statechart engine, in AWS DynamoDB. A statechart describes a
- * workflow as nested and parallel states with transitions; harel runs each instance of one
- * (an *execution*) from state to state as events arrive. This module keeps the executions,
- * and everything a step of one produces, in DynamoDB tables that Deno and Python workers
- * share.
+ * Durable state for harel, a statechart engine, in AWS DynamoDB: the executions, and everything
+ * a step of one produces, in tables that Deno and Python workers share.
  *
- * - {@linkcode DynamoDBStore}, the execution store: `commit()` writes an execution with the
- *   events it emits (a transactional outbox), fork spawn intents, the dedupe mark of the
- *   event it handled, timer changes and a trace step in one `TransactWriteItems`, guarded by
- *   optimistic concurrency on `version` — all of it or nothing ({@linkcode StoreConflict}).
- * - The runners, one bounded pass each, ready for `Deno.cron`: {@linkcode relayOutbox}
- *   delivers the outbox in seq order per target, {@linkcode relaySpawns} starts spawned
- *   children, {@linkcode sweepTimers} fires due timers as harel's `Timeout` event
- *   ({@linkcode timeoutEvent}).
- * - {@linkcode DynamoDBStateStore}, a small Redis-like store: JSON values with TTL, and hash
- *   fields in a native DynamoDB Map (many fields and the key's TTL in one write).
- * - Documents built with the engine's defaults ({@linkcode newExecution},
- *   {@linkcode newEvent}), named errors that say what to do, and the interfaces
+ * - {@linkcode DynamoDBStore}, the execution store: `commit()` writes an execution with its
+ *   outbox events, spawn intents, dedupe mark, timer changes and a trace step in one
+ *   `TransactWriteItems`, guarded by optimistic concurrency ({@linkcode StoreConflict}).
+ * - The runners, one bounded pass each, ready for `Deno.cron`: {@linkcode relayOutbox},
+ *   {@linkcode relaySpawns}, {@linkcode sweepTimers} (harel's `Timeout`: {@linkcode timeoutEvent}).
+ * - {@linkcode DynamoDBStateStore}, a small Redis-like store: JSON values with TTL, and hashes.
+ * - Documents ({@linkcode newExecution}, {@linkcode newEvent}), named errors, and the interfaces
  *   ({@linkcode ExecutionStore}, {@linkcode StateStore}) a backend implements.
  *
- * `@harel/dynamodb/testing` has in-memory twins of both stores (the same semantics, no AWS
- * SDK, no permissions needed) and the conformance suites; `@harel/dynamodb/cli` is the
- * operator CLI. `create()` takes `endpoint: Deno.env.get("DYNAMODB_ENDPOINT")` for a local
- * DynamoDB (`deno task dynamodb` in a clone of the repository starts one) and leaves it out
- * for AWS. Permissions: `--allow-net --allow-env --allow-read --allow-sys=osRelease`.
+ * `@harel/dynamodb/testing` has in-memory twins of both stores and the conformance suites;
+ * `@harel/dynamodb/cli` is the operator CLI. Permissions: `--allow-net --allow-env --allow-read
+ * --allow-sys=osRelease`.
  *
  * @example A worker's step: load with the dedupe mark, commit, relay
  * ```ts

@@ -1,20 +1,12 @@
 /**
- * An operator dashboard a worker mounts: the executions (open ones newest first, filtered,
- * paged), each one's document, timers and trace, the relay's backlog and its dead letters —
- * server-rendered HTML with one inline stylesheet, no script, no build step — and, when you turn
- * them on, the actions that clear an outage: retry or drop a dead letter, all of a queue or of an
- * outbox target, delete an execution.
+ * An operator dashboard a worker mounts: the executions, each one's document, timers and trace,
+ * the relay's backlog and dead letters, as server-rendered HTML with no script, and (when turned
+ * on) the actions that clear an outage. `dashboard(store, options)` returns a request handler for
+ * `Deno.serve` or a router, over any `ExecutionStore`.
  *
- * `dashboard(store, options)` returns a `(request) => Promise<Response>` for `Deno.serve` or a
- * router. It runs on Deno Deploy (nothing is read from disk) and on `deno run`, over any
- * `ExecutionStore` (`DynamoDBStore`, or `MemoryStore` in a test).
- *
- * Safe by default: `authorize` is required; it answers only to its own host names (`hosts`, by
- * default the loopback ones: no DNS rebinding); actions are off unless `actions: true`; every POST
- * needs the session's CSRF token and a same-origin `Sec-Fetch-Site`/`Origin`; stored text is
- * escaped; every response carries a script-free Content-Security-Policy, `nosniff`,
- * `no-store`, a same-origin `Referrer-Policy` and `frame-ancestors 'none'`; an error shows a generic page and goes
- * to `onError`.
+ * Safe by default: `authorize` is required, it answers only to its own host names, actions are off
+ * unless `actions: true`, and every POST needs a CSRF token and the same origin
+ * (docs/dashboard.md, "Security").
  *
  * @example Mounting it at /dashboard behind a token
  * ```ts
@@ -48,25 +40,9 @@ import { createHandler } from "./dashboard/_handler.ts";
 export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_options.ts";
 
 /**
- * The dashboard of `store`, as a request handler. Pages (under `basePath`): `/` the relay's
- * backlog per queue (pending, waiting, dead, held targets, relay lag), then the executions newest
- * commit first — the open ones unless `?status=` (repeatable; `any`: every execution, in the
- * table's order) says otherwise — with `?definition=`, `?before=` (a date or epoch seconds: the
- * stuck ones) and `?cursor=`, each page reading at most 500 stored rows; `/executions/{id}` its
- * facts (last commit, expiry), first 50 timers, newest 50 trace steps (the rest on
- * `/executions/{id}/timers` and `/executions/{id}/trace`) and document; `/dead-letters/{kind}`
- * (`outbox`, `spawns`, `timers`) the lowest dead letters with target, attempts and last error.
- * Every page's reads are O(page), and a row another writer stored oddly shows as unreadable (its
- * key and why) instead of failing the page. With `actions: true` their
- * buttons post to `/dead-letters/{kind}/{retry|drop|retry-all|drop-all}` and
- * `/executions/{id}/delete`; the destructive ones answer a confirmation page first.
- *
- * Answers: 421 for a `Host` that is not one of `hosts` (by default the loopback names), before
- * anything else; 401 when `authorize` says no; 403 for a POST that fails the same-origin check or the
- * CSRF token (nothing changes); 404 outside `basePath` or for an unknown page or id; 405 for
- * other methods (and for POSTs when actions are off); 400 for a parameter the page does not take;
- * 414, 413 and 415 for a long address, a large or foreign body; 500 with a generic page when the
- * store fails (the error goes to `onError`). HEAD is GET without the body.
+ * The dashboard of `store`, as a request handler: `/` (backlog and executions), `/executions/{id}`
+ * and `/dead-letters/{kind}` under `basePath`, each reading O(page); with `actions: true`, their
+ * buttons post back. Pages and status codes: docs/dashboard.md.
  *
  * @example A read-only dashboard of a test store, asked for its first page
  * ```ts
@@ -98,9 +74,8 @@ export function dashboard(
 }
 
 /**
- * An `authorize` that lets in requests carrying `token`: as a bearer token
- * (`Authorization: Bearer <token>`, for scripts) or as the password of HTTP Basic auth (any user
- * name, for a browser: pair it with `challenge: 'Basic realm="..."'`). Compared in constant time.
+ * An `authorize` that lets in requests carrying `token`, as a bearer token or as the password of
+ * HTTP Basic auth (for a browser, with `challenge`). Compared in constant time.
  *
  * @example A token from the environment
  * ```ts

@@ -1,8 +1,6 @@
 /**
- * Test helpers for code built on `@harel/dynamodb`: in-memory twins of both stores, with
- * the same semantics as the DynamoDB ones, and the conformance suites both pass. It also
- * re-exports the documents (`newExecution`, `newEvent`, ...), the errors, the types and the
- * runners (`relayOutbox`, `relaySpawns`, `sweepTimers`, `timeoutEvent`), and loads no AWS
+ * Test helpers for code built on `@harel/dynamodb`: in-memory twins of both stores and the
+ * conformance suites both pass, with the documents, errors, types and runners. It loads no AWS
  * SDK: a unit test that imports only this module runs with no permissions.
  *
  * @example Unit-testing a worker without DynamoDB

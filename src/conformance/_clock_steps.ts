@@ -1,7 +1,5 @@
-// The execution-store conformance suite's steps on the relay's rules (#26): every time a store
-// writes or reads — created_at, a retry's wait, a dead letter's time, a due timer, an expiry — is
-// its own clock's, and the runners measure by it too, so a fake clock moves all of it on both
-// stores; and a failure's error is kept alike.
+// The conformance steps on time: every time a store writes or reads, and the runners measure, is
+// its own clock's, so a fake clock moves all of it on both stores.
 import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import { relayOutbox, relaySpawns, sweepTimers } from "../relay.ts";
@@ -24,8 +22,7 @@ export async function clockSteps(step: Step): Promise<void> {
       const options = { backoff: { minSeconds: 60 }, maxAttempts: 2 };
       assert.equal((await relayOutbox(store, fail, options)).failed, 1);
       assert.deepEqual(await store.pendingOutbox(), [], "waiting for its retry");
-      // The step's clock is real time moved on: 5 s of the backoff left, for the real time a
-      // pass takes on a machine whose cores a parallel test run shares (a second was too few).
+      // 5 s of the backoff left, for the real time a pass takes on a shared machine.
       clock.advance(55);
       assert.equal((await relayOutbox(store, fail, options)).failed, 0, "not yet");
       clock.advance(6);

@@ -1,6 +1,4 @@
-// The execution-store conformance suite's steps for what operators do with a relay queue (#25):
-// dead letters retried or dropped in bulk, and a queue's backlog — the same answers from every
-// store, the memory twin included.
+// The conformance steps for dead letters retried or dropped in bulk, and a queue's backlog.
 import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import type { ExecutionStore } from "../core/types.ts";

@@ -1,6 +1,5 @@
-// The execution-store conformance suite's steps for one execution's outbox (#34): what it
-// emitted and what is to it and failed or is held, with the relay's state of each — the same
-// answers from every store, the memory twin included.
+// The conformance steps for one execution's outbox: what it emitted, and what is to it and
+// failed or is held, with the relay's state of each.
 import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import type { ExecutionStore, OutboxEntryState } from "../core/types.ts";

@@ -1,6 +1,5 @@
-// The execution-store conformance suite's steps for the operator calls (#25): executions by
-// status latest to enter their status first, the stuck ones (updatedBefore), finished executions deleted in
-// bulk, and one execution inspected with its timers.
+// The conformance steps for the operator calls: listings by status, the stuck ones, bulk deletes,
+// and one execution inspected with its timers.
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution, type Status } from "../core/documents.ts";
 import { InvalidCursor } from "../core/errors.ts";

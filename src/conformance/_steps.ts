@@ -3,9 +3,8 @@
 import type { ExecutionStore } from "../core/types.ts";
 
 /**
- * The options a conformance step makes its store with: those both execution stores take, among
- * them the clock (`now`, epoch milliseconds) that the step moves — a store must measure every
- * time (`created_at`, retries, dead letters, due timers, expiries) on it.
+ * The options a conformance step makes its store with, among them the clock (`now`) the step
+ * moves: a store must measure every time on it.
  *
  * @example Passing them on
  * ```ts
@@ -26,10 +25,7 @@ export interface ConformanceStoreOptions {
   now?: () => number;
 }
 
-/**
- * A step's clock: the `now` its store was made with (real time, moved on by what the step
- * advanced), and a way to move it.
- */
+/** A step's clock: the `now` its store was made with (real time, moved on), and its mover. */
 export interface FakeClock {
   /** The clock's time, epoch milliseconds. */
   now(): number;
@@ -37,10 +33,7 @@ export interface FakeClock {
   advance(seconds: number): void;
 }
 
-/**
- * One step of the suite: `body` runs against a fresh store made with `options` (a number: the
- * trace ring's size) and the step's own fake clock, which it may move.
- */
+/** One step: `body` runs against a fresh store made with `options` (a number: `traceMax`). */
 export type Step = (
   name: string,
   body: (store: ExecutionStore, clock: FakeClock) => Promise<void>,

@@ -1,7 +1,6 @@
 /**
  * The execution-store conformance suite: the behaviour every {@linkcode ExecutionStore} must
- * show, as `Deno.test` steps. It runs against DynamoDB and the memory twin alike; a new backend
- * runs it too.
+ * show, as `Deno.test` steps, on DynamoDB, the memory twin and any new backend.
  *
  * @module
  */
@@ -22,8 +21,8 @@ import { executionOutboxSteps } from "./_execution_outbox.ts";
 import { snapshotStore } from "./snapshot.ts";
 
 /**
- * Makes a fresh, empty execution store with the given options (pass them all on: the suite's
- * time-based steps move the clock it passes as `now`).
+ * Makes a fresh, empty execution store with the given options (pass them all on: the steps move
+ * the clock passed as `now`).
  *
  * @example A factory for the memory twin
  * ```ts

@@ -1,7 +1,6 @@
 /**
  * The state-store conformance suite: the behaviour every {@linkcode StateStore} must show, as
- * `Deno.test` steps. It runs against DynamoDB and the memory twin alike; a new backend runs it
- * too.
+ * `Deno.test` steps, on DynamoDB, the memory twin and any new backend.
  *
  * @module
  */
@@ -397,7 +396,7 @@ export async function stateStoreConformance(
       await assert.rejects(store.expire("k", Infinity), RangeError);
       assert.equal(await store.get("k"), 1);
       assert.equal(await store.ttl("k"), null);
-      // Ten years is the longest TTL; more is a unit mix-up (issue #19), named as such.
+      // Ten years is the longest TTL; more is a unit mix-up, named as such.
       assert.equal(await store.expire("k", 315_360_000), true);
       assert.ok((await store.ttl("k"))! >= 315_360_000 - 2);
       const epoch = Math.floor(Date.now() / 1000) + 60;

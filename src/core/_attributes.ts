@@ -1,13 +1,11 @@
-// Attribute values and error classification: the part of the DynamoDB toolkit (_dynamo.ts)
-// that loads no SDK code, so that the in-memory twins (@harel/dynamodb/testing, which runs
-// without permissions) can share the layout and the commit's checks.
+// Attribute values and error classification that load no SDK code, so that the in-memory twins
+// (which run without permissions) share the layout and the commit's checks.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { numberText } from "./_json.ts";
 
 /** A stored item or key, as the SDK's low-level commands read and write it. */
 export type Item = Record<string, AttributeValue>;
 
-/** A string attribute. */
 export const S = (value: string): AttributeValue => ({ S: value });
 /**
  * A number attribute (seqs, versions, epoch seconds, indexes, hash values): DynamoDB's text of
@@ -43,9 +41,8 @@ const NOT_READY_NAMES = new Set([
 ]);
 
 /**
- * True for errors that mean "cannot reach DynamoDB, or it is not ready yet":
- * connection failures, timeouts and 5xx answers. Auth and validation errors are
- * false: waiting longer does not fix them.
+ * Connection failures, timeouts and 5xx answers: DynamoDB unreachable or not ready yet. Auth and
+ * validation errors are not: waiting longer does not fix them.
  */
 export function isUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -61,11 +58,9 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 /**
- * A stored attribute value as plain JavaScript, by one rule for every reader: strings, booleans
- * and null as they are, lists as arrays, maps as objects (every key an own property, `__proto__`
- * included), sets as arrays, binary as base64. A number reads as the nearest JavaScript number,
- * or — `exactNumbers`, for what an operator must see as stored — as its text when a double
- * cannot hold it. Never throws on what another writer stored.
+ * A stored attribute value as plain JavaScript, one rule for every reader: maps as objects (every
+ * key an own property, `__proto__` included), sets as arrays, binary as base64. With
+ * `exactNumbers`, a number a double cannot hold reads as its text. Never throws.
  */
 export function plainAttribute(value: AttributeValue, exactNumbers = false): unknown {
   const number = (text: string) => {

@@ -69,10 +69,9 @@ export interface WaitSettings {
 }
 
 /**
- * Runs `attempt` (given the signal that ends the wait) until it succeeds, retrying with backoff
- * only while the endpoint is unreachable (`isUnreachable`), until `deadlineMs` or the signal ends
- * the wait: then `unreachable(waitedMs, cause)` is thrown (the caller's signal: its reason).
- * Shared by DynamoDB's and SQS's connects; `otherwise` maps any other error (or keeps it).
+ * Runs `attempt` until it succeeds, retrying with backoff while the endpoint is unreachable,
+ * until `deadlineMs` (then `unreachable(waitedMs, cause)` is thrown) or the signal ends the wait.
+ * `otherwise` maps any other error. Shared by DynamoDB's and SQS's connects.
  */
 export async function waitUntilAnswers<T>(
   attempt: (until: AbortSignal) => Promise<T>,

@@ -82,7 +82,6 @@ export class Lowest<T> {
   }
 }
 
-/** Seqs ascending. */
 export const bySeq = (a: number, b: number): number => a - b;
 
 /** Timers earliest first; ties by execution id, then path (code-unit order, as DynamoDB sorts). */

@@ -1,14 +1,11 @@
-// A store's clock (#26): the `now` option every store takes (epoch milliseconds, as `Date.now`),
-// checked once, and read in seconds. Everything time-based a store does reads it, so a fake
-// clock moves all of it.
+// A store's clock: the `now` option every store takes, checked once and read in seconds.
+// Everything time-based a store does reads it, so a fake clock moves all of it.
 import { describe } from "./_validate.ts";
 
 /**
- * The `now` option, checked: a function returning epoch milliseconds, as `Date.now`. One reading
- * is taken here: a clock that gives epoch seconds (`Date.now() / 1000`) reads 1.5e9 to 1e11
- * today and for millennia, which in milliseconds is 1970-01-18 to 1973-03-03; every time a store
- * wrote by it would be in 1970 (dedupe marks and finished executions expired at once for every
- * other reader, timers never due). A fake clock that starts at 0 or at a chosen date passes.
+ * The `now` option, checked: epoch milliseconds, as `Date.now`. One reading is taken: a clock in
+ * epoch seconds reads 1.5e9 to 1e11, January 1970 in milliseconds, and would expire everything
+ * it writes at once for other readers. A fake clock starting at 0 passes.
  */
 export function checkClock(now: unknown): () => number {
   if (typeof now !== "function") {

@@ -1,12 +1,10 @@
-// Where an outbox entry stands, as an operator reads it (#34): one rule for both stores, from the
-// entry's own bookkeeping, whether a relay pass set it apart, and its target's heads.
+// Where an outbox entry stands, as an operator reads it: one rule for both stores.
 import { type Bookkept, isDead } from "./_relay_rules.ts";
 import type { OutboxState } from "./relay_types.ts";
 
 /**
- * An entry's state: dead-lettered; waiting (it failed, its retry due or not); held (set apart by
- * a pass, or behind a head of its target: an earlier entry that failed), behind its target's
- * lowest head before it; else pending. `heads`: the seqs of its target's heads.
+ * An entry's state: dead, waiting (it failed), held (set apart, or behind an earlier head of its
+ * target: `heldBehind` is the lowest), else pending. `heads`: the seqs of its target's heads.
  */
 export function entryState(
   row: Bookkept,

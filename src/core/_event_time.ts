@@ -16,10 +16,8 @@ function realTime(date: string, clock: string): boolean {
 }
 
 /**
- * A date-time as pydantic 2 dumps a `datetime` it parsed from `text`: seconds always, the
- * fraction as microseconds (none when zero), UTC as `Z`, other offsets as `+HH:MM`. A time
- * pydantic would refuse (not ISO 8601, a day or hour that does not exist, an offset outside
- * ±23:59) is a TypeError naming the field.
+ * A date-time as pydantic 2 dumps a `datetime` it parsed from `text` (seconds always, microseconds,
+ * UTC as `Z`). A time pydantic would refuse is a TypeError naming the field.
  */
 export function pydanticTime(field: string, text: unknown): string | null {
   if (text === null || text === undefined) return null;
@@ -55,9 +53,8 @@ export function checkEventTimes(field: string, event: Record<string, unknown>): 
 }
 
 /**
- * An event's `created_time` in epoch seconds: ISO 8601 as Python's `isoformat()` or JS's
- * `toISOString()` writes it; without an offset it is UTC (what harel engines write). Anything
- * else is null.
+ * An event's `created_time` in epoch seconds (ISO 8601; without an offset it is UTC, as harel
+ * engines write it), or null.
  */
 export function createdTime(text: unknown): number | null {
   if (typeof text !== "string") return null;

@@ -1,10 +1,5 @@
-// Order across writers (#39): the Python store's outbox rows name no source, so a store built
-// with `otherWriters: true` chains every entry its outbox feed sees per target, by seq. A row's
-// predecessor is the highest seq below it among the rows to the same target the feed has seen:
-// this round's rows (every writer's) and the target's `recent` list (the highest seqs the feed
-// saw before, kept on the target's hold item). A pass then delivers a row only once its
-// predecessor is gone: read by key, so index lag cannot invert two entries of one target.
-// Pure: no DynamoDB, no AWS SDK (tests/core/ runs it with no permissions).
+// Order across writers: the outbox feed's chaining of rows per target (docs/delivery.md,
+// "Order across writers"). Pure, so tests/core/ runs it with no permissions.
 
 /** How many seqs a target's `recent` list keeps (the highest): the hold item stays small. */
 export const RECENT_MAX = 16;
@@ -16,8 +11,7 @@ export interface FedRow {
   seq: number;
   /** Its target's key (see _outbox_chain.ts). */
   target: string;
-  /** Whether the row needs a predecessor: it has no `prev_seq` (another writer's, or ours
-   * committed after another writer's commit of the same execution dropped our chains). */
+  /** Whether the row has no `prev_seq` yet (another writer's, or ours whose chain it dropped). */
   unchained: boolean;
 }
 
@@ -30,9 +24,8 @@ export interface Chaining {
 }
 
 /**
- * Chains a round's rows: per target, every seq seen (`recent` and this round's), in order; an
- * unchained row's predecessor is the one just below it (0 if none). A target's new `recent` is
- * the highest RECENT_MAX of them. Only targets of this round's rows are in the answer.
+ * Chains a round's rows: an unchained row's predecessor is the seq just below it among its
+ * target's `recent` and this round's (0 if none). Only this round's targets are in the answer.
  */
 export function chainRound(
   rows: Iterable<FedRow>,

@@ -1,10 +1,7 @@
 // FNV-1a (32 bit): the shard hash of the relay index's timer partitions and of the status
 // index, which every writer (any process, any language) computes alike.
 
-/**
- * FNV-1a (32 bit) over the UTF-8 of `parts`, a 0 byte between each: the shard hash every writer
- * (any process, any language) computes alike.
- */
+/** FNV-1a (32 bit) over the UTF-8 of `parts`, a 0 byte between each. */
 export function fnv1a(...parts: string[]): number {
   let hash = 0x811c9dc5;
   for (let p = 0; p < parts.length; p++) {

@@ -27,8 +27,5 @@ export const GETS_IN_FLIGHT = 4;
  */
 export const WRITES_IN_FLIGHT = 16;
 
-/**
- * How many single-item writes and small transactions (a relay's moves and releases, adoptions,
- * bulk actions on dead letters and executions) one operation keeps in flight.
- */
+/** How many single-item writes and small transactions one operation keeps in flight. */
 export const ITEM_WRITES_IN_FLIGHT = 8;

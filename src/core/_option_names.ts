@@ -1,8 +1,6 @@
-// The option names each public entry point takes, in one place, so that a name it does not
-// know is refused (naming the near miss) instead of silently becoming a default: a typo such as
-// `tracemax` or `maxAttempt` must never leave the store or the relay running on its defaults.
-// tests/core/option_names_test.ts holds each list equal to its options interface (a type check:
-// `deno check` fails when an interface gains an option its list lacks).
+// The option names each public entry point takes, so that a typo is refused (naming the near
+// miss) instead of silently becoming a default. tests/core/option_names_test.ts type-checks each
+// list against its options interface.
 import { checkKnownOptions, checkOptions, describe } from "./_validate.ts";
 
 /** Where DynamoDB is and how `create()` reaches it (`ConnectOptions`). */
@@ -105,9 +103,8 @@ const NESTED: Partial<Record<OptionsOf, Record<string, readonly string[]>>> = {
 };
 
 /**
- * Refuses, with a TypeError, an option `entry` does not take (and one its nested `backoff`
- * does not), naming the option meant when the name is a near miss. `options` that are no
- * object (absent, `null`) are left to the entry's own checks.
+ * Refuses, with a TypeError naming the near miss, an option `entry` (or its nested `backoff`)
+ * does not take. `options` that are no object are left to the entry's own checks.
  */
 export function checkOptionNames(entry: OptionsOf, options: unknown): void {
   if (typeof options !== "object" || options === null) return;

@@ -1,6 +1,5 @@
-// The stored text of an outbox entry's event another writer (the Python store) committed, kept
-// beside the parsed event for a relay that must pass it on as written: the parse is lossy
-// (integers past 2^53, `42.0`, `-0.0`, key order), the text is already pydantic's dump.
+// The stored text of another writer's outbox event, kept beside the parsed event: the parse is
+// lossy (integers past 2^53, `42.0`, `-0.0`, key order), so a relay passes the text on as written.
 import type { Event } from "./documents.ts";
 
 const STORED = new WeakMap<object, string>();

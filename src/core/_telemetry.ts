@@ -31,11 +31,7 @@ export function setSpansEnabled(on: boolean): void {
   enabled = on;
 }
 
-/**
- * Runs `fn` in an active span named `name`: errors are recorded on it (exception event and
- * status ERROR) and rethrown; the span ends when `fn` settles. For runners such as
- * `sweepTimers`: `withSpan("sweepTimers", {}, async (span) => { ...; span.setAttribute(...) })`.
- */
+/** Runs `fn` in an active span named `name`, which records an error and ends when `fn` settles. */
 export function withSpan<T>(
   name: string,
   attributes: Attributes,
@@ -79,11 +75,7 @@ function fail(span: Span, error: unknown): void {
   });
 }
 
-/**
- * Called by a commit before each send of its transaction: the sends after the first (a lost
- * trace-end race, fresh seqs, a transaction conflict, an answer lost in transit) are its
- * retries, counted on the active span.
- */
+/** Called by a commit before each send of its transaction: sends after the first are retries. */
 export function countCommitSend(): void {
   const span = trace.getActiveSpan();
   if (span === undefined || !span.isRecording()) return;
@@ -94,9 +86,8 @@ export function countCommitSend(): void {
 const sendCounts = new WeakMap<Span, number>();
 
 /**
- * Wraps every public method of `cls` (its prototype's, and its static ones but the
- * constructor's) in a span `{Class}.{method}`. A first argument that is a string, or an
- * object with a string `id`, is the execution id when `executionIds` says so.
+ * Wraps every public method of `cls`, static ones included, in a span `{Class}.{method}`. With
+ * `executionIds`, a first argument that is a string (or has a string `id`) is the execution id.
  */
 // deno-lint-ignore no-explicit-any
 export function instrument(cls: abstract new (...args: any[]) => unknown, options: {

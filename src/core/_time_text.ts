@@ -6,10 +6,8 @@ import { checkTime, MAX_EPOCH_SECONDS } from "./_validate.ts";
 const EXPECTED = "a date (2026-11-01 or 2026-11-01T12:00:00Z) or epoch seconds (1793491200)";
 
 /**
- * `text` as epoch seconds: an ISO 8601 date (`2026-11-01`, midnight UTC), a date and time with
- * its offset (`2026-11-01T12:00:00Z`, `2026-11-01T14:00+02:00`), or epoch seconds. Refused with a
- * RangeError whose message starts with `name`: epoch milliseconds (saying so, with the seconds
- * meant), a time without its offset, a day that does not exist, anything else.
+ * `text` as epoch seconds: an ISO 8601 date (midnight UTC), a date and time with its offset, or
+ * epoch seconds. Anything else (milliseconds, a time without offset, no such day) is a RangeError.
  */
 export function parseTimeText(name: string, text: string): number {
   const dateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(

@@ -19,9 +19,8 @@ export function encodeCursor(table: string, query: string, after: unknown): stri
 }
 
 /**
- * Decodes a cursor made by {@linkcode encodeCursor} for `table` and `query` into its position
- * (for the backend to check). Anything else (not base64url, not JSON, another shape, a cursor
- * of another table or filter) is an {@linkcode InvalidCursor}.
+ * Decodes a cursor made by {@linkcode encodeCursor} for `table` and `query` into its position;
+ * anything else is an {@linkcode InvalidCursor}.
  */
 export function decodeCursor(cursor: unknown, table: string, query: string): unknown {
   if (typeof cursor !== "string" || cursor.length === 0) {

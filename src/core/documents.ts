@@ -186,11 +186,7 @@ export interface ExecutionSummary {
   version: number;
   /** Its parent, or null for a root execution. */
   parent_id: string | null;
-  /**
-   * When this module last committed it, epoch seconds; `null` where unknown (written by the
-   * Python store, or by a version of this module without the status index, since its last
-   * commit here).
-   */
+  /** When this module last committed it, epoch seconds; `null` where unknown (Python's). */
   updated_at: number | null;
 }
 
@@ -209,9 +205,8 @@ export function newId(): string {
 }
 
 /**
- * A new Execution with the engine's defaults: a fresh id, status `PENDING`,
- * version 0 (never saved), priority 0 (normal), empty history, context and children.
- * The context's type flows from `fields.context` (`Record<string, unknown>` without one).
+ * A new Execution with the engine's defaults: a fresh id, status `PENDING`, version 0 (never
+ * saved), priority 0, empty history, context and children. `C` flows from `fields.context`.
  *
  * @example Starting an execution
  * ```ts
@@ -250,8 +245,7 @@ export function newExecution<C extends Record<string, unknown> = Record<string, 
 }
 
 /**
- * A new Event with a fresh id and `created_time` set to now. The payload's type flows
- * from `data` (`Record<string, unknown>` without one).
+ * A new Event with a fresh id and `created_time` set to now; `D` flows from `data`.
  *
  * @example Making an event
  * ```ts

@@ -56,11 +56,9 @@ export class StoreConflict extends Error {
 }
 
 /**
- * A write may or may not have been applied, and its answer cannot be told: DynamoDB's answer
- * to one attempt was lost and what came back for a re-sent copy (or nothing at all) does not
- * say what the first copy did. `operation` names the method and `key` what it wrote; the
- * message says what is certain (e.g. that the field holds the value now). Read the key back
- * to learn the rest.
+ * A write may or may not have been applied: DynamoDB's answer to one attempt was lost, and a
+ * re-sent copy's answer does not say what the first did. The message says what is certain;
+ * read the key back to learn the rest.
  *
  * @example Telling an unknown outcome from a refusal
  * ```ts
@@ -99,10 +97,9 @@ export class OutcomeUnknown extends Error {
 }
 
 /**
- * A commit may or may not have been applied: the request reached (or may have
- * reached) DynamoDB, but no answer came back, also after retries with the same
- * idempotency token. Read the execution back to learn which. An
- * {@linkcode OutcomeUnknown} with `operation` `"commit"` and the execution id as `key`.
+ * A commit may or may not have been applied: no answer came back, also after re-sends with the
+ * same idempotency token. Read the execution back to learn which. An {@linkcode OutcomeUnknown}
+ * with `operation` `"commit"`.
  *
  * @example Reading back after an unknown outcome
  * ```ts
@@ -142,8 +139,7 @@ export class CommitOutcomeUnknown extends OutcomeUnknown {
 }
 
 /**
- * A list cursor that this module did not produce, or produced for another
- * listing.
+ * A list cursor that this module did not produce, or produced for another listing.
  *
  * @example Handling a forged cursor
  * ```ts
@@ -171,9 +167,8 @@ export class InvalidCursor extends TypeError {
 }
 
 /**
- * `create()` gave up: DynamoDB did not answer before the deadline (or the
- * signal aborted the wait). The last connection error is the `cause`; the message names
- * it and says what to do (start a local DynamoDB, or check the endpoint).
+ * `create()` gave up: DynamoDB did not answer before the deadline (or the signal aborted the
+ * wait). The last connection error is the `cause`; the message says what to do.
  *
  * @example What the message says
  * ```ts
@@ -193,10 +188,7 @@ export class InvalidCursor extends TypeError {
 export class EndpointUnreachable extends Error {
   /** Always `"EndpointUnreachable"`. */
   override name = "EndpointUnreachable";
-  /**
-   * The endpoint that did not answer: the `endpoint` option, `AWS_ENDPOINT_URL_DYNAMODB`,
-   * or the region's AWS endpoint.
-   */
+  /** The endpoint that did not answer (the option, `AWS_ENDPOINT_URL_DYNAMODB`, or AWS's). */
   readonly endpoint: string;
   /** How long `create()` waited, in ms. */
   readonly waitedMs: number;
@@ -243,10 +235,8 @@ function describeCause(cause: unknown): string {
 }
 
 /**
- * Something other than DynamoDB answered at the endpoint: a web server's HTML page, a
- * proxy's error page, another service. DynamoDB answers JSON
- * (`application/x-amz-json-1.0`); waiting will not change that, so `create()` stops at
- * once. The fields say what answered; the SDK's parse error is the `cause`.
+ * Something other than DynamoDB answered at the endpoint (a web server, a proxy): waiting will
+ * not change that, so `create()` stops at once. The SDK's parse error is the `cause`.
  *
  * @example What the message says
  * ```ts
@@ -314,8 +304,8 @@ export class EndpointNotDynamoDB extends Error {
 }
 
 /**
- * `create()` cannot start: without an endpoint it needs an AWS region and credentials, and
- * one is missing. Thrown before any request; the message says what to set.
+ * `create()` cannot start: without an endpoint it needs an AWS region and credentials, and one
+ * is missing. Thrown before any request; the message says what to set.
  *
  * @example Telling missing setup from an unreachable DynamoDB
  * ```ts
@@ -359,18 +349,15 @@ export class MissingSetup extends TypeError {
  */
 export interface StoreClosedOptions extends ErrorOptions {
   /**
-   * The refused request belongs to a call begun before `close()` that was still running (an
-   * `await` missing before `close()`), not to a call made after it.
+   * The refused request belongs to a call still running at `close()` (a missing `await`).
    * @default {false}
    */
   inFlight?: boolean;
 }
 
 /**
- * The store was closed: `close()` (or `await using`) ended it, and it refuses every call
- * after that instead of reopening connections. A call made after `close()` says to make a
- * new store; a call that was still running at `close()` (`inFlight`: a relay pass or a read
- * not awaited) says to await it before `close()`.
+ * The store was closed (`close()` or `await using`) and refuses every call after that. A call
+ * still running at `close()` (`inFlight`: a pass or a read not awaited) says to await it first.
  *
  * @example Telling a closed store from other failures
  * ```ts
@@ -418,9 +405,8 @@ export class StoreClosed extends Error {
 }
 
 /**
- * A queue row (outbox entry, spawn) that cannot be read — not JSON, a missing attribute — as
- * another writer or a bug left it. A relay pass reports it to `onError` and sets it aside (dead
- * letter) instead of failing: every other entry is still delivered.
+ * A queue row that cannot be read (not JSON, a missing attribute). A relay pass reports it to
+ * `onError` and dead-letters it instead of failing: every other entry is still delivered.
  *
  * @example Telling unreadable rows from failed deliveries
  * ```ts
@@ -459,11 +445,9 @@ export class UnreadableEntry extends Error {
 }
 
 /**
- * An execution item whose document cannot be read — its `data` missing, not JSON, or not a JSON
- * object — as another writer or a bug left it: `load`, `loadForEvent` and `inspectExecution`
- * throw it instead of answering with a document that is not one (or with "no such execution").
- * `data` is the stored text, for an operator to look at (null when there is none). A listing
- * lists such an item apart instead (`ListPage.unreadable`).
+ * An execution item whose document cannot be read (its `data` missing, not JSON, or not an
+ * object): `load`, `loadForEvent` and `inspectExecution` throw it. A listing lists such an item
+ * apart instead (`ListPage.unreadable`).
  *
  * @example What an operator tool shows instead of a document
  * ```ts
@@ -514,9 +498,8 @@ export interface CancelledItem {
 }
 
 /**
- * DynamoDB cancelled a commit for a reason that is not a lost race ({@linkcode StoreConflict})
- * and that retrying did not clear: nothing of the commit was written. `items` names each
- * failing item's role and code (items that did not fail are left out).
+ * DynamoDB cancelled a commit for a reason that is not a lost race and that retrying did not
+ * clear: nothing was written. `items` names each failing item's role and code.
  *
  * @example Reading why a commit was cancelled
  * ```ts
@@ -566,9 +549,8 @@ export class CommitCancelled extends Error {
 }
 
 /**
- * A state-store write lost the race to other writers of the same key too many times in a
- * row (each moved the key between this call's read and its conditional write): nothing of
- * this call was written. Rare outside a storm of writers on one key; try again later.
+ * A state-store write lost the race to other writers of its key too many times in a row:
+ * nothing of this call was written. Rare outside a storm of writers on one key; try again.
  *
  * @example Telling contention from other failures
  * ```ts

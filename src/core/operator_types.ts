@@ -1,6 +1,5 @@
 /**
- * The shapes of the operator calls on executions (#25): deleting finished executions in bulk,
- * and everything about one execution at once.
+ * The shapes of the operator calls on executions: bulk deletes, and one execution at once.
  *
  * @module
  */
@@ -23,41 +22,33 @@ import type { Execution, Status } from "./documents.ts";
  * ```
  */
 export interface DeleteExecutionsOptions {
-  /**
-   * Only executions in this status (or these). Finished statuses (`DONE`, `CANCELLED`,
-   * `FAILED`) unless `allowOpen`.
-   */
+  /** Only executions in this status (or these): finished ones unless `allowOpen`. */
   status: Status | Status[];
-  /**
-   * Only executions this module last committed before this time, epoch seconds (an execution
-   * whose last commit time is unknown matches only with `includeUndated`).
-   */
+  /** Only executions this module last committed before this time, epoch seconds. */
   updatedBefore: number;
   /** Only this definition. @default {undefined} */
   definitionId?: string;
   /**
-   * Also delete open executions (`PENDING`, `RUNNING`, `SUSPENDED`, `CANCELLING`): they stop
-   * mid-flight, their pending timers with them.
+   * Also delete open executions: they stop mid-flight, their pending timers with them.
    * @default {false}
    */
   allowOpen?: boolean;
   /**
-   * Read the whole executions table instead of the status index: also finds executions written
-   * without the index's attributes (the Python store, older versions of this module). Costs a full scan.
+   * Scan the whole executions table instead of the status index: also finds executions written
+   * without the index's attributes (the Python store's).
    * @default {false}
    */
   scan?: boolean;
   /**
-   * Also take executions whose last commit time is unknown (the Python store's, an older
-   * version's): their age cannot be checked against `updatedBefore`. Mostly with `scan`.
+   * Also take executions whose last commit time is unknown (the Python store's): their age
+   * cannot be checked against `updatedBefore`. Mostly with `scan`.
    * @default {false}
    */
   includeUndated?: boolean;
   /** Called after each batch of executions examined, with the totals so far. @default {undefined} */
   onProgress?: (progress: DeleteProgress) => void;
   /**
-   * Stops the run between batches: what was started finishes, and the call resolves with the
-   * number deleted so far. Running it again continues.
+   * Stops the run between batches; the call resolves with the number deleted so far.
    * @default {undefined}
    */
   signal?: AbortSignal;
@@ -112,8 +103,7 @@ export interface TimerState {
 
 /**
  * What one round of {@linkcode DynamoDBStore.catchUpStatusIndex} did: the executions another
- * writer committed (the Python store's whole-item `Put` takes them out of the status index) put
- * back into it from the executions table's stream.
+ * writer's whole-item `Put` took out of the status index, put back from the table's stream.
  *
  * @example Catching up before a report
  * ```ts
@@ -133,9 +123,8 @@ export interface StatusCatchUp {
   /** More is waiting: the next round goes on from where this one stopped. */
   behind: boolean;
   /**
-   * Why nothing was read: `"off"` (a store built without `otherWriters: true`, or a client that is not the SDK's),
-   * `"no stream"` (the table has none: run `ensureTables()`), `"leased"` (another store is
-   * reading it now); `null` when the round ran.
+   * Why nothing was read: `"off"` (no `otherWriters: true`, or not the SDK's client), `"no
+   * stream"` (run `ensureTables()`), `"leased"` (another store is reading it); `null` if it ran.
    */
   skipped: "off" | "no stream" | "leased" | null;
 }
@@ -164,8 +153,8 @@ export interface ExecutionInspection {
 }
 
 /**
- * Options of `readTrace`: a page of an execution's trace, newest first in what it takes (each
- * page oldest first, as the whole trace reads), for a trace too long to read at once.
+ * Options of `readTrace`: a page of an execution's trace, taken from the newest (each page
+ * oldest first), for a trace too long to read at once.
  *
  * @example The 50 newest steps, then the 50 before them
  * ```ts
@@ -181,14 +170,12 @@ export interface ExecutionInspection {
  */
 export interface TraceReadOptions {
   /**
-   * At most this many steps: the newest ones (below `before`), returned oldest first. A positive
-   * integer, or `Infinity` for every one.
+   * At most this many steps: the newest ones (below `before`), returned oldest first.
    * @default {Infinity}
    */
   limit?: number;
   /**
-   * Only steps whose `index` is below this one (the oldest index of the page before: the next
-   * page back). An integer.
+   * Only steps whose `index` is below this one (the oldest index of the page before).
    * @default {undefined} (from the newest step)
    */
   before?: number;
@@ -231,8 +218,8 @@ export interface TimerReadOptions {
  */
 export interface InspectOptions {
   /**
-   * At most this many of its timers are read, the first by path (then ordered earliest first);
-   * `0` reads none. `readTimers` pages through the rest.
+   * At most this many timers are read, the first by path; `0` reads none. `readTimers` pages
+   * through the rest.
    * @default {Infinity}
    */
   timerLimit?: number;

@@ -1,6 +1,5 @@
 /**
- * The shapes of the relay's queues (outbox entries, spawn intents, timers), of what a relay pass
- * reads and records, and of the operators' dead letters and backlog: re-exported by types.ts.
+ * The shapes of the relay's queues, of what a pass records, and of dead letters and backlog.
  *
  * @module
  */
@@ -131,8 +130,8 @@ export interface RelayFailure {
   /** What went wrong (kept to its first 1000 characters). */
   error: string;
   /**
-   * The item cannot be read (dead-lettered with `retryAt: null`): unlike a dead entry that
-   * failed, it holds back no later entry of its target, as there is nothing to deliver in order.
+   * The item cannot be read (dead-lettered with `retryAt: null`): it holds back no later entry
+   * of its target, as there is nothing to deliver in order.
    * @default {false}
    */
   unreadable?: boolean;
@@ -164,9 +163,8 @@ export interface DeadLetter<K extends RelayKind> {
   /** When it was dead-lettered, in epoch seconds. */
   deadAt: number;
   /**
-   * The execution it came from: an outbox entry's emitter (its `source_id`), a spawn's parent, a
-   * timer's execution; `null` when the row does not say (the Python store writes no `source_id`).
-   * Both stores set it; `undefined` only from a store that predates it.
+   * The execution it came from (an outbox entry's emitter, a spawn's parent, a timer's
+   * execution); `null` when the row does not say (the Python store writes no `source_id`).
    */
   sourceId?: string | null;
   /** Its attributes as stored. */
@@ -188,9 +186,8 @@ export interface DeadLetter<K extends RelayKind> {
  */
 export interface ReadLimitOptions {
   /**
-   * How many entries (the lowest seqs, the earliest timers) one read returns at most: a
-   * positive integer, or `Infinity` for all of them. Memory grows with `limit`, not with
-   * the backlog.
+   * How many entries (the lowest seqs, the earliest timers) one read returns at most, or
+   * `Infinity`. Memory grows with `limit`, not with the backlog.
    * @default {1000}
    */
   limit?: number;
@@ -292,10 +289,9 @@ export interface BacklogOptions {
 }
 
 /**
- * Where an outbox entry stands with the relay, as an operator sees it: `pending` (the next pass
- * delivers it), `waiting` (it failed; `retryAt` says when it is tried again), `dead`
- * (dead-lettered: retry or drop it) or `held` (behind an earlier entry of its target that waits
- * or is dead, `heldBehind`: it goes once that one is delivered, retried or dropped).
+ * Where an outbox entry stands with the relay: `pending` (the next pass delivers it), `waiting`
+ * (it failed; see `retryAt`), `dead` (retry or drop it) or `held` (behind an earlier entry of
+ * its target that waits or is dead, `heldBehind`).
  */
 export type OutboxState = "pending" | "waiting" | "dead" | "held";
 
@@ -330,9 +326,8 @@ export interface OutboxEntryState {
   /** The last error a relay recorded, or `null`. */
   lastError: string | null;
   /**
-   * `held`: the seq of the entry of its target it waits behind (the lowest one that failed and
-   * comes before it; retry or drop that one to release it), `null` when none is known any more
-   * (a release is bringing it back). `null` in the other states.
+   * `held`: the seq of the failed entry of its target it waits behind (retry or drop that one),
+   * `null` when none is known any more (a release is bringing it back) or in other states.
    */
   heldBehind: number | null;
 }
@@ -360,9 +355,8 @@ export interface ExecutionOutbox {
    */
   emittedPartial: boolean;
   /**
-   * Entries to it (from any writer, the Python store's included) that failed — waiting or dead —
-   * and those a relay pass set apart behind them, lowest seq first, at most `limit`. Entries to
-   * it that nothing holds back are not listed: the next pass delivers them.
+   * Entries to it (from any writer) that failed, and those set apart behind them, lowest seq
+   * first, at most `limit`. Entries nothing holds back are not listed.
    */
   targeting: OutboxEntryState[];
   /** Whether `targeting` reached `limit`: its target lists more. */

@@ -110,10 +110,8 @@ export interface IndexSpec {
 }
 
 /**
- * The global secondary index on the executions table: `status_shard` (HASH) + `status_at`
- * (RANGE), projecting `definition_id` (which never changes, so projecting it costs no write) for
- * the definition filter. A listing reads the items themselves by key: the index finds
- * candidates, the items decide.
+ * The status index on the executions table, projecting `definition_id` for the definition
+ * filter (it never changes, so projecting it costs no write).
  */
 export const STATUS_INDEX = {
   name: "status_shard-status_at",
@@ -122,10 +120,7 @@ export const STATUS_INDEX = {
   include: [EXECUTION.definitionId],
 } as const;
 
-/**
- * The index on each relay table: `relay_part` (HASH) + `relay_order` (RANGE), projecting what a
- * pass decides with (target, chain link, bookkeeping, a timer's time), never the bodies.
- */
+/** The index on each relay table, projecting what a pass decides with, never the bodies. */
 export const RELAY_INDEX = {
   name: "relay_part-relay_order",
   hash: [RELAY.part, "S"],

@@ -15,17 +15,9 @@ import type {
 
 /**
  * An event a commit puts in the outbox, in the same transaction as the execution, for the
- * relay to deliver once the commit stands.
- *
- * `target` says whom the event is for. An execution id: the relay hands the entry to your
- * `deliver` with that `targetId`, in seq order per target, and your `deliver` passes the
- * event to that execution (a parent, a child, a sibling). `null`: the event is for no
- * execution in particular — it leaves the statechart, for the outside world or for whoever
- * listens (a webhook, a queue, another service; the CLI shows it as `(broadcast)`), and your
- * `deliver` decides where it goes, typically by `event.kind`. The store never routes
- * anything itself: `null` is stored as `target_id` NULL (as the Python engine stores an
- * emit without a target) and comes back as `OutboxEntry.targetId === null`; all `null`
- * entries are delivered in seq order, like the entries of one target.
+ * relay to deliver once the commit stands: to the execution `target` names, in seq order per
+ * target, or with `target: null` to the outside world (your `deliver` routes it; the store
+ * never does). See docs/execution_store.md.
  *
  * @example An event for another execution, and one for the outside world
  * ```ts
@@ -181,11 +173,8 @@ export interface ListOptions {
   /** Where to continue: a `nextCursor` from the previous page. @default {null} */
   cursor?: string | null;
   /**
-   * The most stored rows one call reads (index entries and the items they name, or the items a
-   * scan evaluates): past it the call returns the page so far — short, maybe empty — with a
-   * `nextCursor` that goes on, so a filter that few rows match (`definitionId`,
-   * `updatedBefore`) costs O(`maxExamined`) a call, not O(table). A positive integer or
-   * `Infinity`.
+   * The most stored rows one call reads: past it the call returns the page so far (short,
+   * maybe empty) with a `nextCursor`, so a rare filter costs O(`maxExamined`), not O(table).
    * @default {Infinity}
    */
   maxExamined?: number;
@@ -213,11 +202,8 @@ export interface ListPage {
   /** The cursor of the next page, or `null` when there is none. */
   nextCursor: string | null;
   /**
-   * The items of this page whose document cannot be read as an execution (another writer's:
-   * not JSON, not an object, a field of the wrong type), by key, with why: listed apart instead
-   * of failing the page. The filters on the document (status, parent) cannot judge them; those
-   * on stored attributes (definition, last commit, the status index's partition) do. Each
-   * counts toward `limit`. Absent when there is none.
+   * The items whose document cannot be read as an execution, by key, with why: listed apart
+   * instead of failing the page. Each counts toward `limit`. Absent when there is none.
    */
   unreadable?: UnreadableExecutionRow[];
 }
@@ -308,10 +294,9 @@ export interface DeleteExecutionResult {
 }
 
 /**
- * The execution store's contract: what `DynamoDBStore` and the memory twin
- * (`MemoryStore` from `@harel/dynamodb/testing`) both implement, with the same semantics.
- * Over a network an answer can be lost: where the store cannot tell what its own write did,
- * it throws an `OutcomeUnknown` instead of answering (the memory twin never needs to).
+ * The execution store's contract: what `DynamoDBStore` and `MemoryStore` both implement, with
+ * the same semantics. Where the store cannot tell what its own write did (a lost answer), it
+ * throws an `OutcomeUnknown`.
  *
  * @example Code that works on either backend
  * ```ts
@@ -327,10 +312,7 @@ export interface DeleteExecutionResult {
 export interface ExecutionStore extends AsyncDisposable {
   /** The ring size of each execution's trace; 0 = keep every step. */
   readonly traceMax: number;
-  /**
-   * Whether the store finds other writers' rows in its tables (`DynamoDBStore`: the
-   * `otherWriters` option); absent for a store whose rows no one else writes (`MemoryStore`).
-   */
+  /** Whether the store finds other writers' rows (`DynamoDBStore`'s `otherWriters` option). */
   readonly otherWriters?: boolean;
   /** The execution with this id, or `null`. */
   load(id: string): Promise<Execution | null>;
@@ -395,10 +377,7 @@ export interface ExecutionStore extends AsyncDisposable {
   deleteExecutions(options: DeleteExecutionsOptions): Promise<number>;
   /** The execution, when it was last committed and expires, and its timers; `null` if absent. */
   inspectExecution(id: string, options?: InspectOptions): Promise<ExecutionInspection | null>;
-  /**
-   * The outbox entries execution `id` emitted that are still there, and those to it that failed
-   * or wait behind one, with the relay's state of each: found by key, O(`limit`).
-   */
+  /** The outbox entries execution `id` emitted, and those to it that failed or wait: O(`limit`). */
   executionOutbox(id: string, options?: ExecutionOutboxOptions): Promise<ExecutionOutbox>;
   /** Releases what the store holds. */
   close(): Promise<void>;
@@ -422,11 +401,9 @@ export interface SetOptions {
 }
 
 /**
- * The hash-state store's contract: what `DynamoDBStateStore` and the memory twin
- * (`MemoryStateStore` from `@harel/dynamodb/testing`) both implement. Over a network an
- * answer can be lost: where the store cannot tell what its own write did (an `hset` count, an
- * `hdel` count), it throws an `OutcomeUnknown` instead of answering (the memory twin never
- * needs to).
+ * The hash-state store's contract: what `DynamoDBStateStore` and `MemoryStateStore` both
+ * implement. Where the store cannot tell what its own write did (an `hset` or `hdel` count after
+ * a lost answer), it throws an `OutcomeUnknown`.
  *
  * @example Code that works on either backend
  * ```ts
@@ -458,9 +435,7 @@ export interface StateStore extends AsyncDisposable {
   hget<T = unknown>(key: string, field: string): Promise<T | null>;
   /** Sets a hash field: 1 if new, 0 if updated. */
   hset(key: string, field: string, value: unknown): Promise<number>;
-  /**
-   * Sets each field of `fields`, and with `ttl` the key's expiry, all at once: how many are new.
-   */
+  /** Sets each field of `fields` (with `ttl`, the key's expiry) at once: how many are new. */
   hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
   /** Every field of the hash (an object with no prototype), `{}` when missing or expired. */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>>;

@@ -1,5 +1,4 @@
-// The actions a POST may ask for: read from the route and the form, checked as strictly as the
-// store checks them, run through the store calls, and reported back to the page they return to
+// The actions a POST may ask for, checked as strictly as the store checks them, and reported back
 // with a fixed notice code (so no text of the request ever reaches the page as a message).
 import { checkKey, checkTime, LIMITS } from "../core/_validate.ts";
 import type { RelayKey, RelayKind } from "../core/types.ts";
@@ -165,9 +164,8 @@ export function confirmation(basePath: string, action: Action): {
 }
 
 /**
- * Runs an action; the answer is where to send the browser, with the outcome's notice code.
- * `signal` is the request's: a bulk action stops when it aborts (the browser went away) or when
- * `BULK_BUDGET_MS` have passed, and says how far it got.
+ * Runs an action: where to send the browser, with the outcome's notice code. A bulk action stops
+ * when `signal` aborts or after `BULK_BUDGET_MS`, and says how far it got.
  */
 export async function runAction(
   store: ExecutionStore,

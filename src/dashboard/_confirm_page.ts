@@ -4,9 +4,7 @@ import { type Html, markup } from "./_html.ts";
 import { page } from "./_layout.ts";
 import { actionForm } from "./_forms.ts";
 
-/** What a confirmation page asks. */
 export interface ConfirmView {
-  /** Where the dashboard is mounted. */
   basePath: string;
   /** The page's title ("Drop this dead letter?"). */
   title: string;
@@ -18,13 +16,11 @@ export interface ConfirmView {
   fields: Record<string, string>;
   /** The button's label ("Drop", "Drop all", "Delete"). */
   label: string;
-  /** The session's CSRF token. */
   csrf: string;
   /** Where "Cancel" leads. */
   back: string;
 }
 
-/** The confirmation page of a destructive action. */
 export function confirmPage(view: ConfirmView): Html {
   const button = actionForm({
     action: view.action,

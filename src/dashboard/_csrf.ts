@@ -1,9 +1,6 @@
-// Per-session CSRF tokens. A session is a random id in an HttpOnly, SameSite=Strict cookie that
-// the dashboard sets on the first page it serves; the token its forms carry is an HMAC of that
-// id under the dashboard's key. A POST is taken only with the cookie and the token that matches
-// it: another session's token, a made-up one, or none is refused.
+// Per-session CSRF tokens: an HMAC of the session cookie's random id under the dashboard's key
+// (docs/dashboard.md, "Security").
 
-/** The session cookie's name. */
 export const SESSION_COOKIE = "harel_dashboard_session";
 
 /** 32 random bytes, base64url without padding. */
@@ -13,10 +10,7 @@ const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 export class CsrfTokens {
   readonly #key: Promise<CryptoKey>;
 
-  /**
-   * A key from `secret` (the same on every isolate that serves the dashboard), or a random
-   * one for this dashboard alone.
-   */
+  /** A key from `secret` (the same on every isolate), or a random one for this dashboard alone. */
   constructor(secret?: string) {
     const bytes = secret === undefined
       ? crypto.getRandomValues(new Uint8Array(32))
@@ -45,7 +39,6 @@ function message(session: string): Uint8Array<ArrayBuffer> {
   return new TextEncoder().encode(`harel-dashboard csrf v1\n${session}`);
 }
 
-/** A new session id. */
 export function newSession(): string {
   return crypto.getRandomValues(new Uint8Array(32)).toBase64({
     alphabet: "base64url",
@@ -54,8 +47,8 @@ export function newSession(): string {
 }
 
 /**
- * The session id the request's cookie holds, or null: none, malformed, or more than one cookie
- * of the name (one may have been planted by a neighbouring site: trust neither).
+ * The session id the request's cookie holds, or null: none, malformed, or two cookies of the
+ * name (one may have been planted by a neighbouring site: trust neither).
  */
 export function sessionOf(request: Request): string | null {
   const found: string[] = [];

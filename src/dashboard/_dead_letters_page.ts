@@ -13,11 +13,8 @@ import type {
   Timer,
 } from "../core/types.ts";
 
-/** What a dead-letters page shows. */
 export interface DeadLettersView {
-  /** Where the dashboard is mounted. */
   basePath: string;
-  /** The queue. */
   kind: RelayKind;
   /** Its lowest dead letters (timers: earliest first). */
   letters: DeadLetter<RelayKind>[];
@@ -48,7 +45,6 @@ export function keyText(kind: RelayKind, key: DeadLetter<RelayKind>["key"]): str
   return `${timer.path} at ${formatTime(timer.fireAt)} (fire_at ${timer.fireAt})`;
 }
 
-/** The dead-letters page of one queue. */
 export function deadLettersPage(view: DeadLettersView): Html {
   const { basePath, kind, csrf } = view;
   const post = (what: string) => href(basePath, ["dead-letters", kind, what]);
@@ -143,11 +139,8 @@ const WHOSE: Record<RelayKind, string[]> = {
 };
 
 /**
- * Whose a dead letter is, as {@linkcode WHOSE} names the cells: the execution it came from as a
- * link ("unknown" when the row does not say: the Python store records no source), and whom it was
- * for as plain text — an outbox target is any id the emitter chose (an execution's, or a
- * service's such as "payments") and a dead spawn's child may never have started, so neither is
- * linked as if it were an execution; a timer's execution is its own, linked.
+ * Whose a dead letter is, as {@linkcode WHOSE} names the cells: the execution it came from, linked,
+ * and whom it was for as plain text (a target may be any id, a dead spawn's child never started).
  */
 function whose(basePath: string, kind: RelayKind, letter: DeadLetter<RelayKind>): Html {
   const source = sourceOf(kind, letter);
@@ -166,10 +159,7 @@ function targetText(target: string): Html {
   return markup`<span class="mono" title="target">${target}</span>`;
 }
 
-/**
- * The execution a dead letter came from (see `DeadLetter.sourceId`); for a store that does not
- * say, read from its stored attributes; null when unknown.
- */
+/** The execution a dead letter came from (`sourceId`, else its stored attributes), or null. */
 function sourceOf(kind: RelayKind, letter: DeadLetter<RelayKind>): string | null {
   if (letter.sourceId !== undefined) return letter.sourceId;
   const item = letter.item as RelayItem<RelayKind> | null;
@@ -190,10 +180,7 @@ function outboxTargets(letters: DeadLetter<RelayKind>[]): [string, number][] {
   return [...counts];
 }
 
-/**
- * Why a dead letter's item cannot be shown as one, or null: none was read, or (outbox) its
- * event's `id` or `kind` is not a string (another writer's).
- */
+/** Why a dead letter's item cannot be shown, or null (outbox: an event's `id` or `kind` bad). */
 function unreadableWhy(kind: RelayKind, letter: DeadLetter<RelayKind>): string | null {
   if (letter.item === null) return "";
   if (kind !== "outbox") return null;

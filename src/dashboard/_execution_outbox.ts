@@ -1,7 +1,5 @@
-// An execution's outbox on its page (#34): the entries it emitted that are not delivered yet and
-// those to it that failed or wait behind one (`executionOutbox`), in three sections — pending and
-// waiting entries, dead letters (with Retry and Drop), and held entries (with what holds each,
-// and Retry of that one when it is a dead letter shown here).
+// An execution's outbox on its page, in three sections: pending and waiting entries, dead letters
+// (with Retry and Drop), and held entries (with what holds each).
 import { type Html, markup } from "./_html.ts";
 import { executionLink, formatRelative, formatTime, href } from "./_layout.ts";
 import { actionForm } from "./_forms.ts";

@@ -18,15 +18,9 @@ import { byFireAt } from "../core/_bounded.ts";
 import type { ExecutionOutbox } from "../core/types.ts";
 import { outboxSections } from "./_execution_outbox.ts";
 
-/** What the execution page shows. */
 export interface ExecutionView {
-  /** Where the dashboard is mounted. */
   basePath: string;
-  /**
-   * The item's key the page was opened with: what its actions act on, whatever the document
-   * says (the handler always gives it).
-   * @default {the document's id}
-   */
+  /** The item's key the page was opened with: what its actions act on. @default {its id} */
   id?: string;
   /** The execution, as stored. */
   execution: Execution;
@@ -54,7 +48,6 @@ export interface ExecutionView {
   notice?: string | null;
 }
 
-/** The execution page. */
 export function executionPage(view: ExecutionView): Html {
   const { basePath, execution: exe } = view;
   const id = view.id ?? String(exe.id);
@@ -131,10 +124,7 @@ ${traceSection(basePath, id, view.trace, view.moreTrace === true)}
   );
 }
 
-/**
- * The timers section of an execution's page: those shown, earliest first, and when it has more
- * (these are the first by path), a link to its timers pages.
- */
+/** The timers section of an execution's page, earliest first, and a link when it has more. */
 export function timersSection(
   basePath: string,
   id: string,
@@ -152,10 +142,7 @@ export function timersSection(
 ${timersTable(basePath, timers.toSorted(byFireAt), now)}${more ? all : null}</section>`;
 }
 
-/**
- * The trace section of an execution's page: the newest steps, oldest first, and when there are
- * older ones, a link to the trace page before them.
- */
+/** The trace section of an execution's page: the newest steps, and a link when there are older. */
 export function traceSection(
   basePath: string,
   id: string,
@@ -222,10 +209,7 @@ function timerState(basePath: string, timer: TimerState, now: number): Html {
   return markup`armed`;
 }
 
-/**
- * One step of the timeline: its index, its event and transition, its time, and the step in full.
- * A step shows what it has: no `from` is where it started, "(start)"; no `to`, where it was.
- */
+/** One step of the timeline: its index, event, transition and time, and the step in full. */
 export function traceStep(step: Record<string, unknown>): Html {
   const shown = (value: unknown) =>
     typeof value === "string" || typeof value === "number" ? String(value) : null;
@@ -250,9 +234,8 @@ export function traceStep(step: Record<string, unknown>): Html {
 const STEP_TIME_FIELDS = ["at", "time", "timestamp"] as const;
 
 /**
- * A step's time in UTC: ISO 8601 text (without an offset, as Python's `isoformat()` of a naive
- * time writes it: UTC), or epoch seconds (milliseconds above 10^11, past the year 5000 in
- * seconds); text that is no time is shown as it is; nothing when the step has none.
+ * A step's time in UTC: ISO 8601 text (without an offset: UTC, as Python writes it), or epoch
+ * seconds (milliseconds above 10^11); other text as it is.
  */
 function stepTime(step: Record<string, unknown>): Html | null {
   const value = STEP_TIME_FIELDS.map((name) => step[name]).find((v) => v !== undefined);

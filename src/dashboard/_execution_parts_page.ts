@@ -1,6 +1,5 @@
-// The pages of one execution beside its own: its trace a page at a time (newest first in what
-// they take, each oldest first), its timers a page at a time by path, and its page when its
-// document cannot be read (its key and why, what is stored, its timers and trace, Delete).
+// The pages of one execution beside its own: its trace and its timers a page at a time, and its
+// page when its document cannot be read.
 import { type Html, markup } from "./_html.ts";
 import { executionLink, href, page } from "./_layout.ts";
 import {
@@ -19,7 +18,6 @@ export const STORED_TEXT_SHOWN = 100_000;
 
 /** What the page of an execution whose document cannot be read shows. */
 export interface UnreadableExecutionView extends ExecutionParts {
-  /** Where the dashboard is mounted. */
   basePath: string;
   /** The item's key. */
   id: string;
@@ -27,7 +25,6 @@ export interface UnreadableExecutionView extends ExecutionParts {
   reason: string;
   /** Its `data` as stored, or null when it has none. */
   data: string | null;
-  /** Now, in epoch seconds. */
   now: number;
   /** The session's CSRF token when actions are on, else null (no Delete button). */
   csrf: string | null;
@@ -64,7 +61,6 @@ ${
 /** What a trace page shows: a page of steps, newest below `before`. */
 export interface TracePageView {
   basePath: string;
-  /** The execution's key. */
   id: string;
   /** The steps, oldest first. */
   trace: Record<string, unknown>[];
@@ -95,7 +91,6 @@ ${listing}
 /** What a timers page shows: a page of timers by path, after `after`. */
 export interface TimersPageView {
   basePath: string;
-  /** The execution's key. */
   id: string;
   /** The timers, by path. */
   timers: TimerState[];
@@ -103,7 +98,6 @@ export interface TimersPageView {
   moreTimers: boolean;
   /** The path the page starts after, or null (the first). */
   after: string | null;
-  /** Now, in epoch seconds. */
   now: number;
 }
 

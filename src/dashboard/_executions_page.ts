@@ -1,5 +1,5 @@
-// The first page: the relay's backlog per queue, then the executions, filtered and paged —
-// by default the open ones, the latest to enter their status first, so that a stuck one is a `before` away.
+// The first page: the relay's backlog per queue, then the executions, filtered and paged (by
+// default the open ones, the latest to enter their status first).
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
@@ -23,9 +23,7 @@ import {
   statusesOf,
 } from "./_store_calls.ts";
 
-/** What the executions page shows. */
 export interface ExecutionsView {
-  /** Where the dashboard is mounted. */
   basePath: string;
   /** The filters of this listing. */
   filters: ExecutionFilters;
@@ -56,7 +54,6 @@ function queryOf(filters: ExecutionFilters): Record<string, string | string[] | 
   };
 }
 
-/** The executions page. */
 export function executionsPage(view: ExecutionsView): Html {
   const { basePath, filters, now } = view;
   const query = queryOf(filters);

@@ -2,7 +2,6 @@
 // button labelled with what it does.
 import { type Html, markup } from "./_html.ts";
 
-/** One action button. */
 export interface ActionButton {
   /** Where the form posts (a path under the base path). */
   action: string;
@@ -10,7 +9,6 @@ export interface ActionButton {
   label: string;
   /** The fields that say what to act on. */
   fields: Record<string, string>;
-  /** The session's CSRF token. */
   csrf: string;
   /** Styled as destructive. @default {false} */
   danger?: boolean;

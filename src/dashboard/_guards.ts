@@ -22,10 +22,8 @@ export async function securityHeaders(): Promise<Record<string, string>> {
 }
 
 /**
- * Whether a POST comes from a page of the dashboard's own origin, as the browser says: at least
- * one of `Sec-Fetch-Site` and `Origin` is present, `Sec-Fetch-Site` (when sent) is `same-origin`
- * and `Origin` (when sent) is `origin`. A same-site neighbour (another port, a subdomain) is
- * refused too. Page scripts cannot set either header.
+ * Whether a POST comes from the dashboard's own origin, as the browser says: `Sec-Fetch-Site`
+ * or `Origin` present, and each, when sent, `same-origin` or `origin`. Scripts set neither.
  */
 export function fromSameOrigin(request: Request, origin: string): boolean {
   const site = request.headers.get("sec-fetch-site");

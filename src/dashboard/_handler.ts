@@ -1,6 +1,5 @@
-// The request side of the dashboard, apart from the rendering: the base path, authorization,
-// methods, routes and query parameters, the session cookie, the checks every POST passes (same
-// origin, form size and type, CSRF token), the security headers, and errors kept off the page.
+// The request side of the dashboard, apart from the rendering: routes and parameters, the
+// session, the checks every request and POST passes, and errors kept off the page.
 import type { Html } from "./_html.ts";
 import { KINDS, segmentValue } from "./_layout.ts";
 import { messagePage } from "./_message_page.ts";
@@ -368,10 +367,7 @@ export function createHandler(
   };
 }
 
-/**
- * The route of a path below the base path, or null; each segment percent-decoded once, and an
- * execution id's leading `~` taken off (see `pathSegment`).
- */
+/** The route of a path below the base path, or null; each segment decoded once (`pathSegment`). */
 function routeOf(rest: string): Route | null {
   if (rest === "" || rest === "/") return { page: "executions" };
   let parts: string[];
@@ -426,11 +422,7 @@ function atMostOne(query: URLSearchParams, name: string): string | null {
   return values[0] ? values[0] : null;
 }
 
-/**
- * The listing's filters from the query: `status` (repeatable; none: the open statuses; `any`:
- * every execution, in the table's order), `definition`, `before` (epoch seconds or an ISO date,
- * and only with statuses: it reads the status index). Anything else is 400.
- */
+/** The listing's filters: `status` (repeatable, or `any`), `definition`, `before`. */
 function listingFilters(query: URLSearchParams): ExecutionFilters {
   const given = query.getAll("status").filter((status) => status !== "");
   for (const status of given) {

@@ -1,9 +1,5 @@
-// The host names the dashboard answers to. A page another site serves can make a browser call
-// this dashboard under the other site's own name (DNS rebinding: evil.example resolved to
-// 127.0.0.1): to that browser the dashboard is then same-origin, and `authorize: () => true`
-// lets it read every page and post with the token it read. What gives it away is the `Host`
-// header, which a page script cannot set: a request whose host is not one of the dashboard's
-// own is refused before anything else (421, nothing read from the store).
+// The host names the dashboard answers to: the `Host` header, which a page script cannot set,
+// gives DNS rebinding away (docs/dashboard.md, "Security").
 import { describe } from "../core/_validate.ts";
 
 /** The names a dashboard answers to without a `hosts` option: the loopback ones, any port. */
@@ -63,10 +59,7 @@ function ruleOf(entry: string): HostRule | null {
   return { name: match[1]!, wildcard, port };
 }
 
-/**
- * Whether a request was made to one of the dashboard's hosts: its `Host` header (else its URL's
- * host) is one a rule names, at the rule's port when it has one. A `Host` that is no host is not.
- */
+/** Whether a request's `Host` (else its URL's host) is one a rule names, at its port if any. */
 export function toOwnHost(request: Request, rules: readonly HostRule[]): boolean {
   const url = new URL(request.url);
   const header = request.headers.get("host");

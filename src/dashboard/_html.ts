@@ -33,9 +33,8 @@ const ESCAPES: Record<string, string> = {
 };
 
 /**
- * Text made safe for an element's content and for a quoted attribute value: `& < > " '`
- * become entities. (Values never go into unquoted attributes, URLs of their own, styles or
- * scripts: the templates quote every attribute, and there is no script.)
+ * Text made safe for an element's content and a quoted attribute value. (Values never go into
+ * unquoted attributes, URLs, styles or scripts.)
  */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
@@ -55,9 +54,8 @@ function render(value: Fragment): string {
 }
 
 /**
- * Markup from a template: the literal parts as written, every inserted value escaped (arrays
- * joined, `null`, `undefined` and `false` left out), `Html` values as they are. (Named `markup`,
- * not `html`: `deno fmt` reformats templates tagged `html`, which would change the pages.)
+ * Markup from a template, every inserted value escaped but `Html`. (Named `markup`, not `html`:
+ * `deno fmt` reformats templates tagged `html`, which would change the pages.)
  */
 export function markup(strings: TemplateStringsArray, ...values: Fragment[]): Html {
   let text = strings[0]!;

@@ -46,10 +46,8 @@ ${body}
 }
 
 /**
- * A link inside the dashboard: the base path, each segment percent-encoded (an id holding `/`
- * or `..` stays one segment, see {@linkcode pathSegment}), then the query. The result still goes
- * through `markup`'s escaping. Every segment must be well-formed Unicode (a lone surrogate has
- * no percent-encoding: {@linkcode executionLink} shows such an id without a link).
+ * A link inside the dashboard: the base path, each segment percent-encoded by
+ * {@linkcode pathSegment}, then the query. Segments must be well-formed Unicode.
  */
 export function href(
   basePath: string,
@@ -66,10 +64,8 @@ export function href(
 }
 
 /**
- * A value as one path segment: percent-encoded, and `~` put before `.`, `..` and a value that
- * starts with `~`. URL parsers (browsers', `new URL`) drop `.` and `..` segments, percent-encoded
- * ones (`%2E`) too, so those ids could not be addressed as they are; {@linkcode segmentValue}
- * takes one leading `~` off again.
+ * A value as one path segment, percent-encoded, with `~` put before `.`, `..` and a leading `~`:
+ * URL parsers drop `.` and `..` segments, even encoded. {@linkcode segmentValue} undoes it.
  */
 export function pathSegment(value: string): string {
   const escaped = value === "." || value === ".." || value.startsWith("~") ? `~${value}` : value;
@@ -137,10 +133,7 @@ export function statusBadge(status: unknown): Html {
   return markup`<span class="${known ? `status ${known}` : "status"}">${text}</span>`;
 }
 
-/**
- * An execution id as a link to its page; an id that is not well-formed Unicode (a lone
- * surrogate another writer stored) has no address, and shows as JSON text without a link.
- */
+/** An execution id as a link to its page; one with a lone surrogate shows as JSON, unlinked. */
 export function executionLink(basePath: string, id: string): Html {
   if (!id.isWellFormed()) {
     return markup`<span class="mono" title="not valid Unicode: no page can be addressed">${
@@ -150,10 +143,7 @@ export function executionLink(basePath: string, id: string): Html {
   return markup`<a class="mono" href="${href(basePath, ["executions", id])}">${id}</a>`;
 }
 
-/**
- * A stored field as page text: a string or number as it is, null and undefined as nothing, and
- * anything else another writer stored (an object, a boolean) as its JSON.
- */
+/** A stored field as page text: strings and numbers as they are, null as nothing, else JSON. */
 export function fieldText(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   if (typeof value === "string") return value;

@@ -1,8 +1,5 @@
-// Everything the dashboard asks of the store, in one place: each page's reads and each action,
-// mapped onto `ExecutionStore` calls. Every page's reads are bounded by a page size or a cap (the
-// listing through the status index, the backlog and dead letters through the relay index), so a
-// page's memory, store calls and read units do not grow with the tables
-// (tests/dashboard/cost_test.ts measures them).
+// Everything the dashboard asks of the store, in one place. Every page's reads are bounded by a
+// page size or a cap: its cost does not grow with the tables (tests/dashboard/cost_test.ts).
 import type { ExecutionSummary, Status } from "../core/documents.ts";
 import type { ExecutionInspection, TimerState } from "../core/operator_types.ts";
 import { UnreadableExecution } from "../core/errors.ts";
@@ -20,20 +17,17 @@ import { KINDS } from "./_layout.ts";
 /** How many rows each backlog count reads before it says "N+". */
 export const SUMMARY_CAP = 100;
 /**
- * The most stored rows one page of the listing reads (index entries and the items they name,
- * or with `status=any` items of the table), at least 3 × `pageSize`: a filter few executions
- * match (`?definition=`, `?before=`) answers a short page after that many, with a link that
- * goes on, instead of reading the whole table.
+ * The most stored rows one page of the listing reads (at least 3 × `pageSize`): a rare filter
+ * answers a short page with a link that goes on, instead of reading the whole table.
  */
 export const EXAMINE_BUDGET = 500;
 
-/** A listing page's budget of rows: `EXAMINE_BUDGET`, or three rows per row it shows. */
 export function examineBudget(pageSize: number): number {
   return Math.max(EXAMINE_BUDGET, 3 * pageSize);
 }
 /**
- * How long one "Retry all" or "Drop all" request works before it answers with the count so far
- * (pressing it again goes on): a request must end before a proxy or the platform gives up on it.
+ * How long one "Retry all" or "Drop all" request works before it answers with the count so far:
+ * a request must end before a proxy or the platform gives up on it.
  */
 export const BULK_BUDGET_MS = 20_000;
 
@@ -50,12 +44,8 @@ export interface CappedCount {
 
 /** One queue's card in the backlog summary (the store's `backlog`, each count capped). */
 export interface QueueBacklog {
-  /** The queue. */
   kind: RelayKind;
-  /**
-   * Not failed and not delivered yet (timers: due now). Entries a relay pass has set apart behind
-   * a waiting or dead entry of their target are not in it: `heldTargets` says how many targets.
-   */
+  /** Not failed and not delivered yet (timers: due now). */
   pending: CappedCount;
   /** Waiting for a retry after a failed delivery. */
   waiting: CappedCount;
@@ -63,14 +53,10 @@ export interface QueueBacklog {
   dead: CappedCount;
   /** Outbox: the targets whose later entries wait behind a waiting or dead one. */
   heldTargets: CappedCount;
-  /**
-   * In epoch seconds: when the oldest pending item counted was committed (timers: due); null
-   * when none (or no row says). Relay lag is now minus this.
-   */
+  /** When the oldest pending item counted was committed (epoch seconds), or null. */
   oldestAt: number | null;
 }
 
-/** A page of the executions listing. */
 export interface ExecutionsPage {
   /** The summaries of this page. */
   items: ExecutionSummary[];
@@ -80,12 +66,8 @@ export interface ExecutionsPage {
   unreadable?: UnreadableExecutionRow[];
 }
 
-/** The filters of the executions listing. */
 export interface ExecutionFilters {
-  /**
-   * `"open"` (the default: {@linkcode OPEN_STATUSES}) or these statuses, latest to enter their status first from
-   * the status index; `"any"`: every execution, in the table's order.
-   */
+  /** `"open"` ({@linkcode OPEN_STATUSES}), these statuses, or `"any"` (the table's order). */
   status: "open" | "any" | Status[];
   /** Only this definition, or null. */
   definition: string | null;
@@ -99,11 +81,7 @@ export function statusesOf(filters: ExecutionFilters): Status[] | null {
   return filters.status === "open" ? [...OPEN_STATUSES] : filters.status;
 }
 
-/**
- * One page of executions: with statuses, latest to enter their status first (O(page) through the status
- * index); with `"any"`, a page of the table in its order (O(page): `limit + 1` items read). A
- * filter reads at most `EXAMINE_BUDGET` rows; `signal` (the request's) stops the reads.
- */
+/** One page of executions, O(page); a filter reads at most `examineBudget` rows. */
 export async function executionsPage(
   store: ExecutionStore,
   filters: ExecutionFilters,
@@ -122,11 +100,7 @@ export async function executionsPage(
   return { items: page.items, nextCursor: page.nextCursor, unreadable: page.unreadable ?? [] };
 }
 
-/**
- * The backlog of each queue: one `backlog` call per queue, each count reading at most
- * `SUMMARY_CAP` rows of the relay index. Reads only (a relay pass's own read of the outbox
- * records held targets, a write a page must not make).
- */
+/** The backlog of each queue: one `backlog` call per queue, each count capped at `SUMMARY_CAP`. */
 export async function backlog(
   store: ExecutionStore,
   signal?: AbortSignal,
@@ -148,10 +122,7 @@ export async function backlog(
 /** How many entries each list of an execution's outbox its page shows (`executionOutbox`). */
 export const OUTBOX_SHOWN = 50;
 
-/**
- * The most trace steps an execution's page shows, the newest (a ring kept whole, `traceMax: 0`,
- * can be long), and the most a trace page shows: the rest are a link away.
- */
+/** The most trace steps an execution's page (and a trace page) shows; the rest are a link away. */
 export const TRACE_SHOWN = 50;
 /** The most timers an execution's page shows (the first by path), and a timers page. */
 export const TIMERS_SHOWN = 50;
@@ -171,11 +142,8 @@ export interface ExecutionParts {
 }
 
 /**
- * An execution with when it was last committed and expires, a page of its timers and of its
- * trace (O(page): `TIMERS_SHOWN + 1` timers and `TRACE_SHOWN + 1` steps are read, to know
- * whether there are more); null when there is no such execution. When its document cannot be
- * read, `unreadable` says why and what is stored, and the timers, trace and outbox entries are
- * still there. Four calls in parallel.
+ * An execution with its facts and a page of its timers, trace and outbox (four calls in
+ * parallel); null when absent. An unreadable document still shows its parts.
  */
 export async function executionDetail(
   store: ExecutionStore,
@@ -275,7 +243,6 @@ export function dropOne<K extends RelayKind>(
   return store.dropDeadLetter(kind, key);
 }
 
-/** What a bulk action did. */
 export interface BulkOutcome {
   /** Dead letters retried or dropped. */
   done: number;
@@ -284,10 +251,8 @@ export interface BulkOutcome {
 }
 
 /**
- * Retries (or drops) every dead letter of a queue, or of one outbox target, with the store's
- * bulk call, until it is done or `signal` stops it (the request's time budget, or the browser
- * gone): then it answers with the count so far. A letter retried, dropped or delivered meanwhile
- * is not counted.
+ * Retries (or drops) every dead letter of a queue, or of one outbox target, until done or
+ * `signal` stops it (the request's time budget): then it answers with the count so far.
  */
 export async function onEveryDeadLetter(
   store: ExecutionStore,

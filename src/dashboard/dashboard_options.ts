@@ -62,70 +62,55 @@ export interface FleetControl {
  */
 export interface DashboardOptions {
   /**
-   * Decides whether a request may see the dashboard: `true` lets it in; anything else is
-   * answered 401 (with `challenge`, when set). Required: `authorize: () => true` is the explicit
-   * choice for a dashboard only your own machine can reach. It sees every request, POSTs
-   * included; `authorizeToken(token)` checks a bearer token or a Basic password.
+   * Decides whether a request may see the dashboard; anything but `true` is answered 401.
+   * Required: `() => true` is the explicit choice for a dashboard only your machine can reach.
    */
   authorize: (request: Request) => boolean | Promise<boolean>;
   /**
-   * The path the dashboard is mounted at (`"/dashboard"`): its pages are under it, its links
-   * start with it, and a request outside it is answered 404. The handler reads the request's
-   * full URL, so a router must pass requests on unchanged. `""` or `"/"`: the root.
+   * The path the dashboard is mounted at (`"/dashboard"`); a router must pass requests on with
+   * their URL unchanged. `""` or `"/"`: the root.
    * @default {""}
    */
   basePath?: string;
   /**
-   * Whether the pages offer actions: retry and drop a dead letter, retry and drop all of a queue
-   * or of an outbox target, delete an execution (the destructive ones after a confirmation).
-   * Off, the dashboard only reads, and every POST is answered 405.
+   * Whether the pages offer actions (retry and drop dead letters, delete an execution); off, the
+   * dashboard only reads and every POST is answered 405.
    * @default {false}
    */
   actions?: boolean;
   /**
-   * harel's control plane (a `FleetClient` of `@harel/dynamodb/sqs`): with `actions: true`, each
-   * execution's page offers Suspend, Resume, Cancel and Terminate (the last two after a
-   * confirmation), behind the same CSRF protection as the other actions.
+   * harel's control plane: with `actions: true`, each execution's page offers Suspend, Resume,
+   * Cancel and Terminate.
    * @default {undefined} (no control buttons)
    */
   fleet?: FleetControl;
   /**
-   * The `WWW-Authenticate` header of a 401, e.g. `'Basic realm="harel dashboard"'` so that a
-   * browser asks for a user name and password. Without it a 401 carries none.
+   * The `WWW-Authenticate` header of a 401, e.g. `'Basic realm="harel dashboard"'`.
    * @default {undefined}
    */
   challenge?: string;
   /**
-   * The key the CSRF tokens are signed with (at least 16 characters). Set the same secret on
-   * every isolate or process that serves the dashboard (Deno Deploy runs several): without it
-   * each dashboard draws a random key, and a form one isolate rendered is refused by another.
+   * The key the CSRF tokens are signed with (at least 16 characters): the same on every isolate
+   * that serves the dashboard, or a form one rendered is refused by another.
    * @default {a random key per dashboard}
    */
   secret?: string;
   /**
-   * The origin browsers load the dashboard from (`"https://ops.example.com"`), which a POST's
-   * `Origin` header must equal: set it behind a proxy that changes the request's URL (TLS
-   * terminated in front, another host name).
+   * The origin browsers load the dashboard from, which a POST's `Origin` must equal: set it
+   * behind a proxy that changes the request's URL.
    * @default {the origin of the request's URL}
    */
   origin?: string;
   /**
-   * The host names the dashboard answers to (`Host` header): a name, a name and port
-   * (`"ops.internal:8443"`: that port only) or `"*.example.com"` (the names below it). Any other
-   * request is answered 421 before `authorize` and without reading the store: a page of another
-   * site that the browser sends here under its own name (DNS rebinding) gets nothing. `origin`'s
-   * host is always taken. Set it behind a proxy or on a real host name.
+   * The host names the dashboard answers to: a name, a name and port, or `"*.example.com"`. Any
+   * other `Host` is answered 421 before anything else (no DNS rebinding).
    * @default {["localhost", "127.0.0.1", "[::1]"] (any port)}
    */
   hosts?: string[];
-  /**
-   * Executions per page of the listing, and dead letters per page, 1 to 1000.
-   * @default {50}
-   */
+  /** Executions per page of the listing, and dead letters per page, 1 to 1000. @default {50} */
   pageSize?: number;
   /**
-   * Called with each error a request ran into (the store failing, `authorize` throwing): the
-   * page itself only says that something went wrong, never what, where or how.
+   * Called with each error a request ran into; the page itself only says something went wrong.
    * @default {(error) => console.error("harel dashboard:", error)}
    */
   onError?: (error: unknown, request: Request) => void;

@@ -42,10 +42,9 @@ import type {
 export type { CreateStoreOptions, DueTimersOptions, DynamoDBStoreOptions };
 
 /**
- * The durable execution store: executions with optimistic concurrency, their outbox,
- * spawn intents, dedupe marks, timers and trace, in seven DynamoDB tables shared with
- * the Python engine. Every commit is one `TransactWriteItems`: all of it or none of it.
- * After `close()`, every method rejects with {@linkcode StoreClosed}.
+ * The durable execution store: executions with optimistic concurrency, their outbox, spawn
+ * intents, dedupe marks, timers and trace, in seven DynamoDB tables shared with the Python
+ * engine. Every commit is one `TransactWriteItems`: all of it or none of it.
  *
  * @example Load, commit, relay
  * ```ts
@@ -83,11 +82,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Builds a client for `endpoint` (dummy credentials `test`/`test` unless the
-   * environment has AWS keys; no endpoint = AWS with the default credential chain),
-   * waits with backoff until DynamoDB answers, and ensures the tables — or, with
-   * `ensureTables: false`, only checks with one DescribeTable that they exist. The store
-   * owns that client: `close()` destroys it.
+   * Builds a client for `endpoint` (no endpoint: AWS, default credential chain), waits until
+   * DynamoDB answers, and ensures the tables (with `ensureTables: false`, only checks they
+   * exist). The store owns that client: `close()` destroys it.
    *
    * @example Against DynamoDB Local
    * ```ts
@@ -110,9 +107,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Makes the seven tables what `tableDefinitions()` says: creates the missing ones with their
-   * indexes, TTL and (only with `otherWriters: true`) the executions table's stream, and adds
-   * those to tables made without them. Idempotent.
+   * Makes the seven tables what `tableDefinitions()` says: creates the missing ones and adds
+   * missing indexes, TTL and (with `otherWriters: true`) the stream. Idempotent.
    * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -191,15 +187,10 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Writes the execution and everything it caused in one transaction, all or nothing,
-   * if the stored version still equals `exe.version` (0 = insert). On success
-   * `exe.version` is bumped in place; on a lost race it throws {@linkcode StoreConflict},
-   * `exe.version` is unchanged and nothing of the commit is written. Input DynamoDB would
-   * reject is refused with a `TypeError`/`RangeError` before anything is sent, and so is a
-   * second commit of the same object while the first has not settled (a missing `await`).
-   * Documents are stored as `JSON.stringify` sees them (`toJSON` applied), by the same rule
-   * as `DynamoDBStateStore.set`: what JSON would silently change (class instances, Map, Set,
-   * BigInt, NaN, functions, cycles) and nesting past 500 levels are refused, naming the path.
+   * Writes the execution and everything it caused in one transaction, all or nothing, if the
+   * stored version still equals `exe.version` (0 = insert); on success `exe.version` is bumped
+   * in place. Input DynamoDB would reject, or JSON would silently change, is refused before
+   * anything is sent, and so is a second commit of an object whose first has not settled.
    *
    * @example Handling an event
    * ```ts
@@ -227,8 +218,7 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @returns The new version and the seqs of the outbox entries and spawns.
    *
    * @throws {StoreConflict} When the stored version is not `exe.version` (another writer won).
-   * @throws {CommitOutcomeUnknown} When every send's answer was lost (`ambiguousRetries`
-   *   re-sends): the commit may or may not be stored; reload to know.
+   * @throws {CommitOutcomeUnknown} When every send's answer was lost: reload to know.
    * @throws {CommitCancelled} When DynamoDB cancelled the transaction for another reason (each
    *   item's role and code), or transaction conflicts outlasted `conflictRetries`.
    * @throws {TypeError} For input DynamoDB would reject (a `RangeError` for a value out of its
@@ -245,18 +235,14 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Appends one trace step outside a commit, at the ring's highest index + 1 (0 on an empty
-   * ring), or at `entry.index` when the entry carries one (as the Python seed); the step that
-   * falls out of this store's window (`traceMax`) is deleted. Two calls: the ring's end is
-   * always read first. The write carries an idempotency token: a copy re-sent after a lost
-   * answer does not append the step twice.
+   * Appends one trace step outside a commit, after the ring's highest index (or at
+   * `entry.index`); the step that falls out of the `traceMax` window is deleted. Two calls; a
+   * copy re-sent after a lost answer does not append twice.
    *
    * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
    *   for an index or size out of range), before anything is sent.
-   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning
-   *   for `conflictRetries` attempts.
-   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
-   *   with the same token: the step may or may not have been appended.
+   * @throws {Error} The SDK's `TransactionCanceledException` when other appenders kept winning.
+   * @throws {OutcomeUnknown} When no answer came back: the step may or may not be appended.
    */
   async appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     this.#open("appendTrace");
@@ -295,11 +281,8 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * With `otherWriters: true`, puts back into the status index the executions other writers
-   * committed (the Python store's whole-item `Put` takes them out): a round of the executions
-   * table's stream since the last, up to 1,000 records, and a page of a one-off scan for rows it
-   * never showed. Listings and passes run one every 10 s on their own; a round of another store
-   * is `skipped: "leased"`; a default store sends nothing: `skipped: "off"`. Example:
-   * docs/operations.md ("Listing what other writers commit").
+   * committed: one round of the table's stream (up to 1,000 records). Listings and passes run
+   * one every 10 s; a default store sends nothing. See docs/operations.md.
    */
   async catchUpStatusIndex(options: { signal?: AbortSignal } = {}): Promise<O.StatusCatchUp> {
     this.#open("catchUpStatusIndex");
@@ -307,9 +290,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Deletes every execution in `status` last committed before `updatedBefore` as `deleteExecution`
-   * does, and resolves to how many; O(matches) reads through the status index; resumable and
-   * exact under lost answers (docs/retention.md).
+   * Deletes every execution in `status` last committed before `updatedBefore`, as
+   * `deleteExecution` does: how many. O(matches), resumable (docs/retention.md).
    *
    * @throws {TypeError} Without `status` or `updatedBefore` (a `RangeError` for an open status
    *   without `allowOpen`, or milliseconds).
@@ -340,12 +322,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * The `limit` lowest-seq outbox entries deliverable now (default 1000, `Infinity` for all),
-   * by seq: not acknowledged, not waiting for a retry or dead-lettered, and not behind such an
-   * entry of the same target (nor behind a pending earlier entry of the same source and target).
-   * Rows no one can read are left out (a relay pass sets them aside). Memory
-   * grows with `limit`, not with the backlog: a scan of keys and bookkeeping keeps the lowest
-   * seqs in a bounded heap, then `BatchGetItem` reads their bodies.
+   * The `limit` lowest-seq outbox entries deliverable now, by seq: not acknowledged, waiting,
+   * dead, nor behind such an entry of their target (docs/delivery.md). Unreadable rows are
+   * left out. Memory grows with `limit`, not with the backlog.
    *
    * @example A relay pass
    * ```ts
@@ -365,10 +344,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await pendingEntries(this.#ctx.outbox, limit);
   }
 
-  /**
-   * Removes delivered outbox entries (one seq or many; unknown seqs are fine): read by key first,
-   * so that a failed entry among them releases its target.
-   */
+  /** Removes delivered outbox entries (one seq or many; unknown seqs are fine). */
   async ackOutbox(seq: number | number[]): Promise<void> {
     this.#open("ackOutbox");
     await acknowledgeSeqs(this.#ctx.outbox, checkSeqs(seq));
@@ -390,8 +366,7 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * The `limit` lowest-seq spawn intents not yet acknowledged (default 1000, `Infinity` for all),
-   * by seq, but those waiting for a retry, dead-lettered or unreadable; memory follows `limit`.
+   * The `limit` lowest-seq spawn intents not yet acknowledged, waiting, dead or unreadable.
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    */
   async pendingSpawns(options?: T.ReadLimitOptions): Promise<T.PendingSpawn[]> {
@@ -408,9 +383,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * The `limit` earliest timers due at `now` (epoch seconds; default 1000, `Infinity` for
-   * all), earliest first, leaving out those waiting for a retry or dead-lettered; memory grows
-   * with `limit`, not with the number of timers (`sweepTimers` does this).
+   * The `limit` earliest timers due at `now` (epoch seconds), earliest first, but those waiting
+   * for a retry or dead-lettered.
    *
    * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds) or a `limit`
    *   that is not a positive integer or `Infinity`.
@@ -429,10 +403,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Deletes a timer only if it still fires at `fireAt`: `false` means it was
-   * re-scheduled (or cancelled) meanwhile, and must not fire. The answer is exact also when
-   * DynamoDB's answer was lost and the request re-sent: the delete is a one-item transaction
-   * with an idempotency token (so it costs 2 write units), answered as its first copy was.
+   * Deletes a timer only if it still fires at `fireAt`: `false` means it was re-scheduled or
+   * cancelled, and must not fire. Exact after a lost answer (a one-item transaction with an
+   * idempotency token, 2 write units).
    *
    * @example Claiming a due timer
    * ```ts
@@ -445,9 +418,8 @@ export class DynamoDBStore implements T.ExecutionStore {
    *
    * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
    *   DynamoDB would reject), before anything is sent.
-   * @throws {OutcomeUnknown} When no answer came back, also after `ambiguousRetries` re-sends
-   *   with the same token: the timer may or may not have been deleted (fire it if in doubt:
-   *   the Timeout event's id makes a second delivery one effect).
+   * @throws {OutcomeUnknown} When no answer came back after `ambiguousRetries` re-sends: fire
+   *   it if in doubt (the Timeout event's id makes a second delivery one effect).
    */
   async deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
     this.#open("deleteTimer");
@@ -458,10 +430,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the next
-   * may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
-   * (acknowledged) or, for a timer, re-scheduled. Exact under lost answers (a re-send writes the
-   * same values).
+   * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the
+   * next may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
+   * or, for a timer, re-scheduled.
    *
    * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
    */
@@ -477,10 +448,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * The `limit` lowest dead letters of a queue (timers: earliest first; default 1000): items a
-   * relay gave up on, kept until an operator retries or drops them. One scan of the table.
-   *
-   * Example: docs/delivery.md, "Dead letters".
+   * The `limit` lowest dead letters of a queue (timers: earliest first): items a relay gave up
+   * on, kept until retried or dropped. See docs/delivery.md, "Dead letters".
    *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    */
@@ -507,8 +476,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Deletes a dead letter. `true` once it is gone (also when it already was), `false` when the
-   * item is there but not dead-lettered (a pending item is acknowledged, not dropped).
+   * Deletes a dead letter: `true` once it is gone, `false` when the item is there but not
+   * dead-lettered (a pending item is acknowledged, not dropped).
    *
    * @throws {TypeError} For a key of the wrong shape.
    */
@@ -519,10 +488,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Retries every dead letter of a queue — of one target with `targetId` (outbox) — and resolves
-   * to how many it retried: each as `retryDeadLetter` does (exact under lost answers), reading
-   * the relay index's dead partitions, so what it reads follows the dead letters, not the table.
-   * Idempotent: run it again after a crash or an abort and it goes on.
+   * Retries every dead letter of a queue (outbox: of one target with `targetId`), each as
+   * `retryDeadLetter` does: how many. Reads follow the dead letters, not the table; run it
+   * again after a crash or an abort and it goes on.
    *
    * @example Retrying an outage's dead letters
    * ```ts
@@ -546,9 +514,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Drops every dead letter of a queue — of one target with `targetId` (outbox) — and resolves to
-   * how many it dropped: each as `dropDeadLetter` does. Idempotent, like
-   * {@linkcode DynamoDBStore.retryDeadLetters}.
+   * Drops every dead letter of a queue (outbox: of one target with `targetId`), each as
+   * `dropDeadLetter` does: how many. Idempotent.
    *
    * @throws {TypeError} For a kind or options of the wrong type (`targetId` is for the outbox).
    * @throws {OutcomeUnknown} When no answer came back for one of them: run it again.
@@ -560,11 +527,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * A queue's backlog for a dashboard or an alarm: how many items are pending (timers: due),
-   * waiting for a retry and dead, the outbox targets held behind those, and when the oldest
-   * pending one was committed (relay lag) — each count reading at most `limit` rows of the relay
-   * index (default 1000; `capped` says a count reached it), each row counted once a read by key
-   * says it is there (about a read unit a counted row: no index ghost is counted).
+   * A queue's backlog for a dashboard or an alarm: pending, waiting and dead counts, held
+   * targets, and the oldest pending commit (relay lag). Each count reads at most `limit` rows,
+   * each checked by key (about a read unit a counted row).
    *
    * @throws {RangeError} For a `limit` outside 1 to 10,000.
    */
@@ -576,9 +541,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Adopts into the relay index, now, every row of a relay table written without its attributes
-   * (the Python store): one scan; how many (exact under lost answers). The passes of a store
-   * built with `otherWriters: true` do the same as they go; a default store's passes never do.
+   * Adopts into the relay index every row of a relay table written without its attributes (the
+   * Python store's): one scan; how many. Passes of an `otherWriters: true` store do it as they go.
    *
    * @throws {OutcomeUnknown} When no answer came back for a row: run it again.
    */
@@ -590,16 +554,9 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Removes the execution with its timers, trace steps and dedupe marks, and says what it
-   * removed; its outbox entries and spawn intents stay (they belong to the relay). Idempotent:
-   * a second call removes nothing, and an execution already absent (or expired) still has what
-   * it left behind removed. One one-item TransactWriteItems (with an idempotency token, so a
-   * lost answer never turns `execution: true` into `false`), then per table a keys-only Query
-   * per page and a BatchWriteItem per 25 items.
-   *
-   * The execution item goes first: a commit after it fails with {@linkcode StoreConflict}
-   * (`found: null`); how it races other writers: docs/retention.md.
-   *
-   * Example: docs/retention.md ("Deleting one execution").
+   * removed; its outbox entries and spawns stay (they belong to the relay). Idempotent. The
+   * execution goes first: a later commit fails with {@linkcode StoreConflict}. See
+   * docs/retention.md.
    *
    * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
    *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).
@@ -618,8 +575,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Stops a status feed round a pass started (`otherWriters: true`; its lease given back), then
-   * releases the client if `create()` built it (an injected one stays the caller's). Idempotent.
+   * Stops a running status feed round (its lease given back), then releases the client if
+   * `create()` built it (an injected one stays the caller's). Idempotent.
    */
   async close(): Promise<void> {
     await (await this.#ctx.otherWriters)?.close();
@@ -637,5 +594,4 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 }
 
-// Every public method in a span `DynamoDBStore.{method}` (see _telemetry.ts).
 instrument(DynamoDBStore, { executionIds: true });

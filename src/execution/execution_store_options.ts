@@ -1,6 +1,5 @@
 /**
  * The options of `DynamoDBStore`: of the constructor, of `create()` and of `dueTimers()`.
- * Re-exported by `execution_store.ts` (and so by `mod.ts`) unchanged.
  *
  * @module
  */
@@ -28,32 +27,26 @@ export interface DynamoDBStoreOptions {
   /** How many trace steps each execution keeps (a ring), 0 to 1,000,000; 0 keeps every step. @default {200} */
   traceMax?: number;
   /**
-   * Read executions, dedupe marks, listings and trace rings with strongly consistent reads. The
-   * relay's reads that order and exactly-once rest on (holds, bodies, predecessors, other
-   * writers' seqs) are strongly consistent whatever this says. @default {true}
+   * Read executions, dedupe marks, listings and trace rings strongly consistent. The relay's
+   * reads that order rests on are strongly consistent whatever this says. @default {true}
    */
   consistentReads?: boolean;
   /**
-   * Lifetime of dedupe marks in seconds: marks carry a `ttl` attribute, `ensureTables`
-   * enables TTL on the processed table, and expired marks read as absent. A whole number
-   * of seconds from 1 to 315,360,000 (ten years); `null` keeps marks forever.
+   * Lifetime of dedupe marks, whole seconds from 1 to 315,360,000 (ten years); expired marks
+   * read as absent. `null` keeps marks forever.
    * @default {null}
    */
   processedTtlSeconds?: number | null;
   /**
-   * Retention of finished executions in seconds: a commit that leaves an execution `DONE`,
-   * `CANCELLED` or `FAILED` writes its `ttl` (now + this) in the same call, a commit that
-   * reopens it removes it, `ensureTables` enables TTL on the executions table, and every read
-   * treats an execution past its `ttl` as absent. A whole number of seconds from 1 to
-   * 315,360,000 (ten years); `null` keeps finished executions forever. Trace steps, timers and
-   * dedupe marks do not expire with it: see docs/retention.md.
+   * Retention of finished executions, whole seconds from 1 to 315,360,000: a commit that
+   * finishes an execution writes its `ttl`, and reads treat it as absent past it. `null` keeps
+   * them forever. See docs/retention.md.
    * @default {null}
    */
   finishedTtlSeconds?: number | null;
   /**
-   * The clock expiries are measured with, in epoch milliseconds (as `Date.now`): the `ttl` of
-   * finished executions and dedupe marks, and when reads count them as expired. For tests that
-   * let time pass; DynamoDB itself deletes expired items by its own clock.
+   * The clock expiries are measured with, in epoch milliseconds, for tests that let time pass
+   * (DynamoDB still deletes expired items by its own clock).
    * @default {Date.now}
    */
   now?: () => number;
@@ -61,30 +54,19 @@ export interface DynamoDBStoreOptions {
   seqBlockSize?: number;
   /** How often a commit is retried when DynamoDB reports a transaction conflict, 0 to 100. @default {8} */
   conflictRetries?: number;
-  /**
-   * How often a commit (and a `deleteTimer` or `appendTrace`) whose answer was lost is re-sent
-   * with the same idempotency token, 0 to 100. @default {3}
-   */
+  /** How often a write whose answer was lost is re-sent, 0 to 100. @default {3} */
   ambiguousRetries?: number;
   /**
-   * Whether another writer (the Python harel store, the seed) commits to these tables: `true`
-   * runs what its rows need, `false` pays nothing for it. With `true`, relay passes find its
-   * outbox entries and spawns by seq (a strong read of the counter item and a probe of the seqs
-   * this module did not take) and its timers by a scan of a 1 MB page of the timers table per
-   * sweep, and adopt them into the relay index; seq blocks are recorded in the counter item; and
-   * `ensureTables` turns on the executions table's stream, which listings and passes read (the
-   * status feed, at most every 10 s per store; the Streams permissions, and a client built by
-   * the AWS SDK) to list its executions by status. With `false` none of this runs: no stream, no
-   * scan, no read of the counters beyond reserving seqs; a store that reads an execution another
-   * writer committed says so once (`console.warn`). See docs/operations.md ("Other writers").
+   * Whether another writer (the Python harel store) commits to these tables: `true` finds and
+   * adopts its rows and reads the executions table's stream; `false` pays nothing for it (and
+   * warns once on reading another writer's execution). See docs/operations.md ("Other writers").
    * @default {false}
    */
   otherWriters?: boolean;
 }
 
 /**
- * Options of {@linkcode DynamoDBStore.dueTimers}: the read limit, and a full scan for timers
- * the relay index does not hold yet.
+ * Options of {@linkcode DynamoDBStore.dueTimers}: the read limit, and a full scan.
  *
  * @example A sweep that also finds timers written without the relay index's attributes
  * ```ts
@@ -97,10 +79,8 @@ export interface DynamoDBStoreOptions {
  */
 export interface DueTimersOptions extends ReadLimitOptions {
   /**
-   * Scan the timers table instead of querying the relay index: finds at once timers written
-   * without the index's attributes (the Python store) that no adoption reached yet (the sweeps of
-   * a store built with `otherWriters: true` adopt them as they go), at the cost of reading every
-   * timer.
+   * Scan the timers table instead of the relay index: finds timers written without the index's
+   * attributes (the Python store's) that no adoption reached yet, reading every timer.
    * @default {false}
    */
   scan?: boolean;
@@ -122,20 +102,15 @@ export interface DueTimersOptions extends ReadLimitOptions {
  */
 export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
   /**
-   * Create the tables where missing (on existing tables 13 calls: 11 DescribeTable and 2
-   * DescribeTimeToLive; more for a new table).
-   * `false` for a cold start that goes straight to work: one DescribeTable of the
-   * executions table checks that DynamoDB answers and the tables were created (at deploy
-   * time, with `ensureTables()`); a missing table is an immediate {@linkcode TableNotFound}.
+   * Create the tables where missing (13 calls on existing tables). `false` for a cold start:
+   * one DescribeTable checks the tables exist, else {@linkcode TableNotFound}.
    * @default {true}
    */
   ensureTables?: boolean;
   /**
-   * Before the first call, compare the tables with their definitions (`checkTables()`: 7
-   * DescribeTable and 2 DescribeTimeToLive calls, at once) and fail with a
-   * {@linkcode TableDrift} listing every difference and its fix: a missing table, index or
-   * projection, a wrong key, TTL off, a missing stream. For tables made as code, with
-   * `ensureTables: false`.
+   * Before the first call, compare the tables with their definitions (`checkTables()`) and
+   * fail with a {@linkcode TableDrift} listing every difference and its fix. For tables made
+   * as code, with `ensureTables: false`.
    * @default {false}
    */
   checkTables?: boolean;

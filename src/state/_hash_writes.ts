@@ -1,7 +1,6 @@
 /**
- * The hash writes of `DynamoDBStateStore`: one field set (`hset`) or fields removed a batch at a
- * time (`hdel`), each a conditional write on a native Map that, when it finds none, seeds one
- * (a fresh hash, or the legacy JSON hash migrated out of `value`) and races other writers.
+ * The hash writes of `DynamoDBStateStore` (`hset`, `hdel`): conditional writes on a native Map
+ * that seed one (fresh, or migrated from the legacy `value`) when they find none.
  *
  * @module
  */
@@ -68,11 +67,9 @@ const SHIFT_WRITE_IDS =
  */
 const NOT_MINE = "NOT (#w0 = :w OR #w1 = :w OR #w2 = :w)";
 
-/** The names {@linkcode SHIFT_WRITE_IDS} and {@linkcode NOT_MINE} use. */
 function writeIdNames(): Record<string, string> {
   return { "#w0": WRITE_IDS[0], "#w1": WRITE_IDS[1], "#w2": WRITE_IDS[2] };
 }
-/** The values {@linkcode SHIFT_WRITE_IDS} and {@linkcode NOT_MINE} use: the write's `id`, `""`. */
 function writeIdValues(id: string): Record<string, AttributeValue> {
   return { ":w": S(id), ":none": S("") };
 }
@@ -80,7 +77,6 @@ function writeIdValues(id: string): Record<string, AttributeValue> {
 /** A write's condition: the item is live and holds a native hash, and this write is not in it. */
 const ON_LIVE_MAP = `attribute_type(#h, :map) AND ${LIVE} AND ${HOLDS} AND ${NOT_MINE}`;
 
-/** The values {@linkcode ON_LIVE_MAP} and the write-id shift need, at `now` (epoch seconds). */
 function onLiveMapValues(id: string, now: number): Record<string, AttributeValue> {
   return {
     ":at": N(Math.floor(now)),
@@ -95,9 +91,8 @@ function onLiveMapValues(id: string, now: number): Record<string, AttributeValue
 const MAX_RACES = 20;
 
 /**
- * A lost condition whose `ALL_OLD` item the SDK could not read back: its response parser
- * throws a `TypeError` on a map key named `__proto__` (a field name we allow). Such a write
- * re-reads the item instead.
+ * A lost condition whose `ALL_OLD` item the SDK's parser could not read (it throws a
+ * `TypeError` on a map key named `__proto__`, a field name we allow): re-read the item.
  */
 function isUnreadableFailure(error: unknown): boolean {
   return error instanceof TypeError &&
@@ -114,17 +109,12 @@ function isItemTooLarge(error: unknown): boolean {
 const EXPRESSION_BYTES = 4 * 1024;
 /** The sum of a request's ExpressionAttributeNames and ExpressionAttributeValues: 2 MB. */
 const SUBSTITUTION_BYTES = 2 * 1024 * 1024;
-/**
- * An expression with its names substituted: DynamoDB Local refuses one over 1 MB as "Expression
- * size has exceeded the maximum allowed size" (measured; the guide does not say), so we keep
- * to it too.
- */
+/** An expression with its names substituted: DynamoDB Local refuses one over 1 MB (measured). */
 const SUBSTITUTED_BYTES = 1024 * 1024;
 
 /**
- * Where the batch of `hdel` fields from `start` ends: as many as one UpdateItem can name
- * within EXPRESSION_BYTES (some 400 short fields), SUBSTITUTION_BYTES and SUBSTITUTED_BYTES
- * (some 16 fields of 64 KB); at least one. Counted in UTF-8 bytes, the fixed parts generously.
+ * Where the batch of `hdel` fields from `start` ends: as many as one UpdateItem can name within
+ * the three limits above (some 400 short fields, or 16 of 64 KB); at least one.
  */
 function hdelBatchEnd(fields: string[], start: number): number {
   let expression = `REMOVE  SET ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`.length;
@@ -160,10 +150,8 @@ function tooLarge(key: string, cause: unknown): RangeError {
 export type FieldWrite = readonly [field: string, plain: unknown, native: AttributeValue];
 
 /**
- * Sets the `fields` of the hash at `key` (and, with `ttl`, its expiry, `ttl` seconds from now)
- * in one conditional UpdateItem on a live Map: how many of them are new. A missing, expired or
- * emptied key, or a legacy hash, is seeded instead (a fresh item, the migration), with all of
- * them at once. Input is checked by the caller.
+ * Sets the `fields` of the hash at `key` (and with `ttl` its expiry) in one conditional
+ * UpdateItem on a live Map: how many are new. A key with no live Map is seeded instead.
  */
 export async function writeFields(
   table: HashTable,
@@ -223,16 +211,14 @@ export async function writeFields(
     const oldHash = answer.Attributes?.[STATE.hash]?.M ?? {};
     const added = names.filter((field) => !Object.hasOwn(oldHash, field)).length;
     if (added === names.length) return added;
-    // A field was there: set before, or by an earlier copy of this request whose answer was
-    // lost and whose id other writers pushed out of the item's last three. Only that answer
-    // could tell, so a copy sent again (by the SDK or by Deno's HTTP client) cannot answer.
+    // A field was there: set before, or by a lost earlier copy whose id other writers pushed
+    // out of the last three. Only that lost answer could tell.
     if (attempts.earlierMayHaveApplied(answer)) throw unknownCount(write, names);
     return added;
   }
   throw new WriteContention("hset", key, MAX_RACES);
 }
 
-/** `hset` of `fields` was applied, but how many of them were new is unknown. */
 function unknownCount(write: Write, fields: string[], cause?: unknown): OutcomeUnknown {
   const what = fields.length === 1
     ? `field ${
@@ -248,13 +234,10 @@ function unknownCount(write: Write, fields: string[], cause?: unknown): OutcomeU
 }
 
 /**
- * Removes the (checked, unique) hash fields `all` of `key`: how many existed. When an earlier
- * copy of a write, whose answer was lost, may have removed some of them, the fields are gone
- * but the count is not known: an {@linkcode OutcomeUnknown}, once every batch is done.
+ * Removes the (checked, unique) hash fields `all` of `key` a batch at a time: how many existed.
+ * If a lost earlier copy may have removed some, throws {@linkcode OutcomeUnknown} at the end.
  */
 export async function removeFields(table: HashTable, key: string, all: string[]): Promise<number> {
-  // DynamoDB's expression limits cap the fields one UpdateItem can name: more go a batch at
-  // a time, each counted from its own write's answer.
   let total = 0;
   let unknown = false;
   for (let start = 0; start < all.length;) {
@@ -278,10 +261,9 @@ export async function removeFields(table: HashTable, key: string, all: string[])
 }
 
 /**
- * Removes the hash fields `unique` (one UpdateItem's worth) as one write; `last` when
- * nothing of the hash is left for later batches: the key emptied or gone, or a legacy hash
- * migrated without every field of `rest` (this batch and the ones after it). `unknown` when
- * an earlier copy of the write may have removed fields that `removed` does not count.
+ * Removes one UpdateItem's worth of fields; `last` when nothing is left for later batches (the
+ * key gone, or a legacy hash migrated without all of `rest`). `unknown`: a lost earlier copy
+ * may have removed fields `removed` does not count.
  */
 async function removeBatch(
   write: Write,
@@ -314,8 +296,7 @@ async function removeBatch(
     } catch (error) {
       const found = await lostCondition(table, key, error);
       if (found !== undefined && writtenBy(found, write)) {
-        // A re-sent copy: the first one removed the fields, and its count is lost. An
-        // emptied key is still to go.
+        // A re-sent copy: the first removed the fields and its count is lost.
         const emptied = !holds(found);
         if (emptied) await dropEmpty(table, key);
         return { removed: 0, last: emptied, unknown: true };
@@ -338,8 +319,7 @@ async function removeBatch(
     const old = answer.Attributes ?? {};
     const oldHash = old[STATE.hash]?.M ?? {};
     const removed = unique.filter((f) => Object.hasOwn(oldHash, f)).length;
-    // Every field still there: no earlier attempt removed any of them (or they were all set
-    // again since), so the count is this write's.
+    // Every field still there: no earlier attempt removed any, so the count is this write's.
     const unknown = removed < unique.length && attempts.earlierMayHaveApplied(answer);
     const emptied = Object.keys(oldHash).every((f) => unique.includes(f));
     const last = emptied && old[STATE.value] === undefined;
@@ -371,9 +351,8 @@ async function lostCondition(
 }
 
 /**
- * Deletes the item if its hash is (still) empty and it holds no value: Redis deletes an
- * emptied hash. A concurrent `hset` that got there first wins; readers treat an empty
- * leftover as absent anyway.
+ * Deletes the item if its hash is still empty and it holds no value, as Redis does. A
+ * concurrent `hset` that got there first wins; readers treat an empty leftover as absent.
  */
 async function dropEmpty(table: HashTable, key: string): Promise<void> {
   try {
@@ -392,12 +371,9 @@ async function dropEmpty(table: HashTable, key: string): Promise<void> {
 }
 
 /**
- * Writes a native hash Map where the item `old` (from ALL_OLD) had none: a fresh one
- * when the key is missing, expired or emptied, else the legacy hash migrated out of
- * `value`. `change` edits the fields and gives the result. The write is conditioned on
- * the item being as `old` showed it, so it never clobbers a concurrent seeder;
- * `undefined` means it lost that race and the caller starts over. A re-sent copy whose
- * condition fails recognises its own earlier copy by the `write_id` it left.
+ * Writes a native Map where `old` (ALL_OLD) had none: fresh, or the legacy hash migrated out
+ * of `value`; `change` edits the fields. Conditioned on `old`, so it never clobbers a concurrent
+ * seeder: `undefined` means it lost that race and the caller starts over.
  */
 async function seed(
   write: Write,
@@ -433,8 +409,8 @@ async function seed(
     ExpressionAttributeNames: { "#h": STATE.hash, "#v": STATE.value },
   };
   if (present && Object.keys(fields).length === 0) {
-    // hdel took the legacy hash's last field: the key is gone, as in Redis. A transaction, so
-    // that a copy re-sent after a lost answer is answered as the first one.
+    // hdel took the legacy hash's last field. A transaction, so that a copy re-sent after a
+    // lost answer is answered as the first one.
     const deleted = await transactOne(
       table.client,
       {

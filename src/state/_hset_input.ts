@@ -1,7 +1,6 @@
 /**
- * What `hset` takes, checked the same way by `DynamoDBStateStore` and its memory twin: one
- * field and its value, or an object of fields (at least one) with an optional `{ ttl }`, and
- * the one-request limit of DynamoDB's 4 KB update expression that a many-field write obeys.
+ * What `hset` takes, checked the same way by `DynamoDBStateStore` and its memory twin, and the
+ * 4 KB update-expression limit a many-field write obeys.
  *
  * @module
  */
@@ -17,11 +16,7 @@ export interface HsetInput {
   readonly ttl: number | undefined;
 }
 
-/**
- * The fields `hset(key, field, value)` or `hset(key, fields, options)` sets, checked before
- * anything is sent: names and values as a single field's, an object of at least one field, a
- * `ttl` of seconds above 0 (milliseconds or an epoch time are refused, as `set` refuses them).
- */
+/** The fields `hset(key, field, value)` or `hset(key, fields, options)` sets, checked. */
 export function checkHsetInput(fieldOrFields: unknown, valueOrOptions: unknown): HsetInput {
   if (typeof fieldOrFields === "string") {
     const field = checkField(fieldOrFields);
@@ -73,19 +68,15 @@ function hsetTtl(options: unknown): number | undefined {
 const EXPRESSION_BYTES = 4 * 1024;
 
 /**
- * The update expression of an `hset` of `count` fields: `SET #h.#f0 = :v0, ...` and the
- * attributes every hash write sets (`tail`). One place, so that the limit is checked on the
- * expression that is sent.
+ * The update expression of an `hset` of `count` fields, then `tail`: one place, so that the
+ * limit is checked on the expression that is sent.
  */
 export function hsetExpression(count: number, tail: string): string {
   const sets = Array.from({ length: count }, (_, i) => `#h.#f${i} = :v${i}`);
   return `SET ${[...sets, tail].join(", ")}`;
 }
 
-/**
- * The longest `tail` a hash write adds: `updated_at`, the TTL and the three write ids (see
- * _hash_writes.ts), measured generously.
- */
+/** The longest `tail` a hash write adds (`updated_at`, the TTL, the write ids), generously. */
 const TAIL_BYTES = 160;
 
 /** Most fields one `hset` call sets: what fits DynamoDB's 4 KB update expression. */

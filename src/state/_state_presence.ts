@@ -9,7 +9,6 @@ import { isNamed, type Item } from "../core/_attributes.ts";
 import { STATE } from "../core/_layout.ts";
 import { isLiveAt } from "../core/_relay_rules.ts";
 
-/** The number attribute, for the state store's writes that import it from here. */
 export { N } from "../core/_attributes.ts";
 /** `#t` is `ttl`: alive while there is no ttl or it lies ahead. */
 export const LIVE = "(attribute_not_exists(#t) OR #t > :now)";
@@ -32,10 +31,7 @@ export function isLive(item: Item | undefined, now: number): item is Item {
   return isLiveAt(ttl === undefined ? null : Number(ttl), now);
 }
 
-/**
- * Whether an item holds a value or a hash field: what HOLDS checks on the server, where
- * `size()` of a number, boolean or null is no size at all.
- */
+/** HOLDS, here: on the server `size()` of a number, boolean or null is no size at all. */
 export function holds(item: Item): boolean {
   if (item[STATE.value] !== undefined) return true;
   const hash = item[STATE.hash];

@@ -20,9 +20,8 @@ export interface StateTable extends HashTable {
 export const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
 
 /**
- * How the deletes (one-item transactions) go on: re-sent with the same token up to 3 times
- * while the answer is lost, and up to 8 times after a transaction conflict. A plain write that
- * one of them held off is retried as often.
+ * The deletes (one-item transactions) are re-sent with the same token up to 3 times while the
+ * answer is lost, 8 after a transaction conflict; a plain write one held off is retried as often.
  */
 export const RESENDS: Resends = { lost: 3, conflicts: 8 };
 
@@ -53,9 +52,8 @@ export async function readItem(
 }
 
 /**
- * Deletes the item at `key` if it is present (live and holding something), as a one-item
- * transaction with an idempotency token: a copy re-sent after a lost answer is answered as
- * the first one, never as a failed condition. `withOld`: the item found when not present.
+ * Deletes the item at `key` if present, as a one-item transaction with an idempotency token: a
+ * copy re-sent after a lost answer is answered as the first. `withOld`: the item found if not.
  */
 export function deletePresent(
   table: StateTable,
@@ -81,11 +79,7 @@ export function deletePresent(
   );
 }
 
-/**
- * The live item at `key` when it holds a value or a hash field. A GetItem of the whole
- * item (a Query could filter on the server, but would need one more IAM action than the
- * store's policy has always granted).
- */
+/** The present item at `key`. A GetItem: a filtering Query needs an IAM action more. */
 export async function presentItem(table: StateTable, key: string): Promise<Item | undefined> {
   const item = await readItem(table, key, WHOLE_ITEM);
   return item && holds(item) ? item : undefined;

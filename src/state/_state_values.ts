@@ -1,6 +1,5 @@
-// What the hash-state store keeps, shared by DynamoDBStateStore and its twin: how a hash field
-// (checked by _json.ts's rule) becomes a native DynamoDB value, how what other writers left
-// (Python's JSON dialect, numbers beyond a double) reads back, and the state store's arguments.
+// The state store's values, shared by DynamoDBStateStore and its twin: hash fields as native
+// DynamoDB values, what other writers left read back, and the methods' arguments.
 import { checkOptionNames } from "../core/_option_names.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { N } from "../core/_attributes.ts";
@@ -70,11 +69,9 @@ export function legacyFields(
 }
 
 /**
- * A legacy field about to migrate to a native value: what a DynamoDB Map cannot hold — a
- * number out of DynamoDB's range, an empty (or unpaired-surrogate, or over 64 KB) name, values
- * nested deeper than a hash field may be — is refused naming the field, rather than changed
- * or sent for DynamoDB to refuse. Such a key keeps its legacy hash: it reads as before, and
- * `set()` or `delete()` replaces it.
+ * Refuses a legacy field a DynamoDB Map cannot hold (bad name, number out of range, too deep),
+ * naming it, rather than changing it or sending it for DynamoDB to refuse. The key keeps its
+ * legacy hash.
  */
 export function checkMigrating(key: string, field: string, plain: unknown): void {
   const refuse = (what: string, error: unknown): never => {
@@ -141,10 +138,7 @@ export interface StateEntry {
   ttl?: number;
 }
 
-/**
- * Each `MemoryStateStore`'s entries, for tests that play another writer (a legacy value,
- * the seed's migration) against the twin as they do against the table.
- */
+/** Each `MemoryStateStore`'s entries, for tests that play another writer against the twin. */
 export const stateEntries: WeakMap<object, Map<string, StateEntry>> = new WeakMap();
 
 /** A `keys()` pattern: a glob string. */

@@ -82,9 +82,8 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
 }
 
 /**
- * An in-memory {@linkcode StateStore} with DynamoDBStateStore's semantics: JSON values,
- * TTL honoured on every read and write, `hset`/`hdel` counts, glob `keys`, and the same
- * refusals. Pass a clock to expire keys without waiting.
+ * An in-memory {@linkcode StateStore} with DynamoDBStateStore's semantics and refusals. Pass
+ * a clock to expire keys without waiting.
  *
  * @example Expiring a key by moving the clock
  * ```ts
@@ -147,9 +146,7 @@ export class MemoryStateStore implements StateStore {
     this.#items.set(key, entry);
   }
 
-  /**
-   * The value of `key`, or `null`; `T` names the stored type (not checked).
-   */
+  /** The value of `key`, or `null`; `T` names the stored type (not checked). */
   get<T = unknown>(key: string): Promise<T | null> {
     return Promise.try(() => {
       this.#open("get");
@@ -158,9 +155,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Stores a JSON value, replacing the whole item.
-   */
+  /** Stores a JSON value, replacing the whole item. */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     return Promise.try(() => {
       this.#open("set");
@@ -173,9 +168,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Removes `key`; `true` if a live key was removed.
-   */
+  /** Removes `key`; `true` if a live key was removed. */
   delete(key: string): Promise<boolean> {
     return Promise.try(() => {
       this.#open("delete");
@@ -183,9 +176,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Whether `key` exists and has not expired.
-   */
+  /** Whether `key` exists and has not expired. */
   exists(key: string): Promise<boolean> {
     return Promise.try(() => {
       this.#open("exists");
@@ -193,9 +184,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Live keys matching a glob.
-   */
+  /** Live keys matching a glob. */
   keys(pattern = "*"): Promise<string[]> {
     return Promise.try(() => {
       this.#open("keys");
@@ -231,10 +220,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing. Rounds and
-   * refuses as `DynamoDBStateStore.expire` does: at most 10 years.
-   */
+  /** Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing. */
   expire(key: string, seconds: number): Promise<boolean> {
     return Promise.try(() => {
       this.#open("expire");
@@ -249,9 +235,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * A hash field's value, or `null`; `T` names the stored type (not checked).
-   */
+  /** A hash field's value, or `null`; `T` names the stored type (not checked). */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
     return Promise.try(() => {
       this.#open("hget");
@@ -262,9 +246,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Every field of the hash at `key`, as an object with no prototype.
-   */
+  /** Every field of the hash at `key`, as an object with no prototype. */
   hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
     return Promise.try(() => {
       this.#open("hgetall");
@@ -295,10 +277,7 @@ export class MemoryStateStore implements StateStore {
     return entry?.ttl === undefined ? { hash } : { hash, ttl: entry.ttl };
   }
 
-  /**
-   * Sets a hash field (1 if new, 0 if updated), or each field of an object (how many are new),
-   * with `{ ttl }` also the key's expiry, as `DynamoDBStateStore.hset` does, refusals included.
-   */
+  /** Sets a hash field (1 if new, 0 if updated), as `DynamoDBStateStore.hset` does. */
   hset(key: string, field: string, value: unknown): Promise<number>;
   /** Sets each field of `fields` (and with `ttl`, the key's expiry): how many are new. */
   hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
@@ -321,10 +300,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Removes hash fields; the number that existed. Removing the last field of a key that
-   * holds no value deletes the key, as in Redis.
-   */
+  /** Removes hash fields; the number that existed. An emptied hash deletes the key. */
   hdel(key: string, ...fields: string[]): Promise<number> {
     return Promise.try(() => {
       this.#open("hdel");
@@ -340,10 +316,7 @@ export class MemoryStateStore implements StateStore {
       return removed;
     });
   }
-  /**
-   * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
-   * DynamoDBStateStore's are. Idempotent.
-   */
+  /** Ends the store: every later call is refused with {@linkcode StoreClosed}. Idempotent. */
   close(): Promise<void> {
     this.#closed = true;
     return Promise.resolve();

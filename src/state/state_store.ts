@@ -76,11 +76,9 @@ const WRITE_IDS_SIZE: Item = Object.fromEntries(
 
 /**
  * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
- * Every read honours expiry; hash fields live in a native Map and are written field by
- * field (`hset` of many sets them in one write), so concurrent writers of different fields
- * never lose a write. Items
- * of the legacy layout (a hash as a JSON string in `value`) read transparently and
- * migrate on their first hash write.
+ * Every read honours expiry; hash fields are written field by field, so concurrent writers of
+ * different fields never lose a write. Legacy items (a hash as JSON in `value`) migrate on
+ * their first hash write.
  *
  * @example Session state
  * ```ts
@@ -132,9 +130,9 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Builds a client (as {@linkcode DynamoDBStore.create} does), waits with backoff until
-   * DynamoDB answers, and ensures the table — or, with `ensureTable: false`, only checks
-   * with one DescribeTable that it exists. The store owns that client.
+   * Builds a client (as {@linkcode DynamoDBStore.create} does), waits until DynamoDB answers,
+   * and ensures the table (with `ensureTable: false`, only checks it exists). The store owns
+   * that client.
    *
    * @example Creating a store
    * ```ts
@@ -151,8 +149,7 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For options of the wrong type, before anything is sent.
    * @throws {MissingSetup} Without an endpoint, when no AWS region or credentials are found.
-   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (each
-   *   failed attempt goes to `onRetry`).
+   * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
    */
@@ -178,8 +175,7 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Creates the table where missing (key `pk`, PAY_PER_REQUEST) and enables TTL on `ttl`.
-   * Idempotent.
+   * Creates the table where missing (key `pk`, PAY_PER_REQUEST) with TTL on `ttl`. Idempotent.
    *
    * @example Creating the table at deploy time
    * ```ts
@@ -222,12 +218,9 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Stores `value` (any JSON value) under `key`, replacing the whole item — a hash
-   * included — like Redis SET. With `ttl`, the key expires after that many seconds: the
-   * expiry is stored as whole epoch seconds, rounded up, so `ttl: 2` lives at least 2 s and
-   * less than 3 s. The value is stored as `JSON.stringify` sees it (`toJSON` applied): what JSON
-   * would silently change (class instances, Map, Set, BigInt, NaN, functions, cycles), nesting
-   * past 500 levels and items over 400 KB are refused, naming the path, before anything is sent.
+   * Stores `value` (any JSON value) under `key`, replacing the whole item, hash included, like
+   * Redis SET. With `ttl`, the key expires after that many seconds (rounded up to a whole
+   * second). What JSON would silently change is refused, naming the path, before anything is sent.
    *
    * @example Setting a value with a TTL
    * ```ts
@@ -238,9 +231,8 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
-   * @throws {RangeError} For a `ttl` that is not a finite number of seconds above 0, one over
-   *   10 years (315360000 s: milliseconds or an absolute epoch time, the message says which
-   *   it looks like), a value nested too deep, or an item over 400 KB.
+   * @throws {RangeError} For a `ttl` that is not seconds above 0 and under 10 years, a value
+   *   nested too deep, or an item over 400 KB.
    * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
@@ -259,10 +251,9 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Removes `key`; `true` if a live key was removed. The answer is exact also when DynamoDB's
-   * answer was lost and the request re-sent: the delete is a one-item transaction with an
-   * idempotency token (it costs 2 write units), answered as its first copy was. An expired or
-   * emptied leftover is removed too (a second call), and answers `false`.
+   * Removes `key`; `true` if a live key was removed, exact even after a lost answer (a one-item
+   * transaction with an idempotency token, 2 write units). An expired leftover is removed too
+   * and answers `false`.
    *
    * @example Deleting a key
    * ```ts
@@ -273,8 +264,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
-   * @throws {OutcomeUnknown} When no answer came back, also after 3 re-sends with the same
-   *   token: the key may or may not have been removed.
+   * @throws {OutcomeUnknown} When no answer came back after 3 re-sends: the key may be gone.
    * @throws {StoreClosed} After `close()`.
    */
   async delete(key: string): Promise<boolean> {
@@ -283,7 +273,7 @@ export class DynamoDBStateStore implements StateStore {
     const removed = await deletePresent(this.#table, "delete", key, true);
     if (removed.applied) return true;
     if (removed.found !== undefined || removed.unreadable) {
-      // An expired or emptied leftover: it goes too, unless a live key was written since.
+      // An expired or emptied leftover goes too, unless a live key was written since.
       try {
         await this.#client.send(
           new DeleteItemCommand({
@@ -302,8 +292,7 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Whether `key` exists and has not expired. A key whose hash was emptied (and that holds
-   * no value) does not exist, as in Redis.
+   * Whether `key` exists and has not expired. An emptied hash does not exist, as in Redis.
    *
    * @example Checking a key
    * ```ts
@@ -320,8 +309,8 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Every live key matching the glob `pattern` (`*`, `?`, `[...]`), across all scan pages.
-   * Reads only keys and TTLs, never values. The order is DynamoDB's scan order.
+   * Every live key matching the glob `pattern` (`*`, `?`, `[...]`), in scan order. Reads only
+   * keys and TTLs.
    *
    * @example Listing keys by pattern
    * ```ts
@@ -382,12 +371,9 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Sets `key` to expire in `seconds` (like Redis EXPIRE, not EXPIREAT: seconds from now, not
-   * an epoch time); `false` when the key is missing or expired. `seconds <= 0` expires it now
-   * (it is removed, as `delete` removes it: a one-item transaction whose answer stays exact when
-   * it is re-sent after a lost answer). The expiry is whole epoch seconds, rounded up
-   * (`expire(k, 2)` lives at least 2 s and less than 3 s). At most 10 years (315360000 s): more
-   * is refused as the unit mix-up it almost surely is.
+   * Sets `key` to expire in `seconds` from now (Redis EXPIRE, rounded up); `false` when the key
+   * is missing or expired. `seconds <= 0` removes it as `delete` does. Over 10 years is refused
+   * as the unit mix-up it almost surely is.
    *
    * @example Setting a TTL
    * ```ts
@@ -400,12 +386,9 @@ export class DynamoDBStateStore implements StateStore {
    * assert.equal(await state.expire("no-such-key", 3600), false);
    * ```
    *
-   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years (the
-   *   message says whether it looks like milliseconds or an absolute epoch time).
+   * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years.
    * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
-   * @throws {OutcomeUnknown} When the answer cannot tell what this call did: `seconds <= 0`
-   *   and no answer came back after 3 re-sends, or the SDK re-sent a request whose first
-   *   answer was lost and the key was gone by then.
+   * @throws {OutcomeUnknown} When a lost answer leaves unknown what this call did.
    * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
@@ -436,7 +419,6 @@ export class DynamoDBStateStore implements StateStore {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       if (attempts.earlierMayHaveApplied(error)) {
-        // The first copy may have set the expiry before the key went away.
         throw new OutcomeUnknown(
           "expire",
           key,
@@ -449,8 +431,8 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * The hash field's value, or `null` when the field, the key or its life is gone. `T`
-   * names the type you stored (not checked).
+   * The hash field's value, or `null` when the field or the key is gone. `T` names the type you
+   * stored (not checked).
    *
    * @example Reading one field
    * ```ts
@@ -471,13 +453,12 @@ export class DynamoDBStateStore implements StateStore {
     this.#open("hget");
     checkKey("key", key, LIMITS.partitionKeyBytes);
     checkField(field);
-    // `hash.<field>` reads just that field; `value` is there for legacy items.
     const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
     let item = await readItem(this.#table, key, oneField);
     const native = item?.[STATE.hash]?.M;
     if (native && Object.hasOwn(native, field)) return plainAttribute(native[field]!) as T;
-    // A legacy value naming the field counts only if no Map exists (the projection of a
-    // Map lacking the field is empty): look at the whole item once to know.
+    // The projection of a Map lacking the field is empty, like no Map: only the whole item
+    // tells whether a legacy value's field counts.
     if (
       item && native === undefined && Object.hasOwn(legacyFields(item[STATE.value]?.S) ?? {}, field)
     ) {
@@ -490,9 +471,8 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Every field of the hash at `key`; `{}` when the key is missing or expired. The result
-   * has no prototype: every property is a field (`toString` only if you stored one). `T`
-   * names the fields' type (not checked).
+   * Every field of the hash at `key`; `{}` when the key is missing or expired. The result has
+   * no prototype, so every property is a field. `T` names the fields' type (not checked).
    *
    * @example Reading every field
    * ```ts
@@ -513,20 +493,11 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Sets one hash field (`1` if it is new, `0` if it was updated), or, given an object, each of
-   * its fields: how many are new, as Redis's `HSET key f1 v1 f2 v2`. With `{ ttl }` the key
-   * also expires `ttl` seconds from now (as `set`'s, rounded up), in the same write: the fields
-   * and the expiry are stored together or not at all (Redis's `HSETEX`, for the whole key).
-   * Without it an existing key keeps its TTL, as in Redis. One UpdateItem when the hash exists
-   * (at most 230 fields: DynamoDB's 4 KB update expression limits one write); a missing,
-   * expired or emptied key starts a fresh hash (the failed update, then a Put: two calls), and a
-   * legacy item migrates to a native Map keeping its fields (one a Map cannot hold — an empty
-   * field name, nesting too deep — is refused naming the field and left as it is: it reads as
-   * before; `hdel` of that field, `set` or `delete` gets it going). Each value follows `set`'s
-   * rule (JSON as `JSON.stringify` sees it) and must be storable as a native DynamoDB value:
-   * integers beyond 2^53 keep their decimal digits; numbers of magnitude 1e126 or more (or below
-   * 1e-130), more than 30 levels of maps and lists and empty keys inside are refused (a
-   * `RangeError`/`TypeError` naming the field); holes in arrays are stored as null.
+   * Sets one hash field (`1` if new, `0` if updated), or each field of an object (how many are
+   * new), as Redis's HSET. With `{ ttl }` the fields and the key's expiry are written together
+   * (Redis's HSETEX); without it the key keeps its TTL. One UpdateItem when the hash exists (at
+   * most 230 fields). Values follow `set`'s rule and must fit a native DynamoDB value
+   * (docs/state_store.md).
    *
    * @example Setting a field, then a session of fields with a TTL
    * ```ts
@@ -540,14 +511,11 @@ export class DynamoDBStateStore implements StateStore {
    * assert.equal(await state.hset("session:abc", { user: "ann", step: 3 }, { ttl: 1800 }), 1);
    * ```
    *
-   * @throws {TypeError} For a key, field or value as described above, an empty `fields` object
-   *   (a `RangeError` for one out of range, too many fields, or a `ttl` that `set` refuses),
-   *   before anything is sent.
+   * @throws {TypeError} For a key, field or value as described above, or an empty `fields`
+   *   object (a `RangeError` for one out of range or too many fields), before anything is sent.
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
-   * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and
-   *   the copy found a field already set — by its own first copy or before it: the fields hold
-   *   their values (and the key its TTL), but how many were new is unknown. (A first write of
-   *   a key and a legacy migration recognise their own first copy and answer exactly.)
+   * @throws {OutcomeUnknown} When a re-sent copy found a field already set: the fields hold
+   *   their values, but how many were new is unknown.
    * @throws {StoreClosed} After `close()`.
    */
   hset(key: string, field: string, value: unknown): Promise<number>;
@@ -576,11 +544,9 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Removes hash fields; returns exactly how many existed (from the write's own
-   * answer, so two concurrent `hdel`s of one field count 1 in total). Removing the last
-   * field of a key that holds no value deletes the key, as in Redis. More fields than one
-   * write can name (DynamoDB's 4 KB expression and 2 MB names limits: some 400 short fields)
-   * are removed a batch at a time, each write counted from its own answer.
+   * Removes hash fields; returns exactly how many existed (two concurrent `hdel`s of one field
+   * count 1 in total). Removing the last field deletes the key, as in Redis. More fields than
+   * one write can name (some 400) are removed a batch at a time.
    *
    * @example Deleting fields
    * ```ts
@@ -596,10 +562,8 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @throws {TypeError} For a key or field as `hget` refuses, before anything is sent.
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
-   * @throws {OutcomeUnknown} When DynamoDB's answer was lost, the request was re-sent, and the
-   *   copy found some of the fields already gone — perhaps removed by its own first copy: the
-   *   fields are gone (every batch is done, an emptied key is deleted), but the count is
-   *   unknown.
+   * @throws {OutcomeUnknown} When a re-sent copy found some fields already gone: the fields
+   *   are gone, but the count is unknown.
    * @throws {StoreClosed} After `close()`.
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {
@@ -610,9 +574,8 @@ export class DynamoDBStateStore implements StateStore {
   }
 
   /**
-   * Releases the client if `create()` built it; a client passed to the constructor stays
-   * the caller's. Either way every later call is refused with {@linkcode StoreClosed}.
-   * Idempotent.
+   * Releases the client if `create()` built it (a client passed in stays the caller's); every
+   * later call is refused with {@linkcode StoreClosed}. Idempotent.
    *
    * @example Closing a store
    * ```ts
@@ -637,5 +600,4 @@ export class DynamoDBStateStore implements StateStore {
   }
 }
 
-// Every public method in a span `DynamoDBStateStore.{method}` (see _telemetry.ts).
 instrument(DynamoDBStateStore);

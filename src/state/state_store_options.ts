@@ -1,6 +1,5 @@
 /**
  * The options of `DynamoDBStateStore`: of the constructor and of `create()`.
- * Re-exported by `state_store.ts` (and so by `mod.ts`) unchanged.
  *
  * @module
  */
@@ -26,9 +25,8 @@ export interface DynamoDBStateStoreOptions {
   /** Read with strongly consistent reads (read-your-writes). @default {true} */
   consistentReads?: boolean;
   /**
-   * The clock TTLs are measured with, in epoch milliseconds (as `Date.now`): when a key expires
-   * (`set`'s `ttl`, `expire`), and when every read counts it as expired. For tests that let time
-   * pass, as `MemoryStateStore`'s; DynamoDB itself deletes expired items by its own clock.
+   * The clock TTLs are measured with, in epoch milliseconds, for tests that let time pass
+   * (DynamoDB still deletes expired items by its own clock).
    * @default {Date.now}
    */
   now?: () => number;
@@ -49,10 +47,8 @@ export interface DynamoDBStateStoreOptions {
  */
 export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {
   /**
-   * Create the table where missing and enable TTL on it. `false` for a cold start that goes
-   * straight to work: one DescribeTable checks that DynamoDB answers and the table was
-   * created (at deploy time, with `ensureTable()`); a missing table is an immediate
-   * {@linkcode TableNotFound}.
+   * Create the table where missing and enable TTL on it. `false` for a cold start: one
+   * DescribeTable checks the table exists, else {@linkcode TableNotFound}.
    * @default {true}
    */
   ensureTable?: boolean;

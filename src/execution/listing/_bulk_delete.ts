@@ -1,5 +1,4 @@
-// deleteExecutions (#25): every execution a selection names, found through the status index (or
-// a scan), removed as deleteExecution removes one — retired first, so that a run that stops
+// deleteExecutions: every execution a selection names, retired first, so that a run that stops
 // half-way leaves each execution findable until the next run finishes it.
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
@@ -26,10 +25,8 @@ interface Candidate {
 }
 
 /**
- * Removes every execution `selection` names, in batches, and resolves to how many this run
- * removed. Each goes only if it is still at the version it was selected at (a commit since
- * keeps it). Retired or expired ones that still match are finished (their leftovers swept)
- * without being counted again.
+ * Removes every execution `selection` names still at the version it was selected at, in batches:
+ * how many. Retired or expired ones that still match are finished uncounted.
  */
 export async function deleteSelected(
   reads: ExecutionReads,
@@ -41,8 +38,8 @@ export async function deleteSelected(
   const candidates = selection.indexed ? fromIndex(reads, selection) : fromScan(reads, selection);
   let batch: Candidate[] = [];
   const flush = async () => {
-    // After a failure no lane starts another execution, and the call throws once the started
-    // ones have settled: nothing of this run goes on behind the caller's back.
+    // After a failure no lane starts another, and the call throws once the started ones settle:
+    // nothing goes on behind the caller's back.
     let failed: { error: unknown } | undefined;
     await eachConcurrently(batch, ITEM_WRITES_IN_FLIGHT, async ({ id, version }) => {
       try {
@@ -65,10 +62,7 @@ export async function deleteSelected(
   return deleted;
 }
 
-/**
- * An item's candidate, when the selection takes it: by its key and the item's version. An item
- * whose document cannot be read is never one (what it is cannot be told).
- */
+/** An item's candidate, when the selection takes it (never an unreadable one). */
 function take(selection: Selection, item: Item): Candidate[] {
   const row = rowOfItem(item);
   return "summary" in row && selection.matches(row.summary)
@@ -76,10 +70,7 @@ function take(selection: Selection, item: Item): Candidate[] {
     : [];
 }
 
-/**
- * The executions the index names that the selection takes, read by key a batch at a time: live
- * ones, and retired or expired ones that still match (to finish them).
- */
+/** The executions the index names that the selection takes, read by key a batch at a time. */
 async function* fromIndex(reads: ExecutionReads, selection: Selection) {
   const walk = new IndexWalk(reads, selection, null, FIRST_PAGE);
   for (;;) {
@@ -118,8 +109,6 @@ async function* fromScan(reads: ExecutionReads, selection: Selection) {
       }),
     );
   for await (const page of pages(scan)) {
-    // The item's version (not the document's) guards the removal; a retired item is taken as
-    // it was when retired (an interrupted run's: to finish it).
     for (const item of page.Items ?? []) yield* take(selection, item);
   }
 }

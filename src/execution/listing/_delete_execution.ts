@@ -1,7 +1,5 @@
-// `deleteExecution`: one execution out of the executions, timers, trace and processed tables.
-// The execution item goes first, whatever it holds: from then on every commit to it (a CAS on a
-// version >= 1) fails with StoreConflict, so the sweep that follows removes whatever a commit
-// that landed before it wrote, and nothing writes after it but an insert of the same id.
+// Deleting an execution and what it left in the timers, trace and processed tables. The item goes
+// first: every later commit to it fails its CAS, so the sweep after it misses nothing.
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { DeleteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import {
@@ -23,19 +21,15 @@ import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import type { TableSpec } from "../../core/table_specs.ts";
 import type { DeleteExecutionResult } from "../../core/types.ts";
 
-/**
- * Deletes execution `id` and its timers, trace steps and dedupe marks: one DeleteItem, then per
- * table a keys-only Query (page by page) and BatchWriteItem deletes of 25. Input is checked by
- * the caller.
- */
+/** Deletes execution `id`, then its timers, trace steps and dedupe marks. */
 export async function removeExecution(
   reads: ExecutionReads,
   id: string,
   resends: Resends,
 ): Promise<DeleteExecutionResult> {
   const { client, tables } = reads;
-  // A live execution goes in a one-item transaction with a token: a copy re-sent after a lost
-  // answer is answered as the first copy was, so `execution: true` is never lost.
+  // A one-item transaction with a token: a re-sent copy is answered as the first, so
+  // `execution: true` is never lost.
   const live = await transactOne(
     client,
     {
@@ -66,26 +60,15 @@ export async function removeExecution(
 }
 
 /**
- * The `ttl` deleteExecutions leaves on an execution it is removing: long past, so that every
- * reader (whatever its clock) finds it absent and every commit fails, while it stays in the table
- * (and in the status index) until what it left behind is gone: a run that stops half-way is
- * finished by the next one. DynamoDB's TTL never deletes it (TTL skips times over five years
- * past), so only such a run does.
+ * The `ttl` deleteExecutions leaves on an execution it is retiring: absent to every reader, yet in
+ * the status index until a run finishes it (DynamoDB's TTL skips times over five years past).
  */
 export const RETIRED_TTL = 1;
 
-/** Whether an item is one deleteExecutions retired (and has not finished removing). */
-export function isRetired(item: Item): boolean {
-  return item[EXECUTION.ttl]?.N === String(RETIRED_TTL);
-}
-
 /**
- * Removes execution `id` for deleteExecutions, only if it is still alive at `version` (what the
- * listing saw): it is retired (its `ttl` set to {@linkcode RETIRED_TTL} and its `version` bumped,
- * so that no writer's compare-and-set, the Python store's included, lands on it any more) in a
- * one-item transaction with a token, then its timers, trace and marks are swept, then it goes.
- * `true` when this call retired it; `false` when it was committed since (it stays untouched),
- * was gone, or was already retired or expired (then what it left is swept and it goes, uncounted).
+ * Retires execution `id` if still alive at `version` (docs/retention.md), sweeps what it left,
+ * then deletes it. `true` when this call retired it; an already retired or expired one is
+ * finished uncounted.
  */
 export async function retireExecution(
   reads: ExecutionReads,
@@ -141,9 +124,8 @@ export async function retireExecution(
 }
 
 /**
- * Deletes every item of `spec` (hash `execution_id`, some range key) under `id`; returns how many
- * it found. Strongly consistent pages, so a commit that landed before the execution's delete is
- * seen; each page is deleted before the next is read (memory: one page).
+ * Deletes every item of `spec` under `id`: how many. Strongly consistent, so a commit that landed
+ * before the execution's delete is seen; memory: one page.
  */
 async function sweep(client: DynamoDBSender, spec: TableSpec, id: string): Promise<number> {
   const [hash] = spec.hash;

@@ -31,15 +31,12 @@ function sawItem(reads: ExecutionReads, id: string, item: Item | undefined): voi
   reads.statuses.sawItem(id, item);
 }
 
-/**
- * What these reads need of the store: its client, read consistency, tables and clock, and where
- * it keeps the outbox chains of the executions it reads (for its next commit of them).
- */
+/** What these reads need of the store, and where it keeps what a read saw for its next commit. */
 export interface ExecutionReads extends Reads {
   readonly tables: ExecutionTables;
   readonly chains: ChainCache;
   readonly statuses: StatusCache;
-  /** Epoch milliseconds: an execution past its `ttl` (#21) or an expired mark reads as absent. */
+  /** Epoch milliseconds: an execution past its `ttl` or an expired mark reads as absent. */
   readonly now: () => number;
   /** Told of each execution item read whole: says when another writer committed it last. */
   readonly sharing: SharedTables;
@@ -47,9 +44,7 @@ export interface ExecutionReads extends Reads {
 
 /**
  * What a store built without `otherWriters: true` says, once, when it reads an execution another
- * writer committed last: the Python store's whole-item Put leaves none of this module's
- * attributes (`updated_at` is on every item this module commits). A store with the option says
- * nothing: it runs what other writers need.
+ * writer committed last (no `updated_at`: the Python store's whole-item Put drops it).
  */
 export class SharedTables {
   #said: boolean;
@@ -183,10 +178,8 @@ export async function readProcessed(
 }
 
 /**
- * One page of the executions `listing` selects in scan order (`listExecutions` without the
- * status index). It reads `limit + 1` items first and doubles the read while filters leave the
- * page short, so an unfiltered page reads O(`limit`); at most `maxExamined` items are evaluated
- * (then a short page and a cursor after the last one), and nothing is read after `signal`.
+ * One page of the executions `listing` selects in scan order: `limit + 1` items first, doubling
+ * while filters leave the page short: O(`limit`) unfiltered, `maxExamined` at most.
  */
 export async function listPage(given: ExecutionReads, listing: Listing): Promise<ListPage> {
   const reads = withSignal(given, listing.signal);

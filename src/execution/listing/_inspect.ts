@@ -1,7 +1,4 @@
-// inspectExecution (#25): one execution as an operator sees it — the document, when this module
-// last committed it, when it expires, and its timers with their relay bookkeeping. One GetItem
-// and a Query of its timers (page by page, up to a limit), in parallel; and readTimers, a page of
-// its timers by path.
+// inspectExecution (one GetItem and a Query of its timers, in parallel) and readTimers.
 import { GetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { type Item, pages, S } from "../../dynamo/_dynamo.ts";
 import {
@@ -26,8 +23,8 @@ import { isExpired, secondsOf } from "../commit/_retention.ts";
 import { lastCommitTime } from "./_status_index.ts";
 
 /**
- * The execution `id` with its first `timerLimit` timers by path (0: none; options checked), or
- * null when it is absent or expired; an {@linkcode UnreadableExecution} when its document cannot be read.
+ * The execution `id` with its first `timerLimit` timers by path, or null when it is absent or
+ * expired; an {@linkcode UnreadableExecution} when its document cannot be read.
  */
 export async function inspect(
   reads: ExecutionReads,
@@ -56,10 +53,7 @@ export async function inspect(
   };
 }
 
-/**
- * The first `limit` timers of execution `id` by path (after `after`; options checked), with
- * their relay bookkeeping: a Query of its timers, page by page, that stops at `limit`.
- */
+/** The first `limit` timers of execution `id` by path after `after`, with their bookkeeping. */
 export async function readTimers(
   reads: ExecutionReads,
   id: string,

@@ -48,10 +48,7 @@ export interface Listing extends Selection {
   signal: AbortSignal | undefined;
 }
 
-/**
- * Checks `listExecutions` options of a listing of `table`; refuses bad ones with a
- * TypeError/RangeError, and a cursor that is not this table's and filter's with InvalidCursor.
- */
+/** Checks `listExecutions` options of a listing of `table`, its cursor included. */
 export function planListing(options: ListOptions, table: string): Listing {
   checkObject("options", options);
   checkOptionNames("listExecutions()", options);
@@ -71,10 +68,7 @@ export function planListing(options: ListOptions, table: string): Listing {
   };
 }
 
-/**
- * Checks `deleteExecutions` options: `status` and `updatedBefore` are required (a bulk delete
- * says what it takes), open statuses need `allowOpen`, and unknown names are refused.
- */
+/** Checks `deleteExecutions` options: a bulk delete says what it takes; open ones `allowOpen`. */
 export function planBulkDelete(
   options: DeleteExecutionsOptions,
 ): Selection & Pick<DeleteExecutionsOptions, "onProgress" | "signal"> {

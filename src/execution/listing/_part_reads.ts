@@ -1,6 +1,5 @@
-// The options of the reads of one execution's parts — a page of its trace (`readTrace`), of its
-// timers (`readTimers`), how many timers `inspectExecution` reads — checked once for both
-// stores, so that a page of an execution costs O(page) on either.
+// The options of the reads of one execution's parts (trace, timers, inspection), checked once for
+// both stores.
 import { checkLimit } from "../../core/_bounded.ts";
 import { checkOptionsOf } from "../../core/_option_names.ts";
 import { checkKey, describe, LIMITS } from "../../core/_validate.ts";

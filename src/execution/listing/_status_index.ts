@@ -1,8 +1,5 @@
-// The executions table's status index: which shard an execution is written to, and what a commit
-// writes for the index. The wire format is the attributes `status_shard` (S, `"{status}#{shard}"`)
-// and `status_at` (N, epoch seconds: when the execution entered that status) on the execution
-// item, described in docs/design.md. Both change only when the status does, so a commit that
-// keeps its status writes nothing to the index; `updated_at` (the last commit) is not projected.
+// The executions table's status index (docs/design.md): which shard an execution is written to,
+// and whether a commit moves its entry. A commit that keeps its status writes nothing to it.
 import type { Item } from "../../core/_attributes.ts";
 import { EXECUTION } from "../../core/_layout.ts";
 import { VersionCache } from "../../core/_lru.ts";
@@ -12,10 +9,8 @@ import { fnv1a } from "../../core/_fnv1a.ts";
 export { STATUS_INDEX } from "../../core/table_specs.ts";
 
 /**
- * How many shards each status spreads over. Part of the wire format: every writer and reader of
- * a table must agree, so it is no option. An index partition key takes about 1,000 writes/s and
- * an execution's status change costs it two (the entry moves): 16 shards carry about 8,000
- * status changes per second into one status; a listing pays one Query per shard.
+ * How many shards each status spreads over: part of the wire format, so no option. 16 carry
+ * about 8,000 status changes a second into one status; a listing pays one Query per shard.
  */
 export const STATUS_SHARDS = 16;
 
@@ -33,10 +28,8 @@ export function lastCommitTime(item: Item): number | null {
 }
 
 /**
- * How a commit treats the index: `same`, the stored item is known to be in the commit's status
- * (nothing to write); `changed`, known to be in another one or in none (the entry moves, its
- * time is the commit's); `unknown`, the commit keeps the stored time if the status is the same
- * and is refused (and built again as `changed`) if it is not.
+ * How a commit treats the index: `same` (nothing to write), `changed` (the entry moves), or
+ * `unknown` (keep the stored time if the status is the same, else refused and built as `changed`).
  */
 export type StatusMove = "same" | "changed" | "unknown";
 
@@ -56,8 +49,7 @@ export class StatusCache extends VersionCache<string | null> {
   moveOf(id: string, expected: number, key: string): StatusMove {
     if (expected === 0) return "changed";
     const stored = this.at(id, expected);
-    // Out of the index (another writer's whole-item Put): the status feed may put it back at
-    // any time, in its status since when it entered it, which a commit that stays keeps.
+    // Out of the index (another writer's Put): the status feed may put it back at any time.
     if (stored === undefined || stored === null) return "unknown";
     return stored === key ? "same" : "changed";
   }

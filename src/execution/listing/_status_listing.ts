@@ -1,10 +1,6 @@
-// Reading the status index: the executions of some statuses, the latest to enter them first.
-// Each status spreads over STATUS_SHARDS index partitions; a walk queries each partition newest
-// first in small pages and merges them lazily (a partition is read further only when its next
-// entry may be the newest left), so a page of `limit` reads about `limit` entries plus one small
-// page per partition, whatever the table holds. The entries only name candidates: each page reads
-// the items themselves by key, and an entry whose item has moved on (the index lags its table)
-// is passed over.
+// Reading the status index, the latest to enter a status first: a walk merges the shards lazily,
+// so a page reads about `limit` entries plus a small page per shard. The entries only name
+// candidates: the items, read by key, decide.
 import { WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { QueryCommand, type QueryCommandOutput } from "@aws-sdk/client-dynamodb";
 import {
@@ -61,8 +57,8 @@ export class IndexWalk {
   stopped = false;
 
   /**
-   * `budget`: the most rows it reads (entries, and items `spend` counts); past it, `next()` answers undefined (`stopped`)
-   * instead of reading on. The first round of reads is always made, so each walk moves on.
+   * `budget`: the most rows it reads; past it, `next()` answers undefined (`stopped`). The first
+   * round of reads is always made, so each walk moves on.
    */
   constructor(
     private readonly reads: ExecutionReads,
@@ -92,13 +88,11 @@ export class IndexWalk {
       const waiting = this.#partitions.filter((p) => !p.done && p.buffer.length === 0);
       if (waiting.length === 0) break;
       const left = this.budget - this.#examined;
-      // After the first round, a budget too small to read one entry of each waiting partition
-      // is spent: the page ends here, and the next one reads on.
+      // A budget too small to read one entry of each waiting partition is spent.
       if (this.#examined > 0 && left < waiting.length) {
         this.stopped = true;
         return undefined;
       }
-      // What is left of the budget, shared: a round reads at most that (or one entry each).
       const share = Math.max(1, Math.floor(left / waiting.length));
       await eachConcurrently(waiting, WRITES_IN_FLIGHT, (p) => this.#read(p, share));
     }
@@ -232,9 +226,8 @@ export async function queryStatusIndex(
 const ITEMS_AT_ONCE = 100;
 
 /**
- * The items of index entries, read by key, in the entries' order: for each, the item when the
- * entry is current (the item is still in the entry's partition, or another writer's whole-item
- * Put took it out of the index), else undefined (gone, or moved on: a ghost of a lagging index).
+ * The items of index entries, read by key, in the entries' order: undefined for an entry that is
+ * no longer current (a ghost of a lagging index). An item another writer took out still counts.
  */
 export async function entryItems(
   reads: ExecutionReads,
@@ -259,11 +252,7 @@ export async function entryItems(
   });
 }
 
-/**
- * One page of `listing` from the status index, latest to enter its status first: at most
- * `maxExamined` rows read, index entries and the items they name (then a short page and a
- * cursor), and no read after `signal`.
- */
+/** One page of `listing` from the status index: at most `maxExamined` rows read. */
 export async function indexPage(given: ExecutionReads, listing: Listing): Promise<ListPage> {
   const reads = withSignal(given, listing.signal);
   const partitions = listing.statuses!.length * STATUS_SHARDS;

@@ -1,7 +1,5 @@
-// Execution items as a listing's rows: a summary when the item's document reads as one, else the
-// item's key and why not. A row another writer stored oddly (its data not JSON, its outcome an
-// object) is listed as unreadable instead of failing the whole page; the stored layout is as it
-// was, only read more carefully.
+// Execution items as a listing's rows: a summary, or the item's key and why it is unreadable, so
+// that a row another writer stored oddly does not fail the whole page.
 import type { Item } from "../../core/_attributes.ts";
 import { EXECUTION, readExecutionDocument } from "../../core/_layout.ts";
 import type { ExecutionSummary } from "../../core/documents.ts";
@@ -17,9 +15,8 @@ const STRINGS = ["id", "definition_id", "status"] as const;
 const OPTIONAL_STRINGS = ["outcome", "active_path", "parent_id"] as const;
 
 /**
- * An execution item (its key, `data`, `version` and `updated_at` read) as a listing row. The
- * summary's `id` is the item's key and its `version` the item's: what a load or an action by
- * that id finds, whatever the document says of itself.
+ * An execution item as a listing row. The `id` and `version` are the item's, not the document's:
+ * what a load or an action by that id finds.
  */
 export function rowOfItem(item: Item): ListedRow {
   const id = item[EXECUTION.id]?.S ?? "";
@@ -59,9 +56,8 @@ export function rowOfItem(item: Item): ListedRow {
 }
 
 /**
- * Whether a listing takes a listed row: a summary by every filter; an unreadable item by the
- * filters its stored attributes answer (`definition_id`, `updated_at`; the status index's
- * partition was matched by the read), the document's own fields being unknown.
+ * Whether a listing takes a row: a summary by every filter; an unreadable item by the filters its
+ * stored attributes answer (`definition_id`, `updated_at`).
  */
 export function takes(selection: Selection, item: Item, row: ListedRow): boolean {
   if ("summary" in row) return selection.matches(row.summary);

@@ -1,6 +1,5 @@
-// A page of an execution's trace (`readTrace` with a limit or `before`): the newest steps first
-// from a Query in descending index order that stops at the limit, returned oldest first, so that
-// a trace kept whole (`traceMax: 0`) is read O(page), not O(steps).
+// A page of an execution's trace: a descending Query that stops at the limit, so that a trace
+// kept whole (`traceMax: 0`) is read O(page), not O(steps).
 import { checkKey, LIMITS } from "../../core/_validate.ts";
 import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { type Item, N, pages, S } from "../../dynamo/_dynamo.ts";
@@ -13,10 +12,7 @@ import type { TraceRing } from "../commit/_trace_ring.ts";
 /** The most steps one Query page asks for (DynamoDB stops at 1 MB anyway). */
 const MAX_QUERY_PAGE = 1000;
 
-/**
- * `readTrace`: the options checked, then the whole ring as the ring reads it, or a page of it
- * (the newest `limit` steps below `before`).
- */
+/** `readTrace`: the whole ring, or a page of it (the newest `limit` steps below `before`). */
 export async function readTraceSteps(
   reads: ExecutionReads & { ring: TraceRing },
   id: string,

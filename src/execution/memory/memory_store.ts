@@ -90,21 +90,15 @@ export interface MemoryStoreOptions {
   traceMax?: number;
   /** Lifetime of dedupe marks in seconds; `null` keeps them forever. @default {null} */
   processedTtlSeconds?: number | null;
-  /**
-   * Retention of finished (`DONE`, `CANCELLED`, `FAILED`) executions in seconds, as
-   * DynamoDBStore's; `null` keeps them forever.
-   * @default {null}
-   */
+  /** Retention of finished executions in seconds; `null` keeps them forever. @default {null} */
   finishedTtlSeconds?: number | null;
   /** The clock, in epoch milliseconds (for the expiry of dedupe marks and finished executions). @default {Date.now} */
   now?: () => number;
 }
 
 /**
- * An in-memory {@linkcode ExecutionStore} with DynamoDBStore's semantics: CAS on
- * `version`, all-or-nothing commits, seqs rising in commit order, the trace ring, timers
- * and dedupe marks — and the same refusals of input DynamoDB would reject. Documents are
- * stored as JSON, so what you load is never the object you saved.
+ * An in-memory {@linkcode ExecutionStore} with DynamoDBStore's semantics and refusals.
+ * Documents are stored as JSON, so what you load is never the object you saved.
  *
  * @example A unit test without DynamoDB
  * ```ts
@@ -219,8 +213,7 @@ export class MemoryStore implements ExecutionStore {
     const release = claimCommit(exe);
     try {
       const plan = planCommit(this.#tx, exe, changes);
-      // Applied a turn later, as a network store would: a second commit() of the same object
-      // made without awaiting the first is refused, here as on DynamoDB.
+      // A turn later, as on DynamoDB: an un-awaited second commit() of the object is refused.
       await Promise.resolve();
       this.#open("commit");
       const stored = this.#live(plan.id, plan.now);
@@ -331,10 +324,7 @@ export class MemoryStore implements ExecutionStore {
     ring.delete(ringDrop(at, this.traceMax)); // the same window as DynamoDBStore's
   }
 
-  /**
-   * One page of executions: with `status`, latest to enter their status first (as DynamoDBStore's status index
-   * reads them); without (or with `scan`), in id order.
-   */
+  /** One page of executions: with `status`, latest to enter it first; else in id order. */
   listExecutions(options: ListOptions = {}): Promise<ListPage> {
     return Promise.try(() => {
       this.#open("listExecutions");
@@ -352,10 +342,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * Deletes every execution the options select, as {@linkcode MemoryStore.deleteExecution}
-   * does: see {@linkcode DynamoDBStore.deleteExecutions}.
-   */
+  /** Deletes every execution the options select: see {@linkcode DynamoDBStore.deleteExecutions}. */
   async deleteExecutions(options: DeleteExecutionsOptions): Promise<number> {
     this.#open("deleteExecutions");
     const selection = planBulkDelete(options);
@@ -409,10 +396,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * The `limit` (default 1000, `Infinity`: all) lowest-seq outbox entries deliverable now, by
-   * seq: as a relay pass reads them.
-   */
+  /** The `limit` lowest-seq outbox entries deliverable now, by seq. */
   pendingOutbox(options?: ReadLimitOptions): Promise<OutboxEntry[]> {
     return Promise.try(() => {
       this.#open("pendingOutbox");
@@ -426,10 +410,7 @@ export class MemoryStore implements ExecutionStore {
     return this.#ack((seqs) => acknowledgeSeqs(this.#queues.outbox, seqs), seq, "ackOutbox");
   }
 
-  /**
-   * The `limit` (default 1000, `Infinity`: all) lowest-seq spawn intents not yet
-   * acknowledged, by seq.
-   */
+  /** The `limit` lowest-seq spawn intents not yet acknowledged, by seq. */
   pendingSpawns(options?: ReadLimitOptions): Promise<PendingSpawn[]> {
     return Promise.try(async () => {
       this.#open("pendingSpawns");
@@ -460,10 +441,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * The `limit` (default 1000, `Infinity`: all) earliest timers due at `now` (epoch
-   * seconds), earliest first.
-   */
+  /** The `limit` earliest timers due at `now` (epoch seconds), earliest first. */
   dueTimers(now: number, options?: ReadLimitOptions): Promise<Timer[]> {
     return Promise.try(async () => {
       this.#open("dueTimers");
@@ -515,10 +493,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * Appends one trace step outside a commit: at the highest index + 1 (0 on an empty ring), or
-   * at `entry.index` when the entry carries one, as the Python seed.
-   */
+  /** Appends one trace step outside a commit, after the highest index (or at `entry.index`). */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void> {
     return Promise.try(() => {
       this.#open("appendTrace");
@@ -633,10 +608,7 @@ export class MemoryStore implements ExecutionStore {
     return done !== false;
   }
 
-  /**
-   * Ends the store: every later call is refused with {@linkcode StoreClosed}, as
-   * DynamoDBStore's are. Idempotent.
-   */
+  /** Ends the store: every later call is refused with {@linkcode StoreClosed}. Idempotent. */
   close(): Promise<void> {
     this.#closed = true;
     return Promise.resolve();
