@@ -1,7 +1,9 @@
-// Order across writers: the outbox feed's chaining of rows per target (docs/delivery.md,
-// "Order across writers"). Pure, so tests/core/ runs it with no permissions.
+// Order across writers: the outbox feed chains the rows written with no `prev_seq` (another
+// writer's, or ours after its commit dropped our chains) per target, among themselves: one
+// source's entries stay in order, whatever entries of ours (chained by their own source) sit
+// between them (docs/delivery.md, "Order across writers"). Pure.
 
-/** How many seqs a target's `recent` list keeps (the highest): the hold item stays small. */
+/** How many unchained seqs a target's `recent` list keeps (the highest): the hold item stays small. */
 export const RECENT_MAX = 16;
 
 /** An outbox row a feed round saw (its NEW image). */
@@ -24,8 +26,8 @@ export interface Chaining {
 }
 
 /**
- * Chains a round's rows: an unchained row's predecessor is the seq just below it among its
- * target's `recent` and this round's (0 if none). Only this round's targets are in the answer.
+ * Chains a round's unchained rows: each one's predecessor is the seq just below it among its
+ * target's `recent` and this round's unchained rows (0 if none). Chained rows are passed over.
  */
 export function chainRound(
   rows: Iterable<FedRow>,
@@ -34,9 +36,9 @@ export function chainRound(
   const byTarget = new Map<string, FedRow[]>();
   const chaining: Chaining = { prev: new Map(), recent: new Map() };
   for (const row of rows) {
+    if (!row.unchained) continue;
     if (!Number.isInteger(row.seq)) {
-      // A seq no counter handed out (another tool's) orders nothing: chained to nothing.
-      if (row.unchained) chaining.prev.set(row.id, 0);
+      chaining.prev.set(row.id, 0); // a seq no counter handed out orders nothing
       continue;
     }
     const lane = byTarget.get(row.target);
@@ -48,7 +50,6 @@ export function chainRound(
     for (const row of lane) seen.add(row.seq);
     const seqs = [...seen].sort((a, b) => a - b);
     for (const row of lane) {
-      if (!row.unchained) continue;
       const at = seqs.indexOf(row.seq);
       chaining.prev.set(row.id, at > 0 ? seqs[at - 1]! : 0);
     }

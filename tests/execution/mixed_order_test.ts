@@ -207,3 +207,43 @@ Deno.test(`a Python writer and this store committing one execution in turn: no i
     runs(RUNS_AT_5S, RUNS_AT_5S, 5000, turnsRun),
   ]);
 });
+
+/**
+ * Another source's entry between one Python source's two: the Python store's `a` to T, ours `z`
+ * to T, then a read that finds `a` and delivers nothing (`pendingOutbox()`, or a pass whose limit
+ * is used up), then the Python store's `b`, of the same execution as `a`. `b` is chained behind
+ * `a`, not behind `z` (above it, and ours): a pass that finds `b` and `z` while the index does not
+ * show `a` yet holds `b` back.
+ */
+async function otherSourceRun(
+  lag: LaggingStore,
+  lagMs: number,
+  python: SeedTurns,
+  read: "pendingOutbox" | "pass",
+): Promise<void> {
+  const prefix = prefixOf(lag.store);
+  const source = crypto.randomUUID();
+  const { seqs: [a] } = await python.commit(prefix, source, ["T"]);
+  const { seqs: [z] } = await ourCommit(lag, null, ["T", "filler"]);
+  await pause(lagMs + 300); // z in the index
+  const delivered: number[] = [];
+  if (read === "pendingOutbox") await lag.fresh((store) => store.pendingOutbox({ limit: 10 }));
+  else delivered.push(...await pass(lag, 1)); // its limit goes to the filler's lower seq? or a
+  const { seqs: [b] } = await python.commit(prefix, source, ["T"]);
+  delivered.push(...await pass(lag, 3));
+  delivered.push(...await drain(lag, lagMs, 4 - delivered.length));
+  assertInOrder(delivered, [a!, b!], `a before b, whatever of z (delivered ${delivered})`);
+  assert.ok(delivered.includes(z!), `z went too (delivered ${delivered})`);
+}
+
+for (const read of ["pendingOutbox", "pass"] as const) {
+  Deno.test(`one Python source's entries to a target stay in order with ours between them, after a ${read} found the first: ${RUNS} runs at 1.5 s of index lag`, async () => {
+    await runs(
+      RUNS,
+      5,
+      1500,
+      (lag, lagMs, python) => otherSourceRun(lag, lagMs, python, read),
+      mixedParked,
+    );
+  });
+}

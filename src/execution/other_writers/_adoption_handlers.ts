@@ -8,14 +8,38 @@
 // (which makes an unchained entry wait, in mixed mode) delivers a target's entries in seq order
 // whatever the index shows. A record is a candidate: each write's condition decides.
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
-import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  type AttributeValue,
+  PutItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { plainMap } from "../../core/_attributes.ts";
+import { unreadableId } from "../queue/_dead_letters.ts";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import { batchGet, chunks, eachConcurrently, type Item, N } from "../../dynamo/_dynamo.ts";
-import { COUNTER, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
+import {
+  batchGet,
+  chunks,
+  eachConcurrently,
+  isNamed,
+  type Item,
+  N,
+  S,
+} from "../../dynamo/_dynamo.ts";
+import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
-import { adopted, pendingPlace, placeOf, relayAttributes } from "../queue/_relay_index.ts";
+import {
+  adopted,
+  keyOrder,
+  partition,
+  pendingPlace,
+  placeOf,
+  relayAttributes,
+  rowKey,
+  rowShard,
+} from "../queue/_relay_index.ts";
 import {
   candidateOf,
   conditionalUpdate,
@@ -49,38 +73,144 @@ export function newImages(kind: RelayKind, records: readonly StreamRecord[]): It
 
 /**
  * Whether a record is no work for `kind`'s feed (not handed to the handler, not counted): a
- * REMOVE (an acknowledgement, a timer cancelled or fired), and a change that leaves the row in
- * the relay index (a commit of ours, a pass's move; outbox: a row already chained). Outbox
- * INSERTs of ours are work: they feed their target's `recent` list.
+ * REMOVE (an acknowledgement, a timer cancelled or fired), and a row in the relay index already
+ * (a commit of ours, a pass's move; outbox: chained too).
  */
 export function isNoWork(kind: RelayKind, record: StreamRecord): boolean {
   if (record.eventName === "REMOVE") return true;
   const image = record.dynamodb?.NewImage as Item | undefined;
   if (image === undefined) return true;
   if (kind !== "outbox") return image[RELAY.part] !== undefined;
-  if (record.eventName === "INSERT") return false;
   return image[RELAY.part] !== undefined && image[OUTBOX.prevSeq] !== undefined;
 }
 
-/** Adopts (outbox: and chains) the rows of these images that need it. */
+/**
+ * Adopts (outbox: and chains) the rows of these images that need it; a row no pass can use (no
+ * target, no time, too large to adopt) is set aside by key with why, and the feed goes on.
+ */
 export async function handleImages(
   q: QueueContext,
   kind: RelayKind,
   images: Item[],
 ): Promise<Handled> {
-  if (kind === "outbox") return await chainOutbox(q, images);
-  const rows = images.filter((row) =>
-    row[RELAY.part] === undefined && placeOf(kind, row, 0) !== null
-  );
   const handled: Handled = { writes: 0, adopted: [] };
+  const usable: Item[] = [];
+  for (const row of images) {
+    const why = row[RELAY.part] === undefined ? unusable(kind, row) : null;
+    if (why === null) usable.push(row);
+    else {
+      handled.writes++;
+      await setAside(q, kind, row, why);
+    }
+  }
+  if (kind === "outbox") {
+    const chained = await chainOutbox(q, usable);
+    return { writes: handled.writes + chained.writes, adopted: chained.adopted };
+  }
+  const rows = usable.filter((row) => row[RELAY.part] === undefined);
   await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
     handled.writes++;
-    if (await conditionalUpdate(q.client, adopted(q.tables, kind, row))) {
+    if (await adopt(q, kind, row, adopted(q.tables, kind, row))) {
       handled.adopted.push(placed(kind, row));
     }
   });
   return handled;
 }
+
+/** Why a row another writer wrote can never be relayed, or null. */
+function unusable(kind: RelayKind, row: Item): string | null {
+  if (kind === "outbox") {
+    const target = row[OUTBOX.targetId];
+    return target?.S !== undefined || target?.NULL ? null : "no target_id (a string, or NULL)";
+  }
+  if (kind === "timers" && !Number.isFinite(Number(row[TIMER.fireAt]?.N))) {
+    return "fire_at is not a number";
+  }
+  return null;
+}
+
+/** Adopts a row with `update`; one too large to take the index's attributes is set aside. */
+async function adopt(
+  q: QueueContext,
+  kind: RelayKind,
+  row: Item,
+  update: Parameters<typeof conditionalUpdate>[1],
+): Promise<boolean> {
+  try {
+    return await conditionalUpdate(q.client, update);
+  } catch (error) {
+    if (!isTooLarge(error)) throw error;
+    await setAside(q, kind, row, "too large to adopt (DynamoDB's 400 KB item limit)");
+    return false;
+  }
+}
+
+const isTooLarge = (error: unknown) =>
+  isNamed(error, "ValidationException") && /size/i.test(String(error));
+
+/**
+ * Sets another writer's row aside as dead and unreadable, by key, with why. A row with no room
+ * for that keeps only its dead place, and its why goes to a counters item of its own; a row with
+ * no room at all is said once, and left.
+ */
+async function setAside(q: QueueContext, kind: RelayKind, row: Item, why: string): Promise<void> {
+  const place: Record<string, AttributeValue> = {
+    ":p": S(partition("d", rowShard(kind, row))),
+    ":o": keyOrder(kind, row) ?? N(0),
+  };
+  const marks: Record<string, AttributeValue> = {
+    ":d": N(Math.floor(q.now() / 1000)),
+    ":u": { BOOL: true },
+    ":e": S(`unreadable: ${why}`),
+  };
+  const update = (values: Record<string, AttributeValue>) => ({
+    TableName: q.tables[kind].name,
+    Key: rowKey(kind, row),
+    UpdateExpression: `SET ${Object.keys(values).map((v) => `${NAMES[v]} = ${v}`).join(", ")}`,
+    ConditionExpression: "attribute_not_exists(#p)",
+    ExpressionAttributeNames: Object.fromEntries(
+      Object.keys(values).map((v) => [NAMES[v]!, ATTRIBUTES[v]!]),
+    ),
+    ExpressionAttributeValues: values,
+  });
+  try {
+    await conditionalUpdate(q.client, update({ ...place, ...marks }));
+    return;
+  } catch (error) {
+    if (!isTooLarge(error)) throw error;
+  }
+  try {
+    await q.client.send(
+      new PutItemCommand({
+        TableName: q.tables.counters.name,
+        Item: { [COUNTER.id]: S(unreadableId(kind, row)), [FAILURE.lastError]: marks[":e"]! },
+      }),
+    );
+    await conditionalUpdate(q.client, update(place));
+  } catch (error) {
+    if (!isTooLarge(error)) throw error;
+    console.warn(
+      `harel: another writer's ${kind} row ${
+        JSON.stringify(plainMap(rowKey(kind, row), {}, true))
+      } is too large to be relayed or set aside (${why}): left as it is`,
+    );
+  }
+}
+
+const NAMES: Record<string, string> = {
+  ":p": "#p",
+  ":o": "#o",
+  ":d": "#d",
+  ":u": "#u",
+  ":e": "#e",
+};
+const ATTRIBUTES: Record<string, string> = {
+  ":p": RELAY.part,
+  ":o": RELAY.order,
+  ":d": FAILURE.deadAt,
+  ":u": FAILURE.unreadable,
+  ":e": FAILURE.lastError,
+};
 
 /** Rows an adoption backfill reads a page of (the one-off scan for rows the stream never showed). */
 export const BACKFILL_ROWS = 100;
@@ -122,12 +252,13 @@ const placed = (kind: RelayKind, row: Item): Item => ({
 });
 
 /**
- * The outbox's handler: every entry seen feeds its target's `recent` list; the unchained ones
- * get their predecessor (another writer's are adopted in the same update).
+ * The outbox's handler: each unchained entry gets its predecessor among its target's unchained
+ * ones and feeds the target's `recent` list (another writer's is adopted in the same update).
  */
 async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
   const images = all.filter((row) =>
-    row[OUTBOX.targetId] !== undefined && placeOf("outbox", row, 0) !== null
+    row[OUTBOX.prevSeq] === undefined && row[OUTBOX.targetId] !== undefined &&
+    placeOf("outbox", row, 0) !== null
   );
   const handled: Handled = { writes: 0, adopted: [] };
   if (images.length === 0) return handled;
@@ -143,7 +274,7 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     if (prev === undefined) return; // chained already: it only fed `recent`
     const foreign = row[RELAY.part] === undefined;
     handled.writes++;
-    if (await conditionalUpdate(q.client, chained(q, row, prev, foreign))) {
+    if (await adopt(q, "outbox", row, chained(q, row, prev, foreign))) {
       const row2 = { ...row, [OUTBOX.prevSeq]: N(prev) };
       handled.adopted.push(foreign ? placed("outbox", row2) : row2);
     }

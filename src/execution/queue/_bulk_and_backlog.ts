@@ -16,7 +16,7 @@ import {
 import { LIMITS } from "../../core/_validate.ts";
 import { numberOf } from "../../core/_attributes.ts";
 import { createdTime } from "../../core/_event_time.ts";
-import { deadRows, dropDeadLetter, retryDeadLetter } from "./_dead_letters.ts";
+import { deadRows, dropDeadLetter, isDeadRow, retryDeadLetter } from "./_dead_letters.ts";
 import { candidateOf, type QueueContext } from "./_outbox_table.ts";
 import { partition, rowKey } from "./_relay_index.ts";
 import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
@@ -209,7 +209,7 @@ function rowId(kind: RelayKind, row: Item): string {
 
 /** Where a stored row stands at `now`: dead, waiting for a retry still to come, or pending. */
 function stateOf(kind: RelayKind, row: Item, now: number): "pending" | "waiting" | "dead" {
-  if (row[FAILURE.deadAt] !== undefined) return "dead";
+  if (isDeadRow(row)) return "dead";
   if (!isRetryDue(row, now)) return "waiting";
   if (kind === "timers" && !(Number(row[TIMER.fireAt]?.N) <= now)) return "waiting";
   return "pending";

@@ -3,8 +3,10 @@
 // Retrying or dropping an outbox entry releases its target.
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { transactItems } from "../../dynamo/_lost_answers.ts";
-import { batchGet, type Item, N } from "../../dynamo/_dynamo.ts";
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { batchGet, type Item, N, S } from "../../dynamo/_dynamo.ts";
 import {
+  COUNTER,
   FAILURE,
   OUTBOX,
   outboxFromItem,
@@ -36,7 +38,7 @@ export async function retryDeadLetter<K extends RelayKind>(
   const at = locate(q.tables, kind, key);
   if (kind !== "outbox") return await act(q, kind, key, "retryDeadLetter", [retried(at, kind)]);
   const row = (await q.outbox.rows([at.key[OUTBOX.seq]!.N!])).values().next().value;
-  if (row?.deadAt === null || row === undefined) return false;
+  if (row === undefined || !row.part.startsWith("d")) return false;
   const listed = { Update: holdUpdate(q, row.target, "ADD", "held", [row.id]) };
   if (!await act(q, kind, key, "retryDeadLetter", [retried(at, kind), listed])) return false;
   await release(q.outbox, [row.target]);
@@ -57,7 +59,7 @@ export async function dropDeadLetter<K extends RelayKind>(
   if (kind !== "outbox") return await act(q, kind, key, "dropDeadLetter", [dropped(at)]);
   const id = at.key[OUTBOX.seq]!.N!;
   const row = (await q.outbox.rows([id])).get(id);
-  if (row?.deadAt === null || row === undefined) return false;
+  if (row === undefined || !row.part.startsWith("d")) return false;
   const hold = (await q.outbox.holds([row.target])).get(row.target);
   const named = hold ? [...hold.heads, ...hold.held] : [];
   const rows = named.length ? await q.outbox.rows(named) : new Map();
@@ -142,8 +144,37 @@ export async function* deadRows(
       { [table]: { Keys: keys, ConsistentRead: true } },
       (responses) => void found.push(...responses[table] ?? []),
     );
-    const dead = found.filter((row) => row[FAILURE.deadAt] !== undefined);
+    const dead = found.filter(isDeadRow);
+    await readReasons(q, kind, dead);
     yield dead.sort((a, b) => byIndexOrder(withOrder(kind, a), withOrder(kind, b)));
+  }
+}
+
+/** Whether a stored row is dead: dead-lettered, or set aside with no room but for its place. */
+export function isDeadRow(row: Item): boolean {
+  return row[FAILURE.deadAt] !== undefined || row[RELAY.part]?.S?.startsWith("d") === true;
+}
+
+/** The counters item that holds why another writer's row with no room for it was set aside. */
+export function unreadableId(kind: RelayKind, row: Item): string {
+  return `unreadable:${kind}:${JSON.stringify(plainMap(rowKey(kind, row), {}, true))}`;
+}
+
+/** Reads why each row set aside without room for it was (as its `last_error`). */
+async function readReasons(q: QueueContext, kind: RelayKind, rows: Item[]): Promise<void> {
+  const bare = rows.filter((row) => row[FAILURE.lastError] === undefined);
+  if (bare.length === 0) return;
+  const table = q.tables.counters.name;
+  const keys = bare.map((row) => ({ [COUNTER.id]: S(unreadableId(kind, row)) }));
+  const reasons = new Map<string, AttributeValue>();
+  await batchGet(q.client, { [table]: { Keys: keys, ConsistentRead: true } }, (found) => {
+    for (const item of found[table] ?? []) {
+      reasons.set(item[COUNTER.id]!.S!, item[FAILURE.lastError]!);
+    }
+  });
+  for (const row of bare) {
+    const reason = reasons.get(unreadableId(kind, row));
+    if (reason) row[FAILURE.lastError] = reason;
   }
 }
 

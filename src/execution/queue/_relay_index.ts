@@ -228,12 +228,13 @@ export function failed(
   };
 }
 
-/** The condition that the row at `at` is a dead letter. */
+/** The condition that the row at `at` is a dead letter (or set aside with only its place). */
 function deadAt(at: RowAt): RowAt {
   return {
     ...at,
-    names: { ...at.names, "#d": FAILURE.deadAt },
-    condition: `attribute_exists(#d) AND ${at.condition}`,
+    names: { ...at.names, "#d": FAILURE.deadAt, "#dp": RELAY.part },
+    values: { ...at.values, ":dp": S("d") },
+    condition: `(attribute_exists(#d) OR begins_with(#dp, :dp)) AND ${at.condition}`,
   };
 }
 

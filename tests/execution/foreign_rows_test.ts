@@ -1,0 +1,109 @@
+// Another writer's rows that no pass can use — too large to take the relay index's attributes, an
+// outbox row with no target, a timer whose fire_at is a string — are set aside by key with why,
+// shown by deadLetters() and backlog(), and the feed goes on past them. The rows are Put as the
+// Python store Puts them (whole items, its attributes only), each pass in a fresh store.
+import assert from "node:assert/strict";
+import { PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStore, newEvent, relayOutbox, sweepTimers } from "../../mod.ts";
+import { directEndpoint, ownRegion, testClient, uniqueName } from "../_support/env.ts";
+
+const REGION = ownRegion("foreign");
+
+/** The next `count` seqs of the shared counter, as the Python store takes them. */
+async function seqs(store: DynamoDBStore, count: number): Promise<number[]> {
+  using client = testClient(REGION);
+  const out = await client.send(
+    new UpdateItemCommand({
+      TableName: store.tables.counters.name,
+      Key: { id: { S: "outbox" } },
+      UpdateExpression: "ADD n :c",
+      ExpressionAttributeValues: { ":c": { N: String(count) } },
+      ReturnValues: "UPDATED_NEW",
+    }),
+  );
+  const last = Number(out.Attributes!.n!.N);
+  return Array.from({ length: count }, (_, i) => last - count + 1 + i);
+}
+
+/** An event of `bytes` UTF-8 bytes of JSON. */
+function eventOf(bytes: number): string {
+  const event = JSON.stringify(newEvent("big", { pad: "" }));
+  return event.replace('"pad":""', `"pad":"${"x".repeat(bytes - event.length)}"`);
+}
+
+Deno.test("another writer's rows no pass can use are set aside by key with why, and every other row still goes out", async () => {
+  const prefix = uniqueName("foreign");
+  const open = (ensureTables = false) =>
+    DynamoDBStore.create({
+      endpoint: directEndpoint(),
+      region: REGION,
+      prefix,
+      otherWriters: true,
+      ensureTables,
+    });
+  await using store = await open(true);
+  using client = testClient(REGION);
+  const put = (table: string, Item: Record<string, unknown>) =>
+    client.send(new PutItemCommand({ TableName: table, Item: Item as never }));
+  const [huge, untargeted, ...rest] = await seqs(store, 22);
+  // 400 KB is 409,600 bytes of names and values: 30 bytes short of it, no room for the index's
+  // attributes and a chain, room for a dead place.
+  const text = eventOf(409_600 - 30 - "seq".length - 3 - "target_id".length - 1 - "event".length);
+  await put(store.tables.outbox.name, {
+    seq: { N: String(huge) },
+    target_id: { S: "T" },
+    event: { S: text },
+  });
+  await put(store.tables.outbox.name, {
+    seq: { N: String(untargeted) },
+    event: { S: JSON.stringify(newEvent("lost")) },
+  });
+  for (const seq of rest) {
+    await put(store.tables.outbox.name, {
+      seq: { N: String(seq) },
+      target_id: { S: `t-${seq % 3}` },
+      event: { S: JSON.stringify(newEvent("ok", { seq })) },
+    });
+  }
+  await put(store.tables.timers.name, {
+    execution_id: { S: "x" },
+    path: { S: "main.wait" },
+    fire_at: { S: "1700000000" },
+  });
+
+  const delivered: number[] = [];
+  const passes = async () => {
+    for (let pass = 0; pass < 3; pass++) {
+      await using fresh = await open();
+      await relayOutbox(fresh, (entry) => void delivered.push(entry.seq));
+      await sweepTimers(fresh, () => {});
+    }
+  };
+  await passes();
+  // The feed went on past them: what the other writer commits next goes out too.
+  const later = await seqs(store, 5);
+  for (const seq of later) {
+    await put(store.tables.outbox.name, {
+      seq: { N: String(seq) },
+      target_id: { S: "later" },
+      event: { S: JSON.stringify(newEvent("ok", { seq })) },
+    });
+  }
+  await passes();
+  assert.deepEqual(delivered.sort((a, b) => a - b), [...rest, ...later], "every usable row");
+  await using fresh = await open();
+  const dead = await fresh.deadLetters("outbox");
+  assert.deepEqual(
+    dead.map((letter) => [letter.key, letter.lastError]).sort(),
+    [
+      [huge, "unreadable: too large to adopt (DynamoDB's 400 KB item limit)"],
+      [untargeted, "unreadable: no target_id (a string, or NULL)"],
+    ].sort(),
+  );
+  const timers = await fresh.deadLetters("timers");
+  assert.deepEqual(timers.map((letter) => [letter.raw.path, letter.lastError]), [
+    ["main.wait", "unreadable: fire_at is not a number"],
+  ]);
+  assert.equal((await fresh.backlog("outbox")).dead, 2);
+  assert.equal((await fresh.backlog("timers")).dead, 1);
+});
