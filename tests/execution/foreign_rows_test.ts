@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, newEvent, relayOutbox, sweepTimers } from "../../mod.ts";
 import { directEndpoint, ownRegion, testClient, uniqueName } from "../_support/env.ts";
+import { heapProbe } from "../_support/heap.ts";
 
 const REGION = ownRegion("foreign");
 
@@ -106,4 +107,39 @@ Deno.test("another writer's rows no pass can use are set aside by key with why, 
   ]);
   assert.equal((await fresh.backlog("outbox")).dead, 2);
   assert.equal((await fresh.backlog("timers")).dead, 1);
+});
+
+Deno.test("pendingOutbox({ limit: 3 }) over 240 of another writer's entries of 200 KB holds what it returns, not their backlog", async () => {
+  const prefix = uniqueName("heavy");
+  {
+    await using store = await DynamoDBStore.create({
+      endpoint: directEndpoint(),
+      region: REGION,
+      prefix,
+      otherWriters: true,
+    });
+    using client = testClient(REGION);
+    const text = eventOf(200_000);
+    for (const seq of await seqs(store, 240)) {
+      await client.send(
+        new PutItemCommand({
+          TableName: store.tables.outbox.name,
+          Item: { seq: { N: String(seq) }, target_id: { S: `t-${seq % 7}` }, event: { S: text } },
+        }),
+      );
+    }
+  }
+  using client = testClient(REGION);
+  const probe = heapProbe(client);
+  const store = new DynamoDBStore(client, { prefix, otherWriters: true });
+  try {
+    const { result, grownBytes } = await probe.measure(() => store.pendingOutbox({ limit: 3 }));
+    assert.equal(result.length, 3);
+    console.log(`heap grown: ${(grownBytes / 1e6).toFixed(1)} MB`);
+    // The 3 entries it returns (0.6 MB as text, more parsed) and one page of the stream; 240
+    // entries held at once would be 48 MB of text.
+    assert.ok(grownBytes < 24e6, `grew ${(grownBytes / 1e6).toFixed(1)} MB`);
+  } finally {
+    await store.close();
+  }
 });

@@ -247,9 +247,17 @@ export async function backfillPage(
 
 /** A row as the index shows it once adopted (pending, at its seq or fire time). */
 const placed = (kind: RelayKind, row: Item): Item => ({
-  ...row,
+  ...keysOf(kind, row),
   ...relayAttributes(pendingPlace(kind, row)),
 });
+
+/** What a pass needs of a row it is offered (never its body: memory follows `limit`). */
+function keysOf(kind: RelayKind, row: Item): Item {
+  const keep = kind === "outbox" ? [OUTBOX.targetId, OUTBOX.prevSeq] : [TIMER.fireAt];
+  const kept: Item = { ...rowKey(kind, row) };
+  for (const name of keep) if (row[name] !== undefined) kept[name] = row[name];
+  return kept;
+}
 
 /**
  * The outbox's handler: each unchained entry gets its predecessor among its target's unchained
@@ -275,8 +283,9 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const foreign = row[RELAY.part] === undefined;
     handled.writes++;
     if (await adopt(q, "outbox", row, chained(q, row, prev, foreign))) {
-      const row2 = { ...row, [OUTBOX.prevSeq]: N(prev) };
-      handled.adopted.push(foreign ? placed("outbox", row2) : row2);
+      const row2 = { ...keysOf("outbox", row), [OUTBOX.prevSeq]: N(prev) };
+      const at = { [RELAY.part]: row[RELAY.part]!, [RELAY.order]: row[RELAY.order]! };
+      handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
     }
   });
   await eachConcurrently(targets, ITEM_WRITES_IN_FLIGHT, async (target) => {
