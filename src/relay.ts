@@ -15,10 +15,13 @@ import { type Event, newEvent } from "./core/documents.ts";
 import type {
   ExecutionStore,
   OutboxEntry,
+  OutboxQueue,
   OutboxRow,
   PendingSpawn,
   RelayFailure,
   RelayKey,
+  RelayLease,
+  RowQueue,
   Timer,
   UnreadableRow,
 } from "./core/types.ts";
@@ -241,6 +244,27 @@ async function relayOutboxPass(
   const { signal } = pass;
   if (signal.aborted) return emptyReport();
   const queue = store.outboxQueue;
+  // A pass takes the outbox for its time, so relays started together deliver each entry once.
+  const lease = seqs === undefined ? await queue.lease(LEASE_SECONDS) : undefined;
+  if (lease === null) return emptyReport();
+  try {
+    return await outboxPass(pass, queue, deliver, lease, { limit, concurrency, retry, seqs });
+  } finally {
+    await lease?.release();
+  }
+}
+
+async function outboxPass(
+  pass: Pass,
+  queue: OutboxQueue,
+  deliver: (entry: OutboxEntry) => void | Promise<void>,
+  lease: RelayLease | undefined,
+  { limit, concurrency, retry, seqs }: Pick<
+    CheckedOptions,
+    "limit" | "concurrency" | "retry" | "seqs"
+  >,
+): Promise<RelayReport> {
+  const { signal } = pass;
   const now = queue.now();
   const plan = await readOutbox(queue, { now, limit, seqs });
   if (seqs === undefined) await applyPlan(queue, plan);
@@ -270,7 +294,7 @@ async function relayOutboxPass(
     }),
     inLanes(pass, [...lanes.values()], concurrency, async (lane) => {
       for (const [i, row] of lane.entries()) {
-        if (signal.aborted) return;
+        if (signal.aborted || (lease && !await lease.keep())) return;
         try {
           await deliver(row.entry as OutboxEntry);
         } catch (error) {
@@ -352,6 +376,23 @@ async function relaySpawnsPass(
 ): Promise<RelayReport> {
   if (pass.signal.aborted) return emptyReport();
   const queue = store.spawnQueue;
+  const lease = await queue.lease(LEASE_SECONDS);
+  if (lease === null) return emptyReport();
+  try {
+    return await spawnsPass(pass, store, queue, start, lease, { limit, concurrency, retry });
+  } finally {
+    await lease.release();
+  }
+}
+
+async function spawnsPass(
+  pass: Pass,
+  store: ExecutionStore,
+  queue: RowQueue<"spawns">,
+  start: (spawn: PendingSpawn) => void | Promise<void>,
+  lease: RelayLease,
+  { limit, concurrency, retry }: Pick<CheckedOptions, "limit" | "concurrency" | "retry">,
+): Promise<RelayReport> {
   const now = queue.now();
   const batch = decideDue(await queue.due(now, limit), now, limit);
   const report = startReport(batch.oldestAt, now);
@@ -368,6 +409,7 @@ async function relaySpawnsPass(
       (key, failure) => record(failure, () => queue.fail(key, failure)),
     ),
     inLanes(pass, batch.items, concurrency, async ({ item: spawn, attempts }) => {
+      if (!await lease.keep()) return;
       try {
         await start(spawn);
       } catch (error) {
@@ -436,11 +478,37 @@ async function sweepTimersPass(
 ): Promise<RelayReport> {
   if (pass.signal.aborted) return emptyReport();
   const queue = store.timerQueue;
+  const lease = await queue.lease(LEASE_SECONDS);
+  if (lease === null) return emptyReport();
+  try {
+    return await timersPass(pass, store, queue, fire, lease, {
+      limit,
+      concurrency,
+      retry,
+      now: at,
+    });
+  } finally {
+    await lease.release();
+  }
+}
+
+async function timersPass(
+  pass: Pass,
+  store: ExecutionStore,
+  queue: RowQueue<"timers">,
+  fire: (timer: Timer, event: Event) => void | Promise<void>,
+  lease: RelayLease,
+  { limit, concurrency, retry, now: at }: Pick<
+    CheckedOptions,
+    "limit" | "concurrency" | "retry" | "now"
+  >,
+): Promise<RelayReport> {
   const now = at ?? queue.now();
   const batch = decideDue(await queue.due(now, limit), now, limit);
   const report = startReport(batch.oldestAt, now);
   const record = recorder(pass, report);
   await inLanes(pass, batch.items, concurrency, async ({ item: timer, attempts }) => {
+    if (!await lease.keep()) return;
     try {
       await fire(timer, timeoutEvent(timer.executionId, timer.path, timer.fireAt));
     } catch (error) {
@@ -463,6 +531,9 @@ async function sweepTimersPass(
 }
 
 const YEAR = 365 * 24 * 3600;
+
+/** How long a pass holds its queue, renewed as it goes: a pass that dies holds it no longer. */
+const LEASE_SECONDS = 30;
 
 function checkRetry(options: RelayOptions): Retry {
   const { maxAttempts = 10, backoff = {} } = options;

@@ -172,6 +172,27 @@ export interface OutboxApplied {
 }
 
 /**
+ * A pass's hold on its queue (`lease`): while it lasts, passes of other relays find the queue
+ * taken and deliver nothing, so that relays started together deliver each entry once.
+ *
+ * @example Keeping a lease through a long pass
+ * ```ts
+ * import type { RelayLease } from "@harel/dynamodb";
+ *
+ * async function work(lease: RelayLease, steps: (() => Promise<void>)[]): Promise<void> {
+ *   for (const step of steps) if (await lease.keep()) await step();
+ *   await lease.release();
+ * }
+ * ```
+ */
+export interface RelayLease {
+  /** Renews the lease when a third of it is left: false once it is lost (another relay has it). */
+  keep(): Promise<boolean>;
+  /** Gives the lease back (if it is still this pass's). */
+  release(): Promise<void>;
+}
+
+/**
  * A cursor over an index's candidates.
  *
  * @example Reading every candidate
@@ -205,6 +226,8 @@ export interface CandidateCursor {
 export interface OutboxQueue {
   /** The store's clock, epoch seconds. */
   now(): number;
+  /** Takes the queue for a pass for `seconds` (renewable): null when another relay has it. */
+  lease(seconds: number): Promise<RelayLease | null>;
   /**
    * Candidates at `now`: waiting entries whose retry is due, by retry time, then pending entries,
    * lowest seq first (entries set apart or dead are never offered).
@@ -269,6 +292,8 @@ export interface QueueRow<K extends "spawns" | "timers"> {
 export interface RowQueue<K extends "spawns" | "timers"> {
   /** The store's clock, epoch seconds. */
   now(): number;
+  /** Takes the queue for a pass for `seconds` (renewable): null when another relay has it. */
+  lease(seconds: number): Promise<RelayLease | null>;
   /**
    * The rows that may be due at `now`, read by key: waiting ones whose retry has come and the
    * lowest pending (timers: due by `now`), at most `limit` of each.

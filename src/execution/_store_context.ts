@@ -141,6 +141,7 @@ export function storeContext(
 function late(base: OutboxQueue, mixed: Promise<OutboxQueue>): OutboxQueue {
   return {
     now: () => base.now(),
+    lease: (seconds) => base.lease(seconds),
     candidates(now) {
       const cursor = mixed.then((queue) => queue.candidates(now));
       return { next: async (count) => await (await cursor).next(count) };
@@ -158,6 +159,7 @@ function lateRows<K extends "spawns" | "timers">(
 ): RowQueue<K> {
   return {
     now: () => base.now(),
+    lease: (seconds) => base.lease(seconds),
     due: async (now, limit) => await (await mixed).due(now, limit),
     fail: async (key, failure) => await (await mixed).fail(key, failure),
   };

@@ -582,13 +582,15 @@ for (const [name, make] of backends) {
     const { outbox: [second] } = await store.commit(exe, {
       emits: [{ target: "T", event: newEvent("second") }],
     });
-    // Meanwhile pass 2's delivery of `first` failed: it holds T, and pass 3 sets `second` apart.
+    // Meanwhile a delivery of `first` elsewhere failed: it holds T, and a pass's read and writes
+    // (a relay that took no lease) set `second` apart; a pass of a lease-taking relay waits.
     const retryAt = Date.now() / 1000 + 3600;
     assert.equal(
       await store.recordFailure("outbox", first!, { attempts: 1, retryAt, error: "x" }),
       true,
     );
-    assert.equal((await relayOutbox(store, collect(seen))).held, 1);
+    assert.equal((await relayOutbox(store, collect(seen))).delivered, 0, "the outbox is taken");
+    assert.equal((await passOutbox(store)).held, 1);
     go();
     assert.equal((await slow).delivered, 1); // `first` acknowledged: it holds T no more
     assert.deepEqual((await store.pendingOutbox()).map((e) => e.seq), [second], "pendingOutbox");
@@ -638,10 +640,12 @@ Deno.test("an outbox row whose target_id is a number is set aside, never deliver
     event: { S: JSON.stringify(newEvent("x")) },
   });
   const got: OutboxEntry[] = [];
-  const report = await relayOutbox(store, (e) => Promise.resolve(void got.push(e)));
+  await relayOutbox(store, (e) => Promise.resolve(void got.push(e)));
   assert.deepEqual(got.map((e) => [e.seq, e.targetId]), [], "delivered to the wrong target");
-  assert.equal(report.setAside, 1);
-  assert.deepEqual((await store.deadLetters("outbox")).map((d) => d.key), [7]);
+  // The pass's feed round found it, another writer's row with no target, and set it aside.
+  assert.deepEqual((await store.deadLetters("outbox")).map((d) => [d.key, d.lastError]), [
+    [7, "unreadable: no target_id (a string, or NULL)"],
+  ]);
 });
 
 Deno.test("an outbox row with a negative or fractional seq costs only itself: the pass settles and every other delivered entry is acknowledged", async () => {

@@ -383,7 +383,7 @@ Deno.test("a relay pass still running when its store is closed fails with StoreC
     await store.close();
     await assert.rejects(
       relayOutbox(store, () => Promise.resolve()),
-      /outboxQueue\.candidates\(\) was called after the store was closed; make a new store/,
+      /outboxQueue\.lease\(\) was called after the store was closed; make a new store/,
     );
   });
 });

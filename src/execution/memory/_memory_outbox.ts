@@ -12,6 +12,7 @@ import type {
   OutboxQueue,
   OutboxRow,
   OutboxWrites,
+  RelayLease,
 } from "../../core/relay_queues.ts";
 import type { ExecutionOutbox, OutboxEntryState } from "../../core/types.ts";
 
@@ -47,7 +48,12 @@ export class MemoryOutbox implements OutboxQueue {
   /** Each held target's hold, by target key (gone once it lists nothing). */
   readonly #holds = new Map<string, { heads: Set<string>; held: Set<string> }>();
 
-  constructor(readonly clock: () => number, readonly open: (method: string) => void) {}
+  /** The queues' relay leases, held in this process. */
+  readonly leases: MemoryLeases;
+
+  constructor(readonly clock: () => number, readonly open: (method: string) => void) {
+    this.leases = new MemoryLeases(() => this.now());
+  }
 
   now(): number {
     return secondsOf(this.clock);
@@ -60,6 +66,11 @@ export class MemoryOutbox implements OutboxQueue {
     fresh: Bookkeeping,
   ): void {
     this.stored.set(seq, { ...entry, ...fresh, target: targetKey(entry.targetId), part: "p" });
+  }
+
+  lease(seconds: number): Promise<RelayLease | null> {
+    this.open("outboxQueue.lease");
+    return Promise.resolve(this.leases.take("outbox", seconds));
   }
 
   candidates(now: number): CandidateCursor {
@@ -241,6 +252,30 @@ export class MemoryOutbox implements OutboxQueue {
       emittedPartial: !known || emitted.length > limit,
       targeting: targeting.sort((a, b) => a.seq - b.seq).slice(0, limit),
       targetingPartial: targeting.length > limit,
+    };
+  }
+}
+
+/** Relay leases of one process's queues, as DynamoDBStore's on its counters items. */
+export class MemoryLeases {
+  readonly #until = new Map<string, number>();
+
+  constructor(readonly now: () => number) {}
+
+  take(kind: string, seconds: number): RelayLease | null {
+    if ((this.#until.get(kind) ?? 0) > this.now()) return null;
+    const mine = { until: this.now() + seconds };
+    this.#until.set(kind, mine.until);
+    return {
+      keep: () => {
+        if (this.#until.get(kind) !== mine.until) return Promise.resolve(false);
+        this.#until.set(kind, mine.until = this.now() + seconds);
+        return Promise.resolve(true);
+      },
+      release: () => {
+        if (this.#until.get(kind) === mine.until) this.#until.delete(kind);
+        return Promise.resolve();
+      },
     };
   }
 }

@@ -44,6 +44,10 @@ export class MemoryQueues {
     const seconds = () => secondsOf(now);
     this.spawnQueue = {
       now: seconds,
+      lease: (time) => {
+        open("spawnQueue.lease");
+        return Promise.resolve(this.outbox.leases.take("spawns", time));
+      },
       due: () => {
         open("spawnQueue.due");
         return Promise.resolve([...this.spawns.keys()].map((seq) => this.#spawnRow(seq)));
@@ -55,6 +59,10 @@ export class MemoryQueues {
     };
     this.timerQueue = {
       now: seconds,
+      lease: (time) => {
+        open("timerQueue.lease");
+        return Promise.resolve(this.outbox.leases.take("timers", time));
+      },
       due: () => {
         open("timerQueue.due");
         return Promise.resolve([...this.timers.values()].map((timer) => ({

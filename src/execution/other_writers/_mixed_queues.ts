@@ -17,6 +17,7 @@ export function mixedOutbox(
 ): OutboxQueue {
   return {
     now: () => base.now(),
+    lease: (seconds) => base.lease(seconds),
     candidates(now) {
       void status.maybe(ctx).catch(() => {}); // a pass keeps the status index fresh
       const inner = base.candidates(now);
@@ -51,6 +52,7 @@ export function mixedRows<K extends "spawns" | "timers">(
 ): RowQueue<K> {
   return {
     now: () => base.now(),
+    lease: (seconds) => base.lease(seconds),
     async due(now, limit): Promise<QueueRow<K>[]> {
       void status.maybe(ctx).catch(() => {});
       const adopted = await feeds.round(ctx, base.kind);

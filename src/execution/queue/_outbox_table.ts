@@ -36,9 +36,11 @@ import type {
   OutboxQueue,
   OutboxRow,
   OutboxWrites,
+  RelayLease,
   Release,
   SetApart,
 } from "../../core/relay_queues.ts";
+import { takeLease } from "./_relay_lease.ts";
 import type { RelayFailure, RelayKind } from "../../core/types.ts";
 import { createdTime } from "../../core/_event_time.ts";
 import { targetKey } from "../commit/_outbox_chain.ts";
@@ -82,6 +84,11 @@ export class OutboxTable implements OutboxQueue {
 
   now(): number {
     return secondsOf(this.ctx.now);
+  }
+
+  lease(seconds: number): Promise<RelayLease | null> {
+    this.ctx.open("outboxQueue.lease");
+    return takeLease(this.ctx, "outbox", seconds);
   }
 
   candidates(now: number): CandidateCursor {

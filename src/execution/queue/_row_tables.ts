@@ -7,7 +7,8 @@ import { plainMap } from "../../core/_attributes.ts";
 import { LIMITS } from "../../core/_validate.ts";
 import { secondsOf } from "../../core/_clock.ts";
 import { instrument } from "../../core/_telemetry.ts";
-import type { QueueRow, RowQueue } from "../../core/relay_queues.ts";
+import type { QueueRow, RelayLease, RowQueue } from "../../core/relay_queues.ts";
+import { takeLease } from "./_relay_lease.ts";
 import type { RelayFailure, RelayKey } from "../../core/types.ts";
 import { conditionalUpdate, type OutboxContext } from "./_outbox_table.ts";
 import { failed, locate, rowKey } from "./_relay_index.ts";
@@ -19,6 +20,11 @@ export class RowTable<K extends "spawns" | "timers"> implements RowQueue<K> {
 
   now(): number {
     return secondsOf(this.ctx.now);
+  }
+
+  lease(seconds: number): Promise<RelayLease | null> {
+    this.ctx.open(`${this.kind === "spawns" ? "spawnQueue" : "timerQueue"}.lease`);
+    return takeLease(this.ctx, this.kind, seconds);
   }
 
   /**

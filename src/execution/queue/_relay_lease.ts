@@ -1,0 +1,46 @@
+// The relay lease: one small counters item per queue (`relay_lease:{kind}`) that a pass takes by
+// key, so that relays started together deliver each entry once; it runs out on its own, so a pass
+// that dies holds the queue no longer than its lease.
+import { N, S } from "../../dynamo/_dynamo.ts";
+import { COUNTER } from "../../core/_layout.ts";
+import type { RelayLease } from "../../core/relay_queues.ts";
+import type { RelayKind } from "../../core/types.ts";
+import { conditionalUpdate, type OutboxContext } from "./_outbox_table.ts";
+
+/** Takes `kind`'s lease for `seconds` (renewable): null when another relay holds it. */
+export async function takeLease(
+  ctx: OutboxContext,
+  kind: RelayKind,
+  seconds: number,
+): Promise<RelayLease | null> {
+  const owner = crypto.randomUUID();
+  const key = { [COUNTER.id]: S(`relay_lease:${kind}`) };
+  let until = 0;
+  const take = async () => {
+    const now = ctx.now() / 1000;
+    const taken = await conditionalUpdate(ctx.client, {
+      TableName: ctx.tables.counters.name,
+      Key: key,
+      UpdateExpression: "SET #w = :w, #u = :u",
+      ConditionExpression: "attribute_not_exists(#u) OR #u < :now OR #w = :w",
+      ExpressionAttributeNames: { "#w": "owner", "#u": "until" },
+      ExpressionAttributeValues: { ":w": S(owner), ":u": N(now + seconds), ":now": N(now) },
+    });
+    if (taken) until = now + seconds;
+    return taken;
+  };
+  if (!await take()) return null;
+  return {
+    keep: async () => until - ctx.now() / 1000 > seconds / 3 || await take(),
+    release: async () => {
+      await conditionalUpdate(ctx.client, {
+        TableName: ctx.tables.counters.name,
+        Key: key,
+        UpdateExpression: "REMOVE #w, #u",
+        ConditionExpression: "#w = :w",
+        ExpressionAttributeNames: { "#w": "owner", "#u": "until" },
+        ExpressionAttributeValues: { ":w": S(owner) },
+      });
+    },
+  };
+}
