@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--spawns", type=int, default=0, help="spawn rows per commit")
     parser.add_argument("--timers", type=int, default=0, help="timer schedules per commit")
     parser.add_argument("--ensure-tables", action="store_true", help="the seed's seven tables")
+    parser.add_argument("--targets-apart", action="store_true",
+                        help="every emit to a target of its own (target-{execution}-{i})")
     parser.add_argument("--created-ago", type=float, default=None,
                         help="events' created_time this many seconds ago, ISO as the model's "
                         "datetime dumps it (default: null)")
@@ -55,8 +57,8 @@ def main() -> None:
     if args.ensure_tables:
         ensure_tables(db, t)
 
-    global CREATED_AGO, FIRE_IN
-    CREATED_AGO, FIRE_IN = args.created_ago, args.fire_in
+    global CREATED_AGO, FIRE_IN, TARGETS_APART
+    CREATED_AGO, FIRE_IN, TARGETS_APART = args.created_ago, args.fire_in, args.targets_apart
     wrote = {"executions": [], "outbox": [], "spawns": [], "timers": {}, "processed": []}
     for _ in range(args.executions):
         exe = new_execution()
@@ -120,6 +122,7 @@ def new_execution() -> dict:
 
 
 CREATED_AGO = None  # --created-ago: None writes created_time null
+TARGETS_APART = False  # --targets-apart
 FIRE_IN = 3600  # --fire-in
 
 
@@ -154,7 +157,10 @@ def commit(db, t, exe: dict, wrote: dict, emits: int, spawns: int, timers: int, 
     if emits:
         base = next_seq(db, t, "outbox", emits)
         for i in range(emits):
-            target = None if i % 2 else f"target-{i}"
+            if TARGETS_APART:
+                target = f"target-{exe['id']}-{i}"
+            else:
+                target = None if i % 2 else f"target-{i}"
             event = new_event("seed.emit", {"i": i, "src": exe["id"]})
             outbox.append({"seq": base + i, "target_id": target, "event": event})
     spawned = []

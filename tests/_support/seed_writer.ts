@@ -24,6 +24,8 @@ export interface SeedWriteOptions {
   createdAgoSeconds?: number;
   /** When the timers fire, seconds from now (plus k for path `main.timer{k}`). @default {3600} */
   fireInSeconds?: number;
+  /** Every emit to a target of its own, none to the outside world. @default {false} */
+  targetsApart?: boolean;
   /** Create the seed's seven tables first (keys only, no index); existing ones are fine. @default {false} */
   ensureTables?: boolean;
 }
@@ -61,6 +63,7 @@ export async function seedWrite(options: SeedWriteOptions): Promise<SeedWrites> 
     if (value !== undefined) args.push(`--${name}`, String(value));
   }
   if (options.ensureTables) args.push("--ensure-tables");
+  if (options.targetsApart) args.push("--targets-apart");
   if (options.createdAgoSeconds !== undefined) {
     args.push("--created-ago", String(options.createdAgoSeconds));
   }
