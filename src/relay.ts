@@ -279,11 +279,15 @@ async function outboxPass(
     if ("error" in row.entry) unreadable.push(row);
     else lanes.set(row.target, [...lanes.get(row.target) ?? [], row]);
   }
+  // A delivered head is deleted by its target's release. Another relay that ran while this
+  // pass's lease had run out may have made an entry of it a head: then every target is looked at.
   const acks = new Acks<OutboxRow>(
     pass,
     (rows) => queue.apply({ ack: plainIds(rows) }),
     async (rows) => {
-      await release(queue, rows.map((row) => row.target), rows.filter((row) => isHead(row)));
+      const heads = rows.filter((row) => isHead(row));
+      const looked = lease?.lapsed ?? true ? rows : heads;
+      await release(queue, looked.map((row) => row.target), heads);
     },
   );
   await Promise.all([

@@ -188,6 +188,8 @@ export interface OutboxApplied {
 export interface RelayLease {
   /** Renews the lease when a third of it is left: false once it is lost (another relay has it). */
   keep(): Promise<boolean>;
+  /** Whether it ran out during the pass (or has now), so that another relay may have run. */
+  readonly lapsed: boolean;
   /** Gives the lease back (if it is still this pass's). */
   release(): Promise<void>;
 }

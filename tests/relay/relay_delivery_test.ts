@@ -560,9 +560,24 @@ Deno.test("two concurrent relay passes plus inline deliveries, with a flaky rece
   assert.deepEqual(await writer.pendingOutbox({ limit: Infinity }), []);
 });
 
-for (const [name, make] of backends) {
-  Deno.test(`${name}: an entry one pass delivers while another pass records its failed delivery (and sets the next entry apart behind it) releases its target when acknowledged: the next pass delivers the rest`, async () => {
-    await using store = await make();
+/** Each backend with a clock a test moves (`clock.ms`): two stores on the same tables. */
+const clocked: [string, (clock: { ms: number }) => Promise<[ExecutionStore, ExecutionStore]>][] = [
+  ["DynamoDBStore", async (clock) => {
+    const prefix = uniqueName("lapse");
+    const open = (ensureTables = false) =>
+      DynamoDBStore.create({ endpoint: endpoint(), prefix, ensureTables, now: () => clock.ms });
+    return [await open(true), await open()];
+  }],
+  ["MemoryStore", (clock) => {
+    const store = new MemoryStore({ now: () => clock.ms });
+    return Promise.resolve([store, store]);
+  }],
+];
+
+for (const [name, make] of clocked) {
+  Deno.test(`${name}: an entry a pass delivers after its lease ran out, while another relay's pass failed it and set the next entry apart behind it, releases its target when acknowledged: the next pass delivers the rest`, async () => {
+    const clock = { ms: Date.now() };
+    const [store, other] = await make(clock);
     const exe = newExecution({ definition_id: "d" });
     await store.save(exe);
     const { outbox: [first] } = await store.commit(exe, {
@@ -572,7 +587,7 @@ for (const [name, make] of backends) {
     const delivering = new Promise<void>((r) => reached = r);
     const gate = new Promise<void>((r) => go = r);
     const seen: number[] = [];
-    // Pass 1 hands out `first` (no head then) and delivers it, slowly.
+    // Pass 1 hands out `first` (no head then) and delivers it, slowly: its lease runs out.
     const slow = relayOutbox(store, async (e) => {
       reached();
       await gate;
@@ -582,21 +597,22 @@ for (const [name, make] of backends) {
     const { outbox: [second] } = await store.commit(exe, {
       emits: [{ target: "T", event: newEvent("second") }],
     });
-    // Meanwhile a delivery of `first` elsewhere failed: it holds T, and a pass's read and writes
-    // (a relay that took no lease) set `second` apart; a pass of a lease-taking relay waits.
-    const retryAt = Date.now() / 1000 + 3600;
-    assert.equal(
-      await store.recordFailure("outbox", first!, { attempts: 1, retryAt, error: "x" }),
-      true,
-    );
-    assert.equal((await relayOutbox(store, collect(seen))).delivered, 0, "the outbox is taken");
-    assert.equal((await passOutbox(store)).held, 1);
+    clock.ms += 45_000;
+    // Another relay takes the outbox: its delivery of `first` fails (it holds T), and its next
+    // pass sets `second` apart.
+    const failing = await relayOutbox(other, () => Promise.reject(new Error("down")), {
+      backoff: { minSeconds: 3600, maxSeconds: 3600 },
+    });
+    assert.deepEqual([failing.failed, failing.held], [1, 1]);
+    assert.equal((await relayOutbox(other, collect(seen))).held, 1);
     go();
     assert.equal((await slow).delivered, 1); // `first` acknowledged: it holds T no more
     assert.deepEqual((await store.pendingOutbox()).map((e) => e.seq), [second], "pendingOutbox");
     await relayOutbox(store, collect(seen));
     assert.deepEqual(seen, [first, second]);
     assert.deepEqual(await store.pendingOutbox(), []);
+    await store.close();
+    await other.close();
   });
 }
 

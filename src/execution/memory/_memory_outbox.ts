@@ -266,7 +266,11 @@ export class MemoryLeases {
     if ((this.#until.get(kind) ?? 0) > this.now()) return null;
     const mine = { until: this.now() + seconds };
     this.#until.set(kind, mine.until);
+    const now = this.now;
     return {
+      get lapsed() {
+        return mine.until <= now();
+      },
       keep: () => {
         if (this.#until.get(kind) !== mine.until) return Promise.resolve(false);
         this.#until.set(kind, mine.until = this.now() + seconds);

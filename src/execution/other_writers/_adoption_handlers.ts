@@ -17,17 +17,8 @@ import {
 import { plainMap } from "../../core/_attributes.ts";
 import { unreadableId } from "../queue/_dead_letters.ts";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import {
-  batchGet,
-  chunks,
-  eachConcurrently,
-  isNamed,
-  type Item,
-  N,
-  S,
-} from "../../dynamo/_dynamo.ts";
+import { eachConcurrently, isNamed, type Item, N, S } from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
-import { LIMITS } from "../../core/_validate.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
 import {
@@ -274,8 +265,13 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const { id, target } = candidateOf(row);
     return { id, seq: Number(id), target, unchained: row[OUTBOX.prevSeq] === undefined };
   });
-  const targets = [...new Set(fed.map((row) => row.target))];
-  const recent = await readRecent(q, targets);
+  // Each target's `recent` gains this round's seqs in one write, which answers with it before.
+  const recent = new Map<string, number[]>();
+  const round = Map.groupBy(fed, (row) => row.target);
+  await eachConcurrently([...round], ITEM_WRITES_IN_FLIGHT, async ([target, rows]) => {
+    handled.writes++;
+    recent.set(target, await addRecent(q, target, "ADD", rows.map((row) => row.seq)));
+  });
   const chaining = chainRound(fed, recent);
   await eachConcurrently(images, ITEM_WRITES_IN_FLIGHT, async (row) => {
     const prev = chaining.prev.get(row[OUTBOX.seq]!.N!);
@@ -288,19 +284,14 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
       handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
     }
   });
-  await eachConcurrently(targets, ITEM_WRITES_IN_FLIGHT, async (target) => {
-    const seqs = chaining.recent.get(target);
-    if (seqs === undefined || seqs.join() === (recent.get(target) ?? []).join()) return;
+  // Past RECENT_MAX, the lowest leave.
+  await eachConcurrently([...round.keys()], ITEM_WRITES_IN_FLIGHT, async (target) => {
+    const kept = new Set(chaining.recent.get(target));
+    const all = new Set([...recent.get(target) ?? [], ...round.get(target)!.map((r) => r.seq)]);
+    const lowest = [...all].filter((seq) => !kept.has(seq));
+    if (lowest.length === 0) return;
     handled.writes++;
-    await q.client.send(
-      new UpdateItemCommand({
-        TableName: q.tables.counters.name,
-        Key: holdKey(target),
-        UpdateExpression: "SET #r = :r",
-        ExpressionAttributeNames: { "#r": HOLD.recent },
-        ExpressionAttributeValues: { ":r": { NS: seqs.map(String) } },
-      }),
-    );
+    await addRecent(q, target, "DELETE", lowest);
   });
   return handled;
 }
@@ -327,27 +318,22 @@ function chained(q: QueueContext, row: Item, prev: number, foreign: boolean) {
   };
 }
 
-/** The targets' `recent` lists, from their hold items (strongly). */
-async function readRecent(q: QueueContext, targets: string[]): Promise<Map<string, number[]>> {
-  const table = q.tables.counters.name;
-  const recent = new Map<string, number[]>();
-  await eachConcurrently(
-    chunks(targets.map(holdKey), LIMITS.batchGetKeys),
-    ITEM_WRITES_IN_FLIGHT,
-    (keys) =>
-      batchGet(q.client, {
-        [table]: {
-          Keys: keys,
-          ConsistentRead: true,
-          ProjectionExpression: "#i, #r",
-          ExpressionAttributeNames: { "#i": COUNTER.id, "#r": HOLD.recent },
-        },
-      }, (responses) => {
-        for (const item of responses[table] ?? []) {
-          const seqs = (item[HOLD.recent]?.NS ?? []).map(Number).sort((a, b) => a - b);
-          recent.set(item[COUNTER.id]!.S!.slice(HOLD.prefix.length), seqs);
-        }
-      }),
+/** Adds seqs to (or deletes them from) a target's `recent`: the list before, lowest first. */
+async function addRecent(
+  q: QueueContext,
+  target: string,
+  verb: "ADD" | "DELETE",
+  seqs: number[],
+): Promise<number[]> {
+  const out = await q.client.send(
+    new UpdateItemCommand({
+      TableName: q.tables.counters.name,
+      Key: holdKey(target),
+      UpdateExpression: `${verb} #r :r`,
+      ExpressionAttributeNames: { "#r": HOLD.recent },
+      ExpressionAttributeValues: { ":r": { NS: seqs.map(String) } },
+      ReturnValues: "UPDATED_OLD",
+    }),
   );
-  return recent;
+  return (out.Attributes?.[HOLD.recent]?.NS ?? []).map(Number).sort((a, b) => a - b);
 }

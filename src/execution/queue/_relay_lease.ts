@@ -15,9 +15,10 @@ export async function takeLease(
 ): Promise<RelayLease | null> {
   const owner = crypto.randomUUID();
   const key = { [COUNTER.id]: S(`relay_lease:${kind}`) };
-  let until = 0;
+  let until = 0, lapsed = false;
   const take = async () => {
     const now = ctx.now() / 1000;
+    if (until !== 0 && until <= now) lapsed = true;
     const taken = await conditionalUpdate(ctx.client, {
       TableName: ctx.tables.counters.name,
       Key: key,
@@ -31,6 +32,9 @@ export async function takeLease(
   };
   if (!await take()) return null;
   return {
+    get lapsed() {
+      return lapsed || until <= ctx.now() / 1000;
+    },
     keep: async () => until - ctx.now() / 1000 > seconds / 3 || await take(),
     release: async () => {
       await conditionalUpdate(ctx.client, {
