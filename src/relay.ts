@@ -4,13 +4,11 @@
  *
  * @module
  */
-import { readLimit } from "./core/_bounded.ts";
-import { checkRunnerOptions } from "./core/_option_names.ts";
 import { eachConcurrently } from "./core/_lanes.ts";
 import { Pass } from "./relay/_relay_pass.ts";
 import { ATTR, withSpan } from "./core/_telemetry.ts";
 import { pythonFloatRepr } from "./core/_py_repr.ts";
-import { checkInteger, checkKey, checkTime, describe, LIMITS } from "./core/_validate.ts";
+import { checkKey, checkTime, LIMITS } from "./core/_validate.ts";
 import { type Event, newEvent } from "./core/documents.ts";
 import type {
   ExecutionStore,
@@ -26,9 +24,10 @@ import type {
   UnreadableRow,
 } from "./core/types.ts";
 import { UnreadableEntry } from "./core/errors.ts";
-import { decideDue, failedAttempt, isHead, type Retry, setAside } from "./core/_relay_rules.ts";
+import { decideDue, failedAttempt, isHead, setAside } from "./core/_relay_rules.ts";
 import { applyPlan, readOutbox, release } from "./core/_outbox_pipeline.ts";
 import { Acks } from "./relay/_acks.ts";
+import { type CheckedOptions, checkOptions } from "./relay/_options.ts";
 
 /**
  * What one relay or sweep pass did. Entries counted in none of `delivered`, `failed` and
@@ -239,19 +238,13 @@ async function relayOutboxPass(
   pass: Pass,
   store: ExecutionStore,
   deliver: (entry: OutboxEntry) => void | Promise<void>,
-  { limit, concurrency, retry, seqs }: CheckedOptions,
+  options: CheckedOptions,
 ): Promise<RelayReport> {
-  const { signal } = pass;
-  if (signal.aborted) return emptyReport();
+  if (pass.signal.aborted) return emptyReport();
   const queue = store.outboxQueue;
-  // A pass takes the outbox for its time, so relays started together deliver each entry once.
-  const lease = seqs === undefined ? await queue.lease(LEASE_SECONDS) : undefined;
-  if (lease === null) return emptyReport();
-  try {
-    return await outboxPass(pass, queue, deliver, lease, { limit, concurrency, retry, seqs });
-  } finally {
-    await lease?.release();
-  }
+  // Delivery within the request takes no lease: it delivers a commit's own fresh entries.
+  if (options.seqs !== undefined) return await outboxPass(pass, queue, deliver, undefined, options);
+  return await leased(queue, (lease) => outboxPass(pass, queue, deliver, lease, options));
 }
 
 async function outboxPass(
@@ -376,17 +369,11 @@ async function relaySpawnsPass(
   pass: Pass,
   store: ExecutionStore,
   start: (spawn: PendingSpawn) => void | Promise<void>,
-  { limit, concurrency, retry }: CheckedOptions,
+  options: CheckedOptions,
 ): Promise<RelayReport> {
   if (pass.signal.aborted) return emptyReport();
   const queue = store.spawnQueue;
-  const lease = await queue.lease(LEASE_SECONDS);
-  if (lease === null) return emptyReport();
-  try {
-    return await spawnsPass(pass, store, queue, start, lease, { limit, concurrency, retry });
-  } finally {
-    await lease.release();
-  }
+  return await leased(queue, (lease) => spawnsPass(pass, store, queue, start, lease, options));
 }
 
 async function spawnsPass(
@@ -395,7 +382,7 @@ async function spawnsPass(
   queue: RowQueue<"spawns">,
   start: (spawn: PendingSpawn) => void | Promise<void>,
   lease: RelayLease,
-  { limit, concurrency, retry }: Pick<CheckedOptions, "limit" | "concurrency" | "retry">,
+  { limit, concurrency, retry }: CheckedOptions,
 ): Promise<RelayReport> {
   const now = queue.now();
   const batch = decideDue(await queue.due(now, limit), now, limit);
@@ -478,22 +465,11 @@ async function sweepTimersPass(
   pass: Pass,
   store: ExecutionStore,
   fire: (timer: Timer, event: Event) => void | Promise<void>,
-  { limit, concurrency, retry, now: at }: CheckedOptions,
+  options: CheckedOptions,
 ): Promise<RelayReport> {
   if (pass.signal.aborted) return emptyReport();
   const queue = store.timerQueue;
-  const lease = await queue.lease(LEASE_SECONDS);
-  if (lease === null) return emptyReport();
-  try {
-    return await timersPass(pass, store, queue, fire, lease, {
-      limit,
-      concurrency,
-      retry,
-      now: at,
-    });
-  } finally {
-    await lease.release();
-  }
+  return await leased(queue, (lease) => timersPass(pass, store, queue, fire, lease, options));
 }
 
 async function timersPass(
@@ -534,50 +510,24 @@ async function timersPass(
   return report;
 }
 
-const YEAR = 365 * 24 * 3600;
-
 /** How long a pass holds its queue, renewed as it goes: a pass that dies holds it no longer. */
 const LEASE_SECONDS = 30;
 
-function checkRetry(options: RelayOptions): Retry {
-  const { maxAttempts = 10, backoff = {} } = options;
-  if (backoff === null || typeof backoff !== "object") {
-    throw new TypeError(
-      `backoff must be an object such as { minSeconds: 10, maxSeconds: 3600 }, got ${
-        describe(backoff)
-      }`,
-    );
+/**
+ * Runs `body` holding `queue`'s lease, so that relays started together deliver each entry once;
+ * another relay holding it: nothing to do.
+ */
+async function leased(
+  queue: { lease(seconds: number): Promise<RelayLease | null> },
+  body: (lease: RelayLease) => Promise<RelayReport>,
+): Promise<RelayReport> {
+  const lease = await queue.lease(LEASE_SECONDS);
+  if (lease === null) return emptyReport();
+  try {
+    return await body(lease);
+  } finally {
+    await lease.release();
   }
-  const minSeconds = checkSeconds("backoff.minSeconds", backoff.minSeconds ?? 10);
-  const maxSeconds = checkSeconds("backoff.maxSeconds", backoff.maxSeconds ?? 3600);
-  if (maxSeconds < minSeconds) {
-    throw new RangeError(
-      `backoff.maxSeconds (${maxSeconds}) must not be below backoff.minSeconds (${minSeconds})` +
-        (minSeconds >= 1000
-          ? `; both are seconds, not milliseconds (${minSeconds} ms is minSeconds: ${
-            minSeconds / 1000
-          })`
-          : ""),
-    );
-  }
-  return {
-    maxAttempts: maxAttempts === Infinity
-      ? Infinity
-      : checkInteger("maxAttempts", maxAttempts, 1, 1000),
-    minSeconds,
-    maxSeconds,
-  };
-}
-
-function checkSeconds(field: string, value: unknown): number {
-  if (typeof value !== "number" || !(value >= 0 && value <= YEAR)) {
-    throw new RangeError(
-      `${field} must be seconds from 0 to ${YEAR} (one year), got ${describe(value)}${
-        typeof value === "number" && value > YEAR ? " (milliseconds? it is in seconds)" : ""
-      }`,
-    );
-  }
-  return value;
 }
 
 function emptyReport(): RelayReport {
@@ -656,50 +606,6 @@ function inSpan(
     if (report!.lagSeconds !== null) span.setAttribute(ATTR.lag, report!.lagSeconds);
     return report!;
   });
-}
-
-/** A runner's options, checked before anything is read. */
-interface CheckedOptions {
-  limit: number;
-  concurrency: number;
-  signal: AbortSignal | undefined;
-  onError: ((error: unknown) => void) | undefined;
-  retry: Retry;
-  /** `relayOutbox`: deliver just these seqs. */
-  seqs?: number[];
-  /** `sweepTimers`: the time timers are due at (undefined: the store's clock). */
-  now?: number;
-}
-
-/** The options of a runner taking `callback`, checked (a sweep's `now` too). */
-function checkOptions(
-  field: string,
-  callback: unknown,
-  options: OutboxRelayOptions & SweepOptions,
-): CheckedOptions {
-  if (typeof callback !== "function") {
-    throw new TypeError(`${field} must be a function, got ${describe(callback)}`);
-  }
-  if (options === null || typeof options !== "object") {
-    throw new TypeError(`options must be an object, got ${describe(options)}`);
-  }
-  checkRunnerOptions(field, options);
-  const { concurrency = 16, signal, onError } = options;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
-  if (onError !== undefined && typeof onError !== "function") {
-    throw new TypeError(`onError must be a function, got ${describe(onError)}`);
-  }
-  return {
-    limit: readLimit({ limit: options.limit }),
-    concurrency: checkInteger("concurrency", concurrency, 1, 1000),
-    signal,
-    onError,
-    retry: checkRetry(options),
-    seqs: options.seqs,
-    now: options.now === undefined ? undefined : checkTime("now", options.now),
-  };
 }
 
 /**

@@ -8,10 +8,12 @@ import {
   type KeysAndAttributes,
   ScanCommand,
   type ScanCommandInput,
+  type Update,
+  UpdateItemCommand,
   type WriteRequest,
 } from "@aws-sdk/client-dynamodb";
 import { backoffDelay, type BackoffOptions, sleep } from "../core/_backoff.ts";
-import type { Item } from "../core/_attributes.ts";
+import { isNamed, type Item } from "../core/_attributes.ts";
 
 export { isNamed, isUnreachable, type Item, N, S } from "../core/_attributes.ts";
 export { eachConcurrently } from "../core/_lanes.ts";
@@ -135,4 +137,15 @@ export async function scanAll(
   const scan = (start: Item | undefined) =>
     client.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
   for await (const page of pages(scan)) take(page.Items ?? []);
+}
+
+/** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
+export async function conditionalUpdate(client: DynamoDBSender, input: Update): Promise<boolean> {
+  try {
+    await client.send(new UpdateItemCommand(input));
+    return true;
+  } catch (error) {
+    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
+    return false;
+  }
 }

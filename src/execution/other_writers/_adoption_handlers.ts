@@ -17,7 +17,14 @@ import {
 import { plainMap } from "../../core/_attributes.ts";
 import { unreadableId } from "../queue/_dead_letters.ts";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import { eachConcurrently, isNamed, type Item, N, S } from "../../dynamo/_dynamo.ts";
+import {
+  conditionalUpdate,
+  eachConcurrently,
+  isNamed,
+  type Item,
+  N,
+  S,
+} from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
@@ -33,7 +40,6 @@ import {
 } from "../queue/_relay_index.ts";
 import {
   candidateOf,
-  conditionalUpdate,
   holdKey,
   type OutboxContext as QueueContext,
 } from "../queue/_outbox_table.ts";

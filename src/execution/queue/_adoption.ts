@@ -3,8 +3,8 @@
 // another writer made, or on request (`adoptRows()`). A store built with `otherWriters: true`
 // also adopts them as its feeds find them (other_writers/_adoption_handlers.ts).
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
-import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { eachConcurrently, isNamed, type Item } from "../../dynamo/_dynamo.ts";
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { conditionalUpdate, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
 import { OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { adopted, placeOf, rowKey } from "./_relay_index.ts";
@@ -76,7 +76,7 @@ export async function adoptRow(
 ): Promise<boolean> {
   if (placeOf(kind, row, 0) === null) return false; // nothing to order it by: only a scan finds it
   const input = adopted(q.tables, kind, row);
-  if (!exact) return await conditionalUpdate(q, input);
+  if (!exact) return await conditionalUpdate(q.client, input);
   const done = await transactOne(
     q.client,
     { Update: input },
@@ -88,18 +88,4 @@ export async function adoptRow(
     "the row may or may not have been adopted; adoptRows() again adopts it if it was not",
   );
   return done.applied;
-}
-
-/** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
-export async function conditionalUpdate(
-  q: QueueContext,
-  input: ConstructorParameters<typeof UpdateItemCommand>[0],
-): Promise<boolean> {
-  try {
-    await q.client.send(new UpdateItemCommand(input));
-    return true;
-  } catch (error) {
-    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-    return false;
-  }
 }

@@ -1,12 +1,12 @@
 // DynamoDBStore's outbox queue: candidates from the relay index, rows and holds read by key
 // (strongly), and the writes of a plan, each conditioned on the row being where it was read.
 import type { TransactWriteItem, Update } from "@aws-sdk/client-dynamodb";
-import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT, WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import {
   batchGet,
   batchWrite,
   chunks,
+  conditionalUpdate,
   eachConcurrently,
   isNamed,
   type Item,
@@ -22,7 +22,6 @@ import {
 import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, outboxFromItem, RELAY } from "../../core/_layout.ts";
 import { LIMITS } from "../../core/_validate.ts";
-import { secondsOf } from "../../core/_clock.ts";
 import { numberText } from "../../core/_json.ts";
 import { instrument } from "../../core/_telemetry.ts";
 import { keepStoredText } from "../../core/_stored_event.ts";
@@ -83,7 +82,7 @@ export class OutboxTable implements OutboxQueue {
   constructor(readonly ctx: OutboxContext) {}
 
   now(): number {
-    return secondsOf(this.ctx.now);
+    return this.ctx.now() / 1000;
   }
 
   lease(seconds: number): Promise<RelayLease | null> {
@@ -495,17 +494,6 @@ function listHeld(
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };
-}
-
-/** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
-export async function conditionalUpdate(client: DynamoDBSender, input: Update): Promise<boolean> {
-  try {
-    await client.send(new UpdateItemCommand(input));
-    return true;
-  } catch (error) {
-    if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-    return false;
-  }
 }
 
 // Every read and write of a pass in a span `DynamoDBStore.outboxQueue.{method}` (see _telemetry.ts).

@@ -1,15 +1,16 @@
 // The relay lease: one small counters item per queue (`relay_lease:{kind}`) that a pass takes by
 // key, so that relays started together deliver each entry once; it runs out on its own, so a pass
 // that dies holds the queue no longer than its lease.
-import { N, S } from "../../dynamo/_dynamo.ts";
+import { conditionalUpdate, N, S } from "../../dynamo/_dynamo.ts";
 import { COUNTER } from "../../core/_layout.ts";
 import type { RelayLease } from "../../core/relay_queues.ts";
 import type { RelayKind } from "../../core/types.ts";
-import { conditionalUpdate, type OutboxContext } from "./_outbox_table.ts";
+import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";
+import type { ExecutionTables } from "../../core/table_specs.ts";
 
 /** Takes `kind`'s lease for `seconds` (renewable): null when another relay holds it. */
 export async function takeLease(
-  ctx: OutboxContext,
+  ctx: { client: DynamoDBSender; tables: ExecutionTables; now: () => number },
   kind: RelayKind,
   seconds: number,
 ): Promise<RelayLease | null> {

@@ -1,16 +1,23 @@
 // DynamoDBStore's spawn and timer queues: the rows that may be due, found through the relay index
 // and read again by key (strongly), and a failed attempt recorded on the row by key.
 import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";
-import { batchGet, chunks, eachConcurrently, isNamed, type Item, S } from "../../dynamo/_dynamo.ts";
+import {
+  batchGet,
+  chunks,
+  conditionalUpdate,
+  eachConcurrently,
+  isNamed,
+  type Item,
+  S,
+} from "../../dynamo/_dynamo.ts";
 import { FAILURE, SPAWN, spawnFromItem, TIMER, timerFromItem } from "../../core/_layout.ts";
 import { plainMap } from "../../core/_attributes.ts";
 import { LIMITS } from "../../core/_validate.ts";
-import { secondsOf } from "../../core/_clock.ts";
 import { instrument } from "../../core/_telemetry.ts";
 import type { QueueRow, RelayLease, RowQueue } from "../../core/relay_queues.ts";
 import { takeLease } from "./_relay_lease.ts";
 import type { RelayFailure, RelayKey } from "../../core/types.ts";
-import { conditionalUpdate, type OutboxContext } from "./_outbox_table.ts";
+import type { OutboxContext } from "./_outbox_table.ts";
 import { failed, locate, rowKey } from "./_relay_index.ts";
 import { MergedPartitions, mergePage } from "./_index_reads.ts";
 
@@ -19,7 +26,7 @@ export class RowTable<K extends "spawns" | "timers"> implements RowQueue<K> {
   constructor(readonly ctx: OutboxContext, readonly kind: K) {}
 
   now(): number {
-    return secondsOf(this.ctx.now);
+    return this.ctx.now() / 1000;
   }
 
   lease(seconds: number): Promise<RelayLease | null> {
