@@ -26,6 +26,8 @@ export interface SeedWriteOptions {
   fireInSeconds?: number;
   /** Create the seed's seven tables first (keys only, no index); existing ones are fine. @default {false} */
   ensureTables?: boolean;
+  /** The region (another DynamoDB Local database, see `ownRegion`). @default {$AWS_REGION or us-east-1} */
+  region?: string;
 }
 
 /** What the Python writer committed. */
@@ -67,6 +69,7 @@ export async function seedWrite(options: SeedWriteOptions): Promise<SeedWrites> 
   if (options.fireInSeconds !== undefined) args.push("--fire-in", String(options.fireInSeconds));
   const { code, stdout, stderr } = await new Deno.Command("python3", {
     args,
+    ...options.region === undefined ? {} : { env: { AWS_REGION: options.region } },
     stdout: "piped",
     stderr: "piped",
   }).output();
