@@ -194,8 +194,9 @@ Deno.test("a round stops when its signal aborts, and the next goes on from where
   const ms = performance.now() - started;
   assert.ok(ms < 5500, `the round took ${Math.round(ms)} ms`);
   assert.ok(first.behind && first.indexed > 0, JSON.stringify(first));
-  // What it wrote back was saved: the next round reads on from there (at most a page again).
+  // What it wrote back was saved: the next round reads on from there. Its records that write
+  // nothing are at most the page the signal stopped, read again, and the page its own stops.
   const next = await store.catchUpStatusIndex({ signal: AbortSignal.timeout(5000) });
   assert.ok(next.records > 0, JSON.stringify(next));
-  assert.ok(next.records - next.indexed <= 100, JSON.stringify({ first, next }));
+  assert.ok(next.records - next.indexed <= 200, JSON.stringify({ first, next }));
 });
