@@ -44,11 +44,9 @@ export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
 
 /** How often a store reads a feed on its own ({@linkcode TableFeed.maybe}): at most every 10 s. */
 export const FEED_EVERY_MS = 10_000;
-/** Change records a GetRecords call asks for (its most): the next is read while a page is handled. */
-const RECORDS_PER_READ = 1000;
 /**
- * Records handed to the handler at once: after each page the round checkpoints and renews its
- * lease once a third of it has gone by, so a round that writes slowly (throttled) keeps it.
+ * Change records a GetRecords call asks for: after each page the round renews its lease once a
+ * third of it has gone by, so a round that writes slowly (throttled, a busy table) keeps it.
  */
 const RECORDS_PER_PAGE = 100;
 /**
@@ -250,9 +248,8 @@ export class TableFeed<C extends FeedContext = FeedContext> {
   }
 
   /**
-   * One round: `signal` stops it at its next call (its reads and the handler's writes go through
-   * a client that refuses to send after it), `behind`. What it handled is saved at the end, even
-   * then. `readOnly`: no lease, nothing saved, the records go to `peek`.
+   * One round: `signal` stops it at its next call, `behind`; what it handled is saved at the end,
+   * even then. `readOnly`: no lease, nothing saved, the records go to `peek`.
    */
   async #read(
     given: C,
@@ -261,12 +258,13 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     readOnly: boolean,
     peek: RoundOptions["peek"] | undefined,
   ): Promise<FeedReport> {
-    const ctx = withSignal(given, signal);
     const report: FeedReport = { records: 0, handled: 0, scanned: 0, behind: false, skipped: null };
-    let arn = await this.arn(ctx);
+    let arn = await this.arn(given);
     if (arn === null) return skipped("no stream");
     if (signal?.aborted) return { ...report, behind: true };
-    // The lease and the checkpoint go by the store's own client: saved even once stopped.
+    // The stream's reads and the handler's writes stop at the signal; the lease and checkpoint
+    // go by the store's own client, so what was handled is saved even then.
+    const ctx = withSignal(given, signal);
     const lease = new Lease(given, this.options.itemId, this.#owner);
     const item = readOnly ? await lease.peek() : await lease.take();
     if (item === null) return skipped("leased");
@@ -274,7 +272,7 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     // looked it up): the table says which is current.
     const read = item[FEED.stream]?.S;
     if (read !== undefined && read !== arn) {
-      const current = await this.arn(ctx, true);
+      const current = await this.arn(given, true);
       if (current === null) {
         if (!readOnly) await lease.save(read, stateOf(item, read));
         return skipped("no stream");
@@ -306,7 +304,7 @@ export class TableFeed<C extends FeedContext = FeedContext> {
       // the ARN was looked up.
       if (signal?.aborted) report.behind = true;
       else if (isNamed(error, "ResourceNotFoundException") || error instanceof StreamOff) {
-        await this.arn(ctx, true);
+        await this.arn(given, true);
         report.behind = true;
       } else throw error;
     } finally {
@@ -418,6 +416,7 @@ class Reader<C extends FeedContext> {
   async #shard(shard: Shard): Promise<{ trimmed: boolean; ended: boolean }> {
     const id = shard.ShardId!;
     const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
+    const { ignore, handler } = this.options;
     let trimmed = false;
     let iterator: string | undefined;
     try {
@@ -428,70 +427,46 @@ class Reader<C extends FeedContext> {
       trimmed = true;
       iterator = await this.#iterator(id, undefined);
     }
-    let reading = iterator === undefined ? undefined : this.#records(iterator);
-    while (reading !== undefined) {
-      const { records, next } = await reading;
-      // Caught up with an open shard. A closed one may serve empty pages before its records ("it
-      // might take multiple calls to get to a portion of the shard that contains stream
-      // records", a trimmed start): it is read on to its end.
-      reading = next !== undefined && (records.length > 0 || closed)
-        ? this.#records(next)
-        : undefined;
-      for (let at = 0; at < records.length;) {
-        const left = (this.options.maxRecords ?? RECORDS_PER_ROUND) - this.report.records;
-        const page = records.slice(at, at += Math.min(RECORDS_PER_PAGE, left));
-        if (!(await this.#handle(id, page))) return { trimmed, ended: false };
+    while (iterator !== undefined) {
+      this.signal?.throwIfAborted();
+      const left = (this.options.maxRecords ?? RECORDS_PER_ROUND) - this.report.records;
+      const out = await this.streams.send(
+        new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(RECORDS_PER_PAGE, left) }),
+        { abortSignal: this.signal },
+      );
+      const records = out.Records ?? [];
+      const work = ignore ? records.filter((record) => !ignore(record)) : records;
+      this.report.records += work.length;
+      if (work.length > 0) {
+        if (this.view.readOnly) {
+          await this.view.peek?.(work);
+          this.report.handled += work.length;
+        } else this.report.handled += await handler(this.ctx, work, this.signal);
       }
-      if (next === undefined) {
+      // Stopped part-way: the page is read again by the next round.
+      this.signal?.throwIfAborted();
+      const last = records.at(-1)?.dynamodb?.SequenceNumber;
+      if (last !== undefined) this.state.shards.set(id, last);
+      if (records.length > 0 && !this.view.readOnly && !(await this.lease.renew())) {
+        // Another store took the feed over (this round outlived its lease): it goes on from the
+        // last checkpoint saved, and this round's writes were conditional.
+        this.report.behind = true;
+        return { trimmed, ended: false };
+      }
+      iterator = out.NextShardIterator;
+      if (iterator === undefined) {
         this.state.shards.set(id, END);
         return { trimmed, ended: true };
       }
+      // Caught up with an open shard. A closed one may serve empty pages before its records ("it
+      // might take multiple calls to get to a portion of the shard that contains stream
+      // records", a trimmed start): it is read on to its end.
+      if (records.length === 0 && !closed) break;
       if (this.#full) {
         this.report.behind = true;
         break;
       }
     }
     return { trimmed, ended: false };
-  }
-
-  /** One GetRecords, sent now: a round reads the next page while it handles one. */
-  #records(iterator: string): Promise<{ records: StreamRecord[]; next: string | undefined }> {
-    this.signal?.throwIfAborted();
-    const reading = this.streams.send(
-      new GetRecordsCommand({ ShardIterator: iterator, Limit: RECORDS_PER_READ }),
-      { abortSignal: this.signal },
-    ).then((out) => ({ records: out.Records ?? [], next: out.NextShardIterator }));
-    reading.catch(() => {}); // read ahead for a round that then stopped: no one awaits it
-    return reading;
-  }
-
-  /**
-   * Hands a page's records of work to the handler (or `peek`), then checkpoints after its last
-   * record; false when the round stops there (its records or its time are spent, or another
-   * store took the lease over).
-   */
-  async #handle(id: string, records: StreamRecord[]): Promise<boolean> {
-    const { ignore, handler } = this.options;
-    const work = ignore ? records.filter((record) => !ignore(record)) : records;
-    this.report.records += work.length;
-    if (work.length > 0) {
-      if (this.view.readOnly) {
-        await this.view.peek?.(work);
-        this.report.handled += work.length;
-      } else this.report.handled += await handler(this.ctx, work, this.signal);
-    }
-    // Stopped part-way: the page is read again by the next round.
-    this.signal?.throwIfAborted();
-    const last = records.at(-1)?.dynamodb?.SequenceNumber;
-    if (last !== undefined) this.state.shards.set(id, last);
-    if (!this.view.readOnly && !(await this.lease.renew())) {
-      // Another store took the feed over (this round outlived its lease): it goes on from the
-      // last checkpoint saved, and this round's writes were conditional.
-      this.report.behind = true;
-      return false;
-    }
-    if (!this.#full) return true;
-    this.report.behind = true;
-    return false;
   }
 }
