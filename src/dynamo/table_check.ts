@@ -50,8 +50,9 @@ export interface TableDifference {
 }
 
 /**
- * The tables differ from their definitions (`create()` with `checkTables: true`): each
- * difference and its fix are in `differences`, and in the message.
+ * The tables differ from their definitions (`create()` with `checkTables: true`; or a stream a
+ * store with other writers reads is missing or of another view): each difference and its fix are
+ * in `differences`, and in the message.
  *
  * @example Telling drift from other failures
  * ```ts
