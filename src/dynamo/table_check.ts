@@ -115,28 +115,6 @@ export async function checkDefinedTables(
 }
 
 /**
- * The streams a store with other writers reads (one DescribeTable of each table defined with
- * one): each table that is missing or whose stream differs, with its fix; `[]` when they match.
- */
-export async function checkStreams(
-  client: DynamoDBSender,
-  definitions: readonly TableDefinition[],
-): Promise<TableDifference[]> {
-  const streamed = definitions.filter((definition) => definition.create.StreamSpecification);
-  const found = await Promise.all(streamed.map(async (definition) => {
-    const name = definition.create.TableName!;
-    try {
-      const table = (await client.send(new DescribeTableCommand({ TableName: name }))).Table;
-      return table ? streamDifference(name, table) : null;
-    } catch (error) {
-      if (!isNamed(error, "ResourceNotFoundException")) throw error;
-      return tableDifferences(definition, null, undefined)[0]!;
-    }
-  }));
-  return found.filter((difference) => difference !== null);
-}
-
-/**
  * How the described `table` (`null`: it does not exist) and its TTL differ from `definition`.
  * Pure. What the stores do not rely on is no difference: billing, extra indexes, a projection
  * wider than needed, an index still being built, a stream where none is needed.

@@ -261,7 +261,6 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     const report: FeedReport = { records: 0, handled: 0, scanned: 0, behind: false, skipped: null };
     let arn = await this.arn(given);
     if (arn === null) return skipped("no stream");
-    if (signal?.aborted) return { ...report, behind: true };
     // The stream's reads and the handler's writes stop at the signal; the lease and checkpoint
     // go by the store's own client, so what was handled is saved even then.
     const ctx = withSignal(given, signal);
