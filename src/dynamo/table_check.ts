@@ -14,7 +14,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBSender } from "./_dynamo.ts";
 import { isNamed } from "./_dynamo.ts";
-import type { TableDefinition } from "./table_definitions.ts";
+import { STREAM, type TableDefinition } from "./table_definitions.ts";
 
 /**
  * One way a table differs from its definition, and how to fix it.
@@ -39,7 +39,8 @@ export interface TableDifference {
     | "wrong index key"
     | "missing projection"
     | "ttl off"
-    | "missing stream";
+    | "missing stream"
+    | "wrong stream view";
   /** The index it is about, for the index kinds. */
   index?: string;
   /** What is wrong, in a sentence: what the table has, and what the stores need. */
@@ -49,8 +50,9 @@ export interface TableDifference {
 }
 
 /**
- * The tables differ from their definitions (`create()` with `checkTables: true`): each
- * difference and its fix are in `differences`, and in the message.
+ * The tables differ from their definitions (`create()` with `checkTables: true`; or a stream a
+ * store with other writers reads is missing or of another view): each difference and its fix are
+ * in `differences`, and in the message.
  *
  * @example Telling drift from other failures
  * ```ts
@@ -115,8 +117,7 @@ export async function checkDefinedTables(
 /**
  * How the described `table` (`null`: it does not exist) and its TTL differ from `definition`.
  * Pure. What the stores do not rely on is no difference: billing, extra indexes, a projection
- * wider than needed, an index still being built, a stream where none is needed, a stream of
- * another view (the status feed reads the items of a keys-only one by key).
+ * wider than needed, an index still being built, a stream where none is needed.
  */
 export function tableDifferences(
   definition: TableDefinition,
@@ -210,17 +211,39 @@ export function tableDifferences(
       });
     }
   }
-  if (create.StreamSpecification?.StreamEnabled && !table.StreamSpecification?.StreamEnabled) {
-    differences.push({
+  const stream = create.StreamSpecification ? streamDifference(name, table) : null;
+  if (stream) differences.push(stream);
+  return differences;
+}
+
+/**
+ * How the stream of the described table `name` differs from the one a store with other writers
+ * reads (new and old images: what another writer changed, and from what), or null.
+ */
+export function streamDifference(name: string, table: TableDescription): TableDifference | null {
+  const has = table.StreamSpecification;
+  const wanted = STREAM.StreamViewType;
+  const enable = `\`aws dynamodb update-table --table-name ${name} --stream-specification ` +
+    `StreamEnabled=true,StreamViewType=${wanted}\``;
+  const reads = "a store with other writers reads it to find the rows they commit";
+  if (!has?.StreamEnabled) {
+    return {
       table: name,
       kind: "missing stream",
-      problem: `the table ${name} has no stream; a store with other writers reads it to list ` +
-        "the executions they commit",
-      fix: `turn it on: \`aws dynamodb update-table --table-name ${name} --stream-specification ` +
-        "StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES` (or run ensureTables())",
-    });
+      problem: `the table ${name} has no stream; ${reads}`,
+      fix: `run ensureTables() (it turns it on), or ${enable}`,
+    };
   }
-  return differences;
+  if (has.StreamViewType === wanted) return null;
+  return {
+    table: name,
+    kind: "wrong stream view",
+    problem: `the table ${name} has a ${has.StreamViewType} stream; ${reads}, from its ` +
+      `${wanted}`,
+    fix: "run ensureTables() (it replaces the stream: a stream's view cannot change), or " +
+      `\`aws dynamodb update-table --table-name ${name} --stream-specification ` +
+      `StreamEnabled=false\`, then ${enable} once the table is ACTIVE`,
+  };
 }
 
 /** The attributes `index` projects that `has` does not (nothing, when `has` projects ALL). */

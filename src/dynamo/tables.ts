@@ -240,30 +240,31 @@ export async function ensureIndex(
 }
 
 /**
- * Turns on the table's stream (new and old images) unless it has one, waiting while the table
- * is busy (an index being added). A stream another user turned on with another view is kept:
- * the status feed reads the items of a keys-only one by key. Safe when several processes do it
- * at once.
+ * Makes the table's stream the one a store with other writers reads (new and old images): turns
+ * it on, or replaces one of another view (DynamoDB cannot change a stream's view: it is turned
+ * off, then on again once the table is ACTIVE, a new stream that the feeds follow), waiting while
+ * the table is busy. Safe when several processes do it at once.
  */
 export async function ensureStream(client: DynamoDBSender, tableName: string): Promise<void> {
   await repeat(async () => {
     const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
-    if (table?.StreamSpecification?.StreamEnabled) return true;
+    const on = table?.StreamSpecification?.StreamEnabled === true;
+    if (on && table?.StreamSpecification?.StreamViewType === STREAM.StreamViewType) return true;
     if (table?.TableStatus !== "ACTIVE") return false;
     try {
       await client.send(
         new UpdateTableCommand({
           TableName: tableName,
-          StreamSpecification: { ...STREAM },
+          StreamSpecification: on ? { StreamEnabled: false } : { ...STREAM },
         }),
       );
-      return true;
+      return !on;
     } catch (error) {
-      // Another process changes the table right now (or turned the stream on): look again.
+      // Another process changes the table right now (or turned the stream on or off): look again.
       if (
         !isNamed(error, "ResourceInUseException") && !isNamed(error, "LimitExceededException") &&
         !(isNamed(error, "ValidationException") &&
-          /already has an enabled stream/i.test(String(error)))
+          /already has an enabled stream|no stream|already disabled/i.test(String(error)))
       ) throw error;
     }
     return false;

@@ -84,7 +84,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   /**
    * Builds a client for `endpoint` (no endpoint: AWS, default credential chain), waits until
    * DynamoDB answers, and ensures the tables (with `ensureTables: false`, only checks they
-   * exist). The store owns that client: `close()` destroys it.
+   * exist, and with `otherWriters: true` that their streams can be read). The store owns that
+   * client: `close()` destroys it.
    *
    * @example Against DynamoDB Local
    * ```ts
@@ -100,7 +101,9 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
-   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions.
+   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions;
+   *   with `otherWriters: true` and `ensureTables: false`, when a stream it reads is missing or of
+   *   another view.
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
     return openStore(options, (client, store) => new DynamoDBStore(client, store));
@@ -108,7 +111,8 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Makes the seven tables what `tableDefinitions()` says: creates the missing ones and adds
-   * missing indexes, TTL and (with `otherWriters: true`) the stream. Idempotent.
+   * missing indexes, TTL and (with `otherWriters: true`) the streams, replacing one of another
+   * view. Idempotent.
    * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";

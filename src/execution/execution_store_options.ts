@@ -103,7 +103,9 @@ export interface DueTimersOptions extends ReadLimitOptions {
 export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
   /**
    * Create the tables where missing (13 calls on existing tables). `false` for a cold start:
-   * one DescribeTable checks the tables exist, else {@linkcode TableNotFound}.
+   * one DescribeTable checks the tables exist, else {@linkcode TableNotFound}; with
+   * `otherWriters: true`, the drift check's calls too: a stream missing or of another view is a
+   * {@linkcode TableDrift} (the store could not read other writers).
    * @default {true}
    */
   ensureTables?: boolean;

@@ -28,6 +28,8 @@ export interface SeedWriteOptions {
   targetsApart?: boolean;
   /** Create the seed's seven tables first (keys only, no index); existing ones are fine. @default {false} */
   ensureTables?: boolean;
+  /** The region (another DynamoDB Local database, see `ownRegion`). @default {$AWS_REGION or us-east-1} */
+  region?: string;
 }
 
 /** What the Python writer committed. */
@@ -70,6 +72,7 @@ export async function seedWrite(options: SeedWriteOptions): Promise<SeedWrites> 
   if (options.fireInSeconds !== undefined) args.push("--fire-in", String(options.fireInSeconds));
   const { code, stdout, stderr } = await new Deno.Command("python3", {
     args,
+    ...options.region === undefined ? {} : { env: { AWS_REGION: options.region } },
     stdout: "piped",
     stderr: "piped",
   }).output();

@@ -1,11 +1,13 @@
 // The status feed (#39) at 100 of the Python store's commits a second (seed_commits.py, boto3,
-// the seed's whole-item Put): a round or a few catch up, the feed's own write-backs are no work,
-// and listings show each execution under its status with when it was last committed. Streamed
-// tables slow DynamoDB Local down: a database of its own (another region).
+// the seed's whole-item Put): a round or a few catch up, the feed's own write-backs and this
+// store's commits are no work, a cron pass that closes its store lets its round end, and a round
+// stops at its signal. Streamed tables slow DynamoDB Local down: databases of their own.
 import assert from "node:assert/strict";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStore } from "../../mod.ts";
-import { endpoint, testClient, uniqueName } from "../_support/env.ts";
+import { DynamoDBStore, type Execution, relayOutbox, sweepTimers } from "../../mod.ts";
+import { endpoint, ownRegion, testClient, uniqueName } from "../_support/env.ts";
+import { seedWrite } from "../_support/seed_writer.ts";
+import { fillExecutions } from "../_support/executions.ts";
 
 const REGION = "eu-feed-2";
 
@@ -94,4 +96,107 @@ Deno.test("the status feed at 100 of the Python store's commits a second: caught
     }),
   )).Item!;
   assert.ok(itemBytes(item) < 4096, `${itemBytes(item)} bytes`);
+});
+
+/** The ids a default store (which runs no round of its own) lists in `status`, every page. */
+async function listedIds(
+  region: string,
+  prefix: string,
+  status: Execution["status"],
+): Promise<Set<string>> {
+  await using reader = new DynamoDBStore(testClient(region), { prefix });
+  const ids = new Set<string>();
+  let cursor: string | null = null;
+  do {
+    const page: Awaited<ReturnType<DynamoDBStore["listExecutions"]>> = await reader
+      .listExecutions({ status, limit: 1000, cursor });
+    for (const summary of page.items) ids.add(summary.id);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return ids;
+}
+
+/** The Python store's inserts of `n` RUNNING executions (seed_writer.py): their ids. */
+async function pythonCommits(region: string, prefix: string, n: number): Promise<string[]> {
+  const wrote = await seedWrite({
+    endpoint: endpoint(),
+    region,
+    prefix,
+    executions: n,
+    commits: 0,
+  });
+  return wrote.executions.map((exe) => exe.id);
+}
+
+Deno.test("a round does not count this store's own commits: 300 Python commits, 6,000 of ours, 300 more, all 600 listed after one round", async () => {
+  const region = ownRegion("sfo");
+  const prefix = uniqueName("sfo");
+  using client = testClient(region);
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    region,
+    prefix,
+    otherWriters: true,
+  });
+  await store.catchUpStatusIndex(); // the one-off scan of an empty table
+  const python = await pythonCommits(region, prefix, 300);
+  // Items exactly as this module's commits leave them (in the index), written in batches.
+  await fillExecutions(client, store.tables.executions.name, 6000, {
+    status: "SUSPENDED",
+    from: Math.floor(Date.now() / 1000),
+  });
+  python.push(...await pythonCommits(region, prefix, 300));
+  const round = await store.catchUpStatusIndex();
+  assert.deepEqual(
+    [round.records, round.indexed, round.behind],
+    [600, 600, false],
+    JSON.stringify(round),
+  );
+  const listed = await listedIds(region, prefix, "RUNNING");
+  assert.deepEqual([...listed].sort(), [...python].sort());
+});
+
+Deno.test("2,000 of the Python store's commits are listed after the first pass of the README's cron pattern", async () => {
+  const region = ownRegion("sfc");
+  const prefix = uniqueName("sfc");
+  const open = () =>
+    DynamoDBStore.create({ endpoint: endpoint(), region, prefix, otherWriters: true });
+  // The tables, as the first deploy makes them (with their streams); the Python fleet commits.
+  await (await open()).close();
+  const python = await pythonCommits(region, prefix, 2000);
+  const started = performance.now();
+  {
+    // The README's cron pattern (FleetClient.relay() does the same): a fresh store, relay, sweep.
+    await using store = await open();
+    await relayOutbox(store, () => {});
+    await sweepTimers(store, () => {});
+  }
+  const ms = performance.now() - started;
+  const listed = await listedIds(region, prefix, "RUNNING");
+  console.log(`a cron pass with 2,000 commits to put back: ${Math.round(ms)} ms`);
+  assert.equal(listed.size, python.length);
+  assert.deepEqual([...listed].sort(), [...python].sort());
+});
+
+Deno.test("a round stops when its signal aborts, and the next goes on from where it stopped", async () => {
+  const region = ownRegion("sfs");
+  const prefix = uniqueName("sfs");
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    region,
+    prefix,
+    otherWriters: true,
+  });
+  await store.catchUpStatusIndex(); // the one-off scan of an empty table
+  await pythonCommits(region, prefix, 4000);
+  const started = performance.now();
+  const first = await store.catchUpStatusIndex({ signal: AbortSignal.timeout(5000) });
+  const ms = performance.now() - started;
+  assert.ok(ms < 5500, `the round took ${Math.round(ms)} ms`);
+  assert.ok(first.behind && first.indexed > 0, JSON.stringify(first));
+  // What it wrote back was saved: the next round reads on from there. Its records that write
+  // nothing are at most the page the signal stopped, read again, and the page its own stops.
+  const next = await store.catchUpStatusIndex({ signal: AbortSignal.timeout(5000) });
+  assert.ok(next.records > 0, JSON.stringify(next));
+  assert.ok(next.records - next.indexed <= 200, JSON.stringify({ first, next }));
 });

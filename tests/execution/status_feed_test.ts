@@ -7,6 +7,7 @@ import { endpoint, ownRegion, pause, testClient, uniqueName } from "../_support/
 import { seedPutExecution } from "../_support/seed.ts";
 import { capacityClient } from "../_support/capacity.ts";
 import { fillExecutions } from "../_support/executions.ts";
+import { seedWrite } from "../_support/seed_writer.ts";
 
 /** These tables have streams: a database of this file's own (see `ownRegion`). */
 const REGION = ownRegion("sf");
@@ -114,6 +115,30 @@ Deno.test("listExecutions() lists by status the executions the Python store comm
     await listed(store, "CANCELLED", [exe.id]);
     assert.ok(!(await ids(store, "RUNNING")).includes(exe.id));
   });
+});
+
+Deno.test("an execution the Python store committed is listed at its commit time: below one of ours committed after it", async () => {
+  const prefix = uniqueName("sf");
+  await using store = await DynamoDBStore.create({
+    endpoint: endpoint(),
+    region: REGION,
+    prefix,
+    otherWriters: true,
+  });
+  await store.catchUpStatusIndex(); // the one-off scan of an empty table
+  const [python] = (await seedWrite({
+    endpoint: endpoint(),
+    region: REGION,
+    prefix,
+    commits: 0,
+  })).executions;
+  await pause(1100);
+  const ours = newExecution({ definition_id: "orders", status: "RUNNING" });
+  await store.commit(ours);
+  // The round comes later still: its own time is no one's commit time.
+  await pause(1100);
+  assert.equal((await store.catchUpStatusIndex()).indexed, 1);
+  assert.deepEqual(await ids(store, "RUNNING"), [ours.id, python!.id]);
 });
 
 Deno.test("catchUpStatusIndex() finds once the rows written before the stream was on", async () => {

@@ -37,7 +37,7 @@ import {
   TableFeed,
 } from "../../src/execution/other_writers/_table_feed.ts";
 import { StatusFeed } from "../../src/execution/other_writers/_status_feed.ts";
-import { isOwnWriteBack } from "../../src/execution/other_writers/_status_entries.ts";
+import { isIndexed } from "../../src/execution/other_writers/_status_entries.ts";
 
 const REGION = "eu-feed-1";
 
@@ -417,7 +417,7 @@ Deno.test("a round ends at its records of work, or at its time when the stream h
     table: "executions" as const,
     itemId: feedItemId("test"),
     streams: () => streams,
-    ignore: isOwnWriteBack,
+    ignore: isIndexed,
     handler: (_ctx: unknown, records: StreamRecord[]) => {
       handled.push(...records);
       return Promise.resolve(records.length);

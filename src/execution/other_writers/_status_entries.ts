@@ -5,8 +5,6 @@
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
 import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import {
-  batchGet,
-  chunks,
   type DynamoDBSender,
   eachConcurrently,
   isNamed,
@@ -45,31 +43,13 @@ interface Entry {
   committed?: string;
 }
 
-/** The attributes the status feed's write-back adds to another writer's item. */
-const WRITE_BACK: ReadonlySet<string> = new Set([
-  EXECUTION.statusShard,
-  EXECUTION.statusAt,
-  EXECUTION.updatedAt,
-]);
-
 /**
- * Whether a record is the feed's own write-back (a MODIFY that only added `status_shard`,
- * `status_at` and `updated_at` to an item without an index entry): no work, not counted, no call.
+ * Whether a record is no work for the status feed (not counted, no call): a REMOVE, or a change
+ * whose item is in the status index (this module's commit, or the feed's own write-back).
  */
-export function isOwnWriteBack(record: StreamRecord): boolean {
-  if (record.eventName !== "MODIFY") return false;
-  const before = record.dynamodb?.OldImage as Item | undefined;
-  const after = record.dynamodb?.NewImage as Item | undefined;
-  if (before === undefined || after === undefined) return false;
-  if (before[EXECUTION.statusShard] !== undefined || after[EXECUTION.statusShard] === undefined) {
-    return false;
-  }
-  const names = new Set([...Object.keys(before), ...Object.keys(after)]);
-  for (const name of names) {
-    if (WRITE_BACK.has(name)) continue;
-    if (JSON.stringify(before[name]) !== JSON.stringify(after[name])) return false;
-  }
-  return true;
+export function isIndexed(record: StreamRecord): boolean {
+  const image = record.dynamodb?.NewImage as Item | undefined;
+  return record.eventName === "REMOVE" || image?.[EXECUTION.statusShard] !== undefined;
 }
 
 /**
@@ -89,7 +69,8 @@ export function createdAt(record: StreamRecord, old?: Item): string | undefined 
  * Puts the executions of `records` that another writer committed (their image has no
  * `status_shard`) back into the index: for each, its newest record's version, written only if
  * the item is still at it and still without the attribute, with `updated_at` the record's
- * creation time (when that writer committed it). Resolves to how many were written.
+ * creation time (when that writer committed it). Resolves to how many were written. The stream
+ * shows new and old images (the feed reads no other view).
  */
 export async function putBack(
   ctx: EntryContext,
@@ -98,31 +79,14 @@ export async function putBack(
 ): Promise<number> {
   const now = String(Math.floor(ctx.now() / 1000));
   const entries = new Map<string, Entry | null>();
-  const unseen = new Map<string, string | undefined>();
   for (const record of records) {
     const id = record.dynamodb?.Keys?.[EXECUTION.id]?.S;
-    if (id === undefined || record.eventName === "REMOVE") continue;
     const image = record.dynamodb?.NewImage as Item | undefined;
-    // A stream of keys only (another user's choice of view): the item itself is read below.
-    if (image === undefined) {
-      unseen.set(id, createdAt(record));
-      continue;
-    }
-    unseen.delete(id);
+    if (id === undefined || image === undefined) continue;
     const old = record.dynamodb?.OldImage as Item | undefined;
-    const before = entries.get(id) ?? entryOf(old);
+    // What the item held before: our commit's entry, else this page's record before it.
+    const before = entryOf(old) ?? entries.get(id) ?? null;
     entries.set(id, wanted(id, image, before, now, createdAt(record, old)));
-  }
-  for (const run of chunks([...unseen.keys()], 100)) {
-    const table = ctx.tables.executions.name;
-    await batchGet(ctx.client, {
-      [table]: { Keys: run.map((id) => ({ [EXECUTION.id]: S(id) })), ConsistentRead: true },
-    }, (responses) => {
-      for (const item of responses[table] ?? []) {
-        const id = item[EXECUTION.id]!.S!;
-        entries.set(id, wanted(id, item, null, now, unseen.get(id)));
-      }
-    });
   }
   let written = 0;
   const pending = [...entries].filter((pair): pair is [string, Entry] => pair[1] !== null);
@@ -146,7 +110,8 @@ function entryOf(item: Item | undefined): Entry | null {
 /**
  * The entry an item without one needs (null: it has one, or it cannot be read): its status's
  * partition since the time it entered it when known (the item it replaced was in that partition
- * already), else since `now`.
+ * already), else since it was `committed` (the record's time: a newest-first listing places it
+ * among other commits by when it was made), else since `now`.
  */
 function wanted(
   id: string,
@@ -161,7 +126,7 @@ function wanted(
   const status = statusOf(data);
   if (version === undefined || status === null) return null;
   const key = statusKey(status, id);
-  const at = before?.key === key ? before.at : now;
+  const at = before?.key === key ? before.at : committed ?? now;
   return { version, data: data!, key, at, ...committed === undefined ? {} : { committed } };
 }
 

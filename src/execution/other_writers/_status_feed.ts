@@ -3,8 +3,8 @@
 // execution leaves the index; the executions table's stream shows every such Put, and a round
 // (the table feed, _table_feed.ts, under a lease on the counters item `status_feed`) writes the
 // two attributes back, with `updated_at` the record's creation time, conditioned on the version
-// the record shows (the stream finds candidates, the write's condition decides). The round's own
-// write-backs come back on the stream: they are passed over without a call and not counted.
+// the record shows (the stream finds candidates, the write's condition decides). Records of items
+// in the index (this module's commits, the round's own write-backs) are passed over, not counted.
 // Rows the stream never showed (written before it was on, or trimmed after 24 hours unread) are
 // found once by a scan, a page per round.
 import { EXECUTION, FEED } from "../../core/_layout.ts";
@@ -14,7 +14,7 @@ import {
   backfillPage,
   createdAt,
   type EntryContext,
-  isOwnWriteBack,
+  isIndexed,
   putBack,
 } from "./_status_entries.ts";
 import { type FeedReport, type StreamsSender, TableFeed } from "./_table_feed.ts";
@@ -40,7 +40,7 @@ export class StatusFeed {
       itemId: FEED.id,
       streams: build,
       handler: putBack,
-      ignore: isOwnWriteBack,
+      ignore: isIndexed,
       backfill: backfillPage,
       missed: "listings by status miss the executions other writers committed last " +
         "(catchUpStatusIndex() throws what it fails with)",
@@ -52,7 +52,7 @@ export class StatusFeed {
     return this.feed.streams;
   }
 
-  /** Stops the round running, waits for its lease to be given back, destroys the client. */
+  /** Waits for the round running to end and save where it stopped, destroys the client. */
   close(): Promise<void> {
     return this.feed.close();
   }

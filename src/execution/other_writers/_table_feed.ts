@@ -4,7 +4,7 @@
 // adoption). One store at a time reads a table's stream, under a lease on a counters item of its
 // own, which also keeps where each shard stands (_feed_checkpoint.ts: under 4 KB whatever the
 // stream does). A round reads from the checkpoint until it is caught up, has read its records or
-// its time, and saves where it stopped.
+// its time, or its signal aborts, and saves where it stopped.
 //
 // Using it (one TableFeed per table, built once per store):
 //
@@ -17,7 +17,7 @@
 //   });
 //   const report = await feed.round(ctx, { signal });        // FeedReport
 //   await feed.round(ctx, { readOnly: true, peek: (records) => { ... } }); // an operator's view
-//   await feed.close();
+//   await feed.close();                                      // once the round running ends
 import {
   type _Record as StreamRecord,
   DescribeStreamCommand,
@@ -28,6 +28,8 @@ import {
 } from "@aws-sdk/client-dynamodb-streams";
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBSender, isNamed, type Item } from "../../dynamo/_dynamo.ts";
+import { withSignal } from "../../dynamo/_abortable.ts";
+import { streamDifference, TableDrift } from "../../dynamo/table_check.ts";
 import { FEED } from "../../core/_layout.ts";
 import { type FeedContext, type FeedState, Lease, stateOf } from "./_feed_lease.ts";
 import type { ExecutionTables } from "../../dynamo/tables.ts";
@@ -116,7 +118,7 @@ export interface TableFeedOptions<C extends FeedContext> {
 
 /** How a round runs. */
 export interface RoundOptions {
-  /** Stops the round at its next call: what it read is then not saved (read again next time). */
+  /** Stops the round at its next call, `behind`: what it handled is saved, as at its bounds. */
   signal?: AbortSignal;
   /**
    * An operator's view: reads from the checkpoint without the lease, saves nothing, writes
@@ -157,8 +159,6 @@ export class TableFeed<C extends FeedContext = FeedContext> {
   #arn: string | null | undefined;
   #last = -Infinity;
   #running: Promise<FeedReport> | undefined;
-  /** Stops the round running when the store closes. */
-  readonly #closing = new AbortController();
   #streams: StreamsSender | null | undefined;
   readonly #warned = new Set<string>();
 
@@ -176,11 +176,10 @@ export class TableFeed<C extends FeedContext = FeedContext> {
   }
 
   /**
-   * Stops the round running at its next call, waits until it has given the lease back, and
-   * destroys the Streams client, if it was built.
+   * Waits until the round running (a pass's, which did not wait for it) ends at its bounds or its
+   * signal and has saved where it stopped, then destroys the Streams client, if it was built.
    */
   async close(): Promise<void> {
-    this.#closing.abort();
     await this.#running?.catch(() => undefined);
     this.#streams?.destroy();
     this.#streams = null;
@@ -201,7 +200,7 @@ export class TableFeed<C extends FeedContext = FeedContext> {
 
   #warnOnce(error: unknown): void {
     const name = error instanceof Error ? error.name : typeof error;
-    if (this.#closing.signal.aborted || this.#warned.has(name)) return;
+    if (this.#warned.has(name)) return;
     this.#warned.add(name);
     console.warn(
       `harel: the ${this.options.kind} feed's round failed (${String(error)}): ${
@@ -218,9 +217,8 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     const streams = this.streams;
     if (streams === null) return Promise.resolve(skipped("off"));
     const { signal } = options;
-    const stop = signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal;
-    if (options.readOnly) return this.#read(ctx, streams, stop, signal, true, options.peek);
-    this.#running ??= this.#read(ctx, streams, stop, signal, false, undefined).then((report) => {
+    if (options.readOnly) return this.#read(ctx, streams, signal, true, options.peek);
+    this.#running ??= this.#read(ctx, streams, signal, false, undefined).then((report) => {
       // Behind: the next listing or pass goes on at once, so a busy fleet is followed.
       if (report.behind) this.#last = -Infinity;
       return report;
@@ -231,42 +229,49 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     return this.#running;
   }
 
-  /** The stream's ARN (DescribeTable, once; again when `stale`), or null without a stream. */
+  /**
+   * The stream's ARN (DescribeTable, once; again when `stale`), or null without a stream. A
+   * stream without the images the handlers read is a TableDrift: its records would say nothing.
+   */
   async arn(ctx: C, stale = false): Promise<string | null> {
     if (this.#arn === undefined || stale) {
-      const table = (await ctx.client.send(
-        new DescribeTableCommand({ TableName: ctx.tables[this.options.table].name }),
-      )).Table;
+      const name = ctx.tables[this.options.table].name;
+      const table = (await ctx.client.send(new DescribeTableCommand({ TableName: name }))).Table;
       this.#arn = table?.StreamSpecification?.StreamEnabled ? table.LatestStreamArn ?? null : null;
+      const difference = this.#arn === null ? null : streamDifference(name, table!);
+      if (difference !== null) {
+        this.#arn = undefined;
+        throw new TableDrift([difference]);
+      }
     }
     return this.#arn;
   }
 
   /**
-   * One round: `signal` stops it at its next call (the store closes, or `caller` went away). What
-   * it read is saved at the end, but when `caller` stopped it: then nothing more is sent, and the
-   * lease runs out (the next round reads it again). `readOnly`: no lease, nothing saved, the
-   * records go to `peek`.
+   * One round: `signal` stops it at its next call, `behind`; what it handled is saved at the end,
+   * even then. `readOnly`: no lease, nothing saved, the records go to `peek`.
    */
   async #read(
-    ctx: C,
+    given: C,
     streams: StreamsSender,
-    signal: AbortSignal,
-    caller: AbortSignal | undefined,
+    signal: AbortSignal | undefined,
     readOnly: boolean,
     peek: RoundOptions["peek"] | undefined,
   ): Promise<FeedReport> {
-    let arn = await this.arn(ctx);
+    const report: FeedReport = { records: 0, handled: 0, scanned: 0, behind: false, skipped: null };
+    let arn = await this.arn(given);
     if (arn === null) return skipped("no stream");
-    signal.throwIfAborted();
-    const lease = new Lease(ctx, this.options.itemId, this.#owner);
+    // The stream's reads and the handler's writes stop at the signal; the lease and checkpoint
+    // go by the store's own client, so what was handled is saved even then.
+    const ctx = withSignal(given, signal);
+    const lease = new Lease(given, this.options.itemId, this.#owner);
     const item = readOnly ? await lease.peek() : await lease.take();
     if (item === null) return skipped("leased");
     // Another store read another stream (the table's was turned off and on since one of us
     // looked it up): the table says which is current.
     const read = item[FEED.stream]?.S;
     if (read !== undefined && read !== arn) {
-      const current = await this.arn(ctx, true);
+      const current = await this.arn(given, true);
       if (current === null) {
         if (!readOnly) await lease.save(read, stateOf(item, read));
         return skipped("no stream");
@@ -274,26 +279,14 @@ export class TableFeed<C extends FeedContext = FeedContext> {
       arn = current;
     }
     const state = stateOf(item, arn);
-    if (this.options.backfill === undefined) state.backfill = undefined;
-    const report: FeedReport = { records: 0, handled: 0, scanned: 0, behind: false, skipped: null };
+    const backfill = this.options.backfill;
+    if (backfill === undefined) state.backfill = undefined;
     const reader = new Reader(ctx, this.options, streams, arn, state, report, signal, lease, {
       readOnly,
       peek,
     });
     try {
-      let lost: boolean;
-      try {
-        lost = await reader.shards();
-      } catch (error) {
-        // The table's stream was turned off (and maybe on again) since the ARN was looked up.
-        if (!isNamed(error, "ResourceNotFoundException") && !(error instanceof StreamOff)) {
-          throw error;
-        }
-        await this.arn(ctx, true);
-        return { ...report, behind: true };
-      }
-      const backfill = this.options.backfill;
-      if (lost && backfill !== undefined) state.backfill = {};
+      if (await reader.shards() && backfill !== undefined) state.backfill = {};
       // The scan's page goes on under the lease, renewed (another store may have taken it).
       if (
         backfill !== undefined && !readOnly && state.backfill !== undefined && !report.behind &&
@@ -305,8 +298,16 @@ export class TableFeed<C extends FeedContext = FeedContext> {
         state.backfill = page.next;
         if (state.backfill !== undefined) report.behind = true;
       }
+    } catch (error) {
+      // Stopped by its caller; or the table's stream was turned off (and maybe on again) since
+      // the ARN was looked up.
+      if (signal?.aborted) report.behind = true;
+      else if (isNamed(error, "ResourceNotFoundException") || error instanceof StreamOff) {
+        await this.arn(given, true);
+        report.behind = true;
+      } else throw error;
     } finally {
-      if (!readOnly && !caller?.aborted) await lease.save(arn, state);
+      if (!readOnly) await lease.save(arn, state);
     }
     return report;
   }
@@ -335,7 +336,7 @@ class Reader<C extends FeedContext> {
     private readonly arn: string,
     private readonly state: FeedState,
     private readonly report: FeedReport,
-    private readonly signal: AbortSignal,
+    private readonly signal: AbortSignal | undefined,
     private readonly lease: Lease,
     private readonly view: { readOnly: boolean; peek: RoundOptions["peek"] | undefined },
   ) {}
@@ -367,7 +368,7 @@ class Reader<C extends FeedContext> {
       for (const shard of shards) {
         const id = shard.ShardId!;
         if (done(id) || !done(shard.ParentShardId)) continue;
-        this.signal.throwIfAborted();
+        this.signal?.throwIfAborted();
         const read = await this.#shard(shard);
         lost ||= read.trimmed;
         progress ||= read.ended;
@@ -426,7 +427,7 @@ class Reader<C extends FeedContext> {
       iterator = await this.#iterator(id, undefined);
     }
     while (iterator !== undefined) {
-      this.signal.throwIfAborted();
+      this.signal?.throwIfAborted();
       const left = (this.options.maxRecords ?? RECORDS_PER_ROUND) - this.report.records;
       const out = await this.streams.send(
         new GetRecordsCommand({ ShardIterator: iterator, Limit: Math.min(RECORDS_PER_PAGE, left) }),
@@ -441,8 +442,8 @@ class Reader<C extends FeedContext> {
           this.report.handled += work.length;
         } else this.report.handled += await handler(this.ctx, work, this.signal);
       }
-      // Stopped part-way (the store closes): the page is read again by the next round.
-      this.signal.throwIfAborted();
+      // Stopped part-way: the page is read again by the next round.
+      this.signal?.throwIfAborted();
       const last = records.at(-1)?.dynamodb?.SequenceNumber;
       if (last !== undefined) this.state.shards.set(id, last);
       if (records.length > 0 && !this.view.readOnly && !(await this.lease.renew())) {
