@@ -259,7 +259,7 @@ async function outboxPass(
 ): Promise<RelayReport> {
   const { signal } = pass;
   const now = queue.now();
-  const plan = await readOutbox(queue, { now, limit, seqs });
+  const plan = await readOutbox(queue, { now, limit, seqs, signal });
   if (seqs === undefined) await applyPlan(queue, plan);
   const report = startReport(plan.oldestAt, now);
   report.held = plan.held;
@@ -385,7 +385,7 @@ async function spawnsPass(
   { limit, concurrency, retry }: CheckedOptions,
 ): Promise<RelayReport> {
   const now = queue.now();
-  const batch = decideDue(await queue.due(now, limit), now, limit);
+  const batch = decideDue(await queue.due(now, limit, pass.signal), now, limit);
   const report = startReport(batch.oldestAt, now);
   const record = recorder(pass, report);
   const acks = new Acks<PendingSpawn>(
@@ -484,7 +484,7 @@ async function timersPass(
   >,
 ): Promise<RelayReport> {
   const now = at ?? queue.now();
-  const batch = decideDue(await queue.due(now, limit), now, limit);
+  const batch = decideDue(await queue.due(now, limit, pass.signal), now, limit);
   const report = startReport(batch.oldestAt, now);
   const record = recorder(pass, report);
   await inLanes(pass, batch.items, concurrency, async ({ item: timer, attempts }) => {

@@ -18,6 +18,8 @@ export interface OutboxReadOptions {
   now: number;
   limit: number;
   seqs?: readonly number[];
+  /** Stops reading more candidates: the pass decides on what it read. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface OutboxReadOptions {
  */
 export async function readOutbox(
   queue: OutboxQueue,
-  { now, limit, seqs }: OutboxReadOptions,
+  { now, limit, seqs, signal }: OutboxReadOptions,
 ): Promise<OutboxPlan> {
   const read = new PassRead(queue, now, limit, seqs !== undefined);
   if (seqs !== undefined) {
@@ -34,10 +36,10 @@ export async function readOutbox(
     await read.offer([...rows.values()], rows);
     return read.decide();
   }
-  const cursor = queue.candidates(now);
+  const cursor = queue.candidates(now, signal);
   const budget = limit === Infinity ? Infinity : Math.max(1000, 4 * limit);
   let plan = read.decide();
-  for (let examined = 0; plan.deliver.length < limit && examined < budget;) {
+  for (let examined = 0; plan.deliver.length < limit && examined < budget && !signal?.aborted;) {
     const want = limit === Infinity ? 1000 : Math.max(25, limit - plan.deliver.length);
     const chunk = await cursor.next(Math.min(want, budget - examined));
     if (chunk.length === 0) break;

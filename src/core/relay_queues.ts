@@ -234,7 +234,7 @@ export interface OutboxQueue {
    * Candidates at `now`: waiting entries whose retry is due, by retry time, then pending entries,
    * lowest seq first (entries set apart or dead are never offered).
    */
-  candidates(now: number): CandidateCursor;
+  candidates(now: number, signal?: AbortSignal): CandidateCursor;
   /** Rows by stored seq, strongly consistent (absent: gone). */
   rows(ids: readonly string[]): Promise<Map<string, OutboxRow>>;
   /** Holds by target key, strongly consistent (absent: the target holds nothing). */
@@ -300,7 +300,7 @@ export interface RowQueue<K extends "spawns" | "timers"> {
    * The rows that may be due at `now`, read by key: waiting ones whose retry has come and the
    * lowest pending (timers: due by `now`), at most `limit` of each.
    */
-  due(now: number, limit: number): Promise<QueueRow<K>[]>;
+  due(now: number, limit: number, signal?: AbortSignal): Promise<QueueRow<K>[]>;
   /** Records a failed attempt: false when the row is gone (a timer: re-scheduled). */
   fail(key: RelayKey<K>, failure: RelayFailure): Promise<boolean>;
 }

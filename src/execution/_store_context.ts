@@ -142,8 +142,8 @@ function late(base: OutboxQueue, mixed: Promise<OutboxQueue>): OutboxQueue {
   return {
     now: () => base.now(),
     lease: (seconds) => base.lease(seconds),
-    candidates(now) {
-      const cursor = mixed.then((queue) => queue.candidates(now));
+    candidates(now, signal) {
+      const cursor = mixed.then((queue) => queue.candidates(now, signal));
       return { next: async (count) => await (await cursor).next(count) };
     },
     rows: async (ids) => await (await mixed).rows(ids),
@@ -160,7 +160,7 @@ function lateRows<K extends "spawns" | "timers">(
   return {
     now: () => base.now(),
     lease: (seconds) => base.lease(seconds),
-    due: async (now, limit) => await (await mixed).due(now, limit),
+    due: async (now, limit, signal) => await (await mixed).due(now, limit, signal),
     fail: async (key, failure) => await (await mixed).fail(key, failure),
   };
 }

@@ -143,3 +143,46 @@ Deno.test("pendingOutbox({ limit: 3 }) over 240 of another writer's entries of 2
     await store.close();
   }
 });
+
+Deno.test("a relay pass whose signal aborts while its feed round adopts another writer's backlog sends nothing more", async () => {
+  const prefix = uniqueName("abort");
+  {
+    await using store = await DynamoDBStore.create({
+      endpoint: directEndpoint(),
+      region: REGION,
+      prefix,
+      otherWriters: true,
+    });
+    using client = testClient(REGION);
+    const event = JSON.stringify(newEvent("ok"));
+    for (const seq of await seqs(store, 400)) {
+      await client.send(
+        new PutItemCommand({
+          TableName: store.tables.outbox.name,
+          Item: { seq: { N: String(seq) }, target_id: { S: `t-${seq % 40}` }, event: { S: event } },
+        }),
+      );
+    }
+  }
+  using client = testClient(REGION);
+  const stop = new AbortController();
+  let adoptions = 0, afterAbort = 0;
+  client.middlewareStack.add((next, context) => async (args) => {
+    if (stop.signal.aborted) afterAbort++;
+    const answer = await next(args);
+    if (context.commandName === "UpdateItemCommand" && ++adoptions === 20) stop.abort();
+    return answer;
+  }, { step: "initialize", name: "abortAfterAdoptions" });
+  const store = new DynamoDBStore(client, { prefix, otherWriters: true });
+  try {
+    const delivered: number[] = [];
+    const report = await relayOutbox(store, (e) => void delivered.push(e.seq), {
+      signal: stop.signal,
+    });
+    assert.deepEqual([report.delivered, delivered.length], [0, 0]);
+    // What was in flight at the abort, and the lease given back: not the rest of the round.
+    assert.ok(afterAbort <= 16 + 1, `${afterAbort} requests after the abort`);
+  } finally {
+    await store.close();
+  }
+});

@@ -18,15 +18,17 @@ export function mixedOutbox(
   return {
     now: () => base.now(),
     lease: (seconds) => base.lease(seconds),
-    candidates(now) {
-      void status.maybe(ctx).catch(() => {}); // a pass keeps the status index fresh
+    candidates(now, signal) {
+      void status.maybe(ctx, signal).catch(() => {}); // a pass keeps the status index fresh
       const inner = base.candidates(now);
       let adopted: Promise<ReturnType<typeof candidateOf>[]> | undefined;
       return {
         async next(count) {
-          adopted ??= feeds.round(ctx, "outbox").then((rows) => rows.map(candidateOf));
+          adopted ??= feeds.round(ctx, "outbox", signal).then((rows) => rows.map(candidateOf));
           const found = (await adopted).splice(0, count);
-          if (found.length < count) found.push(...await inner.next(count - found.length));
+          if (found.length < count && !signal?.aborted) {
+            found.push(...await inner.next(count - found.length));
+          }
           return found;
         },
       };
@@ -53,9 +55,10 @@ export function mixedRows<K extends "spawns" | "timers">(
   return {
     now: () => base.now(),
     lease: (seconds) => base.lease(seconds),
-    async due(now, limit): Promise<QueueRow<K>[]> {
-      void status.maybe(ctx).catch(() => {});
-      const adopted = await feeds.round(ctx, base.kind);
+    async due(now, limit, signal): Promise<QueueRow<K>[]> {
+      void status.maybe(ctx, signal).catch(() => {});
+      const adopted = await feeds.round(ctx, base.kind, signal);
+      if (signal?.aborted) return [];
       const due = base.kind === "timers"
         ? adopted.filter((row) => Number(row[TIMER.fireAt]?.N) <= now)
         : adopted;

@@ -6,6 +6,7 @@
 // which the pass offers as if the index showed them; each is read by key before anything is
 // decided.
 import type { Item } from "../../dynamo/_dynamo.ts";
+import { withSignal } from "../../dynamo/_abortable.ts";
 import type { RelayKind } from "../../core/types.ts";
 import { RELAY } from "../../core/_layout.ts";
 import { Lowest } from "../../core/_bounded.ts";
@@ -46,8 +47,9 @@ export class RelayFeeds {
           itemId: feedId(kind),
           streams: build,
           ignore: (record) => isNoWork(kind, record),
-          handler: async (ctx, records) => {
-            const handled = await handleImages(ctx.q, kind, newImages(kind, records));
+          handler: async (ctx, records, signal) => {
+            const q = withSignal(ctx.q, signal); // a pass's signal stops the page's writes too
+            const handled = await handleImages(q, kind, newImages(kind, records));
             sink(handled.adopted);
             return handled.writes;
           },
@@ -67,13 +69,13 @@ export class RelayFeeds {
    * order. What it fails with is said once per kind of error, never thrown: a pass goes on with
    * what the index shows.
    */
-  async round(q: QueueContext, kind: RelayKind): Promise<Item[]> {
+  async round(q: QueueContext, kind: RelayKind, signal?: AbortSignal): Promise<Item[]> {
     const found: Item[] = [];
     const sinks = this.#sinks.get(kind)!;
     sinks.add(found);
     try {
       const ctx = { client: q.client, tables: q.tables, now: q.now, q };
-      const report = await this.#feeds.get(kind)!.round(ctx);
+      const report = await this.#feeds.get(kind)!.round(ctx, { signal });
       if (kind === "outbox") {
         this.#chaining = report.skipped !== "off" && report.skipped !== "no stream";
       }
