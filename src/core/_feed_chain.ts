@@ -1,9 +1,9 @@
 // Order across writers: the outbox feed chains the rows written with no `prev_seq` (another
-// writer's, or ours after its commit dropped our chains) per target, among themselves: one
-// source's entries stay in order, whatever entries of ours (chained by their own source) sit
-// between them (docs/delivery.md, "Order across writers"). Pure.
+// writer's, or ours after its commit dropped our chains) per target, among themselves, and each
+// also waits for the entries of ours (chained by their own source) between it and its
+// predecessor: its source is unknown (docs/delivery.md, "Order across writers"). Pure.
 
-/** How many unchained seqs a target's `recent` list keeps (the highest): the hold item stays small. */
+/** How many seqs of each kind a target's `recent` lists keep (the highest): the item stays small. */
 export const RECENT_MAX = 16;
 
 /** An outbox row a feed round saw (its NEW image). */
@@ -17,43 +17,66 @@ export interface FedRow {
   unchained: boolean;
 }
 
+/** A target's highest seqs the feed saw: unchained ones, and ours chained by their source. */
+export interface Recent {
+  unchained: number[];
+  ours: number[];
+}
+
 /** What a round's chaining decided. */
 export interface Chaining {
   /** Each unchained row's predecessor (0: none), by its id. */
   prev: Map<string, number>;
-  /** Each target's new `recent` list (the highest RECENT_MAX seqs, lowest first), by target. */
-  recent: Map<string, number[]>;
+  /** Each unchained row's chained entries of ours between its predecessor and it, if any. */
+  after: Map<string, number[]>;
+  /** Each target's new `recent` lists (lowest first), by target. */
+  recent: Map<string, Recent>;
 }
 
 /**
  * Chains a round's unchained rows: each one's predecessor is the seq just below it among its
- * target's `recent` and this round's unchained rows (0 if none). Chained rows are passed over.
+ * target's `recent` and this round's unchained rows (0 if none), and it waits for the chained
+ * seqs of ours between the two.
  */
 export function chainRound(
   rows: Iterable<FedRow>,
-  recent: ReadonlyMap<string, readonly number[]>,
+  recent: ReadonlyMap<string, Recent>,
 ): Chaining {
   const byTarget = new Map<string, FedRow[]>();
-  const chaining: Chaining = { prev: new Map(), recent: new Map() };
+  const chaining: Chaining = { prev: new Map(), after: new Map(), recent: new Map() };
   for (const row of rows) {
-    if (!row.unchained) continue;
     if (!Number.isInteger(row.seq)) {
-      chaining.prev.set(row.id, 0); // a seq no counter handed out orders nothing
+      // A seq no counter handed out orders nothing.
+      if (row.unchained) chaining.prev.set(row.id, 0);
       continue;
     }
     const lane = byTarget.get(row.target);
     if (lane) lane.push(row);
     else byTarget.set(row.target, [row]);
   }
+  const sorted = (seqs: Iterable<number>) => [...new Set(seqs)].sort((a, b) => a - b);
   for (const [target, lane] of byTarget) {
-    const seen = new Set<number>(recent.get(target) ?? []);
-    for (const row of lane) seen.add(row.seq);
-    const seqs = [...seen].sort((a, b) => a - b);
+    const before = recent.get(target);
+    const free = sorted([
+      ...before?.unchained ?? [],
+      ...lane.filter((r) => r.unchained).map((r) => r.seq),
+    ]);
+    const ours = sorted([
+      ...before?.ours ?? [],
+      ...lane.filter((r) => !r.unchained).map((r) => r.seq),
+    ]);
     for (const row of lane) {
-      const at = seqs.indexOf(row.seq);
-      chaining.prev.set(row.id, at > 0 ? seqs[at - 1]! : 0);
+      if (!row.unchained) continue;
+      const at = free.indexOf(row.seq);
+      const prev = at > 0 ? free[at - 1]! : 0;
+      chaining.prev.set(row.id, prev);
+      const between = ours.filter((seq) => seq > prev && seq < row.seq);
+      if (between.length > 0) chaining.after.set(row.id, between);
     }
-    chaining.recent.set(target, seqs.slice(-RECENT_MAX));
+    chaining.recent.set(target, {
+      unchained: free.slice(-RECENT_MAX),
+      ours: ours.slice(-RECENT_MAX),
+    });
   }
   return chaining;
 }

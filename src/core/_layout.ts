@@ -49,6 +49,8 @@ export const OUTBOX = {
   event: "event",
   sourceId: "source_id",
   prevSeq: "prev_seq",
+  /** With otherWriters: entries of ours an unchained entry also waits for (core/_feed_chain.ts). */
+  after: "after_seqs",
   createdAt: "created_at",
 } as const;
 
@@ -120,11 +122,13 @@ export const HOLD = {
    */
   held: "held",
   /**
-   * The highest seqs (at most 16) of the target's entries the outbox feed saw (`otherWriters:
-   * true` only): a new entry with no `prev_seq` is chained behind the highest below it
-   * (core/_feed_chain.ts).
+   * The highest seqs (at most 16) of the target's unchained entries the outbox feed saw
+   * (`otherWriters: true` only): a new entry with no `prev_seq` is chained behind the highest
+   * below it (core/_feed_chain.ts).
    */
   recent: "recent",
+  /** The same for the target's entries of ours chained by their source. */
+  recentOurs: "recent_ours",
   /**
    * When entries were last set apart behind the heads without room on the list (epoch seconds):
    * found through the index alone, so until a release has seen none left (and the index had time

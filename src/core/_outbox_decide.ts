@@ -142,12 +142,16 @@ function decideTarget(
       blocked = true;
       continue;
     }
-    // Its predecessor of the same source is still there, and not handed out before it: it waits,
-    // and so does what follows; so does a commit's own entry whose predecessor is unknown.
-    const prev = row.prev ? rows.get(String(row.prev)) : undefined;
+    // Its predecessor of the same source (or an entry it waits for) is still there, and not
+    // handed out before it: it waits, and so does what follows; so does a commit's own entry
+    // whose predecessor is unknown.
+    const pending = (seq: number) => {
+      const before = rows.get(String(seq));
+      return before !== undefined && !before.unreadable && !handedOut.has(before);
+    };
     if (
-      row.waits || (inline && row.prev === undefined) ||
-      (prev !== undefined && !prev.unreadable && !handedOut.has(prev))
+      row.waits || (inline && row.prev === undefined) || (row.prev && pending(row.prev)) ||
+      row.after?.some(pending)
     ) blocked = true;
     if (blocked) continue;
     out.push(row);

@@ -187,7 +187,10 @@ class PassRead {
   }
 }
 
-const prevOf = (row: OutboxRow): string[] => row.prev ? [String(row.prev)] : [];
+const prevOf = (row: OutboxRow): string[] => [
+  ...row.prev ? [String(row.prev)] : [],
+  ...(row.after ?? []).map(String),
+];
 
 /** `pendingOutbox`: the `limit` lowest entries deliverable now, as a pass reads them (no write). */
 export async function pendingEntries(queue: OutboxQueue, limit: number): Promise<OutboxEntry[]> {

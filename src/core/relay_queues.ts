@@ -52,6 +52,10 @@ export interface OutboxRow extends OutboxCandidate {
   part: string;
   /** When it was committed (epoch seconds), or null when the row does not say. */
   createdAt: number | null;
+  /** The execution that emitted it; null for another writer's row, which does not say. */
+  sourceId: string | null;
+  /** Entries of other sources it also waits for (another writer's entry, whose source is unknown). */
+  after?: number[];
   /** Not to go out yet, nor anything after it to its target (a row not chained yet). */
   waits?: boolean;
   /** The entry, or why it cannot be read with the row as stored. */

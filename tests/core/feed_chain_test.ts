@@ -13,10 +13,20 @@ const fed = (seq: number, target = "t", unchained = true): FedRow => ({
   unchained,
 });
 
-Deno.test("chaining: each unchained row's predecessor is the highest unchained seq below it to the same target, this round's and `recent`'s; chained rows (ours) are passed over", () => {
+const recent = (lists: Record<string, number[] | [number[], number[]]>) =>
+  new Map(
+    Object.entries(lists).map(([target, list]) => [
+      target,
+      Array.isArray(list[0])
+        ? { unchained: list[0] as number[], ours: list[1] as number[] }
+        : { unchained: list as number[], ours: [] },
+    ]),
+  );
+
+Deno.test("chaining: each unchained row's predecessor is the highest unchained seq below it to the same target, this round's and `recent`'s; it waits for the chained seqs of ours between the two", () => {
   const chaining = chainRound(
     [fed(1002), fed(1001), fed(1500, "u"), fed(999, "t", false), fed(2000)],
-    new Map([["t", [10, 500]], ["u", [1600]]]),
+    recent({ t: [[10, 500], [700]], u: [1600] }),
   );
   assert.deepEqual(Object.fromEntries(chaining.prev), {
     "1001": 500, // ours (chained by its own source) is no predecessor
@@ -24,18 +34,26 @@ Deno.test("chaining: each unchained row's predecessor is the highest unchained s
     "1500": 0, // below everything seen of its target
     "2000": 1002,
   });
-  assert.deepEqual(chaining.recent.get("t"), [10, 500, 1001, 1002, 2000]);
-  assert.deepEqual(chaining.recent.get("u"), [1500, 1600]);
+  // 1001's source is unknown: it may be that of ours at 700 or 999
+  assert.deepEqual(Object.fromEntries(chaining.after), { "1001": [700, 999] });
+  assert.deepEqual(chaining.recent.get("t"), {
+    unchained: [10, 500, 1001, 1002, 2000],
+    ours: [700, 999],
+  });
+  assert.deepEqual(chaining.recent.get("u"), { unchained: [1500, 1600], ours: [] });
 });
 
-Deno.test("chaining: `recent` keeps the highest RECENT_MAX seqs", () => {
+Deno.test("chaining: `recent` keeps the highest RECENT_MAX seqs of each list", () => {
   const rows = Array.from({ length: 40 }, (_, i) => fed(100 + i));
-  const chaining = chainRound(rows, new Map([["t", [1, 2, 3]]]));
-  const recent = chaining.recent.get("t")!;
-  assert.equal(recent.length, RECENT_MAX);
-  assert.deepEqual(recent, Array.from({ length: RECENT_MAX }, (_, i) => 140 - RECENT_MAX + i));
+  const ours = Array.from({ length: 40 }, (_, i) => fed(200 + i, "t", false));
+  const chaining = chainRound([...rows, ...ours], recent({ t: [1, 2, 3] }));
+  const { unchained, ours: kept } = chaining.recent.get("t")!;
+  assert.equal(unchained.length, RECENT_MAX);
+  assert.deepEqual(unchained, Array.from({ length: RECENT_MAX }, (_, i) => 140 - RECENT_MAX + i));
+  assert.deepEqual(kept, Array.from({ length: RECENT_MAX }, (_, i) => 240 - RECENT_MAX + i));
   assert.equal(chaining.prev.get("100"), 3);
   assert.equal(chaining.prev.get("139"), 138);
+  assert.equal(chaining.after.size, 0);
   assert.equal(chaining.recent.has("other"), false);
 });
 
@@ -43,7 +61,7 @@ Deno.test("chaining: a seq no counter handed out (not a whole number) is chained
   const chaining = chainRound([fed(1.5), fed(3)], new Map());
   assert.equal(chaining.prev.get("1.5"), 0);
   assert.equal(chaining.prev.get("3"), 0);
-  assert.deepEqual(chaining.recent.get("t"), [3]);
+  assert.deepEqual(chaining.recent.get("t"), { unchained: [3], ours: [] });
 });
 
 const entry = (seq: number, prev: number | undefined, waits = false): OutboxRow => ({
@@ -57,6 +75,7 @@ const entry = (seq: number, prev: number | undefined, waits = false): OutboxRow 
   unreadable: false,
   part: "p0",
   createdAt: null,
+  sourceId: null,
   ...(waits ? { waits } : {}),
   entry: { seq, targetId: "t", event: { id: String(seq), kind: "k", data: {} } },
 });
@@ -87,4 +106,21 @@ Deno.test("a chained entry whose predecessor (another writer's a = 1001) is stil
     inline: false,
   });
   assert.deepEqual(decision.deliver, []);
+});
+
+Deno.test("another writer's entry waits for the entries of ours it names (after), read by key while the index does not offer them", () => {
+  // 2003 (Python's) chained behind 1003, and after 1004 (ours, chained by its source): 1004 is
+  // not offered (the index lags), so 2003 waits; once 1004 is gone it goes.
+  const b = { ...entry(2003, 1003), after: [1004] };
+  const decide = (rows: OutboxRow[]) =>
+    decideOutbox({
+      now: 0,
+      limit: 10,
+      offered: ["2003"],
+      rows: new Map(rows.map((r) => [r.id, r])),
+      holds: new Map(),
+      inline: false,
+    }).deliver.map((r) => r.seq);
+  assert.deepEqual(decide([b, entry(1004, 1003)]), []);
+  assert.deepEqual(decide([b]), [2003]);
 });

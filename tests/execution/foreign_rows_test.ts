@@ -186,3 +186,52 @@ Deno.test("a relay pass whose signal aborts while its feed round adopts another 
     await store.close();
   }
 });
+
+Deno.test("otherWriters turned on over another writer's backlog: one execution's 300 entries to one target go out in seq order", async () => {
+  const prefix = uniqueName("backlog");
+  // Each pass 31 s later: the scan's end settles for 30 s, the index's lag on AWS.
+  let later = 0;
+  const open = (otherWriters: boolean, ensureTables = false) =>
+    DynamoDBStore.create({
+      endpoint: directEndpoint(),
+      region: REGION,
+      prefix,
+      otherWriters,
+      ensureTables,
+      now: () => Date.now() + later,
+    });
+  const lane: number[] = [];
+  {
+    // The tables of a default store (no stream), then the other writer's backlog.
+    await using plain = await open(false, true);
+    using client = testClient(REGION);
+    for (let commit = 0; commit < 6; commit++) {
+      for (const seq of await seqs(plain, 50)) {
+        lane.push(seq);
+        await client.send(
+          new PutItemCommand({
+            TableName: plain.tables.outbox.name,
+            Item: {
+              seq: { N: String(seq) },
+              target_id: { S: "T" },
+              event: { S: JSON.stringify(newEvent("e", { seq })) },
+            },
+          }),
+        );
+      }
+    }
+  }
+  await (await open(true, true)).close(); // the mode turned on: the streams, over the backlog
+  const delivered: number[] = [];
+  for (let pass = 0; pass < 60 && delivered.length < lane.length; pass++) {
+    later += 31_000;
+    await using fresh = await open(true);
+    await relayOutbox(fresh, (entry) => void delivered.push(entry.seq), { limit: 50 });
+  }
+  assert.equal(delivered.length, lane.length, "every entry went out");
+  let inverted = 0;
+  for (let i = 0; i < delivered.length; i++) {
+    for (let j = i + 1; j < delivered.length; j++) if (delivered[j]! < delivered[i]!) inverted++;
+  }
+  assert.equal(inverted, 0, `${inverted} pairs out of seq order`);
+});

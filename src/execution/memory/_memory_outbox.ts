@@ -208,6 +208,7 @@ export class MemoryOutbox implements OutboxQueue {
       unreadable: row.unreadable === true,
       part: row.part,
       createdAt: row.createdAt,
+      sourceId: row.sourceId,
       entry: { seq, targetId: row.targetId, event: JSON.parse(row.event) as Event },
     };
   }

@@ -16,6 +16,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { plainMap } from "../../core/_attributes.ts";
 import { unreadableId } from "../queue/_dead_letters.ts";
+import { projected } from "../queue/_adoption.ts";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import {
   conditionalUpdate,
@@ -27,7 +28,7 @@ import {
 } from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
-import { chainRound, type FedRow } from "../../core/_feed_chain.ts";
+import { chainRound, type FedRow, type Recent } from "../../core/_feed_chain.ts";
 import {
   adopted,
   keyOrder,
@@ -78,7 +79,10 @@ export function isNoWork(kind: RelayKind, record: StreamRecord): boolean {
   const image = record.dynamodb?.NewImage as Item | undefined;
   if (image === undefined) return true;
   if (kind !== "outbox") return image[RELAY.part] !== undefined;
-  return image[RELAY.part] !== undefined && image[OUTBOX.prevSeq] !== undefined;
+  // A commit's new entry, chained by its source, goes to its target's `recent` all the same:
+  // another writer's entry after it may be of the same source.
+  const ours = record.eventName === "INSERT" && image[OUTBOX.sourceId] !== undefined;
+  return image[RELAY.part] !== undefined && image[OUTBOX.prevSeq] !== undefined && !ours;
 }
 
 /**
@@ -209,8 +213,8 @@ const ATTRIBUTES: Record<string, string> = {
   ":e": FAILURE.lastError,
 };
 
-/** Rows an adoption backfill reads a page of (the one-off scan for rows the stream never showed). */
-export const BACKFILL_ROWS = 100;
+/** Rows an adoption backfill reads a page of (keys and what orders them: a page stays small). */
+export const BACKFILL_ROWS = 1000;
 
 /**
  * A page of the one-off scan of `kind`'s table for rows without the index's attributes (written
@@ -227,6 +231,7 @@ export async function backfillPage(
       TableName: q.tables[kind].name,
       Limit: BACKFILL_ROWS,
       ExclusiveStartKey: Object.keys(start).length === 0 ? undefined : start,
+      ...projected(kind),
     }),
     { abortSignal: signal },
   );
@@ -258,11 +263,13 @@ function keysOf(kind: RelayKind, row: Item): Item {
 
 /**
  * The outbox's handler: each unchained entry gets its predecessor among its target's unchained
- * ones and feeds the target's `recent` list (another writer's is adopted in the same update).
+ * ones and the entries of ours between the two to wait for (another writer's is adopted in the
+ * same update); each feeds its target's `recent` lists, a commit's chained entry too.
  */
 async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
   const images = all.filter((row) =>
-    row[OUTBOX.prevSeq] === undefined && row[OUTBOX.targetId] !== undefined &&
+    (row[OUTBOX.prevSeq] === undefined || row[OUTBOX.sourceId] !== undefined) &&
+    row[OUTBOX.targetId] !== undefined && !row[RELAY.part]?.S?.startsWith("d") &&
     placeOf("outbox", row, 0) !== null
   );
   const handled: Handled = { writes: 0, adopted: [] };
@@ -271,75 +278,126 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const { id, target } = candidateOf(row);
     return { id, seq: Number(id), target, unchained: row[OUTBOX.prevSeq] === undefined };
   });
-  // Each target's `recent` gains this round's seqs in one write, which answers with it before.
-  const recent = new Map<string, number[]>();
+  // Each target's `recent` lists gain this round's seqs in one write, which answers with them.
+  const recent = new Map<string, Recent>();
   const round = Map.groupBy(fed, (row) => row.target);
   await eachConcurrently([...round], ITEM_WRITES_IN_FLIGHT, async ([target, rows]) => {
     handled.writes++;
-    recent.set(target, await addRecent(q, target, "ADD", rows.map((row) => row.seq)));
+    recent.set(target, await addRecent(q, target, "ADD", recentOf(rows)));
   });
   const chaining = chainRound(fed, recent);
   await eachConcurrently(images, ITEM_WRITES_IN_FLIGHT, async (row) => {
-    const prev = chaining.prev.get(row[OUTBOX.seq]!.N!);
+    const id = row[OUTBOX.seq]!.N!;
+    const prev = chaining.prev.get(id);
     if (prev === undefined) return; // chained already: it only fed `recent`
     const foreign = row[RELAY.part] === undefined;
+    const after = chaining.after.get(id) ?? [];
     handled.writes++;
-    if (await adopt(q, "outbox", row, chained(q, row, prev, foreign))) {
-      const row2 = { ...keysOf("outbox", row), [OUTBOX.prevSeq]: N(prev) };
+    if (await adopt(q, "outbox", row, chained(q, row, { prev, after }, foreign))) {
+      const links = { [OUTBOX.prevSeq]: N(prev), ...afterAttribute(after) };
+      const row2 = { ...keysOf("outbox", row), ...links };
       const at = { [RELAY.part]: row[RELAY.part]!, [RELAY.order]: row[RELAY.order]! };
       handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
     }
   });
   // Past RECENT_MAX, the lowest leave.
   await eachConcurrently([...round.keys()], ITEM_WRITES_IN_FLIGHT, async (target) => {
-    const kept = new Set(chaining.recent.get(target));
-    const all = new Set([...recent.get(target) ?? [], ...round.get(target)!.map((r) => r.seq)]);
-    const lowest = [...all].filter((seq) => !kept.has(seq));
-    if (lowest.length === 0) return;
+    const kept = chaining.recent.get(target)!;
+    const seen = recentOf(round.get(target)!, recent.get(target));
+    const gone = {
+      unchained: seen.unchained.filter((seq) => !kept.unchained.includes(seq)),
+      ours: seen.ours.filter((seq) => !kept.ours.includes(seq)),
+    };
+    if (gone.unchained.length + gone.ours.length === 0) return;
     handled.writes++;
-    await addRecent(q, target, "DELETE", lowest);
+    await addRecent(q, target, "DELETE", gone);
   });
   return handled;
 }
 
+/** Rows' seqs as `recent` lists, with those of `before`. */
+function recentOf(rows: FedRow[], before: Recent = { unchained: [], ours: [] }): Recent {
+  const seqs = (unchained: boolean) =>
+    rows.filter((r) => r.unchained === unchained).map((r) => r.seq);
+  return {
+    unchained: [...new Set([...before.unchained, ...seqs(true)])],
+    ours: [...new Set([...before.ours, ...seqs(false)])],
+  };
+}
+
+/** The `after_seqs` attribute of a chained entry (none when it waits for none). */
+function afterAttribute(after: number[]): Item {
+  return after.length === 0 ? {} : { [OUTBOX.after]: { NS: after.map(String) } };
+}
+
 /**
- * The update that chains an entry: another writer's is adopted too (pending place and
- * `prev_seq`, unless adopted meanwhile); one of ours gets `prev_seq` unless it has one.
+ * The update that chains an entry: another writer's is adopted too (pending place, `prev_seq`
+ * and `after_seqs`, unless adopted meanwhile); one of ours gets them unless it has a `prev_seq`.
  */
-function chained(q: QueueContext, row: Item, prev: number, foreign: boolean) {
+function chained(
+  q: QueueContext,
+  row: Item,
+  links: { prev: number; after: number[] },
+  foreign: boolean,
+) {
+  const names: Record<string, string> = { "#v": OUTBOX.prevSeq };
+  const values: Item = { ":v": N(links.prev) };
+  let set = "#v = :v";
+  if (links.after.length > 0) {
+    names["#w"] = OUTBOX.after;
+    values[":w"] = afterAttribute(links.after)[OUTBOX.after]!;
+    set += ", #w = :w";
+  }
   if (foreign) {
     const input = adopted(q.tables, "outbox", row);
-    input.UpdateExpression += ", #v = :v";
-    Object.assign(input.ExpressionAttributeNames, { "#v": OUTBOX.prevSeq });
-    Object.assign(input.ExpressionAttributeValues, { ":v": N(prev) });
+    input.UpdateExpression += `, ${set}`;
+    Object.assign(input.ExpressionAttributeNames, names);
+    Object.assign(input.ExpressionAttributeValues, values);
     return input;
   }
   return {
     TableName: q.tables.outbox.name,
     Key: { [OUTBOX.seq]: row[OUTBOX.seq]! },
-    UpdateExpression: "SET #v = :v",
+    UpdateExpression: `SET ${set}`,
     ConditionExpression: "attribute_not_exists(#v) AND attribute_exists(#k)",
-    ExpressionAttributeNames: { "#v": OUTBOX.prevSeq, "#k": OUTBOX.seq },
-    ExpressionAttributeValues: { ":v": N(prev) },
+    ExpressionAttributeNames: { ...names, "#k": OUTBOX.seq },
+    ExpressionAttributeValues: values,
   };
 }
 
-/** Adds seqs to (or deletes them from) a target's `recent`: the list before, lowest first. */
+/** Adds seqs to (or deletes them from) a target's `recent` lists: the lists before, lowest first. */
 async function addRecent(
   q: QueueContext,
   target: string,
   verb: "ADD" | "DELETE",
-  seqs: number[],
-): Promise<number[]> {
+  seqs: Recent,
+): Promise<Recent> {
+  const names: Record<string, string> = {};
+  const values: Item = {};
+  const clauses: string[] = [];
+  for (
+    const [list, name, attribute] of [
+      [seqs.unchained, ":r", HOLD.recent],
+      [seqs.ours, ":o", HOLD.recentOurs],
+    ] as const
+  ) {
+    if (list.length === 0) continue;
+    names[`#${name.slice(1)}`] = attribute;
+    values[name] = { NS: list.map(String) };
+    clauses.push(`#${name.slice(1)} ${name}`);
+  }
   const out = await q.client.send(
     new UpdateItemCommand({
       TableName: q.tables.counters.name,
       Key: holdKey(target),
-      UpdateExpression: `${verb} #r :r`,
-      ExpressionAttributeNames: { "#r": HOLD.recent },
-      ExpressionAttributeValues: { ":r": { NS: seqs.map(String) } },
-      ReturnValues: "UPDATED_OLD",
+      UpdateExpression: `${verb} ${clauses.join(", ")}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      // Both lists, though the write may change one.
+      ReturnValues: "ALL_OLD",
     }),
   );
-  return (out.Attributes?.[HOLD.recent]?.NS ?? []).map(Number).sort((a, b) => a - b);
+  const list = (attribute: string) =>
+    (out.Attributes?.[attribute]?.NS ?? []).map(Number).sort((a, b) => a - b);
+  return { unchained: list(HOLD.recent), ours: list(HOLD.recentOurs) };
 }

@@ -35,8 +35,11 @@ export function mixedOutbox(
     },
     async rows(ids) {
       const rows = await base.rows(ids);
-      if (feeds.chaining()) {
-        for (const row of rows.values()) if (row.prev === undefined) row.waits = true;
+      const chaining = feeds.chaining(), backfilling = feeds.backfilling();
+      for (const row of rows.values()) {
+        if ((chaining && row.prev === undefined) || (backfilling && row.sourceId === null)) {
+          row.waits = true;
+        }
       }
       return rows;
     },

@@ -32,6 +32,8 @@ export class RelayFeeds {
   readonly #warned = new Set<string>();
   /** Whether the outbox's last round found a stream to read (false: no stream, no client). */
   #chaining = true;
+  /** Whether the outbox's last round's one-off scan (or its settling) was under way. */
+  #backfilling = false;
 
   constructor(build: () => StreamsSender | null) {
     for (const kind of RELAY_KINDS) {
@@ -56,7 +58,8 @@ export class RelayFeeds {
           backfill: async (ctx, start, signal) => {
             const page = await backfillPage(ctx.q, kind, start, signal);
             sink(page.handled.adopted);
-            return { next: page.next, scanned: page.scanned, handled: page.handled.writes };
+            const { writes: handled, adopted } = page.handled;
+            return { next: page.next, scanned: page.scanned, handled, adopted: adopted.length };
           },
           missed: `other writers' ${kind} rows wait for a round that succeeds`,
         }),
@@ -78,6 +81,7 @@ export class RelayFeeds {
       const report = await this.#feeds.get(kind)!.round(ctx, { signal });
       if (kind === "outbox") {
         this.#chaining = report.skipped !== "off" && report.skipped !== "no stream";
+        this.#backfilling = report.backfilling;
       }
     } catch (error) {
       this.#warnOnce(kind, error);
@@ -108,9 +112,17 @@ export class RelayFeeds {
     return lowest.sorted();
   }
 
-  /** Whether the outbox feed chains entries (see QueueOtherWriters.chaining). */
+  /** Whether the outbox feed chains entries: then an entry not chained yet waits. */
   chaining(): boolean {
     return this.#chaining;
+  }
+
+  /**
+   * Whether the outbox's last round was scanning for rows the stream never showed: then another
+   * writer's entries wait, since what the scan finds next may come before them.
+   */
+  backfilling(): boolean {
+    return this.#backfilling;
   }
 
   async close(): Promise<void> {

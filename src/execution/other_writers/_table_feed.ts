@@ -27,7 +27,7 @@ import {
   type Shard,
 } from "@aws-sdk/client-dynamodb-streams";
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBSender, isNamed, type Item } from "../../dynamo/_dynamo.ts";
+import { type DynamoDBSender, isNamed, type Item, N } from "../../dynamo/_dynamo.ts";
 import { withSignal } from "../../dynamo/_abortable.ts";
 import { streamDifference, TableDrift } from "../../dynamo/table_check.ts";
 import { FEED } from "../../core/_layout.ts";
@@ -72,7 +72,15 @@ export interface FeedReport {
    * `"leased"` (another store is reading it now); `null` when the round ran.
    */
   skipped: "off" | "no stream" | "leased" | null;
+  /**
+   * The one-off scan, or the index's settling after it, is under way (or another store holds
+   * the feed): what it finds may have lower seqs than what the index shows now.
+   */
+  backfilling: boolean;
 }
+
+/** How long after the one-off scan ends its last rows may still be missing from the index. */
+const BACKFILL_SETTLE_SECONDS = 30;
 
 /** A handler's page: the records of work, oldest first per shard (images, creation times). */
 export type FeedHandler<C extends FeedContext> = (
@@ -90,7 +98,7 @@ export type FeedBackfill<C extends FeedContext> = (
   ctx: C,
   start: Item,
   signal: AbortSignal | undefined,
-) => Promise<{ next: Item | undefined; scanned: number; handled: number }>;
+) => Promise<{ next: Item | undefined; scanned: number; handled: number; adopted?: number }>;
 
 /** What a table feed is. */
 export interface TableFeedOptions<C extends FeedContext> {
@@ -157,6 +165,8 @@ export class TableFeed<C extends FeedContext = FeedContext> {
   readonly #owner = crypto.randomUUID();
   /** The stream's ARN once looked up; null: the table has no stream. */
   #arn: string | null | undefined;
+  /** Whether that stream was made with the table. */
+  #withTable = false;
   #last = -Infinity;
   #running: Promise<FeedReport> | undefined;
   #streams: StreamsSender | null | undefined;
@@ -238,6 +248,9 @@ export class TableFeed<C extends FeedContext = FeedContext> {
       const name = ctx.tables[this.options.table].name;
       const table = (await ctx.client.send(new DescribeTableCommand({ TableName: name }))).Table;
       this.#arn = table?.StreamSpecification?.StreamEnabled ? table.LatestStreamArn ?? null : null;
+      // A stream made with the table (its label is the table's creation time) saw every row.
+      const label = Date.parse(`${table?.LatestStreamLabel}Z`);
+      this.#withTable = label <= (table?.CreationDateTime?.getTime() ?? NaN);
       const difference = this.#arn === null ? null : streamDifference(name, table!);
       if (difference !== null) {
         this.#arn = undefined;
@@ -258,7 +271,14 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     readOnly: boolean,
     peek: RoundOptions["peek"] | undefined,
   ): Promise<FeedReport> {
-    const report: FeedReport = { records: 0, handled: 0, scanned: 0, behind: false, skipped: null };
+    const report: FeedReport = {
+      records: 0,
+      handled: 0,
+      scanned: 0,
+      behind: false,
+      skipped: null,
+      backfilling: false,
+    };
     let arn = await this.arn(given);
     if (arn === null) return skipped("no stream");
     // The stream's reads and the handler's writes stop at the signal; the lease and checkpoint
@@ -279,6 +299,7 @@ export class TableFeed<C extends FeedContext = FeedContext> {
       arn = current;
     }
     const state = stateOf(item, arn);
+    if (this.#withTable && item[FEED.stream]?.S !== arn) state.backfill = undefined;
     const backfill = this.options.backfill;
     if (backfill === undefined) state.backfill = undefined;
     const reader = new Reader(ctx, this.options, streams, arn, state, report, signal, lease, {
@@ -288,16 +309,27 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     try {
       if (await reader.shards() && backfill !== undefined) state.backfill = {};
       // The scan's page goes on under the lease, renewed (another store may have taken it).
+      const now = ctx.now() / 1000;
+      const settle = Number(state.backfill?.[SETTLE]?.N);
+      if (settle <= now) state.backfill = undefined;
       if (
-        backfill !== undefined && !readOnly && state.backfill !== undefined && !report.behind &&
-        await lease.take() !== null
+        backfill !== undefined && !readOnly && state.backfill !== undefined && !(settle > now) &&
+        !report.behind && await lease.take() !== null
       ) {
-        const page = await backfill(ctx, state.backfill, signal);
+        const { [FOUND]: found, ...start } = state.backfill;
+        const page = await backfill(ctx, start, signal);
         report.scanned += page.scanned;
         report.handled += page.handled;
-        state.backfill = page.next;
-        if (state.backfill !== undefined) report.behind = true;
+        // A scan that adopted rows ends once the index can show them all.
+        const adopted = found !== undefined || (page.adopted ?? 0) > 0;
+        state.backfill = page.next !== undefined
+          ? { ...page.next, ...(adopted ? { [FOUND]: { BOOL: true } } : {}) }
+          : adopted
+          ? { [SETTLE]: N(now + BACKFILL_SETTLE_SECONDS) }
+          : undefined;
+        if (page.next !== undefined) report.behind = true;
       }
+      report.backfilling = state.backfill !== undefined;
     } catch (error) {
       // Stopped by its caller; or the table's stream was turned off (and maybe on again) since
       // the ARN was looked up.
@@ -313,8 +345,21 @@ export class TableFeed<C extends FeedContext = FeedContext> {
   }
 }
 
+/** The mark of a finished scan that the index may not show whole yet (until when). */
+const SETTLE = "settle_until";
+/** The mark of a scan that adopted rows so far. */
+const FOUND = "~found";
+
 function skipped(why: NonNullable<FeedReport["skipped"]>): FeedReport {
-  return { records: 0, handled: 0, scanned: 0, behind: false, skipped: why };
+  // Another store's round may be scanning: what it adopts may come below what is found now.
+  return {
+    records: 0,
+    handled: 0,
+    scanned: 0,
+    behind: false,
+    skipped: why,
+    backfilling: why === "leased",
+  };
 }
 
 /** The stream turned off: the round looks up the table's stream again. */

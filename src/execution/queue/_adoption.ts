@@ -55,7 +55,7 @@ export function projected(kind: RelayKind) {
   const names: Record<string, string> = kind === "timers"
     ? { "#e": TIMER.executionId, "#a": TIMER.path, "#f": TIMER.fireAt }
     : kind === "outbox"
-    ? { "#s": OUTBOX.seq, "#t": OUTBOX.targetId }
+    ? { "#s": OUTBOX.seq, "#t": OUTBOX.targetId, "#v": OUTBOX.prevSeq }
     : { "#s": OUTBOX.seq };
   names["#p"] = RELAY.part;
   return { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names };

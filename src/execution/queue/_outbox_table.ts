@@ -387,6 +387,7 @@ export function rowOf(item: Item): OutboxRow {
       raw: plainMap(item, {}, true),
     };
   }
+  const after = item[OUTBOX.after]?.NS;
   return {
     ...candidateOf(item),
     seq: Number(id),
@@ -395,6 +396,8 @@ export function rowOf(item: Item): OutboxRow {
     deadAt: number(FAILURE.deadAt),
     unreadable: item[FAILURE.unreadable]?.BOOL === true,
     part: item[RELAY.part]?.S ?? "",
+    sourceId: item[OUTBOX.sourceId]?.S ?? null,
+    ...(after ? { after: after.map(Number) } : {}),
     createdAt: number(OUTBOX.createdAt) ??
       ("error" in entry ? null : createdTime(entry.event.created_time)),
     entry,
