@@ -142,16 +142,16 @@ function decideTarget(
       blocked = true;
       continue;
     }
-    // Its predecessor of the same source (or an entry it waits for) is still there, and not
-    // handed out before it: it waits, and so does what follows; so does a commit's own entry
-    // whose predecessor is unknown.
-    const pending = (seq: number) => {
-      const before = rows.get(String(seq));
+    // Its predecessor of the same source, an entry it waits for, or the highest chained by the
+    // feed below it is still there, and not handed out before it: it waits, and so does what
+    // follows; so does a commit's own entry whose predecessor is unknown.
+    const pending = (seq: number | string | undefined) => {
+      const before = seq === undefined ? undefined : rows.get(String(seq));
       return before !== undefined && !before.unreadable && !handedOut.has(before);
     };
     if (
       row.waits || (inline && row.prev === undefined) || (row.prev && pending(row.prev)) ||
-      row.after?.some(pending)
+      row.after?.some(pending) || pending(chainedBelow(hold, row.seq))
     ) blocked = true;
     if (blocked) continue;
     out.push(row);
@@ -160,6 +160,11 @@ function decideTarget(
   }
   if (release && !inline) plan.writes.release.push(releaseOf(target, hold, rows));
   return out;
+}
+
+/** The highest seq below `seq` of the target's entries chained by the outbox feed, if any. */
+export function chainedBelow(hold: OutboxHold | undefined, seq: number): string | undefined {
+  return hold?.recent?.findLast((id) => Number(id) < seq);
 }
 
 function addTo(moves: SetApart[], target: string, head: string, row: OutboxRow): void {

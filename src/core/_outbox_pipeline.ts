@@ -1,7 +1,7 @@
 // The outbox pipeline, once, for both stores and the relay: read (an index's candidates, then rows
 // and holds by key, strongly), decide (pure: _outbox_decide.ts), apply (the queue's writes). A store
 // implements only the reads and the writes (OutboxQueue); nothing here keeps anything between calls.
-import { decideOutbox, type OutboxPlan, releaseOf } from "./_outbox_decide.ts";
+import { chainedBelow, decideOutbox, type OutboxPlan, releaseOf } from "./_outbox_decide.ts";
 import { isHead } from "./_relay_rules.ts";
 import type {
   OutboxCandidate,
@@ -143,7 +143,9 @@ class PassRead {
     candidates: OutboxCandidate[],
     known?: ReadonlyMap<string, OutboxRow>,
   ): Promise<void> {
-    for (const [id, row] of known ?? []) {
+    const given = new Map(known);
+    for (const { id, row } of candidates) if (row !== undefined) given.set(id, row);
+    for (const [id, row] of given) {
       this.#asked.add(id);
       this.rows.set(id, row);
     }
@@ -154,11 +156,19 @@ class PassRead {
       targets.length ? this.queue.holds(targets) : new Map<string, OutboxHold>(),
       this.#read(first),
     ]);
-    let want = [...read, ...known?.values() ?? []].flatMap(prevOf);
+    let want = [...read, ...given.values()].flatMap(prevOf);
     for (const target of targets) {
       const hold = holds.get(target) ?? { heads: [], held: [], spill: null };
       this.holds.set(target, hold);
       want.push(...hold.heads, ...hold.held);
+    }
+    // The feed's chained entry just below each one, which it waits for while it is there.
+    const listed = [...this.holds.entries()].flatMap(([target, hold]) =>
+      hold.held.map((id) => ({ id, target }))
+    );
+    for (const { id, target } of [...candidates, ...listed]) {
+      const below = chainedBelow(this.holds.get(target), Number(id));
+      if (below !== undefined) want.push(below);
     }
     for (let round = 0; round < 2 && want.length; round++) {
       want = (await this.#read(want)).flatMap(prevOf);

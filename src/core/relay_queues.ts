@@ -25,6 +25,8 @@ export interface OutboxCandidate {
   target: string;
   /** The seq of the previous entry of the same source to the same target: 0 none, absent unknown. */
   prev?: number;
+  /** The row as a write by key just answered with it (its adoption): the pass reads it no more. */
+  row?: OutboxRow;
 }
 
 /**
@@ -79,6 +81,12 @@ export interface OutboxHold {
   held: string[];
   /** When entries were last set apart without room on the list (epoch seconds), or null. */
   spill: number | null;
+  /**
+   * A store with other writers: the highest seqs (lowest first) of the target's entries the outbox
+   * feed chained among themselves. An entry waits for the highest of them below it while it is
+   * there, whoever committed either.
+   */
+  recent?: string[];
 }
 
 /**

@@ -54,6 +54,12 @@ export interface IndexLagProxyOptions {
   lagMs: number;
   /** The clock the lag is measured on (epoch ms); a test can move a fake one. @default {Date.now} */
   now?: () => number;
+  /**
+   * Reorder each GetRecords page as shards read in another order would: the records of different
+   * items come newest item first, each item's own records still in their order (as AWS keeps
+   * them, in one shard).
+   */
+  reorderStreams?: boolean;
 }
 
 interface IndexInfo {
@@ -100,6 +106,7 @@ export class IndexLagProxy implements AsyncDisposable {
   readonly #writes = new Map<string, Map<string, Write[]>>();
   readonly #locks = new KeyLocks();
   readonly #now: () => number;
+  readonly #reorder: boolean;
 
   constructor(upstream: string, options: IndexLagProxyOptions) {
     const url = new URL(upstream);
@@ -112,6 +119,7 @@ export class IndexLagProxy implements AsyncDisposable {
     this.#upstream = url.origin;
     this.lagMs = options.lagMs;
     this.#now = options.now ?? Date.now;
+    this.#reorder = options.reorderStreams ?? false;
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (request) => this.#handle(request),
@@ -137,7 +145,11 @@ export class IndexLagProxy implements AsyncDisposable {
       if (error instanceof Unsupported) return validation(error.message);
       throw error;
     }
-    return await this.#forward(request, body);
+    const answer = await this.#forward(request, body);
+    if (!this.#reorder || !operation.endsWith("Streams_20120810.GetRecords")) return answer;
+    const page = await answer.json();
+    if (Array.isArray(page.Records)) page.Records = itemsReversed(page.Records);
+    return new Response(JSON.stringify(page), { status: answer.status, headers: answer.headers });
   }
 
   async #forward(request: Request, body: string): Promise<Response> {
@@ -528,6 +540,16 @@ function scopeOf(headers: Headers): Scope {
     if (value !== null) copied[name] = value;
   }
   return { id: credential ? `${credential[1]}/${credential[2]}` : "?", headers: copied };
+}
+
+/** Stream records grouped by item, the item first seen last coming first, each item's in order. */
+function itemsReversed(records: { dynamodb?: { Keys?: unknown } }[]): unknown[] {
+  const items = new Map<string, unknown[]>();
+  for (const record of records) {
+    const key = JSON.stringify(record.dynamodb?.Keys ?? null);
+    items.set(key, [...items.get(key) ?? [], record]);
+  }
+  return [...items.values()].reverse().flat();
 }
 
 function responseHeaders(headers: Headers): Headers {

@@ -1,7 +1,7 @@
 // A store whose relay index lags its tables (through an index lag proxy of its own), and a
 // bounded loop of passes, for the index lag suites (tests/relay/index_lag*_test.ts).
 import { type CreateStoreOptions, DynamoDBStore } from "../../mod.ts";
-import { IndexLagProxy } from "./index_lag_proxy.ts";
+import { IndexLagProxy, type IndexLagProxyOptions } from "./index_lag_proxy.ts";
 import { directEndpoint, pause, uniqueName } from "./env.ts";
 
 /** A lagging store, and fresh stores on its tables through the same proxy. */
@@ -16,15 +16,15 @@ export interface LaggingStore extends AsyncDisposable {
 }
 
 /**
- * A store on fresh tables (or those of `prefix`, made beforehand) whose indexes lag `lagMs`
- * behind them (through a proxy of its own).
+ * A store on fresh tables (or those of `prefix`, made beforehand) whose indexes lag `lag` ms
+ * behind them (through a proxy of its own, given these options).
  */
 export async function laggingStore(
-  lagMs: number,
+  lag: number | IndexLagProxyOptions,
   options: Omit<CreateStoreOptions, "endpoint" | "prefix"> = {},
   prefix = uniqueName("lag"),
 ): Promise<LaggingStore> {
-  const proxy = new IndexLagProxy(directEndpoint(), { lagMs });
+  const proxy = new IndexLagProxy(directEndpoint(), typeof lag === "number" ? { lagMs: lag } : lag);
   const store = await DynamoDBStore.create({ prefix, ...options, endpoint: proxy.endpoint });
   return {
     store,

@@ -1,4 +1,4 @@
-// Order across writers (#39): the outbox feed's chaining rule (src/core/_feed_chain.ts) and the
+// Order across writers: the outbox feed's chaining rule (src/core/_feed_chain.ts) and the
 // pass's rule that an unchained entry waits in mixed mode (a row the mixed queue marks `waits`).
 // Pure: no DynamoDB, no permissions.
 import assert from "node:assert/strict";
@@ -123,4 +123,32 @@ Deno.test("another writer's entry waits for the entries of ours it names (after)
     }).deliver.map((r) => r.seq);
   assert.deepEqual(decide([b, entry(1004, 1003)]), []);
   assert.deepEqual(decide([b]), [2003]);
+});
+
+Deno.test("an entry of ours waits for the highest entry below it that the feed chained to its target (its hold's `recent`), read by key, whatever the index offers", () => {
+  // 3007 and 3008 (Python's) were chained by the feed; 3009 (ours, chained by its own source,
+  // another execution) is the only one the lagging index offers: it waits while 3008 is there.
+  const ours = entry(3009, 0);
+  const hold = { heads: [], held: [], spill: null, recent: ["2006", "3007", "3008"] };
+  const decide = (rows: OutboxRow[]) =>
+    decideOutbox({
+      now: 0,
+      limit: 10,
+      offered: ["3009"],
+      rows: new Map(rows.map((r) => [r.id, r])),
+      holds: new Map([["t", hold]]),
+      inline: false,
+    }).deliver.map((r) => r.seq);
+  assert.deepEqual(decide([ours, entry(3008, 3007)]), []);
+  assert.deepEqual(decide([ours]), [3009], "once 3008 is gone (3007 went before it)");
+  // Below every entry the feed chained, nothing holds it back.
+  const low = decideOutbox({
+    now: 0,
+    limit: 10,
+    offered: ["2000"],
+    rows: new Map([["2000", entry(2000, 0)], ["3008", entry(3008, 3007)]]),
+    holds: new Map([["t", hold]]),
+    inline: false,
+  });
+  assert.deepEqual(low.deliver.map((r) => r.seq), [2000]);
 });

@@ -111,7 +111,7 @@ export async function handleImages(
   const rows = usable.filter((row) => row[RELAY.part] === undefined);
   await eachConcurrently(rows, ITEM_WRITES_IN_FLIGHT, async (row) => {
     handled.writes++;
-    if (await adopt(q, kind, row, adopted(q.tables, kind, row))) {
+    if (await adopt(q, kind, row, adopted(q.tables, kind, row)) !== null) {
       handled.adopted.push(placed(kind, row));
     }
   });
@@ -130,19 +130,24 @@ function unusable(kind: RelayKind, row: Item): string | null {
   return null;
 }
 
-/** Adopts a row with `update`; one too large to take the index's attributes is set aside. */
+/**
+ * Adopts a row with `update`: the row as the write left it (its attributes when the update asks
+ * for them), or null when the update did not apply. One too large to take the index's attributes
+ * is set aside.
+ */
 async function adopt(
   q: QueueContext,
   kind: RelayKind,
   row: Item,
   update: Parameters<typeof conditionalUpdate>[1],
-): Promise<boolean> {
+): Promise<Item | null> {
   try {
-    return await conditionalUpdate(q.client, update);
+    return (await q.client.send(new UpdateItemCommand(update))).Attributes ?? {};
   } catch (error) {
+    if (isNamed(error, "ConditionalCheckFailedException")) return null;
     if (!isTooLarge(error)) throw error;
     await setAside(q, kind, row, "too large to adopt (DynamoDB's 400 KB item limit)");
-    return false;
+    return null;
   }
 }
 
@@ -280,7 +285,8 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
   });
   // Each target's `recent` lists gain this round's seqs in one write, which answers with them.
   const recent = new Map<string, Recent>();
-  const round = Map.groupBy(fed, (row) => row.target);
+  // A seq no counter handed out (not a whole number) orders nothing (chainRound).
+  const round = Map.groupBy(fed.filter((row) => Number.isInteger(row.seq)), (row) => row.target);
   await eachConcurrently([...round], ITEM_WRITES_IN_FLIGHT, async ([target, rows]) => {
     handled.writes++;
     recent.set(target, await addRecent(q, target, "ADD", recentOf(rows)));
@@ -293,12 +299,18 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const foreign = row[RELAY.part] === undefined;
     const after = chaining.after.get(id) ?? [];
     handled.writes++;
-    if (await adopt(q, "outbox", row, chained(q, row, { prev, after }, foreign))) {
-      const links = { [OUTBOX.prevSeq]: N(prev), ...afterAttribute(after) };
-      const row2 = { ...keysOf("outbox", row), ...links };
-      const at = { [RELAY.part]: row[RELAY.part]!, [RELAY.order]: row[RELAY.order]! };
-      handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
+    const made = await adopt(q, "outbox", row, chained(q, row, { prev, after }, foreign));
+    if (made === null) return;
+    // Another writer's row as its adoption left it, read by key in the write: the pass need not
+    // read it again; a large one is read by key when offered (memory follows `limit`).
+    if (foreign && (made[OUTBOX.event]?.S?.length ?? Infinity) <= KNOWN_BODY) {
+      handled.adopted.push(made);
+      return;
     }
+    const links = { [OUTBOX.prevSeq]: N(prev), ...afterAttribute(after) };
+    const row2 = { ...keysOf("outbox", row), ...links };
+    const at = { [RELAY.part]: row[RELAY.part]!, [RELAY.order]: row[RELAY.order]! };
+    handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
   });
   // Past RECENT_MAX, the lowest leave.
   await eachConcurrently([...round.keys()], ITEM_WRITES_IN_FLIGHT, async (target) => {
@@ -314,6 +326,12 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
   });
   return handled;
 }
+
+/**
+ * The largest event body of an adopted row a round keeps for the pass (what one read unit reads
+ * again): a round's memory stays bounded whatever the other writer's rows weigh.
+ */
+const KNOWN_BODY = 3000;
 
 /** Rows' seqs as `recent` lists, with those of `before`. */
 function recentOf(rows: FedRow[], before: Recent = { unchained: [], ours: [] }): Recent {
@@ -353,7 +371,7 @@ function chained(
     input.UpdateExpression += `, ${set}`;
     Object.assign(input.ExpressionAttributeNames, names);
     Object.assign(input.ExpressionAttributeValues, values);
-    return input;
+    return { ...input, ReturnValues: "ALL_NEW" as const };
   }
   return {
     TableName: q.tables.outbox.name,

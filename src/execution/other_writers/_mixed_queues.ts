@@ -1,9 +1,14 @@
 // A mixed store's queues: every read first runs its table's feed round, so other writers' rows are
 // adopted and offered in the same call (whatever the index shows yet), and an outbox entry the
 // feed has not chained yet waits. Each read also nudges the status feed (not awaited).
-import type { OutboxQueue, QueueRow, RowQueue } from "../../core/relay_queues.ts";
-import { TIMER } from "../../core/_layout.ts";
-import { candidateOf, type OutboxContext, type OutboxTable } from "../queue/_outbox_table.ts";
+import type { OutboxQueue, OutboxRow, QueueRow, RowQueue } from "../../core/relay_queues.ts";
+import { OUTBOX, TIMER } from "../../core/_layout.ts";
+import {
+  candidateOf,
+  type OutboxContext,
+  type OutboxTable,
+  rowOf,
+} from "../queue/_outbox_table.ts";
 import type { RowTable } from "../queue/_row_tables.ts";
 import type { RelayFeeds } from "./_relay_feeds.ts";
 import type { StatusFeed } from "./_status_feed.ts";
@@ -15,6 +20,14 @@ export function mixedOutbox(
   feeds: RelayFeeds,
   status: StatusFeed,
 ): OutboxQueue {
+  /** An entry not chained yet waits; so does another writer's while the feed backfills. */
+  const marked = (row: OutboxRow): OutboxRow => {
+    if (
+      (feeds.chaining() && row.prev === undefined) ||
+      (feeds.backfilling() && row.sourceId === null)
+    ) row.waits = true;
+    return row;
+  };
   return {
     now: () => base.now(),
     lease: (seconds) => base.lease(seconds),
@@ -24,7 +37,14 @@ export function mixedOutbox(
       let adopted: Promise<ReturnType<typeof candidateOf>[]> | undefined;
       return {
         async next(count) {
-          adopted ??= feeds.round(ctx, "outbox", signal).then((rows) => rows.map(candidateOf));
+          adopted ??= feeds.round(ctx, "outbox", signal).then((items) =>
+            items.map((item) =>
+              // A row its adoption answered with whole: the pass reads it no more.
+              item[OUTBOX.event] === undefined
+                ? candidateOf(item)
+                : { ...candidateOf(item), row: marked(rowOf(item)) }
+            )
+          );
           const found = (await adopted).splice(0, count);
           if (found.length < count && !signal?.aborted) {
             found.push(...await inner.next(count - found.length));
@@ -35,12 +55,7 @@ export function mixedOutbox(
     },
     async rows(ids) {
       const rows = await base.rows(ids);
-      const chaining = feeds.chaining(), backfilling = feeds.backfilling();
-      for (const row of rows.values()) {
-        if ((chaining && row.prev === undefined) || (backfilling && row.sourceId === null)) {
-          row.waits = true;
-        }
-      }
+      for (const row of rows.values()) marked(row);
       return rows;
     },
     holds: (targets) => base.holds(targets),

@@ -140,10 +140,12 @@ export class OutboxTable implements OutboxQueue {
           for (const item of found[table] ?? []) {
             const target = item[COUNTER.id]!.S!.slice(HOLD.prefix.length);
             const spill = item[HOLD.spill]?.N;
+            const recent = item[HOLD.recent]?.NS;
             holds.set(target, {
               heads: bySeq(item[HOLD.heads]?.NS),
               held: bySeq(item[HOLD.held]?.NS),
               spill: spill === undefined ? null : Number(spill),
+              ...recent && { recent: bySeq(recent) },
             });
           }
         }),
