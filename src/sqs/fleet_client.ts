@@ -70,31 +70,27 @@ function cancelHandlers(
   );
 }
 
-/** Why harel's model, a worker or the queue cannot take an entry to `groupId`, or null. */
-function unreadable(queue: EventQueue, groupId: string, event: Event): string | null {
-  try {
-    checkGroupId("target_id", groupId);
-    messageBody(event, queue.maxMessageBytes);
-    return null;
-  } catch (error) {
-    return `harel's SQS transport cannot carry it: ${(error as Error).message}`;
-  }
-}
-
-/** Publishes an entry, setting it aside as unreadable when SQS refuses the message itself. */
+/**
+ * Publishes a relayed entry; one harel's model, a worker or the queue can never take (checked
+ * first, or refused by SQS for good) is an {@linkcode UnreadableEntry}, with the reason.
+ */
 async function publishEntry(
   queue: EventQueue,
   groupId: string,
   event: Event,
-  unreadableEntry: (why: string) => UnreadableEntry,
+  unreadable: (why: string) => UnreadableEntry,
 ): Promise<void> {
-  const why = unreadable(queue, groupId, event);
-  if (why !== null) throw unreadableEntry(why);
+  try {
+    checkGroupId("target_id", groupId);
+    messageBody(event, queue.maxMessageBytes);
+  } catch (error) {
+    throw unreadable(`harel's SQS transport cannot carry it: ${(error as Error).message}`);
+  }
   try {
     await queue.publish(groupId, event);
   } catch (error) {
     const refusal = permanentRefusal(error);
-    throw refusal === null ? error : unreadableEntry(refusal);
+    throw refusal === null ? error : unreadable(refusal);
   }
 }
 
