@@ -77,6 +77,10 @@ export const DOCUMENT_DEPTH = 500;
  */
 export const HAREL_DEPTH = 100;
 
+/** Why a document deeper than {@linkcode HAREL_DEPTH} is refused, after its path. */
+export const HAREL_TOO_DEEP = `nests deeper than ${HAREL_DEPTH} levels of objects and arrays ` +
+  "(counted from the document): harel's pydantic models read at most 201";
+
 /** `toJSON(key)` applied, boxed primitives unboxed: the value as `JSON.stringify` sees it. */
 function jsonView(value: unknown, key: string): unknown {
   if (typeof value !== "object" || value === null || value instanceof ExactNumber) return value;
@@ -178,7 +182,7 @@ export function plainValue(
         native
           ? `nests deeper than ${FIELD_DEPTH} levels of maps and lists: DynamoDB's ${DYNAMODB_DEPTH} levels count the hash Map and the innermost value`
           : wellFormed
-          ? `nests deeper than ${HAREL_DEPTH} levels of objects and arrays (counted from the document): harel's pydantic models read at most 201`
+          ? HAREL_TOO_DEEP
           : `nests deeper than ${DOCUMENT_DEPTH} levels of objects and arrays, more than a Python worker's json module reads`,
       );
     }

@@ -1,6 +1,6 @@
 // What harel's SQS transport puts on the wire, as pure functions: the message body (the Event as
 // its pydantic model dumps it) and the checks of a group id, both before anything is sent.
-import { plainValue } from "../core/_json.ts";
+import { HAREL_DEPTH, HAREL_TOO_DEEP, plainValue } from "../core/_json.ts";
 import { checkKey, describe, LIMITS, utf8Length } from "../core/_validate.ts";
 import { pydanticTime } from "../core/_event_time.ts";
 import { storedText } from "../core/_stored_event.ts";
@@ -65,8 +65,8 @@ function eventId(id: unknown): string {
  * once checked. What the model, a worker or SQS would refuse (no id, an id over 1,024 UTF-8
  * bytes, a kind that is not a string, data that is not a JSON object, a time that is not ISO
  * 8601 or whose offset is outside ±23:59, a lone UTF-16 surrogate in any string or key, nesting
- * deeper than harel reads (`HAREL_DEPTH`, 100 levels), U+FFFE or U+FFFF, a body over `maxBytes`) is an
- * error naming the field, before anything is sent.
+ * deeper than harel reads (100 levels), U+FFFE or U+FFFF, a body over `maxBytes`) is an error
+ * naming the field, before anything is sent.
  */
 export function messageBody(event: unknown, maxBytes: number = MAX_BODY_BYTES): string {
   if (typeof event !== "object" || event === null || Array.isArray(event)) {
@@ -135,9 +135,22 @@ function readsAsEvent(text: string): boolean {
   eventString("event.kind", e.kind, "");
   pydanticTime("event.created_time", e.created_time);
   pydanticTime("event.received_time", e.received_time);
-  eventData(e.data);
-  plainValue("event", e, false, "", true);
+  checkParsed("event.data", eventData(e.data), 2);
   return true;
+}
+
+/** Refuses a lone surrogate in a parsed value's strings and keys, and nesting harel cannot read. */
+function checkParsed(path: string, value: unknown, depth: number): void {
+  if (typeof value === "string" && !value.isWellFormed()) {
+    throw new TypeError(`${path} holds a lone UTF-16 surrogate, which harel's pydantic refuses`);
+  }
+  if (typeof value !== "object" || value === null) return; // numbers are the stored text's
+  if (depth > HAREL_DEPTH) throw new RangeError(`${path} ${HAREL_TOO_DEEP}`);
+  for (const [key, item] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+    checkParsed(at, key, depth);
+    checkParsed(at, item, depth + 1);
+  }
 }
 
 /** The path of the first string or key of a parsed body that holds a character SQS refuses. */
