@@ -115,13 +115,12 @@ const COLLECTIONS = [Map, Set, WeakMap, WeakSet];
  * encodes (JSON text, or a native DynamoDB value). What JSON would silently change is refused
  * with a `TypeError` naming the path: class instances (but for their `toJSON`), Map, Set,
  * BigInt, NaN, ±Infinity, functions, symbols, `undefined` in an array or on its own, cycles.
- * Deeper than {@linkcode DOCUMENT_DEPTH} levels ({@linkcode HAREL_DEPTH} with `wellFormed`) is a
- * `RangeError`. `native` adds DynamoDB's
+ * Deeper than {@linkcode DOCUMENT_DEPTH} levels is a `RangeError`. `native` adds DynamoDB's
  * own rules for a hash field's value: numbers DynamoDB can store, at most
  * {@linkcode FIELD_DEPTH} levels (`RangeError`), no empty key (`TypeError`). `where` (say,
- * which hash field) is added to the message. `wellFormed` refuses a string, key or value,
- * holding a lone UTF-16 surrogate (`TypeError`), and deeper nesting: what harel's pydantic
- * models cannot read.
+ * which hash field) is added to the message. `wellFormed` refuses what harel's pydantic models
+ * cannot read: a string, key or value holding a lone UTF-16 surrogate (`TypeError`), and more
+ * than {@linkcode HAREL_DEPTH} levels (`RangeError`).
  */
 export function plainValue(
   field: string,
