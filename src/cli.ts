@@ -127,9 +127,10 @@ Commands:
   suspend ID           harel's suspend: a RUNNING execution and its children become SUSPENDED
   resume ID            harel's resume: a SUSPENDED execution and its children become RUNNING
   cancel ID [--reason JSON] --yes
-                       harel's cooperative cancel: CANCELLING, with a Cancel event (the
-                       reason as its data) in the outbox for the relay; children CANCELLED;
-                       one that never started is terminated; a DONE one stays DONE
+                       harel's cancel as if every state had a cancel handler (the CLI knows
+                       no definitions): CANCELLING, with a Cancel event (the reason as its
+                       data) in the outbox for the relay; children CANCELLED; one that never
+                       started, or is DONE, becomes CANCELLED at once, as harel makes it
   terminate ID --yes   harel's terminate: it and its children CANCELLED at once (a DONE
                        one too, as harel does)
   relay [--queue Q] [--sqs-endpoint URL] [--limit N]

@@ -43,6 +43,7 @@ export {
   type FleetRelayReport,
 } from "./sqs/fleet_client.ts";
 export {
+  CancelNotPublished,
   ExecutionExists,
   ExecutionNotFound,
   PublishOutcomeUnknown,

@@ -51,7 +51,7 @@ export async function runControl(
   const reason = parseReason(values.reason);
   let result: control.ControlResultOf;
   try {
-    // The CLI knows no definitions: a cancel is cooperative, as `FleetClient`'s default.
+    // The CLI knows no definitions: every state has a cancel handler, as `FleetClient`'s default.
     result = command === "cancel"
       ? (await control.cancel(store, id, reason, () => true)).result
       : await control[command](store, id);

@@ -1,7 +1,6 @@
 // What both conformance suites share: awaiting a refusal, and the cases of the one JSON rule
 // (core/_json.ts) that commit's documents, set() and hset() all follow.
 import assert from "node:assert/strict";
-import { DOCUMENT_DEPTH } from "../core/_json.ts";
 
 export async function rejection(promise: Promise<unknown>): Promise<Error> {
   try {
@@ -59,5 +58,7 @@ export function nestedObject(levels: number): Record<string, unknown> {
   return value;
 }
 
-/** A value nested deeper than JSON documents may be, refused naming the path. */
-export const TOO_DEEP = new RegExp(`\\.d nests deeper than ${DOCUMENT_DEPTH} levels`);
+/** A value nested deeper than `levels`, refused naming the path. */
+export function tooDeep(levels: number): RegExp {
+  return new RegExp(`\\.d nests deeper than ${levels} levels`);
+}

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "../core/documents.ts";
 import { InvalidCursor, StoreClosed, StoreConflict } from "../core/errors.ts";
-import { DOCUMENT_DEPTH } from "../core/_json.ts";
+import { HAREL_DEPTH } from "../core/_json.ts";
 import type { CommitChanges, ExecutionStore, ListOptions } from "../core/types.ts";
-import { checkJsonRule, jsonRuleCases, nestedObject, rejection, TOO_DEEP } from "./_shared.ts";
+import { checkJsonRule, jsonRuleCases, nestedObject, rejection, tooDeep } from "./_shared.ts";
 import { queueSteps } from "./_queues.ts";
 import { clockSteps } from "./_clock_steps.ts";
 import type { ConformanceStoreOptions, FakeClock, Step } from "./_steps.ts";
@@ -435,13 +435,13 @@ export async function executionStoreConformance(
         );
       }
       // The execution is the first level, its context the second.
-      const exe = newExecution({ definition_id: "d", context: nestedObject(DOCUMENT_DEPTH - 1) });
+      const exe = newExecution({ definition_id: "d", context: nestedObject(HAREL_DEPTH - 1) });
       await store.commit(exe);
       assert.deepEqual((await store.load(exe.id))?.context, exe.context);
-      const deeper = newExecution({ definition_id: "d", context: nestedObject(DOCUMENT_DEPTH) });
+      const deeper = newExecution({ definition_id: "d", context: nestedObject(HAREL_DEPTH) });
       await assert.rejects(
         store.commit(deeper),
-        (e) => e instanceof RangeError && TOO_DEEP.test(e.message),
+        (e) => e instanceof RangeError && tooDeep(HAREL_DEPTH).test(e.message),
       );
       assert.equal(await store.load(deeper.id), null);
     },

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { StoreClosed } from "../core/errors.ts";
 import { DOCUMENT_DEPTH } from "../core/_json.ts";
 import type { StateStore } from "../core/types.ts";
-import { checkJsonRule, jsonRuleCases, nestedObject, rejection, TOO_DEEP } from "./_shared.ts";
+import { checkJsonRule, jsonRuleCases, nestedObject, rejection, tooDeep } from "./_shared.ts";
 
 /**
  * A fresh, empty state store and a way to let `seconds` pass for it.
@@ -450,7 +450,7 @@ export async function stateStoreConformance(
       assert.deepEqual(await store.get("deep"), nestedObject(DOCUMENT_DEPTH));
       await assert.rejects(
         store.set("deeper", nestedObject(DOCUMENT_DEPTH + 1)),
-        (e) => e instanceof RangeError && TOO_DEEP.test(e.message),
+        (e) => e instanceof RangeError && tooDeep(DOCUMENT_DEPTH).test(e.message),
       );
       assert.equal(await store.exists("deeper"), false);
     },

@@ -69,6 +69,18 @@ export const FIELD_DEPTH = DYNAMODB_DEPTH - 2;
  */
 export const DOCUMENT_DEPTH = 500;
 
+/**
+ * Levels a document harel's pydantic models read (an execution, an event, a context) may hold,
+ * counted from the document itself: pydantic-core's JSON parser gives up past 201 levels, and
+ * the engine nests what it is given a level or two deeper (a Start's data becomes the context,
+ * a deferred event sits at level 3). Half of that is room to spare.
+ */
+export const HAREL_DEPTH = 100;
+
+/** Why a document deeper than {@linkcode HAREL_DEPTH} is refused, after its path. */
+export const HAREL_TOO_DEEP = `nests deeper than ${HAREL_DEPTH} levels of objects and arrays ` +
+  "(counted from the document): harel's pydantic models read at most 201";
+
 /** `toJSON(key)` applied, boxed primitives unboxed: the value as `JSON.stringify` sees it. */
 function jsonView(value: unknown, key: string): unknown {
   if (typeof value !== "object" || value === null || value instanceof ExactNumber) return value;
@@ -106,8 +118,9 @@ const COLLECTIONS = [Map, Set, WeakMap, WeakSet];
  * Deeper than {@linkcode DOCUMENT_DEPTH} levels is a `RangeError`. `native` adds DynamoDB's
  * own rules for a hash field's value: numbers DynamoDB can store, at most
  * {@linkcode FIELD_DEPTH} levels (`RangeError`), no empty key (`TypeError`). `where` (say,
- * which hash field) is added to the message. `wellFormed` refuses a string, key or value,
- * holding a lone UTF-16 surrogate (`TypeError`): what harel's pydantic models cannot read.
+ * which hash field) is added to the message. `wellFormed` refuses what harel's pydantic models
+ * cannot read: a string, key or value holding a lone UTF-16 surrogate (`TypeError`), and more
+ * than {@linkcode HAREL_DEPTH} levels (`RangeError`).
  */
 export function plainValue(
   field: string,
@@ -116,7 +129,7 @@ export function plainValue(
   where = "",
   wellFormed = false,
 ): unknown {
-  const maxDepth = native ? FIELD_DEPTH : DOCUMENT_DEPTH;
+  const maxDepth = native ? FIELD_DEPTH : wellFormed ? HAREL_DEPTH : DOCUMENT_DEPTH;
   // The containers from the root to here (a document is shallow: a list beats a Set's hashing).
   const ancestors: object[] = [];
   // The keys (strings) and indexes (numbers) from the root to here: the path, and the depth.
@@ -167,6 +180,8 @@ export function plainValue(
         RangeError,
         native
           ? `nests deeper than ${FIELD_DEPTH} levels of maps and lists: DynamoDB's ${DYNAMODB_DEPTH} levels count the hash Map and the innermost value`
+          : wellFormed
+          ? HAREL_TOO_DEEP
           : `nests deeper than ${DOCUMENT_DEPTH} levels of objects and arrays, more than a Python worker's json module reads`,
       );
     }

@@ -113,10 +113,10 @@ export function confirmation(basePath: string, action: Action): {
     return {
       title: action.do === "cancel" ? "Cancel this execution?" : "Terminate this execution?",
       question: action.do === "cancel"
-        ? `Cancel execution ${action.id}? When its definition has a cancel handler it becomes ` +
-          "CANCELLING and its Cancel event goes to the workers, whose machine's Cancel transition " +
-          "runs; otherwise (or when it never started) it becomes CANCELLED at once. Its children " +
-          "become CANCELLED. A DONE execution stays DONE."
+        ? `Cancel execution ${action.id}? When its active state has a cancel handler it ` +
+          "becomes CANCELLING and its Cancel event goes to the workers, whose machine's Cancel " +
+          "transition runs; otherwise (or when it never started, or is DONE) it becomes " +
+          "CANCELLED at once, as harel makes it. Its children become CANCELLED."
         : `Terminate execution ${action.id}? It and its children become CANCELLED at once, ` +
           "with no hooks run — a DONE one too, as harel's terminate does.",
       label: action.do === "cancel" ? "Cancel execution" : "Terminate",
@@ -184,7 +184,11 @@ export async function runAction(
       try {
         result = await fleet[action.do](action.id);
       } catch (error) {
-        if ((error as Error)?.name !== "ExecutionNotFound") throw error;
+        const name = (error as Error)?.name;
+        if (action.do === "cancel" && /^(CancelNotPublished|PublishOutcomeUnknown)$/.test(name)) {
+          return href(basePath, ["executions", action.id], { done: "cancel-unpublished" });
+        }
+        if (name !== "ExecutionNotFound") throw error;
         return href(basePath, [], { done: "no-such-execution" });
       }
       const done = !result.changed
@@ -274,9 +278,11 @@ export function noticeOf(query: URLSearchParams): string | null {
     case "resumed":
       return "Resumed: it and its children are RUNNING again, and workers take up its held events.";
     case "cancelling":
-      return "Cancelling: its Cancel event went to the workers (or, when SQS failed, waits in its outbox for the next relay pass), and its machine's Cancel transition runs on a worker.";
+      return "Cancelling: its Cancel event went to the workers, and its machine's Cancel transition runs on a worker.";
+    case "cancel-unpublished":
+      return "Cancelling, but SQS did not take its Cancel event: it waits in its outbox for the next relay pass, and workers drop its other events meanwhile.";
     case "cancelled":
-      return "Cancelled: it and its children are CANCELLED (its definition has no cancel handler, or it never started).";
+      return "Cancelled: it and its children are CANCELLED (its active state has no cancel handler, it never started, or it was DONE).";
     case "terminated":
       return "Terminated: it and its children are CANCELLED.";
     case "unchanged":

@@ -4,10 +4,18 @@
 import { type Event, type Execution, newEvent, type Status, StoreConflict } from "../../mod.ts";
 import type { ExecutionStore } from "../../mod.ts";
 import { ExecutionNotFound } from "./sqs_errors.ts";
+import { messageBody } from "./_wire.ts";
 import type { ControlResult } from "./fleet_types.ts";
 
 /** What a control call returns (for callers outside src/sqs/). */
 export type ControlResultOf = ControlResult;
+
+/** Whether the active state (or an ancestor below the root) has a Cancel transition. */
+export type HasCancelHandler = (
+  definitionId: string,
+  activePath: string,
+  rootPath: string,
+) => boolean;
 
 /** harel's `_RETRIES`: attempts of one status commit against concurrent writers. */
 export const CONTROL_ATTEMPTS = 5;
@@ -103,24 +111,29 @@ export interface CommittedCancel {
 }
 
 /**
- * harel's `cancel` (`engine/aio/control.py`): when the definition has a cancel handler and the
- * execution is in a state, it becomes CANCELLING with a Cancel event to itself in the same
- * commit's outbox (a CANCELLED or DONE one is left as it is, by the status rule), and its
+ * harel's `cancel` (`engine/aio/control.py`): when the active state has a cancel handler
+ * (`engine.has_cancel_handler`), the execution becomes CANCELLING with a Cancel event to itself
+ * in the same commit's outbox (a CANCELLED one is left as it is, by the status rule), and its
  * children CANCELLED; the caller publishes the Cancel at once. Otherwise it is terminated
- * (CANCELLED, no event; a DONE one too).
+ * (CANCELLED, no event). An execution that never started has no active state (nor one resting
+ * at its root), and a DONE one rests in a sink (a state with no transition, so no Cancel one):
+ * harel finds no handler for them, so they are terminated. The
+ * Cancel is checked as a message body of at most `maxMessageBytes` before anything is read.
  */
 export async function cancel(
   store: ExecutionStore,
   id: string,
   reason: Record<string, unknown>,
-  hasCancelHandler: (definitionId: string) => boolean,
+  hasCancelHandler: HasCancelHandler,
+  maxMessageBytes?: number,
 ): Promise<{ result: ControlResult; cancel: CommittedCancel | null }> {
-  const exe = await loaded(store, "cancel", id);
-  const started = exe.active_path !== null && exe.active_path !== undefined;
-  if (!started || !hasCancelHandler(exe.definition_id)) {
-    return { result: await terminate(store, id), cancel: null };
-  }
   const event = cancelEvent(reason);
+  messageBody(event, maxMessageBytes);
+  const exe = await loaded(store, "cancel", id);
+  const active = exe.active_path;
+  const handled = typeof active === "string" && active !== exe.root_path &&
+    exe.status !== "DONE" && hasCancelHandler(exe.definition_id, active, exe.root_path);
+  if (!handled) return { result: await terminate(store, id), cancel: null };
   const result = await commitStatus(store, "cancel", id, "CANCELLING", event);
   await propagate(store, "cancel", id, "CANCELLED");
   return {

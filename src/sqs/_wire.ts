@@ -1,7 +1,7 @@
 // What harel's SQS transport puts on the wire, as pure functions: the message body (the Event as
 // its pydantic model dumps it) and the checks of a group id, both before anything is sent.
-import { plainValue } from "../core/_json.ts";
-import { describe, utf8Length } from "../core/_validate.ts";
+import { HAREL_DEPTH, HAREL_TOO_DEEP, plainValue } from "../core/_json.ts";
+import { checkKey, describe, LIMITS, utf8Length } from "../core/_validate.ts";
 import { pydanticTime } from "../core/_event_time.ts";
 import { storedText } from "../core/_stored_event.ts";
 
@@ -51,39 +51,56 @@ function eventString(field: string, value: unknown, what: string): string {
   return value;
 }
 
+/** An event id: also the range key of a worker's dedupe mark, which DynamoDB caps. */
+function eventId(id: unknown): string {
+  checkKey("event.id", eventString("event.id", id, " (the dedupe key)"), LIMITS.sortKeyBytes);
+  return id as string;
+}
+
 /**
  * The `MessageBody` harel's transport sends for `event`: `Event.model_dump_json()`, compact JSON
  * with the keys `id, kind, created_time, received_time, data` in that order and raw UTF-8.
  * Fields the model does not have are dropped, as pydantic drops them. An event a relay read
  * from another writer's outbox row is its stored text, byte for byte (already pydantic's dump),
- * once checked. What the model or SQS would refuse (no id, a kind that is not a string, data
- * that is not a JSON object, a time that is not ISO 8601 or whose offset is outside ±23:59, a
- * lone UTF-16 surrogate in any string or key, a body over 1 MiB) is an error naming the field,
- * before anything is sent.
+ * once checked. What the model, a worker or SQS would refuse (no id, an id over 1,024 UTF-8
+ * bytes, a kind that is not a string, data that is not a JSON object, a time that is not ISO
+ * 8601 or whose offset is outside ±23:59, a lone UTF-16 surrogate in any string or key, nesting
+ * deeper than harel reads (100 levels), U+FFFE or U+FFFF, a body over `maxBytes`) is an error
+ * naming the field, before anything is sent.
  */
-export function messageBody(event: unknown): string {
+export function messageBody(event: unknown, maxBytes: number = MAX_BODY_BYTES): string {
   if (typeof event !== "object" || event === null || Array.isArray(event)) {
     throw new TypeError(`event must be an Event object, got ${describe(event)}`);
   }
   const e = event as Record<string, unknown>;
   const stored = storedText(event);
-  const body = stored !== undefined && readsAsEvent(stored) ? stored : JSON.stringify({
-    id: eventString("event.id", e.id, " (the dedupe key)"),
-    kind: eventString("event.kind", e.kind, ""),
-    created_time: pydanticTime("event.created_time", e.created_time),
-    received_time: pydanticTime("event.received_time", e.received_time),
-    data: plainValue("event.data", eventData(e.data), false, "", true),
-  });
+  const body = stored !== undefined && readsAsEvent(stored) ? stored : JSON.stringify(
+    plainValue(
+      "event",
+      {
+        id: eventId(e.id),
+        kind: eventString("event.kind", e.kind, ""),
+        created_time: pydanticTime("event.created_time", e.created_time),
+        received_time: pydanticTime("event.received_time", e.received_time),
+        data: eventData(e.data),
+      },
+      false,
+      "",
+      true,
+    ),
+  );
   if (NOT_IN_SQS.test(body)) {
     throw new TypeError(
-      `event ${JSON.stringify(e.id)} holds U+FFFE or U+FFFF, which SQS refuses in a message`,
+      `${
+        notInSqs("event", JSON.parse(body))
+      } holds U+FFFE or U+FFFF, which SQS refuses in a message`,
     );
   }
   const bytes = utf8Length(body);
-  if (bytes > MAX_BODY_BYTES) {
+  if (bytes > maxBytes) {
     throw new RangeError(
-      `event ${JSON.stringify(e.id)} is ${bytes} bytes as a message body: SQS takes at most ` +
-        `${MAX_BODY_BYTES} (1 MiB)`,
+      `event ${JSON.stringify(e.id)} is ${bytes} bytes as a message body: the queue takes at ` +
+        `most ${maxBytes} (its MaximumMessageSize)`,
     );
   }
   return body;
@@ -103,7 +120,7 @@ function eventData(data: unknown): object {
  * Whether another writer's stored event text is one harel's `Event` model reads: strict JSON
  * (Python's bare NaN is not: that row is re-serialized from its parsed event instead), an
  * object whose id and kind are strings, data an object, times by harel's rule, no lone
- * surrogate anywhere. Anything else throws, naming the field.
+ * surrogate anywhere, no deeper than harel reads. Anything else throws, naming the field.
  */
 function readsAsEvent(text: string): boolean {
   let parsed: unknown;
@@ -114,26 +131,36 @@ function readsAsEvent(text: string): boolean {
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return false;
   const e = parsed as Record<string, unknown>;
-  if (e.id !== undefined) eventString("event.id", e.id, " (the dedupe key)");
+  if (e.id !== undefined) eventId(e.id);
   eventString("event.kind", e.kind, "");
   pydanticTime("event.created_time", e.created_time);
   pydanticTime("event.received_time", e.received_time);
-  wellFormedTree("event.data", eventData(e.data));
+  checkParsed("event.data", eventData(e.data), 2);
   return true;
 }
 
-/** Refuses a lone surrogate in a parsed JSON value's strings and keys (numbers are the text's). */
-function wellFormedTree(path: string, value: unknown): void {
-  if (typeof value === "string") {
-    if (!value.isWellFormed()) {
-      throw new TypeError(`${path} holds a lone UTF-16 surrogate, which harel's pydantic refuses`);
-    }
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => wellFormedTree(`${path}[${i}]`, item));
-  } else if (typeof value === "object" && value !== null) {
-    for (const [key, item] of Object.entries(value)) {
-      wellFormedTree(`${path}.${key}`, key);
-      wellFormedTree(`${path}.${key}`, item);
-    }
+/** Refuses a lone surrogate in a parsed value's strings and keys, and nesting harel cannot read. */
+function checkParsed(path: string, value: unknown, depth: number): void {
+  if (typeof value === "string" && !value.isWellFormed()) {
+    throw new TypeError(`${path} holds a lone UTF-16 surrogate, which harel's pydantic refuses`);
   }
+  if (typeof value !== "object" || value === null) return; // numbers are the stored text's
+  if (depth > HAREL_DEPTH) throw new RangeError(`${path} ${HAREL_TOO_DEEP}`);
+  for (const [key, item] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+    checkParsed(at, key, depth);
+    checkParsed(at, item, depth + 1);
+  }
+}
+
+/** The path of the first string or key of a parsed body that holds a character SQS refuses. */
+function notInSqs(path: string, value: unknown): string | undefined {
+  if (typeof value === "string") return NOT_IN_SQS.test(value) ? path : undefined;
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+    const found = NOT_IN_SQS.test(key) ? at : notInSqs(at, item);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

@@ -19,12 +19,13 @@ import { checkKnownOptions, checkOptions, describe } from "../core/_validate.ts"
 import * as control from "./_control.ts";
 import { checkGroupId, messageBody } from "./_wire.ts";
 import {
+  CancelNotPublished,
   ExecutionExists,
   ExecutionNotFound,
   PublishOutcomeUnknown,
   StartNotPublished,
 } from "./sqs_errors.ts";
-import type { EventQueue } from "./sqs_queue.ts";
+import { type EventQueue, permanentRefusal } from "./sqs_queue.ts";
 import type {
   CancelOptions,
   ControlResult,
@@ -55,28 +56,41 @@ function jsonObject(field: string, value: unknown): Record<string, unknown> {
 /** How long the relay waits between attempts of a publish SQS refused: 10 s doubling to 5 min. */
 const FLEET_BACKOFF = { minSeconds: 10, maxSeconds: 300 } as const;
 
-/** `hasCancelHandler` as a function of the definition id, checked. */
+/** `hasCancelHandler` as a function of the definition id and the active state, checked. */
 function cancelHandlers(
   value: FleetClientOptions["hasCancelHandler"],
-): (definitionId: string) => boolean {
+): control.HasCancelHandler {
   if (value === undefined) return () => true;
-  if (typeof value === "function") return (id) => value(id) === true;
+  if (typeof value === "function") return (id, path, root) => value(id, path, root) === true;
   if (value instanceof Set) return (id) => value.has(id);
   throw new TypeError(
-    `hasCancelHandler must be a function of the definition id or a Set of definition ids, got ${
+    `hasCancelHandler must be a function of the definition id and the active state, or a Set of definition ids, got ${
       describe(value)
     }`,
   );
 }
 
-/** Why harel's model or SQS cannot take an entry to `groupId` with `event`, or null. */
-function unreadable(groupId: string, event: Event): string | null {
+/**
+ * Publishes a relayed entry; one harel's model, a worker or the queue can never take (checked
+ * first, or refused by SQS for good) is an {@linkcode UnreadableEntry}, with the reason.
+ */
+async function publishEntry(
+  queue: EventQueue,
+  groupId: string,
+  event: Event,
+  unreadable: (why: string) => UnreadableEntry,
+): Promise<void> {
   try {
     checkGroupId("target_id", groupId);
-    messageBody(event);
-    return null;
+    messageBody(event, queue.maxMessageBytes);
   } catch (error) {
-    return `harel's SQS transport cannot carry it: ${(error as Error).message}`;
+    throw unreadable(`harel's SQS transport cannot carry it: ${(error as Error).message}`);
+  }
+  try {
+    await queue.publish(groupId, event);
+  } catch (error) {
+    const refusal = permanentRefusal(error);
+    throw refusal === null ? error : unreadable(refusal);
   }
 }
 
@@ -111,7 +125,7 @@ export class FleetClient {
   readonly store: ExecutionStore;
   /** The queue events are published to. */
   readonly queue: EventQueue;
-  readonly #hasCancelHandler: (definitionId: string) => boolean;
+  readonly #hasCancelHandler: control.HasCancelHandler;
 
   /**
    * A fleet client on a store and a queue (no network here).
@@ -171,7 +185,7 @@ export class FleetClient {
     const id = given.id === undefined ? undefined : checkGroupId("id", given.id);
     const exe = newExecution({ definition_id: definitionId, context, ...(id ? { id } : {}) });
     const start = newEvent("Start", structuredClone(context));
-    messageBody(start); // too large a context fails here, before the commit
+    messageBody(start, this.queue.maxMessageBytes); // before the commit: nothing to undo
     let seqs: number[];
     try {
       ({ outbox: seqs } = await this.store.commit(exe, {
@@ -181,20 +195,10 @@ export class FleetClient {
       if (error instanceof StoreConflict) throw new ExecutionExists(exe.id, { cause: error });
       throw error;
     }
-    try {
-      await this.queue.publish(exe.id, start);
-    } catch (error) {
-      const also = `create(): execution ${JSON.stringify(exe.id)} was committed (PENDING); ` +
-        "its Start stays in the outbox for relay(), and a send() to it publishes it first";
-      if (error instanceof PublishOutcomeUnknown) {
-        throw new PublishOutcomeUnknown(error.groupId, error.eventId, error.deduplicationId, {
-          cause: error.cause,
-          also,
-        });
-      }
-      throw new StartNotPublished(exe.id, start.id, { cause: error });
-    }
-    await this.store.ackOutbox(seqs).catch(() => {}); // a later relay re-publishes; deduped
+    const also = `create(): execution ${JSON.stringify(exe.id)} was committed (PENDING); ` +
+      "its Start stays in the outbox for relay(), and a send() to it publishes it first";
+    const refused = (cause: unknown) => new StartNotPublished(exe.id, start.id, { cause });
+    await this.#publishCommitted(exe.id, start, seqs, refused, also);
     return exe;
   }
 
@@ -210,11 +214,36 @@ export class FleetClient {
    */
   async send(executionId: string, event: Event): Promise<void> {
     checkGroupId("executionId", executionId);
-    messageBody(event);
+    messageBody(event, this.queue.maxMessageBytes);
     const exe = await this.store.load(executionId);
     if (exe === null) throw new ExecutionNotFound("send", executionId);
     if (exe.status === "PENDING") await this.#startFirst(executionId);
     await this.queue.publish(executionId, event, { priority: exe.priority ?? 0 });
+  }
+
+  /**
+   * Publishes an event just committed in the outbox, then acknowledges it (a later relay
+   * re-publishes it when that fails; deduped). When the publish fails the event stays in the
+   * outbox and this says so: `notPublished` when SQS refused it, a PublishOutcomeUnknown
+   * (with `also`) when it may have gone out.
+   */
+  async #publishCommitted(
+    id: string,
+    event: Event,
+    seqs: number[],
+    notPublished: (cause: unknown) => Error,
+    also: string,
+  ): Promise<void> {
+    try {
+      await this.queue.publish(id, event);
+    } catch (error) {
+      if (!(error instanceof PublishOutcomeUnknown)) throw notPublished(error);
+      throw new PublishOutcomeUnknown(error.groupId, error.eventId, error.deduplicationId, {
+        cause: error.cause,
+        also,
+      });
+    }
+    await this.store.ackOutbox(seqs).catch(() => {});
   }
 
   /** Publishes (and acknowledges) the Start a PENDING execution still has in its outbox. */
@@ -233,13 +262,16 @@ export class FleetClient {
   }
 
   /**
-   * harel's cancel, as its control plane (`engine/aio/control.py`) chooses: when the
-   * definition has a cancel handler (the `hasCancelHandler` option) and the execution is in a
-   * state, it becomes CANCELLING and its `Cancel` event (the reason as its data) is committed
-   * in its outbox and published at once (left to {@linkcode FleetClient.relay} only when that
-   * publish fails); its children become CANCELLED. Otherwise it is terminated: CANCELLED at
-   * once, no event. A DONE execution is left DONE by a cooperative cancel and made CANCELLED
-   * by an immediate one, as harel does.
+   * harel's cancel, as its control plane (`engine/aio/control.py`) chooses: when the active
+   * state has a cancel handler (the `hasCancelHandler` option), the execution becomes
+   * CANCELLING and its `Cancel` event (the reason as its data) is committed in its outbox and
+   * published at once; its children become CANCELLED. Otherwise it is terminated: CANCELLED at
+   * once, no event. An execution that never started, and a DONE one (its state is a sink, with
+   * no transition), have no handler: they become CANCELLED, as harel makes them. The Cancel is
+   * checked as a message before anything is committed. When its publish fails the execution is
+   * CANCELLING all the same, its Cancel waits in the outbox for {@linkcode FleetClient.relay},
+   * and `cancel()` rejects, saying so: a {@linkcode CancelNotPublished} when SQS refused it, a
+   * {@linkcode PublishOutcomeUnknown} when it may have gone out.
    *
    * @param executionId The execution.
    * @param options The reason, as the Cancel event's data.
@@ -250,14 +282,18 @@ export class FleetClient {
     checkKnownOptions("cancel()", given, ["reason"]);
     const reason = jsonObject("reason", given.reason);
     const id = checkGroupId("executionId", executionId);
-    const { result, cancel } = await control.cancel(this.store, id, reason, this.#hasCancelHandler);
+    const { result, cancel } = await control.cancel(
+      this.store,
+      id,
+      reason,
+      this.#hasCancelHandler,
+      this.queue.maxMessageBytes,
+    );
     if (cancel !== null) {
-      try {
-        await this.queue.publish(id, cancel.event);
-        await this.store.ackOutbox(cancel.outbox).catch(() => {}); // a relay re-publishes it
-      } catch {
-        // Committed in the outbox: the next relay() publishes it.
-      }
+      const also = `cancel(): execution ${JSON.stringify(id)} is CANCELLING (committed); ` +
+        "its Cancel stays in the outbox for relay()";
+      const refused = (cause: unknown) => new CancelNotPublished(id, cancel.event.id, { cause });
+      await this.#publishCommitted(id, cancel.event, cancel.outbox, refused, also);
     }
     return result;
   }
@@ -301,10 +337,12 @@ export class FleetClient {
    * acknowledged only after its publish resolved: a lost answer leaves it pending and it is
    * published again (at least once; workers dedupe on the event id). An event another writer
    * (the Python store) stored is published byte for byte as stored; this module's own as
-   * committed. A publish SQS failed is retried with backoff (10 s doubling to 5 min) for ever,
-   * never dead-lettered, unless the options set `maxAttempts`; an entry harel's model or SQS
-   * can never take (a lone surrogate, a bad time, a group id SQS refuses) is set aside at once
-   * as unreadable (an {@linkcode UnreadableEntry} to `onError`), visible in `deadLetters`.
+   * committed. A publish SQS failed (throttled, 5xx, unreachable) is retried with backoff (10 s
+   * doubling to 5 min) for ever, never dead-lettered, unless the options set `maxAttempts`; an
+   * entry harel's model, a worker or the queue can never take (a lone surrogate, a bad time, a
+   * group id SQS refuses, a body over the queue's `MaximumMessageSize`, any other 4xx refusal
+   * of the message) is set aside at once as unreadable, with the reason (an
+   * {@linkcode UnreadableEntry} to `onError`), visible in `deadLetters`.
    *
    * @param options The options of each pass.
    * @returns The two passes' reports.
@@ -317,14 +355,20 @@ export class FleetClient {
     const [outbox, timers] = await Promise.all([
       relayOutbox(this.store, async (entry) => {
         if (entry.targetId === null) return;
-        const why = unreadable(entry.targetId, entry.event);
-        if (why !== null) throw new UnreadableEntry("outbox", entry.seq, why);
-        await queue.publish(entry.targetId, entry.event);
+        await publishEntry(
+          queue,
+          entry.targetId,
+          entry.event,
+          (why) => new UnreadableEntry("outbox", entry.seq, why),
+        );
       }, { ...retry, ...given.outbox }),
       sweepTimers(this.store, async (timer, event) => {
-        const why = unreadable(timer.executionId, event);
-        if (why !== null) throw new UnreadableEntry("timers", timer, why);
-        await queue.publish(timer.executionId, event);
+        await publishEntry(
+          queue,
+          timer.executionId,
+          event,
+          (why) => new UnreadableEntry("timers", timer, why),
+        );
       }, { ...retry, ...given.timers }),
     ]);
     return { outbox, timers };

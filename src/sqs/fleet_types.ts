@@ -30,13 +30,19 @@ export interface FleetClientOptions {
   /** The queue the workers read ({@linkcode SqsQueue}). */
   queue: EventQueue;
   /**
-   * Which definitions have a cancel handler (a `Cancel` transition), as harel's
-   * `has_cancel_handler` answers for them: a function of the definition id, or a Set of ids.
-   * `cancel()` of an execution whose definition has one is cooperative (CANCELLING, and a
-   * `Cancel` the machine handles); of any other, immediate (CANCELLED, no event).
-   * @default {every definition has one (cooperative)}
+   * Whether an execution's active state has a cancel handler, as harel's
+   * `engine.has_cancel_handler(defn, exe)` answers: that state or one of its ancestors below
+   * the execution's root is the source of a `Cancel` transition. A function of the definition
+   * id, the active state's path (`exe.active_path`) and the execution's root (`exe.root_path`,
+   * `""` but for a region's child), or a Set of definition ids (every state of those has one). `cancel()` of an execution whose active state has one is
+   * cooperative (CANCELLING, and a `Cancel` the machine handles); of any other, immediate
+   * (CANCELLED, no event). It is never asked about an execution that never started or is DONE:
+   * harel finds no handler there.
+   * @default {every state has one (cooperative)}
    */
-  hasCancelHandler?: ((definitionId: string) => boolean) | ReadonlySet<string>;
+  hasCancelHandler?:
+    | ((definitionId: string, activePath: string, rootPath: string) => boolean)
+    | ReadonlySet<string>;
 }
 
 /**

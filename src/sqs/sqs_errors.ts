@@ -248,3 +248,43 @@ export class StartNotPublished extends Error {
     this.eventId = eventId;
   }
 }
+
+/**
+ * `cancel()` committed the execution CANCELLING with its `Cancel` event in its outbox, but SQS
+ * refused the event (nothing was sent): it waits in the outbox for `FleetClient.relay()`, and
+ * workers drop the execution's other events meanwhile.
+ *
+ * @example Leaving the Cancel to the relay
+ * ```ts
+ * import { CancelNotPublished } from "@harel/dynamodb/sqs";
+ *
+ * const error: unknown = new CancelNotPublished("order-1", "3f2b9c0e");
+ * if (error instanceof CancelNotPublished) console.log(`${error.executionId}: relay() sends it`);
+ * ```
+ */
+export class CancelNotPublished extends Error {
+  /** Always `"CancelNotPublished"`. */
+  override name = "CancelNotPublished";
+  /** The execution, committed CANCELLING. */
+  readonly executionId: string;
+  /** The id of its `Cancel` event, in the outbox. */
+  readonly eventId: string;
+
+  /**
+   * Builds the error for a Cancel that SQS refused.
+   *
+   * @param executionId The execution, committed CANCELLING.
+   * @param eventId The Cancel's id.
+   * @param options SQS's error, as `cause`.
+   */
+  constructor(executionId: string, eventId: string, options?: ErrorOptions) {
+    const cause = options?.cause instanceof Error ? ` (${options.cause.message})` : "";
+    super(
+      `cancel(): execution ${JSON.stringify(executionId)} is CANCELLING (committed), but its ` +
+        `Cancel was not published${cause}; it stays in the outbox for relay()`,
+      options,
+    );
+    this.executionId = executionId;
+    this.eventId = eventId;
+  }
+}

@@ -3,14 +3,19 @@
  *
  * @module
  */
-import { CreateQueueCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
 import type { BackoffOptions } from "../core/_backoff.ts";
 import { isUnreachable } from "../core/_attributes.ts";
 import { checkKnownOptions, checkOptions, describe } from "../core/_validate.ts";
 import { newId } from "../core/documents.ts";
 import type { Event } from "../../mod.ts";
 import { buildSqsClient, type QueueRetry, untilSqsAnswers } from "./_connect.ts";
-import { checkGroupId, messageBody } from "./_wire.ts";
+import { checkGroupId, MAX_BODY_BYTES, messageBody } from "./_wire.ts";
 import { PublishOutcomeUnknown, QueueNotFifo } from "./sqs_errors.ts";
 
 export type { QueueRetry };
@@ -92,6 +97,8 @@ export interface PublishReceipt {
 
 /** What a publisher needs of a queue: {@linkcode SqsQueue} is one (the fleet client takes any). */
 export interface EventQueue {
+  /** The largest message body the queue takes, in bytes (SQS's `MaximumMessageSize`). */
+  readonly maxMessageBytes?: number;
   /** Publishes `event` to the group `groupId` (an execution id). */
   publish(groupId: string, event: Event, options?: PublishOptions): Promise<unknown>;
 }
@@ -140,6 +147,7 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   readonly #client: Pick<SQSClient, "send">;
   readonly #owned: SQSClient | null;
   #closed = false;
+  #maxMessageBytes = MAX_BODY_BYTES;
 
   /**
    * A queue on an injected client (the caller keeps it: `close()` leaves it open). No network
@@ -163,9 +171,17 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   }
 
   /**
+   * The largest message body the queue takes, in bytes: its `MaximumMessageSize`, read once by
+   * {@linkcode SqsQueue.create}; SQS's own limit (1 MiB) for a queue built with `new`.
+   */
+  get maxMessageBytes(): number {
+    return this.#maxMessageBytes;
+  }
+
+  /**
    * Builds a client, retries until SQS answers (as `DynamoDBStore.create()` does for
-   * DynamoDB), and creates the FIFO queue when it is missing (`FifoQueue: "true"`). The queue
-   * owns the client: `close()` destroys it.
+   * DynamoDB), creates the FIFO queue when it is missing (`FifoQueue: "true"`) and reads its
+   * `MaximumMessageSize`. The queue owns the client: `close()` destroys it.
    *
    * @param options Where SQS is, the queue's name, and how long to wait.
    * @returns The queue, ready to publish.
@@ -193,20 +209,29 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
     const client = buildSqsClient(given);
     try {
       const region = await client.config.region().catch(() => undefined);
-      const url = await untilSqsAnswers(
+      const [url, size] = await untilSqsAnswers(
         async (signal) => {
-          const answer = await client.send(
+          const { QueueUrl } = await client.send(
             new CreateQueueCommand({ QueueName: queueName, Attributes: { FifoQueue: "true" } }),
             { abortSignal: signal },
           );
-          if (!answer.QueueUrl) throw new Error(`CreateQueue of ${queueName} returned no QueueUrl`);
-          return answer.QueueUrl;
+          if (!QueueUrl) throw new Error(`CreateQueue of ${queueName} returned no QueueUrl`);
+          const { Attributes } = await client.send(
+            new GetQueueAttributesCommand({
+              QueueUrl,
+              AttributeNames: ["MaximumMessageSize"],
+            }),
+            { abortSignal: signal },
+          );
+          return [QueueUrl, Number(Attributes?.MaximumMessageSize)] as const;
         },
         given,
         region,
       );
       ownedClients.add(client);
-      return new SqsQueue(client, url);
+      const queue = new SqsQueue(client, url);
+      if (size > 0 && size < MAX_BODY_BYTES) queue.#maxMessageBytes = size;
+      return queue;
     } catch (error) {
       client.destroy();
       throw error;
@@ -216,7 +241,8 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   /**
    * Publishes `event` to the group `groupId` with one `SendMessage`, as harel's
    * `SqsTransport.publish` does. Checked before anything is sent: the group id (at most 128
-   * characters SQS takes), the priority (0 only), the event (harel's model must read it).
+   * characters SQS takes), the priority (0 only), the event (harel's model and a worker must
+   * read it, and its body fit {@linkcode SqsQueue.maxMessageBytes}).
    * A lost answer is a {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
    *
    * @param groupId The execution the event is for (its `MessageGroupId`).
@@ -233,7 +259,7 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
     }
     if (priority !== 0) throw new RangeError(`priority ${priority}: ${NO_PRIORITY}`);
     checkGroupId("groupId", groupId);
-    const body = messageBody(event);
+    const body = messageBody(event, this.#maxMessageBytes);
     if (this.#closed) throw new Error("SqsQueue is closed: publish() before close()");
     const deduplicationId = newId();
     try {
@@ -269,6 +295,24 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** SQS's refusals that concern the queue or the caller, not the message: an operator cures them. */
+const NOT_THE_MESSAGE =
+  /Throttl|RequestLimit|OverLimit|AccessDenied|Kms|Token|Signature|Credential|Unrecognized|Security|QueueDoesNotExist|NonExistentQueue|QueueDeleted|Unavailable|Timeout/i;
+
+/**
+ * Why SQS will never take this message, or null: a 4xx refusal of the message itself
+ * (`InvalidParameterValue`: too long, bad characters), which a retry cannot cure. Throttling,
+ * 5xx, an unreachable SQS, a missing queue and refused credentials may pass: null.
+ */
+export function permanentRefusal(error: unknown): string | null {
+  const e = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e?.$metadata?.httpStatusCode ?? 0;
+  if (status < 400 || status >= 500 || status === 429 || NOT_THE_MESSAGE.test(e.name ?? "")) {
+    return null;
+  }
+  return `SQS refused it (${status} ${e.name}: ${e.message}); a retry cannot cure that`;
 }
 
 /** Clients built by `create()`, until the queue made on them claims them. */

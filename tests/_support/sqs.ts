@@ -123,11 +123,12 @@ export async function harelReads(
     stderr: "piped",
   }).spawn();
   const writer = child.stdin.getWriter();
-  await writer.write(
-    new TextEncoder().encode(documents.map((d) => JSON.stringify(d)).join("\n") + "\n"),
-  );
-  await writer.close();
-  const { code, stdout, stderr } = await child.output();
+  const input = documents.map((d) => JSON.stringify(d)).join("\n") + "\n";
+  // Written while the output is read: large documents would fill both pipes otherwise.
+  const [{ code, stdout, stderr }] = await Promise.all([
+    child.output(),
+    writer.write(new TextEncoder().encode(input)).then(() => writer.close()),
+  ]);
   if (code !== 0) {
     throw new Error(`harel_models.py failed (${code}):\n${new TextDecoder().decode(stderr)}`);
   }

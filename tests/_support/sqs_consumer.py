@@ -9,25 +9,15 @@ work  ENDPOINT QUEUE_URL IDLE PREFIX DYNAMODB_ENDPOINT
 Both stop after IDLE seconds without a message.
 """
 
-import datetime
 import json
+import os
 import sys
 import time
-import uuid
-from typing import Optional
 
 import boto3
-import pydantic
 
-
-class Event(pydantic.BaseModel):
-    """harel.spec.states.Event's fields, as harel declares them."""
-
-    id: str = pydantic.Field(default_factory=lambda: uuid.uuid4().hex)
-    kind: str
-    created_time: Optional[datetime.datetime] = None
-    received_time: Optional[datetime.datetime] = None
-    data: dict = {}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harel_models import Event, Execution  # harel's pydantic models, field for field
 
 
 def client(service, endpoint):
@@ -80,6 +70,7 @@ def work(endpoint, url, idle, prefix, endpoint_of_dynamodb, region="us-east-1"):
         line = {"group": group, "kind": event.kind, "id": event.id}
         if item is None or seen is not None:
             ack(); emit({**line, "action": "deduped" if seen else "no-execution"}); continue
+        Execution.model_validate_json(item["data"]["S"])  # as harel's DynamoDBStore.load reads it
         exe = json.loads(item["data"]["S"])
         status = exe["status"]
         if status == "CANCELLED":

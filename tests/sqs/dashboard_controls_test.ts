@@ -2,7 +2,8 @@
 // Local and moto's SQS), behind the dashboard's CSRF protection.
 import assert from "node:assert/strict";
 import { type DynamoDBStore, newExecution } from "../../mod.ts";
-import { FleetClient } from "../../src/sqs.ts";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { FleetClient, SqsQueue } from "../../src/sqs.ts";
 import { MemoryStore } from "../../src/testing.ts";
 import { build, openSession, post } from "../_support/dashboard.ts";
 
@@ -98,7 +99,10 @@ Deno.test("the page says what Cancel and Terminate do to a finished execution, a
       cookie: session.cookie,
     });
   assert.match(await (await send(done.id, "terminate")).text(), /a DONE one too/);
-  assert.match(await (await send(done.id, "cancel")).text(), /A DONE execution stays DONE/);
+  assert.match(
+    await (await send(done.id, "cancel")).text(),
+    /or is DONE\) it becomes CANCELLED at once, as harel makes it/,
+  );
   const id = await running(store);
   const cancelled = await send(id, "cancel", { confirm: "yes" });
   assert.equal(cancelled.headers.get("location"), `/executions/${id}?done=cancelled`);
@@ -130,4 +134,36 @@ Deno.test("dashboard() refuses a fleet that is not a FleetClient", () => {
     () => build(new MemoryStore(), { fleet: { suspend: () => {} } as never }),
     /fleet must be a FleetClient \(of @harel\/dynamodb\/sqs\): it has no resume\(\) method/,
   );
+});
+
+Deno.test("a Cancel SQS did not take: the page says it waits in the outbox", async () => {
+  await using store = await fleetStore();
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (closed.addr as Deno.NetAddr).port;
+  closed.close(); // SQS is down: every SendMessage is refused
+  const down = new SQSClient({
+    endpoint: `http://127.0.0.1:${port}`,
+    region: "us-east-1",
+    credentials: { accessKeyId: "test", secretAccessKey: "test" },
+    maxAttempts: 1,
+  });
+  try {
+    const queue = new SqsQueue(down, `http://127.0.0.1:${port}/123456789012/q.fifo`);
+    const handler = build(store, { fleet: new FleetClient({ store, queue }) });
+    const id = await running(store);
+    const session = await openSession(handler, `/executions/${id}`);
+    const response = await post(handler, `/executions/${id}/cancel`, {
+      csrf: session.csrf,
+      confirm: "yes",
+    }, { cookie: session.cookie });
+    assert.equal(response.headers.get("location"), `/executions/${id}?done=cancel-unpublished`);
+    await response.body?.cancel();
+    assert.equal((await store.load(id))?.status, "CANCELLING");
+    const notice = await (await handler(
+      new Request(`http://ops.test/executions/${id}?done=cancel-unpublished`),
+    )).text();
+    assert.match(notice, /SQS did not take its Cancel event: it waits in its outbox/);
+  } finally {
+    down.destroy();
+  }
 });

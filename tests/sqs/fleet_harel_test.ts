@@ -7,6 +7,7 @@ import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBStore, newEvent, newExecution } from "../../mod.ts";
 import {
+  CancelNotPublished,
   FleetClient,
   type FleetClientOptions,
   PublishOutcomeUnknown,
@@ -258,23 +259,64 @@ Deno.test("cancel() chooses as harel's control plane, with hasCancelHandler", as
     ]);
   });
 
-  await t.step("a publish that fails leaves the Cancel to relay()", async () => {
+  await t.step(
+    "a publish that fails: cancel() says so, and relay() publishes the Cancel",
+    async () => {
+      await using f = await freshFleet();
+      const exe = running();
+      await f.store.save(exe);
+      await assert.rejects(f.offline.cancel(exe.id), (error) => {
+        assert.ok(error instanceof CancelNotPublished, String(error));
+        assert.equal(error.executionId, exe.id);
+        assert.match(
+          error.message,
+          /is CANCELLING \(committed\), but its Cancel was not published/,
+        );
+        return true;
+      });
+      assert.equal((await f.store.load(exe.id))?.status, "CANCELLING");
+      assert.deepEqual((await f.store.pendingOutbox()).map((e) => e.event.kind), ["Cancel"]);
+      assert.equal((await f.fleet.relay()).outbox.delivered, 1);
+      assert.deepEqual((await readQueue(f.queue)).map((m) => m.event.kind), ["Cancel"]);
+    },
+  );
+
+  await t.step("a Cancel SQS would refuse is refused before anything is committed", async () => {
     await using f = await freshFleet();
     const exe = running();
     await f.store.save(exe);
-    assert.equal((await f.offline.cancel(exe.id)).status, "CANCELLING");
-    assert.deepEqual((await f.store.pendingOutbox()).map((e) => e.event.kind), ["Cancel"]);
-    assert.equal((await f.fleet.relay()).outbox.delivered, 1);
-    assert.deepEqual((await readQueue(f.queue)).map((m) => m.event.kind), ["Cancel"]);
+    for (const bad of ["\uFFFE", "\uFFFF"]) {
+      await assert.rejects(
+        f.fleet.cancel(exe.id, { reason: { note: `a${bad}b` } }),
+        /holds U\+FFFE or U\+FFFF, which SQS refuses/,
+      );
+    }
+    assert.equal((await f.store.load(exe.id))?.status, "RUNNING");
+    assert.deepEqual(await f.store.pendingOutbox(), []);
   });
 
-  await t.step("a DONE execution: CANCELLED without a handler, left DONE with one", async () => {
+  await t.step(
+    "harel decides per active state: a state without a handler is terminated",
+    async () => {
+      await using f = await freshFleet({
+        hasCancelHandler: (id, path) => id === "order" && path.startsWith("main"),
+      });
+      const idle = { ...running(), active_path: "idle" };
+      const inner = { ...running(), active_path: "main.pay" };
+      await f.store.save(idle);
+      await f.store.save(inner);
+      assert.deepEqual(await f.fleet.cancel(idle.id), { changed: true, status: "CANCELLED" });
+      assert.deepEqual(await f.fleet.cancel(inner.id), { changed: true, status: "CANCELLING" });
+    },
+  );
+
+  await t.step("a DONE execution becomes CANCELLED, with a handler or without", async () => {
     await using f = await freshFleet({ hasCancelHandler: new Set(["order"]) });
     const kept = { ...running(), status: "DONE" as const };
     const ended = { ...running(), definition_id: "plain", status: "DONE" as const };
     await f.store.save(kept);
     await f.store.save(ended);
-    assert.deepEqual(await f.fleet.cancel(kept.id), { changed: false, status: "DONE" });
+    assert.deepEqual(await f.fleet.cancel(kept.id), { changed: true, status: "CANCELLED" });
     assert.deepEqual(await f.fleet.cancel(ended.id), { changed: true, status: "CANCELLED" });
     assert.deepEqual(await readQueue(f.queue, 0.5), []);
   });
@@ -316,4 +358,63 @@ Deno.test("send() reads the outbox only for a PENDING execution: what that costs
   } finally {
     client.destroy();
   }
+});
+
+Deno.test("a harel worker meets the inputs that used to kill it and never exits", async () => {
+  await using f = await freshFleet();
+  const nested = (levels: number) => {
+    let value: Record<string, unknown> = {};
+    for (let i = 1; i < levels; i++) value = { d: value };
+    return value;
+  };
+  const refused: string[] = [];
+  const attempt = async (what: string, call: () => Promise<unknown>) => {
+    await call().catch((e) => refused.push(`${what}: ${(e as Error).message.slice(0, 90)}`));
+  };
+  // The poison cases: nesting of 199 to 497 levels, ids over 1,024 bytes, U+FFFE in a reason.
+  for (const levels of [199, 200, 250, 497]) {
+    await attempt(`create ${levels}`, () => f.fleet.create("order", { context: nested(levels) }));
+  }
+  const started = await f.fleet.create("order", { context: { deepest: nested(98) } });
+  await runWorker(f.queue, f.prefix);
+  for (const levels of [199, 300, 497]) {
+    await attempt(`send ${levels}`, () => f.fleet.send(started.id, newEvent("k", nested(levels))));
+  }
+  for (const id of ["x".repeat(1025), "é".repeat(513), "👍".repeat(257)]) {
+    await attempt(`send id`, () => f.fleet.send(started.id, { ...newEvent("k"), id }));
+  }
+  await f.fleet.send(started.id, { ...newEvent("edge"), id: "x".repeat(1024) });
+  await f.fleet.send(started.id, newEvent("deep", nested(99)));
+  const cancelled = await f.fleet.create("order");
+  await attempt("cancel", () => f.fleet.cancel(cancelled.id, { reason: { note: "\uFFFE" } }));
+  // Another writer's rows with the same poison: the relay sets them aside.
+  using client = testClient(FLEET_REGION);
+  const rows = [
+    JSON.stringify({ id: "deep", kind: "k", data: nested(300) }),
+    JSON.stringify({ id: "x".repeat(1100), kind: "k", data: {} }),
+    JSON.stringify({ id: "odd", kind: "k", data: { note: "\uFFFF" } }),
+  ];
+  for (const [i, text] of rows.entries()) {
+    await client.send(
+      new PutItemCommand({
+        TableName: f.store.tables.outbox.name,
+        Item: {
+          seq: { N: String(910_000_000 + i) },
+          target_id: { S: started.id },
+          event: { S: text },
+        },
+      }),
+    );
+  }
+  const report = await f.fleet.relay();
+  assert.equal(report.outbox.setAside, 3);
+  assert.equal(refused.length, 11, refused.join("\n"));
+  const handled = await runWorker(f.queue, f.prefix); // rejects if the worker exits non-zero
+  assert.deepEqual(handled.map((h) => [h.kind, h.action]).sort(), [
+    ["Start", "processed"],
+    ["deep", "processed"],
+    ["edge", "processed"],
+  ]);
+  assert.equal((await f.store.load(started.id))?.status, "RUNNING");
+  assert.equal((await f.store.load(cancelled.id))?.status, "RUNNING");
 });

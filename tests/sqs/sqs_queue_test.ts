@@ -148,7 +148,7 @@ Deno.test("publish() refuses bad input before anything is sent", async (t) => {
   await t.step("a body over 1 MiB", async () => {
     await assert.rejects(
       queue.publish("g", newEvent("big", { s: "x".repeat(1_048_576) })),
-      /SQS takes at most 1048576 \(1 MiB\)/,
+      /is \d+ bytes as a message body: the queue takes at most 1048576 \(its MaximumMessageSize\)/,
     );
   });
   const read = await readQueue(queue);

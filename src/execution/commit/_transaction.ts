@@ -218,7 +218,7 @@ function encodeEmit(emit: Emit, i: number): CommitPlan["emits"][number] {
     ? null
     : checkKey(`${field}.target`, emit.target, LIMITS.itemBytes);
   const event = checkObject(`${field}.event`, emit.event);
-  checkKey(`${field}.event.id`, event.id, LIMITS.itemBytes);
+  checkKey(`${field}.event.id`, event.id, LIMITS.sortKeyBytes); // a dedupe mark's range key
   checkEventBody(`${field}.event`, event);
   checkEventTimes(`${field}.event`, event);
   return { target, event: toJson(`${field}.event`, event, true) };
