@@ -2,7 +2,7 @@
 // harel's SQS FIFO queue), for a cron outside Deno Deploy. `@aws-sdk/client-sqs` loads only here.
 import { envVar } from "../dynamo/connect.ts";
 import type { ExecutionStore } from "../core/types.ts";
-import { UsageError, type Values } from "./_args.ts";
+import { CliError, UsageError, type Values } from "./_args.ts";
 
 /** How long the CLI waits for SQS to answer: an operator (or a cron) is waiting. */
 const SQS_DEADLINE_MS = 5_000;
@@ -43,7 +43,16 @@ export async function runRelay(
     queueName: values.queue as string | undefined ?? "stm.fifo",
     deadlineMs: SQS_DEADLINE_MS,
   }).catch((error) => {
-    throw error instanceof TypeError ? new UsageError(error.message) : error;
+    if (error instanceof TypeError) throw new UsageError(error.message);
+    // What failed is SQS, not DynamoDB: say so (QueueUnreachable's message names it already).
+    throw new CliError(
+      error instanceof Error && error.name === "QueueUnreachable"
+        ? error.message
+        : `SQS at ${endpoint ?? "AWS"} failed: ${
+          error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+        }`,
+      { cause: error },
+    );
   });
   const fleet = new FleetClient({ store, queue });
   const onError = (error: unknown) =>

@@ -39,7 +39,13 @@ import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { globMatch } from "../core/glob.ts";
 import { checkClock, secondsOf } from "../core/_clock.ts";
-import { checkTableExists, checkTableName, ensureDefinedTable } from "../dynamo/tables.ts";
+import {
+  checkTableExists,
+  checkTableName,
+  ensureDefinedTable,
+  ensureRun,
+  type EnsureTablesOptions,
+} from "../dynamo/tables.ts";
 import { stateTableDefinition } from "../dynamo/table_definitions.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -185,13 +191,16 @@ export class DynamoDBStateStore implements StateStore {
    * await new DynamoDBStateStore(new DynamoDBClient({})).ensureTable();
    * ```
    *
+   * @param options The deadline (10 minutes by default), and where progress goes.
+   * @throws {TableNotReady} When DynamoDB refused a change for good, or the deadline passed.
    * @throws {StoreClosed} After `close()`.
    * @throws {Error} The SDK's error when the table cannot be created or described (e.g.
    *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
-  async ensureTable(): Promise<void> {
+  async ensureTable(options?: EnsureTablesOptions): Promise<void> {
     this.#open("ensureTable");
-    await ensureDefinedTable(this.#client, stateTableDefinition(this.tableName));
+    const run = ensureRun(options);
+    await ensureDefinedTable(this.#client, stateTableDefinition(this.tableName), run);
   }
 
   /**
