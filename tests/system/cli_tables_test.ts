@@ -339,7 +339,7 @@ Deno.test("cli tables refuses a missing or unknown --format and bad parameters a
   assert.equal(await run("check-tables", "--format", "json"), 2);
 });
 
-Deno.test("cli policy grants the executions table's stream only with --other-writers", async () => {
+Deno.test("cli policy grants the four tables' streams only with --other-writers", async () => {
   const without = await printed("policy", "--prefix", "p");
   const withStream = JSON.parse(await printed("policy", "--prefix", "p", "--other-writers"));
   assert.ok(!without.includes("/stream/"));
