@@ -99,7 +99,7 @@ Deno.test("ensureTables() says each step, and gives up at its deadline naming th
   });
 });
 
-Deno.test("cli relay names SQS, not DynamoDB, when SQS fails", async (t) => {
+Deno.test("cli relay names the service that failed: SQS, not DynamoDB, when SQS fails", async (t) => {
   const prefix = uniqueName("relay_sqs");
   ok(await cli("ensure-tables", "--prefix", prefix, "--other-writers", "--region", REGION));
   const relay = (sqs: string) =>
@@ -112,6 +112,17 @@ Deno.test("cli relay names SQS, not DynamoDB, when SQS fails", async (t) => {
     assert.equal(down.code, 1, down.stdout);
     assert.match(down.stderr, new RegExp(`error: SQS at ${closed} did not answer`));
     assert.doesNotMatch(down.stderr, /DynamoDB/);
+  });
+  await t.step("DynamoDB lacks the tables: it says DynamoDB, and which", async () => {
+    const missing = uniqueName("no_tables");
+    const run = await cli("relay", "--prefix", missing, "--sqs-endpoint", sqsEndpoint());
+    assert.equal(run.code, 1, run.stdout);
+    assert.match(
+      run.stderr,
+      new RegExp(
+        `error: DynamoDB: a table the relay reads does not exist \\(${missing}_executions`,
+      ),
+    );
   });
   await t.step("something else answers where SQS should be", async () => {
     const wrong = await relay(endpoint());
