@@ -226,7 +226,8 @@ export function tableDifferences(
 
 /**
  * How the stream of the described table `name` differs from the one a store with other writers
- * reads (new and old images: what another writer changed, and from what), or null.
+ * reads (new and old images: what another writer changed, and from what), or null; `ensure` is
+ * the CLI command its fix names (by default, from the table's name).
  */
 export function streamDifference(
   name: string,
