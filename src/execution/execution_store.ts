@@ -101,6 +101,8 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
+   * @throws {TableNotReady} When DynamoDB refused a change to a table for good, or ensuring the
+   *   tables took over 10 minutes (`ensureTables()`'s default deadline).
    * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions;
    *   with `otherWriters: true` and `ensureTables: false`, when a stream it reads is missing or of
    *   another view.

@@ -158,6 +158,8 @@ export class DynamoDBStateStore implements StateStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
+   * @throws {TableNotReady} When DynamoDB refused a change to the table for good, or ensuring it
+   *   took over 10 minutes (`ensureTable()`'s default deadline).
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
     let ensure: boolean, store: DynamoDBStateStoreOptions;
