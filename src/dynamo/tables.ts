@@ -19,7 +19,7 @@ import { isNamed } from "./_dynamo.ts";
 import { abortable } from "./_abortable.ts";
 import { STREAM, type TableDefinition } from "./table_definitions.ts";
 import { backoffDelay, sleep } from "../core/_backoff.ts";
-import { describe } from "../core/_validate.ts";
+import { checkOptions, describe } from "../core/_validate.ts";
 import { checkOptionNames } from "../core/_option_names.ts";
 
 export {
@@ -52,7 +52,7 @@ export interface EnsureTablesOptions {
   /**
    * Gives up after this many milliseconds with a {@linkcode TableNotReady} naming the table and
    * the step it was at; ensuring again goes on from there (on AWS, adding an index to a full
-   * table can take longer).
+   * table can take longer; `Infinity`: no deadline).
    * @default {600000} (10 minutes)
    */
   deadlineMs?: number;
@@ -136,15 +136,15 @@ export interface EnsureRun {
 }
 
 /** The options checked, and the run they start now. */
-export function ensureRun(options: EnsureTablesOptions = {}): EnsureRun {
-  if (options !== undefined && (typeof options !== "object" || options === null)) {
-    throw new TypeError(`options must be an object, got ${describe(options)}`);
-  }
-  checkOptionNames("ensureTables()", options);
-  const { deadlineMs = ENSURE_DEADLINE_MS, onProgress } = options ?? {};
-  if (typeof deadlineMs !== "number" || !(deadlineMs > 0) || Number.isNaN(deadlineMs)) {
+export function ensureRun(options?: EnsureTablesOptions): EnsureRun {
+  const given = checkOptions(options);
+  checkOptionNames("ensureTables()", given);
+  const { deadlineMs = ENSURE_DEADLINE_MS, onProgress } = given;
+  if (typeof deadlineMs !== "number" || !(deadlineMs > 0)) {
     throw new RangeError(
-      `deadlineMs must be a number of milliseconds above 0, got ${describe(deadlineMs)}`,
+      `deadlineMs must be a number of milliseconds above 0 (Infinity: none), got ${
+        describe(deadlineMs)
+      }`,
     );
   }
   if (onProgress !== undefined && typeof onProgress !== "function") {
