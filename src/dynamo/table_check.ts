@@ -265,16 +265,18 @@ export function streamDifference(
 
 /**
  * The CLI command that makes the table of `definition` what it says: `cli ensure-tables`, with
- * the table's prefix (or state table) when not the default, and `--other-writers` when the
- * definition has a stream.
+ * the table's prefix when not the default (or a state table not named after it), and
+ * `--other-writers` when the definition has a stream.
  */
 export function ensureCommand(definition: TableDefinition): string {
   const name = definition.create.TableName;
-  const where = definition.role === "state"
-    ? name === "harel_state" ? "" : ` --state-table ${name}`
-    : name === `harel_${definition.role}`
+  // The CLI's state table is the prefix's, P_state, unless --state-table names another.
+  const role = definition.role;
+  const where = name === `harel_${role}`
     ? ""
-    : ` --prefix ${name.slice(0, -definition.role.length - 1)}`;
+    : name.endsWith(`_${role}`)
+    ? ` --prefix ${name.slice(0, -role.length - 1)}`
+    : ` --state-table ${name}`;
   const streams = definition.create.StreamSpecification ? " --other-writers" : "";
   return `cli ensure-tables${where}${streams}`;
 }

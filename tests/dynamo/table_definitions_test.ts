@@ -403,8 +403,14 @@ Deno.test("the drift check never prints undefined, and each fix gives the CLI co
   for (const kind of ["missing stream", "wrong stream view"]) {
     assert.match(all.find((d) => d.kind === kind)!.fix, /--prefix p --other-writers/);
   }
+  // The state table of the prefix is the CLI's default for it; another is named.
   assert.match(
     all.find((d) => d.kind === "ttl off" && d.table === "p_state")!.fix,
-    /`cli ensure-tables --state-table p_state`/,
+    /`cli ensure-tables --prefix p`/,
+  );
+  const sessions = tableDefinitions({ stateTable: "sessions" }).tables.state;
+  assert.match(
+    tableDifferences(sessions, null, undefined)[0]!.fix,
+    /`cli ensure-tables --state-table sessions`/,
   );
 });
