@@ -232,6 +232,9 @@ Deno.test("fmtMisaligned finds what terraform fmt would move", () => {
   assert.deepEqual(fmtMisaligned(bad), ['  name = "x"', "  k    = 2"]);
 });
 
+/** The tables a store with other writers reads the streams of. */
+const TABLE_ROLES_STREAMED: TableRole[] = ["executions", "outbox", "spawns", "timers"];
+
 const OPTIONS: TableDefinitionsOptions[] = [
   {},
   { prefix: "prod", otherWriters: true, stateTable: "sessions" },
@@ -287,6 +290,16 @@ for (const options of OPTIONS) {
     assert.deepEqual(fromCloudFormation(text, region, account), expected(options, logicalId));
     assert.match(text, /Type: AWS::IAM::ManagedPolicy/);
     assert.match(text, /Parameters:\n {2}Prefix:\n/);
+    // The description tells the story the tables tell: which of them have a stream.
+    const streamed = Object.values(tableDefinitions(options).tables)
+      .filter((table) => table.create.StreamSpecification).map((table) => table.role);
+    assert.deepEqual(streamed, options.otherWriters ? TABLE_ROLES_STREAMED : []);
+    assert.match(
+      text,
+      options.otherWriters
+        ? /other writers: yes, so the executions, outbox, spawns and timers tables have a stream/
+        : /other writers: no, so no table has a stream/,
+    );
   });
 
   Deno.test(`cli tables --format terraform reads back as tableDefinitions(${named})`, async () => {
