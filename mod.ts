@@ -122,7 +122,13 @@ export type {
 export * from "./src/state/state_store.ts";
 export { globMatch } from "./src/core/glob.ts";
 export type { ExecutionTables, TableSpec } from "./src/dynamo/tables.ts";
-export { IndexNotFound, TableNotFound } from "./src/dynamo/tables.ts";
+export {
+  type EnsureTablesOptions,
+  IndexNotFound,
+  TableNotFound,
+  TableNotReady,
+  type TableProgress,
+} from "./src/dynamo/tables.ts";
 export {
   type CreateTableInput,
   type TableDefinition,

@@ -40,10 +40,11 @@ import { markHeld } from "./cli/_held.ts";
 import { outboxLines } from "./cli/_execution_outbox.ts";
 import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
 import { runRelay } from "./cli/_relay.ts";
-import { listCommand } from "./cli/_executions.ts";
+import { listCommand, otherWriterCommitTime } from "./cli/_executions.ts";
 import { DynamoDBStateStore } from "./state/state_store.ts";
 import { DynamoDBStore } from "./execution/execution_store.ts";
 import { UnreadableExecution } from "./core/errors.ts";
+import type { TableProgress } from "./dynamo/tables.ts";
 import { byFireAt } from "./core/_bounded.ts";
 import type { TimerState } from "./core/operator_types.ts";
 import {
@@ -135,13 +136,15 @@ Commands:
                        one too, as harel does)
   relay [--queue Q] [--sqs-endpoint URL] [--limit N]
                        one pass of FleetClient.relay() for a cron: the N lowest outbox
-                       entries (default 100) and due timers published to harel's SQS FIFO
-                       queue Q (default stm.fifo; SQS at --sqs-endpoint, else
-                       $SQS_ENDPOINT, else AWS); a failed publish is retried by later
-                       passes for ever, an event harel cannot read is set aside
+                       entries and N soonest due timers (default 1000, as FleetClient.relay())
+                       published to harel's SQS FIFO queue Q (default stm.fifo; SQS at
+                       --sqs-endpoint, else $SQS_ENDPOINT, else AWS); a failed publish is
+                       retried by later passes for ever, an event harel cannot read is set aside
   ensure-tables [--other-writers]
                        create the missing tables (execution store and state store); with
-                       --other-writers, as a store built with otherWriters: true needs them
+                       --other-writers, as a store built with otherWriters: true needs them;
+                       each step on stderr; a change DynamoDB refuses fails at once, and it
+                       gives up after 10 minutes (running it again goes on from there)
   check-tables [--other-writers]
                        compare the tables with their definitions: every difference and
                        its fix (exit code 3 when one differs)
@@ -390,7 +393,11 @@ async function run(
     checkConfirmed(command, rest[0]!, values);
     parseReason(values.reason);
   }
-  const limit = parseLimit(values.limit, command === "executions" ? 20 : 100);
+  // A relay pass takes what FleetClient.relay() takes by default (1,000); a view, a screenful.
+  const limit = parseLimit(
+    values.limit,
+    command === "executions" ? 20 : command === "relay" ? 1000 : 100,
+  );
   const status = parseStatuses(values.status);
   const endpoint = endpointOf(values);
   // Checked before any request: a bad prefix is a usage error, not a runtime one.
@@ -444,7 +451,10 @@ async function run(
         printTraceAndTimers(out, trace, timers, Date.now() / 1000);
         return;
       }
-      const { execution, timers, updatedAt, expiresAt } = seen;
+      const { execution, timers, expiresAt } = seen;
+      // The time the listing gives it (from the stream) when its item does not say.
+      const updatedAt = seen.updatedAt ??
+        await onTable(tables.executions.name, otherWriterCommitTime(client, tables, id));
       const trace = await onTable(tables.trace.name, reader.readTrace(id));
       const outbox = await onTable(tables.outbox.name, reader.executionOutbox(id));
       if (json) return print({ execution, updatedAt, expiresAt, trace, timers, outbox });
@@ -584,8 +594,13 @@ async function run(
     } else if (command === "check-tables") {
       return await checkTablesCommand(client, definitions, json, out, print);
     } else if (command === "ensure-tables") {
-      await reader.ensureTables();
-      await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable();
+      // Each change and wait on stderr: on AWS an index can take minutes to build.
+      const ensuring = {
+        onProgress: (p: TableProgress) =>
+          err(`${p.table}: ${p.step} (${(p.elapsedMs / 1000).toFixed(1)} s)`),
+      };
+      await reader.ensureTables(ensuring);
+      await new DynamoDBStateStore(client, { tableName: stateTable }).ensureTable(ensuring);
       const names = [...Object.values(tables).map((spec) => spec.name), stateTable];
       if (json) return print({ tables: names });
       out(`tables ready (${endpoint ? `at ${endpoint}` : "on AWS"}): ${names.join(", ")}`);

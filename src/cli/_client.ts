@@ -61,6 +61,8 @@ export async function connect(
 }
 
 export function describeFailure(error: unknown, values: Values): string {
+  // Says what failed already (SQS, a missing table, ...), whatever its cause.
+  if (error instanceof CliError) return error.message;
   if (error instanceof IndexNotFound) {
     return `the table ${error.table} has no index ${error.index} (tables made without it): ` +
       "run `ensure-tables` once (it adds the index), or pass --scan (reads the whole table)";

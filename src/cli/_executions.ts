@@ -11,6 +11,9 @@ import type { ListPage, UnreadableExecutionRow } from "../core/types.ts";
 import { planListing } from "../execution/listing/_listing.ts";
 import { rowOfItem, takes } from "../execution/listing/_summaries.ts";
 import { peekOtherWriters } from "../execution/_store_context.ts";
+import { lastCommitTime } from "../execution/listing/_status_index.ts";
+import { EXECUTION } from "../core/_layout.ts";
+import { TableDrift } from "../dynamo/table_check.ts";
 import { parseBefore, UsageError, type Values } from "./_args.ts";
 import { onTable } from "./_client.ts";
 import { cell, isoSeconds, table } from "./_format.ts";
@@ -131,4 +134,22 @@ async function notIndexed(
     }),
     unreadable: [],
   };
+}
+
+/**
+ * When another writer last committed execution `id` (whose item has no `updated_at`: the Python
+ * store's Put drops it), read as `executions --other-writers` reads it: its newest record on the
+ * executions table's stream. `null` when the table has no stream or the record is gone.
+ */
+export async function otherWriterCommitTime(
+  client: DynamoDBSender,
+  tables: ExecutionTables,
+  id: string,
+): Promise<number | null> {
+  const found = await peekOtherWriters(client, tables, 1, (item) => item[EXECUTION.id]?.S === id)
+    .catch((error) => {
+      if (error instanceof TableDrift) return []; // no stream: nothing to date it by
+      throw error;
+    });
+  return found.length ? lastCommitTime(found[0]!) : null;
 }

@@ -87,6 +87,7 @@ export const OPTION_NAMES = {
   "executionOutbox()": ["limit"],
   "set()": ["ttl"],
   "hset()": ["ttl"],
+  "ensureTables()": ["deadlineMs", "onProgress"],
   "tableDefinitions()": ["prefix", "otherWriters", "stateTable", "region", "account"],
 } as const satisfies Record<string, readonly string[]>;
 

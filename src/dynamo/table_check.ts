@@ -131,8 +131,8 @@ export function tableDifferences(
       table: name,
       kind: "missing table",
       problem: `the table ${name} does not exist`,
-      fix: "create it: run ensureTables() once (or `cli ensure-tables`), or deploy the " +
-        "definitions (`cli tables --format cloudformation|terraform`)",
+      fix: `create it: \`${ensureCommand(definition)}\` (or ensureTables() once), or deploy ` +
+        "the definitions (`cli tables --format cloudformation|terraform`)",
     }];
   }
   const differences: TableDifference[] = [];
@@ -142,9 +142,11 @@ export function tableDifferences(
   const wanted = new Map<string, string | undefined>(
     (create.AttributeDefinitions ?? []).map((a) => [a.AttributeName!, a.AttributeType]),
   );
+  // A type the description leaves out is left out, never printed as "undefined".
   const keyText = (keys: KeySchemaElement[] | undefined, of: Map<string, string | undefined>) =>
-    (keys ?? []).map((k) => `${k.AttributeName} (${of.get(k.AttributeName!)} ${k.KeyType})`)
-      .join(", ");
+    (keys ?? []).map((k) =>
+      `${k.AttributeName} (${[of.get(k.AttributeName!), k.KeyType].filter(Boolean).join(" ")})`
+    ).join(", ");
   const sameKey = (has: KeySchemaElement[] | undefined, needs: KeySchemaElement[] | undefined) =>
     keyText(has, types) === keyText(needs, wanted);
   if (!sameKey(table.KeySchema, create.KeySchema)) {
@@ -154,7 +156,7 @@ export function tableDifferences(
       problem: `the table ${name} has the key ${keyText(table.KeySchema, types)}; the stores ` +
         `need ${keyText(create.KeySchema, wanted)}`,
       fix: "a table's key cannot change: create the table anew with the defined key " +
-        "(`cli tables`) and copy its items over",
+        "(`cli tables --format cloudformation|terraform`) and copy its items over",
     });
   }
   for (const index of create.GlobalSecondaryIndexes ?? []) {
@@ -166,13 +168,16 @@ export function tableDifferences(
         kind: "missing index",
         index: index.IndexName,
         problem: `the table ${name} has no index ${index.IndexName} (${needs})`,
-        fix: "add it: run ensureTables() once (it adds the index and adopts the rows already " +
-          "there), or add it to the table's definition and deploy",
+        fix: `add it: \`${ensureCommand(definition)}\` (or ensureTables() once: it adds the ` +
+          "index and adopts the rows already there), or add it to the table's definition and " +
+          "deploy",
       });
       continue;
     }
-    const recreate = `DynamoDB cannot change an index in place: delete ${index.IndexName} and ` +
-      "add it again as defined (ensureTables() adds a missing index)";
+    const recreate = "DynamoDB cannot change an index in place: delete it (`aws dynamodb " +
+      `update-table --table-name ${name} --global-secondary-index-updates ` +
+      `'[{"Delete":{"IndexName":"${index.IndexName}"}}]'\`), then add it again as defined: ` +
+      `\`${ensureCommand(definition)}\` (or ensureTables())`;
     if (!sameKey(has.KeySchema, index.KeySchema)) {
       differences.push({
         table: name,
@@ -207,20 +212,30 @@ export function tableDifferences(
           `${elsewhere}: expired rows are never deleted`,
         fix: `${on ? "turn the other TTL off, then " : ""}turn TTL on for "${ttlAttribute}": ` +
           `\`aws dynamodb update-time-to-live --table-name ${name} --time-to-live-specification ` +
-          `Enabled=true,AttributeName=${ttlAttribute}\` (or run ensureTables())`,
+          `Enabled=true,AttributeName=${ttlAttribute}\` (or \`${ensureCommand(definition)}\`, ` +
+          "or ensureTables())",
       });
     }
   }
-  const stream = create.StreamSpecification ? streamDifference(name, table) : null;
+  const stream = create.StreamSpecification
+    ? streamDifference(name, table, ensureCommand(definition))
+    : null;
   if (stream) differences.push(stream);
   return differences;
 }
 
 /**
  * How the stream of the described table `name` differs from the one a store with other writers
- * reads (new and old images: what another writer changed, and from what), or null.
+ * reads (new and old images: what another writer changed, and from what), or null; `ensure` is
+ * the CLI command its fix names (by default, from the table's name).
  */
-export function streamDifference(name: string, table: TableDescription): TableDifference | null {
+export function streamDifference(
+  name: string,
+  table: TableDescription,
+  ensure = `cli ensure-tables${
+    /^harel_[a-z]+$/.test(name) ? "" : ` --prefix ${name.replace(/_[a-z]+$/, "")}`
+  } --other-writers`,
+): TableDifference | null {
   const has = table.StreamSpecification;
   const wanted = STREAM.StreamViewType;
   const enable = `\`aws dynamodb update-table --table-name ${name} --stream-specification ` +
@@ -231,7 +246,8 @@ export function streamDifference(name: string, table: TableDescription): TableDi
       table: name,
       kind: "missing stream",
       problem: `the table ${name} has no stream; ${reads}`,
-      fix: `run ensureTables() (it turns it on), or ${enable}`,
+      fix: `\`${ensure}\` (or ensureTables() of a store with otherWriters: true; it turns ` +
+        `it on), or ${enable}`,
     };
   }
   if (has.StreamViewType === wanted) return null;
@@ -240,10 +256,29 @@ export function streamDifference(name: string, table: TableDescription): TableDi
     kind: "wrong stream view",
     problem: `the table ${name} has a ${has.StreamViewType} stream; ${reads}, from its ` +
       `${wanted}`,
-    fix: "run ensureTables() (it replaces the stream: a stream's view cannot change), or " +
+    fix: `\`${ensure}\` (or ensureTables() of a store with otherWriters: true; it replaces ` +
+      "the stream: a stream's view cannot change), or " +
       `\`aws dynamodb update-table --table-name ${name} --stream-specification ` +
       `StreamEnabled=false\`, then ${enable} once the table is ACTIVE`,
   };
+}
+
+/**
+ * The CLI command that makes the table of `definition` what it says: `cli ensure-tables`, with
+ * the table's prefix when not the default (or a state table not named after it), and
+ * `--other-writers` when the definition has a stream.
+ */
+export function ensureCommand(definition: TableDefinition): string {
+  const name = definition.create.TableName;
+  // The CLI's state table is the prefix's, P_state, unless --state-table names another.
+  const role = definition.role;
+  const where = name === `harel_${role}`
+    ? ""
+    : name.endsWith(`_${role}`)
+    ? ` --prefix ${name.slice(0, -role.length - 1)}`
+    : ` --state-table ${name}`;
+  const streams = definition.create.StreamSpecification ? " --other-writers" : "";
+  return `cli ensure-tables${where}${streams}`;
 }
 
 /** The attributes `index` projects that `has` does not (nothing, when `has` projects ALL). */

@@ -15,8 +15,12 @@ import {
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBSender } from "./_dynamo.ts";
-import { isNamed, repeat } from "./_dynamo.ts";
+import { isNamed } from "./_dynamo.ts";
+import { abortable } from "./_abortable.ts";
 import { STREAM, type TableDefinition } from "./table_definitions.ts";
+import { backoffDelay, sleep } from "../core/_backoff.ts";
+import { checkOptions, describe } from "../core/_validate.ts";
+import { checkOptionNames } from "../core/_option_names.ts";
 
 export {
   checkTableName,
@@ -27,76 +31,276 @@ export {
 } from "../core/table_specs.ts";
 
 /**
+ * Options of `ensureTables()` and `ensureTable()`: how long they may take, and what they say
+ * meanwhile.
+ *
+ * @example Creating the tables at deploy time, saying what is done
+ * ```ts
+ * import { DynamoDBStore } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   ensureTables: false,
+ * });
+ * await store.ensureTables({
+ *   deadlineMs: 120_000,
+ *   onProgress: (p) => console.error(`${p.table}: ${p.step} (${p.elapsedMs} ms)`),
+ * });
+ * ```
+ */
+export interface EnsureTablesOptions {
+  /**
+   * Gives up after this many milliseconds with a {@linkcode TableNotReady} naming the table and
+   * the step it was at; ensuring again goes on from there (on AWS, adding an index to a full
+   * table can take longer; `Infinity`: no deadline).
+   * @default {600000} (10 minutes)
+   */
+  deadlineMs?: number;
+  /** Told of each change sent to a table, of each wait (every 5 s at most), and when it is ready. */
+  onProgress?: (progress: TableProgress) => void;
+}
+
+/**
+ * One step of `ensureTables()`, as `onProgress` is told of it.
+ *
+ * @example A line per step
+ * ```ts
+ * import type { TableProgress } from "@harel/dynamodb";
+ *
+ * const line = (p: TableProgress) => `${p.table}: ${p.step} (${Math.round(p.elapsedMs / 1000)} s)`;
+ * console.log(line({ table: "harel_outbox", step: "creating the table", elapsedMs: 12 }));
+ * ```
+ */
+export interface TableProgress {
+  /** The table. */
+  table: string;
+  /** What is done or awaited, in words: `"creating the table"`, ..., `"ready"`. */
+  step: string;
+  /** Milliseconds since `ensureTables()` began. */
+  elapsedMs: number;
+}
+
+/**
+ * `ensureTables()` or `ensureTable()` could not make a table ready: DynamoDB refused a change
+ * that retrying cannot cure (the table ACTIVE, nothing in progress), or the deadline passed
+ * while it was still applying one. `table` and `step` say where it stopped; `cause` holds
+ * DynamoDB's refusal.
+ *
+ * @example Saying which table and step failed
+ * ```ts
+ * import { DynamoDBStore, TableNotReady } from "@harel/dynamodb";
+ *
+ * await using store = await DynamoDBStore.create({
+ *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
+ *   ensureTables: false,
+ * });
+ * try {
+ *   await store.ensureTables({ deadlineMs: 60_000 });
+ * } catch (error) {
+ *   if (!(error instanceof TableNotReady)) throw error;
+ *   console.error(error.table, error.step, error.message);
+ * }
+ * ```
+ */
+export class TableNotReady extends Error {
+  /** Always `"TableNotReady"`. */
+  override name = "TableNotReady";
+
+  /**
+   * Builds the error for a table left unready.
+   *
+   * @param table The table.
+   * @param step The step it was at (`"turning on its stream (NEW_AND_OLD_IMAGES)"`, ...).
+   * @param reason Why it stopped.
+   * @param options DynamoDB's refusal, as `cause`.
+   */
+  constructor(
+    readonly table: string,
+    readonly step: string,
+    reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(`table ${table}: ${step}: ${reason}`, options);
+  }
+}
+
+/** How long ensuring the tables may take by default: 10 minutes. */
+const ENSURE_DEADLINE_MS = 600_000;
+
+/** One `ensureTables()` call: its deadline (a signal), its start, and where progress goes. */
+export interface EnsureRun {
+  signal: AbortSignal;
+  deadlineMs: number;
+  started: number;
+  onProgress?: (progress: TableProgress) => void;
+}
+
+/** The options checked, and the run they start now. */
+export function ensureRun(options?: EnsureTablesOptions): EnsureRun {
+  const given = checkOptions(options);
+  checkOptionNames("ensureTables()", given);
+  const { deadlineMs = ENSURE_DEADLINE_MS, onProgress } = given;
+  if (typeof deadlineMs !== "number" || !(deadlineMs > 0)) {
+    throw new RangeError(
+      `deadlineMs must be a number of milliseconds above 0 (Infinity: none), got ${
+        describe(deadlineMs)
+      }`,
+    );
+  }
+  if (onProgress !== undefined && typeof onProgress !== "function") {
+    throw new TypeError(`onProgress must be a function, got ${describe(onProgress)}`);
+  }
+  // setTimeout holds at most 2^31 - 1 ms; beyond that, no deadline.
+  const signal = deadlineMs < 2 ** 31
+    ? AbortSignal.timeout(deadlineMs)
+    : new AbortController().signal;
+  return { signal, deadlineMs, started: Date.now(), onProgress };
+}
+
+/** One table being ensured: its client (stopping at the deadline) and the step it is at. */
+class TableSteps {
+  readonly client: DynamoDBSender;
+  #step = "reading its description";
+  #reported = 0;
+
+  constructor(client: DynamoDBSender, readonly table: string, readonly run: EnsureRun) {
+    this.client = abortable(client, run.signal);
+  }
+
+  /** Says what is done now. */
+  begin(step: string): void {
+    this.#step = step;
+    this.#report(step);
+  }
+
+  /** Polls `done` (with backoff) until true, saying what it waits for every 5 s at most. */
+  async until(waitingFor: string, done: () => Promise<boolean>): Promise<void> {
+    let attempt = 0;
+    while (!(await done())) {
+      if (Date.now() - this.#reported >= 5_000) this.#report(`waiting: ${waitingFor}`);
+      await sleep(backoffDelay(attempt++, POLL), this.run.signal);
+    }
+  }
+
+  /** The error to throw for `error`: the deadline's as a {@linkcode TableNotReady}. */
+  failure(error: unknown): unknown {
+    const { signal, deadlineMs } = this.run;
+    if (!signal.aborted || error instanceof TableNotReady) return error;
+    return new TableNotReady(
+      this.table,
+      this.#step,
+      `not done after ${deadlineMs / 1000} s (deadlineMs); ensuring the tables again goes on ` +
+        "from here",
+      { cause: error },
+    );
+  }
+
+  /** A refusal that retrying cannot cure, as a {@linkcode TableNotReady}. */
+  refused(error: unknown): TableNotReady {
+    const said = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return new TableNotReady(
+      this.table,
+      this.#step,
+      `DynamoDB refused it (${said}) with the table ACTIVE and nothing in progress, so ` +
+        "retrying cannot help",
+      { cause: error },
+    );
+  }
+
+  async describe(): Promise<TableDescription | undefined> {
+    return (await this.client.send(new DescribeTableCommand({ TableName: this.table }))).Table;
+  }
+
+  #report(step: string): void {
+    this.#reported = Date.now();
+    this.run.onProgress?.({ table: this.table, step, elapsedMs: Date.now() - this.run.started });
+  }
+}
+
+/**
  * Creates the table as `input` defines it (with its indexes and stream: one call, nothing to
  * backfill) unless it exists, then waits until it is ACTIVE. "Already exists" is fine; every
- * other error is real. An existing table is left to {@linkcode ensureIndex},
- * {@linkcode ensureStream} and {@linkcode ensureTtl} ({@linkcode ensureDefinedTable} runs them).
+ * other error is real.
  */
 export async function ensureTable(
   client: DynamoDBSender,
   input: CreateTableCommandInput,
+  run: EnsureRun = ensureRun(),
 ): Promise<void> {
-  const describe = () => client.send(new DescribeTableCommand({ TableName: input.TableName }));
+  const steps = new TableSteps(client, input.TableName!, run);
+  try {
+    await createTable(steps, input);
+  } catch (error) {
+    throw steps.failure(error);
+  }
+}
+
+async function createTable(steps: TableSteps, input: CreateTableCommandInput): Promise<void> {
   let status: string | undefined;
   try {
-    status = (await describe()).Table?.TableStatus;
+    status = (await steps.describe())?.TableStatus;
   } catch (error) {
     if (!isNamed(error, "ResourceNotFoundException")) throw error;
+    steps.begin("creating the table");
     try {
-      const created = await client.send(new CreateTableCommand(input));
+      const created = await steps.client.send(new CreateTableCommand(input));
       status = created.TableDescription?.TableStatus;
     } catch (createError) {
       if (!isNamed(createError, "ResourceInUseException")) throw createError;
     }
   }
   // On AWS a new table is CREATING for a few seconds; writes before ACTIVE fail.
-  await repeat(async () => {
-    if (status !== "ACTIVE") status = (await describe()).Table?.TableStatus;
+  await steps.until("the table to be ACTIVE", async () => {
+    if (status !== "ACTIVE") status = (await steps.describe())?.TableStatus;
     return status === "ACTIVE";
-  }, POLL);
+  });
 }
 
 /**
  * Makes a table what its definition says, as far as DynamoDB can change a table in place:
  * creates it when missing, adds the indexes it lacks, turns on its stream (when it has one) and
- * its TTL. Resolves to whether an index was added to an existing table (its rows may need
- * adopting).
+ * its TTL, within `run`'s deadline. Resolves to whether an index was added to an existing table
+ * (its rows may need adopting).
  */
 export async function ensureDefinedTable(
   client: DynamoDBSender,
   definition: TableDefinition,
+  run: EnsureRun = ensureRun(),
 ): Promise<boolean> {
   const { create, ttlAttribute } = definition;
-  const name = create.TableName!;
-  await ensureTable(client, create);
-  let added = false;
-  for (const index of create.GlobalSecondaryIndexes ?? []) {
-    if (await ensureIndex(client, name, index, create.AttributeDefinitions ?? [])) added = true;
+  const steps = new TableSteps(client, create.TableName!, run);
+  try {
+    await createTable(steps, create);
+    let added = false;
+    for (const index of create.GlobalSecondaryIndexes ?? []) {
+      if (await ensureIndex(steps, index, create.AttributeDefinitions ?? [])) added = true;
+    }
+    if (create.StreamSpecification?.StreamEnabled) await ensureStream(steps);
+    if (ttlAttribute !== null) await ensureTtl(steps, ttlAttribute);
+    steps.begin("ready");
+    return added;
+  } catch (error) {
+    throw steps.failure(error);
   }
-  if (create.StreamSpecification?.StreamEnabled) await ensureStream(client, name);
-  if (ttlAttribute !== null) await ensureTtl(client, name, ttlAttribute);
-  return added;
 }
 
 /** How often table and index states are polled while DynamoDB changes them. */
 const POLL = { minDelayMs: 200, maxDelayMs: 2000 };
 
 /** Turns on DynamoDB's TTL on `attribute` unless it is already on. */
-export async function ensureTtl(
-  client: DynamoDBSender,
-  tableName: string,
-  attribute: string,
-): Promise<void> {
-  const current = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+async function ensureTtl(steps: TableSteps, attribute: string): Promise<void> {
+  const { client, table } = steps;
+  const current = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
   const description = current.TimeToLiveDescription;
   if (
     description?.AttributeName === attribute &&
     (description.TimeToLiveStatus === "ENABLED" || description.TimeToLiveStatus === "ENABLING")
   ) return;
+  steps.begin(`turning on TTL on ${attribute}`);
   try {
     await client.send(
       new UpdateTimeToLiveCommand({
-        TableName: tableName,
+        TableName: table,
         TimeToLiveSpecification: { AttributeName: attribute, Enabled: true },
       }),
     );
@@ -200,27 +404,27 @@ export async function checkTableExists(
 
 /**
  * Adds a global secondary index (its key's types in `attributes`) to an existing table unless it
- * has it, then waits until the index is ACTIVE (on AWS, adding an index to a full table backfills it first, which
- * can take minutes). Safe when several processes do it at once. Resolves to whether this call
- * added it.
+ * has it, then waits until the index is ACTIVE (on AWS, adding an index to a full table
+ * backfills it first, which can take minutes). Safe when several processes do it at once.
+ * Resolves to whether this call added it.
  */
-export async function ensureIndex(
-  client: DynamoDBSender,
-  tableName: string,
+async function ensureIndex(
+  steps: TableSteps,
   index: GlobalSecondaryIndex,
   attributes: readonly AttributeDefinition[],
 ): Promise<boolean> {
   let added = false;
-  await repeat(async () => {
-    const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  await steps.until(`the index ${index.IndexName} to be ACTIVE`, async () => {
+    const table = await steps.describe();
     const found = table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === index.IndexName);
     if (found) return found.IndexStatus === "ACTIVE" && !found.Backfilling;
     // One index change at a time per table: wait while the table is busy with another.
-    if (table?.TableStatus !== "ACTIVE") return false;
+    if (busy(table)) return false;
+    steps.begin(`adding the index ${index.IndexName}`);
     try {
-      await client.send(
+      await steps.client.send(
         new UpdateTableCommand({
-          TableName: tableName,
+          TableName: steps.table,
           AttributeDefinitions: attributes.filter(({ AttributeName }) =>
             index.KeySchema?.some((key) => key.AttributeName === AttributeName)
           ),
@@ -229,13 +433,14 @@ export async function ensureIndex(
       );
       added = true;
     } catch (error) {
-      // Another process is adding it (or another index) right now: look again.
-      if (
-        !isNamed(error, "ResourceInUseException") && !isNamed(error, "LimitExceededException")
-      ) throw error;
+      // Another process is adding it (or another index) right now, or the account's limit on
+      // concurrent changes is reached: look again.
+      if (isNamed(error, "LimitExceededException")) return false;
+      if (!isNamed(error, "ResourceInUseException")) throw error;
+      await checkStillChanging(steps, table, error);
     }
     return false;
-  }, POLL);
+  });
   return added;
 }
 
@@ -245,16 +450,22 @@ export async function ensureIndex(
  * off, then on again once the table is ACTIVE, a new stream that the feeds follow), waiting while
  * the table is busy. Safe when several processes do it at once.
  */
-export async function ensureStream(client: DynamoDBSender, tableName: string): Promise<void> {
-  await repeat(async () => {
-    const table = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
-    const on = table?.StreamSpecification?.StreamEnabled === true;
-    if (on && table?.StreamSpecification?.StreamViewType === STREAM.StreamViewType) return true;
-    if (table?.TableStatus !== "ACTIVE") return false;
+async function ensureStream(steps: TableSteps): Promise<void> {
+  await steps.until("the table to be ACTIVE with its stream", async () => {
+    const table = await steps.describe();
+    const has = table?.StreamSpecification;
+    const on = has?.StreamEnabled === true;
+    if (on && has?.StreamViewType === STREAM.StreamViewType) return true;
+    if (busy(table)) return false;
+    steps.begin(
+      on
+        ? `turning off its ${has?.StreamViewType} stream, to replace it`
+        : `turning on its stream (${STREAM.StreamViewType})`,
+    );
     try {
-      await client.send(
+      await steps.client.send(
         new UpdateTableCommand({
-          TableName: tableName,
+          TableName: steps.table,
           StreamSpecification: on ? { StreamEnabled: false } : { ...STREAM },
         }),
       );
@@ -262,13 +473,42 @@ export async function ensureStream(client: DynamoDBSender, tableName: string): P
     } catch (error) {
       // Another process changes the table right now (or turned the stream on or off): look again.
       if (
-        !isNamed(error, "ResourceInUseException") && !isNamed(error, "LimitExceededException") &&
-        !(isNamed(error, "ValidationException") &&
+        isNamed(error, "LimitExceededException") ||
+        (isNamed(error, "ValidationException") &&
           /already has an enabled stream|no stream|already disabled/i.test(String(error)))
-      ) throw error;
+      ) return false;
+      if (!isNamed(error, "ResourceInUseException")) throw error;
+      await checkStillChanging(steps, table, error);
     }
     return false;
-  }, POLL);
+  });
+}
+
+/** Whether DynamoDB is changing the table: it, or one of its indexes, is not ACTIVE. */
+function busy(table: TableDescription | undefined): boolean {
+  return table?.TableStatus !== "ACTIVE" ||
+    (table.GlobalSecondaryIndexes ?? []).some((gsi) => gsi.IndexStatus !== "ACTIVE");
+}
+
+/**
+ * After a change refused as "in use": returns when the table is busy or changed since `before`
+ * (another process is at it: look again); else DynamoDB refused the change itself (moto's
+ * "Cannot enable stream"), and retrying cannot help: throws it as a {@linkcode TableNotReady}.
+ */
+async function checkStillChanging(
+  steps: TableSteps,
+  before: TableDescription | undefined,
+  refusal: unknown,
+): Promise<void> {
+  const after = await steps.describe();
+  const shape = (table: TableDescription | undefined) =>
+    JSON.stringify([
+      table?.StreamSpecification ?? null,
+      table?.LatestStreamArn ?? null,
+      (table?.GlobalSecondaryIndexes ?? []).map((gsi) => gsi.IndexName),
+    ]);
+  if (busy(after) || shape(after) !== shape(before)) return;
+  throw steps.refused(refusal);
 }
 
 /** A provisioned table's index needs its own throughput: the table's. On-demand needs none. */

@@ -6,6 +6,8 @@ import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import {
   checkTableExists,
   ensureDefinedTable,
+  ensureRun,
+  type EnsureTablesOptions,
   type ExecutionTables,
   executionTables,
 } from "../dynamo/tables.ts";
@@ -205,10 +207,14 @@ const NO_RESENDS = { lost: 0, conflicts: 0 };
  * and adopts the rows of a relay table that predates the relay index (one scan, once; rows
  * other writers add later are found by the passes, by seq; timers by the sweeps' scan).
  */
-export async function ensureStoreTables(ctx: StoreContext): Promise<void> {
+export async function ensureStoreTables(
+  ctx: StoreContext,
+  options?: EnsureTablesOptions,
+): Promise<void> {
+  const run = ensureRun(options);
   await Promise.all(
     (Object.keys(ctx.tables) as Role[]).map(async (role) => {
-      const added = await ensureDefinedTable(ctx.client, ctx.definitions.tables[role]);
+      const added = await ensureDefinedTable(ctx.client, ctx.definitions.tables[role], run);
       if (added && (role === "outbox" || role === "spawns" || role === "timers")) {
         await adoptTable(ctx, role);
       }

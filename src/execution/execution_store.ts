@@ -15,7 +15,7 @@ import { readTraceSteps } from "./listing/_trace_pages.ts";
 import { executionOutbox } from "./queue/_execution_outbox.ts";
 import type * as O from "../core/operator_types.ts";
 import type { Execution } from "../core/documents.ts";
-import type { ExecutionTables } from "../dynamo/tables.ts";
+import type { EnsureTablesOptions, ExecutionTables } from "../dynamo/tables.ts";
 import { instrument } from "../core/_telemetry.ts";
 import * as letters from "./queue/_dead_letters.ts";
 import * as checks from "./queue/_relay_checks.ts";
@@ -101,6 +101,8 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
+   * @throws {TableNotReady} When DynamoDB refused a change to a table for good, or ensuring the
+   *   tables took over 10 minutes (`ensureTables()`'s default deadline).
    * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions;
    *   with `otherWriters: true` and `ensureTables: false`, when a stream it reads is missing or of
    *   another view.
@@ -112,20 +114,22 @@ export class DynamoDBStore implements T.ExecutionStore {
   /**
    * Makes the seven tables what `tableDefinitions()` says: creates the missing ones and adds
    * missing indexes, TTL and (with `otherWriters: true`) the streams, replacing one of another
-   * view. Idempotent.
+   * view. Idempotent: after a failure, running it again goes on from there.
    * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
    * import { DynamoDBStore } from "@harel/dynamodb";
    * const store = new DynamoDBStore(new DynamoDBClient({}), { prefix: "prod" });
-   * await store.ensureTables();
+   * await store.ensureTables({ onProgress: (p) => console.error(p.table, p.step) });
    * console.log(await store.checkTables()); // []
    * ```
+   * @param options The deadline (10 minutes by default), and where progress goes.
+   * @throws {TableNotReady} When DynamoDB refused a change for good, or the deadline passed.
    * @throws {Error} The SDK's error when a table cannot be created or described (IAM, ...).
    */
-  async ensureTables(): Promise<void> {
+  async ensureTables(options?: EnsureTablesOptions): Promise<void> {
     this.#open("ensureTables");
-    await ensureStoreTables(this.#ctx);
+    await ensureStoreTables(this.#ctx, options);
   }
 
   /** Every difference of the tables from their definitions, with its fix; `[]`: none. */

@@ -39,7 +39,13 @@ import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { globMatch } from "../core/glob.ts";
 import { checkClock, secondsOf } from "../core/_clock.ts";
-import { checkTableExists, checkTableName, ensureDefinedTable } from "../dynamo/tables.ts";
+import {
+  checkTableExists,
+  checkTableName,
+  ensureDefinedTable,
+  ensureRun,
+  type EnsureTablesOptions,
+} from "../dynamo/tables.ts";
 import { stateTableDefinition } from "../dynamo/table_definitions.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { instrument } from "../core/_telemetry.ts";
@@ -152,6 +158,8 @@ export class DynamoDBStateStore implements StateStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTable: false`, when the table is missing.
+   * @throws {TableNotReady} When DynamoDB refused a change to the table for good, or ensuring it
+   *   took over 10 minutes (`ensureTable()`'s default deadline).
    */
   static create(options: CreateStateStoreOptions = {}): Promise<DynamoDBStateStore> {
     let ensure: boolean, store: DynamoDBStateStoreOptions;
@@ -185,13 +193,16 @@ export class DynamoDBStateStore implements StateStore {
    * await new DynamoDBStateStore(new DynamoDBClient({})).ensureTable();
    * ```
    *
+   * @param options The deadline (10 minutes by default), and where progress goes.
+   * @throws {TableNotReady} When DynamoDB refused a change for good, or the deadline passed.
    * @throws {StoreClosed} After `close()`.
    * @throws {Error} The SDK's error when the table cannot be created or described (e.g.
    *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
-  async ensureTable(): Promise<void> {
+  async ensureTable(options?: EnsureTablesOptions): Promise<void> {
     this.#open("ensureTable");
-    await ensureDefinedTable(this.#client, stateTableDefinition(this.tableName));
+    const run = ensureRun(options);
+    await ensureDefinedTable(this.#client, stateTableDefinition(this.tableName), run);
   }
 
   /**

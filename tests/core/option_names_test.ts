@@ -16,6 +16,7 @@ import type {
   DueTimersOptions,
   DynamoDBStateStoreOptions,
   DynamoDBStoreOptions,
+  EnsureTablesOptions,
   ExecutionOutboxOptions,
   InspectOptions,
   ListOptions,
@@ -77,6 +78,7 @@ Deno.test("each list of option names is its options interface, name for name (ch
     trace: names("readTrace()"),
     timers: names("readTimers()"),
     inspect: names("inspectExecution()"),
+    ensure: names("ensureTables()"),
   };
   exact<Names<DynamoDBStoreOptions, typeof lists.dynamo>>(true);
   exact<Names<CreateStoreOptions, typeof lists.create>>(true);
@@ -102,6 +104,7 @@ Deno.test("each list of option names is its options interface, name for name (ch
   exact<Names<TraceReadOptions, typeof lists.trace>>(true);
   exact<Names<TimerReadOptions, typeof lists.timers>>(true);
   exact<Names<InspectOptions, typeof lists.inspect>>(true);
+  exact<Names<EnsureTablesOptions, typeof lists.ensure>>(true);
   exact<Names<BackoffOptions, ["minDelayMs", "maxDelayMs", "multiplier"]>>(true);
   exact<Names<NonNullable<RelayOptions["backoff"]>, ["minSeconds", "maxSeconds"]>>(true);
   for (const [entry, list] of Object.entries(OPTION_NAMES)) {

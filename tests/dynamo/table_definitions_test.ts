@@ -369,3 +369,48 @@ Deno.test("ensureTables() on existing tables makes 13 calls: 11 DescribeTable an
   for (const call of counting.calls) tally[call] = (tally[call] ?? 0) + 1;
   assert.deepEqual(tally, { DescribeTableCommand: 11, DescribeTimeToLiveCommand: 2 });
 });
+
+Deno.test("the drift check never prints undefined, and each fix gives the CLI command that makes it", () => {
+  const { tables } = tableDefinitions({ prefix: "p", otherWriters: true });
+  const { outbox, executions } = tables;
+  const relay = outbox.create.GlobalSecondaryIndexes![0]!;
+  const all = [
+    ...tableDifferences(outbox, null, undefined),
+    // A description without the attributes' types (moto's, a hand-made table's): no type shown.
+    ...tableDifferences(outbox, {
+      KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+      GlobalSecondaryIndexes: [{
+        IndexName: relay.IndexName,
+        KeySchema: [{ AttributeName: "seq", KeyType: "HASH" }],
+        Projection: { ProjectionType: "KEYS_ONLY" },
+      }],
+      StreamSpecification: { StreamEnabled: true, StreamViewType: "KEYS_ONLY" },
+    }, undefined),
+    ...tableDifferences(executions, { KeySchema: executions.create.KeySchema }, {
+      TimeToLiveStatus: "DISABLED",
+    }),
+    ...tableDifferences(tables.state, { KeySchema: tables.state.create.KeySchema }, undefined),
+  ];
+  assert.deepEqual(new Set(all.map((d) => d.kind)).size, 8, all.map((d) => d.kind).join());
+  for (const d of all) {
+    assert.doesNotMatch(`${d.problem} ${d.fix}`, /undefined/, d.problem);
+    assert.match(d.fix, /`cli (ensure-tables|tables) /, d.fix);
+  }
+  const wrongKey = all.find((d) => d.kind === "wrong key")!;
+  assert.match(wrongKey.problem, /has the key id \(HASH\); the stores need seq \(N HASH\)/);
+  const missing = all.find((d) => d.kind === "missing index")!;
+  assert.match(missing.fix, /`cli ensure-tables --prefix p --other-writers`/);
+  for (const kind of ["missing stream", "wrong stream view"]) {
+    assert.match(all.find((d) => d.kind === kind)!.fix, /--prefix p --other-writers/);
+  }
+  // The state table of the prefix is the CLI's default for it; another is named.
+  assert.match(
+    all.find((d) => d.kind === "ttl off" && d.table === "p_state")!.fix,
+    /`cli ensure-tables --prefix p`/,
+  );
+  const sessions = tableDefinitions({ stateTable: "sessions" }).tables.state;
+  assert.match(
+    tableDifferences(sessions, null, undefined)[0]!.fix,
+    /`cli ensure-tables --state-table sessions`/,
+  );
+});

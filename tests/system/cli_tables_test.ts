@@ -199,6 +199,42 @@ function fromTerraform(text: string): ReadBack {
   return { tables, policy: policy! };
 }
 
+/**
+ * The lines whose `=` is not where `terraform fmt` puts it: in each run of consecutive one-line
+ * `name = value` attributes (a blank line, a block's brace or a value running on over lines ends
+ * a run), one space after the run's longest name.
+ */
+function fmtMisaligned(text: string): string[] {
+  const wrong: string[] = [];
+  let run: string[] = [];
+  const close = () => {
+    const width = Math.max(...run.map((line) => line.match(/^\s*[\w-]+/)![0].length));
+    for (const line of run) {
+      if (line.indexOf("=") !== width + 1 || line[width + 2] !== " ") wrong.push(line);
+    }
+    run = [];
+  };
+  for (const line of text.split("\n")) {
+    const value = /^\s*[\w-]+\s*=\s*(.*)$/.exec(line)?.[1];
+    const opens = (value ?? "").replace(/"[^"]*"/g, "").match(/[[({]/g)?.length ?? 0;
+    const closes = (value ?? "").replace(/"[^"]*"/g, "").match(/[\])}]/g)?.length ?? 0;
+    if (value !== undefined && opens === closes) run.push(line);
+    else if (run.length) close();
+  }
+  if (run.length) close();
+  return wrong;
+}
+
+Deno.test("fmtMisaligned finds what terraform fmt would move", () => {
+  const good = 'a {\n  name   = "x"\n  longer = 1\n\n  b = [1, 2]\n  p = jsonencode({\n  })\n}';
+  assert.deepEqual(fmtMisaligned(good), []);
+  const bad = 'a {\n  name = "x"\n  longer = 1\n  k    = 2\n}';
+  assert.deepEqual(fmtMisaligned(bad), ['  name = "x"', "  k    = 2"]);
+});
+
+/** The tables a store with other writers reads the streams of. */
+const TABLE_ROLES_STREAMED: TableRole[] = ["executions", "outbox", "spawns", "timers"];
+
 const OPTIONS: TableDefinitionsOptions[] = [
   {},
   { prefix: "prod", otherWriters: true, stateTable: "sessions" },
@@ -254,6 +290,16 @@ for (const options of OPTIONS) {
     assert.deepEqual(fromCloudFormation(text, region, account), expected(options, logicalId));
     assert.match(text, /Type: AWS::IAM::ManagedPolicy/);
     assert.match(text, /Parameters:\n {2}Prefix:\n/);
+    // The description tells the story the tables tell: which of them have a stream.
+    const streamed = Object.values(tableDefinitions(options).tables)
+      .filter((table) => table.create.StreamSpecification).map((table) => table.role);
+    assert.deepEqual(streamed, options.otherWriters ? TABLE_ROLES_STREAMED : []);
+    assert.match(
+      text,
+      options.otherWriters
+        ? /other writers: yes, so the executions, outbox, spawns and timers tables have a stream/
+        : /other writers: no, so no table has a stream/,
+    );
   });
 
   Deno.test(`cli tables --format terraform reads back as tableDefinitions(${named})`, async () => {
@@ -262,6 +308,33 @@ for (const options of OPTIONS) {
     for (const variable of ["prefix", "state_table", "region", "account"]) {
       assert.match(text, new RegExp(`variable "${variable}" \\{`));
     }
+  });
+
+  Deno.test(`cli tables --format cloudformation(${named}) reads the same to a YAML 1.1 reader`, async () => {
+    const text = await printed("tables", "--format", "cloudformation", ...args(options));
+    // YAML 1.1 reads an unquoted 2012-10-17 as a date, yes/no/on/off as booleans.
+    assert.match(text, /Version: "2012-10-17"/);
+    assert.match(text, /AWSTemplateFormatVersion: "2010-09-09"/);
+    assert.deepEqual(parse(text, { version: "1.1" }), parse(text));
+    // PyYAML, a YAML 1.1 reader (as moto's CloudFormation is), reads it as JSON's equal.
+    const python = await new Deno.Command("python3", {
+      args: ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = python.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(text));
+    await writer.close();
+    const { code, stdout, stderr } = await python.output();
+    assert.equal(code, 0, new TextDecoder().decode(stderr));
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), parse(text));
+  });
+
+  Deno.test(`cli tables --format terraform(${named}) aligns as terraform fmt does`, async () => {
+    const text = await printed("tables", "--format", "terraform", ...args(options));
+    assert.deepEqual(fmtMisaligned(text), []);
+    assert.doesNotMatch(text, /",[^ \n]/, "a space after each comma of a list");
   });
 }
 
@@ -279,7 +352,7 @@ Deno.test("cli tables refuses a missing or unknown --format and bad parameters a
   assert.equal(await run("check-tables", "--format", "json"), 2);
 });
 
-Deno.test("cli policy grants the executions table's stream only with --other-writers", async () => {
+Deno.test("cli policy grants the four tables' streams only with --other-writers", async () => {
   const without = await printed("policy", "--prefix", "p");
   const withStream = JSON.parse(await printed("policy", "--prefix", "p", "--other-writers"));
   assert.ok(!without.includes("/stream/"));
