@@ -3,7 +3,11 @@
 // also waits for the entries of ours (chained by their own source) between it and its
 // predecessor: its source is unknown (docs/delivery.md, "Order across writers"). Pure.
 
-/** How many seqs of each kind a target's `recent` lists keep (the highest): the item stays small. */
+/**
+ * How many seqs of each kind a target's `recent` lists keep at least (the highest); a list is cut
+ * back to this only past twice as many, so that most rounds write a target's lists once. The item
+ * stays small.
+ */
 export const RECENT_MAX = 16;
 
 /** An outbox row a feed round saw (its NEW image). */

@@ -28,7 +28,7 @@ import {
 } from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
-import { chainRound, type FedRow, type Recent } from "../../core/_feed_chain.ts";
+import { chainRound, type FedRow, type Recent, RECENT_MAX } from "../../core/_feed_chain.ts";
 import {
   adopted,
   keyOrder,
@@ -312,13 +312,15 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const at = { [RELAY.part]: row[RELAY.part]!, [RELAY.order]: row[RELAY.order]! };
     handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
   });
-  // Past RECENT_MAX, the lowest leave.
+  // A list past twice RECENT_MAX is cut back to its highest RECENT_MAX.
   await eachConcurrently([...round.keys()], ITEM_WRITES_IN_FLIGHT, async (target) => {
     const kept = chaining.recent.get(target)!;
     const seen = recentOf(round.get(target)!, recent.get(target));
+    const over = (list: number[], keep: number[]) =>
+      list.length > 2 * RECENT_MAX ? list.filter((seq) => !keep.includes(seq)) : [];
     const gone = {
-      unchained: seen.unchained.filter((seq) => !kept.unchained.includes(seq)),
-      ours: seen.ours.filter((seq) => !kept.ours.includes(seq)),
+      unchained: over(seen.unchained, kept.unchained),
+      ours: over(seen.ours, kept.ours),
     };
     if (gone.unchained.length + gone.ours.length === 0) return;
     handled.writes++;
