@@ -34,9 +34,9 @@ export interface FleetClientOptions {
    * `engine.has_cancel_handler(defn, exe)` answers: that state or one of its ancestors below
    * the execution's root is the source of a `Cancel` transition. A function of the definition
    * id, the active state's path (`exe.active_path`) and the execution's root (`exe.root_path`,
-   * `""` but for a region's child), or a Set of definition ids (every state of those has one). `cancel()` of an execution whose active state has one is
-   * cooperative (CANCELLING, and a `Cancel` the machine handles); of any other, immediate
-   * (CANCELLED, no event). It is never asked about an execution that never started or is DONE:
+   * `""` but for a region's child), or a Set of definition ids (every state of those has one).
+   * `cancel()` of an execution whose active state has one is cooperative (CANCELLING, and a
+   * `Cancel` the machine handles); of any other, immediate (CANCELLED, no event). It is never asked about an execution that never started or is DONE:
    * harel finds no handler there.
    * @default {every state has one (cooperative)}
    */
@@ -60,8 +60,8 @@ export interface CreateOptions {
   context?: Record<string, unknown>;
   /**
    * The execution's id: at most 128 characters SQS takes in a group id. The children harel
-   * spawns are grouped by `{id}:{state path}:{seq}`: leave room for those (an id of at most
-   * 128 minus the longest spawning path's length minus 2 and its seq's digits).
+   * spawns are grouped by `{id}:{state path}:{seq}` (a fan-out's by `{id}:{state path}:{seq}:{i}`):
+   * leave room for those (docs/fleet.md, "Spawns").
    * @default {a fresh 32-hex id}
    */
   id?: string;
