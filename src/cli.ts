@@ -412,7 +412,7 @@ async function run(
     (retry) => err(progress(retry)),
   );
   try {
-    // The relay publishes a fleet's rows: its store is the mixed fleet's (#39). The views
+    // The relay publishes a fleet's rows: its store is the mixed fleet's. The views
     // (executions, outbox, timers) write nothing: their store runs no feed of its own.
     const reader = new DynamoDBStore(client, {
       prefix,

@@ -1,4 +1,4 @@
-// `show ID`'s outbox (#34): the entries an execution emitted that are not delivered yet, and those
+// `show ID`'s outbox: the entries an execution emitted that are not delivered yet, and those
 // to it that failed or are held, each with the relay's state of it, as tables for people.
 import type { ExecutionOutbox, OutboxEntryState } from "../core/types.ts";
 import { cell, counted, indent, table } from "./_format.ts";

@@ -1,5 +1,5 @@
 // The CLI's `executions`: one page of the listing, and with `--other-writers` (an operator's view
-// of a table shared with the Python store, #39) the executions other writers committed that the
+// of a table shared with the Python store) the executions other writers committed that the
 // status index does not show yet, peeked from the executions table's stream (the status feed's
 // peek: read from the feed's checkpoint, nothing written), each read by key, first on the first page.
 // Every row shown counts toward --limit.

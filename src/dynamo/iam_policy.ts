@@ -110,7 +110,7 @@ const STATEMENTS: {
     actions: ["Query"],
   },
   {
-    // The feeds (#34, #39) read the executions and relay tables' streams (`otherWriters: true`).
+    // The feeds read the executions and relay tables' streams (`otherWriters: true`).
     sid: "HarelExecutionsStream",
     roles: ["executions", "outbox", "spawns", "timers"],
     index: STREAM,

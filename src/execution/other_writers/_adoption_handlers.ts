@@ -1,5 +1,5 @@
 // What a round of a relay table's feed (DynamoDB Streams: the outbox, spawns and timers tables'
-// change records, see _table_feed.ts) does with the records it read (#39): other writers' rows,
+// change records, see _table_feed.ts) does with the records it read: other writers' rows,
 // written without the relay index's attributes, are adopted into the index, one conditional
 // update each, so that the ordinary passes, sweeps and reads handle them like any row. Outbox
 // entries are also chained per target (core/_feed_chain.ts): every row the feed sees feeds its

@@ -1,4 +1,4 @@
-// The relay tables' feeds (#39): one TableFeed (_table_feed.ts) per relay table — outbox, spawns,
+// The relay tables' feeds: one TableFeed (_table_feed.ts) per relay table — outbox, spawns,
 // timers — whose rounds adopt other writers' rows into the relay index (_adoption_handlers.ts).
 // Every pass, sweep and read of a queue runs its table's round first, in the same call (a fresh
 // store per pass sees the rows too: nothing is kept in the instance), under the feed's lease

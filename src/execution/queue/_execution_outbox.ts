@@ -1,4 +1,4 @@
-// executionOutbox (#34): one execution's outbox entries, found by key — never by reading the
+// executionOutbox: one execution's outbox entries, found by key — never by reading the
 // outbox table or a partition of the relay index. What it emitted: its item's chains
 // (`outbox_last`: target → its last seq) name the newest entry of each target, and each entry
 // names the one before it (`prev_seq`), so a walk back reads only entries still there (an
