@@ -135,3 +135,52 @@ export function summaryLine(summaries: TestSummary[], ok: boolean, elapsed: stri
     sum("failed")
   } failed${steps(sum("failedSteps"))} (${elapsed})`;
 }
+
+/** XML's five escapes, undone. */
+const unescapeXml = (text: string) =>
+  text.replace(
+    /&(lt|gt|quot|apos|amp);/g,
+    (_, name: string) => ({ lt: "<", gt: ">", quot: '"', apos: "'", amp: "&" })[name]!,
+  );
+
+/**
+ * Seconds per test file in a `deno test --junit-path` report: the sum of its tests' times (a
+ * step, `test > step`, counts within its test). The times of several reports add up.
+ */
+export function fileTimes(reports: string[]): Map<string, number> {
+  const times = new Map<string, number>();
+  for (const xml of reports) {
+    const cases = [...xml.matchAll(/<testcase name="([^"]*)" classname="([^"]*)" time="([^"]*)"/g)]
+      .map(([, name, file, time]) => ({
+        name: unescapeXml(name!),
+        file: unescapeXml(file!),
+        time: Number(time),
+      }));
+    const names = new Set(cases.map((c) => `${c.file}\n${c.name}`));
+    const isStep = ({ name, file }: { name: string; file: string }) => {
+      for (let at = name.indexOf(" > "); at !== -1; at = name.indexOf(" > ", at + 1)) {
+        if (names.has(`${file}\n${name.slice(0, at)}`)) return true;
+      }
+      return false;
+    };
+    for (const c of cases) {
+      if (!isStep(c) && Number.isFinite(c.time)) {
+        times.set(c.file, (times.get(c.file) ?? 0) + c.time);
+      }
+    }
+  }
+  return times;
+}
+
+/** The `count` slowest files of `times`, slowest first, one line each: `  1m05s  ./tests/x_test.ts`. */
+export function slowestFiles(times: Map<string, number>, count = 10): string[] {
+  return [...times].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, count)
+    .map(([file, seconds]) => `${formatSeconds(seconds).padStart(7)}  ${file}`);
+}
+
+function formatSeconds(seconds: number): string {
+  const whole = Math.round(seconds);
+  return whole >= 60
+    ? `${Math.floor(whole / 60)}m${String(whole % 60).padStart(2, "0")}s`
+    : `${seconds.toFixed(1)}s`;
+}
