@@ -144,8 +144,8 @@ const unescapeXml = (text: string) =>
   );
 
 /**
- * Seconds per test file in a `deno test --junit-path` report: the sum of its tests' times (a
- * step, `test > step`, counts within its test). The times of several reports add up.
+ * Seconds per test file in `deno test --junit-path` reports: the sum of its tests' times (a
+ * step, `test > step`, counts within its test, wherever its t.step() call is).
  */
 export function fileTimes(reports: string[]): Map<string, number> {
   const times = new Map<string, number>();
@@ -156,10 +156,11 @@ export function fileTimes(reports: string[]): Map<string, number> {
         file: unescapeXml(file!),
         time: Number(time),
       }));
-    const names = new Set(cases.map((c) => `${c.file}\n${c.name}`));
-    const isStep = ({ name, file }: { name: string; file: string }) => {
+    // A step's file is where its t.step() call is (a helper's, for steps run concurrently).
+    const names = new Set(cases.map((c) => c.name));
+    const isStep = ({ name }: { name: string }) => {
       for (let at = name.indexOf(" > "); at !== -1; at = name.indexOf(" > ", at + 1)) {
-        if (names.has(`${file}\n${name.slice(0, at)}`)) return true;
+        if (names.has(name.slice(0, at))) return true;
       }
       return false;
     };

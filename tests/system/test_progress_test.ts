@@ -241,7 +241,9 @@ Deno.test("the slowest files are read from the groups' JUnit reports: each file'
     }\n</testsuite>`;
   const parallel = `<testsuites>${
     report("./tests/a_test.ts", [["slow &gt; one", 30], ["slow", 61.5], ["slow &gt; two", 31]])
-  }${report("./tests/b_test.ts", [["x &amp; y", 2], ["z", 3.25]])}</testsuites>`;
+  }${report("./tests/b_test.ts", [["x &amp; y", 2], ["z", 3.25]])}${
+    report("./tests/_support/steps.ts", [["z &gt; at once", 3]]) // a helper's t.step()
+  }</testsuites>`;
   const serial = report("./tests/zz_test.ts", [["last", 0.4]]);
   const times = fileTimes([parallel, serial, ""]);
   assert.deepEqual([...times], [
