@@ -94,7 +94,7 @@ Deno.test("TestProgress says what it waits for before the first file and between
   p.feed("running 1 test from ./tests/a_test.ts\nquick ... ok (1ms)\n");
   p.wait(10_000);
   assert.deepEqual(p.output().split("\n").filter((line) => !line.includes("running 1 test")), [
-    "[0/2 · 10s] type-checking and loading the test files",
+    "[0/2 · 10s] loading the test files",
     "quick ... ok (1ms)",
     "[1/2 · 20s] still in ./tests/a_test.ts, no output for 10s",
     "",
