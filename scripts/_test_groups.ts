@@ -135,3 +135,53 @@ export function summaryLine(summaries: TestSummary[], ok: boolean, elapsed: stri
     sum("failed")
   } failed${steps(sum("failedSteps"))} (${elapsed})`;
 }
+
+/** XML's five escapes, undone. */
+const unescapeXml = (text: string) =>
+  text.replace(
+    /&(lt|gt|quot|apos|amp);/g,
+    (_, name: string) => ({ lt: "<", gt: ">", quot: '"', apos: "'", amp: "&" })[name]!,
+  );
+
+/**
+ * Seconds per test file in `deno test --junit-path` reports: the sum of its tests' times (a
+ * step, `test > step`, counts within its test, wherever its t.step() call is).
+ */
+export function fileTimes(reports: string[]): Map<string, number> {
+  const times = new Map<string, number>();
+  for (const xml of reports) {
+    const cases = [...xml.matchAll(/<testcase name="([^"]*)" classname="([^"]*)" time="([^"]*)"/g)]
+      .map(([, name, file, time]) => ({
+        name: unescapeXml(name!),
+        file: unescapeXml(file!),
+        time: Number(time),
+      }));
+    // A step's file is where its t.step() call is (a helper's, for steps run concurrently).
+    const names = new Set(cases.map((c) => c.name));
+    const isStep = ({ name }: { name: string }) => {
+      for (let at = name.indexOf(" > "); at !== -1; at = name.indexOf(" > ", at + 1)) {
+        if (names.has(name.slice(0, at))) return true;
+      }
+      return false;
+    };
+    for (const c of cases) {
+      if (!isStep(c) && Number.isFinite(c.time)) {
+        times.set(c.file, (times.get(c.file) ?? 0) + c.time);
+      }
+    }
+  }
+  return times;
+}
+
+/** The `count` slowest files of `times`, slowest first, one line each: `  1m05s  ./tests/x_test.ts`. */
+export function slowestFiles(times: Map<string, number>, count = 10): string[] {
+  return [...times].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, count)
+    .map(([file, seconds]) => `${formatSeconds(seconds).padStart(7)}  ${file}`);
+}
+
+function formatSeconds(seconds: number): string {
+  const whole = Math.round(seconds);
+  return whole >= 60
+    ? `${Math.floor(whole / 60)}m${String(whole % 60).padStart(2, "0")}s`
+    : `${seconds.toFixed(1)}s`;
+}

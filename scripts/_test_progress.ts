@@ -134,7 +134,7 @@ export class TestProgress {
       ? [...this.#within(running[1]!.length).map((t) => t.name), running[2]!]
       : this.#open.map((t) => t.name);
     const what = this.#file === null
-      ? "type-checking and loading the test files"
+      ? "loading the test files"
       : this.#parallel && !running
       ? `no test ended for ${elapsed(now - since)} (the last: ${this.#file})`
       : names.length > 0

@@ -5,7 +5,9 @@
 // the first commit, calls per operation, hash-store throughput and write units next to the Python
 // seed store's algorithm (scripts/_bench_writes.ts), against $DYNAMODB_ENDPOINT
 // (deno task bench starts one; it runs with --v8-flags=--expose-gc for the heap figure), and
-// SQS publish throughput and commit-to-queue latency against $SQS_ENDPOINT (moto, started too).
+// SQS publish throughput and commit-to-queue latency against $SQS_ENDPOINT (moto, started too),
+// and one commit's latency with 10 ms added per request next to the seed's Python store's
+// (scripts/_bench_latency.ts).
 import { DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import { countingClient, testClient } from "../tests/_support/env.ts";
 import { countingProxy } from "../tests/_support/counting_proxy.ts";
@@ -17,6 +19,7 @@ import { benchMixed, printMixed } from "./_bench_mixed.ts";
 import { benchCommitCpu, printCommitCpu } from "./_bench_cpu.ts";
 import { benchWrites, printWrites } from "./_bench_writes.ts";
 import { benchSqs, printSqs } from "./_bench_sqs.ts";
+import { benchLatency, printLatency as printRoundTrip } from "./_bench_latency.ts";
 import { BareWriter } from "./_bench_floor.ts";
 import {
   type CommitChanges,
@@ -42,6 +45,7 @@ const SECTIONS = [
   "calls",
   "drain",
   "latency",
+  "round-trip",
   "heap",
   "cold-start",
   "hash",
@@ -347,6 +351,11 @@ if (runs("latency")) {
   }
 }
 
+// One commit's latency with 10 ms added to every request, next to the Python seed store's.
+const roundTrip = runs("round-trip")
+  ? await benchLatency(`${prefix}_rt`, Math.min(rounds, 3), progress)
+  : undefined;
+
 // Heap grown by a bounded read of a 20 000-entry backlog (after a full gc around every
 // request, see tests/_support/heap.ts), next to reading the backlog whole.
 let heap: { limit100: number; whole: number } | undefined;
@@ -473,6 +482,7 @@ const results = {
   ...(runs("latency")
     ? { latency: { inlineMs: median(latency.inline), nextPassMs: median(latency.nextPass) } }
     : {}),
+  ...(roundTrip ? { roundTrip } : {}),
   ...(heap ? { heap } : {}),
   ...(runs("cold-start") ? { coldStart } : {}),
   ...(runs("hash") ? { hash: { hset: median(hash.hset), hgetall: median(hash.hgetall) } } : {}),
@@ -515,6 +525,7 @@ if (statusIndex) printStatusIndex(statusIndex);
 if (sqs) printSqs(sqs);
 if (runs("drain")) printDrain();
 if (runs("latency")) printLatency();
+if (roundTrip) printRoundTrip(roundTrip);
 if (heap) printHeap(heap);
 if (runs("cold-start")) {
   console.log("\n| cold start (calls, counted by a proxy) | calls |\n| --- | --- |");

@@ -9,12 +9,15 @@
 //   scripts/with_dynamodb.ts --parallel -- deno test ...
 //                                           runs the test files in two groups: those that share
 //                                           nothing DENO_JOBS at a time (default 4), then the few
-//                                           listed in _test_groups.ts one by one; one summary line
+//                                           listed in _test_groups.ts one by one; then the ten
+//                                           slowest files (their tests' time) and one summary line
 import { bringUpDynamoDB, type RunningDynamoDB } from "./local_dynamodb.ts";
 import { bringUpSqs, type RunningSqs } from "./local_sqs.ts";
 import { countTestFiles, elapsed, HEARTBEAT_MS, TestProgress } from "./_test_progress.ts";
 import {
   DEFAULT_JOBS,
+  fileTimes,
+  slowestFiles,
   summaryLine,
   summaryOf,
   testGroups,
@@ -99,12 +102,14 @@ try {
       await baselineOf(service!.endpoint, "scripts/with_dynamodb.ts");
     const jobs = Deno.env.get("DENO_JOBS") ?? String(DEFAULT_JOBS);
     const summaries: TestSummary[] = [];
+    // Each group's JUnit report, for the ten slowest files at the end.
+    const reports = groups.map(() => Deno.makeTempFileSync({ suffix: ".xml" }));
     code = 0;
-    for (const group of groups) {
+    for (const [i, group] of groups.entries()) {
       let output = "";
       const groupCode = await runChild(
         cmd!,
-        ["test", ...group.args],
+        ["test", `--junit-path=${reports[i]}`, ...group.args],
         { ...env, DENO_JOBS: jobs, [BASELINE]: baseline },
         progress,
         (text) => void (output = (output + text).slice(-4096)),
@@ -113,6 +118,20 @@ try {
       const summary = summaryOf(output);
       if (summary === null && code === 0) code = 1;
       if (summary) summaries.push(summary);
+    }
+    const read = reports.map((path) => {
+      try {
+        const xml = Deno.readTextFileSync(path);
+        Deno.removeSync(path);
+        return xml;
+      } catch {
+        return ""; // a group that did not get to write it
+      }
+    });
+    const slowest = slowestFiles(fileTimes(read));
+    if (slowest.length > 0) {
+      console.log(`\nThe ${slowest.length} slowest test files (their tests' time):`);
+      console.log(slowest.join("\n"));
     }
     if (groups.length > 1) {
       console.log(`\n${summaryLine(summaries, code === 0, elapsed(Date.now() - started))}`);

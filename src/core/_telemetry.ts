@@ -3,6 +3,7 @@
 import {
   type Attributes,
   INVALID_SPAN_CONTEXT,
+  ProxyTracerProvider,
   type Span,
   SpanStatusCode,
   trace,
@@ -26,6 +27,21 @@ export const ATTR = {
 
 let enabled = true;
 
+/** The span a call runs in when nothing records spans. */
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * Whether a tracer provider is registered (Deno registers its own with OTEL_DENO=true): without
+ * one, a span would be a no-op that still costs a context switch per call.
+ */
+function tracing(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NO_PROVIDER;
+}
+
+/** The provider a ProxyTracerProvider delegates to while none is registered. */
+const NO_PROVIDER = new ProxyTracerProvider().getDelegate();
+
 /** Turns the spans off (and on again): for measuring what they cost. */
 export function setSpansEnabled(on: boolean): void {
   enabled = on;
@@ -37,7 +53,7 @@ export function withSpan<T>(
   attributes: Attributes,
   fn: (span: Span) => T,
 ): T {
-  if (!enabled) return fn(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  if (!enabled || !tracing()) return fn(NO_SPAN);
   return tracer.startActiveSpan(name, { attributes }, (span) => {
     let result: T;
     try {
@@ -101,6 +117,7 @@ export function instrument(cls: abstract new (...args: any[]) => unknown, option
     if (typeof original !== "function") return; // getters and fields stay as they are
     const label = `${className}.${name}`;
     const wrapped = function (this: unknown, ...args: unknown[]) {
+      if (!enabled || !tracing()) return original.apply(this, args); // nothing records spans
       const attributes: Attributes = {};
       if (options.executionIds) {
         const id = executionIdOf(args[0]);

@@ -239,7 +239,7 @@ Deno.test("backlog ages the seed's outbox entries by their event's created_time,
 });
 
 Deno.test("what a pass over the seed's rows reads follows the rows it found, not the 300, 3,000 or 6,000 parked rows beside them", async () => {
-  const sizes = [await at(300), await at(3000), await at(6000)];
+  const sizes = await Promise.all([at(300), at(3000), at(6000)]);
   const [small] = sizes;
   console.log(
     "read units / calls per pass at 300, 3,000, 6,000 parked:",

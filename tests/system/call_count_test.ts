@@ -256,3 +256,40 @@ Deno.test("with otherWriters: true, a relayOutbox pass also runs its table's fee
     [],
   );
 });
+
+Deno.test("a commit's transaction never waits for a seq block: the next one is reserved beside a send once the current one is half used", async () => {
+  using counting = countingClient();
+  const { client } = counting;
+  // Each call's start (`>Name`) and end (`<Name`), in the order they happen.
+  const events: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = (context.commandName as string).replace(/Command$/, "");
+      events.push(`>${name}`);
+      try {
+        return await next(args);
+      } finally {
+        events.push(`<${name}`);
+      }
+    },
+    { step: "initialize", name: "callSpans" },
+  );
+  const store = new DynamoDBStore(client, { prefix: uniqueName("ahead"), seqBlockSize: 4 });
+  await store.ensureTables();
+  const exe = newExecution({ definition_id: "d" });
+  await store.commit(exe); // the insert: no seqs
+  const seqs: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    events.length = 0;
+    const { outbox } = await store.commit(exe, {
+      emits: [{ target: "x", event: newEvent("e") }, { target: null, event: newEvent("f") }],
+    });
+    seqs.push(...outbox);
+    const sent = events.indexOf(">TransactWriteItems");
+    const waited = events.slice(0, sent).filter((e) => e === "<UpdateItem");
+    // The first commit reserves its block first; every later one sends its transaction at once.
+    if (i > 0) assert.deepEqual(waited, [], `commit ${i + 1}: ${events.join(" ")}`);
+  }
+  assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), "seqs rise");
+  assert.equal(new Set(seqs).size, seqs.length);
+});

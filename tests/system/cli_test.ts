@@ -274,23 +274,22 @@ Deno.test("outbox and timers read backlogs of 20,000 and 12,000 rows with a 20 M
   const prefix = uniqueName("cli_big");
   ok(await cli("ensure-tables", "--prefix", prefix));
   using client = testClient();
-  await seedOutbox(client, `${prefix}_outbox`, 20_000);
-  await seedTimers(`${prefix}_timers`, 12_000);
-  const outbox = JSON.parse(
-    ok(await cliWith({ heapMb: 20 }, "outbox", "--prefix", prefix, "--limit", "5", "--json")),
-  );
+  // The two fills at once, then the three runs at once: each reads its own table.
+  await Promise.all([
+    seedOutbox(client, `${prefix}_outbox`, 20_000),
+    seedTimers(`${prefix}_timers`, 12_000),
+  ]);
+  const [outbox, timers, due] = (await Promise.all([
+    cliWith({ heapMb: 20 }, "outbox", "--prefix", prefix, "--limit", "5", "--json"),
+    cliWith({ heapMb: 20 }, "timers", "--prefix", prefix, "--limit", "3", "--json"),
+    cliWith({ heapMb: 20 }, "timers", "--due", "--prefix", prefix, "--json"),
+  ])).map((run) => JSON.parse(ok(run)));
   assert.equal(outbox.outbox, 20_000);
   assert.deepEqual(outbox.oldest.map((e: { seq: number }) => e.seq), [1, 2, 3, 4, 5]);
-  const timers = JSON.parse(
-    ok(await cliWith({ heapMb: 20 }, "timers", "--prefix", prefix, "--limit", "3", "--json")),
-  );
   assert.equal(timers.total, 12_000);
   assert.deepEqual(
     timers.timers.map((t: { fireAt: number }) => t.fireAt),
     [1_700_000_000, 1_700_000_001, 1_700_000_002],
-  );
-  const due = JSON.parse(
-    ok(await cliWith({ heapMb: 20 }, "timers", "--due", "--prefix", prefix, "--json")),
   );
   assert.equal(due.total, 12_000);
   assert.equal(due.timers.length, 100, "--limit defaults to 100");

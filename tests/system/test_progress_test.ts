@@ -5,8 +5,10 @@
 import assert from "node:assert/strict";
 import { countTestFiles, elapsed, TestProgress } from "../../scripts/_test_progress.ts";
 import {
+  fileTimes,
   LONGEST_FIRST,
   SERIAL_TESTS,
+  slowestFiles,
   summaryLine,
   summaryOf,
   testGroups,
@@ -92,7 +94,7 @@ Deno.test("TestProgress says what it waits for before the first file and between
   p.feed("running 1 test from ./tests/a_test.ts\nquick ... ok (1ms)\n");
   p.wait(10_000);
   assert.deepEqual(p.output().split("\n").filter((line) => !line.includes("running 1 test")), [
-    "[0/2 · 10s] type-checking and loading the test files",
+    "[0/2 · 10s] loading the test files",
     "quick ... ok (1ms)",
     "[1/2 · 20s] still in ./tests/a_test.ts, no output for 10s",
     "",
@@ -226,4 +228,32 @@ Deno.test("a slow one", () => new Promise((resolve) => setTimeout(resolve, 2500)
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the slowest files are read from the groups' JUnit reports: each file's tests' time, its steps within their test", () => {
+  const report = (file: string, cases: [string, number][]) =>
+    `<testsuite name="${file}">\n${
+      cases.map(([name, time]) =>
+        `<testcase name="${name}" classname="${file}" time="${
+          time.toFixed(3)
+        }" line="1" col="6">\n</testcase>`
+      ).join("\n")
+    }\n</testsuite>`;
+  const parallel = `<testsuites>${
+    report("./tests/a_test.ts", [["slow &gt; one", 30], ["slow", 61.5], ["slow &gt; two", 31]])
+  }${report("./tests/b_test.ts", [["x &amp; y", 2], ["z", 3.25]])}${
+    report("./tests/_support/steps.ts", [["z &gt; at once", 3]]) // a helper's t.step()
+  }</testsuites>`;
+  const serial = report("./tests/zz_test.ts", [["last", 0.4]]);
+  const times = fileTimes([parallel, serial, ""]);
+  assert.deepEqual([...times], [
+    ["./tests/a_test.ts", 61.5],
+    ["./tests/b_test.ts", 5.25],
+    ["./tests/zz_test.ts", 0.4],
+  ]);
+  assert.deepEqual(slowestFiles(times, 2), [
+    "  1m02s  ./tests/a_test.ts",
+    "   5.3s  ./tests/b_test.ts",
+  ]);
+  assert.equal(slowestFiles(times).length, 3);
 });

@@ -68,6 +68,25 @@ export async function runCommit(
 ): Promise<CommitResult> {
   const plan = planCommit(ctx.tx, exe, changes);
   const at = placeNow(ctx, plan) ?? await place(ctx, plan);
+  // The next seq blocks, once these are half used, reserved beside this commit's transaction.
+  const ahead = [
+    plan.emits.length > 0 ? ctx.outboxSeqs.ahead() : null,
+    plan.spawns.length > 0 ? ctx.spawnSeqs.ahead() : null,
+  ];
+  try {
+    return await sendPlaced(ctx, exe, plan, at);
+  } finally {
+    for (const reserving of ahead) if (reserving !== null) await reserving;
+  }
+}
+
+/** Sends a placed commit until it goes through (see {@linkcode runCommit}). */
+async function sendPlaced(
+  ctx: CommitContext,
+  exe: Execution,
+  plan: CommitPlan,
+  at: Placement,
+): Promise<CommitResult> {
   let conflicts = 0; // transaction conflicts and stale trace ends, retried up to a bound
   for (;;) {
     const { items, roles, clauses, chains: after } = buildTransaction(ctx.tx, plan, at);
