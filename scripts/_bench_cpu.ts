@@ -1,4 +1,4 @@
-// deno task bench's CPU figure of a commit (#26): the store's commit next to the AWS SDK's send
+// deno task bench's CPU figure of a commit: the store's commit next to the AWS SDK's send
 // of the very same transaction, both through a client whose request handler answers at once
 // (a canned 200, no network), so what is timed is CPU: the store's planning, checks and layout
 // on top of the SDK's serialization, signing and parsing. Runs alone too, with no DynamoDB:

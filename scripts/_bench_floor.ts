@@ -1,7 +1,7 @@
 // The floor of deno task bench's commit figures: the transaction a store's commit sends (2 emits,
 // a dedupe mark, a timer, a trace step), hand-built and sent bare with one `client.send`. Two of
 // them: the bench's floor since 0.1.0 ("light": the rows alone, a version check, no token), and
-// since #41 the same items the store sends ("same items": the relay index's attributes on the
+// since then the same items the store sends ("same items": the relay index's attributes on the
 // outbox entries and the timer, the outbox chains, the execution's guards — its expiry, the
 // trace ring's end, the outbox high-water mark — `ALL_OLD` on a failed check, and a
 // `ClientRequestToken`), so that the ratio to it is the store's own cost, and the difference

@@ -1,4 +1,4 @@
-// deno task bench's figures for the mixed fleet (#39): what a relay pass, a sweep and a feed round
+// deno task bench's figures for the mixed fleet: what a relay pass, a sweep and a feed round
 // cost with `otherWriters: true` next to a default store on the same tables (calls, Streams calls
 // among them, and read units as DynamoDB Local reports them), with 1,000 and 3,000 rows not due
 // stored in each relay table (scripts/_bench_relay.ts's fill, written before the streams are on),

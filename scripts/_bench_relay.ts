@@ -1,4 +1,4 @@
-// deno task bench's figures for the relay index (#24): what one relay pass, spawn pass, timer
+// deno task bench's figures for the relay index: what one relay pass, spawn pass, timer
 // sweep and dead-letter listing cost (calls, read capacity units as DynamoDB reports them, ms)
 // with 1k, 10k and 50k rows stored that are not due (dead and held outbox entries, parked spawns
 // and timers), against the same call on empty tables: what is not due must cost it nothing; and

@@ -1,4 +1,4 @@
-// deno task bench's figures for @harel/dynamodb/sqs (#33), against $SQS_ENDPOINT (moto, which
+// deno task bench's figures for @harel/dynamodb/sqs, against $SQS_ENDPOINT (moto, which
 // deno task bench starts) and $DYNAMODB_ENDPOINT: publish throughput of SqsQueue.publish next to a
 // bare SendMessage of the same body (sequential and 16 in flight), a relay() pass draining the
 // outbox next to bare SendMessages of the same entries, and commit-to-queue latency (a commit

@@ -1,4 +1,4 @@
-// deno task bench's figures for the status index (#25): what listExecutions reads (calls, read
+// deno task bench's figures for the status index: what listExecutions reads (calls, read
 // capacity units as DynamoDB reports them, ms) at 1k, 10k and 50k executions, and what the
 // index costs a commit in write capacity (ReturnConsumedCapacity: "INDEXES"), next to a second
 // index of the same shape (what a status+definition index would cost).
@@ -81,7 +81,7 @@ export async function benchStatusIndex(
       definitionId: "rare",
       limit: 10,
     },
-    "status RUNNING, limit 10, scan: true (the scan before #25)": {
+    "status RUNNING, limit 10, scan: true (the scan before the status index)": {
       status: "RUNNING",
       limit: 10,
       scan: true,

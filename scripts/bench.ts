@@ -68,7 +68,7 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
-// A commit's own CPU (#26), first, on a fresh process: the store's commit next to the SDK's send
+// A commit's own CPU, first, on a fresh process: the store's commit next to the SDK's send
 // of the same transaction, through a client whose request handler answers at once (no network).
 if (runs("cpu")) progress("commit CPU with an instant request handler");
 const commitCpu = runs("cpu") ? await benchCommitCpu(rounds, progress) : undefined;
@@ -195,7 +195,7 @@ for (let round = 1; round <= (runs("spans") ? rounds : 0); round++) {
 }
 setSpansEnabled(true);
 
-// The relay index (#24): one pass, sweep and dead-letter listing at 1k, 10k and 50k rows not due,
+// The relay index: one pass, sweep and dead-letter listing at 1k, 10k and 50k rows not due,
 // and on empty tables; and the write cost of a commit and its acknowledgement.
 if (runs("relay-index")) {
   progress("relay index: passes at 0, 1k, 10k and 50k stored rows, and write units");
@@ -204,14 +204,14 @@ const relayIndex = runs("relay-index")
   ? await benchRelayIndex(prefix, rounds, progress)
   : undefined;
 
-// The mixed fleet (#39): a pass, a sweep and a feed round with otherWriters: true next to a
+// The mixed fleet: a pass, a sweep and a feed round with otherWriters: true next to a
 // default store's, at 1k and 3k rows not due, and what another writer's rows add.
 if (runs("mixed")) {
   progress("mixed fleet: passes, sweeps and feed rounds at 1k and 3k stored rows");
 }
 const mixed = runs("mixed") ? await benchMixed(prefix, progress, endpoint) : undefined;
 
-// The status index (#25): listings at 1k, 10k and 50k executions, and its write cost per commit.
+// The status index: listings at 1k, 10k and 50k executions, and its write cost per commit.
 if (runs("status-index")) {
   progress("status index: listings at 1k, 10k and 50k executions, and commit WCU");
 }
@@ -432,7 +432,7 @@ if (runs("calls")) {
   callsPerOp.hgetall = await perOp(20, () => state.hgetall("session:1"));
 }
 
-// @harel/dynamodb/sqs (#33): publish throughput and commit-to-queue latency, against moto.
+// @harel/dynamodb/sqs: publish throughput and commit-to-queue latency, against moto.
 // Medians of at most 3 rounds: moto answers slowly (a third of a 5-round run went to this section).
 const sqs = runs("sqs") ? await benchSqs(Math.min(rounds, 3), progress) : undefined;
 

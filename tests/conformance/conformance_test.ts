@@ -27,7 +27,7 @@ Deno.test("MemoryStore passes the execution-store conformance suite", (t) =>
 
 Deno.test("DynamoDBStateStore passes the state-store conformance suite", (t) =>
   stateStoreConformance(t, async () => {
-    // The store's clock (#26): its TTLs run on it, no sleeping.
+    // The store's clock: its TTLs run on it, no sleeping.
     let now = Date.now();
     return {
       store: await freshStateStore({ now: () => now }),

@@ -1,4 +1,4 @@
-// The commit's condition as one list of clauses (#26): each clause's text, evaluated as
+// The commit's condition as one list of clauses: each clause's text, evaluated as
 // DynamoDB evaluates it (a small evaluator below: a comparison of two different types, or with
 // a missing attribute, is false), says exactly what its own test of the `ALL_OLD` item says;
 // the expression is built from the list and a refusal is told from it. No DynamoDB, no

@@ -1,4 +1,4 @@
-// A commit's size limits counted without building it (#26): the sizes `_commit_size.ts` counts
+// A commit's size limits counted without building it: the sizes `_commit_size.ts` counts
 // are those of the transaction built at its largest (every seq and trace index at its maximum,
 // every queued row with room for a relay's bookkeeping, the execution item as the whole item the
 // Update leaves), and the limits refuse at exactly the same byte. No DynamoDB, no permissions.
@@ -31,7 +31,7 @@ const MAX = Number.MAX_SAFE_INTEGER;
 const LONGEST_CREATED_AT = { N: "9".repeat(17) };
 
 /**
- * The sizes of the transaction built at its largest, item by item, as the check before #26
+ * The sizes of the transaction built at its largest, item by item, as the check before counted them
  * measured them (it built this transaction a second time on every commit).
  */
 function builtSizes(ctx: TxContext, plan: CommitPlan, createdAt?: "longest"): number[] {

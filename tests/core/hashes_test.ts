@@ -1,4 +1,4 @@
-// The hashes and byte counts a commit computes without BigInt or TextEncoder (#26): each gives,
+// The hashes and byte counts a commit computes without BigInt or TextEncoder: each gives,
 // for every input, what the reference computation (the code before, kept here) gives. Their
 // outputs are stored (`outbox_last` keys, `relay_part` `h{key}`, `outbox_hold:{key}` items, the
 // status and timer shards), so a different value would split a target's chain from the one

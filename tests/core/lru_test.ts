@@ -1,5 +1,5 @@
 // The bounded caches of the execution store (chains, trace-ring ends): least recently used out
-// first, with using the newest key again a no-op (#26: one execution's commits in a row).
+// first, with using the newest key again a no-op (one execution's commits in a row).
 import assert from "node:assert/strict";
 import { Lru } from "../../src/core/_lru.ts";
 

@@ -1,4 +1,4 @@
-// Options refuse names they do not know, naming the near miss (#26): the lists of names each
+// Options refuse names they do not know, naming the near miss: the lists of names each
 // entry point takes (src/core/_option_names.ts), held equal to their options interfaces by the
 // type checker, the near-miss finder, and the memory twins and runners refusing a typo before
 // doing anything. No DynamoDB, no permissions (tests/execution/option_names_test.ts runs the

@@ -1,4 +1,4 @@
-// Dead letters say where they came from (#34): the dashboard's dead-letters page and the CLI's
+// Dead letters say where they came from: the dashboard's dead-letters page and the CLI's
 // `dead-letters` link each one to the execution that emitted it ("unknown" for the Python store's
 // rows, which carry no source), and show its target as a target — not as a link to an execution
 // page that may not exist ("There is no execution payments").

@@ -1,4 +1,4 @@
-// An execution's page shows its outbox (#34): what it emitted that is not delivered yet, what to
+// An execution's page shows its outbox: what it emitted that is not delivered yet, what to
 // it failed (a Python worker's entries too, which say no source), its dead letters with Retry
 // and Drop, and the entries held behind it or behind its targets with what holds each.
 import assert from "node:assert/strict";

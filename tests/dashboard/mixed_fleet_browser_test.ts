@@ -1,4 +1,4 @@
-// Issue #34's "done when", in a real browser: an operator of a fleet whose Python workers make
+// What an operator needs, in a real browser: an operator of a fleet whose Python workers make
 // every commit finds a stuck RUNNING execution on the dashboard's first page, opens it, sees its
 // dead letter and retries it — with malformed rows in the table and a hostile page in another tab.
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// What a new user needs from the docs to run a harel fleet (issue #40), checked against the pages:
+// What a new user needs from the docs to run a harel fleet, checked against the pages:
 // a Python worker that runs with plain boto3 and harel's worker variables, one queue name, child
 // group ids and spawns, listExecutions' result, and one story about other writers' executions.
 import assert from "node:assert/strict";
@@ -58,7 +58,7 @@ Deno.test("python.md, dashboard.md and the dashboard's text tell operations.md's
     "docs/python.md",
     "## What this module adds, and how it copes when Python drops it",
   );
-  // The status feed runs in a store built with otherWriters: true (#38), as operations.md says.
+  // The status feed runs in a store built with otherWriters: true, as operations.md says.
   assert.match(
     python.replace(/\s+/g, " "),
     /\(`otherWriters: true`\) the status feed puts it back/,

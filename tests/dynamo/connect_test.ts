@@ -81,7 +81,7 @@ Deno.test("the constructor sends nothing and close() leaves an injected client u
   await store.ensureTables();
   await store.close();
   await store.close();
-  // Closed means closed (issue #10): the store refuses, the caller's client still works.
+  // Closed means closed: the store refuses, the caller's client still works.
   await assert.rejects(store.load("x"), StoreClosed);
   const again = new DynamoDBStore(client, {
     prefix: store.tables.executions.name.slice(0, -11),

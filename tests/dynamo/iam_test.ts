@@ -2,7 +2,7 @@
 // tells operators to run) is derived from the calls the code makes: this test records every
 // DynamoDB action (per table) while both stores run every method, and compares it with the
 // policy, both ways: nothing used is missing, nothing granted is unused. Until the README's
-// policy is regenerated, what retention (#21) added is documented in docs/retention.md: the
+// policy is regenerated, what retention added is documented in docs/retention.md: the
 // documented policy is the README's and that one's statements together.
 import assert from "node:assert/strict";
 import { CreateTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";

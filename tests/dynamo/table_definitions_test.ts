@@ -1,4 +1,4 @@
-// The tables as code (#42): tableDefinitions() is what ensureTables() creates, and the drift check
+// The tables as code: tableDefinitions() is what ensureTables() creates, and the drift check
 // (checkTables(), create({ checkTables })) finds every way a table made otherwise differs.
 import assert from "node:assert/strict";
 import {
@@ -111,7 +111,7 @@ Deno.test("tableDefinitions() defines the seven tables and the state table with 
     assert.deepEqual(shared.tables[role].create.StreamSpecification, {
       StreamEnabled: true,
       StreamViewType: "NEW_AND_OLD_IMAGES",
-    }, `${role}: its feed reads the stream (#39)`);
+    }, `${role}: its feed reads the stream`);
   }
   for (const role of ["processed", "counters", "trace", "state"] as const) {
     assert.equal(shared.tables[role].create.StreamSpecification, undefined, role);

@@ -396,7 +396,7 @@ Deno.test("a closed DynamoDBStore refuses pendingOutbox, pendingSpawns and dueTi
 
 Deno.test("a closed state store refuses every call with StoreClosed, as the execution stores do", async (t) => {
   // DynamoDBStateStore.close() destroys the client create() built; the SDK then quietly opens
-  // new sockets on it and every call goes on working (DynamoDBStore refuses: issue #10).
+  // new sockets on it and every call goes on working (DynamoDBStore refuses: a closed store).
   const dynamo = await DynamoDBStateStore.create({
     endpoint: endpoint(),
     tableName: uniqueName("state"),
@@ -416,7 +416,7 @@ Deno.test("a closed state store refuses every call with StoreClosed, as the exec
 });
 
 Deno.test("null options are no options (or a clear TypeError), never a raw property read of null", async (t) => {
-  // Issue #11 made `set(k, v, null)` mean "no options"; the constructors still read a property
+  // A change made `set(k, v, null)` mean "no options"; the constructors still read a property
   // of null. (create(null) does too, but a fixed create() would go to AWS: not tested here.)
   using client = testClient();
   const attempts: [string, () => unknown][] = [

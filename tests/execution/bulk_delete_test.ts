@@ -1,4 +1,4 @@
-// deleteExecutions (#25) against DynamoDB Local: reads through the status index (no scan), a run
+// deleteExecutions against DynamoDB Local: reads through the status index (no scan), a run
 // that stops half-way finished by the next, a commit racing it, lost answers, and executions the
 // Python store wrote.
 import assert from "node:assert/strict";

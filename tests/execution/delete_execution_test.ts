@@ -1,4 +1,4 @@
-// deleteExecution (#21) against DynamoDB Local: what is left in each table (nothing of the
+// deleteExecution against DynamoDB Local: what is left in each table (nothing of the
 // execution), the calls it takes, a commit racing it, other writers' items, and the CLI.
 import assert from "node:assert/strict";
 import { QueryCommand } from "@aws-sdk/client-dynamodb";

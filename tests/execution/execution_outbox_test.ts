@@ -1,4 +1,4 @@
-// executionOutbox() on DynamoDB (#34): one execution's outbox entries found by key — the chains
+// executionOutbox() on DynamoDB: one execution's outbox entries found by key — the chains
 // on its item walked back, its hold's lists read — at the same cost whatever else is stored, the
 // Python store's rows (no source_id, no chains) included. tests/conformance runs the states on
 // both stores.

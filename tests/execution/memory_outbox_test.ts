@@ -1,4 +1,4 @@
-// MemoryStore's outbox (#38): delivery within the request looks up each entry's predecessor and
+// MemoryStore's outbox: delivery within the request looks up each entry's predecessor and
 // its target's hold, so its time follows the commit's entries, never how many the outbox holds.
 // No database, no permissions.
 import assert from "node:assert/strict";
@@ -30,7 +30,7 @@ Deno.test("MemoryStore delivers a commit's own entries within the request in tim
   await inlineDelivery(0, 200); // warm up
   const few = await inlineDelivery(0, 400);
   const many = await inlineDelivery(50_000, 400);
-  // Before #38 each entry was checked against every stored row: 19.5 s against 40 ms here.
+  // Before, each entry was checked against every stored row: 19.5 s against 40 ms here.
   assert.ok(
     many < 10 * few + 200,
     `${many.toFixed(0)} ms with 50,000 stored, ${few.toFixed(0)} ms with none`,

@@ -1,4 +1,4 @@
-// The mixed fleet, bounded (#39): with `otherWriters: true`, every item the module keeps (the
+// The mixed fleet, bounded: with `otherWriters: true`, every item the module keeps (the
 // seq counters, holds, feed checkpoints and leases) stays under 4 KB whatever the fleet does, a
 // hold that cannot list every entry it sets apart still lets them out in order, and another
 // writer's due timers among 30,000 parked are listed by `dueTimers(now)` and fired by the next

@@ -1,4 +1,4 @@
-// The execution store in a mixed fleet (issue #10): other writers on the same tables (another
+// The execution store in a mixed fleet: other writers on the same tables (another
 // deploy with another traceMax, the Python seed's algorithm) and the mistakes users make.
 import assert from "node:assert/strict";
 import { DeleteItemCommand, ListTablesCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";

@@ -139,7 +139,7 @@ function assertInOrder(delivered: number[], lane: number[], what: string) {
  * (one execution, two commits) to one target. Pass 1 (limit 2) delivers ours and so finds a
  * without delivering it: its limit is used up. b lands; pass 2, a fresh store, runs at once,
  * while the lagging index does not show a yet, and finds b by key. Beside 2,000 parked entries of
- * ours: the code before #39 found other writers' entries by seq, or by a scan of 100 rows a pass
+ * ours: the feeds' first code found other writers' entries by seq, or by a scan of 100 rows a pass
  * (which on a nearly empty table found b too, so that pass 2 saw neither: no inversion to see),
  * and delivered b first.
  */

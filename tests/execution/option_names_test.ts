@@ -1,4 +1,4 @@
-// Options refuse names they do not know (#26), on DynamoDBStore and DynamoDBStateStore: the
+// Options refuse names they do not know, on DynamoDBStore and DynamoDBStateStore: the
 // same table of misspellings as the memory twins (tests/core/option_names_test.ts), plus
 // create()'s connect options, each refused before anything is sent.
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Timers through the relay index (#24): a sweep reads what is due, not every armed timer;
+// Timers through the relay index: a sweep reads what is due, not every armed timer;
 // ensureTables adds the index to existing tables and adopts the timers already there.
 // Costs are asserted in the capacity units DynamoDB reports (ReturnConsumedCapacity), not time.
 import assert from "node:assert/strict";
@@ -284,7 +284,7 @@ Deno.test("ensureTables() adds the relay index to existing tables and adopts the
           Promise.resolve(void fired.push(timer.executionId));
         await sweepTimers(after, fire, { now: 2 });
         assert.deepEqual(fired, [], "a default store adopts nothing");
-        // A mixed store finds other writers' rows through the tables' streams (#39): its
+        // A mixed store finds other writers' rows through the tables' streams: its
         // ensureTables() turns them on, and its feed's one-off backfill finds what was written before.
         await using mixed = new DynamoDBStore(raw, { prefix, otherWriters: true });
         await mixed.ensureTables();

@@ -1,4 +1,4 @@
-// Retention of finished executions (#21): the `ttl` a commit writes and removes, reads that
+// Retention of finished executions: the `ttl` a commit writes and removes, reads that
 // treat an execution past it as absent (DynamoDB deletes expired items up to days late), and
 // commits against an expired item that is still there. The store's clock is moved with its
 // `now` option; the client is the real one, against DynamoDB Local.
@@ -115,7 +115,7 @@ Deno.test("a store without finishedTtlSeconds keeps finished executions forever:
   await store.save(exe);
   assert.equal((await rawItem(store, exe.id))?.ttl, undefined);
   using client = testClient();
-  // TTL is on whatever the options (#42: the tables do not depend on them); a row without the
+  // TTL is on whatever the options (the tables do not depend on them); a row without the
   // attribute never expires.
   const { TimeToLiveDescription } = await client.send(
     new DescribeTimeToLiveCommand({ TableName: store.tables.executions.name }),

@@ -1,4 +1,4 @@
-// A mixed fleet at size (#32): rows committed with the seed's algorithm (Python and boto3,
+// A mixed fleet at size: rows committed with the seed's algorithm (Python and boto3,
 // tests/_support/seed_writer.py) into tables that already hold thousands of parked rows of ours
 // (dead-lettered, waiting for a retry, held behind those). Every read and every pass sees the
 // seed's rows — outbox entries and spawns found by the seqs they took from the shared counter,
@@ -215,7 +215,7 @@ const at = (parked: number) => {
 
 Deno.test("every read and pass sees what the seed's algorithm commits beside 6,000 parked rows of ours", async () => {
   // fleet() checks that every read and pass sees the seed's rows (its asserts); how long the
-  // setup took is logged, not asserted: a wall-time bound fails on a crowded machine (#41).
+  // setup took is logged, not asserted: a wall-time bound fails on a crowded machine.
   const figures = await at(6000);
   assert.equal(figures.parked, 6000);
   console.log(`the seed fleet's setup at 6,000 parked rows took ${figures.setupSeconds} s`);
@@ -273,7 +273,7 @@ Deno.test("what a pass over the seed's rows reads follows the rows it found, not
     for (const [name, s] of Object.entries(small!.reads)) {
       if (name.startsWith("dueTimers")) continue; // a scan of the timers table, by its nature
       const l = large.reads[name]!;
-      // A backlog confirms each row it counts by key (#38: no index ghost is counted), up to its
+      // A backlog confirms each row it counts by key (no index ghost is counted), up to its
       // limit (1,000 a count): its reads follow what it counts, capped, never the table.
       const cap = name.startsWith("backlog") ? 1000 : 4;
       assert.ok(

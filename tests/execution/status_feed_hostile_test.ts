@@ -1,4 +1,4 @@
-// The status feed (#34) against a hostile fleet: the stream turned off and on, rows that cannot
+// The status feed against a hostile fleet: the stream turned off and on, rows that cannot
 // take an index entry, an id deleted and written again, a relay that must not wait for it.
 import assert from "node:assert/strict";
 import {
@@ -173,7 +173,7 @@ Deno.test("a relay pass does not wait for the status feed's round", async (t) =>
   });
   await using proxy = new FaultProxy(endpoint());
   // Calls about the executions table's stream answer 2 s late: the status feed's round. (A pass
-  // reads its own table's stream first, in the same call, with otherWriters: true (#39): those
+  // reads its own table's stream first, in the same call, with otherWriters: true: those
   // calls are not delayed.)
   proxy.script = {
     request: (info) =>

@@ -1,4 +1,4 @@
-// The status feed (#39) at 100 of the Python store's commits a second (seed_commits.py, boto3,
+// The status feed at 100 of the Python store's commits a second (seed_commits.py, boto3,
 // the seed's whole-item Put): a round or a few catch up, the feed's own write-backs and this
 // store's commits are no work, a cron pass that closes its store lets its round end, and a round
 // stops at its signal. Streamed tables slow DynamoDB Local down: databases of their own.

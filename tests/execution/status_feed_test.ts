@@ -1,4 +1,4 @@
-// The status feed (#34): executions another writer committed last (the Python store's whole-item
+// The status feed: executions another writer committed last (the Python store's whole-item
 // Put drops the status index's attributes) are listed by status again, from the table's stream.
 import assert from "node:assert/strict";
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";

@@ -1,4 +1,4 @@
-// The table feed (#39): the one engine that reads a table's stream, its checkpoint kept under
+// The table feed: the one engine that reads a table's stream, its checkpoint kept under
 // 4 KB whatever the stream does, and the status feed (its executions use) at 100 of the Python
 // store's commits a second: its own write-backs are no work, and listings show when each
 // execution was last committed. Streamed tables slow DynamoDB Local down: these tests keep a
@@ -298,7 +298,7 @@ Deno.test("a TableFeed reads another table's stream from its own counters item: 
     prefix,
     otherWriters: true,
   });
-  // ensureTables() of a store with otherWriters: true turned the outbox table's stream on (#39).
+  // ensureTables() of a store with otherWriters: true turned the outbox table's stream on.
   const table = store.tables.outbox.name;
   const seen: number[] = [];
   const feed = new TableFeed({

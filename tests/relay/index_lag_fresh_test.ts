@@ -1,7 +1,7 @@
 // The relay when the relay index lags its tables and every background pass runs in a store
 // instance of its own, as a Deno Deploy cron invocation may run in a new isolate: a pass then
 // knows nothing of what earlier passes wrote, and must decide on rows read by key, never on what
-// an index read returned (issue #38). Each store talks to DynamoDB Local through an index lag
+// an index read returned. Each store talks to DynamoDB Local through an index lag
 // proxy (tests/_support/index_lag_proxy.ts) whose index reads answer L ms late.
 //
 // What must hold whatever the lag: with `maxAttempts: 3`, a failing outbox entry and a failing

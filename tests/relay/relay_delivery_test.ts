@@ -1,4 +1,4 @@
-// Runners a fleet can trust (#18): one unreadable row never stops a pass, a failing target never
+// Runners a fleet can trust: one unreadable row never stops a pass, a failing target never
 // takes the limit from the others, failed entries wait with backoff and end as dead letters an
 // operator retries or drops, order per source and target holds across scan pages, and a worker
 // delivers its own commit's entries within the request.
@@ -356,7 +356,7 @@ Deno.test("relayOutbox never delivers an entry of a source before an earlier one
 });
 
 // The relay against another writer on the same tables, lost answers, limits and the timer
-// index (#18, #21), against DynamoDB Local.
+// index, against DynamoDB Local.
 
 /** A raw outbox row, as another writer (or a bug) could leave it. */
 async function putRaw(store: DynamoDBStore, item: Record<string, unknown>) {

@@ -1,4 +1,4 @@
-// Cost that follows the work (#24): through the relay index a pass, a sweep and a dead-letter
+// Cost that follows the work: through the relay index a pass, a sweep and a dead-letter
 // listing read what is due, whatever else is stored (parked, dead, held); held targets cost
 // nothing per pass and never starve the healthy ones; holds are never erased or released early.
 import assert from "node:assert/strict";

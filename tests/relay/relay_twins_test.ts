@@ -1,4 +1,4 @@
-// The twins on one fake clock (#26): the same steps on DynamoDBStore and MemoryStore, on a clock
+// The twins on one fake clock: the same steps on DynamoDBStore and MemoryStore, on a clock
 // far from today, must report the same — what a relay pass reports and what backlog() counts,
 // before and after a pass has set apart what a failed entry holds.
 import assert from "node:assert/strict";

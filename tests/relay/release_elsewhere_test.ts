@@ -1,4 +1,4 @@
-// A release must not rest on what a store instance remembers (#38): on Deno Deploy the pass that
+// A release must not rest on what a store instance remembers: on Deno Deploy the pass that
 // hands out a head whose retry is due, and the call that acknowledges it, may run in different
 // isolates. What was set apart behind that head comes back all the same, with no later entry to
 // its target to trigger it.

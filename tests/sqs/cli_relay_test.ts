@@ -9,7 +9,7 @@ import { freshQueue, readQueue, sqsEndpoint } from "../_support/sqs.ts";
 
 Deno.test("the CLI's relay publishes the outbox and due timers to SQS", async () => {
   const prefix = uniqueName("t");
-  // A mixed fleet's tables (streams on): the relay finds the timer another writer put (#39).
+  // A mixed fleet's tables (streams on): the relay finds the timer another writer put.
   await using store = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,

@@ -304,7 +304,7 @@ Deno.test("FleetClient refuses bad input before anything is sent", async () => {
   await assert.rejects(fleet.terminate("missing"), ExecutionNotFound);
   await assert.rejects(fleet.resume("missing"), ExecutionNotFound);
   assert.throws(() => new FleetClient({ store, queue: {} as never }), /queue must be an SqsQueue/);
-  // A DynamoDB store that would never find the Python workers' rows (#39).
+  // A DynamoDB store that would never find the Python workers' rows.
   using client = testClient();
   const plain = new DynamoDBStore(client, { prefix: uniqueName("t") });
   assert.throws(

@@ -1,4 +1,4 @@
-// FleetClient as harel's DistributedRunner and control plane behave (issue #40), on DynamoDB
+// FleetClient as harel's DistributedRunner and control plane behave, on DynamoDB
 // Local and moto's SQS: create() that says whether its Start went out, no send() before a Start
 // still in the outbox, cancel as engine/aio/control.py chooses, a relay that publishes another
 // writer's events as stored and never gives up on SQS.

@@ -1,4 +1,4 @@
-// A session in one call (#42): hset(key, fields, { ttl }) writes N fields and the key's expiry in
+// A session in one call: hset(key, fields, { ttl }) writes N fields and the key's expiry in
 // one UpdateItem, so a crash between them cannot leave a session that never expires, and a lost
 // answer leaves all of it or none of it.
 import assert from "node:assert/strict";

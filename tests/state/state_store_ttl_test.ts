@@ -1,6 +1,6 @@
 // State-store TTLs are seconds from now (Redis EXPIRE), at most 10 years: a TTL that looks like
 // milliseconds or an absolute epoch time (EXPIREAT) is refused by name, before anything is
-// sent; the expiry is whole epoch seconds, rounded up (issue #19).
+// sent; the expiry is whole epoch seconds, rounded up.
 import assert from "node:assert/strict";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStateStore, type StateStore } from "../../mod.ts";

@@ -1,5 +1,5 @@
-// The operator CLI's bulk actions on dead letters (#25) and its adoption of other writers' rows
-// (#24): `deno run src/cli.ts ...` against the test DynamoDB.
+// The operator CLI's bulk actions on dead letters and its adoption of other writers' rows
+//: `deno run src/cli.ts ...` against the test DynamoDB.
 import assert from "node:assert/strict";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { newEvent, newExecution, relayOutbox, relaySpawns } from "../../mod.ts";

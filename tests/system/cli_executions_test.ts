@@ -1,4 +1,4 @@
-// The operator CLI's executions at scale (#25), end to end (`deno run src/cli.ts ...` against
+// The operator CLI's executions at scale, end to end (`deno run src/cli.ts ...` against
 // the test DynamoDB): executions by status newest first with their last commit time, the stuck
 // ones (--before), a year of finished executions deleted with one command, and when a finished
 // execution expires.

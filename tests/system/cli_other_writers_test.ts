@@ -1,4 +1,4 @@
-// The operator CLI on tables shared with the Python store (#39): `executions --status`,
+// The operator CLI on tables shared with the Python store: `executions --status`,
 // `outbox` and `timers` show every writer's rows, bounded by --limit, and write nothing (every
 // call the CLI sends goes through a counting proxy: no write among them).
 import assert from "node:assert/strict";

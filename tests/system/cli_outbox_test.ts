@@ -1,4 +1,4 @@
-// `cli show ID` lists an execution's outbox (#34): what it emitted that is not delivered yet,
+// `cli show ID` lists an execution's outbox: what it emitted that is not delivered yet,
 // what to it failed or is held, with the relay's state of each, for people and as JSON.
 import assert from "node:assert/strict";
 import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";

@@ -1,4 +1,4 @@
-// `cli tables --format cloudformation|terraform|json` (#42): each format, read back as
+// `cli tables --format cloudformation|terraform|json`: each format, read back as
 // CloudFormation and Terraform read it, gives exactly tableDefinitions()'s CreateTable inputs,
 // TTL attributes and policy; and `cli check-tables` lists what differs, exiting 3.
 import assert from "node:assert/strict";
@@ -393,7 +393,7 @@ Deno.test("cli check-tables lists each difference with its fix and exits 3; 0 wh
   // A default store's tables have no stream: a store with other writers needs one.
   const streamed = await cli("check-tables", "--prefix", fine, "--other-writers");
   assert.equal(streamed.code, 3, streamed.stdout);
-  // The four tables whose streams a mixed store reads (#39), and nothing else.
+  // The four tables whose streams a mixed store reads, and nothing else.
   for (const table of ["executions", "outbox", "spawns", "timers"]) {
     assert.match(streamed.stdout, new RegExp(`- the table ${fine}_${table} has no stream`));
   }

@@ -1,4 +1,4 @@
-// Writes whose answer is lost after DynamoDB applied them (issue #18): a proxy between the
+// Writes whose answer is lost after DynamoDB applied them: a proxy between the
 // client and DynamoDB Local forwards a write, lets DynamoDB apply it and cuts the connection
 // instead of answering. The request then reaches DynamoDB again: re-sent by the SDK after the
 // error (a fresh connection), or by Deno's HTTP client, unseen by the SDK (a kept-alive one).
