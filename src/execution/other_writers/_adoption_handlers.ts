@@ -18,7 +18,10 @@ import { plainMap } from "../../core/_attributes.ts";
 import { unreadableId } from "../queue/_dead_letters.ts";
 import { projected } from "../queue/_adoption.ts";
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
+import { LIMITS } from "../../core/_validate.ts";
 import {
+  batchGet,
+  chunks,
   conditionalUpdate,
   eachConcurrently,
   isNamed,
@@ -312,14 +315,15 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
     const at = { [RELAY.part]: row[RELAY.part]!, [RELAY.order]: row[RELAY.order]! };
     handled.adopted.push(foreign ? placed("outbox", row2) : { ...row2, ...at });
   });
-  // A list past twice RECENT_MAX is cut back to its highest RECENT_MAX.
+  // A list past twice RECENT_MAX is cut back to its highest RECENT_MAX; an unchained entry still
+  // there stays (an entry above it waits for it), up to RECENT_CAP.
   await eachConcurrently([...round.keys()], ITEM_WRITES_IN_FLIGHT, async (target) => {
     const kept = chaining.recent.get(target)!;
     const seen = recentOf(round.get(target)!, recent.get(target));
     const over = (list: number[], keep: number[]) =>
       list.length > 2 * RECENT_MAX ? list.filter((seq) => !keep.includes(seq)) : [];
     const gone = {
-      unchained: over(seen.unchained, kept.unchained),
+      unchained: await goneOf(q, seen.unchained, over(seen.unchained, kept.unchained)),
       ours: over(seen.ours, kept.ours),
     };
     if (gone.unchained.length + gone.ours.length === 0) return;
@@ -334,6 +338,34 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
  * again): a round's memory stays bounded whatever the other writer's rows weigh.
  */
 const KNOWN_BODY = 3000;
+
+/** The most seqs a target's `recent` list of unchained entries keeps while they are there. */
+export const RECENT_CAP = 128;
+
+/**
+ * Of `cut`, the lowest of `list`, those no longer there (read by key, strongly), and the lowest
+ * still there past {@linkcode RECENT_CAP}.
+ */
+async function goneOf(q: QueueContext, list: number[], cut: number[]): Promise<number[]> {
+  if (cut.length === 0) return [];
+  const table = q.tables.outbox.name;
+  const there = new Set<number>();
+  for (const keys of chunks(cut.map((seq) => ({ [OUTBOX.seq]: N(seq) })), LIMITS.batchGetKeys)) {
+    await batchGet(q.client, {
+      [table]: {
+        Keys: keys,
+        ConsistentRead: true,
+        ProjectionExpression: "#s",
+        ExpressionAttributeNames: { "#s": OUTBOX.seq },
+      },
+    }, (found) => {
+      for (const item of found[table] ?? []) there.add(Number(item[OUTBOX.seq]!.N));
+    });
+  }
+  const left = list.filter((seq) => !cut.includes(seq) || there.has(seq));
+  const over = new Set(left.sort((a, b) => a - b).slice(0, Math.max(0, left.length - RECENT_CAP)));
+  return cut.filter((seq) => !there.has(seq) || over.has(seq));
+}
 
 /** Rows' seqs as `recent` lists, with those of `before`. */
 function recentOf(rows: FedRow[], before: Recent = { unchained: [], ours: [] }): Recent {
