@@ -355,3 +355,67 @@ Deno.test("two relays at once in a mixed fleet: each entry once, seq order per t
   assert.equal(delivered.length, new Set(delivered).size, `each once (delivered ${delivered})`);
   assert.deepEqual(overlaps, [], "one in flight per target");
 });
+
+Deno.test("a dead entry of theirs, 40 more of theirs and ours to its target: all wait, then go in order on retry", async () => {
+  await using lag = await mixed();
+  const p = await theirs(lag, "T");
+  const delivered: number[] = [];
+  await deadLetter(lag, p, delivered);
+  const lane = [p];
+  for (let i = 0; i < 20; i++) lane.push(await theirs(lag, "T"));
+  lane.push(...await ours(lag, ["T"]));
+  for (let i = 0; i < 20; i++) lane.push(await theirs(lag, "T"));
+  await pause(LAG + 300);
+  for (let i = 0; i < 3; i++) delivered.push(...await pass(lag));
+  assert.equal(delivered.length, 0, `T waits behind the dead entry (delivered ${delivered})`);
+  assert.equal(await lag.fresh((s) => s.retryDeadLetter("outbox", p)), true);
+  await drain(lag, delivered, lane);
+  assertLane(delivered, lane, "T's entries after the retry");
+});
+
+Deno.test("a mixed fleet at once: their commits (some events over 3,000 characters), ours delivered within the request, reads, two relays", async () => {
+  await using lag = await mixed();
+  const lanes = new Map<string, number[]>();
+  const add = (t: string, seqs: number[]) => lanes.set(t, [...lanes.get(t) ?? [], ...seqs]);
+  const delivered: number[] = [];
+  const deliver: Deliver = async (e) => {
+    await pause(2);
+    delivered.push(e.seq);
+  };
+  const targets = ["T1", "T2", "T3"];
+  let running = true;
+  const relays = (async () => {
+    while (running) {
+      await Promise.all([
+        pass(lag, { limit: 5 }, deliver),
+        pass(lag, { limit: 50 }, deliver),
+        lag.fresh((s) => s.pendingOutbox({ limit: 20 })),
+      ]);
+      await pause(100);
+    }
+  })();
+  try {
+    for (let round = 0; round < 12; round++) {
+      for (const t of targets) {
+        add(t, [await theirs(lag, t, round % 3 === 0 ? 3500 : 0)]);
+        if (round % 2 === 0) add(t, [await theirs(lag, t)]);
+      }
+      await lag.fresh(async (store) => {
+        const { outbox } = await store.commit(newExecution({ definition_id: "ours" }), {
+          emits: targets.map((target) => ({ target, event: newEvent("ours") })),
+        });
+        targets.forEach((t, i) => add(t, [outbox[i]!]));
+        await relayOutbox(store, deliver, { seqs: outbox });
+      });
+      await pause(150);
+    }
+  } finally {
+    running = false;
+    await relays;
+  }
+  const all = [...lanes.values()].flat();
+  await passUntil(LAG, () => pass(lag, {}, deliver), () => all.every((s) => delivered.includes(s)));
+  for (const [t, lane] of lanes) assertLane(delivered, lane, `target ${t}`);
+  const twice = delivered.filter((s, i) => delivered.indexOf(s) !== i);
+  assert.deepEqual(twice, [], `each once (delivered ${delivered})`);
+});
