@@ -240,8 +240,14 @@ async function withinRequest(between: number) {
  * the index, then `between` more of theirs to T; a read (`pendingOutbox`) runs the round that
  * adopts them all, and a pass at once, while the index shows ours but not theirs yet.
  */
-async function fullPass(between: number) {
+async function fullPass(between: number, history = 0) {
   await using lag = await mixed();
+  if (history > 0) { // a busy target: `history` of theirs delivered before
+    const old: number[] = [];
+    for (let i = 0; i < history; i++) old.push(await theirs(lag, "T"));
+    const done = await drain(lag, [], old);
+    assertLane(done, old, "the earlier entries");
+  }
   const p = await theirs(lag, "T");
   const lane = [p, ...await ours(lag, ["T"])];
   await pause(LAG + 300); // ours in the index
@@ -257,6 +263,10 @@ for (const between of [0, 20, 31, 32, 40]) {
     await fullPass(between);
   });
 }
+
+Deno.test("the same on a busy target (16 of theirs delivered before), 16 more of theirs above ours", async () => {
+  await fullPass(16, 16);
+});
 
 Deno.test("ours delivered within the request wait for a lower entry of theirs a round saw", async () => {
   await withinRequest(0);
