@@ -310,8 +310,11 @@ Deno.test("maxAttempts 3, a callback that always throws on entries of theirs: ex
   await using lag = await mixed();
   const bad = [await theirs(lag, "A"), await theirs(lag, "B"), await theirs(lag, "A", 4000)];
   const attempts = new Map<number, number>();
+  const firstPass = new Map<number, number>(); // the pass of each entry's first attempt
+  let passes = 0;
   const deliver: Deliver = (e) => {
     attempts.set(e.seq, (attempts.get(e.seq) ?? 0) + 1);
+    if (!firstPass.has(e.seq)) firstPass.set(e.seq, passes);
     throw new Error("down");
   };
   const options = { maxAttempts: 3, backoff: { minSeconds: 0, maxSeconds: 0 } };
@@ -319,8 +322,16 @@ Deno.test("maxAttempts 3, a callback that always throws on entries of theirs: ex
     lag.fresh(async (s) => (await s.deadLetters("outbox")).map((d) => d.key as number));
   await passUntil(
     LAG,
-    () => pass(lag, options, deliver),
-    async () => bad.every((s) => (attempts.get(s) ?? 0) >= 3) && (await dead()).length >= 2,
+    async () => {
+      await pass(lag, options, deliver);
+      passes++;
+    },
+    async () => (await dead()).length >= 2,
+  );
+  assert.deepEqual(
+    [firstPass.get(bad[0]!), firstPass.get(bad[1]!)],
+    [0, 0],
+    "tried in the pass whose round adopted them",
   );
   // The first entry to A dies after 3 attempts; the second to A waits behind it: never tried.
   for (let i = 0; i < 3; i++) await pass(lag, options, deliver);
