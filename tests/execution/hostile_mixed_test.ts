@@ -23,7 +23,7 @@ const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(
 const mixed = () => laggingStore(LAG, { otherWriters: true, region: REGION });
 
 /** Another writer's entry to `target`, as the Python seed writes it; `pad` chars of data. */
-async function theirs(lag: LaggingStore, target: string, pad = 0): Promise<number> {
+async function theirs(lag: LaggingStore, target: string | null, pad = 0): Promise<number> {
   using client = testClient(REGION);
   const prefix = prefixOf(lag.store);
   const out = await client.send(
@@ -48,7 +48,7 @@ async function theirs(lag: LaggingStore, target: string, pad = 0): Promise<numbe
       TableName: `${prefix}_outbox`,
       Item: {
         seq: { N: String(seq) },
-        target_id: { S: target },
+        target_id: target === null ? { NULL: true } : { S: target },
         event: { S: JSON.stringify(event) },
       },
     }),
@@ -57,7 +57,7 @@ async function theirs(lag: LaggingStore, target: string, pad = 0): Promise<numbe
 }
 
 /** Our entries to `targets`, one commit of a new execution in a fresh store. */
-async function ours(lag: LaggingStore, targets: string[]): Promise<number[]> {
+async function ours(lag: LaggingStore, targets: (string | null)[]): Promise<number[]> {
   return await lag.fresh(async (store) => {
     const { outbox } = await store.commit(newExecution({ definition_id: "ours" }), {
       emits: targets.map((target) => ({ target, event: newEvent("ours") })),
@@ -240,18 +240,18 @@ async function withinRequest(between: number) {
  * the index, then `between` more of theirs to T; a read (`pendingOutbox`) runs the round that
  * adopts them all, and a pass at once, while the index shows ours but not theirs yet.
  */
-async function fullPass(between: number, history = 0) {
+async function fullPass(between: number, history = 0, T: string | null = "T") {
   await using lag = await mixed();
   if (history > 0) { // a busy target: `history` of theirs delivered before
     const old: number[] = [];
-    for (let i = 0; i < history; i++) old.push(await theirs(lag, "T"));
+    for (let i = 0; i < history; i++) old.push(await theirs(lag, T));
     const done = await drain(lag, [], old);
     assertLane(done, old, "the earlier entries");
   }
-  const p = await theirs(lag, "T");
-  const lane = [p, ...await ours(lag, ["T"])];
+  const p = await theirs(lag, T);
+  const lane = [p, ...await ours(lag, [T])];
   await pause(LAG + 300); // ours in the index
-  for (let i = 0; i < between; i++) lane.push(await theirs(lag, "T"));
+  for (let i = 0; i < between; i++) lane.push(await theirs(lag, T));
   await lag.fresh((s) => s.pendingOutbox({ limit: 10 })); // a round adopts theirs
   const delivered = await pass(lag);
   await drain(lag, delivered, lane);
@@ -263,6 +263,28 @@ for (const between of [0, 20, 31, 32, 40]) {
     await fullPass(between);
   });
 }
+
+Deno.test("the same to target null (a broadcast), none above ours", async () => {
+  await fullPass(0, 0, null);
+});
+
+Deno.test("the same to target null (a broadcast), 20 of theirs above ours", async () => {
+  await fullPass(20, 0, null);
+});
+
+Deno.test("a dead entry of theirs to target null holds ours to null until retried", async () => {
+  await using lag = await mixed();
+  const p = await theirs(lag, null);
+  const delivered: number[] = [];
+  await deadLetter(lag, p, delivered);
+  const lane = [p, ...await ours(lag, [null, null]), await theirs(lag, null)];
+  await pause(LAG + 300);
+  for (let i = 0; i < 3; i++) delivered.push(...await pass(lag));
+  assert.equal(delivered.length, 0, `null waits behind the dead entry (delivered ${delivered})`);
+  assert.equal(await lag.fresh((s) => s.retryDeadLetter("outbox", p)), true);
+  await drain(lag, delivered, lane);
+  assertLane(delivered, lane, "null's entries after the retry");
+});
 
 Deno.test("the same on a busy target (16 of theirs delivered before), 16 more of theirs above ours", async () => {
   await fullPass(16, 16);
