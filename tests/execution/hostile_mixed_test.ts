@@ -23,7 +23,11 @@ const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(
 const mixed = () => laggingStore(LAG, { otherWriters: true, region: REGION });
 
 /** Another writer's entry to `target`, as the Python seed writes it; `pad` chars of data. */
-async function theirs(lag: LaggingStore, target: string | null, pad = 0): Promise<number> {
+async function theirs(
+  lag: LaggingStore,
+  target: string | null,
+  pad: number | string = 0,
+): Promise<number> {
   using client = testClient(REGION);
   const prefix = prefixOf(lag.store);
   const out = await client.send(
@@ -41,7 +45,11 @@ async function theirs(lag: LaggingStore, target: string | null, pad = 0): Promis
     kind: "seed.emit",
     created_time: null,
     received_time: null,
-    data: pad > 0 ? { seq, pad: "x".repeat(pad) } : { seq },
+    data: typeof pad === "string"
+      ? { seq, pad }
+      : pad > 0
+      ? { seq, pad: "x".repeat(pad) }
+      : { seq },
   };
   await client.send(
     new PutItemCommand({
@@ -326,6 +334,50 @@ Deno.test("an entry of theirs with an event over 3,000 characters between small 
   assertLane(delivered, lane, "T's entries");
   assert.equal((events.get(big)!.data as { pad: string }).pad.length, 5000);
   assert.equal((events.get(big2)!.data as { pad: string }).pad.length, 3001);
+});
+
+/** The text of an event of theirs whose JSON is exactly `length` characters, its pad `char`s. */
+function padTo(length: number, seq: number, char = "x"): string {
+  const bare = JSON.stringify({
+    id: "0".repeat(32),
+    kind: "seed.emit",
+    created_time: null,
+    received_time: null,
+    data: { seq, pad: "" },
+  }).length;
+  return char.repeat(length - bare);
+}
+
+Deno.test("events of theirs at 2,999 to 3,001 characters, and 2,900 of CJK and emoji (over 8 KB): order, intact", async () => {
+  await using lag = await mixed();
+  const lane: number[] = [];
+  const pads = new Map<number, string>();
+  const events = new Map<number, OutboxEntry["event"]>();
+  const delivered: number[] = [];
+  const deliver: Deliver = (e) => void events.set(e.seq, e.event);
+  // seqs of theirs rise by one from the counter's next value: the pad fits the seq's digits
+  for (
+    const [length, char] of [[2999, "x"], [3000, "x"], [3001, "x"], [2900, "語"], [
+      1450,
+      "🙂",
+    ]] as const
+  ) {
+    lane.push(...await ours(lag, ["T"]));
+    const next = lane.length === 1 ? 1001 : lane.at(-2)! + 1; // after our block of 1,000
+    const pad = padTo(length, next, char);
+    const seq = await theirs(lag, "T", pad);
+    pads.set(seq, pad);
+    lane.push(seq);
+  }
+  await passUntil(
+    LAG,
+    async () => delivered.push(...await pass(lag, { limit: 100 }, deliver)),
+    () => lane.every((s) => delivered.includes(s)),
+  );
+  assertLane(delivered, lane, "T's entries");
+  for (const [seq, pad] of pads) {
+    assert.equal((events.get(seq)!.data as { pad: string }).pad, pad, `${seq}'s event intact`);
+  }
 });
 
 Deno.test("maxAttempts 3, a callback that always throws on entries of theirs: exactly 3 attempts each", async () => {
