@@ -203,16 +203,8 @@ async function longRun(before: number, after: number, limit: number, reorder = f
   assertLane(delivered, lane, `${lane.length} entries to T in seq order, all delivered`);
 }
 
-Deno.test("20 entries of theirs, ours, 20 more of theirs to one target: seq order, none stuck", async () => {
-  await longRun(20, 20, 5);
-});
-
-Deno.test("40 entries of theirs, ours, 40 more of theirs to one target: seq order, none stuck", async () => {
-  await longRun(40, 40, 100);
-});
-
-Deno.test("the same 40, ours, 40 with a stream that shows each page newest first: seq order, none stuck", async () => {
-  await longRun(40, 40, 6, true);
+Deno.test("long runs of theirs around ours to one target (20, ours, 20 with limit 5; 40, ours, 40; the same with a stream that shows each page newest first): seq order, none stuck", async () => {
+  await Promise.all([longRun(20, 20, 5), longRun(40, 40, 100), longRun(40, 40, 6, true)]);
 });
 
 /**
@@ -266,18 +258,8 @@ async function fullPass(between: number, history = 0, T: string | null = "T") {
   assertLane(delivered, lane, `T's entries, ${between} of theirs above ours`);
 }
 
-for (const between of [0, 20, 31, 32, 40]) {
-  Deno.test(`a full pass while the index shows ours and not a lower entry of theirs a round adopted, ${between} more of theirs above ours`, async () => {
-    await fullPass(between);
-  });
-}
-
-Deno.test("the same to target null (a broadcast), none above ours", async () => {
-  await fullPass(0, 0, null);
-});
-
-Deno.test("the same to target null (a broadcast), 20 of theirs above ours", async () => {
-  await fullPass(20, 0, null);
+Deno.test("a full pass while the index shows ours and not a lower entry of theirs a round adopted: 0, 31, 32 and 40 more of theirs above ours, and to target null (a broadcast) 20", async () => {
+  await Promise.all([fullPass(0), fullPass(31), fullPass(32), fullPass(40), fullPass(20, 0, null)]);
 });
 
 Deno.test("a dead entry of theirs to target null holds ours to null until retried", async () => {
@@ -298,18 +280,8 @@ Deno.test("the same on a busy target (16 of theirs delivered before), 16 more of
   await fullPass(16, 16);
 });
 
-Deno.test("ours delivered within the request wait for a lower entry of theirs a round saw", async () => {
-  await withinRequest(0);
-});
-
-for (const between of [20, 31, 32]) {
-  Deno.test(`ours delivered within the request wait for a lower entry of theirs, ${between} more of theirs seen above`, async () => {
-    await withinRequest(between);
-  });
-}
-
-Deno.test("ours delivered within the request wait for a lower entry of theirs, 40 more of theirs seen above", async () => {
-  await withinRequest(40);
+Deno.test("ours delivered within the request wait for a lower entry of theirs a round saw: 0, 31, 32 and 40 more of theirs seen above", async () => {
+  await Promise.all([withinRequest(0), withinRequest(31), withinRequest(32), withinRequest(40)]);
 });
 
 Deno.test("an entry of theirs with an event over 3,000 characters between small ones: seq order, intact", async () => {
