@@ -141,11 +141,18 @@ export async function scanAll(
 
 /** Sends a conditional update: false when its condition failed (the row changed meanwhile). */
 export async function conditionalUpdate(client: DynamoDBSender, input: Update): Promise<boolean> {
+  return (await updateIfMatch(client, input)) !== null;
+}
+
+/**
+ * Sends a conditional update: the attributes it asked for (`ReturnValues`; none: `{}`), or null
+ * when its condition failed.
+ */
+export async function updateIfMatch(client: DynamoDBSender, input: Update): Promise<Item | null> {
   try {
-    await client.send(new UpdateItemCommand(input));
-    return true;
+    return (await client.send(new UpdateItemCommand(input))).Attributes ?? {};
   } catch (error) {
     if (!isNamed(error, "ConditionalCheckFailedException")) throw error;
-    return false;
+    return null;
   }
 }

@@ -28,6 +28,7 @@ import {
   type Item,
   N,
   S,
+  updateIfMatch,
 } from "../../dynamo/_dynamo.ts";
 import { COUNTER, FAILURE, HOLD, OUTBOX, RELAY, TIMER } from "../../core/_layout.ts";
 import type { RelayKind } from "../../core/types.ts";
@@ -145,9 +146,8 @@ async function adopt(
   update: Parameters<typeof conditionalUpdate>[1],
 ): Promise<Item | null> {
   try {
-    return (await q.client.send(new UpdateItemCommand(update))).Attributes ?? {};
+    return await updateIfMatch(q.client, update);
   } catch (error) {
-    if (isNamed(error, "ConditionalCheckFailedException")) return null;
     if (!isTooLarge(error)) throw error;
     await setAside(q, kind, row, "too large to adopt (DynamoDB's 400 KB item limit)");
     return null;
@@ -405,7 +405,9 @@ function chained(
     input.UpdateExpression += `, ${set}`;
     Object.assign(input.ExpressionAttributeNames, names);
     Object.assign(input.ExpressionAttributeValues, values);
-    return { ...input, ReturnValues: "ALL_NEW" as const };
+    // A row the pass may decide on from the answer comes back whole; a large one, read by key.
+    const small = (row[OUTBOX.event]?.S?.length ?? Infinity) <= KNOWN_BODY;
+    return small ? { ...input, ReturnValues: "ALL_NEW" as const } : input;
   }
   return {
     TableName: q.tables.outbox.name,
