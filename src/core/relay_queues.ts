@@ -83,8 +83,8 @@ export interface OutboxHold {
   spill: number | null;
   /**
    * A store with other writers: the highest seqs (lowest first) of the target's entries the outbox
-   * feed chained among themselves. An entry waits for the highest of them below it while it is
-   * there, whoever committed either.
+   * feed saw, another writer's and ours. An entry waits for the highest of them below it while it
+   * is there, whoever committed either.
    */
   recent?: string[];
 }

@@ -19,16 +19,23 @@ import {
 import { tableDifferences } from "../../src/dynamo/table_check.ts";
 import { RELAY_INDEX, STATUS_INDEX } from "../../src/core/table_specs.ts";
 import { main } from "../../src/cli.ts";
-import { bareTables, countingClient, endpoint, testClient, uniqueName } from "../_support/env.ts";
+import {
+  bareTables,
+  countingClient,
+  endpoint,
+  ownRegion,
+  testClient,
+  uniqueName,
+} from "../_support/env.ts";
 import { countingProxy } from "../_support/counting_proxy.ts";
 
 /** A database of its own for the tables with a stream (DynamoDB Local slows streamed writes). */
-const STREAM_REGION = "eu-north-1";
+const STREAM_REGION = ownRegion("defs-streams");
 /**
  * A database of its own for these tests: on DynamoDB Local adding an index to a table takes time
  * that grows with the whole database, and at most 5 tables may be adding one at a time.
  */
-const REGION = "ca-central-1";
+const REGION = ownRegion("defs");
 
 /** A table as DescribeTable and DescribeTimeToLive show it, in CreateTable's shape, sorted. */
 export async function described(

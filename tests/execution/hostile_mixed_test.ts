@@ -284,6 +284,31 @@ Deno.test("ours delivered within the request wait for a lower entry of theirs a 
   await Promise.all([withinRequest(0), withinRequest(31), withinRequest(32), withinRequest(40)]);
 });
 
+Deno.test("ours of another execution delivered within the request wait for a lower entry of ours a round saw, still pending", async () => {
+  // A longer lag: e stays out of the index for the whole of its steps, on a busy machine too.
+  const lagMs = 5000;
+  await using lag = await laggingStore(lagMs, { otherWriters: true, region: REGION });
+  const p = await theirs(lag, "T");
+  await lag.fresh((s) => s.pendingOutbox({ limit: 10 })); // a round adopts p
+  await pause(lagMs + 300); // p in the index
+  const delivered: number[] = [];
+  const deliver: Deliver = (e) => void delivered.push(e.seq);
+  // e: ours, delivered within its request, waits behind p.
+  const lane = [p, ...await ours(lag, ["T"])];
+  await lag.fresh((store) => relayOutbox(store, deliver, { seqs: [lane[1]!] }));
+  assert.deepEqual(delivered, [], "e waits for p");
+  // A pass while the index shows p and not e yet: its round sees e, and p goes out.
+  delivered.push(...await pass(lag));
+  assert.deepEqual(delivered, [p], "p goes, e is not in the index yet");
+  // f: ours, of another execution, delivered within its request while e is pending.
+  const [f] = await ours(lag, ["T"]);
+  lane.push(f!);
+  await lag.fresh((store) => relayOutbox(store, deliver, { seqs: [f!] }));
+  assert.deepEqual(delivered, [p], "f waits for e");
+  await drain(lag, delivered, lane);
+  assertLane(delivered, lane, "T's entries");
+});
+
 Deno.test("an entry of theirs with an event over 3,000 characters between small ones: seq order, intact", async () => {
   await using lag = await mixed();
   const lane: number[] = [];

@@ -2,19 +2,19 @@
 // seed's algorithm (boto3, tests/_support/seed_turns.py) beside this store, each pass in a fresh
 // store, index reads lagging 1.5 s and 5 s. Missing seqs hold nothing back, a target's entries
 // go out in seq order across writers, and every item the module keeps stays under 4 KB.
-// DynamoDB Local's region of its own: these tables have streams.
+// Each test (and each set of runs) in a DynamoDB Local region of its own: these tables have
+// streams, whose every record costs a walk of the database's older records (see `ownRegion`).
 import assert from "node:assert/strict";
 import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
 import { partition, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
-import { directEndpoint, pause, testClient, uniqueName } from "../_support/env.ts";
+import { directEndpoint, ownRegion, pause, testClient, uniqueName } from "../_support/env.ts";
 import { type LaggingStore, laggingStore } from "../_support/lagging_store.ts";
 import { putAll } from "../_support/put_all.ts";
 import { SeedTurns } from "../_support/seed_turns.ts";
 
-/** A database of its own in DynamoDB Local: these tables have streams. */
-const REGION = "eu-north-1";
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
-const mixed = (lagMs: number) => laggingStore(lagMs, { otherWriters: true, region: REGION });
+const mixed = (lagMs: number, region: string) =>
+  laggingStore(lagMs, { otherWriters: true, region });
 
 /** Dead-lettered outbox entries of ours parked in the two-entry case's tables. */
 const PARKED = 2000;
@@ -25,15 +25,15 @@ const PARKED = 2000;
  * written before the tables have streams: a fleet's tables are not empty, and a pass must not
  * find the entries it delivers by reading the whole table.
  */
-async function mixedParked(lagMs: number): Promise<LaggingStore> {
+async function mixedParked(lagMs: number, region: string): Promise<LaggingStore> {
   const prefix = uniqueName("lag");
   {
     await using plain = await DynamoDBStore.create({
       endpoint: directEndpoint(),
       prefix,
-      region: REGION,
+      region,
     });
-    using client = testClient(REGION);
+    using client = testClient(region);
     const now = Date.now() / 1000;
     const event = JSON.stringify(newEvent("parked"));
     await putAll(
@@ -56,7 +56,7 @@ async function mixedParked(lagMs: number): Promise<LaggingStore> {
       }),
     );
   }
-  return await laggingStore(lagMs, { otherWriters: true, region: REGION }, prefix);
+  return await laggingStore(lagMs, { otherWriters: true, region }, prefix);
 }
 
 /**
@@ -89,8 +89,9 @@ async function ourCommit(lag: LaggingStore, id: string | null, targets: string[]
 
 for (const lagMs of [1500, 5000]) {
   Deno.test(`5,000 missing seqs, then a steady 2.5 a second: our entries go out on the next pass (index lag ${lagMs} ms)`, async () => {
-    await using lag = await mixed(lagMs);
-    await using python = new SeedTurns(directEndpoint(), REGION);
+    const region = ownRegion("order");
+    await using lag = await mixed(lagMs, region);
+    await using python = new SeedTurns(directEndpoint(), region);
     const prefix = prefixOf(lag.store);
     await python.lose(prefix, 5000); // 5,000 seqs reserved by commits that never landed
     const first = await ourCommit(lag, null, ["t-1", "t-2"]);
@@ -185,11 +186,12 @@ async function runs(
   stores: number,
   lagMs: number,
   run: (lag: LaggingStore, lagMs: number, python: SeedTurns) => Promise<void>,
-  tables: (lagMs: number) => Promise<LaggingStore> = mixed,
+  tables: (lagMs: number, region: string) => Promise<LaggingStore> = mixed,
 ) {
-  await using python = new SeedTurns(directEndpoint(), REGION);
+  const region = ownRegion("order");
+  await using python = new SeedTurns(directEndpoint(), region);
   await Promise.all(Array.from({ length: stores }, async (_, s) => {
-    await using lag = await tables(lagMs);
+    await using lag = await tables(lagMs, region);
     for (let i = s; i < count; i += stores) await run(lag, lagMs, python);
   }));
 }
@@ -252,8 +254,8 @@ for (const read of ["pendingOutbox", "pass"] as const) {
  * Tables whose stream shows the records of different items out of order, as AWS's shards read
  * one after another do: each GetRecords page comes newest item first.
  */
-const reordered = (lagMs: number) =>
-  laggingStore({ lagMs, reorderStreams: true }, { otherWriters: true, region: REGION });
+const reordered = (lagMs: number, region: string) =>
+  laggingStore({ lagMs, reorderStreams: true }, { otherWriters: true, region });
 
 /**
  * Commits of a Python source and of ours to one target, one after another with no pass between,

@@ -10,7 +10,7 @@ import { seedWrite } from "../_support/seed_writer.ts";
 import { countingProxy } from "../_support/counting_proxy.ts";
 import { fillExecutions } from "../_support/executions.ts";
 
-const REGION = "eu-feed-2";
+const REGION = ownRegion("feed");
 
 /** An item's size as DynamoDB counts it (names and values, near enough for maps and strings). */
 function itemBytes(item: Record<string, unknown>): number {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { CreateTableCommand, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBStore, IndexNotFound, newExecution } from "../../mod.ts";
 import { capacityClient } from "../_support/capacity.ts";
-import { countingClient, freshStore, testClient, uniqueName } from "../_support/env.ts";
+import { countingClient, freshStore, ownRegion, testClient, uniqueName } from "../_support/env.ts";
 import { seedPutExecution } from "../_support/seed.ts";
 import { fillExecutions } from "../_support/executions.ts";
 
@@ -150,7 +150,7 @@ Deno.test("an execution the Python store wrote (a whole-item Put drops the attri
 Deno.test("listExecutions({ status }) on a table without the status index is an IndexNotFound naming it; ensureTables() adds it", async () => {
   // A database of its own (another region): adding an index to a table of DynamoDB Local takes
   // time that grows with everything else in that database.
-  using client = testClient("eu-north-1");
+  using client = testClient(ownRegion("noidx"));
   const prefix = uniqueName("noidx");
   await client.send(
     new CreateTableCommand({

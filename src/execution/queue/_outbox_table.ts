@@ -140,12 +140,13 @@ export class OutboxTable implements OutboxQueue {
           for (const item of found[table] ?? []) {
             const target = item[COUNTER.id]!.S!.slice(HOLD.prefix.length);
             const spill = item[HOLD.spill]?.N;
-            const recent = item[HOLD.recent]?.NS;
+            // The feed's lists, another writer's seqs and ours: an entry waits for the highest.
+            const recent = [...item[HOLD.recent]?.NS ?? [], ...item[HOLD.recentOurs]?.NS ?? []];
             holds.set(target, {
               heads: bySeq(item[HOLD.heads]?.NS),
               held: bySeq(item[HOLD.held]?.NS),
               spill: spill === undefined ? null : Number(spill),
-              ...recent && { recent: bySeq(recent) },
+              ...recent.length > 0 && { recent: bySeq(recent) },
             });
           }
         }),
