@@ -91,21 +91,22 @@ const FEED_ITEMS = [FEED.id, "feed:outbox", "feed:spawns", "feed:timers"];
 /**
  * Fresh tables (a unique prefix) holding `parked` rows of ours (see {@linkcode parkRows}),
  * parked without streams; then the mixed fleet's streams on, and each feed's one-off scan of the
- * rows its stream never showed run to its end. Answers the tables' prefix; the store parking
- * them is closed.
+ * rows its stream never showed run to its end, in `region` (DynamoDB Local's database). Answers
+ * the tables' prefix; the store parking them is closed.
  */
-export async function parkedMixedTables(parked: number): Promise<string> {
+export async function parkedMixedTables(parked: number, region?: string): Promise<string> {
   const prefix = uniqueName("t");
   {
-    await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix });
+    await using store = await DynamoDBStore.create({ endpoint: endpoint(), prefix, region });
     await parkRows(store, parked);
   }
   await using mixed = await DynamoDBStore.create({
     endpoint: endpoint(),
     prefix,
+    region,
     otherWriters: true,
   });
-  await feedsCaughtUp(mixed);
+  await feedsCaughtUp(mixed, 2, region);
   return prefix;
 }
 
@@ -113,8 +114,12 @@ export async function parkedMixedTables(parked: number): Promise<string> {
  * Runs the feeds of `mixed` (a store built with `otherWriters: true`) until each one's one-off
  * scan of the rows its stream never showed has ended (`minutes` at most).
  */
-export async function feedsCaughtUp(mixed: DynamoDBStore, minutes = 2): Promise<void> {
-  using client = testClient();
+export async function feedsCaughtUp(
+  mixed: DynamoDBStore,
+  minutes = 2,
+  region?: string,
+): Promise<void> {
+  using client = testClient(region);
   const rounds = async () => {
     // Each read of a queue runs its table's feed round (a page of its scan); catchUpStatusIndex,
     // the executions table's.
