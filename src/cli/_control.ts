@@ -2,6 +2,7 @@
 // store alone — a cancel's Cancel event goes to the outbox, which the relay publishes.
 import * as control from "../sqs/_control.ts";
 import type { ExecutionStore } from "../core/types.ts";
+import type { ControlResult } from "../sqs/fleet_types.ts";
 import { CliError, UsageError, type Values } from "./_args.ts";
 
 /** The control verbs, as commands. */
@@ -49,7 +50,7 @@ export async function runControl(
   out: (line: string) => void,
 ): Promise<void> {
   const reason = parseReason(values.reason);
-  let result: control.ControlResultOf;
+  let result: ControlResult;
   try {
     // The CLI knows no definitions: every state has a cancel handler, as `FleetClient`'s default.
     result = command === "cancel"

@@ -1,5 +1,4 @@
-// The request side of the dashboard, apart from the rendering: routes and parameters, the
-// session, the checks every request and POST passes, and errors kept off the page.
+// The dashboard's request side: routes, parameters, the session and the checks every request passes.
 import type { Html } from "./_html.ts";
 import { KINDS, segmentValue } from "./_layout.ts";
 import { messagePage } from "./_message_page.ts";
@@ -68,6 +67,8 @@ class Refusal extends Error {
     super(`${status} ${title}`);
   }
 }
+
+const bad = (text: string) => new Refusal(400, "Bad request", text);
 
 const FORGED =
   "Nothing was done: this form did not come from this dashboard's own page in this browser " +
@@ -308,7 +309,7 @@ export function createHandler(
         ? controlAction(route.action, route.id)
         : deadLetterAction(route.kind, route.action, form);
     } catch (error) {
-      if (error instanceof BadAction) throw new Refusal(400, "Bad request", `${error.message}.`);
+      if (error instanceof BadAction) throw bad(`${error.message}.`);
       throw error;
     }
     const confirmed = form.getAll("confirm");
@@ -374,7 +375,7 @@ function routeOf(rest: string): Route | null {
   try {
     parts = rest.split("/").slice(1).map(decodeURIComponent);
   } catch {
-    throw new Refusal(400, "Bad request", "The address is not valid percent-encoded UTF-8.");
+    throw bad("The address is not valid percent-encoded UTF-8.");
   }
   if (parts.some((part) => part === "")) return null;
   const [section, segment, op, ...extra] = parts;
@@ -404,9 +405,7 @@ function onlyParams(query: URLSearchParams, names: readonly string[]): void {
   for (const name of query.keys()) {
     if (!names.includes(name)) {
       const shown = name.length > 40 ? `${name.slice(0, 40)}…` : name;
-      throw new Refusal(
-        400,
-        "Bad request",
+      throw bad(
         `This page takes no parameter "${shown}"${
           names.length ? `; it takes ${names.join(", ")}` : ""
         }.`,
@@ -418,7 +417,7 @@ function onlyParams(query: URLSearchParams, names: readonly string[]): void {
 /** A parameter given at most once; empty counts as absent. */
 function atMostOne(query: URLSearchParams, name: string): string | null {
   const values = query.getAll(name);
-  if (values.length > 1) throw new Refusal(400, "Bad request", `Give ${name} once.`);
+  if (values.length > 1) throw bad(`Give ${name} once.`);
   return values[0] ? values[0] : null;
 }
 
@@ -427,18 +426,14 @@ function listingFilters(query: URLSearchParams): ExecutionFilters {
   const given = query.getAll("status").filter((status) => status !== "");
   for (const status of given) {
     if (status !== "any" && !(STATUSES as readonly string[]).includes(status)) {
-      throw new Refusal(
-        400,
-        "Bad request",
-        `status must be one of ${STATUSES.join(", ")}, or any.`,
-      );
+      throw bad(`status must be one of ${STATUSES.join(", ")}, or any.`);
     }
   }
   if (given.includes("any") && given.length > 1) {
-    throw new Refusal(400, "Bad request", "status any stands alone: give it, or statuses.");
+    throw bad("status any stands alone: give it, or statuses.");
   }
   if (new Set(given).size !== given.length) {
-    throw new Refusal(400, "Bad request", "Give each status once.");
+    throw bad("Give each status once.");
   }
   const status = given.length === 0 ? "open" : given[0] === "any" ? "any" : given as Status[];
   const definition = atMostOne(query, "definition");
@@ -446,9 +441,7 @@ function listingFilters(query: URLSearchParams): ExecutionFilters {
   let before: ExecutionFilters["before"] = null;
   if (beforeText !== null) {
     if (status === "any") {
-      throw new Refusal(
-        400,
-        "Bad request",
+      throw bad(
         "before needs a status (the status index orders by the last commit); with status any " +
           "the listing is in the table's order.",
       );
@@ -456,7 +449,7 @@ function listingFilters(query: URLSearchParams): ExecutionFilters {
     try {
       before = { text: beforeText, seconds: parseTimeText("before", beforeText) };
     } catch (error) {
-      if (error instanceof RangeError) throw new Refusal(400, "Bad request", `${error.message}.`);
+      if (error instanceof RangeError) throw bad(`${error.message}.`);
       throw error;
     }
   }
@@ -468,7 +461,7 @@ function validKey(value: string, what: string): string {
   try {
     return checkKey("id", value, LIMITS.partitionKeyBytes);
   } catch {
-    throw new Refusal(400, "Bad request", `That is not ${what}.`);
+    throw bad(`That is not ${what}.`);
   }
 }
 
@@ -477,7 +470,7 @@ function traceIndex(text: string | null): number | null {
   if (text === null) return null;
   const index = Number(text);
   if (!/^-?[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(index)) {
-    throw new Refusal(400, "Bad request", "before must be a trace step's index (an integer).");
+    throw bad("before must be a trace step's index (an integer).");
   }
   return index;
 }
@@ -487,16 +480,14 @@ function validPath(value: string): string {
   try {
     return checkKey("after", value, LIMITS.sortKeyBytes);
   } catch {
-    throw new Refusal(400, "Bad request", "after must be a timer's path.");
+    throw bad("after must be a timer's path.");
   }
 }
 
 /** A cursor the store refuses is a stale or edited link: 400, not a failure. */
 function staleCursor(error: unknown): never {
   if ((error as Error | null)?.name === "InvalidCursor") {
-    throw new Refusal(
-      400,
-      "Bad request",
+    throw bad(
       "That page link is no longer valid (its cursor was changed or belongs to another listing). Start from the first page.",
     );
   }
@@ -514,18 +505,12 @@ async function readForm(request: Request): Promise<string> {
   const declared = Number(request.headers.get("content-length") ?? 0);
   if (declared > MAX_FORM_BYTES) throw tooLarge();
   if (request.body === null) return "";
-  const chunks: Uint8Array[] = [];
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
   let size = 0;
   for await (const chunk of request.body) {
     size += chunk.byteLength;
     if (size > MAX_FORM_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  return await new Blob(chunks).text();
 }

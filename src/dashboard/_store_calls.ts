@@ -1,5 +1,4 @@
-// Everything the dashboard asks of the store, in one place. Every page's reads are bounded by a
-// page size or a cap: its cost does not grow with the tables (tests/dashboard/cost_test.ts).
+// What the dashboard reads of the store: each page's reads are bounded by a page size or a cap.
 import type { ExecutionSummary, Status } from "../core/documents.ts";
 import type { ExecutionInspection, TimerState } from "../core/operator_types.ts";
 import { UnreadableExecution } from "../core/errors.ts";
@@ -8,7 +7,6 @@ import type {
   ExecutionOutbox,
   ExecutionStore,
   RelayItem,
-  RelayKey,
   RelayKind,
   UnreadableExecutionRow,
 } from "../core/types.ts";
@@ -25,10 +23,7 @@ export const EXAMINE_BUDGET = 500;
 export function examineBudget(pageSize: number): number {
   return Math.max(EXAMINE_BUDGET, 3 * pageSize);
 }
-/**
- * How long one "Retry all" or "Drop all" request works before it answers with the count so far:
- * a request must end before a proxy or the platform gives up on it.
- */
+/** How long a "Retry all" or "Drop all" request works before answering: before a proxy gives up. */
 export const BULK_BUDGET_MS = 20_000;
 
 /** What the first page lists when no status is asked for: the executions still under way. */
@@ -141,10 +136,7 @@ export interface ExecutionParts {
   outbox: ExecutionOutbox;
 }
 
-/**
- * An execution with its facts and a page of its timers, trace and outbox (four calls in
- * parallel); null when absent. An unreadable document still shows its parts.
- */
+/** An execution with a page of its timers, trace and outbox; null when absent. */
 export async function executionDetail(
   store: ExecutionStore,
   id: string,
@@ -209,10 +201,7 @@ export async function deadLetterPage<K extends RelayKind>(
   return { letters, more: letters.length >= limit };
 }
 
-/**
- * Whom a dead letter was for: an outbox entry's target (null: a broadcast), a spawn's child,
- * a timer's execution. An unreadable row's target is read from its stored attributes.
- */
+/** Whom a dead letter was for (null: a broadcast); an unreadable row's, from its attributes. */
 export function targetOf<K extends RelayKind>(kind: K, letter: DeadLetter<K>): string | null {
   const item = letter.item as RelayItem<RelayKind> | null;
   if (item !== null) {
@@ -225,24 +214,6 @@ export function targetOf<K extends RelayKind>(kind: K, letter: DeadLetter<K>): s
   return typeof value === "string" ? value : null;
 }
 
-/** Makes one dead letter due again: false when there is no such dead letter any more. */
-export function retryOne<K extends RelayKind>(
-  store: ExecutionStore,
-  kind: K,
-  key: RelayKey<K>,
-): Promise<boolean> {
-  return store.retryDeadLetter(kind, key);
-}
-
-/** Drops one dead letter: false when there is no such dead letter any more. */
-export function dropOne<K extends RelayKind>(
-  store: ExecutionStore,
-  kind: K,
-  key: RelayKey<K>,
-): Promise<boolean> {
-  return store.dropDeadLetter(kind, key);
-}
-
 export interface BulkOutcome {
   /** Dead letters retried or dropped. */
   done: number;
@@ -250,10 +221,7 @@ export interface BulkOutcome {
   stopped: boolean;
 }
 
-/**
- * Retries (or drops) every dead letter of a queue, or of one outbox target, until done or
- * `signal` stops it (the request's time budget): then it answers with the count so far.
- */
+/** Retries (or drops) every dead letter of a queue or outbox target until done or `signal`. */
 export async function onEveryDeadLetter(
   store: ExecutionStore,
   kind: RelayKind,
@@ -276,9 +244,4 @@ export async function onEveryDeadLetter(
     if (signal.aborted && error === signal.reason) return { done, stopped: true };
     throw error;
   }
-}
-
-/** Deletes an execution with its timers, trace and dedupe marks: false when there was none. */
-export async function deleteOne(store: ExecutionStore, id: string): Promise<boolean> {
-  return (await store.deleteExecution(id)).execution;
 }

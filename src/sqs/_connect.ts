@@ -1,5 +1,4 @@
-// Building an SQS client and waiting until SQS answers: create()'s loop, mirroring
-// src/dynamo/connect.ts (the same backoff, deadline, signal and onRetry), with SQS's names.
+// Building an SQS client and waiting until SQS answers, as src/dynamo/connect.ts does for DynamoDB.
 import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
 import { type BackoffOptions, waitUntilAnswers } from "../core/_backoff.ts";
 import { isUnreachable } from "../core/_attributes.ts";
@@ -41,11 +40,7 @@ function envVar(name: string): string | undefined {
   }
 }
 
-/**
- * The client `create()` uses: an endpoint gets the environment's AWS keys when both are set,
- * else the dummy pair `test`/`test` (moto, ElasticMQ, LocalStack); no endpoint is AWS with the
- * SDK's default credential chain.
- */
+/** `create()`'s client: with an endpoint, the environment's AWS keys or else `test`/`test`. */
 export function buildSqsClient(options: ConnectSettings): SQSClient {
   const endpoint = options.endpoint ?? null;
   const { requestTimeoutMs = 30_000 } = options;
@@ -90,10 +85,7 @@ export function sqsEndpointName(options: ConnectSettings, region: string | undef
   return region ? `https://sqs.${region}.amazonaws.com` : "AWS";
 }
 
-/**
- * Runs `attempt` until it succeeds, retrying with backoff only while SQS is unreachable
- * (refused, reset, timed out, 5xx), until `deadlineMs` or the signal ends the wait.
- */
+/** Runs `attempt`, retrying with backoff while SQS is unreachable, until the deadline or signal. */
 export function untilSqsAnswers<T>(
   attempt: (signal: AbortSignal) => Promise<T>,
   options: ConnectSettings,

@@ -68,11 +68,7 @@ export interface SqsQueueOptions {
  * ```
  */
 export interface PublishOptions {
-  /**
-   * harel's message priority. SQS FIFO has none, so anything but 0 is a RangeError before
-   * anything is sent, as harel's `SqsTransport` refuses it.
-   * @default {0}
-   */
+  /** harel's message priority: SQS FIFO has none, so anything but 0 is a RangeError. @default {0} */
   priority?: number;
 }
 
@@ -125,11 +121,9 @@ function nameOfUrl(url: string): string {
 }
 
 /**
- * harel's SQS transport (`SqsTransport`), the publishing half, on its exact wire: one
- * `SendMessage` per event, the body as harel's pydantic `Event` dumps it, the execution id as
- * `MessageGroupId` (SQS FIFO's per-group exclusivity is the engine's per-execution lock), and
- * a fresh `MessageDeduplicationId` per send (a fan-out reuses event ids). Python workers built
- * on harel's `SqsTransport` read what it sends.
+ * The publishing half of harel's `SqsTransport`, on its exact wire: one `SendMessage` per event,
+ * the execution id as `MessageGroupId` (the engine's per-execution lock), and a fresh
+ * `MessageDeduplicationId` per send (a fan-out reuses event ids).
  *
  * @example Publishing an event to an execution's group
  * ```ts
@@ -150,8 +144,8 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   #maxMessageBytes = MAX_BODY_BYTES;
 
   /**
-   * A queue on an injected client (the caller keeps it: `close()` leaves it open). No network
-   * here; a URL whose queue name does not end in `.fifo` is a {@linkcode QueueNotFifo}.
+   * A queue on an injected client, which stays the caller's. A URL not ending in `.fifo` is a
+   * {@linkcode QueueNotFifo}.
    *
    * @param client An `SQSClient` (anything with its `send`).
    * @param url The FIFO queue's URL.
@@ -170,18 +164,14 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
     ownedClients.delete(client);
   }
 
-  /**
-   * The largest message body the queue takes, in bytes: its `MaximumMessageSize`, read once by
-   * {@linkcode SqsQueue.create}; SQS's own limit (1 MiB) for a queue built with `new`.
-   */
+  /** The largest message body the queue takes: its `MaximumMessageSize` (1 MiB with `new`). */
   get maxMessageBytes(): number {
     return this.#maxMessageBytes;
   }
 
   /**
-   * Builds a client, retries until SQS answers (as `DynamoDBStore.create()` does for
-   * DynamoDB), creates the FIFO queue when it is missing (`FifoQueue: "true"`) and reads its
-   * `MaximumMessageSize`. The queue owns the client: `close()` destroys it.
+   * Builds a client it owns, retries until SQS answers, creates the FIFO queue when missing and
+   * reads its `MaximumMessageSize`.
    *
    * @param options Where SQS is, the queue's name, and how long to wait.
    * @returns The queue, ready to publish.
@@ -239,11 +229,9 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   }
 
   /**
-   * Publishes `event` to the group `groupId` with one `SendMessage`, as harel's
-   * `SqsTransport.publish` does. Checked before anything is sent: the group id (at most 128
-   * characters SQS takes), the priority (0 only), the event (harel's model and a worker must
-   * read it, and its body fit {@linkcode SqsQueue.maxMessageBytes}).
-   * A lost answer is a {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
+   * Publishes `event` to the group `groupId` with one `SendMessage`, as `SqsTransport.publish`,
+   * after checking the group id, the priority and the event. A lost answer is a
+   * {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
    *
    * @param groupId The execution the event is for (its `MessageGroupId`).
    * @param event The event, as harel's `Event`.
@@ -301,11 +289,7 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
 const NOT_THE_MESSAGE =
   /Throttl|RequestLimit|OverLimit|AccessDenied|Kms|Token|Signature|Credential|Unrecognized|Security|QueueDoesNotExist|NonExistentQueue|QueueDeleted|Unavailable|Timeout/i;
 
-/**
- * Why SQS will never take this message, or null: a 4xx refusal of the message itself
- * (`InvalidParameterValue`: too long, bad characters), which a retry cannot cure. Throttling,
- * 5xx, an unreachable SQS, a missing queue and refused credentials may pass: null.
- */
+/** Why SQS will never take this message (a 4xx refusal of the message itself), or null. */
 export function permanentRefusal(error: unknown): string | null {
   const e = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
   const status = e?.$metadata?.httpStatusCode ?? 0;
@@ -318,10 +302,7 @@ export function permanentRefusal(error: unknown): string | null {
 /** Clients built by `create()`, until the queue made on them claims them. */
 const ownedClients = new WeakSet<object>();
 
-/**
- * Whether a failed send may have reached SQS: a timeout, a reset, a 5xx may follow a send that
- * SQS applied. A refused connection on the only attempt, or a 4xx refusal, sent nothing.
- */
+/** Whether a failed send may have reached SQS: not a 4xx, nor a refused connection on its only attempt. */
 function mayHaveBeenSent(error: unknown): boolean {
   if (!isUnreachable(error)) return false;
   const e = error as { code?: string; $metadata?: { attempts?: number } };
