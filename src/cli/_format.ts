@@ -52,10 +52,7 @@ export function outboxCells(row: ShownOutboxRow): string[] {
   return [seq, target, cell(row.event?.kind), cell(row.event?.id), state];
 }
 
-/**
- * A document field as a table cell: a plain string as it is; anything else, or a string with
- * control characters (a newline, a terminal escape another writer stored), as JSON.
- */
+/** A field as a cell: a plain string as it is; anything else, or control characters, as JSON. */
 export function cell(value: unknown): string {
   if (value === undefined || value === null) return "";
   // deno-lint-ignore no-control-regex
@@ -112,10 +109,7 @@ export function indent(text: string): string {
   return text.split("\n").map((line) => `  ${line}`).join("\n");
 }
 
-/**
- * A relay's verdict in a cell: "pending", "waiting"/"dead" after n attempts, or "held" behind
- * the seq of its target's dead or waiting entry.
- */
+/** A relay's verdict in a cell: pending, waiting or dead after n attempts, or held behind a seq. */
 function stateCell(
   row: { state?: string; attempts?: number; heldBehind?: number },
 ): string {

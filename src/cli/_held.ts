@@ -13,19 +13,15 @@ export interface Held {
   heldBehind: number;
 }
 
-/**
- * Whether a row holds back the later entries of its target at `now`: dead-lettered (unless it
- * was set aside as unreadable, which holds nothing back) or waiting for a retry still to come.
- */
+/** Whether a row holds back its target's later entries: dead (not set aside) or waiting to retry. */
 export function holdsTarget(row: OutboxRow, now: number): boolean {
   if (row.state === "dead") return row.setAside !== true;
   return row.retryAt !== undefined && row.retryAt > now;
 }
 
 /**
- * The rows (lowest seq first, as `oldestOutbox` reads them) with every row that comes after its
- * target's first holding row marked as held behind it, as a relay pass sees them. A dead row
- * stays dead: an operator acts on it either way.
+ * The rows (lowest seq first) with each one after its target's first holding row marked as held,
+ * as a relay pass sees them; a dead row stays dead.
  */
 export function markHeld(rows: readonly OutboxRow[], now: number): ShownOutboxRow[] {
   const holder = new Map<string | null, number>();

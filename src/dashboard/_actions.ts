@@ -163,10 +163,7 @@ export function confirmation(basePath: string, action: Action): {
   };
 }
 
-/**
- * Runs an action: where to send the browser, with the outcome's notice code. A bulk action stops
- * when `signal` aborts or after `BULK_BUDGET_MS`, and says how far it got.
- */
+/** Runs an action: where to send the browser, with the outcome's notice code. */
 export async function runAction(
   store: ExecutionStore,
   basePath: string,

@@ -1,7 +1,14 @@
 // The dead letters of one queue, and (with actions on) the buttons that retry or drop them.
 import { type Html, markup } from "./_html.ts";
-import { executionLink, formatTime, href, itemLabel, kindLabel, page } from "./_layout.ts";
-import { actionForm } from "./_forms.ts";
+import {
+  actionForm,
+  executionLink,
+  formatTime,
+  href,
+  itemLabel,
+  kindLabel,
+  page,
+} from "./_layout.ts";
 import { targetOf } from "./_store_calls.ts";
 import type {
   DeadLetter,
@@ -21,7 +28,6 @@ export interface DeadLettersView {
   more: boolean;
   /** The session's CSRF token when actions are on, else null (no buttons). */
   csrf: string | null;
-  /** An action's outcome, or none. */
   notice?: string | null;
 }
 

@@ -7,9 +7,14 @@ import { executionPage } from "./_execution_page.ts";
 import { timersPageView, tracePageView, unreadableExecutionPage } from "./_execution_parts_page.ts";
 import { deadLettersPage } from "./_dead_letters_page.ts";
 import { confirmPage } from "./_confirm_page.ts";
-import { fromSameOrigin, securityHeaders } from "./_guards.ts";
-import { toOwnHost } from "./_hosts.ts";
-import { newSession, sessionCookie, sessionOf } from "./_csrf.ts";
+import {
+  fromSameOrigin,
+  newSession,
+  securityHeaders,
+  sessionCookie,
+  sessionOf,
+  toOwnHost,
+} from "./_guards.ts";
 import {
   type Action,
   BadAction,

@@ -14,10 +14,7 @@ import { KINDS } from "./_layout.ts";
 
 /** How many rows each backlog count reads before it says "N+". */
 export const SUMMARY_CAP = 100;
-/**
- * The most stored rows one page of the listing reads (at least 3 × `pageSize`): a rare filter
- * answers a short page with a link that goes on, instead of reading the whole table.
- */
+/** The most stored rows a listing page reads (at least 3 × `pageSize`): a rare filter pages on. */
 export const EXAMINE_BUDGET = 500;
 
 export function examineBudget(pageSize: number): number {
@@ -29,11 +26,9 @@ export const BULK_BUDGET_MS = 20_000;
 /** What the first page lists when no status is asked for: the executions still under way. */
 export const OPEN_STATUSES: readonly Status[] = ["PENDING", "RUNNING", "SUSPENDED", "CANCELLING"];
 
-/** A count from a read that stops at a cap. */
+/** A count from a read that stops at a cap (`capped`: there may be more). */
 export interface CappedCount {
-  /** Items counted. */
   n: number;
-  /** Whether the read stopped at its cap (there may be more). */
   capped: boolean;
 }
 
@@ -53,9 +48,7 @@ export interface QueueBacklog {
 }
 
 export interface ExecutionsPage {
-  /** The summaries of this page. */
   items: ExecutionSummary[];
-  /** The cursor of the next page, or null. */
   nextCursor: string | null;
   /** The items of this page whose document cannot be read: key and why. */
   unreadable?: UnreadableExecutionRow[];
@@ -64,7 +57,6 @@ export interface ExecutionsPage {
 export interface ExecutionFilters {
   /** `"open"` ({@linkcode OPEN_STATUSES}), these statuses, or `"any"` (the table's order). */
   status: "open" | "any" | Status[];
-  /** Only this definition, or null. */
   definition: string | null;
   /** Only those last committed before this time: as given (for links) and in epoch seconds. */
   before: { text: string; seconds: number } | null;
@@ -124,15 +116,13 @@ export const TIMERS_SHOWN = 50;
 
 /** What an execution's page shows of its timers and trace: at most a page of each. */
 export interface ExecutionParts {
-  /** Its first timers by path, at most `TIMERS_SHOWN`. */
+  /** Its first `TIMERS_SHOWN` timers by path, and whether there are more. */
   timers: TimerState[];
-  /** Whether it has more timers than these. */
   moreTimers: boolean;
-  /** Its newest trace steps, oldest first, at most `TRACE_SHOWN`. */
+  /** Its newest `TRACE_SHOWN` trace steps, oldest first, and whether there are older. */
   trace: Record<string, unknown>[];
-  /** Whether it has older steps than these. */
   moreTrace: boolean;
-  /** Its outbox entries, found by key: at most `OUTBOX_SHOWN` of each list. */
+  /** At most `OUTBOX_SHOWN` of each list of its outbox entries. */
   outbox: ExecutionOutbox;
 }
 
@@ -214,10 +204,9 @@ export function targetOf<K extends RelayKind>(kind: K, letter: DeadLetter<K>): s
   return typeof value === "string" ? value : null;
 }
 
+/** How many dead letters were retried or dropped, and whether it stopped before the end. */
 export interface BulkOutcome {
-  /** Dead letters retried or dropped. */
   done: number;
-  /** Whether it stopped before the end (its time was up): there may be more to do. */
   stopped: boolean;
 }
 

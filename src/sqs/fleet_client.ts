@@ -35,15 +35,6 @@ import type {
   FleetRelayReport,
 } from "./fleet_types.ts";
 
-export type {
-  CancelOptions,
-  ControlResult,
-  CreateOptions,
-  FleetClientOptions,
-  FleetRelayOptions,
-  FleetRelayReport,
-};
-
 /** A JSON object option (context, reason), checked: a TypeError naming the field otherwise. */
 function jsonObject(field: string, value: unknown): Record<string, unknown> {
   if (value === undefined) return {};
@@ -122,11 +113,7 @@ export class FleetClient {
   readonly queue: EventQueue;
   readonly #hasCancelHandler: control.HasCancelHandler;
 
-  /**
-   * A fleet client on a store and a queue (no network here).
-   *
-   * @param options The store and the queue.
-   */
+  /** A fleet client on a store and a queue (no network here). */
   constructor(options: FleetClientOptions) {
     const given = checkOptions(options);
     checkKnownOptions("new FleetClient()", given, ["store", "queue", "hasCancelHandler"]);
@@ -198,7 +185,6 @@ export class FleetClient {
    * execution is an {@linkcode ExecutionNotFound}. A Start still in its outbox is published
    * first, so that no event overtakes it; when that fails, nothing is sent.
    *
-   * @param executionId The execution.
    * @param event The event (its id is the workers' dedupe key).
    */
   async send(executionId: string, event: Event): Promise<void> {
@@ -252,9 +238,7 @@ export class FleetClient {
    * CANCELLED. When the publish fails it is CANCELLING all the same, and `cancel()` rejects with
    * a {@linkcode CancelNotPublished} or {@linkcode PublishOutcomeUnknown}.
    *
-   * @param executionId The execution.
    * @param options The reason, as the Cancel event's data.
-   * @returns What the call did to the execution.
    */
   async cancel(executionId: string, options?: CancelOptions): Promise<ControlResult> {
     const given = checkOptions(options);
@@ -280,9 +264,6 @@ export class FleetClient {
   /**
    * harel's terminate: CANCELLED at once, no hooks run, and the same for its children (a DONE
    * execution too, as harel's rule has it).
-   *
-   * @param executionId The execution.
-   * @returns What the call did to the execution.
    */
   async terminate(executionId: string): Promise<ControlResult> {
     return await control.terminate(this.store, checkGroupId("executionId", executionId));
@@ -291,20 +272,12 @@ export class FleetClient {
   /**
    * harel's suspend: a RUNNING execution and its children become SUSPENDED (workers put its
    * events back until it resumes); any other status is left as it is.
-   *
-   * @param executionId The execution.
-   * @returns What the call did to the execution.
    */
   async suspend(executionId: string): Promise<ControlResult> {
     return await control.suspend(this.store, checkGroupId("executionId", executionId));
   }
 
-  /**
-   * harel's resume: a SUSPENDED execution and its children become RUNNING again.
-   *
-   * @param executionId The execution.
-   * @returns What the call did to the execution.
-   */
+  /** harel's resume: a SUSPENDED execution and its children become RUNNING again. */
   async resume(executionId: string): Promise<ControlResult> {
     return await control.resume(this.store, checkGroupId("executionId", executionId));
   }
@@ -316,9 +289,6 @@ export class FleetClient {
    * with backoff (10 s doubling to 5 min) for ever unless `maxAttempts` is set; an entry that can
    * never be carried (bad model, group id, size, any 4xx refusal of the message) is set aside at
    * once as an {@linkcode UnreadableEntry}, visible in `deadLetters`.
-   *
-   * @param options The options of each pass.
-   * @returns The two passes' reports.
    */
   async relay(options?: FleetRelayOptions): Promise<FleetRelayReport> {
     const given = checkOptions(options);

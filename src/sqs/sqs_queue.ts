@@ -148,7 +148,6 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
    * {@linkcode QueueNotFifo}.
    *
    * @param client An `SQSClient` (anything with its `send`).
-   * @param url The FIFO queue's URL.
    */
   constructor(client: Pick<SQSClient, "send">, url: string) {
     if (typeof client?.send !== "function") {
@@ -174,7 +173,6 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
    * reads its `MaximumMessageSize`.
    *
    * @param options Where SQS is, the queue's name, and how long to wait.
-   * @returns The queue, ready to publish.
    */
   static async create(options: SqsQueueOptions = {}): Promise<SqsQueue> {
     const given = checkOptions(options);
@@ -234,9 +232,7 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
    * {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
    *
    * @param groupId The execution the event is for (its `MessageGroupId`).
-   * @param event The event, as harel's `Event`.
    * @param options The priority (0, the only one SQS has).
-   * @returns What SQS answered.
    */
   async publish(groupId: string, event: Event, options?: PublishOptions): Promise<PublishReceipt> {
     const given = checkOptions(options);
