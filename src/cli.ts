@@ -12,21 +12,10 @@
  * The endpoint is `--endpoint`, else `$DYNAMODB_ENDPOINT`, else AWS; an empty `--endpoint` is a
  * usage error, never "production".
  *
- * @example Running the CLI from code (as the tests do)
- * ```ts
- * import assert from "node:assert/strict";
- * import { main } from "@harel/dynamodb/cli";
- *
- * const code = await main(["policy", "--prefix", "prod"]);
- * assert.equal(code, 0);
- * ```
- *
  * @module
  */
 import { parseArgs } from "node:util";
-import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
-import { markHeld } from "./cli/_held.ts";
-import { outboxLines } from "./cli/_execution_outbox.ts";
+import { markHeld, oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
 import { runRelay } from "./cli/_relay.ts";
 import { listCommand, otherWriterCommitTime } from "./cli/_executions.ts";
@@ -63,6 +52,7 @@ import {
   indent,
   isoSeconds,
   outboxCells,
+  outboxLines,
   relative,
   shorten,
   table,
@@ -442,22 +432,12 @@ async function run(
       const outbox = await onTable(tables.outbox.name, reader.executionOutbox(id));
       if (json) return print({ execution, updatedAt, expiresAt, trace, timers, outbox });
       const now = Date.now() / 1000;
+      const when = (at: number | null, otherwise: string) =>
+        at === null ? otherwise : `${isoSeconds(at)} (${relative(at - now)})`;
       out(JSON.stringify(execution, null, 2));
       out("");
-      out(
-        `updated: ${
-          updatedAt === null
-            ? "unknown (last written by another writer)"
-            : `${isoSeconds(updatedAt)} (${relative(updatedAt - now)})`
-        }`,
-      );
-      out(
-        `expires: ${
-          expiresAt === null
-            ? "never (kept until deleted)"
-            : `${isoSeconds(expiresAt)} (${relative(expiresAt - now)})`
-        }`,
-      );
+      out(`updated: ${when(updatedAt, "unknown (last written by another writer)")}`);
+      out(`expires: ${when(expiresAt, "never (kept until deleted)")}`);
       out("");
       printTraceAndTimers(out, trace, timers, now);
       out("");

@@ -119,10 +119,7 @@ async function notIndexed(
   };
 }
 
-/**
- * When another writer last committed `id` (the Python store's Put drops `updated_at`): its newest
- * record on the executions table's stream, or null.
- */
+/** When another writer last committed `id` (no `updated_at`), from the stream; or null. */
 export async function otherWriterCommitTime(
   client: DynamoDBSender,
   tables: ExecutionTables,

@@ -62,10 +62,7 @@ export function logicalId(role: TableRole): string {
   return `${role[0]!.toUpperCase()}${role.slice(1)}Table`;
 }
 
-/**
- * The table names and ARNs of `text` with the prefix, state table, region and account written
- * as `sub`'s references to them: `Fn::Sub`'s `${Prefix}`, Terraform's `${var.prefix}`.
- */
+/** `text`'s table names and ARNs with the parameters written as `sub`'s references to them. */
 function parameterized(
   text: string,
   parameters: TablesParameters,

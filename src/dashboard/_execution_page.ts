@@ -79,19 +79,17 @@ export function executionPage(view: ExecutionView): Html {
       danger,
       title,
     });
-  const controls = !view.controls ? [] : [
-    exe.status === "RUNNING"
-      ? control("suspend", "Suspend", "Suspend it and its children: workers hold their events")
-      : null,
-    exe.status === "SUSPENDED" ? control("resume", "Resume", "Resume it and its children") : null,
-    exe.status !== "CANCELLED" && exe.status !== "DONE"
-      ? control(
-        "cancel",
-        "Cancel",
-        "Cancel it: with a cancel handler its machine's Cancel transition runs, else CANCELLED at once",
-        true,
-      )
-      : null,
+  const open = exe.status !== "CANCELLED" && exe.status !== "DONE";
+  const controls = view.controls && [
+    exe.status === "RUNNING" &&
+    control("suspend", "Suspend", "Suspend it and its children: workers hold their events"),
+    exe.status === "SUSPENDED" && control("resume", "Resume", "Resume it and its children"),
+    open && control(
+      "cancel",
+      "Cancel",
+      "Cancel it: with a cancel handler its machine's Cancel transition runs, else CANCELLED at once",
+      true,
+    ),
     exe.status === "DONE"
       ? control(
         "terminate",
@@ -99,9 +97,8 @@ export function executionPage(view: ExecutionView): Html {
         "It is DONE: terminating makes it and its children CANCELLED, as harel's terminate does",
         true,
       )
-      : exe.status !== "CANCELLED"
-      ? control("terminate", "Terminate", "Make it and its children CANCELLED at once", true)
-      : null,
+      : open &&
+        control("terminate", "Terminate", "Make it and its children CANCELLED at once", true),
   ];
   const actions = view.csrf === null
     ? null
@@ -227,10 +224,7 @@ export function traceStep(step: Record<string, unknown>): Html {
 /** The fields a trace step's time may be in, as engines write it: the first present is shown. */
 const STEP_TIME_FIELDS = ["at", "time", "timestamp"] as const;
 
-/**
- * A step's time in UTC: ISO 8601 text (without an offset: UTC, as Python writes it), or epoch
- * seconds (milliseconds above 10^11); other text as it is.
- */
+/** A step's time in UTC: ISO 8601 (no offset: UTC, as Python writes it) or epoch seconds or ms. */
 function stepTime(step: Record<string, unknown>): Html | null {
   const value = STEP_TIME_FIELDS.map((name) => step[name]).find((v) => v !== undefined);
   if (typeof value !== "string" && typeof value !== "number") return null;

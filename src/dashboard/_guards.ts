@@ -80,10 +80,7 @@ export function newSession(): string {
   });
 }
 
-/**
- * The session id the request's cookie holds, or null: none, malformed, or two cookies of the
- * name (one may have been planted by a neighbouring site: trust neither).
- */
+/** The session id in the request's cookie, or null: none, malformed, or two (one may be planted). */
 export function sessionOf(request: Request): string | null {
   const found: string[] = [];
   for (const pair of (request.headers.get("cookie") ?? "").split(";")) {

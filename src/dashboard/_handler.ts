@@ -189,6 +189,7 @@ export function createHandler(
     csrf: string | null,
     signal: AbortSignal,
   ): Promise<{ status: number; html: Html }> {
+    const ok = (html: Html) => ({ status: 200, html });
     const notice = noticeOf(query);
     if (route.page === "executions") {
       onlyParams(query, ["status", "definition", "before", "cursor", ...NOTICE_PARAMS]);
@@ -198,19 +199,16 @@ export function createHandler(
         readPage(store, filters, { limit: settings.pageSize, cursor, signal }).catch(staleCursor),
         backlog(store, signal),
       ]);
-      return {
-        status: 200,
-        html: executionsPage({
-          basePath,
-          filters,
-          page,
-          pageSize: settings.pageSize,
-          later: cursor !== null,
-          backlog: queues,
-          now: Date.now() / 1000,
-          notice,
-        }),
-      };
+      return ok(executionsPage({
+        basePath,
+        filters,
+        page,
+        pageSize: settings.pageSize,
+        later: cursor !== null,
+        backlog: queues,
+        now: Date.now() / 1000,
+        notice,
+      }));
     }
     if (route.page === "execution") {
       onlyParams(query, NOTICE_PARAMS);
@@ -226,40 +224,34 @@ export function createHandler(
       const now = Date.now() / 1000;
       if (unreadable !== null) {
         const { reason, data } = unreadable;
-        return {
-          status: 200,
-          html: unreadableExecutionPage({
-            basePath,
-            id,
-            reason,
-            data,
-            ...parts,
-            now,
-            csrf,
-            notice,
-          }),
-        };
-      }
-      return {
-        status: 200,
-        html: executionPage({
+        return ok(unreadableExecutionPage({
           basePath,
           id,
-          ...inspection,
+          reason,
+          data,
           ...parts,
           now,
           csrf,
           notice,
-          controls: settings.fleet !== null,
-        }),
-      };
+        }));
+      }
+      return ok(executionPage({
+        basePath,
+        id,
+        ...inspection,
+        ...parts,
+        now,
+        csrf,
+        notice,
+        controls: settings.fleet !== null,
+      }));
     }
     if (route.page === "trace") {
       onlyParams(query, ["before"]);
       const id = validKey(route.id, "an execution id");
       const before = traceIndex(atMostOne(query, "before"));
       const { trace, moreTrace } = await tracePage(store, id, before);
-      return { status: 200, html: tracePageView({ basePath, id, trace, moreTrace, before }) };
+      return ok(tracePageView({ basePath, id, trace, moreTrace, before }));
     }
     if (route.page === "timers") {
       onlyParams(query, ["after"]);
@@ -267,17 +259,13 @@ export function createHandler(
       const afterText = atMostOne(query, "after");
       const after = afterText === null ? null : validPath(afterText);
       const { timers, moreTimers } = await timerPage(store, id, after);
-      return {
-        status: 200,
-        html: timersPageView({ basePath, id, timers, moreTimers, after, now: Date.now() / 1000 }),
-      };
+      return ok(
+        timersPageView({ basePath, id, timers, moreTimers, after, now: Date.now() / 1000 }),
+      );
     }
     onlyParams(query, NOTICE_PARAMS);
     const { letters, more } = await deadLetterPage(store, route.kind, settings.pageSize);
-    return {
-      status: 200,
-      html: deadLettersPage({ basePath, kind: route.kind, letters, more, csrf, notice }),
-    };
+    return ok(deadLettersPage({ basePath, kind: route.kind, letters, more, csrf, notice }));
   }
 
   async function act(

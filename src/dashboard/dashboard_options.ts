@@ -45,20 +45,6 @@ export interface FleetControl {
  *
  * const options: DashboardOptions = { authorize: () => true }; // localhost only: anyone who reaches it
  * ```
- *
- * @example Behind a token, with actions, under /dashboard, on several isolates
- * ```ts
- * import { authorizeToken, type DashboardOptions } from "@harel/dynamodb/dashboard";
- *
- * const token = Deno.env.get("HAREL_DASHBOARD_TOKEN") ?? crypto.randomUUID();
- * const options: DashboardOptions = {
- *   authorize: authorizeToken(token),
- *   challenge: 'Basic realm="harel dashboard", charset="UTF-8"',
- *   basePath: "/dashboard",
- *   actions: true,
- *   secret: token, // the same CSRF key on every isolate
- * };
- * ```
  */
 export interface DashboardOptions {
   /** Whether a request may see it (else 401); `() => true` only where just you can reach it. */

@@ -97,10 +97,7 @@ export interface CommittedCancel {
   outbox: number[];
 }
 
-/**
- * harel's `cancel`: with a cancel handler, CANCELLING with a Cancel event in the same commit's
- * outbox and the children CANCELLED; otherwise (never started, DONE, no handler) terminated.
- */
+/** harel's `cancel`: with a handler, CANCELLING with a Cancel event; otherwise terminated. */
 export async function cancel(
   store: ExecutionStore,
   id: string,

@@ -109,10 +109,7 @@ function eventData(data: unknown): object {
   return data;
 }
 
-/**
- * Whether another writer's stored event text is strict JSON harel's `Event` model reads (bare
- * NaN is not: re-serialized instead); a bad field throws, naming it.
- */
+/** Whether another writer's event text is strict JSON harel reads (bare NaN is not); else throws. */
 function readsAsEvent(text: string): boolean {
   let parsed: unknown;
   try {

@@ -261,18 +261,12 @@ export class FleetClient {
     return result;
   }
 
-  /**
-   * harel's terminate: CANCELLED at once, no hooks run, and the same for its children (a DONE
-   * execution too, as harel's rule has it).
-   */
+  /** harel's terminate: it and its children CANCELLED at once, no hooks run (a DONE one too). */
   async terminate(executionId: string): Promise<ControlResult> {
     return await control.terminate(this.store, checkGroupId("executionId", executionId));
   }
 
-  /**
-   * harel's suspend: a RUNNING execution and its children become SUSPENDED (workers put its
-   * events back until it resumes); any other status is left as it is.
-   */
+  /** harel's suspend: a RUNNING execution and its children become SUSPENDED; else nothing. */
   async suspend(executionId: string): Promise<ControlResult> {
     return await control.suspend(this.store, checkGroupId("executionId", executionId));
   }

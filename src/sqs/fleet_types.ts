@@ -3,25 +3,25 @@
  *
  * @module
  */
-import type { OutboxRelayOptions, RelayReport, Status, SweepOptions } from "../../mod.ts";
-import type { ExecutionStore } from "../../mod.ts";
+import type {
+  ExecutionStore,
+  OutboxRelayOptions,
+  RelayReport,
+  Status,
+  SweepOptions,
+} from "../../mod.ts";
 import type { EventQueue } from "./sqs_queue.ts";
 
 /**
  * What a {@linkcode FleetClient} drives executions with.
  *
- * @example A fleet client on DynamoDB and SQS
+ * @example Only the "order" machine handles Cancel
  * ```ts
- * import { DynamoDBStore } from "@harel/dynamodb";
- * import { FleetClient, type FleetClientOptions, SqsQueue } from "@harel/dynamodb/sqs";
+ * import type { FleetClientOptions } from "@harel/dynamodb/sqs";
  *
- * await using store = await DynamoDBStore.create({
- *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
- *   otherWriters: true, // the fleet's Python workers share the tables
- * });
- * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
- * const options: FleetClientOptions = { store, queue };
- * const fleet = new FleetClient(options);
+ * const options: Pick<FleetClientOptions, "hasCancelHandler"> = {
+ *   hasCancelHandler: new Set(["order"]),
+ * };
  * ```
  */
 export interface FleetClientOptions {

@@ -139,7 +139,7 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   /** The queue's URL. */
   readonly url: string;
   readonly #client: Pick<SQSClient, "send">;
-  readonly #owned: SQSClient | null;
+  #owned: SQSClient | null = null;
   #closed = false;
   #maxMessageBytes = MAX_BODY_BYTES;
 
@@ -159,8 +159,6 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
     if (!nameOfUrl(url).endsWith(".fifo")) throw new QueueNotFifo(url);
     this.#client = client;
     this.url = url;
-    this.#owned = ownedClients.has(client) ? client as SQSClient : null;
-    ownedClients.delete(client);
   }
 
   /** The largest message body the queue takes: its `MaximumMessageSize` (1 MiB with `new`). */
@@ -216,8 +214,8 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
         given,
         region,
       );
-      ownedClients.add(client);
       const queue = new SqsQueue(client, url);
+      queue.#owned = client;
       if (size > 0 && size < MAX_BODY_BYTES) queue.#maxMessageBytes = size;
       return queue;
     } catch (error) {
@@ -294,9 +292,6 @@ export function permanentRefusal(error: unknown): string | null {
   }
   return `SQS refused it (${status} ${e.name}: ${e.message}); a retry cannot cure that`;
 }
-
-/** Clients built by `create()`, until the queue made on them claims them. */
-const ownedClients = new WeakSet<object>();
 
 /** Whether a failed send may have reached SQS: not a 4xx, nor a refused connection on its only attempt. */
 function mayHaveBeenSent(error: unknown): boolean {

@@ -46,10 +46,7 @@ export function decodeValue(text: string): unknown {
   return parsed === undefined ? text : parsed.value;
 }
 
-/**
- * The legacy hash a `value` holds (a JSON object) as an object with no prototype, else
- * undefined. With `exact`, big numbers keep their digits for a migration.
- */
+/** The legacy hash a `value` holds, with no prototype; `exact` keeps big numbers' digits. */
 export function legacyFields(
   text: string | undefined,
   exact = false,

@@ -104,10 +104,7 @@ export class MemoryStateStore implements StateStore {
     return secondsOf(this.#now);
   }
 
-  /**
-   * The live entry at `key`; an expired or emptied one is dropped (DynamoDB eventually
-   * deletes the first; every method treats the second as absent).
-   */
+  /** The live entry at `key`; an expired or emptied one is dropped. */
   #live(key: string): Entry | undefined {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const entry = this.#items.get(key);
@@ -180,23 +177,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Whole seconds until `key` expires, or `null`.
-   *
-   * @example Reading the time left
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * let now = Date.now();
-   * const state = new MemoryStateStore({ now: () => now });
-   * await state.hset("session:abc", "step", 1);
-   * assert.equal(await state.ttl("session:abc"), null); // no TTL yet
-   * await state.expire("session:abc", 3600);
-   * now += 600_000; // ten minutes later
-   * assert.equal(await state.ttl("session:abc"), 3000);
-   * ```
-   */
+  /** Whole seconds until `key` expires, or `null`. */
   ttl(key: string): Promise<number | null> {
     return Promise.try(() => {
       this.#open("ttl");

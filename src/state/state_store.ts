@@ -175,16 +175,6 @@ export class DynamoDBStateStore implements StateStore {
    * and ensures the table (with `ensureTable: false`, only checks it exists). The store owns
    * that client.
    *
-   * @example Creating a store
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({
-   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
-   *   tableName: "demo_state",
-   * });
-   * ```
-   *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose table exists with TTL enabled.
    *
@@ -242,17 +232,6 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * The value of `key`, or `null` when it is missing, expired, or holds only a hash. `T`
    * names the type you stored (it is not checked, as with Deno KV's `get<T>()`).
-   *
-   * @example Reading a value
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.set("greeting", { text: "hi" });
-   * const greeting = await state.get<{ text: string }>("greeting");
-   * assert.equal(greeting?.text, "hi");
-   * ```
    */
   async get<T = unknown>(key: string): Promise<T | null> {
     this.#open("get", key);
@@ -265,14 +244,6 @@ export class DynamoDBStateStore implements StateStore {
    * Stores `value` (any JSON value) under `key`, replacing the whole item, hash included, like
    * Redis SET. With `ttl`, the key expires after that many seconds (rounded up to a whole
    * second). What JSON would silently change is refused, naming the path, before anything is sent.
-   *
-   * @example Setting a value with a TTL
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.set("otp:alice", "493021", { ttl: 300 });
-   * ```
    *
    * @throws {TypeError} For a value JSON would change.
    * @throws {RangeError} For a `ttl` that is not seconds above 0 and under 10 years, a value
@@ -319,10 +290,7 @@ export class DynamoDBStateStore implements StateStore {
     return (await presentItem(this.#table, key)) !== undefined;
   }
 
-  /**
-   * Every live key matching the glob `pattern` (`*`, `?`, `[...]`), in scan order. Reads only
-   * keys and TTLs.
-   */
+  /** Every live key matching the glob `pattern` (`*`, `?`, `[...]`), in scan order. */
   async keys(pattern = "*"): Promise<string[]> {
     this.#open("keys");
     checkPattern(pattern);
