@@ -16,12 +16,10 @@ export function isControl(command: string): command is typeof CONTROL_COMMANDS[n
 /** `--reason`'s JSON object, for cancel; a usage error otherwise. */
 export function parseReason(text: unknown): Record<string, unknown> {
   if (text === undefined) return {};
-  let reason: unknown;
+  let reason: unknown = null;
   try {
     reason = JSON.parse(String(text));
-  } catch {
-    throw new UsageError(`--reason must be a JSON object such as '{"by":"ops"}', got ${text}`);
-  }
+  } catch { /* refused below */ }
   if (typeof reason !== "object" || reason === null || Array.isArray(reason)) {
     throw new UsageError(`--reason must be a JSON object such as '{"by":"ops"}', got ${text}`);
   }

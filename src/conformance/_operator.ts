@@ -6,7 +6,7 @@ import { InvalidCursor } from "../core/errors.ts";
 import type { ExecutionStore, ListOptions, ListPage } from "../core/types.ts";
 import type { DeleteProgress } from "../core/operator_types.ts";
 import { rejection, walk } from "./_shared.ts";
-import type { Step } from "./_queues.ts";
+import type { Step } from "./_steps.ts";
 
 /** A pause long enough for the next commit to get a later time (ms resolution). */
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));

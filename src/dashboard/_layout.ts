@@ -2,6 +2,7 @@
 import { type Fragment, Html, markup } from "./_html.ts";
 import { STYLESHEET } from "./_style.ts";
 import type { RelayKind } from "../core/types.ts";
+import { STATUSES } from "../core/documents.ts";
 
 /** The three dead-letter queues, in the order the pages show them. */
 export const KINDS: readonly RelayKind[] = ["outbox", "spawns", "timers"];
@@ -114,21 +115,13 @@ export function formatCount(count: { n: number; capped: boolean }): string {
   return count.capped ? `${count.n}+` : String(count.n);
 }
 
-const STATUS_CLASSES: Record<string, string> = {
-  PENDING: "status-pending",
-  RUNNING: "status-running",
-  DONE: "status-done",
-  CANCELLED: "status-cancelled",
-  SUSPENDED: "status-suspended",
-  CANCELLING: "status-cancelling",
-  FAILED: "status-failed",
-};
-
 /** A status as a badge; a status another writer invented is shown as text, unstyled. */
 export function statusBadge(status: unknown): Html {
   const text = typeof status === "string" ? status : JSON.stringify(status) ?? "?";
-  const known = Object.hasOwn(STATUS_CLASSES, text) ? STATUS_CLASSES[text] : undefined;
-  return markup`<span class="${known ? `status ${known}` : "status"}">${text}</span>`;
+  const known = (STATUSES as readonly string[]).includes(text);
+  return markup`<span class="${
+    known ? `status status-${text.toLowerCase()}` : "status"
+  }">${text}</span>`;
 }
 
 /** An execution id as a link to its page; one with a lone surrogate shows as JSON, unlinked. */

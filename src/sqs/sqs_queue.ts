@@ -9,53 +9,20 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import type { BackoffOptions } from "../core/_backoff.ts";
 import { isUnreachable } from "../core/_attributes.ts";
 import { checkKnownOptions, checkOptions, describe } from "../core/_validate.ts";
 import { newId } from "../core/documents.ts";
 import type { Event } from "../../mod.ts";
-import { buildSqsClient, type QueueRetry, untilSqsAnswers } from "./_connect.ts";
+import {
+  buildSqsClient,
+  type QueueRetry,
+  type SqsQueueOptions,
+  untilSqsAnswers,
+} from "./_connect.ts";
 import { checkGroupId, MAX_BODY_BYTES, messageBody } from "./_wire.ts";
 import { PublishOutcomeUnknown, QueueNotFifo } from "./sqs_errors.ts";
 
-export type { QueueRetry };
-
-/**
- * Where SQS is, which queue, and how long `SqsQueue.create()` waits for SQS to answer.
- *
- * @example A queue on a local SQS (moto)
- * ```ts
- * import { SqsQueue, type SqsQueueOptions } from "@harel/dynamodb/sqs";
- *
- * const options: SqsQueueOptions = {
- *   endpoint: Deno.env.get("SQS_ENDPOINT"),
- *   queueName: "stm.fifo",
- *   deadlineMs: 10_000,
- * };
- * await using queue = await SqsQueue.create(options);
- * console.log(queue.url);
- * ```
- */
-export interface SqsQueueOptions {
-  /** An SQS-compatible endpoint (moto, ElasticMQ, LocalStack), or `null` / absent for AWS. @default {null} */
-  endpoint?: string | null;
-  /** The AWS region; with an endpoint and none, `"us-east-1"`. @default {undefined} */
-  region?: string;
-  /** The FIFO queue's name, created when missing; it must end in `.fifo`. @default {"stm.fifo"} */
-  queueName?: string;
-  /** How long to keep retrying an SQS that does not answer, in ms. @default {30000} */
-  deadlineMs?: number;
-  /** Aborts the wait for SQS. @default {undefined} */
-  signal?: AbortSignal;
-  /** Called after each attempt that found SQS unreachable, before the next one. @default {undefined} */
-  onRetry?: (retry: QueueRetry) => void;
-  /** The backoff between attempts. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
-  backoff?: BackoffOptions;
-  /** How long one request may wait for an answer, in ms. @default {30000} */
-  requestTimeoutMs?: number;
-  /** Settings passed through to `new SQSClient` (`maxAttempts`, `credentials`, ...). @default {{}} */
-  clientConfig?: Record<string, unknown>;
-}
+export type { QueueRetry, SqsQueueOptions };
 
 /**
  * Options of one {@linkcode SqsQueue.publish}.

@@ -90,23 +90,22 @@ export const MAX_TTL_SECONDS = 1e125;
 /** Seconds of life for a `ttl` or `expire`: finite, under 10 years, and storable. */
 export function checkTtlSeconds(field: string, seconds: unknown, allowZero: boolean): number {
   checkTtlHorizon(field, seconds);
-  if (allowZero && (typeof seconds !== "number" || !Number.isFinite(seconds))) {
-    throw new RangeError(`${field} must be a finite number, got ${describe(seconds)}`);
+  if (typeof seconds !== "number" || !Number.isFinite(seconds) || (!allowZero && seconds < 0)) {
+    throw new RangeError(
+      `${field} must be a finite number${allowZero ? "" : " of seconds >= 0"}, got ${
+        describe(seconds)
+      }`,
+    );
   }
-  if (!allowZero) {
-    if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
-      throw new RangeError(
-        `${field} must be a finite number of seconds >= 0, got ${describe(seconds)}`,
-      );
-    }
-    if (seconds === 0) throw new RangeError(`${field} must be more than 0 seconds, got 0`);
+  if (!allowZero && seconds === 0) {
+    throw new RangeError(`${field} must be more than 0 seconds, got 0`);
   }
-  if ((seconds as number) > MAX_TTL_SECONDS) {
+  if (seconds > MAX_TTL_SECONDS) {
     throw new RangeError(
       `${field} is ${seconds} seconds; at most ${MAX_TTL_SECONDS} (a DynamoDB number holds less than 1e126)`,
     );
   }
-  return seconds as number;
+  return seconds;
 }
 
 /** The TTL in `set`'s or `hset`'s options (`null`/`undefined` options mean none), checked. */
