@@ -152,12 +152,7 @@ export function parseBefore(text: string | boolean | undefined): number | undefi
       "--before needs a date (2026-11-01 or 2026-11-01T12:00:00Z) or epoch seconds (1793491200)",
     );
   }
-  try {
-    return parseTimeText("--before", text);
-  } catch (error) {
-    if (error instanceof RangeError) throw new UsageError(error.message);
-    throw error;
-  }
+  return usage(() => parseTimeText("--before", text));
 }
 
 /** The kinds `adopt` takes: one named, or (none named) all three. */

@@ -400,19 +400,7 @@ export class DynamoDBStateStore implements StateStore {
    * The hash field's value, or `null` when the field or the key is gone. `T` names the type you
    * stored (not checked).
    *
-   * @example Reading one field
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.hset("session:abc", "step", 2);
-   * const step = await state.hget<number>("session:abc", "step");
-   * assert.equal(step, 2);
-   * ```
-   *
-   * @throws {TypeError} For a key or field that is not a non-empty string (a `RangeError` for
-   *   one too long: 2048 bytes for the key, 65,535 for the field).
+   * @throws {TypeError} For a field that is not a non-empty string (`RangeError`: over 65,535 bytes).
    */
   async hget<T = unknown>(key: string, field: string): Promise<T | null> {
     this.#open("hget", key);
