@@ -97,10 +97,7 @@ export async function runBulkDelete(
       },
     }), () => `${last.deleted} deleted (${last.examined} examined)`);
   const seconds = Number((last.elapsedMs / 1000).toFixed(3));
-  if (json) {
-    out(JSON.stringify({ deleted, examined: last.examined, seconds }, null, 2));
-    return;
-  }
+  if (json) return out(JSON.stringify({ deleted, examined: last.examined, seconds }, null, 2));
   out(
     `deleted ${deleted} executions (${last.examined} examined) in ${seconds} s; their outbox ` +
       "entries and spawns stay",
@@ -178,8 +175,7 @@ export async function runBulkDeadLetters(
   }, () => `${done} ${verb}`);
   const seconds = Number(((performance.now() - started) / 1000).toFixed(3));
   if (json) {
-    out(JSON.stringify({ kind: bulk.kind, action: bulk.action, done, seconds }, null, 2));
-    return;
+    return out(JSON.stringify({ kind: bulk.kind, action: bulk.action, done, seconds }, null, 2));
   }
   out(`${verb} ${counted(done, ...DEAD_LETTERS[bulk.kind])} in ${seconds} s`);
 }

@@ -84,11 +84,26 @@ function shown({ changed, status }: ControlResult): ControlResult {
   return { changed, status };
 }
 
-/** harel's `terminate`: CANCELLED at once, with no hooks, down the tree. */
-export async function terminate(store: ExecutionStore, id: string): Promise<ControlResult> {
-  const result = await commitStatus(store, "terminate", id, "CANCELLED");
-  await propagate(store, "terminate", id, "CANCELLED");
+/** Commits `wanted` on the execution (when given, only from status `from`), then on its tree. */
+async function change(
+  store: ExecutionStore,
+  operation: string,
+  id: string,
+  wanted: Status,
+  from?: Status,
+): Promise<ControlResult> {
+  if (from !== undefined) {
+    const exe = await loaded(store, operation, id);
+    if (exe.status !== from) return { changed: false, status: exe.status };
+  }
+  const result = await commitStatus(store, operation, id, wanted);
+  await propagate(store, operation, id, wanted);
   return shown(result);
+}
+
+/** harel's `terminate`: CANCELLED at once, with no hooks, down the tree. */
+export function terminate(store: ExecutionStore, id: string): Promise<ControlResult> {
+  return change(store, "terminate", id, "CANCELLED");
 }
 
 /** What a cooperative cancel committed: the Cancel event and its outbox seqs, to publish now. */
@@ -121,19 +136,11 @@ export async function cancel(
 }
 
 /** harel's `suspend`: only a RUNNING execution, then its children. */
-export async function suspend(store: ExecutionStore, id: string): Promise<ControlResult> {
-  const exe = await loaded(store, "suspend", id);
-  if (exe.status !== "RUNNING") return { changed: false, status: exe.status };
-  const result = await commitStatus(store, "suspend", id, "SUSPENDED");
-  await propagate(store, "suspend", id, "SUSPENDED");
-  return shown(result);
+export function suspend(store: ExecutionStore, id: string): Promise<ControlResult> {
+  return change(store, "suspend", id, "SUSPENDED", "RUNNING");
 }
 
 /** harel's `resume`: only a SUSPENDED execution, then its children. */
-export async function resume(store: ExecutionStore, id: string): Promise<ControlResult> {
-  const exe = await loaded(store, "resume", id);
-  if (exe.status !== "SUSPENDED") return { changed: false, status: exe.status };
-  const result = await commitStatus(store, "resume", id, "RUNNING");
-  await propagate(store, "resume", id, "RUNNING");
-  return shown(result);
+export function resume(store: ExecutionStore, id: string): Promise<ControlResult> {
+  return change(store, "resume", id, "RUNNING", "SUSPENDED");
 }
