@@ -1,43 +1,21 @@
 /**
- * The operator CLI: look at executions, the outbox and timers without writing code, create
- * the tables, print the IAM policy, delete an execution, harel's control plane (suspend,
- * resume, cancel, terminate), and `relay`: one pass publishing the outbox and due timers to
- * harel's SQS queue. Everything but those, `ensure-tables` and `delete` only reads.
+ * The operator CLI: look at executions, the outbox and timers, create and check the tables,
+ * print the IAM policy, delete executions, retry or drop dead letters, harel's control plane,
+ * and `relay` (one pass publishing to harel's SQS queue). `--help` lists the commands.
  *
  * ```sh
  * deno run -A jsr:@harel/dynamodb/cli executions --status RUNNING --limit 20
  * deno run -A jsr:@harel/dynamodb/cli show 3f2b9c0e8d7a4b1c9e6f5a4b3c2d1e0f --json
  * ```
  *
- * Exit codes: 0 done, 1 a runtime error (DynamoDB unreachable, a missing table, an unknown
- * execution), 2 a usage error.
- *
- * `outbox` and `timers` read in memory bounded by `--limit` (default 100), whatever the
- * backlog: the backlog is counted, the oldest (soonest) `--limit` rows are kept. An outbox row
- * another writer stored oddly (an event that is not JSON) is shown flagged, with its raw text;
- * an execution so stored is a line saying why in `executions`, and `show` prints why, the stored
- * text, its trace and timers (exit code 0).
- *
- * The endpoint is `--endpoint`, else `$DYNAMODB_ENDPOINT`, else AWS. An empty or blank
- * `--endpoint ""` is a usage error (an unset variable in a script must not mean "production");
- * an empty `DYNAMODB_ENDPOINT=` counts as unset (the shell idiom), so it means AWS, and a blank
- * one is a usage error.
- *
- * @example Running the CLI from code (as the tests do)
- * ```ts
- * import assert from "node:assert/strict";
- * import { main } from "@harel/dynamodb/cli";
- *
- * const code = await main(["policy", "--prefix", "prod"]);
- * assert.equal(code, 0);
- * ```
+ * Exit codes: 0 done, 1 a runtime error, 2 a usage error, 3 `check-tables` found differences.
+ * The endpoint is `--endpoint`, else `$DYNAMODB_ENDPOINT`, else AWS; an empty `--endpoint` is a
+ * usage error, never "production".
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
-import { markHeld } from "./cli/_held.ts";
-import { outboxLines } from "./cli/_execution_outbox.ts";
+import { markHeld, oldestOutbox, soonestTimers } from "./cli/_cli_reads.ts";
 import { checkConfirmed, isControl, parseReason, runControl } from "./cli/_control.ts";
 import { runRelay } from "./cli/_relay.ts";
 import { listCommand, otherWriterCommitTime } from "./cli/_executions.ts";
@@ -74,6 +52,7 @@ import {
   indent,
   isoSeconds,
   outboxCells,
+  outboxLines,
   relative,
   shorten,
   table,
@@ -195,10 +174,8 @@ export interface CliOutput {
  *
  * @param args The command line, without the program name.
  * @param output Where to print.
- * @returns The exit code.
  */
 export async function main(args: string[], output: CliOutput = {}): Promise<number> {
-  // Returns nothing whatever the caller's `out` returns: a command's result is its exit code.
   const out = (line: string): void => void (output.out ?? console.log)(line);
   const err = output.err ?? ((line: string) => console.error(line));
   let values: Values;
@@ -425,11 +402,7 @@ async function run(
       const id = rest[0]!;
       const seen = await onTable(
         tables.executions.name,
-        reader.inspectExecution(id).catch((error) => {
-          // Input validation (before any request): a TypeError or RangeError is usage.
-          if (error instanceof TypeError || error instanceof RangeError) {
-            throw new UsageError(error.message);
-          }
+        refusedAsUsage(reader.inspectExecution(id)).catch((error) => {
           // Its document cannot be read: say so, and show the rest.
           if (error instanceof UnreadableExecution) return error;
           throw error;
@@ -459,22 +432,12 @@ async function run(
       const outbox = await onTable(tables.outbox.name, reader.executionOutbox(id));
       if (json) return print({ execution, updatedAt, expiresAt, trace, timers, outbox });
       const now = Date.now() / 1000;
+      const when = (at: number | null, otherwise: string) =>
+        at === null ? otherwise : `${isoSeconds(at)} (${relative(at - now)})`;
       out(JSON.stringify(execution, null, 2));
       out("");
-      out(
-        `updated: ${
-          updatedAt === null
-            ? "unknown (last written by another writer)"
-            : `${isoSeconds(updatedAt)} (${relative(updatedAt - now)})`
-        }`,
-      );
-      out(
-        `expires: ${
-          expiresAt === null
-            ? "never (kept until deleted)"
-            : `${isoSeconds(expiresAt)} (${relative(expiresAt - now)})`
-        }`,
-      );
+      out(`updated: ${when(updatedAt, "unknown (last written by another writer)")}`);
+      out(`expires: ${when(expiresAt, "never (kept until deleted)")}`);
       out("");
       printTraceAndTimers(out, trace, timers, now);
       out("");
@@ -501,12 +464,7 @@ async function run(
       const id = rest[0]!;
       const removed = await onTable(
         tables.executions.name,
-        reader.deleteExecution(id).catch((error) => {
-          // Input validation (before any request): a TypeError or RangeError is usage.
-          throw error instanceof TypeError || error instanceof RangeError
-            ? new UsageError(error.message)
-            : error;
-        }),
+        refusedAsUsage(reader.deleteExecution(id)),
       );
       if (json) return print({ id, ...removed });
       out(

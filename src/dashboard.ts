@@ -1,12 +1,9 @@
 /**
- * An operator dashboard a worker mounts: the executions, each one's document, timers and trace,
- * the relay's backlog and dead letters, as server-rendered HTML with no script, and (when turned
- * on) the actions that clear an outage. `dashboard(store, options)` returns a request handler for
- * `Deno.serve` or a router, over any `ExecutionStore`.
- *
- * Safe by default: `authorize` is required, it answers only to its own host names, actions are off
- * unless `actions: true`, and every POST needs a CSRF token and the same origin
- * (docs/dashboard.md, "Security").
+ * An operator dashboard a worker mounts: executions, their timers and trace, the relay's backlog
+ * and dead letters, as script-free HTML, and (when on) the actions that clear an outage.
+ * `dashboard(store, options)` returns a request handler over any `ExecutionStore`. Safe by
+ * default: `authorize` is required, only its own host names, actions off, and every POST needs a
+ * CSRF token and the same origin (docs/dashboard.md, "Security").
  *
  * @example Mounting it at /dashboard behind a token
  * ```ts
@@ -40,9 +37,8 @@ import { createHandler } from "./dashboard/_handler.ts";
 export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_options.ts";
 
 /**
- * The dashboard of `store`, as a request handler: `/` (backlog and executions), `/executions/{id}`
- * and `/dead-letters/{kind}` under `basePath`, each reading O(page); with `actions: true`, their
- * buttons post back. Pages and status codes: docs/dashboard.md.
+ * The dashboard of `store`, as a request handler: `/`, `/executions/{id}` and
+ * `/dead-letters/{kind}` under `basePath`, each reading O(page) (docs/dashboard.md).
  *
  * @example A read-only dashboard of a test store, asked for its first page
  * ```ts
@@ -60,7 +56,6 @@ export type { DashboardOptions, FleetControl } from "./dashboard/dashboard_optio
  *
  * @param store The store to show (and, with `actions`, to act on).
  * @param options Who may see it, where it is mounted, whether it acts.
- * @returns The request handler.
  * @throws {TypeError} Without `authorize`, for an option it does not know (naming the near
  *   miss) or of the wrong type (a `hosts` entry that is no host name), or a store that lacks a
  *   call the pages make.
@@ -74,8 +69,8 @@ export function dashboard(
 }
 
 /**
- * An `authorize` that lets in requests carrying `token`, as a bearer token or as the password of
- * HTTP Basic auth (for a browser, with `challenge`). Compared in constant time.
+ * An `authorize` that lets in requests carrying `token` as a bearer token or a Basic password,
+ * compared in constant time.
  *
  * @example A token from the environment
  * ```ts
@@ -90,7 +85,6 @@ export function dashboard(
  * ```
  *
  * @param token The secret, at least 16 characters.
- * @returns The `authorize` function.
  * @throws {TypeError} For a token that is not a string of at least 16 characters.
  */
 export function authorizeToken(token: string): (request: Request) => Promise<boolean> {

@@ -1,12 +1,8 @@
 /**
- * The Deno front door of a harel fleet on AWS: `DynamoDBStore` is the store, an SQS FIFO queue
- * carries the events, Python workers (harel's `SqsTransport`) run the engine. This module
- * speaks that queue: {@linkcode SqsQueue} publishes on harel's exact wire, and
- * {@linkcode FleetClient} does what harel's `DistributedRunner` offers outside a worker —
- * start an execution, send it events, cancel, terminate, suspend and resume it, and relay
- * what the engine emitted and the timers that came due (one pass, for `Deno.cron`).
- *
- * `@aws-sdk/client-sqs` loads only for those who import this module.
+ * The Deno front door of a harel fleet on AWS, where an SQS FIFO queue carries the events to
+ * Python workers: {@linkcode SqsQueue} publishes on harel's exact wire, and {@linkcode FleetClient}
+ * does what harel's `DistributedRunner` offers outside a worker (start, send, the control plane,
+ * and one relay pass for `Deno.cron`). Only this module loads `@aws-sdk/client-sqs`.
  *
  * @example Starting an execution that harel workers run
  * ```ts
@@ -33,15 +29,15 @@ export {
   SqsQueue,
   type SqsQueueOptions,
 } from "./sqs/sqs_queue.ts";
-export {
-  type CancelOptions,
-  type ControlResult,
-  type CreateOptions,
-  FleetClient,
-  type FleetClientOptions,
-  type FleetRelayOptions,
-  type FleetRelayReport,
-} from "./sqs/fleet_client.ts";
+export { FleetClient } from "./sqs/fleet_client.ts";
+export type {
+  CancelOptions,
+  ControlResult,
+  CreateOptions,
+  FleetClientOptions,
+  FleetRelayOptions,
+  FleetRelayReport,
+} from "./sqs/fleet_types.ts";
 export {
   CancelNotPublished,
   ExecutionExists,

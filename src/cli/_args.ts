@@ -35,11 +35,7 @@ export function parseDeadLetter(
   return { kind, key: parseSeq(key[0]!) };
 }
 
-/**
- * A seq as `outbox` and `dead-letters` list it: decimal digits (another writer's odd seq may
- * carry a sign or a fraction), no larger than a double holds exactly. Anything else (`0x10`,
- * `1e300`, `Infinity`) is a usage error, never a key that Number() happens to read.
- */
+/** A seq in decimal digits (maybe signed or fractional), exact in a double; else usage. */
 export function parseSeq(text: string): number {
   const value = Number(text);
   if (!/^-?\d+(\.\d+)?$/.test(text) || !(Math.abs(value) <= Number.MAX_SAFE_INTEGER)) {
@@ -51,11 +47,7 @@ export function parseSeq(text: string): number {
   return value;
 }
 
-/**
- * A timer's FIRE_AT as `dead-letters timers` lists it: epoch seconds in decimal (JavaScript
- * writes the tiniest with an exponent, e.g. 1e-7). Hexadecimal and the like are usage errors;
- * the store refuses a time it cannot hold (after 9999, e.g. milliseconds) as usage too.
- */
+/** A timer's FIRE_AT: epoch seconds in decimal (an exponent allowed, as JavaScript writes 1e-7). */
 export function parseFireAt(text: string): number {
   if (!/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(text) || !Number.isFinite(Number(text))) {
     throw new UsageError(
@@ -78,30 +70,26 @@ export class CliError extends Error {
 
 export type Values = Record<string, string | boolean | undefined>;
 
+/** A refusal of input before anything is sent (`TypeError`, `RangeError`) as a usage error. */
+export function asUsage(error: unknown): unknown {
+  return error instanceof TypeError || error instanceof RangeError
+    ? new UsageError(error.message)
+    : error;
+}
+
 export function usage<T>(check: () => T): T {
   try {
     return check();
   } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) {
-      throw new UsageError(error.message);
-    }
-    throw error;
+    throw asUsage(error);
   }
 }
 
-/**
- * What a store method refuses before sending (a `TypeError` or `RangeError` naming the input,
- * e.g. a FIRE_AT in milliseconds) as a usage error; what DynamoDB answers stays a runtime one.
- */
-export async function refusedAsUsage<T>(call: Promise<T>): Promise<T> {
-  try {
-    return await call;
-  } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) {
-      throw new UsageError(error.message);
-    }
-    throw error;
-  }
+/** What a store method refuses before sending, as a usage error. */
+export function refusedAsUsage<T>(call: Promise<T>): Promise<T> {
+  return call.catch((error) => {
+    throw asUsage(error);
+  });
 }
 
 export function parseLimit(text: string | boolean | undefined, fallback: number): number {
@@ -127,37 +115,36 @@ export function parseStatuses(text: string | boolean | undefined): Status[] | un
 }
 
 /**
- * The endpoint to use: `--endpoint`, else `$DYNAMODB_ENDPOINT`, else null (AWS). An explicit
- * empty `--endpoint` is refused, never taken as AWS; an empty variable counts as unset (the
- * shell idiom), a blank one is refused.
+ * `--endpoint`, else `$DYNAMODB_ENDPOINT`, else null (AWS); likewise `--sqs-endpoint` and
+ * `$SQS_ENDPOINT`. An empty flag is refused, never taken as AWS; an empty variable counts as
+ * unset (the shell idiom), a blank one is refused.
  */
-export function endpointOf(values: Values): string | null {
-  const given = values.endpoint;
+export function endpointOf(
+  values: Values,
+  flag = "endpoint",
+  variable = "DYNAMODB_ENDPOINT",
+): string | null {
+  const given = values[flag];
   if (typeof given === "string") {
     if (given.trim() === "") {
       throw new UsageError(
-        `--endpoint is empty (${JSON.stringify(given)}): pass a URL, or leave --endpoint out ` +
-          "to use $DYNAMODB_ENDPOINT, or AWS when that is unset",
+        `--${flag} is empty (${JSON.stringify(given)}): pass a URL, or leave --${flag} out ` +
+          `to use $${variable}, or AWS when that is unset`,
       );
     }
     return given;
   }
-  const variable = envVar("DYNAMODB_ENDPOINT");
-  if (variable === undefined || variable === "") return null;
-  if (variable.trim() === "") {
+  const value = envVar(variable);
+  if (value === undefined || value === "") return null;
+  if (value.trim() === "") {
     throw new UsageError(
-      `DYNAMODB_ENDPOINT is blank (${JSON.stringify(variable)}): set it to a URL, or unset it ` +
-        "to use AWS",
+      `${variable} is blank (${JSON.stringify(value)}): set it to a URL, or unset it to use AWS`,
     );
   }
-  return variable;
+  return value;
 }
 
-/**
- * `--before DATE|EPOCH` as epoch seconds: an ISO 8601 date (`2026-11-01`, midnight UTC), a date
- * and time with its offset (`2026-11-01T12:00:00Z`), or epoch seconds; an epoch in milliseconds
- * is refused, saying so (the rule the dashboard's `?before=` follows too).
- */
+/** `--before DATE|EPOCH` as epoch seconds, by the rule the dashboard's `?before=` follows too. */
 export function parseBefore(text: string | boolean | undefined): number | undefined {
   if (text === undefined) return undefined;
   if (typeof text !== "string") {
@@ -165,12 +152,7 @@ export function parseBefore(text: string | boolean | undefined): number | undefi
       "--before needs a date (2026-11-01 or 2026-11-01T12:00:00Z) or epoch seconds (1793491200)",
     );
   }
-  try {
-    return parseTimeText("--before", text);
-  } catch (error) {
-    if (error instanceof RangeError) throw new UsageError(error.message);
-    throw error;
-  }
+  return usage(() => parseTimeText("--before", text));
 }
 
 /** The kinds `adopt` takes: one named, or (none named) all three. */

@@ -1,6 +1,4 @@
-// The CLI's bulk actions (#25): `delete --status S --before DATE [--definition D] --yes` and
-// `retry|drop KIND --all [--target T | --untargeted] --yes`, with progress on stderr (done so
-// far, rate) at most once a second, and Ctrl-C stopping them (a run again continues).
+// The CLI's bulk deletes, retries and drops: progress on stderr, Ctrl-C stops, a rerun goes on.
 import type { DynamoDBStore } from "../execution/execution_store.ts";
 import type { DeleteExecutionsOptions, DeleteProgress } from "../core/operator_types.ts";
 import { planBulkDelete } from "../execution/listing/_listing.ts";
@@ -47,11 +45,7 @@ export function bulkDeleteOptions(values: Values, json: boolean): DeleteExecutio
   return options;
 }
 
-/**
- * Runs a long `run` that Ctrl-C stops (its signal aborts; the rejection is then a CliError saying
- * how far it got and to run the command again), with `progress` printed to `err` at most once a
- * second (the first call at once).
- */
+/** Runs `run`; Ctrl-C ends it in a CliError saying how far it got. `progress` once a second. */
 async function interruptible<T>(
   err: (line: string) => void,
   run: (signal: AbortSignal, progress: (line: string) => void) => Promise<T>,
@@ -103,10 +97,7 @@ export async function runBulkDelete(
       },
     }), () => `${last.deleted} deleted (${last.examined} examined)`);
   const seconds = Number((last.elapsedMs / 1000).toFixed(3));
-  if (json) {
-    out(JSON.stringify({ deleted, examined: last.examined, seconds }, null, 2));
-    return;
-  }
+  if (json) return out(JSON.stringify({ deleted, examined: last.examined, seconds }, null, 2));
   out(
     `deleted ${deleted} executions (${last.examined} examined) in ${seconds} s; their outbox ` +
       "entries and spawns stay",
@@ -184,8 +175,7 @@ export async function runBulkDeadLetters(
   }, () => `${done} ${verb}`);
   const seconds = Number(((performance.now() - started) / 1000).toFixed(3));
   if (json) {
-    out(JSON.stringify({ kind: bulk.kind, action: bulk.action, done, seconds }, null, 2));
-    return;
+    return out(JSON.stringify({ kind: bulk.kind, action: bulk.action, done, seconds }, null, 2));
   }
   out(`${verb} ${counted(done, ...DEAD_LETTERS[bulk.kind])} in ${seconds} s`);
 }

@@ -1,7 +1,5 @@
-// The operator CLI's reads of the outbox and the timers: bounded (memory grows with `limit`,
-// never with the table) and lenient (a row another writer stored oddly is shown as it is,
-// flagged, instead of failing the command). Raw items, parsed here: the store's own reads may
-// be stricter, and an operator looks at a backlog precisely when something is wrong.
+// The CLI's reads of the outbox and timers: bounded by `limit`, and lenient (a row another writer
+// stored oddly is shown flagged): an operator looks when something is wrong.
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { Lowest } from "../core/_bounded.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
@@ -44,9 +42,8 @@ export interface OutboxRow {
 }
 
 /**
- * The `limit` lowest-seq outbox rows, ascending: a keys-only scan keeps the lowest keys in a
- * heap, then BatchGetItem reads their bodies. Keys are kept as stored, not as JS numbers, so
- * that a row whose stored seq has more digits than a double holds (another writer's) shows too.
+ * The `limit` lowest-seq outbox rows, ascending: a keys-only scan into a heap, then BatchGetItem.
+ * Keys stay as stored, so a seq with more digits than a double holds shows too.
  */
 export async function oldestOutbox(
   client: DynamoDBSender,
@@ -114,10 +111,7 @@ export function outboxRow(item: Item): OutboxRow {
   return { ...row, event: event as OutboxRow["event"] };
 }
 
-/**
- * What a relay recorded on a row: its state (waiting, dead), attempts, when it may be tried
- * again, and whether it was set aside as unreadable; nothing when pending.
- */
+/** What a relay recorded on a row (state, attempts, retry time, set aside); nothing when pending. */
 export function relayState(
   item: Item,
 ): Pick<OutboxRow, "state" | "attempts" | "retryAt" | "setAside"> {
@@ -144,11 +138,7 @@ export interface TimerListing {
   timers: (Timer & Pick<OutboxRow, "state" | "attempts" | "retryAt">)[];
 }
 
-/**
- * The `limit` soonest timers, and how many there are, in one projected scan: each page is
- * counted and offered to a heap of `limit`, then dropped. `dueAt`: only timers due to fire by
- * then, as a sweep sees them (neither dead-lettered nor waiting for a later retry).
- */
+/** The `limit` soonest timers and how many there are, in one scan; `dueAt`: only the due ones. */
 export async function soonestTimers(
   client: DynamoDBSender,
   table: string,
@@ -195,4 +185,36 @@ function byFireAtLenient(a: Timer, b: Timer): number {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// Held rows come from the rows' own bookkeeping only: whatever a relay keeps to find held
+// targets faster, the rows say what holds.
+/** An outbox row as the CLI shows it, with what holds it back when something does. */
+export type ShownOutboxRow = OutboxRow | (Omit<OutboxRow, "state"> & Held);
+
+/** A row held behind an earlier entry of its target: that entry's seq. */
+export interface Held {
+  /** Waiting for an earlier entry of its target to be delivered, retried or dropped. */
+  state: "held";
+  /** The seq of the entry it waits behind: its target's lowest dead or waiting entry. */
+  heldBehind: number;
+}
+
+/** Whether a row holds back its target's later entries: dead (not set aside) or waiting to retry. */
+export function holdsTarget(row: OutboxRow, now: number): boolean {
+  if (row.state === "dead") return row.setAside !== true;
+  return row.retryAt !== undefined && row.retryAt > now;
+}
+
+/** The rows, each after its target's first holding row marked held, as a relay pass sees them. */
+export function markHeld(rows: readonly OutboxRow[], now: number): ShownOutboxRow[] {
+  const holder = new Map<string | null, number>();
+  return rows.map((row) => {
+    const behind = holder.get(row.targetId);
+    if (behind !== undefined && row.state !== "dead") {
+      return { ...row, state: "held", heldBehind: behind };
+    }
+    if (behind === undefined && holdsTarget(row, now)) holder.set(row.targetId, row.seq);
+    return row;
+  });
 }

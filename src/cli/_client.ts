@@ -20,10 +20,7 @@ export function progress(retry: ConnectRetry): string {
     } s)`;
 }
 
-/**
- * A client for the options, once DynamoDB answers (within a few seconds, reporting each
- * failed attempt); one quick try per request after that, since an operator is waiting.
- */
+/** A client, once DynamoDB answers (within a few seconds); an operator is waiting. */
 export async function connect(
   endpoint: string | null,
   values: Values,
@@ -92,16 +89,17 @@ export async function onTable<T>(tableName: string, work: Promise<T>): Promise<T
 }
 
 /** The number of items in a table, by `Select: "COUNT"` scans (every page). */
-export function count(client: DynamoDBClient, tableName: string): Promise<number> {
-  return onTable(tableName, countPages(client, tableName));
-}
-
-export async function countPages(client: DynamoDBClient, tableName: string): Promise<number> {
+export async function count(client: DynamoDBClient, tableName: string): Promise<number> {
   let total = 0;
   const scan = (start: Item | undefined) =>
     client.send(
       new ScanCommand({ TableName: tableName, Select: "COUNT", ExclusiveStartKey: start }),
     );
-  for await (const page of pages(scan)) total += page.Count ?? 0;
+  await onTable(
+    tableName,
+    (async () => {
+      for await (const page of pages(scan)) total += page.Count ?? 0;
+    })(),
+  );
   return total;
 }

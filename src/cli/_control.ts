@@ -2,6 +2,7 @@
 // store alone — a cancel's Cancel event goes to the outbox, which the relay publishes.
 import * as control from "../sqs/_control.ts";
 import type { ExecutionStore } from "../core/types.ts";
+import type { ControlResult } from "../sqs/fleet_types.ts";
 import { CliError, UsageError, type Values } from "./_args.ts";
 
 /** The control verbs, as commands. */
@@ -15,12 +16,10 @@ export function isControl(command: string): command is typeof CONTROL_COMMANDS[n
 /** `--reason`'s JSON object, for cancel; a usage error otherwise. */
 export function parseReason(text: unknown): Record<string, unknown> {
   if (text === undefined) return {};
-  let reason: unknown;
+  let reason: unknown = null;
   try {
     reason = JSON.parse(String(text));
-  } catch {
-    throw new UsageError(`--reason must be a JSON object such as '{"by":"ops"}', got ${text}`);
-  }
+  } catch { /* refused below */ }
   if (typeof reason !== "object" || reason === null || Array.isArray(reason)) {
     throw new UsageError(`--reason must be a JSON object such as '{"by":"ops"}', got ${text}`);
   }
@@ -49,7 +48,7 @@ export async function runControl(
   out: (line: string) => void,
 ): Promise<void> {
   const reason = parseReason(values.reason);
-  let result: control.ControlResultOf;
+  let result: ControlResult;
   try {
     // The CLI knows no definitions: every state has a cancel handler, as `FleetClient`'s default.
     result = command === "cancel"

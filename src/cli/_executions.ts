@@ -1,8 +1,6 @@
-// The CLI's `executions`: one page of the listing, and with `--other-writers` (an operator's view
-// of a table shared with the Python store) the executions other writers committed that the
-// status index does not show yet, peeked from the executions table's stream (the status feed's
-// peek: read from the feed's checkpoint, nothing written), each read by key, first on the first page.
-// Every row shown counts toward --limit.
+// The CLI's `executions`: one page of the listing, and with `--other-writers` first what other
+// writers committed that the status index does not show yet, peeked from the stream (nothing
+// written). Every row shown counts toward --limit.
 import type { DynamoDBSender, Item } from "../dynamo/_dynamo.ts";
 import type { ExecutionTables } from "../dynamo/tables.ts";
 import type { DynamoDBStore } from "../execution/execution_store.ts";
@@ -14,7 +12,7 @@ import { peekOtherWriters } from "../execution/_store_context.ts";
 import { lastCommitTime } from "../execution/listing/_status_index.ts";
 import { EXECUTION } from "../core/_layout.ts";
 import { TableDrift } from "../dynamo/table_check.ts";
-import { parseBefore, UsageError, type Values } from "./_args.ts";
+import { parseBefore, refusedAsUsage, usage, type Values } from "./_args.ts";
 import { onTable } from "./_client.ts";
 import { cell, isoSeconds, table } from "./_format.ts";
 
@@ -52,7 +50,7 @@ export async function listCommand(
   const indexed: ListPage = room > 0
     ? await onTable(
       tables.executions.name,
-      reader.listExecutions({ ...options, limit: room }).catch(asUsage),
+      refusedAsUsage(reader.listExecutions({ ...options, limit: room })),
     )
     : { items: [], nextCursor: null };
   // A feed round elsewhere may have put one of them into the index meanwhile: shown once.
@@ -99,28 +97,13 @@ export async function listCommand(
   );
 }
 
-/** Input validation (before any request): a TypeError or RangeError is usage. */
-function asUsage(error: unknown): never {
-  throw error instanceof TypeError || error instanceof RangeError
-    ? new UsageError(error.message)
-    : error;
-}
-
-/**
- * The executions other writers committed that the listing selects and the status index does not
- * show yet: the `limit` most recently committed, newest first. Reads only.
- */
+/** What other writers committed that the listing selects and the index misses: newest first. */
 async function notIndexed(
   client: DynamoDBSender,
   tables: ExecutionTables,
   options: Parameters<DynamoDBStore["listExecutions"]>[0] & { limit: number },
 ): Promise<{ items: ExecutionSummary[]; unreadable: UnreadableExecutionRow[] }> {
-  let selection;
-  try {
-    selection = planListing(options, tables.executions.name);
-  } catch (error) {
-    asUsage(error);
-  }
+  const selection = usage(() => planListing(options, tables.executions.name));
   // An unreadable document has no status to select by: `executions --scan` shows it.
   const selects = (item: Item) => {
     const row = rowOfItem(item);
@@ -136,11 +119,7 @@ async function notIndexed(
   };
 }
 
-/**
- * When another writer last committed execution `id` (whose item has no `updated_at`: the Python
- * store's Put drops it), read as `executions --other-writers` reads it: its newest record on the
- * executions table's stream. `null` when the table has no stream or the record is gone.
- */
+/** When another writer last committed `id` (no `updated_at`), from the stream; or null. */
 export async function otherWriterCommitTime(
   client: DynamoDBSender,
   tables: ExecutionTables,

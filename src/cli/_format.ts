@@ -1,6 +1,6 @@
-// How the CLI prints: tables, timers, outbox rows and dead letters as text.
-import type { ShownOutboxRow } from "./_held.ts";
-import type { RelayKind, Timer } from "../core/types.ts";
+// How the CLI prints: tables, timers, outbox rows, dead letters and `show`'s outbox, as text.
+import type { ShownOutboxRow } from "./_cli_reads.ts";
+import type { ExecutionOutbox, OutboxEntryState, RelayKind, Timer } from "../core/types.ts";
 import type { TimerState } from "../core/operator_types.ts";
 
 /** Epoch seconds as an ISO 8601 time to the second (`2026-11-01T12:00:00Z`). */
@@ -52,10 +52,7 @@ export function outboxCells(row: ShownOutboxRow): string[] {
   return [seq, target, cell(row.event?.kind), cell(row.event?.id), state];
 }
 
-/**
- * A document field as a table cell: a plain string as it is; anything else, or a string with
- * control characters (a newline, a terminal escape another writer stored), as JSON.
- */
+/** A field as a cell: a plain string as it is; anything else, or control characters, as JSON. */
 export function cell(value: unknown): string {
   if (value === undefined || value === null) return "";
   // deno-lint-ignore no-control-regex
@@ -112,10 +109,7 @@ export function indent(text: string): string {
   return text.split("\n").map((line) => `  ${line}`).join("\n");
 }
 
-/**
- * A relay's verdict in a cell: "pending", "waiting"/"dead" after n attempts, or "held" behind
- * the seq of its target's dead or waiting entry.
- */
+/** A relay's verdict in a cell: pending, waiting or dead after n attempts, or held behind a seq. */
 function stateCell(
   row: { state?: string; attempts?: number; heldBehind?: number },
 ): string {
@@ -125,4 +119,49 @@ function stateCell(
     return `held behind ${row.heldBehind}${attempts ? ` (${attempts})` : ""}`;
   }
   return `${row.state} (${attempts || "0 attempts"})`;
+}
+
+/** The lines `show ID` prints for an execution's outbox. */
+export function outboxLines(outbox: ExecutionOutbox): string[] {
+  const state = (e: OutboxEntryState) =>
+    e.state === "held"
+      ? `held behind ${e.heldBehind ?? "(being released)"}`
+      : e.state === "pending"
+      ? "pending"
+      : `${e.state} (${counted(e.attempts, "attempt")})`;
+  const rows = (entries: OutboxEntryState[], who: string, whom: (e: OutboxEntryState) => string) =>
+    table(
+      ["SEQ", who, "EVENT", "EVENT ID", "STATE"],
+      entries.map((e) => [
+        String(e.seq),
+        whom(e),
+        e.event === null ? "(unreadable)" : cell(e.event.kind),
+        e.event === null ? "" : cell(e.event.id),
+        state(e),
+      ]),
+    );
+  const lines = [
+    `outbox entries it emitted, not delivered yet (${outbox.emitted.length}${
+      outbox.emittedPartial
+        ? "; some may be missing: its item does not list every target it emitted to, or there are more"
+        : ""
+    }):`,
+  ];
+  if (outbox.emitted.length) {
+    lines.push(indent(rows(outbox.emitted, "TARGET", (e) => cell(e.targetId) || "(broadcast)")));
+  }
+  lines.push(
+    `outbox entries to it that failed or are held (${outbox.targeting.length}${
+      outbox.targetingPartial ? "; the lowest, there are more" : ""
+    }):`,
+  );
+  if (outbox.targeting.length) {
+    lines.push(indent(rows(outbox.targeting, "SOURCE", (e) => cell(e.sourceId) || "unknown")));
+  }
+  if ([...outbox.emitted, ...outbox.targeting].some((e) => e.state === "dead")) {
+    lines.push(
+      "dead ones: `retry outbox SEQ` makes one due again, `drop outbox SEQ --yes` drops it",
+    );
+  }
+  return lines;
 }

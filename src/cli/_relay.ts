@@ -1,10 +1,8 @@
-// The CLI's `relay`: one `FleetClient.relay()` pass (the outbox, then due timers, published to
-// harel's SQS FIFO queue), for a cron outside Deno Deploy. `@aws-sdk/client-sqs` loads only here.
-import { envVar } from "../dynamo/connect.ts";
+// The CLI's `relay`: one `FleetClient.relay()` pass. `@aws-sdk/client-sqs` loads only here.
 import { DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
 import { isNamed } from "../dynamo/_dynamo.ts";
 import type { DynamoDBStore } from "../execution/execution_store.ts";
-import { CliError, UsageError, type Values } from "./_args.ts";
+import { CliError, endpointOf, UsageError, type Values } from "./_args.ts";
 
 /** The errors of `@harel/dynamodb/sqs` that are SQS's failures. */
 const SQS_ERRORS = new Set(["QueueUnreachable", "PublishOutcomeUnknown", "QueueNotFifo"]);
@@ -15,26 +13,6 @@ const RELAY_TABLES = ["executions", "outbox", "timers", "counters"] as const;
 /** How long the CLI waits for SQS to answer: an operator (or a cron) is waiting. */
 const SQS_DEADLINE_MS = 5_000;
 
-/** `--sqs-endpoint`, else `$SQS_ENDPOINT`, else AWS (`null`); blank is a usage error. */
-export function sqsEndpointOf(values: Values): string | null {
-  const given = values["sqs-endpoint"];
-  if (typeof given === "string") {
-    if (given.trim() === "") {
-      throw new UsageError(
-        `--sqs-endpoint is empty (${JSON.stringify(given)}): pass a URL, or leave it out to ` +
-          "use $SQS_ENDPOINT, or AWS when that is unset",
-      );
-    }
-    return given;
-  }
-  const variable = envVar("SQS_ENDPOINT");
-  if (variable === undefined || variable === "") return null;
-  if (variable.trim() === "") {
-    throw new UsageError(`SQS_ENDPOINT is blank (${JSON.stringify(variable)}): set it or unset it`);
-  }
-  return variable;
-}
-
 /** Runs one relay pass to SQS and prints what it did (errors of entries on stderr). */
 export async function runRelay(
   store: DynamoDBStore,
@@ -43,7 +21,7 @@ export async function runRelay(
   out: (line: string) => void,
   err: (line: string) => void,
 ): Promise<void> {
-  const endpoint = sqsEndpointOf(values);
+  const endpoint = endpointOf(values, "sqs-endpoint", "SQS_ENDPOINT");
   const { FleetClient, SqsQueue } = await import("../sqs.ts");
   await using queue = await SqsQueue.create({
     endpoint,

@@ -1,6 +1,5 @@
-// `cli tables`: the table definitions and the IAM policy as a CloudFormation template, a Terraform
-// file or JSON; and `cli check-tables`: what differs from them. Each format is built from
-// tableDefinitions() alone, and tests/cli/tables_format_test.ts turns each back into it.
+// `cli tables` (the definitions and IAM policy as CloudFormation, Terraform or JSON, each built
+// from tableDefinitions() alone) and `cli check-tables`.
 import { stringify } from "yaml";
 import type { CreateTableCommandInput } from "@aws-sdk/client-dynamodb";
 import {
@@ -63,10 +62,7 @@ export function logicalId(role: TableRole): string {
   return `${role[0]!.toUpperCase()}${role.slice(1)}Table`;
 }
 
-/**
- * The table names and ARNs of `text` with the prefix, state table, region and account written
- * as `sub`'s references to them: `Fn::Sub`'s `${Prefix}`, Terraform's `${var.prefix}`.
- */
+/** `text`'s table names and ARNs with the parameters written as `sub`'s references to them. */
 function parameterized(
   text: string,
   parameters: TablesParameters,
@@ -318,10 +314,7 @@ function terraformTable(definition: TableDefinition, parameters: TablesParameter
   return lines;
 }
 
-/**
- * The commands that need no DynamoDB, `policy` and `tables`: printed, and true; false for any
- * other command.
- */
+/** Prints `policy` or `tables`, which need no DynamoDB: true; false for any other command. */
 export function offlineCommand(
   command: string,
   format: string | boolean | undefined,

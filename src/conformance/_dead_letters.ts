@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import type { ExecutionStore } from "../core/types.ts";
 import { rejection } from "./_shared.ts";
-import type { Step } from "./_queues.ts";
+import type { Step } from "./_steps.ts";
 
 /** Commits one outbox entry to each target, and a spawn intent: their seqs. */
 async function commitEntries(

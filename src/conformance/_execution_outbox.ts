@@ -5,7 +5,7 @@ import { newEvent, newExecution } from "../core/documents.ts";
 import type { ExecutionStore, OutboxEntryState } from "../core/types.ts";
 import { rejection } from "./_shared.ts";
 import { applyPlan, readOutbox } from "../core/_outbox_pipeline.ts";
-import type { Step } from "./_queues.ts";
+import type { Step } from "./_steps.ts";
 
 /** An entry's seq, event kind, source, target, state and what it waits behind, in a line. */
 function line(seqs: Map<number, string>) {

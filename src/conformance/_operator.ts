@@ -5,8 +5,8 @@ import { type Execution, newEvent, newExecution, type Status } from "../core/doc
 import { InvalidCursor } from "../core/errors.ts";
 import type { ExecutionStore, ListOptions, ListPage } from "../core/types.ts";
 import type { DeleteProgress } from "../core/operator_types.ts";
-import { rejection } from "./_shared.ts";
-import type { Step } from "./_queues.ts";
+import { rejection, walk } from "./_shared.ts";
+import type { Step } from "./_steps.ts";
 
 /** A pause long enough for the next commit to get a later time (ms resolution). */
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
@@ -26,16 +26,10 @@ async function saveInOrder(
   return saved;
 }
 
-/** Every id a listing returns, page after page, and the pages' sizes. */
+/** Every id a listing returns, page after page, no page over its limit. */
 async function walkIds(store: ExecutionStore, options: ListOptions): Promise<string[]> {
-  const seen: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await store.listExecutions({ ...options, cursor });
-    assert.ok(page.items.length <= (options.limit ?? 100));
-    seen.push(...page.items.map((s) => s.id));
-    cursor = page.nextCursor;
-  } while (cursor);
+  const { seen, sizes } = await walk(store, options);
+  assert.ok(sizes.every((n) => n <= (options.limit ?? 100)), `${sizes}`);
   return seen;
 }
 

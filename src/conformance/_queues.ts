@@ -3,10 +3,7 @@
 import assert from "node:assert/strict";
 import { newEvent, newExecution } from "../core/documents.ts";
 import { StoreConflict } from "../core/errors.ts";
-
 import type { Step } from "./_steps.ts";
-
-export type { Step };
 import { rejection } from "./_shared.ts";
 import { snapshotStore } from "./snapshot.ts";
 

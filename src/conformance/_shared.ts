@@ -1,6 +1,7 @@
 // What both conformance suites share: awaiting a refusal, and the cases of the one JSON rule
 // (core/_json.ts) that commit's documents, set() and hset() all follow.
 import assert from "node:assert/strict";
+import type { ExecutionStore, ListOptions } from "../core/types.ts";
 
 export async function rejection(promise: Promise<unknown>): Promise<Error> {
   try {
@@ -49,6 +50,23 @@ export async function checkJsonRule(
   const error = await rejection(write({ v: value }));
   assert.ok(error instanceof refused[0] && refused[1].test(error.message), `${name}: ${error}`);
   assert.equal(await read(), null, `${name}: nothing is written`);
+}
+
+/** Every id a listing returns, page after page, and the pages' sizes. */
+export async function walk(
+  store: ExecutionStore,
+  options: ListOptions,
+): Promise<{ seen: string[]; sizes: number[] }> {
+  const seen: string[] = [];
+  const sizes: number[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await store.listExecutions({ ...options, cursor });
+    seen.push(...page.items.map((s) => s.id));
+    sizes.push(page.items.length);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return { seen, sizes };
 }
 
 /** `{ d: { d: ... {} } }`, `levels` objects deep. */

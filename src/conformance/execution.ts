@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { type Execution, newEvent, newExecution } from "../core/documents.ts";
 import { InvalidCursor, StoreClosed, StoreConflict } from "../core/errors.ts";
 import { HAREL_DEPTH } from "../core/_json.ts";
-import type { CommitChanges, ExecutionStore, ListOptions } from "../core/types.ts";
-import { checkJsonRule, jsonRuleCases, nestedObject, rejection, tooDeep } from "./_shared.ts";
+import type { CommitChanges, ExecutionStore } from "../core/types.ts";
+import { checkJsonRule, jsonRuleCases, nestedObject, rejection, tooDeep, walk } from "./_shared.ts";
 import { queueSteps } from "./_queues.ts";
 import { clockSteps } from "./_clock_steps.ts";
 import type { ConformanceStoreOptions, FakeClock, Step } from "./_steps.ts";
@@ -32,19 +32,6 @@ import { snapshotStore } from "./snapshot.ts";
  * ```
  */
 export type ExecutionStoreFactory = (options: ConformanceStoreOptions) => Promise<ExecutionStore>;
-
-async function walk(store: ExecutionStore, options: ListOptions) {
-  const seen: string[] = [];
-  const sizes: number[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await store.listExecutions({ ...options, cursor });
-    seen.push(...page.items.map((s) => s.id));
-    sizes.push(page.items.length);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return { seen, sizes };
-}
 
 /**
  * Runs the execution-store conformance suite as steps of the calling test.

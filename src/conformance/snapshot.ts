@@ -47,9 +47,7 @@ export interface StoreSnapshot {
  * console.log(JSON.stringify(await snapshotStore(store, ["exe-1"])) === JSON.stringify(before));
  * ```
  *
- * @param store The store.
  * @param ids The executions whose document and trace to include.
- * @returns The snapshot.
  */
 export async function snapshotStore(store: ExecutionStore, ids: string[]): Promise<StoreSnapshot> {
   return {

@@ -1,10 +1,10 @@
-// The actions a POST may ask for, checked as strictly as the store checks them, and reported back
-// with a fixed notice code (so no text of the request ever reaches the page as a message).
+// The actions a POST may ask for, checked as the store checks them, reported back by a fixed
+// notice code (no text of the request reaches the page).
 import { checkKey, checkTime, LIMITS } from "../core/_validate.ts";
 import type { RelayKey, RelayKind } from "../core/types.ts";
 import { href, itemLabel, kindLabel } from "./_layout.ts";
 import { keyFields, keyText } from "./_dead_letters_page.ts";
-import { BULK_BUDGET_MS, deleteOne, dropOne, onEveryDeadLetter, retryOne } from "./_store_calls.ts";
+import { BULK_BUDGET_MS, onEveryDeadLetter } from "./_store_calls.ts";
 import type { ExecutionStore } from "../core/types.ts";
 import type { FleetControl } from "./dashboard_options.ts";
 import type { CONTROL_CALLS } from "./_options.ts";
@@ -163,10 +163,7 @@ export function confirmation(basePath: string, action: Action): {
   };
 }
 
-/**
- * Runs an action: where to send the browser, with the outcome's notice code. A bulk action stops
- * when `signal` aborts or after `BULK_BUDGET_MS`, and says how far it got.
- */
+/** Runs an action: where to send the browser, with the outcome's notice code. */
 export async function runAction(
   store: ExecutionStore,
   basePath: string,
@@ -199,14 +196,14 @@ export async function runAction(
       return href(basePath, ["executions", action.id], { done });
     }
     case "delete": {
-      const deleted = await deleteOne(store, action.id);
-      return href(basePath, [], { done: deleted ? "deleted" : "no-execution" });
+      const { execution } = await store.deleteExecution(action.id);
+      return href(basePath, [], { done: execution ? "deleted" : "no-execution" });
     }
     case "retry":
     case "drop": {
       const done = action.do === "retry"
-        ? await retryOne(store, action.kind, action.key)
-        : await dropOne(store, action.kind, action.key);
+        ? await store.retryDeadLetter(action.kind, action.key)
+        : await store.dropDeadLetter(action.kind, action.key);
       return href(basePath, ["dead-letters", action.kind], {
         done: done ? (action.do === "retry" ? "retried" : "dropped") : "gone",
       });
@@ -258,38 +255,31 @@ export function noticeOf(query: URLSearchParams): string | null {
     ? ` It stopped after ${BULK_BUDGET_MS / 1000} s with more to do: press it again to go on.`
     : "";
   const letters = (k: number) => `${k} dead ${k === 1 ? "letter" : "letters"}`;
-  switch (done) {
-    case "retried":
-      return "Retried: the dead letter is due again, and the next relay pass takes it up.";
-    case "dropped":
-      return "Dropped: the dead letter is gone.";
-    case "gone":
-      return "Nothing done: that dead letter is no longer there (retried, dropped or delivered meanwhile).";
-    case "retried-all":
-      return count === null ? null : `Retried ${letters(count)}.${more}`;
-    case "dropped-all":
-      return count === null ? null : `Dropped ${letters(count)}.${more}`;
-    case "deleted":
-      return "Deleted the execution with its timers, trace steps and dedupe marks.";
-    case "no-execution":
-      return "Nothing deleted: there was no such execution.";
-    case "suspended":
-      return "Suspended: workers hold its events until it is resumed; its children are suspended too.";
-    case "resumed":
-      return "Resumed: it and its children are RUNNING again, and workers take up its held events.";
-    case "cancelling":
-      return "Cancelling: its Cancel event went to the workers, and its machine's Cancel transition runs on a worker.";
-    case "cancel-unpublished":
-      return "Cancelling, but SQS did not take its Cancel event: it waits in its outbox for the next relay pass, and workers drop its other events meanwhile.";
-    case "cancelled":
-      return "Cancelled: it and its children are CANCELLED (its active state has no cancel handler, it never started, or it was DONE).";
-    case "terminated":
-      return "Terminated: it and its children are CANCELLED.";
-    case "unchanged":
-      return "Nothing changed: harel's rules leave an execution in this status as it is.";
-    case "no-such-execution":
-      return "Nothing done: there is no such execution.";
-    default:
-      return null;
+  if (done === "retried-all" || done === "dropped-all") {
+    const verb = done === "retried-all" ? "Retried" : "Dropped";
+    return count === null ? null : `${verb} ${letters(count)}.${more}`;
   }
+  return done !== null && Object.hasOwn(NOTICES, done) ? NOTICES[done]! : null;
 }
+
+/** The notice of each fixed outcome code. */
+const NOTICES: Record<string, string> = {
+  retried: "Retried: the dead letter is due again, and the next relay pass takes it up.",
+  dropped: "Dropped: the dead letter is gone.",
+  gone:
+    "Nothing done: that dead letter is no longer there (retried, dropped or delivered meanwhile).",
+  deleted: "Deleted the execution with its timers, trace steps and dedupe marks.",
+  "no-execution": "Nothing deleted: there was no such execution.",
+  suspended:
+    "Suspended: workers hold its events until it is resumed; its children are suspended too.",
+  resumed: "Resumed: it and its children are RUNNING again, and workers take up its held events.",
+  cancelling:
+    "Cancelling: its Cancel event went to the workers, and its machine's Cancel transition runs on a worker.",
+  "cancel-unpublished":
+    "Cancelling, but SQS did not take its Cancel event: it waits in its outbox for the next relay pass, and workers drop its other events meanwhile.",
+  cancelled:
+    "Cancelled: it and its children are CANCELLED (its active state has no cancel handler, it never started, or it was DONE).",
+  terminated: "Terminated: it and its children are CANCELLED.",
+  unchanged: "Nothing changed: harel's rules leave an execution in this status as it is.",
+  "no-such-execution": "Nothing done: there is no such execution.",
+};

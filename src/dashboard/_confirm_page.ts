@@ -1,20 +1,15 @@
-// The confirmation step of a destructive action, as a page of its own so that it works
-// without JavaScript: the same form again, with `confirm=yes`, and a way back.
+// A destructive action's confirmation page (no JavaScript): the form again with `confirm=yes`.
 import { type Html, markup } from "./_html.ts";
-import { page } from "./_layout.ts";
-import { actionForm } from "./_forms.ts";
+import { actionForm, page } from "./_layout.ts";
 
 export interface ConfirmView {
   basePath: string;
-  /** The page's title ("Drop this dead letter?"). */
   title: string;
   /** What will happen, in a sentence. */
   question: string;
-  /** Where the confirmed form posts. */
+  /** Where the form posts, with which fields (without the token and `confirm`). */
   action: string;
-  /** The fields of the action (without the token and `confirm`). */
   fields: Record<string, string>;
-  /** The button's label ("Drop", "Drop all", "Delete"). */
   label: string;
   csrf: string;
   /** Where "Cancel" leads. */

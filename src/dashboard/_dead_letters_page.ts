@@ -1,8 +1,14 @@
-// The dead letters of one queue: what a relay gave up on, with its target, attempts and last
-// error, and (with actions on) the buttons that retry or drop them.
+// The dead letters of one queue, and (with actions on) the buttons that retry or drop them.
 import { type Html, markup } from "./_html.ts";
-import { executionLink, formatTime, href, itemLabel, kindLabel, page } from "./_layout.ts";
-import { actionForm } from "./_forms.ts";
+import {
+  actionForm,
+  executionLink,
+  formatTime,
+  href,
+  itemLabel,
+  kindLabel,
+  page,
+} from "./_layout.ts";
 import { targetOf } from "./_store_calls.ts";
 import type {
   DeadLetter,
@@ -22,7 +28,6 @@ export interface DeadLettersView {
   more: boolean;
   /** The session's CSRF token when actions are on, else null (no buttons). */
   csrf: string | null;
-  /** An action's outcome, or none. */
   notice?: string | null;
 }
 
@@ -63,25 +68,25 @@ export function deadLettersPage(view: DeadLettersView): Html {
       errorText(letter.lastError)
     }</td>${buttons}</tr>`;
   });
+  const bulkForms = (fields: Record<string, string>, what: string) => [
+    actionForm({
+      action: post("retry-all"),
+      label: "Retry all",
+      fields,
+      csrf: csrf!,
+      title: `Make every dead ${what} due again`,
+    }),
+    actionForm({
+      action: post("drop-all"),
+      label: "Drop all",
+      fields,
+      csrf: csrf!,
+      danger: true,
+      title: `Delete every dead ${what} for good`,
+    }),
+  ];
   const bulk = csrf !== null && view.letters.length
-    ? markup`<div class="actions">${
-      actionForm({
-        action: post("retry-all"),
-        label: "Retry all",
-        fields: {},
-        csrf,
-        title: `Make every dead ${itemLabel(kind)} due again`,
-      })
-    }${
-      actionForm({
-        action: post("drop-all"),
-        label: "Drop all",
-        fields: {},
-        csrf,
-        danger: true,
-        title: `Delete every dead ${itemLabel(kind)} for good`,
-      })
-    }</div>`
+    ? markup`<div class="actions">${bulkForms({}, itemLabel(kind))}</div>`
     : null;
   const actionsHead = csrf === null ? null : markup`<th>Actions</th>`;
   const listing = rows.length
@@ -100,22 +105,7 @@ export function deadLettersPage(view: DeadLettersView): Html {
 <tbody>${
       targets.map(([target, count]) =>
         markup`<tr><td>${targetText(target)}</td><td>${count}</td><td>${
-          actionForm({
-            action: post("retry-all"),
-            label: "Retry all",
-            fields: { target },
-            csrf: csrf!,
-            title: "Make every dead entry of this target due again",
-          })
-        }${
-          actionForm({
-            action: post("drop-all"),
-            label: "Drop all",
-            fields: { target },
-            csrf: csrf!,
-            danger: true,
-            title: "Delete every dead entry of this target for good",
-          })
+          bulkForms({ target }, "entry of this target")
         }</td></tr>`
       )
     }</tbody></table></section>`
@@ -138,10 +128,7 @@ const WHOSE: Record<RelayKind, string[]> = {
   timers: ["Execution"],
 };
 
-/**
- * Whose a dead letter is, as {@linkcode WHOSE} names the cells: the execution it came from, linked,
- * and whom it was for as plain text (a target may be any id, a dead spawn's child never started).
- */
+/** The {@linkcode WHOSE} cells: the source, linked; the target as text (it may name no execution). */
 function whose(basePath: string, kind: RelayKind, letter: DeadLetter<RelayKind>): Html {
   const source = sourceOf(kind, letter);
   const from = source === null

@@ -1,8 +1,7 @@
 // An execution's outbox on its page, in three sections: pending and waiting entries, dead letters
 // (with Retry and Drop), and held entries (with what holds each).
 import { type Html, markup } from "./_html.ts";
-import { executionLink, formatRelative, formatTime, href } from "./_layout.ts";
-import { actionForm } from "./_forms.ts";
+import { actionForm, executionLink, formatRelative, formatTime, href } from "./_layout.ts";
 import type { ExecutionOutbox, OutboxEntryState } from "../core/types.ts";
 
 /** One entry of the page: which way it goes for this execution. */

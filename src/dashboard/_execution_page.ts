@@ -1,7 +1,7 @@
-// One execution: its facts (when it was last committed, when it expires), its timers with the
-// relay's state of each, its trace as a timeline (oldest step first), and its document.
+// One execution's page: its facts, timers with their relay state, trace, outbox and document.
 import { type Html, markup } from "./_html.ts";
 import {
+  actionForm,
   executionLink,
   fieldText,
   formatAge,
@@ -11,7 +11,6 @@ import {
   page,
   statusBadge,
 } from "./_layout.ts";
-import { actionForm } from "./_forms.ts";
 import type { Execution } from "../core/documents.ts";
 import type { TimerState } from "../core/operator_types.ts";
 import { byFireAt } from "../core/_bounded.ts";
@@ -22,29 +21,24 @@ export interface ExecutionView {
   basePath: string;
   /** The item's key the page was opened with: what its actions act on. @default {its id} */
   id?: string;
-  /** The execution, as stored. */
   execution: Execution;
   /** When this module last committed it (epoch seconds), or null: not known. */
   updatedAt: number | null;
   /** When it expires (epoch seconds), or null: never. */
   expiresAt: number | null;
-  /** Its armed timers shown (at most `TIMERS_SHOWN`), with their relay state. */
+  /** Its first timers by path, and whether there are more. */
   timers: TimerState[];
-  /** Whether it has more timers than these (the first by path): a link leads to them all. */
   moreTimers?: boolean;
-  /** Its newest trace steps shown (a page), oldest first. */
+  /** Its newest trace steps, oldest first, and whether there are older. */
   trace: Record<string, unknown>[];
-  /** Whether it has older steps than these: a link leads to them. */
   moreTrace?: boolean;
-  /** Its outbox entries (`executionOutbox`), or none: no outbox sections. */
   outbox?: ExecutionOutbox;
-  /** Now, in epoch seconds (ages are measured from it). */
+  /** Now, in epoch seconds. */
   now: number;
   /** The session's CSRF token when actions are on, else null (no buttons). */
   csrf: string | null;
   /** Whether the page offers harel's control plane (the dashboard has a fleet). */
   controls?: boolean;
-  /** An action's outcome, or none. */
   notice?: string | null;
 }
 
@@ -85,19 +79,17 @@ export function executionPage(view: ExecutionView): Html {
       danger,
       title,
     });
-  const controls = !view.controls ? [] : [
-    exe.status === "RUNNING"
-      ? control("suspend", "Suspend", "Suspend it and its children: workers hold their events")
-      : null,
-    exe.status === "SUSPENDED" ? control("resume", "Resume", "Resume it and its children") : null,
-    exe.status !== "CANCELLED" && exe.status !== "DONE"
-      ? control(
-        "cancel",
-        "Cancel",
-        "Cancel it: with a cancel handler its machine's Cancel transition runs, else CANCELLED at once",
-        true,
-      )
-      : null,
+  const open = exe.status !== "CANCELLED" && exe.status !== "DONE";
+  const controls = view.controls && [
+    exe.status === "RUNNING" &&
+    control("suspend", "Suspend", "Suspend it and its children: workers hold their events"),
+    exe.status === "SUSPENDED" && control("resume", "Resume", "Resume it and its children"),
+    open && control(
+      "cancel",
+      "Cancel",
+      "Cancel it: with a cancel handler its machine's Cancel transition runs, else CANCELLED at once",
+      true,
+    ),
     exe.status === "DONE"
       ? control(
         "terminate",
@@ -105,9 +97,8 @@ export function executionPage(view: ExecutionView): Html {
         "It is DONE: terminating makes it and its children CANCELLED, as harel's terminate does",
         true,
       )
-      : exe.status !== "CANCELLED"
-      ? control("terminate", "Terminate", "Make it and its children CANCELLED at once", true)
-      : null,
+      : open &&
+        control("terminate", "Terminate", "Make it and its children CANCELLED at once", true),
   ];
   const actions = view.csrf === null
     ? null
@@ -233,10 +224,7 @@ export function traceStep(step: Record<string, unknown>): Html {
 /** The fields a trace step's time may be in, as engines write it: the first present is shown. */
 const STEP_TIME_FIELDS = ["at", "time", "timestamp"] as const;
 
-/**
- * A step's time in UTC: ISO 8601 text (without an offset: UTC, as Python writes it), or epoch
- * seconds (milliseconds above 10^11); other text as it is.
- */
+/** A step's time in UTC: ISO 8601 (no offset: UTC, as Python writes it) or epoch seconds or ms. */
 function stepTime(step: Record<string, unknown>): Html | null {
   const value = STEP_TIME_FIELDS.map((name) => step[name]).find((v) => v !== undefined);
   if (typeof value !== "string" && typeof value !== "number") return null;

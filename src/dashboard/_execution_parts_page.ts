@@ -1,5 +1,4 @@
-// The pages of one execution beside its own: its trace and its timers a page at a time, and its
-// page when its document cannot be read.
+// An execution's trace and timers a page at a time, and its page when its document is unreadable.
 import { type Html, markup } from "./_html.ts";
 import { executionLink, href, page } from "./_layout.ts";
 import {
@@ -19,7 +18,6 @@ export const STORED_TEXT_SHOWN = 100_000;
 /** What the page of an execution whose document cannot be read shows. */
 export interface UnreadableExecutionView extends ExecutionParts {
   basePath: string;
-  /** The item's key. */
   id: string;
   /** Why its document cannot be read. */
   reason: string;
@@ -28,7 +26,6 @@ export interface UnreadableExecutionView extends ExecutionParts {
   now: number;
   /** The session's CSRF token when actions are on, else null (no Delete button). */
   csrf: string | null;
-  /** An action's outcome, or none. */
   notice?: string | null;
 }
 
@@ -62,9 +59,8 @@ ${
 export interface TracePageView {
   basePath: string;
   id: string;
-  /** The steps, oldest first. */
+  /** The steps, oldest first, and whether there are older ones. */
   trace: Record<string, unknown>[];
-  /** Whether there are older steps. */
   moreTrace: boolean;
   /** The index the page is below, or null (the newest). */
   before: number | null;
@@ -92,9 +88,8 @@ ${listing}
 export interface TimersPageView {
   basePath: string;
   id: string;
-  /** The timers, by path. */
+  /** The timers, by path, and whether more follow. */
   timers: TimerState[];
-  /** Whether more follow. */
   moreTimers: boolean;
   /** The path the page starts after, or null (the first). */
   after: string | null;

@@ -1,5 +1,4 @@
-// The first page: the relay's backlog per queue, then the executions, filtered and paged (by
-// default the open ones, the latest to enter their status first).
+// The first page: the relay's backlog per queue, then the executions, filtered and paged.
 import { type Html, markup } from "./_html.ts";
 import {
   executionLink,
@@ -25,19 +24,15 @@ import {
 
 export interface ExecutionsView {
   basePath: string;
-  /** The filters of this listing. */
   filters: ExecutionFilters;
-  /** The page of executions. */
   page: ExecutionsPage;
   /** How many rows a full page has: a shorter one with a next page stopped at its budget. */
   pageSize?: number;
   /** Whether this is a later page (a cursor was given). */
   later: boolean;
-  /** The backlog of each queue. */
   backlog: QueueBacklog[];
-  /** Now, in epoch seconds (ages are measured from it). */
+  /** Now, in epoch seconds. */
   now: number;
-  /** An action's outcome, or none. */
   notice?: string | null;
 }
 

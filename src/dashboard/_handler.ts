@@ -1,5 +1,4 @@
-// The request side of the dashboard, apart from the rendering: routes and parameters, the
-// session, the checks every request and POST passes, and errors kept off the page.
+// The dashboard's request side: routes, parameters, the session and the checks every request passes.
 import type { Html } from "./_html.ts";
 import { KINDS, segmentValue } from "./_layout.ts";
 import { messagePage } from "./_message_page.ts";
@@ -8,9 +7,14 @@ import { executionPage } from "./_execution_page.ts";
 import { timersPageView, tracePageView, unreadableExecutionPage } from "./_execution_parts_page.ts";
 import { deadLettersPage } from "./_dead_letters_page.ts";
 import { confirmPage } from "./_confirm_page.ts";
-import { fromSameOrigin, securityHeaders } from "./_guards.ts";
-import { toOwnHost } from "./_hosts.ts";
-import { newSession, sessionCookie, sessionOf } from "./_csrf.ts";
+import {
+  fromSameOrigin,
+  newSession,
+  securityHeaders,
+  sessionCookie,
+  sessionOf,
+  toOwnHost,
+} from "./_guards.ts";
 import {
   type Action,
   BadAction,
@@ -68,6 +72,8 @@ class Refusal extends Error {
     super(`${status} ${title}`);
   }
 }
+
+const bad = (text: string) => new Refusal(400, "Bad request", text);
 
 const FORGED =
   "Nothing was done: this form did not come from this dashboard's own page in this browser " +
@@ -183,6 +189,7 @@ export function createHandler(
     csrf: string | null,
     signal: AbortSignal,
   ): Promise<{ status: number; html: Html }> {
+    const ok = (html: Html) => ({ status: 200, html });
     const notice = noticeOf(query);
     if (route.page === "executions") {
       onlyParams(query, ["status", "definition", "before", "cursor", ...NOTICE_PARAMS]);
@@ -192,19 +199,16 @@ export function createHandler(
         readPage(store, filters, { limit: settings.pageSize, cursor, signal }).catch(staleCursor),
         backlog(store, signal),
       ]);
-      return {
-        status: 200,
-        html: executionsPage({
-          basePath,
-          filters,
-          page,
-          pageSize: settings.pageSize,
-          later: cursor !== null,
-          backlog: queues,
-          now: Date.now() / 1000,
-          notice,
-        }),
-      };
+      return ok(executionsPage({
+        basePath,
+        filters,
+        page,
+        pageSize: settings.pageSize,
+        later: cursor !== null,
+        backlog: queues,
+        now: Date.now() / 1000,
+        notice,
+      }));
     }
     if (route.page === "execution") {
       onlyParams(query, NOTICE_PARAMS);
@@ -220,40 +224,34 @@ export function createHandler(
       const now = Date.now() / 1000;
       if (unreadable !== null) {
         const { reason, data } = unreadable;
-        return {
-          status: 200,
-          html: unreadableExecutionPage({
-            basePath,
-            id,
-            reason,
-            data,
-            ...parts,
-            now,
-            csrf,
-            notice,
-          }),
-        };
-      }
-      return {
-        status: 200,
-        html: executionPage({
+        return ok(unreadableExecutionPage({
           basePath,
           id,
-          ...inspection,
+          reason,
+          data,
           ...parts,
           now,
           csrf,
           notice,
-          controls: settings.fleet !== null,
-        }),
-      };
+        }));
+      }
+      return ok(executionPage({
+        basePath,
+        id,
+        ...inspection,
+        ...parts,
+        now,
+        csrf,
+        notice,
+        controls: settings.fleet !== null,
+      }));
     }
     if (route.page === "trace") {
       onlyParams(query, ["before"]);
       const id = validKey(route.id, "an execution id");
       const before = traceIndex(atMostOne(query, "before"));
       const { trace, moreTrace } = await tracePage(store, id, before);
-      return { status: 200, html: tracePageView({ basePath, id, trace, moreTrace, before }) };
+      return ok(tracePageView({ basePath, id, trace, moreTrace, before }));
     }
     if (route.page === "timers") {
       onlyParams(query, ["after"]);
@@ -261,17 +259,13 @@ export function createHandler(
       const afterText = atMostOne(query, "after");
       const after = afterText === null ? null : validPath(afterText);
       const { timers, moreTimers } = await timerPage(store, id, after);
-      return {
-        status: 200,
-        html: timersPageView({ basePath, id, timers, moreTimers, after, now: Date.now() / 1000 }),
-      };
+      return ok(
+        timersPageView({ basePath, id, timers, moreTimers, after, now: Date.now() / 1000 }),
+      );
     }
     onlyParams(query, NOTICE_PARAMS);
     const { letters, more } = await deadLetterPage(store, route.kind, settings.pageSize);
-    return {
-      status: 200,
-      html: deadLettersPage({ basePath, kind: route.kind, letters, more, csrf, notice }),
-    };
+    return ok(deadLettersPage({ basePath, kind: route.kind, letters, more, csrf, notice }));
   }
 
   async function act(
@@ -308,7 +302,7 @@ export function createHandler(
         ? controlAction(route.action, route.id)
         : deadLetterAction(route.kind, route.action, form);
     } catch (error) {
-      if (error instanceof BadAction) throw new Refusal(400, "Bad request", `${error.message}.`);
+      if (error instanceof BadAction) throw bad(`${error.message}.`);
       throw error;
     }
     const confirmed = form.getAll("confirm");
@@ -374,7 +368,7 @@ function routeOf(rest: string): Route | null {
   try {
     parts = rest.split("/").slice(1).map(decodeURIComponent);
   } catch {
-    throw new Refusal(400, "Bad request", "The address is not valid percent-encoded UTF-8.");
+    throw bad("The address is not valid percent-encoded UTF-8.");
   }
   if (parts.some((part) => part === "")) return null;
   const [section, segment, op, ...extra] = parts;
@@ -404,9 +398,7 @@ function onlyParams(query: URLSearchParams, names: readonly string[]): void {
   for (const name of query.keys()) {
     if (!names.includes(name)) {
       const shown = name.length > 40 ? `${name.slice(0, 40)}…` : name;
-      throw new Refusal(
-        400,
-        "Bad request",
+      throw bad(
         `This page takes no parameter "${shown}"${
           names.length ? `; it takes ${names.join(", ")}` : ""
         }.`,
@@ -418,7 +410,7 @@ function onlyParams(query: URLSearchParams, names: readonly string[]): void {
 /** A parameter given at most once; empty counts as absent. */
 function atMostOne(query: URLSearchParams, name: string): string | null {
   const values = query.getAll(name);
-  if (values.length > 1) throw new Refusal(400, "Bad request", `Give ${name} once.`);
+  if (values.length > 1) throw bad(`Give ${name} once.`);
   return values[0] ? values[0] : null;
 }
 
@@ -427,18 +419,14 @@ function listingFilters(query: URLSearchParams): ExecutionFilters {
   const given = query.getAll("status").filter((status) => status !== "");
   for (const status of given) {
     if (status !== "any" && !(STATUSES as readonly string[]).includes(status)) {
-      throw new Refusal(
-        400,
-        "Bad request",
-        `status must be one of ${STATUSES.join(", ")}, or any.`,
-      );
+      throw bad(`status must be one of ${STATUSES.join(", ")}, or any.`);
     }
   }
   if (given.includes("any") && given.length > 1) {
-    throw new Refusal(400, "Bad request", "status any stands alone: give it, or statuses.");
+    throw bad("status any stands alone: give it, or statuses.");
   }
   if (new Set(given).size !== given.length) {
-    throw new Refusal(400, "Bad request", "Give each status once.");
+    throw bad("Give each status once.");
   }
   const status = given.length === 0 ? "open" : given[0] === "any" ? "any" : given as Status[];
   const definition = atMostOne(query, "definition");
@@ -446,9 +434,7 @@ function listingFilters(query: URLSearchParams): ExecutionFilters {
   let before: ExecutionFilters["before"] = null;
   if (beforeText !== null) {
     if (status === "any") {
-      throw new Refusal(
-        400,
-        "Bad request",
+      throw bad(
         "before needs a status (the status index orders by the last commit); with status any " +
           "the listing is in the table's order.",
       );
@@ -456,7 +442,7 @@ function listingFilters(query: URLSearchParams): ExecutionFilters {
     try {
       before = { text: beforeText, seconds: parseTimeText("before", beforeText) };
     } catch (error) {
-      if (error instanceof RangeError) throw new Refusal(400, "Bad request", `${error.message}.`);
+      if (error instanceof RangeError) throw bad(`${error.message}.`);
       throw error;
     }
   }
@@ -468,7 +454,7 @@ function validKey(value: string, what: string): string {
   try {
     return checkKey("id", value, LIMITS.partitionKeyBytes);
   } catch {
-    throw new Refusal(400, "Bad request", `That is not ${what}.`);
+    throw bad(`That is not ${what}.`);
   }
 }
 
@@ -477,7 +463,7 @@ function traceIndex(text: string | null): number | null {
   if (text === null) return null;
   const index = Number(text);
   if (!/^-?[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(index)) {
-    throw new Refusal(400, "Bad request", "before must be a trace step's index (an integer).");
+    throw bad("before must be a trace step's index (an integer).");
   }
   return index;
 }
@@ -487,16 +473,14 @@ function validPath(value: string): string {
   try {
     return checkKey("after", value, LIMITS.sortKeyBytes);
   } catch {
-    throw new Refusal(400, "Bad request", "after must be a timer's path.");
+    throw bad("after must be a timer's path.");
   }
 }
 
 /** A cursor the store refuses is a stale or edited link: 400, not a failure. */
 function staleCursor(error: unknown): never {
   if ((error as Error | null)?.name === "InvalidCursor") {
-    throw new Refusal(
-      400,
-      "Bad request",
+    throw bad(
       "That page link is no longer valid (its cursor was changed or belongs to another listing). Start from the first page.",
     );
   }
@@ -514,18 +498,12 @@ async function readForm(request: Request): Promise<string> {
   const declared = Number(request.headers.get("content-length") ?? 0);
   if (declared > MAX_FORM_BYTES) throw tooLarge();
   if (request.body === null) return "";
-  const chunks: Uint8Array[] = [];
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
   let size = 0;
   for await (const chunk of request.body) {
     size += chunk.byteLength;
     if (size > MAX_FORM_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  return await new Blob(chunks).text();
 }

@@ -32,10 +32,7 @@ const ESCAPES: Record<string, string> = {
   "'": "&#39;",
 };
 
-/**
- * Text made safe for an element's content and a quoted attribute value. (Values never go into
- * unquoted attributes, URLs, styles or scripts.)
- */
+/** Text made safe for an element's content and a quoted attribute value (values go nowhere else). */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }

@@ -1,15 +1,14 @@
-// The frame every page shares (head, stylesheet, navigation) and the small formatting rules
-// the pages use: links under the base path, times, ages, status badges, counts capped at N.
+// The frame every page shares, and the pages' links, POST forms and formatting rules.
 import { type Fragment, Html, markup } from "./_html.ts";
 import { STYLESHEET } from "./_style.ts";
 import type { RelayKind } from "../core/types.ts";
+import { STATUSES } from "../core/documents.ts";
 
 /** The three dead-letter queues, in the order the pages show them. */
 export const KINDS: readonly RelayKind[] = ["outbox", "spawns", "timers"];
 
 /** What the frame of a page needs. */
 export interface Frame {
-  /** Where the dashboard is mounted ("" at the root). */
   basePath: string;
   /** The page's title (also its `<h1>`). */
   title: string;
@@ -116,21 +115,13 @@ export function formatCount(count: { n: number; capped: boolean }): string {
   return count.capped ? `${count.n}+` : String(count.n);
 }
 
-const STATUS_CLASSES: Record<string, string> = {
-  PENDING: "status-pending",
-  RUNNING: "status-running",
-  DONE: "status-done",
-  CANCELLED: "status-cancelled",
-  SUSPENDED: "status-suspended",
-  CANCELLING: "status-cancelling",
-  FAILED: "status-failed",
-};
-
 /** A status as a badge; a status another writer invented is shown as text, unstyled. */
 export function statusBadge(status: unknown): Html {
   const text = typeof status === "string" ? status : JSON.stringify(status) ?? "?";
-  const known = Object.hasOwn(STATUS_CLASSES, text) ? STATUS_CLASSES[text] : undefined;
-  return markup`<span class="${known ? `status ${known}` : "status"}">${text}</span>`;
+  const known = (STATUSES as readonly string[]).includes(text);
+  return markup`<span class="${
+    known ? `status status-${text.toLowerCase()}` : "status"
+  }">${text}</span>`;
 }
 
 /** An execution id as a link to its page; one with a lone surrogate shows as JSON, unlinked. */
@@ -149,4 +140,26 @@ export function fieldText(value: unknown): string | null {
   if (typeof value === "string") return value;
   if (typeof value === "number") return String(value);
   return JSON.stringify(value) ?? String(value);
+}
+
+export interface ActionButton {
+  /** Where the form posts, its button's label, and the fields that say what to act on. */
+  action: string;
+  label: string;
+  fields: Record<string, string>;
+  csrf: string;
+  /** Styled as destructive. @default {false} */
+  danger?: boolean;
+  /** What the button does, for a screen reader or a tooltip. @default {undefined} */
+  title?: string;
+}
+
+/** A `<form method="post">` with the token, the fields as hidden inputs, and one button. */
+export function actionForm(button: ActionButton): Html {
+  const fields = Object.entries(button.fields).map(([name, value]) =>
+    markup`<input type="hidden" name="${name}" value="${value}">`
+  );
+  const danger = button.danger ? markup` class="danger"` : null;
+  const title = button.title ? markup` title="${button.title}"` : null;
+  return markup`<form class="inline" method="post" action="${button.action}"><input type="hidden" name="csrf" value="${button.csrf}">${fields}<button type="submit"${danger}${title}>${button.label}</button></form>`;
 }

@@ -3,8 +3,7 @@
 import { checkKnownOptions, describe } from "../core/_validate.ts";
 import type { ExecutionStore } from "../core/types.ts";
 import type { DashboardOptions, FleetControl } from "./dashboard_options.ts";
-import { CsrfTokens } from "./_csrf.ts";
-import { checkHosts, type HostRule } from "./_hosts.ts";
+import { checkHosts, CsrfTokens, type HostRule } from "./_guards.ts";
 
 /** Checked options, with their defaults. */
 export interface Settings {

@@ -1,5 +1,4 @@
-// Everything the dashboard asks of the store, in one place. Every page's reads are bounded by a
-// page size or a cap: its cost does not grow with the tables (tests/dashboard/cost_test.ts).
+// What the dashboard reads of the store: each page's reads are bounded by a page size or a cap.
 import type { ExecutionSummary, Status } from "../core/documents.ts";
 import type { ExecutionInspection, TimerState } from "../core/operator_types.ts";
 import { UnreadableExecution } from "../core/errors.ts";
@@ -8,7 +7,6 @@ import type {
   ExecutionOutbox,
   ExecutionStore,
   RelayItem,
-  RelayKey,
   RelayKind,
   UnreadableExecutionRow,
 } from "../core/types.ts";
@@ -16,29 +14,21 @@ import { KINDS } from "./_layout.ts";
 
 /** How many rows each backlog count reads before it says "N+". */
 export const SUMMARY_CAP = 100;
-/**
- * The most stored rows one page of the listing reads (at least 3 × `pageSize`): a rare filter
- * answers a short page with a link that goes on, instead of reading the whole table.
- */
+/** The most stored rows a listing page reads (at least 3 × `pageSize`): a rare filter pages on. */
 export const EXAMINE_BUDGET = 500;
 
 export function examineBudget(pageSize: number): number {
   return Math.max(EXAMINE_BUDGET, 3 * pageSize);
 }
-/**
- * How long one "Retry all" or "Drop all" request works before it answers with the count so far:
- * a request must end before a proxy or the platform gives up on it.
- */
+/** How long a "Retry all" or "Drop all" request works before answering: before a proxy gives up. */
 export const BULK_BUDGET_MS = 20_000;
 
 /** What the first page lists when no status is asked for: the executions still under way. */
 export const OPEN_STATUSES: readonly Status[] = ["PENDING", "RUNNING", "SUSPENDED", "CANCELLING"];
 
-/** A count from a read that stops at a cap. */
+/** A count from a read that stops at a cap (`capped`: there may be more). */
 export interface CappedCount {
-  /** Items counted. */
   n: number;
-  /** Whether the read stopped at its cap (there may be more). */
   capped: boolean;
 }
 
@@ -58,9 +48,7 @@ export interface QueueBacklog {
 }
 
 export interface ExecutionsPage {
-  /** The summaries of this page. */
   items: ExecutionSummary[];
-  /** The cursor of the next page, or null. */
   nextCursor: string | null;
   /** The items of this page whose document cannot be read: key and why. */
   unreadable?: UnreadableExecutionRow[];
@@ -69,7 +57,6 @@ export interface ExecutionsPage {
 export interface ExecutionFilters {
   /** `"open"` ({@linkcode OPEN_STATUSES}), these statuses, or `"any"` (the table's order). */
   status: "open" | "any" | Status[];
-  /** Only this definition, or null. */
   definition: string | null;
   /** Only those last committed before this time: as given (for links) and in epoch seconds. */
   before: { text: string; seconds: number } | null;
@@ -129,22 +116,17 @@ export const TIMERS_SHOWN = 50;
 
 /** What an execution's page shows of its timers and trace: at most a page of each. */
 export interface ExecutionParts {
-  /** Its first timers by path, at most `TIMERS_SHOWN`. */
+  /** Its first `TIMERS_SHOWN` timers by path, and whether there are more. */
   timers: TimerState[];
-  /** Whether it has more timers than these. */
   moreTimers: boolean;
-  /** Its newest trace steps, oldest first, at most `TRACE_SHOWN`. */
+  /** Its newest `TRACE_SHOWN` trace steps, oldest first, and whether there are older. */
   trace: Record<string, unknown>[];
-  /** Whether it has older steps than these. */
   moreTrace: boolean;
-  /** Its outbox entries, found by key: at most `OUTBOX_SHOWN` of each list. */
+  /** At most `OUTBOX_SHOWN` of each list of its outbox entries. */
   outbox: ExecutionOutbox;
 }
 
-/**
- * An execution with its facts and a page of its timers, trace and outbox (four calls in
- * parallel); null when absent. An unreadable document still shows its parts.
- */
+/** An execution with a page of its timers, trace and outbox; null when absent. */
 export async function executionDetail(
   store: ExecutionStore,
   id: string,
@@ -209,10 +191,7 @@ export async function deadLetterPage<K extends RelayKind>(
   return { letters, more: letters.length >= limit };
 }
 
-/**
- * Whom a dead letter was for: an outbox entry's target (null: a broadcast), a spawn's child,
- * a timer's execution. An unreadable row's target is read from its stored attributes.
- */
+/** Whom a dead letter was for (null: a broadcast); an unreadable row's, from its attributes. */
 export function targetOf<K extends RelayKind>(kind: K, letter: DeadLetter<K>): string | null {
   const item = letter.item as RelayItem<RelayKind> | null;
   if (item !== null) {
@@ -225,35 +204,13 @@ export function targetOf<K extends RelayKind>(kind: K, letter: DeadLetter<K>): s
   return typeof value === "string" ? value : null;
 }
 
-/** Makes one dead letter due again: false when there is no such dead letter any more. */
-export function retryOne<K extends RelayKind>(
-  store: ExecutionStore,
-  kind: K,
-  key: RelayKey<K>,
-): Promise<boolean> {
-  return store.retryDeadLetter(kind, key);
-}
-
-/** Drops one dead letter: false when there is no such dead letter any more. */
-export function dropOne<K extends RelayKind>(
-  store: ExecutionStore,
-  kind: K,
-  key: RelayKey<K>,
-): Promise<boolean> {
-  return store.dropDeadLetter(kind, key);
-}
-
+/** How many dead letters were retried or dropped, and whether it stopped before the end. */
 export interface BulkOutcome {
-  /** Dead letters retried or dropped. */
   done: number;
-  /** Whether it stopped before the end (its time was up): there may be more to do. */
   stopped: boolean;
 }
 
-/**
- * Retries (or drops) every dead letter of a queue, or of one outbox target, until done or
- * `signal` stops it (the request's time budget): then it answers with the count so far.
- */
+/** Retries (or drops) every dead letter of a queue or outbox target until done or `signal`. */
 export async function onEveryDeadLetter(
   store: ExecutionStore,
   kind: RelayKind,
@@ -276,9 +233,4 @@ export async function onEveryDeadLetter(
     if (signal.aborted && error === signal.reason) return { done, stopped: true };
     throw error;
   }
-}
-
-/** Deletes an execution with its timers, trace and dedupe marks: false when there was none. */
-export async function deleteOne(store: ExecutionStore, id: string): Promise<boolean> {
-  return (await store.deleteExecution(id)).execution;
 }

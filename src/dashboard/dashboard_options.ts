@@ -45,72 +45,34 @@ export interface FleetControl {
  *
  * const options: DashboardOptions = { authorize: () => true }; // localhost only: anyone who reaches it
  * ```
- *
- * @example Behind a token, with actions, under /dashboard, on several isolates
- * ```ts
- * import { authorizeToken, type DashboardOptions } from "@harel/dynamodb/dashboard";
- *
- * const token = Deno.env.get("HAREL_DASHBOARD_TOKEN") ?? crypto.randomUUID();
- * const options: DashboardOptions = {
- *   authorize: authorizeToken(token),
- *   challenge: 'Basic realm="harel dashboard", charset="UTF-8"',
- *   basePath: "/dashboard",
- *   actions: true,
- *   secret: token, // the same CSRF key on every isolate
- * };
- * ```
  */
 export interface DashboardOptions {
-  /**
-   * Decides whether a request may see the dashboard; anything but `true` is answered 401.
-   * Required: `() => true` is the explicit choice for a dashboard only your machine can reach.
-   */
+  /** Whether a request may see it (else 401); `() => true` only where just you can reach it. */
   authorize: (request: Request) => boolean | Promise<boolean>;
-  /**
-   * The path the dashboard is mounted at (`"/dashboard"`); a router must pass requests on with
-   * their URL unchanged. `""` or `"/"`: the root.
-   * @default {""}
-   */
+  /** The path it is mounted at; a router passes requests on with their URL unchanged. @default {""} */
   basePath?: string;
-  /**
-   * Whether the pages offer actions (retry and drop dead letters, delete an execution); off, the
-   * dashboard only reads and every POST is answered 405.
-   * @default {false}
-   */
+  /** Whether the pages offer actions (retry, drop, delete); off, every POST is 405. @default {false} */
   actions?: boolean;
-  /**
-   * harel's control plane: with `actions: true`, each execution's page offers Suspend, Resume,
-   * Cancel and Terminate.
-   * @default {undefined} (no control buttons)
-   */
+  /** harel's control plane: with `actions`, its buttons on each execution's page. @default {undefined} */
   fleet?: FleetControl;
-  /**
-   * The `WWW-Authenticate` header of a 401, e.g. `'Basic realm="harel dashboard"'`.
-   * @default {undefined}
-   */
+  /** The `WWW-Authenticate` of a 401, e.g. `'Basic realm="harel dashboard"'`. @default {undefined} */
   challenge?: string;
   /**
-   * The key the CSRF tokens are signed with (at least 16 characters): the same on every isolate
-   * that serves the dashboard, or a form one rendered is refused by another.
+   * The CSRF tokens' key (16 characters or more): the same on every isolate that serves it.
    * @default {a random key per dashboard}
    */
   secret?: string;
-  /**
-   * The origin browsers load the dashboard from, which a POST's `Origin` must equal: set it
-   * behind a proxy that changes the request's URL.
-   * @default {the origin of the request's URL}
-   */
+  /** The origin a POST's `Origin` must equal, behind a proxy. @default {the request URL's origin} */
   origin?: string;
   /**
-   * The host names the dashboard answers to: a name, a name and port, or `"*.example.com"`. Any
-   * other `Host` is answered 421 before anything else (no DNS rebinding).
+   * The host names it answers to (a name, with a port, or `"*.example.com"`); any other is 421.
    * @default {["localhost", "127.0.0.1", "[::1]"] (any port)}
    */
   hosts?: string[];
   /** Executions per page of the listing, and dead letters per page, 1 to 1000. @default {50} */
   pageSize?: number;
   /**
-   * Called with each error a request ran into; the page itself only says something went wrong.
+   * Called with each error a request ran into.
    * @default {(error) => console.error("harel dashboard:", error)}
    */
   onError?: (error: unknown, request: Request) => void;

@@ -1,52 +1,52 @@
-// Building an SQS client and waiting until SQS answers: create()'s loop, mirroring
-// src/dynamo/connect.ts (the same backoff, deadline, signal and onRetry), with SQS's names.
+// Building an SQS client and waiting until SQS answers, as src/dynamo/connect.ts does for DynamoDB.
 import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
 import { type BackoffOptions, waitUntilAnswers } from "../core/_backoff.ts";
 import { isUnreachable } from "../core/_attributes.ts";
 import { QueueUnreachable } from "./sqs_errors.ts";
+import { type ConnectRetry, envVar } from "../dynamo/connect.ts";
 
-/** One failed attempt to reach SQS, as `onRetry` gets it. */
-export interface QueueRetry {
-  /** The endpoint waited for. */
-  endpoint: string;
-  /** Which attempt failed, from 1. */
-  attempt: number;
-  /** Why it failed: a connection error, a timeout, or a 5xx answer. */
-  error: unknown;
-  /** How long `create()` has waited so far, in ms. */
-  waitedMs: number;
-  /** How long it waits before the next attempt, in ms. */
-  delayMs: number;
-  /** The deadline: `create()` gives up after this many ms. */
-  deadlineMs: number;
-}
+/** One failed attempt to reach SQS, as `onRetry` gets it: the fields of a DynamoDB wait's. */
+export type QueueRetry = ConnectRetry;
 
-/** What the client and the wait take (a subset of `SqsQueueOptions`). */
-export interface ConnectSettings {
+/**
+ * Where SQS is, which queue, and how long `SqsQueue.create()` waits for SQS to answer.
+ *
+ * @example A queue on a local SQS (moto)
+ * ```ts
+ * import { SqsQueue, type SqsQueueOptions } from "@harel/dynamodb/sqs";
+ *
+ * const options: SqsQueueOptions = {
+ *   endpoint: Deno.env.get("SQS_ENDPOINT"),
+ *   queueName: "stm.fifo",
+ *   deadlineMs: 10_000,
+ * };
+ * await using queue = await SqsQueue.create(options);
+ * console.log(queue.url);
+ * ```
+ */
+export interface SqsQueueOptions {
+  /** An SQS-compatible endpoint (moto, ElasticMQ, LocalStack), or `null` / absent for AWS. @default {null} */
   endpoint?: string | null;
+  /** The AWS region; with an endpoint and none, `"us-east-1"`. @default {undefined} */
   region?: string;
-  signal?: AbortSignal;
+  /** The FIFO queue's name, created when missing; it must end in `.fifo`. @default {"stm.fifo"} */
+  queueName?: string;
+  /** How long to keep retrying an SQS that does not answer, in ms. @default {30000} */
   deadlineMs?: number;
-  requestTimeoutMs?: number;
-  backoff?: BackoffOptions;
+  /** Aborts the wait for SQS. @default {undefined} */
+  signal?: AbortSignal;
+  /** Called after each attempt that found SQS unreachable, before the next one. @default {undefined} */
   onRetry?: (retry: QueueRetry) => void;
+  /** The backoff between attempts. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
+  backoff?: BackoffOptions;
+  /** How long one request may wait for an answer, in ms. @default {30000} */
+  requestTimeoutMs?: number;
+  /** Settings passed through to `new SQSClient` (`maxAttempts`, `credentials`, ...). @default {{}} */
   clientConfig?: Record<string, unknown>;
 }
 
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined; // no --allow-env: as if unset
-  }
-}
-
-/**
- * The client `create()` uses: an endpoint gets the environment's AWS keys when both are set,
- * else the dummy pair `test`/`test` (moto, ElasticMQ, LocalStack); no endpoint is AWS with the
- * SDK's default credential chain.
- */
-export function buildSqsClient(options: ConnectSettings): SQSClient {
+/** `create()`'s client: with an endpoint, the environment's AWS keys or else `test`/`test`. */
+export function buildSqsClient(options: SqsQueueOptions): SQSClient {
   const endpoint = options.endpoint ?? null;
   const { requestTimeoutMs = 30_000 } = options;
   if (!(Number.isFinite(requestTimeoutMs) && requestTimeoutMs > 0)) {
@@ -83,20 +83,17 @@ export function buildSqsClient(options: ConnectSettings): SQSClient {
 }
 
 /** The endpoint the client talks to, for messages. */
-export function sqsEndpointName(options: ConnectSettings, region: string | undefined): string {
+export function sqsEndpointName(options: SqsQueueOptions, region: string | undefined): string {
   if (typeof options.endpoint === "string") return options.endpoint;
   const fromEnv = envVar("AWS_ENDPOINT_URL_SQS") ?? envVar("AWS_ENDPOINT_URL");
   if (fromEnv) return fromEnv;
   return region ? `https://sqs.${region}.amazonaws.com` : "AWS";
 }
 
-/**
- * Runs `attempt` until it succeeds, retrying with backoff only while SQS is unreachable
- * (refused, reset, timed out, 5xx), until `deadlineMs` or the signal ends the wait.
- */
+/** Runs `attempt`, retrying with backoff while SQS is unreachable, until the deadline or signal. */
 export function untilSqsAnswers<T>(
   attempt: (signal: AbortSignal) => Promise<T>,
-  options: ConnectSettings,
+  options: SqsQueueOptions,
   region: string | undefined,
 ): Promise<T> {
   const endpoint = sqsEndpointName(options, region);

@@ -1,14 +1,10 @@
-// harel's control plane (engine/aio/control.py) on any ExecutionStore: status changes as CAS
-// commits on the execution, retried on a conflict, propagated to its children; a cooperative
-// cancel is a Cancel event in the same commit's outbox, which the caller then publishes.
+// harel's control plane (engine/aio/control.py) on any ExecutionStore: CAS status commits,
+// propagated to the children; a cooperative cancel commits a Cancel event for the caller to publish.
 import { type Event, type Execution, newEvent, type Status, StoreConflict } from "../../mod.ts";
 import type { ExecutionStore } from "../../mod.ts";
 import { ExecutionNotFound } from "./sqs_errors.ts";
 import { messageBody } from "./_wire.ts";
 import type { ControlResult } from "./fleet_types.ts";
-
-/** What a control call returns (for callers outside src/sqs/). */
-export type ControlResultOf = ControlResult;
 
 /** Whether the active state (or an ancestor below the root) has a Cancel transition. */
 export type HasCancelHandler = (
@@ -23,17 +19,9 @@ export const CONTROL_ATTEMPTS = 5;
 /** The statuses harel's control plane leaves alone, but for a CANCELLED. */
 const TERMINAL: readonly Status[] = ["CANCELLED", "DONE"];
 
-/**
- * harel's status rule for one commit: the status to write over `current`, or null to leave it
- * (a CANCELLED or DONE execution takes only CANCELLED).
- */
+/** harel's status rule: the status to write over `current`, or null (CANCELLED/DONE take only CANCELLED). */
 export function nextStatus(current: Status, wanted: Status): Status | null {
   return TERMINAL.includes(current) && wanted !== "CANCELLED" ? null : wanted;
-}
-
-/** harel's `Cancel` event, with the caller's reason as its data. */
-export function cancelEvent(reason: Record<string, unknown>): Event {
-  return newEvent("Cancel", { ...reason });
 }
 
 async function loaded(store: ExecutionStore, operation: string, id: string): Promise<Execution> {
@@ -43,9 +31,8 @@ async function loaded(store: ExecutionStore, operation: string, id: string): Pro
 }
 
 /**
- * harel's `_commit_status`: load, apply the rule, commit (with the Cancel event when given),
- * again on a lost CAS. After {@linkcode CONTROL_ATTEMPTS} lost races the last StoreConflict is
- * thrown (harel returns in silence there: a caller must know the status did not change).
+ * harel's `_commit_status`: load, apply the rule, commit, again on a lost CAS; the last
+ * StoreConflict is thrown after {@linkcode CONTROL_ATTEMPTS} (harel returns in silence there).
  */
 export async function commitStatus(
   store: ExecutionStore,
@@ -97,11 +84,26 @@ function shown({ changed, status }: ControlResult): ControlResult {
   return { changed, status };
 }
 
-/** harel's `terminate`: CANCELLED at once, with no hooks, down the tree. */
-export async function terminate(store: ExecutionStore, id: string): Promise<ControlResult> {
-  const result = await commitStatus(store, "terminate", id, "CANCELLED");
-  await propagate(store, "terminate", id, "CANCELLED");
+/** Commits `wanted` on the execution (when given, only from status `from`), then on its tree. */
+async function change(
+  store: ExecutionStore,
+  operation: string,
+  id: string,
+  wanted: Status,
+  from?: Status,
+): Promise<ControlResult> {
+  if (from !== undefined) {
+    const exe = await loaded(store, operation, id);
+    if (exe.status !== from) return { changed: false, status: exe.status };
+  }
+  const result = await commitStatus(store, operation, id, wanted);
+  await propagate(store, operation, id, wanted);
   return shown(result);
+}
+
+/** harel's `terminate`: CANCELLED at once, with no hooks, down the tree. */
+export function terminate(store: ExecutionStore, id: string): Promise<ControlResult> {
+  return change(store, "terminate", id, "CANCELLED");
 }
 
 /** What a cooperative cancel committed: the Cancel event and its outbox seqs, to publish now. */
@@ -110,16 +112,7 @@ export interface CommittedCancel {
   outbox: number[];
 }
 
-/**
- * harel's `cancel` (`engine/aio/control.py`): when the active state has a cancel handler
- * (`engine.has_cancel_handler`), the execution becomes CANCELLING with a Cancel event to itself
- * in the same commit's outbox (a CANCELLED one is left as it is, by the status rule), and its
- * children CANCELLED; the caller publishes the Cancel at once. Otherwise it is terminated
- * (CANCELLED, no event). An execution that never started has no active state (nor one resting
- * at its root), and a DONE one rests in a sink (a state with no transition, so no Cancel one):
- * harel finds no handler for them, so they are terminated. The
- * Cancel is checked as a message body of at most `maxMessageBytes` before anything is read.
- */
+/** harel's `cancel`: with a handler, CANCELLING with a Cancel event; otherwise terminated. */
 export async function cancel(
   store: ExecutionStore,
   id: string,
@@ -127,7 +120,7 @@ export async function cancel(
   hasCancelHandler: HasCancelHandler,
   maxMessageBytes?: number,
 ): Promise<{ result: ControlResult; cancel: CommittedCancel | null }> {
-  const event = cancelEvent(reason);
+  const event = newEvent("Cancel", { ...reason });
   messageBody(event, maxMessageBytes);
   const exe = await loaded(store, "cancel", id);
   const active = exe.active_path;
@@ -143,19 +136,11 @@ export async function cancel(
 }
 
 /** harel's `suspend`: only a RUNNING execution, then its children. */
-export async function suspend(store: ExecutionStore, id: string): Promise<ControlResult> {
-  const exe = await loaded(store, "suspend", id);
-  if (exe.status !== "RUNNING") return { changed: false, status: exe.status };
-  const result = await commitStatus(store, "suspend", id, "SUSPENDED");
-  await propagate(store, "suspend", id, "SUSPENDED");
-  return shown(result);
+export function suspend(store: ExecutionStore, id: string): Promise<ControlResult> {
+  return change(store, "suspend", id, "SUSPENDED", "RUNNING");
 }
 
 /** harel's `resume`: only a SUSPENDED execution, then its children. */
-export async function resume(store: ExecutionStore, id: string): Promise<ControlResult> {
-  const exe = await loaded(store, "resume", id);
-  if (exe.status !== "SUSPENDED") return { changed: false, status: exe.status };
-  const result = await commitStatus(store, "resume", id, "RUNNING");
-  await propagate(store, "resume", id, "RUNNING");
-  return shown(result);
+export function resume(store: ExecutionStore, id: string): Promise<ControlResult> {
+  return change(store, "resume", id, "RUNNING", "SUSPENDED");
 }

@@ -1,5 +1,4 @@
-// What harel's SQS transport puts on the wire, as pure functions: the message body (the Event as
-// its pydantic model dumps it) and the checks of a group id, both before anything is sent.
+// What harel's SQS transport puts on the wire: the message body and the group id, checked.
 import { HAREL_DEPTH, HAREL_TOO_DEEP, plainValue } from "../core/_json.ts";
 import { checkKey, describe, LIMITS, utf8Length } from "../core/_validate.ts";
 import { pydanticTime } from "../core/_event_time.ts";
@@ -58,15 +57,9 @@ function eventId(id: unknown): string {
 }
 
 /**
- * The `MessageBody` harel's transport sends for `event`: `Event.model_dump_json()`, compact JSON
- * with the keys `id, kind, created_time, received_time, data` in that order and raw UTF-8.
- * Fields the model does not have are dropped, as pydantic drops them. An event a relay read
- * from another writer's outbox row is its stored text, byte for byte (already pydantic's dump),
- * once checked. What the model, a worker or SQS would refuse (no id, an id over 1,024 UTF-8
- * bytes, a kind that is not a string, data that is not a JSON object, a time that is not ISO
- * 8601 or whose offset is outside ±23:59, a lone UTF-16 surrogate in any string or key, nesting
- * deeper than harel reads (100 levels), U+FFFE or U+FFFF, a body over `maxBytes`) is an error
- * naming the field, before anything is sent.
+ * The `MessageBody` harel's transport sends: `Event.model_dump_json()` (compact, keys in the
+ * model's order, unknown fields dropped), or another writer's stored text byte for byte once
+ * checked. What the model, a worker or SQS would refuse is an error naming the field.
  */
 export function messageBody(event: unknown, maxBytes: number = MAX_BODY_BYTES): string {
   if (typeof event !== "object" || event === null || Array.isArray(event)) {
@@ -116,12 +109,7 @@ function eventData(data: unknown): object {
   return data;
 }
 
-/**
- * Whether another writer's stored event text is one harel's `Event` model reads: strict JSON
- * (Python's bare NaN is not: that row is re-serialized from its parsed event instead), an
- * object whose id and kind are strings, data an object, times by harel's rule, no lone
- * surrogate anywhere, no deeper than harel reads. Anything else throws, naming the field.
- */
+/** Whether another writer's event text is strict JSON harel reads (bare NaN is not); else throws. */
 function readsAsEvent(text: string): boolean {
   let parsed: unknown;
   try {

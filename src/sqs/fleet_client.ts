@@ -35,15 +35,6 @@ import type {
   FleetRelayReport,
 } from "./fleet_types.ts";
 
-export type {
-  CancelOptions,
-  ControlResult,
-  CreateOptions,
-  FleetClientOptions,
-  FleetRelayOptions,
-  FleetRelayReport,
-};
-
 /** A JSON object option (context, reason), checked: a TypeError naming the field otherwise. */
 function jsonObject(field: string, value: unknown): Record<string, unknown> {
   if (value === undefined) return {};
@@ -70,10 +61,7 @@ function cancelHandlers(
   );
 }
 
-/**
- * Publishes a relayed entry; one harel's model, a worker or the queue can never take (checked
- * first, or refused by SQS for good) is an {@linkcode UnreadableEntry}, with the reason.
- */
+/** Publishes a relayed entry; one that can never be carried is an {@linkcode UnreadableEntry}. */
 async function publishEntry(
   queue: EventQueue,
   groupId: string,
@@ -95,11 +83,9 @@ async function publishEntry(
 }
 
 /**
- * Drives the executions of a harel fleet from outside its workers, as harel's
- * `DistributedRunner` does: `create` commits a PENDING execution and publishes its `Start`,
- * `send` publishes an event to its group, `cancel` / `terminate` / `suspend` / `resume` are
- * harel's control plane, and `relay` is one cron pass that publishes the outbox and the due
- * timers. Every event goes to the queue on harel's wire ({@linkcode SqsQueue}).
+ * Drives a harel fleet's executions from outside its workers, as harel's `DistributedRunner`:
+ * `create`, `send`, the control plane (`cancel`, `terminate`, `suspend`, `resume`), and `relay`,
+ * one cron pass publishing the outbox and due timers on harel's wire ({@linkcode SqsQueue}).
  *
  * @example A Deno Deploy app's cron pass and an order's life
  * ```ts
@@ -127,11 +113,7 @@ export class FleetClient {
   readonly queue: EventQueue;
   readonly #hasCancelHandler: control.HasCancelHandler;
 
-  /**
-   * A fleet client on a store and a queue (no network here).
-   *
-   * @param options The store and the queue.
-   */
+  /** A fleet client on a store and a queue (no network here). */
   constructor(options: FleetClientOptions) {
     const given = checkOptions(options);
     checkKnownOptions("new FleetClient()", given, ["store", "queue", "hasCancelHandler"]);
@@ -139,7 +121,6 @@ export class FleetClient {
       throw new TypeError(`store must be an ExecutionStore, got ${describe(given.store)}`);
     }
     if (given.store.otherWriters === false) {
-      // A fleet's workers are harel's (the Python store): their rows lack this module's attributes.
       throw new TypeError(
         "store must be built with otherWriters: true (DynamoDBStore.create({ otherWriters: true })): " +
           "a fleet's Python workers commit to the same tables, and a store without it never finds " +
@@ -157,14 +138,11 @@ export class FleetClient {
   }
 
   /**
-   * Commits a new PENDING execution of `definitionId` and publishes harel's `Start` with the
-   * initial context as its data, so a worker starts it; it resolves once the `Start` is
-   * published. The Start is in the same commit's outbox: acknowledged once published. When the
-   * publish fails the execution exists all the same and the Start stays in the outbox for
-   * {@linkcode FleetClient.relay}; `create()` then rejects, saying so: a
-   * {@linkcode StartNotPublished} when SQS refused it, a {@linkcode PublishOutcomeUnknown} when
-   * it may have gone out. It is one event (one id): a worker runs it once, a copy is deduped.
-   * A taken id is an {@linkcode ExecutionExists}.
+   * Commits a new PENDING execution with harel's `Start` (the context as its data) in its outbox,
+   * and resolves once the Start is published. When that fails the execution exists all the same,
+   * its Start waits for {@linkcode FleetClient.relay}, and `create()` rejects with a
+   * {@linkcode StartNotPublished} (refused) or {@linkcode PublishOutcomeUnknown} (it may have
+   * gone out). A taken id is an {@linkcode ExecutionExists}.
    *
    * @param definitionId The definition the workers run (harel's `definition_id`).
    * @param options The initial context and, optionally, the id.
@@ -203,13 +181,10 @@ export class FleetClient {
   }
 
   /**
-   * Publishes `event` to the execution's group, as harel's `DistributedRunner.send`. The
-   * event is checked first (harel's model must read it), then the execution is looked up: a
-   * missing one is an {@linkcode ExecutionNotFound} and nothing is sent. A PENDING execution
-   * whose `Start` is still in its outbox (its `create()` could not publish it) has that `Start`
-   * published first, so that no event overtakes it; when that fails, nothing is sent.
+   * Publishes `event` to the execution's group, as harel's `DistributedRunner.send`; a missing
+   * execution is an {@linkcode ExecutionNotFound}. A Start still in its outbox is published
+   * first, so that no event overtakes it; when that fails, nothing is sent.
    *
-   * @param executionId The execution.
    * @param event The event (its id is the workers' dedupe key).
    */
   async send(executionId: string, event: Event): Promise<void> {
@@ -221,12 +196,7 @@ export class FleetClient {
     await this.queue.publish(executionId, event, { priority: exe.priority ?? 0 });
   }
 
-  /**
-   * Publishes an event just committed in the outbox, then acknowledges it (a later relay
-   * re-publishes it when that fails; deduped). When the publish fails the event stays in the
-   * outbox and this says so: `notPublished` when SQS refused it, a PublishOutcomeUnknown
-   * (with `also`) when it may have gone out.
-   */
+  /** Publishes and acknowledges an event just committed in the outbox; a failure says it stays. */
   async #publishCommitted(
     id: string,
     event: Event,
@@ -262,20 +232,13 @@ export class FleetClient {
   }
 
   /**
-   * harel's cancel, as its control plane (`engine/aio/control.py`) chooses: when the active
-   * state has a cancel handler (the `hasCancelHandler` option), the execution becomes
-   * CANCELLING and its `Cancel` event (the reason as its data) is committed in its outbox and
-   * published at once; its children become CANCELLED. Otherwise it is terminated: CANCELLED at
-   * once, no event. An execution that never started, and a DONE one (its state is a sink, with
-   * no transition), have no handler: they become CANCELLED, as harel makes them. The Cancel is
-   * checked as a message before anything is committed. When its publish fails the execution is
-   * CANCELLING all the same, its Cancel waits in the outbox for {@linkcode FleetClient.relay},
-   * and `cancel()` rejects, saying so: a {@linkcode CancelNotPublished} when SQS refused it, a
-   * {@linkcode PublishOutcomeUnknown} when it may have gone out.
+   * harel's cancel: with a cancel handler on the active state (`hasCancelHandler`), CANCELLING
+   * and a `Cancel` event (the reason as its data) committed in its outbox and published; else
+   * (also when it never started or is DONE) CANCELLED at once, no event. Its children become
+   * CANCELLED. When the publish fails it is CANCELLING all the same, and `cancel()` rejects with
+   * a {@linkcode CancelNotPublished} or {@linkcode PublishOutcomeUnknown}.
    *
-   * @param executionId The execution.
    * @param options The reason, as the Cancel event's data.
-   * @returns What the call did to the execution.
    */
   async cancel(executionId: string, options?: CancelOptions): Promise<ControlResult> {
     const given = checkOptions(options);
@@ -298,54 +261,28 @@ export class FleetClient {
     return result;
   }
 
-  /**
-   * harel's terminate: CANCELLED at once, no hooks run, and the same for its children (a DONE
-   * execution too, as harel's rule has it).
-   *
-   * @param executionId The execution.
-   * @returns What the call did to the execution.
-   */
+  /** harel's terminate: it and its children CANCELLED at once, no hooks run (a DONE one too). */
   async terminate(executionId: string): Promise<ControlResult> {
     return await control.terminate(this.store, checkGroupId("executionId", executionId));
   }
 
-  /**
-   * harel's suspend: a RUNNING execution and its children become SUSPENDED (workers put its
-   * events back until it resumes); any other status is left as it is.
-   *
-   * @param executionId The execution.
-   * @returns What the call did to the execution.
-   */
+  /** harel's suspend: a RUNNING execution and its children become SUSPENDED; else nothing. */
   async suspend(executionId: string): Promise<ControlResult> {
     return await control.suspend(this.store, checkGroupId("executionId", executionId));
   }
 
-  /**
-   * harel's resume: a SUSPENDED execution and its children become RUNNING again.
-   *
-   * @param executionId The execution.
-   * @returns What the call did to the execution.
-   */
+  /** harel's resume: a SUSPENDED execution and its children become RUNNING again. */
   async resume(executionId: string): Promise<ControlResult> {
     return await control.resume(this.store, checkGroupId("executionId", executionId));
   }
 
   /**
-   * One cron pass: an outbox pass that publishes each entry to its target's group (an entry
-   * with no target is acknowledged without publishing, as harel's relay does) and a sweep that
-   * publishes harel's `Timeout` for each due timer to its execution's group. Each entry is
-   * acknowledged only after its publish resolved: a lost answer leaves it pending and it is
-   * published again (at least once; workers dedupe on the event id). An event another writer
-   * (the Python store) stored is published byte for byte as stored; this module's own as
-   * committed. A publish SQS failed (throttled, 5xx, unreachable) is retried with backoff (10 s
-   * doubling to 5 min) for ever, never dead-lettered, unless the options set `maxAttempts`; an
-   * entry harel's model, a worker or the queue can never take (a lone surrogate, a bad time, a
-   * group id SQS refuses, a body over the queue's `MaximumMessageSize`, any other 4xx refusal
-   * of the message) is set aside at once as unreadable, with the reason (an
-   * {@linkcode UnreadableEntry} to `onError`), visible in `deadLetters`.
-   *
-   * @param options The options of each pass.
-   * @returns The two passes' reports.
+   * One cron pass: publishes each outbox entry to its target's group (one with no target is
+   * acknowledged, as harel's relay does) and harel's `Timeout` for each due timer, each
+   * acknowledged once published (at least once; workers dedupe). A failed publish is retried
+   * with backoff (10 s doubling to 5 min) for ever unless `maxAttempts` is set; an entry that can
+   * never be carried (bad model, group id, size, any 4xx refusal of the message) is set aside at
+   * once as an {@linkcode UnreadableEntry}, visible in `deadLetters`.
    */
   async relay(options?: FleetRelayOptions): Promise<FleetRelayReport> {
     const given = checkOptions(options);

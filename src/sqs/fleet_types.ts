@@ -3,25 +3,25 @@
  *
  * @module
  */
-import type { OutboxRelayOptions, RelayReport, Status, SweepOptions } from "../../mod.ts";
-import type { ExecutionStore } from "../../mod.ts";
+import type {
+  ExecutionStore,
+  OutboxRelayOptions,
+  RelayReport,
+  Status,
+  SweepOptions,
+} from "../../mod.ts";
 import type { EventQueue } from "./sqs_queue.ts";
 
 /**
  * What a {@linkcode FleetClient} drives executions with.
  *
- * @example A fleet client on DynamoDB and SQS
+ * @example Only the "order" machine handles Cancel
  * ```ts
- * import { DynamoDBStore } from "@harel/dynamodb";
- * import { FleetClient, type FleetClientOptions, SqsQueue } from "@harel/dynamodb/sqs";
+ * import type { FleetClientOptions } from "@harel/dynamodb/sqs";
  *
- * await using store = await DynamoDBStore.create({
- *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
- *   otherWriters: true, // the fleet's Python workers share the tables
- * });
- * await using queue = await SqsQueue.create({ endpoint: Deno.env.get("SQS_ENDPOINT") });
- * const options: FleetClientOptions = { store, queue };
- * const fleet = new FleetClient(options);
+ * const options: Pick<FleetClientOptions, "hasCancelHandler"> = {
+ *   hasCancelHandler: new Set(["order"]),
+ * };
  * ```
  */
 export interface FleetClientOptions {
@@ -30,14 +30,10 @@ export interface FleetClientOptions {
   /** The queue the workers read ({@linkcode SqsQueue}). */
   queue: EventQueue;
   /**
-   * Whether an execution's active state has a cancel handler, as harel's
-   * `engine.has_cancel_handler(defn, exe)` answers: that state or one of its ancestors below
-   * the execution's root is the source of a `Cancel` transition. A function of the definition
-   * id, the active state's path (`exe.active_path`) and the execution's root (`exe.root_path`,
-   * `""` but for a region's child), or a Set of definition ids (every state of those has one).
-   * `cancel()` of an execution whose active state has one is cooperative (CANCELLING, and a
-   * `Cancel` the machine handles); of any other, immediate (CANCELLED, no event). It is never asked about an execution that never started or is DONE:
-   * harel finds no handler there.
+   * Whether an execution's active state (or an ancestor below its root) has a `Cancel`
+   * transition, as harel's `engine.has_cancel_handler` answers: a function of the definition id,
+   * `active_path` and `root_path`, or a Set of definition ids whose every state has one. With
+   * one, `cancel()` is cooperative (CANCELLING and a `Cancel` event); else immediate (CANCELLED).
    * @default {every state has one (cooperative)}
    */
   hasCancelHandler?:
@@ -59,9 +55,8 @@ export interface CreateOptions {
   /** The initial context, also the `Start` event's data (a JSON object). @default {{}} */
   context?: Record<string, unknown>;
   /**
-   * The execution's id: at most 128 characters SQS takes in a group id. The children harel
-   * spawns are grouped by `{id}:{state path}:{seq}` (a fan-out's by `{id}:{state path}:{seq}:{i}`):
-   * leave room for those (docs/fleet.md, "Spawns").
+   * The execution's id: at most 128 characters SQS takes in a group id, leaving room for its
+   * spawns' `{id}:{state path}:{seq}` (docs/fleet.md, "Spawns").
    * @default {a fresh 32-hex id}
    */
   id?: string;
@@ -100,9 +95,8 @@ export interface ControlResult {
 }
 
 /**
- * Options of {@linkcode FleetClient.relay}: those of `relayOutbox()` and `sweepTimers()`. Their
- * defaults differ in two: `maxAttempts` is `Infinity` (a publish SQS failed is never
- * dead-lettered) and `backoff` is `{ minSeconds: 10, maxSeconds: 300 }`.
+ * Options of {@linkcode FleetClient.relay}: those of `relayOutbox()` and `sweepTimers()`, but
+ * `maxAttempts` defaults to `Infinity` and `backoff` to `{ minSeconds: 10, maxSeconds: 300 }`.
  *
  * @example A cron pass with smaller reads
  * ```ts

@@ -6,8 +6,7 @@
 import { OutcomeUnknown } from "../core/errors.ts";
 
 /**
- * SQS did not answer within `create()`'s deadline: refused, reset or timed-out connections, or
- * 5xx answers, until `deadlineMs` ran out.
+ * SQS did not answer (refused, reset, timed out, or 5xx) within `create()`'s `deadlineMs`.
  *
  * @example Telling a queue that is not up from a refusal
  * ```ts
@@ -25,13 +24,7 @@ export class QueueUnreachable extends Error {
   /** How long `create()` waited, in ms. */
   readonly waitedMs: number;
 
-  /**
-   * Builds the error for an SQS endpoint that did not answer in time.
-   *
-   * @param endpoint The endpoint that did not answer.
-   * @param waitedMs How long `create()` waited.
-   * @param options The last connection error, as `cause`.
-   */
+  /** Builds the error for an SQS endpoint that did not answer in time. */
   constructor(endpoint: string, waitedMs: number, options?: ErrorOptions) {
     const cause = options?.cause instanceof Error ? ` (last error: ${options.cause.message})` : "";
     super(
@@ -45,8 +38,7 @@ export class QueueUnreachable extends Error {
 }
 
 /**
- * The queue is a standard queue, not a FIFO one: harel's SQS transport needs
- * `MessageGroupId`, which makes one execution's events exclusive, and only FIFO queues have it.
+ * The queue is not FIFO: harel's SQS transport needs `MessageGroupId`, which only FIFO queues have.
  *
  * @example The error for a standard queue
  * ```ts
@@ -62,12 +54,7 @@ export class QueueNotFifo extends TypeError {
   /** The queue's name or URL. */
   readonly queue: string;
 
-  /**
-   * Builds the error for a queue that is not FIFO.
-   *
-   * @param queue The queue's name or URL.
-   * @param options The SDK's error, as `cause`, when there is one.
-   */
+  /** Builds the error for a queue that is not FIFO. */
   constructor(queue: string, options?: ErrorOptions) {
     super(
       `queue ${JSON.stringify(queue)} is not a FIFO queue: harel's SQS transport needs one ` +
@@ -79,12 +66,9 @@ export class QueueNotFifo extends TypeError {
 }
 
 /**
- * A `SendMessage` may or may not have been sent: its answer was lost (a timeout, a reset
- * connection, a 5xx) after the request may have reached SQS, also after the SDK's retries,
- * which resend the same `MessageDeduplicationId` (SQS drops a copy within 5 minutes). The
- * event may be on the queue: publishing it again is safe for harel workers, which dedupe on
- * the event id. An {@linkcode OutcomeUnknown} with `operation` `"publish"` and the group id
- * as `key`.
+ * A `SendMessage` whose answer was lost (timeout, reset, 5xx) after it may have reached SQS: the
+ * event may be on the queue, and publishing it again is safe (harel workers dedupe on the event
+ * id). An {@linkcode OutcomeUnknown} with `operation` `"publish"` and the group id as `key`.
  *
  * @example Publishing again after an unknown outcome
  * ```ts
@@ -106,14 +90,7 @@ export class PublishOutcomeUnknown extends OutcomeUnknown {
   /** The `MessageDeduplicationId` of the send (resending it within 5 minutes is dropped). */
   readonly deduplicationId: string;
 
-  /**
-   * Builds the error for a publish whose outcome is unknown.
-   *
-   * @param groupId The group the event was published to.
-   * @param eventId The event's id.
-   * @param deduplicationId The send's `MessageDeduplicationId`.
-   * @param options The last transport error, as `cause`, and `also`: what the caller adds.
-   */
+  /** Builds the error for a publish whose outcome is unknown; `options.also` extends the message. */
   constructor(
     groupId: string,
     eventId: string,
@@ -151,12 +128,7 @@ export class ExecutionNotFound extends Error {
   /** The id that named no execution. */
   readonly executionId: string;
 
-  /**
-   * Builds the error for a missing execution.
-   *
-   * @param operation The call that needed it (`"send"`, `"cancel"`, ...).
-   * @param executionId The id that named no execution.
-   */
+  /** Builds the error for a missing execution. */
   constructor(operation: string, executionId: string) {
     super(
       `${operation}(): no execution ${JSON.stringify(executionId)} in the store; nothing was sent`,
@@ -182,12 +154,7 @@ export class ExecutionExists extends Error {
   /** The id that is taken. */
   readonly executionId: string;
 
-  /**
-   * Builds the error for an id that is taken.
-   *
-   * @param executionId The id that is taken.
-   * @param options The store's conflict, as `cause`.
-   */
+  /** Builds the error for an id that is taken. */
   constructor(executionId: string, options?: ErrorOptions) {
     super(
       `create(): execution ${JSON.stringify(executionId)} already exists; no Start was published`,
@@ -198,12 +165,9 @@ export class ExecutionExists extends Error {
 }
 
 /**
- * `create()` committed the execution but SQS refused its `Start` (nothing was sent): the
- * execution exists, PENDING, and its `Start` waits in the outbox for `FleetClient.relay()`
- * (a `send()` to it publishes the `Start` first). When the publish's outcome is unknown instead,
- * `create()` rejects with a {@linkcode PublishOutcomeUnknown}. `send()` throws it too (with
- * `sendingSeq`, the Start's outbox seq) when it could not publish such a Start first: then it
- * sent nothing.
+ * `create()` committed the execution (PENDING) but SQS refused its `Start`, which waits in the
+ * outbox for `FleetClient.relay()`. `send()` throws it too (with `sendingSeq`) when it could not
+ * publish such a Start first: then it sent nothing.
  *
  * @example Leaving the Start to the relay
  * ```ts
@@ -221,13 +185,7 @@ export class StartNotPublished extends Error {
   /** The id of its `Start` event, in the outbox. */
   readonly eventId: string;
 
-  /**
-   * Builds the error for a Start that SQS refused.
-   *
-   * @param executionId The execution, committed.
-   * @param eventId The Start's id.
-   * @param options SQS's error, as `cause`; `sendingSeq` when `send()` throws it.
-   */
+  /** Builds the error for a Start that SQS refused (`sendingSeq`: from `send()`). */
   constructor(
     executionId: string,
     eventId: string,
@@ -250,9 +208,8 @@ export class StartNotPublished extends Error {
 }
 
 /**
- * `cancel()` committed the execution CANCELLING with its `Cancel` event in its outbox, but SQS
- * refused the event (nothing was sent): it waits in the outbox for `FleetClient.relay()`, and
- * workers drop the execution's other events meanwhile.
+ * `cancel()` committed the execution CANCELLING, but SQS refused its `Cancel` event, which waits
+ * in the outbox for `FleetClient.relay()` (workers drop its other events meanwhile).
  *
  * @example Leaving the Cancel to the relay
  * ```ts
@@ -270,13 +227,7 @@ export class CancelNotPublished extends Error {
   /** The id of its `Cancel` event, in the outbox. */
   readonly eventId: string;
 
-  /**
-   * Builds the error for a Cancel that SQS refused.
-   *
-   * @param executionId The execution, committed CANCELLING.
-   * @param eventId The Cancel's id.
-   * @param options SQS's error, as `cause`.
-   */
+  /** Builds the error for a Cancel that SQS refused. */
   constructor(executionId: string, eventId: string, options?: ErrorOptions) {
     const cause = options?.cause instanceof Error ? ` (${options.cause.message})` : "";
     super(

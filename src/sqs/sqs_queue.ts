@@ -9,53 +9,20 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import type { BackoffOptions } from "../core/_backoff.ts";
 import { isUnreachable } from "../core/_attributes.ts";
 import { checkKnownOptions, checkOptions, describe } from "../core/_validate.ts";
 import { newId } from "../core/documents.ts";
 import type { Event } from "../../mod.ts";
-import { buildSqsClient, type QueueRetry, untilSqsAnswers } from "./_connect.ts";
+import {
+  buildSqsClient,
+  type QueueRetry,
+  type SqsQueueOptions,
+  untilSqsAnswers,
+} from "./_connect.ts";
 import { checkGroupId, MAX_BODY_BYTES, messageBody } from "./_wire.ts";
 import { PublishOutcomeUnknown, QueueNotFifo } from "./sqs_errors.ts";
 
-export type { QueueRetry };
-
-/**
- * Where SQS is, which queue, and how long `SqsQueue.create()` waits for SQS to answer.
- *
- * @example A queue on a local SQS (moto)
- * ```ts
- * import { SqsQueue, type SqsQueueOptions } from "@harel/dynamodb/sqs";
- *
- * const options: SqsQueueOptions = {
- *   endpoint: Deno.env.get("SQS_ENDPOINT"),
- *   queueName: "stm.fifo",
- *   deadlineMs: 10_000,
- * };
- * await using queue = await SqsQueue.create(options);
- * console.log(queue.url);
- * ```
- */
-export interface SqsQueueOptions {
-  /** An SQS-compatible endpoint (moto, ElasticMQ, LocalStack), or `null` / absent for AWS. @default {null} */
-  endpoint?: string | null;
-  /** The AWS region; with an endpoint and none, `"us-east-1"`. @default {undefined} */
-  region?: string;
-  /** The FIFO queue's name, created when missing; it must end in `.fifo`. @default {"stm.fifo"} */
-  queueName?: string;
-  /** How long to keep retrying an SQS that does not answer, in ms. @default {30000} */
-  deadlineMs?: number;
-  /** Aborts the wait for SQS. @default {undefined} */
-  signal?: AbortSignal;
-  /** Called after each attempt that found SQS unreachable, before the next one. @default {undefined} */
-  onRetry?: (retry: QueueRetry) => void;
-  /** The backoff between attempts. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
-  backoff?: BackoffOptions;
-  /** How long one request may wait for an answer, in ms. @default {30000} */
-  requestTimeoutMs?: number;
-  /** Settings passed through to `new SQSClient` (`maxAttempts`, `credentials`, ...). @default {{}} */
-  clientConfig?: Record<string, unknown>;
-}
+export type { QueueRetry, SqsQueueOptions };
 
 /**
  * Options of one {@linkcode SqsQueue.publish}.
@@ -68,11 +35,7 @@ export interface SqsQueueOptions {
  * ```
  */
 export interface PublishOptions {
-  /**
-   * harel's message priority. SQS FIFO has none, so anything but 0 is a RangeError before
-   * anything is sent, as harel's `SqsTransport` refuses it.
-   * @default {0}
-   */
+  /** harel's message priority: SQS FIFO has none, so anything but 0 is a RangeError. @default {0} */
   priority?: number;
 }
 
@@ -125,11 +88,9 @@ function nameOfUrl(url: string): string {
 }
 
 /**
- * harel's SQS transport (`SqsTransport`), the publishing half, on its exact wire: one
- * `SendMessage` per event, the body as harel's pydantic `Event` dumps it, the execution id as
- * `MessageGroupId` (SQS FIFO's per-group exclusivity is the engine's per-execution lock), and
- * a fresh `MessageDeduplicationId` per send (a fan-out reuses event ids). Python workers built
- * on harel's `SqsTransport` read what it sends.
+ * The publishing half of harel's `SqsTransport`, on its exact wire: one `SendMessage` per event,
+ * the execution id as `MessageGroupId` (the engine's per-execution lock), and a fresh
+ * `MessageDeduplicationId` per send (a fan-out reuses event ids).
  *
  * @example Publishing an event to an execution's group
  * ```ts
@@ -145,16 +106,15 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   /** The queue's URL. */
   readonly url: string;
   readonly #client: Pick<SQSClient, "send">;
-  readonly #owned: SQSClient | null;
+  #owned: SQSClient | null = null;
   #closed = false;
   #maxMessageBytes = MAX_BODY_BYTES;
 
   /**
-   * A queue on an injected client (the caller keeps it: `close()` leaves it open). No network
-   * here; a URL whose queue name does not end in `.fifo` is a {@linkcode QueueNotFifo}.
+   * A queue on an injected client, which stays the caller's. A URL not ending in `.fifo` is a
+   * {@linkcode QueueNotFifo}.
    *
    * @param client An `SQSClient` (anything with its `send`).
-   * @param url The FIFO queue's URL.
    */
   constructor(client: Pick<SQSClient, "send">, url: string) {
     if (typeof client?.send !== "function") {
@@ -166,25 +126,18 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
     if (!nameOfUrl(url).endsWith(".fifo")) throw new QueueNotFifo(url);
     this.#client = client;
     this.url = url;
-    this.#owned = ownedClients.has(client) ? client as SQSClient : null;
-    ownedClients.delete(client);
   }
 
-  /**
-   * The largest message body the queue takes, in bytes: its `MaximumMessageSize`, read once by
-   * {@linkcode SqsQueue.create}; SQS's own limit (1 MiB) for a queue built with `new`.
-   */
+  /** The largest message body the queue takes: its `MaximumMessageSize` (1 MiB with `new`). */
   get maxMessageBytes(): number {
     return this.#maxMessageBytes;
   }
 
   /**
-   * Builds a client, retries until SQS answers (as `DynamoDBStore.create()` does for
-   * DynamoDB), creates the FIFO queue when it is missing (`FifoQueue: "true"`) and reads its
-   * `MaximumMessageSize`. The queue owns the client: `close()` destroys it.
+   * Builds a client it owns, retries until SQS answers, creates the FIFO queue when missing and
+   * reads its `MaximumMessageSize`.
    *
    * @param options Where SQS is, the queue's name, and how long to wait.
-   * @returns The queue, ready to publish.
    */
   static async create(options: SqsQueueOptions = {}): Promise<SqsQueue> {
     const given = checkOptions(options);
@@ -228,8 +181,8 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
         given,
         region,
       );
-      ownedClients.add(client);
       const queue = new SqsQueue(client, url);
+      queue.#owned = client;
       if (size > 0 && size < MAX_BODY_BYTES) queue.#maxMessageBytes = size;
       return queue;
     } catch (error) {
@@ -239,16 +192,12 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
   }
 
   /**
-   * Publishes `event` to the group `groupId` with one `SendMessage`, as harel's
-   * `SqsTransport.publish` does. Checked before anything is sent: the group id (at most 128
-   * characters SQS takes), the priority (0 only), the event (harel's model and a worker must
-   * read it, and its body fit {@linkcode SqsQueue.maxMessageBytes}).
-   * A lost answer is a {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
+   * Publishes `event` to the group `groupId` with one `SendMessage`, as `SqsTransport.publish`,
+   * after checking the group id, the priority and the event. A lost answer is a
+   * {@linkcode PublishOutcomeUnknown}: the event may be on the queue.
    *
    * @param groupId The execution the event is for (its `MessageGroupId`).
-   * @param event The event, as harel's `Event`.
    * @param options The priority (0, the only one SQS has).
-   * @returns What SQS answered.
    */
   async publish(groupId: string, event: Event, options?: PublishOptions): Promise<PublishReceipt> {
     const given = checkOptions(options);
@@ -301,11 +250,7 @@ export class SqsQueue implements EventQueue, AsyncDisposable {
 const NOT_THE_MESSAGE =
   /Throttl|RequestLimit|OverLimit|AccessDenied|Kms|Token|Signature|Credential|Unrecognized|Security|QueueDoesNotExist|NonExistentQueue|QueueDeleted|Unavailable|Timeout/i;
 
-/**
- * Why SQS will never take this message, or null: a 4xx refusal of the message itself
- * (`InvalidParameterValue`: too long, bad characters), which a retry cannot cure. Throttling,
- * 5xx, an unreachable SQS, a missing queue and refused credentials may pass: null.
- */
+/** Why SQS will never take this message (a 4xx refusal of the message itself), or null. */
 export function permanentRefusal(error: unknown): string | null {
   const e = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
   const status = e?.$metadata?.httpStatusCode ?? 0;
@@ -315,13 +260,7 @@ export function permanentRefusal(error: unknown): string | null {
   return `SQS refused it (${status} ${e.name}: ${e.message}); a retry cannot cure that`;
 }
 
-/** Clients built by `create()`, until the queue made on them claims them. */
-const ownedClients = new WeakSet<object>();
-
-/**
- * Whether a failed send may have reached SQS: a timeout, a reset, a 5xx may follow a send that
- * SQS applied. A refused connection on the only attempt, or a 4xx refusal, sent nothing.
- */
+/** Whether a failed send may have reached SQS: not a 4xx, nor a refused connection on its only attempt. */
 function mayHaveBeenSent(error: unknown): boolean {
   if (!isUnreachable(error)) return false;
   const e = error as { code?: string; $metadata?: { attempts?: number } };

@@ -1,12 +1,9 @@
-/**
- * The hash writes of `DynamoDBStateStore` (`hset`, `hdel`): conditional writes on a native Map
- * that seed one (fresh, or migrated from the legacy `value`) when they find none.
- *
- * @module
- */
+// `hset` and `hdel` of DynamoDBStateStore: conditional writes on a native Map that seed one
+// (fresh, or migrated from the legacy `value`) when they find none.
 import {
   type AttributeValue,
   DeleteItemCommand,
+  type DeleteItemCommandInput,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
@@ -40,10 +37,7 @@ export interface HashTable {
   readonly now: () => number;
 }
 
-/**
- * One call's writes to one key: `id` is the `write_id` each of them leaves on the item, so a
- * copy re-sent after a lost answer tells its own earlier work from another writer's.
- */
+/** One call's writes to one key; `id`, left on the item, tells a re-sent copy its own work. */
 interface Write {
   readonly table: HashTable;
   readonly operation: "hset" | "hdel";
@@ -54,17 +48,11 @@ interface Write {
 /** The ids of the item's last three hash writes, newest first. */
 const WRITE_IDS = [STATE.writeId, STATE.writeId1, STATE.writeId2] as const;
 
-/**
- * Sets `write_id` to `:w` and shifts the two before it on (operands read the item as it was):
- * a re-sent copy finds its own id although two other writers' writes came in between.
- */
+/** Sets `write_id` to `:w`, shifting the two before it on (operands read the old item). */
 const SHIFT_WRITE_IDS =
   "#w0 = :w, #w1 = if_not_exists(#w0, :none), #w2 = if_not_exists(#w1, :none)";
 
-/**
- * Fails a re-sent copy whose first copy was applied (its id is still among the last three): a
- * copy must not apply the write again after another writer's write came in between.
- */
+/** Fails a re-sent copy whose first copy was applied (its id among the last three). */
 const NOT_MINE = "NOT (#w0 = :w OR #w1 = :w OR #w2 = :w)";
 
 function writeIdNames(): Record<string, string> {
@@ -90,10 +78,7 @@ function onLiveMapValues(id: string, now: number): Record<string, AttributeValue
 /** How often a write re-reads after losing a race against another writer's migration. */
 const MAX_RACES = 20;
 
-/**
- * A lost condition whose `ALL_OLD` item the SDK's parser could not read (it throws a
- * `TypeError` on a map key named `__proto__`, a field name we allow): re-read the item.
- */
+/** A lost condition whose `ALL_OLD` the SDK could not parse (a `__proto__` field): re-read it. */
 function isUnreadableFailure(error: unknown): boolean {
   return error instanceof TypeError &&
     (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 400;
@@ -112,10 +97,7 @@ const SUBSTITUTION_BYTES = 2 * 1024 * 1024;
 /** An expression with its names substituted: DynamoDB Local refuses one over 1 MB (measured). */
 const SUBSTITUTED_BYTES = 1024 * 1024;
 
-/**
- * Where the batch of `hdel` fields from `start` ends: as many as one UpdateItem can name within
- * the three limits above (some 400 short fields, or 16 of 64 KB); at least one.
- */
+/** Where the batch of `hdel` fields from `start` ends: what one UpdateItem can name, at least one. */
 function hdelBatchEnd(fields: string[], start: number): number {
   let expression = `REMOVE  SET ${STATE.updatedAt} = :at, ${SHIFT_WRITE_IDS}`.length;
   let substitution = 256; // PRESENT_NAMES, the write ids' names and the six values
@@ -149,10 +131,7 @@ function tooLarge(key: string, cause: unknown): RangeError {
 /** A field `hset` writes: its name, its plain value and that value as DynamoDB's. */
 export type FieldWrite = readonly [field: string, plain: unknown, native: AttributeValue];
 
-/**
- * Sets the `fields` of the hash at `key` (and with `ttl` its expiry) in one conditional
- * UpdateItem on a live Map: how many are new. A key with no live Map is seeded instead.
- */
+/** Sets `fields` (and `ttl`) with one UpdateItem on a live Map, else seeds one: how many are new. */
 export async function writeFields(
   table: HashTable,
   key: string,
@@ -233,10 +212,7 @@ function unknownCount(write: Write, fields: string[], cause?: unknown): OutcomeU
   );
 }
 
-/**
- * Removes the (checked, unique) hash fields `all` of `key` a batch at a time: how many existed.
- * If a lost earlier copy may have removed some, throws {@linkcode OutcomeUnknown} at the end.
- */
+/** Removes the fields `all` a batch at a time: how many existed (or {@linkcode OutcomeUnknown}). */
 export async function removeFields(table: HashTable, key: string, all: string[]): Promise<number> {
   let total = 0;
   let unknown = false;
@@ -261,9 +237,8 @@ export async function removeFields(table: HashTable, key: string, all: string[])
 }
 
 /**
- * Removes one UpdateItem's worth of fields; `last` when nothing is left for later batches (the
- * key gone, or a legacy hash migrated without all of `rest`). `unknown`: a lost earlier copy
- * may have removed fields `removed` does not count.
+ * Removes one UpdateItem's worth of fields; `last` when nothing is left for later batches;
+ * `unknown` when a lost earlier copy may have removed fields `removed` does not count.
  */
 async function removeBatch(
   write: Write,
@@ -350,30 +325,36 @@ async function lostCondition(
   return result.Item;
 }
 
-/**
- * Deletes the item if its hash is still empty and it holds no value, as Redis does. A
- * concurrent `hset` that got there first wins; readers treat an empty leftover as absent.
- */
-async function dropEmpty(table: HashTable, key: string): Promise<void> {
+/** Deletes the item at `key` where `condition` holds; nothing when it does not. */
+export async function deleteIf(
+  table: HashTable,
+  key: string,
+  condition: Pick<
+    DeleteItemCommandInput,
+    "ConditionExpression" | "ExpressionAttributeNames" | "ExpressionAttributeValues"
+  >,
+): Promise<void> {
   try {
     await table.client.send(
-      new DeleteItemCommand({
-        TableName: table.tableName,
-        Key: stateKey(key),
-        ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
-        ExpressionAttributeNames: { "#v": STATE.value, "#h": STATE.hash },
-        ExpressionAttributeValues: { ":zero": ZERO },
-      }),
+      new DeleteItemCommand({ TableName: table.tableName, Key: stateKey(key), ...condition }),
     );
   } catch (error) {
     if (!isConditionFailure(error)) throw error;
   }
 }
 
+/** Deletes an emptied hash holding no value, as Redis does; a concurrent `hset` wins. */
+function dropEmpty(table: HashTable, key: string): Promise<void> {
+  return deleteIf(table, key, {
+    ConditionExpression: "attribute_not_exists(#v) AND NOT size(#h) > :zero",
+    ExpressionAttributeNames: { "#v": STATE.value, "#h": STATE.hash },
+    ExpressionAttributeValues: { ":zero": ZERO },
+  });
+}
+
 /**
- * Writes a native Map where `old` (ALL_OLD) had none: fresh, or the legacy hash migrated out
- * of `value`; `change` edits the fields. Conditioned on `old`, so it never clobbers a concurrent
- * seeder: `undefined` means it lost that race and the caller starts over.
+ * Writes a native Map where `old` had none (fresh, or the legacy hash migrated), `change`
+ * editing the fields; `undefined` when a concurrent seeder won and the caller starts over.
  */
 async function seed(
   write: Write,

@@ -1,14 +1,8 @@
-/**
- * What `hset` takes, checked the same way by `DynamoDBStateStore` and its memory twin, and the
- * 4 KB update-expression limit a many-field write obeys.
- *
- * @module
- */
-import { checkField, checkTtlHorizon, describe } from "../core/_validate.ts";
+// What `hset` takes, checked alike by DynamoDBStateStore and its twin, within DynamoDB's 4 KB
+// update expression.
+import { checkField, describe } from "../core/_validate.ts";
 import { plainValue } from "../core/_json.ts";
-import { checkOptionNames } from "../core/_option_names.ts";
-import { checkTtlSeconds } from "./_state_values.ts";
-import type { SetOptions } from "../core/types.ts";
+import { optionsTtl } from "./_state_values.ts";
 
 /** An `hset` call's fields (name and plain value, in the caller's order) and TTL in seconds. */
 export interface HsetInput {
@@ -42,7 +36,7 @@ export function checkHsetInput(fieldOrFields: unknown, valueOrOptions: unknown):
     return [field, plainValue(`fields[${JSON.stringify(field)}]`, value, true)] as const;
   });
   checkFieldCount(fields.length);
-  return { fields, ttl: hsetTtl(valueOrOptions) };
+  return { fields, ttl: optionsTtl("hset()", valueOrOptions) };
 }
 
 /** An object literal or one without a prototype: not a Map, a Date or a class instance. */
@@ -51,26 +45,10 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-/** `hset`'s `{ ttl }` (`null`/`undefined`: none), checked as `set`'s. */
-function hsetTtl(options: unknown): number | undefined {
-  if (options === null || options === undefined) return undefined;
-  if (typeof options !== "object") {
-    throw new TypeError(`options must be an object like { ttl: 60 }, got ${describe(options)}`);
-  }
-  checkOptionNames("hset()", options);
-  const { ttl } = options as SetOptions;
-  if (ttl === undefined) return undefined;
-  checkTtlHorizon("options.ttl", ttl);
-  return checkTtlSeconds("options.ttl", ttl, false);
-}
-
 /** DynamoDB's limit on one request's update expression, in bytes. */
 const EXPRESSION_BYTES = 4 * 1024;
 
-/**
- * The update expression of an `hset` of `count` fields, then `tail`: one place, so that the
- * limit is checked on the expression that is sent.
- */
+/** The update expression of an `hset` of `count` fields, then `tail`: the one the limit is checked on. */
 export function hsetExpression(count: number, tail: string): string {
   const sets = Array.from({ length: count }, (_, i) => `#h.#f${i} = :v${i}`);
   return `SET ${[...sets, tail].join(", ")}`;

@@ -1,9 +1,5 @@
-/**
- * What a state item is to every read and write of `DynamoDBStateStore`: alive (no ttl, or one
- * ahead) and holding something (a value or a hash field), on the server (conditions) and here.
- *
- * @module
- */
+// What a state item is to every read and write: alive (no ttl, or one ahead) and holding a value
+// or a hash field, as server conditions and here.
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isNamed, type Item } from "../core/_attributes.ts";
 import { STATE } from "../core/_layout.ts";
@@ -18,6 +14,11 @@ export const HOLDS = "(attribute_exists(#v) OR size(#h) > :zero)";
 export const PRESENT_NAMES = { "#t": STATE.ttl, "#v": STATE.value, "#h": STATE.hash } as const;
 /** `:zero`, the size HOLDS compares with. */
 export const ZERO: AttributeValue = { N: "0" };
+
+/** A size stand-in for the ids of the last three hash writes on an item (22 characters each). */
+export const WRITE_IDS_SIZE: Item = Object.fromEntries(
+  [STATE.writeId, STATE.writeId1, STATE.writeId2].map((name) => [name, { S: "0".repeat(22) }]),
+);
 
 /** A conditional write that lost: its `Item` is the item it found (ALL_OLD), if asked. */
 export function isConditionFailure(error: unknown): error is Error & { Item?: Item } {

@@ -19,10 +19,7 @@ export interface StateTable extends HashTable {
 /** What a read of the whole item projects (every attribute but `updated_at` and `write_id`). */
 export const WHOLE_ITEM = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash]];
 
-/**
- * The deletes (one-item transactions) are re-sent with the same token up to 3 times while the
- * answer is lost, 8 after a transaction conflict; a plain write one held off is retried as often.
- */
+/** How often a delete (a one-item transaction) is re-sent: 3 lost answers, 8 conflicts. */
 export const RESENDS: Resends = { lost: 3, conflicts: 8 };
 
 /** The live item at `key` (or undefined), projected on `paths` (each a list of names). */

@@ -1,9 +1,9 @@
-// The state store's values, shared by DynamoDBStateStore and its twin: hash fields as native
-// DynamoDB values, what other writers left read back, and the methods' arguments.
+// The state store's values, shared by DynamoDBStateStore and its twin: native DynamoDB values,
+// other writers' legacy values, and the methods' arguments.
 import { checkOptionNames } from "../core/_option_names.ts";
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { N } from "../core/_attributes.ts";
-import { checkField, describe } from "../core/_validate.ts";
+import { checkField, checkTtlHorizon, describe } from "../core/_validate.ts";
 import { ExactNumber, parseJson, plainValue } from "../core/_json.ts";
 import type { SetOptions } from "../core/types.ts";
 
@@ -40,19 +40,13 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
   });
 }
 
-/**
- * A stored `value` as `get` reads it: JSON (Python's NaN/Infinity read as null), or — legacy
- * writers — a raw string that reads back as itself.
- */
+/** A stored `value` as `get` reads it: JSON (NaN as null), or a legacy raw string as itself. */
 export function decodeValue(text: string): unknown {
   const parsed = parseJson(text, false);
   return parsed === undefined ? text : parsed.value;
 }
 
-/**
- * The legacy hash a `value` holds (a JSON object) as an object with no prototype, else
- * undefined. With `exact`, big numbers keep their digits for a migration.
- */
+/** The legacy hash a `value` holds, with no prototype; `exact` keeps big numbers' digits. */
 export function legacyFields(
   text: string | undefined,
   exact = false,
@@ -68,11 +62,7 @@ export function legacyFields(
   return fields;
 }
 
-/**
- * Refuses a legacy field a DynamoDB Map cannot hold (bad name, number out of range, too deep),
- * naming it, rather than changing it or sending it for DynamoDB to refuse. The key keeps its
- * legacy hash.
- */
+/** Refuses a legacy field a DynamoDB Map cannot hold, naming it; the key keeps its legacy hash. */
 export function checkMigrating(key: string, field: string, plain: unknown): void {
   const refuse = (what: string, error: unknown): never => {
     const kind = error instanceof RangeError ? RangeError : TypeError;
@@ -97,35 +87,36 @@ export function checkMigrating(key: string, field: string, plain: unknown): void
 /** Most seconds a TTL may run: the expiry must stay a number DynamoDB can store. */
 export const MAX_TTL_SECONDS = 1e125;
 
-/** Seconds of life for `set`'s `ttl` or `expire`: finite, and an expiry DynamoDB can store. */
+/** Seconds of life for a `ttl` or `expire`: finite, under 10 years, and storable. */
 export function checkTtlSeconds(field: string, seconds: unknown, allowZero: boolean): number {
-  if (allowZero && (typeof seconds !== "number" || !Number.isFinite(seconds))) {
-    throw new RangeError(`${field} must be a finite number, got ${describe(seconds)}`);
+  checkTtlHorizon(field, seconds);
+  if (typeof seconds !== "number" || !Number.isFinite(seconds) || (!allowZero && seconds < 0)) {
+    throw new RangeError(
+      `${field} must be a finite number${allowZero ? "" : " of seconds >= 0"}, got ${
+        describe(seconds)
+      }`,
+    );
   }
-  if (!allowZero) {
-    if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
-      throw new RangeError(
-        `${field} must be a finite number of seconds >= 0, got ${describe(seconds)}`,
-      );
-    }
-    if (seconds === 0) throw new RangeError(`${field} must be more than 0 seconds, got 0`);
+  if (!allowZero && seconds === 0) {
+    throw new RangeError(`${field} must be more than 0 seconds, got 0`);
   }
-  if ((seconds as number) > MAX_TTL_SECONDS) {
+  if (seconds > MAX_TTL_SECONDS) {
     throw new RangeError(
       `${field} is ${seconds} seconds; at most ${MAX_TTL_SECONDS} (a DynamoDB number holds less than 1e126)`,
     );
   }
-  return seconds as number;
+  return seconds;
 }
 
-/** The TTL in `set`'s options (`null`/`undefined` options mean none), checked. */
-export function setTtl(options: SetOptions | null | undefined): number | undefined {
+/** The TTL in `set`'s or `hset`'s options (`null`/`undefined` options mean none), checked. */
+export function optionsTtl(method: "set()" | "hset()", options: unknown): number | undefined {
   if (options === null || options === undefined) return undefined;
   if (typeof options !== "object") {
     throw new TypeError(`options must be an object like { ttl: 60 }, got ${describe(options)}`);
   }
-  checkOptionNames("set()", options);
-  return options.ttl === undefined ? undefined : checkTtlSeconds("options.ttl", options.ttl, false);
+  checkOptionNames(method, options);
+  const { ttl } = options as SetOptions;
+  return ttl === undefined ? undefined : checkTtlSeconds("options.ttl", ttl, false);
 }
 
 /** What `MemoryStateStore` keeps per key: the stored layout, with fields as JSON text. */

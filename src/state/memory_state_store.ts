@@ -4,7 +4,7 @@
  * @module
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { checkField, checkItemSize, checkKey, checkTtlHorizon, LIMITS } from "../core/_validate.ts";
+import { checkField, checkItemSize, checkKey, LIMITS } from "../core/_validate.ts";
 import { checkOptionsOf } from "../core/_option_names.ts";
 import { checkClock, secondsOf } from "../core/_clock.ts";
 import {
@@ -15,8 +15,8 @@ import {
   decodeValue,
   fieldRecord,
   legacyFields,
+  optionsTtl,
   setOwn,
-  setTtl,
   stateEntries,
   type StateEntry as Entry,
   toAttribute,
@@ -28,6 +28,7 @@ import { checkHsetInput } from "./_hset_input.ts";
 import { globMatch } from "../core/glob.ts";
 import type { SetOptions, StateStore } from "../core/types.ts";
 import { STATE } from "../core/_layout.ts";
+import { WRITE_IDS_SIZE } from "./_state_presence.ts";
 
 /**
  * Options of {@linkcode MemoryStateStore}.
@@ -63,20 +64,10 @@ function asItem(key: string, entry: Entry): Record<string, AttributeValue> {
   if (entry.value !== undefined) item[STATE.value] = { S: entry.value };
   if (entry.ttl !== undefined) item[STATE.ttl] = N(entry.ttl);
   if (entry.hash) {
-    const map: Record<string, AttributeValue> = {};
-    for (const [field, json] of entry.hash) {
-      Object.defineProperty(map, field, {
-        value: toAttribute(JSON.parse(json)),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    item[STATE.hash] = { M: map };
-    // DynamoDBStateStore's hash writes leave the ids of the last three on the item.
-    for (const name of [STATE.writeId, STATE.writeId1, STATE.writeId2]) {
-      item[name] = { S: "0".repeat(22) };
-    }
+    const map: Record<string, unknown> = {};
+    for (const [field, json] of entry.hash) setOwn(map, field, toAttribute(JSON.parse(json)));
+    item[STATE.hash] = { M: map as Record<string, AttributeValue> };
+    Object.assign(item, WRITE_IDS_SIZE);
   }
   return item;
 }
@@ -103,11 +94,7 @@ export class MemoryStateStore implements StateStore {
   readonly #items = new Map<string, Entry>();
   #closed = false;
 
-  /**
-   * An empty store.
-   *
-   * @param options The clock.
-   */
+  /** An empty store. */
   constructor(options: MemoryStateStoreOptions = {}) {
     this.#now = checkClock(checkOptionsOf("new MemoryStateStore()", options).now ?? Date.now);
     stateEntries.set(this, this.#items);
@@ -117,10 +104,7 @@ export class MemoryStateStore implements StateStore {
     return secondsOf(this.#now);
   }
 
-  /**
-   * The live entry at `key`; an expired or emptied one is dropped (DynamoDB eventually
-   * deletes the first; every method treats the second as absent).
-   */
+  /** The live entry at `key`; an expired or emptied one is dropped. */
   #live(key: string): Entry | undefined {
     checkKey("key", key, LIMITS.partitionKeyBytes);
     const entry = this.#items.get(key);
@@ -158,10 +142,8 @@ export class MemoryStateStore implements StateStore {
   /** Stores a JSON value, replacing the whole item. */
   set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
     return Promise.try(() => {
-      this.#open("set");
-      checkKey("key", key, LIMITS.partitionKeyBytes);
-      checkTtlHorizon("options.ttl", options?.ttl);
-      const ttl = setTtl(options);
+      this.#open("set", key);
+      const ttl = optionsTtl("set()", options);
       const entry: Entry = { value: toJson("value", value) };
       if (ttl !== undefined) entry.ttl = Math.ceil(this.#seconds() + ttl);
       this.#store(key, entry, `set ${JSON.stringify(key.slice(0, 40))}`);
@@ -195,23 +177,7 @@ export class MemoryStateStore implements StateStore {
     });
   }
 
-  /**
-   * Whole seconds until `key` expires, or `null`.
-   *
-   * @example Reading the time left
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { MemoryStateStore } from "@harel/dynamodb/testing";
-   *
-   * let now = Date.now();
-   * const state = new MemoryStateStore({ now: () => now });
-   * await state.hset("session:abc", "step", 1);
-   * assert.equal(await state.ttl("session:abc"), null); // no TTL yet
-   * await state.expire("session:abc", 3600);
-   * now += 600_000; // ten minutes later
-   * assert.equal(await state.ttl("session:abc"), 3000);
-   * ```
-   */
+  /** Whole seconds until `key` expires, or `null`. */
   ttl(key: string): Promise<number | null> {
     return Promise.try(() => {
       this.#open("ttl");
@@ -223,9 +189,7 @@ export class MemoryStateStore implements StateStore {
   /** Sets `key` to expire in `seconds` (`<= 0` removes it); `false` when missing. */
   expire(key: string, seconds: number): Promise<boolean> {
     return Promise.try(() => {
-      this.#open("expire");
-      checkKey("key", key, LIMITS.partitionKeyBytes);
-      checkTtlHorizon("seconds", seconds);
+      this.#open("expire", key);
       checkTtlSeconds("seconds", seconds, true);
       const entry = this.#live(key);
       if (!entry) return false;
@@ -238,8 +202,7 @@ export class MemoryStateStore implements StateStore {
   /** A hash field's value, or `null`; `T` names the stored type (not checked). */
   hget<T = unknown>(key: string, field: string): Promise<T | null> {
     return Promise.try(() => {
-      this.#open("hget");
-      checkKey("key", key, LIMITS.partitionKeyBytes);
+      this.#open("hget", key);
       checkField(field);
       const value = this.#fields(this.#live(key))?.get(field);
       return value === undefined ? null : JSON.parse(value) as T;
@@ -258,14 +221,11 @@ export class MemoryStateStore implements StateStore {
 
   /** A copy of the hash an entry's write goes to: its own, or its legacy hash. */
   #hashOf(key: string, entry: Entry): Map<string, string> {
-    if (entry.hash) return new Map(entry.hash);
-    const legacy = legacyFields(entry.value, true);
-    if (!legacy) {
-      throw new TypeError(
-        `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
-      );
-    }
-    return new Map(Object.entries(legacy).map(([k, v]) => [k, JSON.stringify(v)]));
+    const fields = this.#fields(entry);
+    if (fields) return new Map(fields);
+    throw new TypeError(
+      `key ${JSON.stringify(key)} holds a value, not a hash; delete it or use set() instead`,
+    );
   }
 
   /** The entry after a hash write: a legacy one migrates (its fields must be storable). */
@@ -283,8 +243,7 @@ export class MemoryStateStore implements StateStore {
   hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
   hset(key: string, fieldOrFields: unknown, valueOrOptions?: unknown): Promise<number> {
     return Promise.try(() => {
-      this.#open("hset");
-      checkKey("key", key, LIMITS.partitionKeyBytes);
+      this.#open("hset", key);
       const { fields, ttl } = checkHsetInput(fieldOrFields, valueOrOptions);
       const entry = this.#live(key);
       const hash = entry ? this.#hashOf(key, entry) : new Map<string, string>();
@@ -303,8 +262,7 @@ export class MemoryStateStore implements StateStore {
   /** Removes hash fields; the number that existed. An emptied hash deletes the key. */
   hdel(key: string, ...fields: string[]): Promise<number> {
     return Promise.try(() => {
-      this.#open("hdel");
-      checkKey("key", key, LIMITS.partitionKeyBytes);
+      this.#open("hdel", key);
       const unique = checkHdelFields(fields);
       const entry = this.#live(key);
       if (!entry) return 0;
@@ -327,8 +285,9 @@ export class MemoryStateStore implements StateStore {
     return this.close();
   }
 
-  /** Refuses a call on a closed store before anything else, input checks included. */
-  #open(method: string): void {
+  /** Refuses a call on a closed store before anything else, then a bad `key`. */
+  #open(method: string, ...key: [string?]): void {
     if (this.#closed) throw new StoreClosed("MemoryStateStore", method);
+    if (key.length) checkKey("key", key[0], LIMITS.partitionKeyBytes);
   }
 }

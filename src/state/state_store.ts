@@ -4,7 +4,6 @@
  * @module
  */
 import {
-  DeleteItemCommand,
   type DynamoDBClient,
   PutItemCommand,
   ScanCommand,
@@ -12,14 +11,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { Attempts, retryingConflicts } from "../dynamo/_lost_answers.ts";
 import { OutcomeUnknown } from "../core/errors.ts";
-import {
-  checkField,
-  checkItemSize,
-  checkKey,
-  checkTtlHorizon,
-  describe,
-  LIMITS,
-} from "../core/_validate.ts";
+import { checkField, checkItemSize, checkKey, describe, LIMITS } from "../core/_validate.ts";
 import { checkCreateOptions, checkOptionsOf } from "../core/_option_names.ts";
 import {
   checkHdelFields,
@@ -28,13 +20,13 @@ import {
   decodeValue,
   fieldRecord,
   legacyFields,
+  optionsTtl,
   setOwn,
-  setTtl,
   toAttribute,
 } from "./_state_values.ts";
 import { plainAttribute } from "../core/_attributes.ts";
 import { toJson } from "../core/_json.ts";
-import { connectStore } from "../dynamo/connect.ts";
+import { type ConnectOptions, connectStore } from "../dynamo/connect.ts";
 import type { DynamoDBSender } from "../dynamo/_dynamo.ts";
 import { type Item, pages, S } from "../dynamo/_dynamo.ts";
 import { globMatch } from "../core/glob.ts";
@@ -58,9 +50,10 @@ import {
   LIVE,
   N,
   PRESENT_NAMES,
+  WRITE_IDS_SIZE,
   ZERO,
 } from "./_state_presence.ts";
-import { type FieldWrite, removeFields, writeFields } from "./_hash_writes.ts";
+import { deleteIf, type FieldWrite, removeFields, writeFields } from "./_hash_writes.ts";
 import { checkHsetInput } from "./_hset_input.ts";
 import {
   deletePresent,
@@ -71,20 +64,62 @@ import {
   type StateTable,
   WHOLE_ITEM,
 } from "./_state_reads.ts";
-import type { CreateStateStoreOptions, DynamoDBStateStoreOptions } from "./state_store_options.ts";
 
-export type { CreateStateStoreOptions, DynamoDBStateStoreOptions };
+/**
+ * Options of {@linkcode DynamoDBStateStore}.
+ *
+ * @example A state table of your own
+ * ```ts
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * const state = new DynamoDBStateStore(new DynamoDBClient({}), {
+ *   tableName: "agents_state",
+ *   consistentReads: false,
+ * });
+ * ```
+ */
+export interface DynamoDBStateStoreOptions {
+  /** The table's name. @default {"harel_state"} */
+  tableName?: string;
+  /** Read with strongly consistent reads (read-your-writes). @default {true} */
+  consistentReads?: boolean;
+  /**
+   * The clock TTLs are measured with, in epoch milliseconds, for tests that let time pass
+   * (DynamoDB still deletes expired items by its own clock).
+   * @default {Date.now}
+   */
+  now?: () => number;
+}
 
-/** A size stand-in for the ids of the last three hash writes on an item (22 characters each). */
-const WRITE_IDS_SIZE: Item = Object.fromEntries(
-  [STATE.writeId, STATE.writeId1, STATE.writeId2].map((name) => [name, S("0".repeat(22))]),
-);
+/**
+ * Options of {@linkcode DynamoDBStateStore.create}: the store's options plus where DynamoDB is.
+ *
+ * @example Connecting to LocalStack
+ * ```ts
+ * import { DynamoDBStateStore } from "@harel/dynamodb";
+ *
+ * await using state = await DynamoDBStateStore.create({
+ *   endpoint: "http://localhost:4566",
+ *   tableName: "agents_state",
+ * });
+ * ```
+ */
+export interface CreateStateStoreOptions extends DynamoDBStateStoreOptions, ConnectOptions {
+  /**
+   * Create the table where missing and enable TTL on it. `false` for a cold start: one
+   * DescribeTable checks the table exists, else {@linkcode TableNotFound}.
+   * @default {true}
+   */
+  ensureTable?: boolean;
+}
 
 /**
  * A Redis-like key/value and hash store in one DynamoDB table (key `pk`, TTL on `ttl`).
  * Every read honours expiry; hash fields are written field by field, so concurrent writers of
  * different fields never lose a write. Legacy items (a hash as JSON in `value`) migrate on
- * their first hash write.
+ * their first hash write. Every method refuses a call after `close()` with `StoreClosed`, and a
+ * key that is not a non-empty string of at most 2048 bytes with a `TypeError` (`RangeError`).
  *
  * @example Session state
  * ```ts
@@ -140,16 +175,6 @@ export class DynamoDBStateStore implements StateStore {
    * and ensures the table (with `ensureTable: false`, only checks it exists). The store owns
    * that client.
    *
-   * @example Creating a store
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({
-   *   endpoint: Deno.env.get("DYNAMODB_ENDPOINT"),
-   *   tableName: "demo_state",
-   * });
-   * ```
-   *
    * @param options Where DynamoDB is, how long to wait for it, and the store's options.
    * @returns A store whose table exists with TTL enabled.
    *
@@ -195,7 +220,6 @@ export class DynamoDBStateStore implements StateStore {
    *
    * @param options The deadline (10 minutes by default), and where progress goes.
    * @throws {TableNotReady} When DynamoDB refused a change for good, or the deadline passed.
-   * @throws {StoreClosed} After `close()`.
    * @throws {Error} The SDK's error when the table cannot be created or described (e.g.
    *   `AccessDeniedException` without the IAM actions of `iamPolicy`).
    */
@@ -208,21 +232,9 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * The value of `key`, or `null` when it is missing, expired, or holds only a hash. `T`
    * names the type you stored (it is not checked, as with Deno KV's `get<T>()`).
-   *
-   * @example Reading a value
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.set("greeting", { text: "hi" });
-   * const greeting = await state.get<{ text: string }>("greeting");
-   * assert.equal(greeting?.text, "hi");
-   * ```
    */
   async get<T = unknown>(key: string): Promise<T | null> {
-    this.#open("get");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("get", key);
     const item = await readItem(this.#table, key, [[STATE.value], [STATE.ttl]]);
     const text = item?.[STATE.value]?.S;
     return text === undefined ? null : decodeValue(text) as T;
@@ -233,24 +245,13 @@ export class DynamoDBStateStore implements StateStore {
    * Redis SET. With `ttl`, the key expires after that many seconds (rounded up to a whole
    * second). What JSON would silently change is refused, naming the path, before anything is sent.
    *
-   * @example Setting a value with a TTL
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.set("otp:alice", "493021", { ttl: 300 });
-   * ```
-   *
-   * @throws {TypeError} For a value JSON would change, or a key that is not a non-empty string.
+   * @throws {TypeError} For a value JSON would change.
    * @throws {RangeError} For a `ttl` that is not seconds above 0 and under 10 years, a value
    *   nested too deep, or an item over 400 KB.
-   * @throws {StoreClosed} After `close()`.
    */
   async set(key: string, value: unknown, options?: SetOptions | null): Promise<void> {
-    this.#open("set");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
-    checkTtlHorizon("options.ttl", options?.ttl);
-    const ttl = setTtl(options);
+    this.#open("set", key);
+    const ttl = optionsTtl("set()", options);
     const item: Item = {
       [STATE.key]: S(key),
       [STATE.value]: S(toJson("value", value)),
@@ -266,71 +267,30 @@ export class DynamoDBStateStore implements StateStore {
    * transaction with an idempotency token, 2 write units). An expired leftover is removed too
    * and answers `false`.
    *
-   * @example Deleting a key
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * console.log(await state.delete("greeting"));
-   * ```
-   *
-   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
    * @throws {OutcomeUnknown} When no answer came back after 3 re-sends: the key may be gone.
-   * @throws {StoreClosed} After `close()`.
    */
   async delete(key: string): Promise<boolean> {
-    this.#open("delete");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("delete", key);
     const removed = await deletePresent(this.#table, "delete", key, true);
     if (removed.applied) return true;
     if (removed.found !== undefined || removed.unreadable) {
       // An expired or emptied leftover goes too, unless a live key was written since.
-      try {
-        await this.#client.send(
-          new DeleteItemCommand({
-            TableName: this.tableName,
-            Key: stateKey(key),
-            ConditionExpression: `NOT (${LIVE} AND ${HOLDS})`,
-            ExpressionAttributeNames: PRESENT_NAMES,
-            ExpressionAttributeValues: { ":now": N(this.#table.now()), ":zero": ZERO },
-          }),
-        );
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-      }
+      await deleteIf(this.#table, key, {
+        ConditionExpression: `NOT (${LIVE} AND ${HOLDS})`,
+        ExpressionAttributeNames: PRESENT_NAMES,
+        ExpressionAttributeValues: { ":now": N(this.#table.now()), ":zero": ZERO },
+      });
     }
     return false;
   }
 
-  /**
-   * Whether `key` exists and has not expired. An emptied hash does not exist, as in Redis.
-   *
-   * @example Checking a key
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * console.log(await state.exists("greeting"));
-   * ```
-   */
+  /** Whether `key` exists and has not expired. An emptied hash does not exist, as in Redis. */
   async exists(key: string): Promise<boolean> {
-    this.#open("exists");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("exists", key);
     return (await presentItem(this.#table, key)) !== undefined;
   }
 
-  /**
-   * Every live key matching the glob `pattern` (`*`, `?`, `[...]`), in scan order. Reads only
-   * keys and TTLs.
-   *
-   * @example Listing keys by pattern
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * console.log(await state.keys("session:*"));
-   * ```
-   */
+  /** Every live key matching the glob `pattern` (`*`, `?`, `[...]`), in scan order. */
   async keys(pattern = "*"): Promise<string[]> {
     this.#open("keys");
     checkPattern(pattern);
@@ -375,8 +335,7 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    */
   async ttl(key: string): Promise<number | null> {
-    this.#open("ttl");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("ttl", key);
     const ttl = (await presentItem(this.#table, key))?.[STATE.ttl]?.N;
     return ttl === undefined ? null : Math.max(0, Math.floor(Number(ttl) - this.#table.now()));
   }
@@ -398,14 +357,10 @@ export class DynamoDBStateStore implements StateStore {
    * ```
    *
    * @throws {RangeError} For `seconds` that is not a finite number, or over 10 years.
-   * @throws {TypeError} For a key that is not a non-empty string (a `RangeError` over 2048 bytes).
    * @throws {OutcomeUnknown} When a lost answer leaves unknown what this call did.
-   * @throws {StoreClosed} After `close()`.
    */
   async expire(key: string, seconds: number): Promise<boolean> {
-    this.#open("expire");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
-    checkTtlHorizon("seconds", seconds);
+    this.#open("expire", key);
     checkTtlSeconds("seconds", seconds, true);
     if (seconds <= 0) return (await deletePresent(this.#table, "expire", key, false)).applied;
     const now = this.#table.now();
@@ -445,24 +400,10 @@ export class DynamoDBStateStore implements StateStore {
    * The hash field's value, or `null` when the field or the key is gone. `T` names the type you
    * stored (not checked).
    *
-   * @example Reading one field
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.hset("session:abc", "step", 2);
-   * const step = await state.hget<number>("session:abc", "step");
-   * assert.equal(step, 2);
-   * ```
-   *
-   * @throws {TypeError} For a key or field that is not a non-empty string (a `RangeError` for
-   *   one too long: 2048 bytes for the key, 65,535 for the field).
-   * @throws {StoreClosed} After `close()`.
+   * @throws {TypeError} For a field that is not a non-empty string (`RangeError`: over 65,535 bytes).
    */
   async hget<T = unknown>(key: string, field: string): Promise<T | null> {
-    this.#open("hget");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("hget", key);
     checkField(field);
     const oneField = [[STATE.key], [STATE.ttl], [STATE.value], [STATE.hash, field]];
     let item = await readItem(this.#table, key, oneField);
@@ -484,19 +425,9 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Every field of the hash at `key`; `{}` when the key is missing or expired. The result has
    * no prototype, so every property is a field. `T` names the fields' type (not checked).
-   *
-   * @example Reading every field
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * await using state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const fields = await state.hgetall<number>("session:abc");
-   * console.log(fields.step);
-   * ```
    */
   async hgetall<T = unknown>(key: string): Promise<Record<string, T>> {
-    this.#open("hgetall");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("hgetall", key);
     const fields = fieldsOf(
       await readItem(this.#table, key, WHOLE_ITEM),
     );
@@ -527,14 +458,12 @@ export class DynamoDBStateStore implements StateStore {
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
    * @throws {OutcomeUnknown} When a re-sent copy found a field already set: the fields hold
    *   their values, but how many were new is unknown.
-   * @throws {StoreClosed} After `close()`.
    */
   hset(key: string, field: string, value: unknown): Promise<number>;
   /** Sets each field of `fields` (and with `ttl`, the key's expiry): how many are new. */
   hset(key: string, fields: Record<string, unknown>, options?: SetOptions | null): Promise<number>;
   async hset(key: string, fieldOrFields: unknown, valueOrOptions?: unknown): Promise<number> {
-    this.#open("hset");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("hset", key);
     const { fields, ttl } = checkHsetInput(fieldOrFields, valueOrOptions);
     const writes = fields.map(([field, plain]): FieldWrite => [field, plain, toAttribute(plain)]);
     const hash: Record<string, unknown> = {};
@@ -575,11 +504,9 @@ export class DynamoDBStateStore implements StateStore {
    * @throws {WriteContention} When other writers of the key won 20 races in a row.
    * @throws {OutcomeUnknown} When a re-sent copy found some fields already gone: the fields
    *   are gone, but the count is unknown.
-   * @throws {StoreClosed} After `close()`.
    */
   async hdel(key: string, ...fields: string[]): Promise<number> {
-    this.#open("hdel");
-    checkKey("key", key, LIMITS.partitionKeyBytes);
+    this.#open("hdel", key);
     const all = checkHdelFields(fields);
     return await removeFields(this.#table, key, all);
   }
@@ -587,14 +514,6 @@ export class DynamoDBStateStore implements StateStore {
   /**
    * Releases the client if `create()` built it (a client passed in stays the caller's); every
    * later call is refused with {@linkcode StoreClosed}. Idempotent.
-   *
-   * @example Closing a store
-   * ```ts
-   * import { DynamoDBStateStore } from "@harel/dynamodb";
-   *
-   * const state = await DynamoDBStateStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * await state.close();
-   * ```
    */
   close(): Promise<void> {
     return this.#ownership.close();
@@ -605,9 +524,10 @@ export class DynamoDBStateStore implements StateStore {
     return this.close();
   }
 
-  /** Refuses a call on a closed store before anything else, input checks included. */
-  #open(method: string): void {
+  /** Refuses a call on a closed store before anything else, then a bad `key`. */
+  #open(method: string, ...key: [string?]): void {
     this.#ownership.open(method);
+    if (key.length) checkKey("key", key[0], LIMITS.partitionKeyBytes);
   }
 }
 

@@ -9,8 +9,7 @@ import {
   relayOutbox,
   sweepTimers,
 } from "../../mod.ts";
-import type { OutboxRow } from "../../src/cli/_cli_reads.ts";
-import { markHeld } from "../../src/cli/_held.ts";
+import { markHeld, type OutboxRow } from "../../src/cli/_cli_reads.ts";
 import { leastPrivilegePolicy, main } from "../../src/cli.ts";
 import { endpoint, testClient, uniqueName } from "../_support/env.ts";
 import { cli, cliWith, ok } from "../_support/cli.ts";
