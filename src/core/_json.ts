@@ -120,16 +120,17 @@ const COLLECTIONS = [Map, Set, WeakMap, WeakSet];
  * {@linkcode FIELD_DEPTH} levels (`RangeError`), no empty key (`TypeError`). `where` (say,
  * which hash field) is added to the message. `wellFormed` refuses what harel's pydantic models
  * cannot read: a string, key or value holding a lone UTF-16 surrogate (`TypeError`), and more
- * than {@linkcode HAREL_DEPTH} levels (`RangeError`).
+ * than {@linkcode HAREL_DEPTH} levels (`RangeError`); `"depth"`, the levels alone.
  */
 export function plainValue(
   field: string,
   value: unknown,
   native = false,
   where = "",
-  wellFormed = false,
+  wellFormed: boolean | "depth" = false,
 ): unknown {
   const maxDepth = native ? FIELD_DEPTH : wellFormed ? HAREL_DEPTH : DOCUMENT_DEPTH;
+  const surrogates = wellFormed === true;
   // The containers from the root to here (a document is shallow: a list beats a Set's hashing).
   const ancestors: object[] = [];
   // The keys (strings) and indexes (numbers) from the root to here: the path, and the depth.
@@ -141,14 +142,14 @@ export function plainValue(
 
   // A primitive kept as it is (most of a document): no path to track, nothing to visit.
   const kept = (v: unknown): boolean =>
-    (typeof v === "string" && (!wellFormed || v.isWellFormed())) ||
+    (typeof v === "string" && (!surrogates || v.isWellFormed())) ||
     typeof v === "boolean" || v === null ||
     (typeof v === "number" && (native ? isStorableNumber(v) : Number.isFinite(v)));
 
   const visit = (v: unknown): unknown => {
     switch (typeof v) {
       case "string":
-        if (wellFormed && !v.isWellFormed()) throw refuse(TypeError, LONE_SURROGATE);
+        if (surrogates && !v.isWellFormed()) throw refuse(TypeError, LONE_SURROGATE);
         return v;
       case "boolean":
         return v;
@@ -212,7 +213,7 @@ export function plainValue(
         if (native && k === "") {
           throw refuse(TypeError, `has an empty key "", which a DynamoDB map cannot hold`);
         }
-        if (wellFormed && !k.isWellFormed()) {
+        if (surrogates && !k.isWellFormed()) {
           throw refuse(TypeError, `has the key ${JSON.stringify(k)}, which ${LONE_SURROGATE}`);
         }
         let plain: unknown = item;
@@ -251,10 +252,16 @@ const LONE_SURROGATE = "holds a lone UTF-16 surrogate (half of a pair, such as "
 
 /**
  * A document's JSON text, checked by {@linkcode plainValue}'s rule (the error names `field`
- * and the path inside it); `wellFormed` refuses lone surrogates too.
+ * and the path inside it); `wellFormed` refuses what harel's models cannot read too.
  */
 export function toJson(field: string, value: unknown, wellFormed = false): string {
-  return JSON.stringify(plainValue(field, value, false, "", wellFormed));
+  const plain = plainValue(field, value, false, "", wellFormed && "depth");
+  const text = JSON.stringify(plain);
+  // JSON.stringify writes a lone surrogate as an escape from `\ud800` to `\udfff`: a text without
+  // `\ud` holds none, and the copy of one with it is walked again for the path (`isWellFormed`
+  // on every string and key costs more than the rest of the walk).
+  if (wellFormed && text.includes("\\ud")) plainValue(field, plain, false, "", true);
+  return text;
 }
 
 /** Python's `json.dumps` writes NaN, Infinity and -Infinity as bare words; JSON has no such. */

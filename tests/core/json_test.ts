@@ -270,6 +270,22 @@ Deno.test("toJSON() and getters run once, with JSON's key, so what is checked is
   }
 });
 
+Deno.test("a document's text with a backslash before ud800 is no lone surrogate, and its getters run once", () => {
+  let reads = 0;
+  const value = {
+    note: "C:\\ud800\\file",
+    get flips() {
+      return ++reads === 1 ? 1 : 1n;
+    },
+  };
+  assert.equal(toJson("exe", value, true), '{"note":"C:\\\\ud800\\\\file","flips":1}');
+  assert.equal(reads, 1);
+  assert.throws(
+    () => toJson("exe", { note: value.note, deep: [{ at: "\ud800" }] }, true),
+    /exe\.deep\[0\]\.at holds a lone UTF-16 surrogate/,
+  );
+});
+
 Deno.test("a getter runs once wherever it sits, in a plain document or beside a toJSON()", async (t) => {
   for (const [writer, write] of WRITERS) {
     for (const after of ["nothing", "a Date"]) {
