@@ -156,7 +156,21 @@ export interface DynamoDBLocalOptions {
   port?: number;
   /** A data directory (`-dbPath`) instead of `-inMemory`, to survive restarts. */
   dbPath?: string;
+  /** Options for the JVM, before `-jar` (e.g. {@linkcode SUITE_JVM_OPTIONS}). */
+  javaOptions?: readonly string[];
 }
+
+/**
+ * The JVM options of the test suite's DynamoDB Local: its client code only (no C2 compiler) and
+ * the serial collector. The suite is bound by the CPU of two cores, and a run of about ten
+ * minutes never earns back C2's compiling: four heavy test files on one emulator took 78 s of
+ * java's CPU instead of 96 s, the conformance file alone 19 s instead of 40 s. The bench keeps
+ * the JVM's defaults (a long steady load, the figures of docs/performance.md).
+ */
+export const SUITE_JVM_OPTIONS: readonly string[] = [
+  "-XX:TieredStopAtLevel=1",
+  "-XX:+UseSerialGC",
+];
 
 /** Starts DynamoDB Local from the cached jar and waits until it answers. */
 export async function startDynamoDBLocal(
@@ -167,6 +181,7 @@ export async function startDynamoDBLocal(
   const storage = options.dbPath ? ["-dbPath", options.dbPath] : ["-inMemory"];
   const process = new Deno.Command("java", {
     args: [
+      ...options.javaOptions ?? [],
       `-Djava.library.path=${dir}/DynamoDBLocal_lib`,
       "-jar",
       `${dir}/DynamoDBLocal.jar`,
@@ -251,7 +266,9 @@ async function startLocalStack(): Promise<RunningDynamoDB> {
  * Brings up a DynamoDB: `$DYNAMODB_ENDPOINT` as it is, else LocalStack when a
  * Docker engine answers, else DynamoDB Local when Java 11+ is on the PATH.
  */
-export async function bringUpDynamoDB(): Promise<RunningDynamoDB> {
+export async function bringUpDynamoDB(
+  options: Pick<DynamoDBLocalOptions, "javaOptions"> = {},
+): Promise<RunningDynamoDB> {
   const given = Deno.env.get("DYNAMODB_ENDPOINT");
   if (given) {
     await waitUntilAnswers(given);
@@ -259,7 +276,7 @@ export async function bringUpDynamoDB(): Promise<RunningDynamoDB> {
   }
   if (await dockerAnswers()) return await startLocalStack();
   const java = await javaMajor();
-  if (java !== null && java >= 11) return await startDynamoDBLocal();
+  if (java !== null && java >= 11) return await startDynamoDBLocal(options);
   throw new Error(
     [
       "no DynamoDB to test against. Do one of:",

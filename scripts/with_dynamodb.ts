@@ -11,7 +11,7 @@
 //                                           nothing DENO_JOBS at a time (default 4), then the few
 //                                           listed in _test_groups.ts one by one; then the ten
 //                                           slowest files (their tests' time) and one summary line
-import { bringUpDynamoDB, type RunningDynamoDB } from "./local_dynamodb.ts";
+import { bringUpDynamoDB, type RunningDynamoDB, SUITE_JVM_OPTIONS } from "./local_dynamodb.ts";
 import { bringUpSqs, type RunningSqs } from "./local_sqs.ts";
 import { countTestFiles, elapsed, HEARTBEAT_MS, TestProgress } from "./_test_progress.ts";
 import {
@@ -58,7 +58,7 @@ let code = 1;
 try {
   const started = Date.now();
   const [dynamodb, queue] = await Promise.allSettled([
-    bringUpDynamoDB(),
+    bringUpDynamoDB(inGroups ? { javaOptions: SUITE_JVM_OPTIONS } : {}),
     withSqs ? bringUpSqs() : Promise.resolve(undefined),
   ]);
   if (dynamodb.status === "fulfilled") service = dynamodb.value;
