@@ -136,9 +136,10 @@ Deno.test("pendingOutbox({ limit: 3 }) over 240 of another writer's entries of 2
     const { result, grownBytes } = await probe.measure(() => store.pendingOutbox({ limit: 3 }));
     assert.equal(result.length, 3);
     console.log(`heap grown: ${(grownBytes / 1e6).toFixed(1)} MB`);
-    // The 3 entries it returns (0.6 MB as text, more parsed) and one page of the stream; 240
-    // entries held at once would be 48 MB of text.
-    assert.ok(grownBytes < 24e6, `grew ${(grownBytes / 1e6).toFixed(1)} MB`);
+    // The 3 entries it returns (0.6 MB as text, more parsed) and one page of the stream: 100
+    // records, 20 MB here (DynamoDB Local does not cut a page at AWS's 1 MB), 33 MB measured with
+    // the file alone. 240 entries held at once would be 48 MB of text, twice that parsed.
+    assert.ok(grownBytes < 40e6, `grew ${(grownBytes / 1e6).toFixed(1)} MB`);
   } finally {
     await store.close();
   }
