@@ -14,9 +14,16 @@ import {
   type OutboxEntry,
   relayOutbox,
 } from "../../mod.ts";
+import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
 import { ownRegion, pause, testClient } from "../_support/env.ts";
 import { type LaggingStore, laggingStore, passUntil } from "../_support/lagging_store.ts";
 
+/**
+ * The cases below, run as steps of one test, four at once: each mostly waits for the index's lag
+ * (tests/_support/concurrent_steps.ts), each on tables of its own.
+ */
+const cases: Variant[] = [];
+const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
 const REGION = ownRegion("hostile");
 const LAG = 1500;
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
@@ -129,7 +136,7 @@ async function deadLetter(lag: LaggingStore, bad: number, delivered: number[]) {
 }
 
 for (const free of ["retryDeadLetter", "dropDeadLetter"] as const) {
-  Deno.test(`a dead-lettered entry of theirs holds the target's later entries of ours until ${free}`, async () => {
+  test(`a dead-lettered entry of theirs holds the target's later entries of ours until ${free}`, async () => {
     await using lag = await mixed();
     const p = await theirs(lag, "T");
     const delivered: number[] = [];
@@ -151,7 +158,7 @@ for (const free of ["retryDeadLetter", "dropDeadLetter"] as const) {
   });
 }
 
-Deno.test("a failing (retrying) entry of theirs holds ours to its target, and all go once it succeeds", async () => {
+test("a failing (retrying) entry of theirs holds ours to its target, and all go once it succeeds", async () => {
   await using lag = await mixed();
   const p = await theirs(lag, "T");
   const mine = await ours(lag, ["T"]);
@@ -203,7 +210,7 @@ async function longRun(before: number, after: number, limit: number, reorder = f
   assertLane(delivered, lane, `${lane.length} entries to T in seq order, all delivered`);
 }
 
-Deno.test("long runs of theirs around ours to one target (20, ours, 20 with limit 5; 40, ours, 40; the same with a stream that shows each page newest first): seq order, none stuck", async () => {
+test("long runs of theirs around ours to one target (20, ours, 20 with limit 5; 40, ours, 40; the same with a stream that shows each page newest first): seq order, none stuck", async () => {
   await Promise.all([longRun(20, 20, 5), longRun(40, 40, 100), longRun(40, 40, 6, true)]);
 });
 
@@ -258,11 +265,11 @@ async function fullPass(between: number, history = 0, T: string | null = "T") {
   assertLane(delivered, lane, `T's entries, ${between} of theirs above ours`);
 }
 
-Deno.test("a full pass while the index shows ours and not a lower entry of theirs a round adopted: 0, 31, 32 and 40 more of theirs above ours, and to target null (a broadcast) 20", async () => {
+test("a full pass while the index shows ours and not a lower entry of theirs a round adopted: 0, 31, 32 and 40 more of theirs above ours, and to target null (a broadcast) 20", async () => {
   await Promise.all([fullPass(0), fullPass(31), fullPass(32), fullPass(40), fullPass(20, 0, null)]);
 });
 
-Deno.test("a dead entry of theirs to target null holds ours to null until retried", async () => {
+test("a dead entry of theirs to target null holds ours to null until retried", async () => {
   await using lag = await mixed();
   const p = await theirs(lag, null);
   const delivered: number[] = [];
@@ -276,15 +283,15 @@ Deno.test("a dead entry of theirs to target null holds ours to null until retrie
   assertLane(delivered, lane, "null's entries after the retry");
 });
 
-Deno.test("the same on a busy target (16 of theirs delivered before), 16 more of theirs above ours", async () => {
+test("the same on a busy target (16 of theirs delivered before), 16 more of theirs above ours", async () => {
   await fullPass(16, 16);
 });
 
-Deno.test("ours delivered within the request wait for a lower entry of theirs a round saw: 0, 31, 32 and 40 more of theirs seen above", async () => {
+test("ours delivered within the request wait for a lower entry of theirs a round saw: 0, 31, 32 and 40 more of theirs seen above", async () => {
   await Promise.all([withinRequest(0), withinRequest(31), withinRequest(32), withinRequest(40)]);
 });
 
-Deno.test("ours of another execution delivered within the request wait for a lower entry of ours a round saw, still pending", async () => {
+test("ours of another execution delivered within the request wait for a lower entry of ours a round saw, still pending", async () => {
   // A longer lag: e stays out of the index for the whole of its steps, on a busy machine too.
   const lagMs = 5000;
   await using lag = await laggingStore(lagMs, { otherWriters: true, region: REGION });
@@ -309,7 +316,7 @@ Deno.test("ours of another execution delivered within the request wait for a low
   assertLane(delivered, lane, "T's entries");
 });
 
-Deno.test("an entry of theirs with an event over 3,000 characters between small ones: seq order, intact", async () => {
+test("an entry of theirs with an event over 3,000 characters between small ones: seq order, intact", async () => {
   await using lag = await mixed();
   const lane: number[] = [];
   const events = new Map<number, OutboxEntry["event"]>();
@@ -345,7 +352,7 @@ function padTo(length: number, seq: number, char = "x"): string {
   return char.repeat(length - bare);
 }
 
-Deno.test("events of theirs at 2,999 to 3,001 characters, and 2,900 of CJK and emoji (over 8 KB): order, intact", async () => {
+test("events of theirs at 2,999 to 3,001 characters, and 2,900 of CJK and emoji (over 8 KB): order, intact", async () => {
   await using lag = await mixed();
   const lane: number[] = [];
   const pads = new Map<number, string>();
@@ -377,7 +384,7 @@ Deno.test("events of theirs at 2,999 to 3,001 characters, and 2,900 of CJK and e
   }
 });
 
-Deno.test("maxAttempts 3, a callback that always throws on entries of theirs: exactly 3 attempts each", async () => {
+test("maxAttempts 3, a callback that always throws on entries of theirs: exactly 3 attempts each", async () => {
   await using lag = await mixed();
   const bad = [await theirs(lag, "A"), await theirs(lag, "B"), await theirs(lag, "A", 4000)];
   const attempts = new Map<number, number>();
@@ -416,7 +423,7 @@ Deno.test("maxAttempts 3, a callback that always throws on entries of theirs: ex
   assert.deepEqual((await dead()).sort((a, b) => a - b), [bad[0], bad[1]]);
 });
 
-Deno.test("two relays at once in a mixed fleet: each entry once, seq order per target", async () => {
+test("two relays at once in a mixed fleet: each entry once, seq order per target", async () => {
   await using lag = await mixed();
   const lanes = new Map<string, number[]>();
   const add = (t: string, seqs: number[]) => lanes.set(t, [...lanes.get(t) ?? [], ...seqs]);
@@ -448,7 +455,7 @@ Deno.test("two relays at once in a mixed fleet: each entry once, seq order per t
   assert.deepEqual(overlaps, [], "one in flight per target");
 });
 
-Deno.test("a dead entry of theirs, 40 more of theirs and ours to its target: all wait, then go in order on retry", async () => {
+test("a dead entry of theirs, 40 more of theirs and ours to its target: all wait, then go in order on retry", async () => {
   await using lag = await mixed();
   const p = await theirs(lag, "T");
   const delivered: number[] = [];
@@ -465,7 +472,7 @@ Deno.test("a dead entry of theirs, 40 more of theirs and ours to its target: all
   assertLane(delivered, lane, "T's entries after the retry");
 });
 
-Deno.test("a mixed fleet at once: their commits (some events over 3,000 characters), ours delivered within the request, reads, two relays", async () => {
+test("a mixed fleet at once: their commits (some events over 3,000 characters), ours delivered within the request, reads, two relays", async () => {
   await using lag = await mixed();
   const lanes = new Map<string, number[]>();
   const add = (t: string, seqs: number[]) => lanes.set(t, [...lanes.get(t) ?? [], ...seqs]);
@@ -510,4 +517,8 @@ Deno.test("a mixed fleet at once: their commits (some events over 3,000 characte
   for (const [t, lane] of lanes) assertLane(delivered, lane, `target ${t}`);
   const twice = delivered.filter((s, i) => delivered.indexOf(s) !== i);
   assert.deepEqual(twice, [], `each once (delivered ${delivered})`);
+});
+
+Deno.test("the mixed fleet tried as a hostile user would: order, bounds and faults with another writer", async (t) => {
+  await concurrently(t, cases, 4);
 });
