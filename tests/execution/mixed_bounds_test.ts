@@ -14,6 +14,7 @@ import {
   relayOutbox,
   sweepTimers,
 } from "../../mod.ts";
+import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
 import { directEndpoint, ownRegion, pause, testClient } from "../_support/env.ts";
 import { laggingStore } from "../_support/lagging_store.ts";
 import { SeedTurns } from "../_support/seed_turns.ts";
@@ -27,6 +28,13 @@ import { LISTED_HELD_MAX } from "../../src/execution/queue/_outbox_table.ts";
  * mixed_order_test.ts, whose streams then paid for this file's stream records, and the other way.
  */
 const REGION = ownRegion("bounds");
+
+/**
+ * The cases below, run as steps of one test at once: they mostly wait (for the index's lag, a
+ * retry), each on tables of its own (tests/_support/concurrent_steps.ts).
+ */
+const cases: Variant[] = [];
+const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
 const mixed = (lagMs: number) => laggingStore(lagMs, { otherWriters: true, region: REGION });
 
@@ -76,7 +84,7 @@ function assertUnder4K(sizes: Map<string, number>, what: string) {
 const FULL = Deno.env.get("HAREL_MIXED_FULL") === "1";
 const [FRESH_COMMITS, PARKED_TIMERS] = FULL ? [3000, 30_000] : [300, 3000];
 
-Deno.test(`every item of the module stays under 4 KB: ${FRESH_COMMITS} fresh-store commits with no relay, 500 by two stores taking turns, 2,000 missing seqs`, async () => {
+test(`every item of the module stays under 4 KB: ${FRESH_COMMITS} fresh-store commits with no relay, 500 by two stores taking turns, 2,000 missing seqs`, async () => {
   await using lag = await mixed(0);
   await using python = new SeedTurns(directEndpoint(), REGION);
   const prefix = prefixOf(lag.store);
@@ -114,7 +122,7 @@ Deno.test(`every item of the module stays under 4 KB: ${FRESH_COMMITS} fresh-sto
   assert.ok(sizes.has("outbox"), "the outbox counter is there");
 });
 
-Deno.test(`a hold sets apart more entries than it lists (${LISTED_HELD_MAX}): under 4 KB, and after the release every entry goes out in seq order (index lag 1.5 s, fresh stores)`, async () => {
+test(`a hold sets apart more entries than it lists (${LISTED_HELD_MAX}): under 4 KB, and after the release every entry goes out in seq order (index lag 1.5 s, fresh stores)`, async () => {
   await using lag = await mixed(1500);
   const count = LISTED_HELD_MAX + 60;
   const { seqs } = await lag.fresh(async (store) => {
@@ -226,9 +234,8 @@ async function foreignTimers(parked: number): Promise<{ sweepReads: number }> {
   return { sweepReads: capacity.units };
 }
 
-Deno.test(`5 of the Python store's due timers among ${PARKED_TIMERS} parked: listed by dueTimers(now), fired by the next sweep, its reads within 2x of a sweep's at 300`, async () => {
-  const small = await foreignTimers(300);
-  const large = await foreignTimers(PARKED_TIMERS);
+test(`5 of the Python store's due timers among ${PARKED_TIMERS} parked: listed by dueTimers(now), fired by the next sweep, its reads within 2x of a sweep's at 300`, async () => {
+  const [small, large] = await Promise.all([foreignTimers(300), foreignTimers(PARKED_TIMERS)]);
   console.log(
     `a sweep's read units: ${small.sweepReads} at 300 parked, ${large.sweepReads} at ${PARKED_TIMERS}`,
   );
@@ -236,4 +243,8 @@ Deno.test(`5 of the Python store's due timers among ${PARKED_TIMERS} parked: lis
     large.sweepReads <= 2 * Math.max(small.sweepReads, 1),
     `${large.sweepReads} read units at ${PARKED_TIMERS} parked, ${small.sweepReads} at 300`,
   );
+});
+
+Deno.test("the mixed fleet, bounded: items, holds and timers with another writer", async (t) => {
+  await concurrently(t, cases);
 });
