@@ -7,11 +7,18 @@
 import assert from "node:assert/strict";
 import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
 import { partition, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
+import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
 import { directEndpoint, ownRegion, pause, testClient, uniqueName } from "../_support/env.ts";
 import { type LaggingStore, laggingStore } from "../_support/lagging_store.ts";
 import { putAll } from "../_support/put_all.ts";
 import { SeedTurns } from "../_support/seed_turns.ts";
 
+/**
+ * The cases below, run as steps of one test, three at once: they mostly wait for the index's lag
+ * (tests/_support/concurrent_steps.ts), each in a region of its own.
+ */
+const cases: Variant[] = [];
+const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
 const mixed = (lagMs: number, region: string) =>
   laggingStore(lagMs, { otherWriters: true, region });
@@ -88,7 +95,7 @@ async function ourCommit(lag: LaggingStore, id: string | null, targets: string[]
 }
 
 for (const lagMs of [1500, 5000]) {
-  Deno.test(`5,000 missing seqs, then a steady 2.5 a second: our entries go out on the next pass (index lag ${lagMs} ms)`, async () => {
+  test(`5,000 missing seqs, then a steady 2.5 a second: our entries go out on the next pass (index lag ${lagMs} ms)`, async () => {
     const region = ownRegion("order");
     await using lag = await mixed(lagMs, region);
     await using python = new SeedTurns(directEndpoint(), region);
@@ -196,14 +203,14 @@ async function runs(
   }));
 }
 
-Deno.test(`two entries of one Python source to one target go out in seq order: ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
+test(`two entries of one Python source to one target go out in seq order: ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
   await Promise.all([
     runs(RUNS, 5, 1500, twoEntryRun, mixedParked),
     runs(RUNS_AT_5S, RUNS_AT_5S, 5000, twoEntryRun, mixedParked),
   ]);
 });
 
-Deno.test(`a Python writer and this store committing one execution in turn: no inversion in ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
+test(`a Python writer and this store committing one execution in turn: no inversion in ${RUNS} runs at 1.5 s of index lag, ${RUNS_AT_5S} at 5 s`, async () => {
   await Promise.all([
     runs(RUNS, 5, 1500, turnsRun),
     runs(RUNS_AT_5S, RUNS_AT_5S, 5000, turnsRun),
@@ -239,7 +246,7 @@ async function otherSourceRun(
 }
 
 for (const read of ["pendingOutbox", "pass"] as const) {
-  Deno.test(`one Python source's entries to a target stay in order with ours between them, after a ${read} found the first: ${RUNS} runs at 1.5 s of index lag`, async () => {
+  test(`one Python source's entries to a target stay in order with ours between them, after a ${read} found the first: ${RUNS} runs at 1.5 s of index lag`, async () => {
     await runs(
       RUNS,
       5,
@@ -276,7 +283,7 @@ async function burstRun(lag: LaggingStore, lagMs: number, python: SeedTurns): Pr
   assertInOrder(delivered, lane, `one target's entries in seq order (delivered ${delivered})`);
 }
 
-Deno.test(`a stream that shows items out of order changes no order: ${RUNS / 2} runs of each case at 1.5 s of index lag`, async () => {
+test(`a stream that shows items out of order changes no order: ${RUNS / 2} runs of each case at 1.5 s of index lag`, async () => {
   await Promise.all([
     runs(RUNS / 2, 2, 1500, burstRun, reordered),
     runs(RUNS / 2, 2, 1500, burstRun),
@@ -289,4 +296,8 @@ Deno.test(`a stream that shows items out of order changes no order: ${RUNS / 2} 
       reordered,
     ),
   ]);
+});
+
+Deno.test("the mixed fleet in order: one target's entries across writers, index lag 1.5 s and 5 s", async (t) => {
+  await concurrently(t, cases, 3);
 });
