@@ -120,14 +120,17 @@ Deno.test("pendingOutbox({ limit: 3 }) over 240 of another writer's entries of 2
     });
     using client = testClient(REGION);
     const text = eventOf(200_000);
-    for (const seq of await seqs(store, 240)) {
-      await client.send(
-        new PutItemCommand({
-          TableName: store.tables.outbox.name,
-          Item: { seq: { N: String(seq) }, target_id: { S: `t-${seq % 7}` }, event: { S: text } },
-        }),
-      );
-    }
+    const left = await seqs(store, 240);
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let seq = left.shift(); seq !== undefined; seq = left.shift()) {
+        await client.send(
+          new PutItemCommand({
+            TableName: store.tables.outbox.name,
+            Item: { seq: { N: String(seq) }, target_id: { S: `t-${seq % 7}` }, event: { S: text } },
+          }),
+        );
+      }
+    }));
   }
   using client = testClient(REGION);
   const probe = heapProbe(client);
