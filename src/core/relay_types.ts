@@ -381,3 +381,87 @@ export interface ExecutionOutboxOptions {
   /** The most entries each list holds, 1 to 1000. @default {100} */
   limit?: number;
 }
+
+/**
+ * Options of {@linkcode relayOutbox} and {@linkcode relaySpawns}.
+ *
+ * @example A pass that gives up after 50 seconds
+ * ```ts
+ * import { relayOutbox, type RelayOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const options: RelayOptions = { limit: 500, concurrency: 8, signal: AbortSignal.timeout(50_000) };
+ * await relayOutbox(new MemoryStore(), async (entry) => console.log(entry.event.kind), options);
+ * ```
+ */
+export interface RelayOptions {
+  /** How many entries this pass reads (the lowest seqs): a positive integer, or `Infinity` for all. @default {1000} */
+  limit?: number;
+  /** How many callbacks run at once, 1 to 1000 (outbox: how many targets are delivered to in parallel). @default {16} */
+  concurrency?: number;
+  /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
+  signal?: AbortSignal;
+  /**
+   * Called with each error a callback throws, an Error or not (the entry stays pending). If
+   * `onError` itself throws, the pass stops as if aborted (nothing new starts, what is running
+   * finishes, what was delivered is acknowledged) and then rejects with what it threw.
+   * @default {undefined}
+   */
+  onError?: (error: unknown) => void;
+  /**
+   * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000,
+   * or `Infinity` to retry for ever (with `backoff`). A callback that throws an
+   * `UnreadableEntry` sets the entry aside at once, whatever this is.
+   * @default {10}
+   */
+  maxAttempts?: number;
+  /**
+   * The wait before an entry whose delivery failed is tried again, in seconds: `minSeconds`
+   * after the first failure, doubling up to `maxSeconds` (both 0 to 31,536,000, one year).
+   * @default {{ minSeconds: 10, maxSeconds: 3600 }}
+   */
+  backoff?: { minSeconds?: number; maxSeconds?: number };
+}
+
+/**
+ * Options of {@linkcode relayOutbox}.
+ *
+ * @example Delivering what a commit emitted, within the same request
+ * ```ts
+ * import { relayOutbox, newEvent, newExecution, type OutboxRelayOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const { outbox } = await store.commit(newExecution({ definition_id: "order" }), {
+ *   emits: [{ target: null, event: newEvent("order.created") }],
+ * });
+ * const options: OutboxRelayOptions = { seqs: outbox };
+ * await relayOutbox(store, async (entry) => console.log(entry.event.kind), options);
+ * ```
+ */
+export interface OutboxRelayOptions extends RelayOptions {
+  /**
+   * Deliver just these seqs (those `commit` returned) instead of reading the `limit` lowest: an
+   * entry whose earlier entry of the same source and target is still pending, or whose target a
+   * pass found held, is left for the next full pass, and so is one whose delivery fails.
+   * @default {undefined}
+   */
+  seqs?: number[];
+}
+
+/**
+ * Options of {@linkcode sweepTimers}.
+ *
+ * @example Sweeping what is due in the next second too
+ * ```ts
+ * import { sweepTimers, type SweepOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const options: SweepOptions = { now: Date.now() / 1000 + 1, limit: 200 };
+ * await sweepTimers(new MemoryStore(), async (timer, event) => console.log(timer.path, event.id), options);
+ * ```
+ */
+export interface SweepOptions extends RelayOptions {
+  /** The time timers are due at, in epoch seconds. @default {Date.now() / 1000} */
+  now?: number;
+}

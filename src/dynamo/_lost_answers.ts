@@ -1,15 +1,10 @@
 /**
  * How a write tells its own earlier copy from another writer's work when an answer was lost.
  *
- * A request can reach DynamoDB twice: the SDK re-sends it after a transport error, and Deno's
- * HTTP client re-sends it, invisibly to the SDK, when a reused keep-alive connection breaks
- * before the answer (denoland/deno#31932). The second copy then finds the first one's effect:
- * a conditional delete fails its condition, a returned old item shows the new value. So a
- * write that answers from what DynamoDB returns makes its copies recognisable — a
- * `ClientRequestToken` (DynamoDB answers a re-sent transaction as the first one) or a
- * `write_id` it leaves on the item (a copy finding it does not apply again) — and also notes
- * that a copy was sent again (the SDK's attempts, Deno's mark on its request), which tells
- * that an answer may not be the whole story when other writers' writes hid the id.
+ * The SDK re-sends a request after a transport error, and Deno's HTTP client re-sends one on its
+ * own when a reused keep-alive connection breaks before the answer; the second copy then finds
+ * the first one's effect. So a write makes its copies recognisable (a `ClientRequestToken`, or a
+ * `write_id` left on the item) and notes that a copy was sent again.
  *
  * @module
  */

@@ -106,14 +106,7 @@ export class TableNotReady extends Error {
   /** Always `"TableNotReady"`. */
   override name = "TableNotReady";
 
-  /**
-   * Builds the error for a table left unready.
-   *
-   * @param table The table.
-   * @param step The step it was at (`"turning on its stream (NEW_AND_OLD_IMAGES)"`, ...).
-   * @param reason Why it stopped.
-   * @param options DynamoDB's refusal, as `cause`.
-   */
+  /** Builds the error; `step` is where it stopped, `options.cause` DynamoDB's refusal. */
   constructor(
     readonly table: string,
     readonly step: string,
@@ -335,13 +328,7 @@ export class TableNotFound extends Error {
   /** Always `"TableNotFound"`. */
   override name = "TableNotFound";
 
-  /**
-   * Builds the error for a missing table.
-   *
-   * @param table The table that does not exist.
-   * @param remedy How to create it.
-   * @param options DynamoDB's ResourceNotFoundException, as `cause`.
-   */
+  /** Builds the error; `remedy` says how to create the table. */
   constructor(readonly table: string, remedy: string, options?: ErrorOptions) {
     super(`table ${table} does not exist: ${remedy}`, options);
   }
@@ -365,14 +352,7 @@ export class IndexNotFound extends Error {
   /** Always `"IndexNotFound"`. */
   override name = "IndexNotFound";
 
-  /**
-   * Builds the error for a missing index.
-   *
-   * @param table The table without the index.
-   * @param index The index it lacks.
-   * @param remedy How to add it.
-   * @param options DynamoDB's ValidationException, as `cause`.
-   */
+  /** Builds the error; `remedy` says how to add the index. */
   constructor(
     readonly table: string,
     readonly index: string,

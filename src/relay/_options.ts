@@ -4,18 +4,10 @@ import { readLimit } from "../core/_bounded.ts";
 import { checkRunnerOptions } from "../core/_option_names.ts";
 import { checkInteger, checkTime, describe } from "../core/_validate.ts";
 import type { Retry } from "../core/_relay_rules.ts";
+import type { OutboxRelayOptions, SweepOptions } from "../core/relay_types.ts";
 
-/** What a runner's options may hold (relay.ts documents them). */
-interface RunnerOptions {
-  limit?: number;
-  concurrency?: number;
-  signal?: AbortSignal;
-  onError?: (error: unknown) => void;
-  maxAttempts?: number;
-  backoff?: { minSeconds?: number; maxSeconds?: number };
-  seqs?: number[];
-  now?: number;
-}
+/** What a runner's options may hold (relay_types.ts documents them). */
+type RunnerOptions = OutboxRelayOptions & SweepOptions;
 
 const YEAR = 365 * 24 * 3600;
 

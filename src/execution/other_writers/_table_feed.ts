@@ -1,23 +1,8 @@
-// The table feed: one engine that reads a table's stream (DynamoDB Streams, which ensureTables()
-// turns on with `otherWriters: true`) for the rows other writers commit, and hands each page of
+// The table feed: reads a table's stream for the rows other writers commit and hands each page of
 // change records to the table's handler (executions: the status feed; outbox, spawns, timers:
-// adoption). One store at a time reads a table's stream, under a lease on a counters item of its
-// own, which also keeps where each shard stands (_feed_checkpoint.ts: under 4 KB whatever the
-// stream does). A round reads from the checkpoint until it is caught up, has read its records or
-// its time, or its signal aborts, and saves where it stopped.
-//
-// Using it (one TableFeed per table, built once per store):
-//
-//   const feed = new TableFeed({
-//     kind: "outbox", table: "outbox", itemId: feedItemId("outbox"), // "feed:outbox"
-//     streams: () => streamsClientOf(client),
-//     ignore: (record) => false,            // records that are no work (not counted, not handed)
-//     handler: async (ctx, records, signal) => 0, // does its writes; resolves to how many it made
-//     backfill, maxRecords, maxMs,          // optional: a one-off scan; 6,000 records, 20 s a round
-//   });
-//   const report = await feed.round(ctx, { signal });        // FeedReport
-//   await feed.round(ctx, { readOnly: true, peek: (records) => { ... } }); // an operator's view
-//   await feed.close();                                      // once the round running ends
+// adoption). One store at a time reads a stream, under a lease on a counters item that also keeps
+// where each shard stands (_feed_checkpoint.ts). A round reads from the checkpoint until caught
+// up, out of records or time, or aborted, and saves where it stopped.
 import {
   type _Record as StreamRecord,
   DescribeStreamCommand,
