@@ -53,35 +53,28 @@ export interface RelayReport {
   /** Entries whose callback threw: they wait (backoff) and come again, or are dead-lettered. */
   failed: number;
   /**
-   * Entries set aside this pass: dead-lettered after `maxAttempts` failures, or unreadable rows
-   * (each also reported to `onError` as an {@linkcode UnreadableEntry}). Kept, visible with
-   * `deadLetters`, and out of the way until an operator retries or drops them.
+   * Entries dead-lettered this pass after `maxAttempts` failures, or unreadable (each reported
+   * to `onError` as an {@linkcode UnreadableEntry}): kept, visible with `deadLetters`.
    */
   setAside: number;
   /**
-   * Outbox: entries this pass left pending behind a held target — one whose earlier entry waits
-   * for a retry or is dead, or failed in this very pass. With `seqs` (delivery within the
-   * request), those of the given entries; in a full pass, those it met: a pass sets them apart
-   * (out of later passes' reads) until they are released, so each is counted by the pass that
-   * first meets it, and again by one that meets it after a new failure of its target. 0 for
-   * spawns and timers.
+   * Outbox: entries this pass left pending behind a held target (an earlier entry waits, is
+   * dead, or failed in this pass). A full pass counts each when it first sets it apart, and again
+   * after a new failure of its target; with `seqs`, those of the given entries. 0 otherwise.
    */
   held: number;
   /**
-   * Relay lag, an operator's first question: the age in seconds of the oldest pending entry
-   * this pass saw, delivered or not (outbox and spawns: since it was committed, or since its
-   * event's `created_time` for rows of writers that do not record it; timers: the sweep's `now`
-   * minus the earliest due `fireAt`). `null` when nothing was pending or nothing says when.
+   * Relay lag: the age in seconds of the oldest pending entry this pass saw (since its commit,
+   * else its event's `created_time`; timers: since due). `null` when none, or nothing says when.
    */
   lagSeconds: number | null;
 }
 
 /**
- * harel's `Timeout` event for a timer, identical to the Python engine's `timeout_event`: id
- * `timeout:{executionId}:{path}:{fireAt}` with `fireAt` as Python's `repr` of a float
- * (`1700000001` → `1700000001.0`), kind `"Timeout"`, data `{ path }`. A Python and a Deno
- * sweeper firing the same timer produce the same id, so the receiver's dedupe mark makes
- * it one effect. `created_time` is now and `received_time` null, as in `newEvent`.
+ * harel's `Timeout` event for a timer, as the Python engine's `timeout_event`: id
+ * `timeout:{executionId}:{path}:{fireAt}` (`fireAt` as Python's float `repr`), kind `"Timeout"`,
+ * data `{ path }`. Python and Deno sweepers make the same id, so the receiver dedupes them.
+
  *
  * @example The event of a timer
  * ```ts

@@ -145,20 +145,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readExecution(this.#ctx, id);
   }
 
-  /**
-   * The execution and whether `eventId` was already handled, in one call.
-   *
-   * @example Dropping a duplicate delivery
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
-   * if (execution && !processed) {
-   *   // apply the event, then commit with processedEventId: "event-1"
-   * }
-   * ```
-   */
+  /** The execution and whether `eventId` was already handled, in one call. */
   async loadForEvent(id: string, eventId: string): Promise<T.LoadForEventResult> {
     this.#open("loadForEvent");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -174,22 +161,8 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readProcessed(this.#ctx, id, eventId);
   }
 
-  /**
-   * Saves the execution alone: `commit(exe)`.
-   *
-   * @example Saving an execution
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const exe = newExecution({ definition_id: "order" });
-   * await store.save(exe);
-   * assert.equal(exe.version, 1);
-   * ```
-   *
-   * @throws {StoreConflict} As {@linkcode DynamoDBStore.commit}, and every error it throws.
-   */
+  /** Saves the execution alone: `commit(exe)`, with its errors. */
+
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
   }
@@ -334,16 +307,6 @@ export class DynamoDBStore implements T.ExecutionStore {
    * dead, nor behind such an entry of their target (docs/delivery.md). Unreadable rows are
    * left out. Memory grows with `limit`, not with the backlog.
    *
-   * @example A relay pass
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const entries = await store.pendingOutbox({ limit: 500 });
-   * // deliver each entry.event to entry.targetId, then:
-   * await store.ackOutbox(entries.map((entry) => entry.seq));
-   * ```
-   *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    */
   async pendingOutbox(options?: T.ReadLimitOptions): Promise<T.OutboxEntry[]> {
@@ -414,15 +377,6 @@ export class DynamoDBStore implements T.ExecutionStore {
    * Deletes a timer only if it still fires at `fireAt`: `false` means it was re-scheduled or
    * cancelled, and must not fire. Exact after a lost answer (a one-item transaction with an
    * idempotency token, 2 write units).
-   *
-   * @example Claiming a due timer
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
-   * console.log(won ? "fire it" : "a re-schedule won");
-   * ```
    *
    * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
    *   DynamoDB would reject), before anything is sent.

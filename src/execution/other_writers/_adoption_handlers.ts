@@ -1,12 +1,8 @@
-// What a round of a relay table's feed (DynamoDB Streams: the outbox, spawns and timers tables'
-// change records, see _table_feed.ts) does with the records it read: other writers' rows,
-// written without the relay index's attributes, are adopted into the index, one conditional
-// update each, so that the ordinary passes, sweeps and reads handle them like any row. Outbox
-// entries are also chained per target (core/_feed_chain.ts): every row the feed sees feeds its
-// target's `recent` list, and a row with no `prev_seq` (another writer's, or ours committed right
-// after another writer's commit of the same execution) gets its predecessor, so that a pass
-// (which makes an unchained entry wait, in mixed mode) delivers a target's entries in seq order
-// whatever the index shows. A record is a candidate: each write's condition decides.
+// What a relay table's feed round does with the records it read: other writers' rows, written
+// without the relay index's attributes, are adopted into it (one conditional update each). Outbox
+// rows also feed their target's `recent` list, and one with no `prev_seq` gets its predecessor
+// (core/_feed_chain.ts), so a pass delivers a target's entries in seq order. Each write's
+// condition decides.
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
 import {
   type AttributeValue,

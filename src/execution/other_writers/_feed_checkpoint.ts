@@ -57,15 +57,11 @@ function started(
 }
 
 /**
- * The checkpoint to save after a round: without the shards the stream no longer has, without the
- * closed ones whose children have started, and within {@linkcode CHECKPOINT_SHARDS} and
- * {@linkcode CHECKPOINT_BYTES}. Past the cap, shards part-way read are kept before shards read to
- * their end, and among each, the most recently started (the highest sequence number) first. A
- * dropped shard read to its end whose children have not started yet is read once more from the
- * oldest record the stream holds; a dropped shard part-way read is read again from there too. No
- * record is lost: the handlers' writes are conditional, so a record read twice changes nothing
- * the second time.
+ * The checkpoint to save after a round: without shards gone or finished, within the caps. Past a
+ * cap, shards part-way read go before shards read to their end, the most recently started first.
+ * A dropped shard is read again: the handlers' writes are conditional, so nothing is lost.
  */
+
 export function pruneCheckpoint(
   checkpoint: ReadonlyMap<string, string>,
   shards: readonly Shard[],

@@ -1,10 +1,7 @@
-// The relay tables' feeds: one TableFeed (_table_feed.ts) per relay table — outbox, spawns,
-// timers — whose rounds adopt other writers' rows into the relay index (_adoption_handlers.ts).
-// Every pass, sweep and read of a queue runs its table's round first, in the same call (a fresh
-// store per pass sees the rows too: nothing is kept in the instance), under the feed's lease
-// (another store reading it: the call goes on at once). The round answers the rows it adopted,
-// which the pass offers as if the index showed them; each is read by key before anything is
-// decided.
+// The relay tables' feeds: one TableFeed per relay table, whose rounds adopt other writers' rows
+// into the relay index (_adoption_handlers.ts). Every pass, sweep and read of a queue runs its
+// table's round first, in the same call (nothing is kept in the instance); the pass offers the
+// rows the round adopted, each read by key before anything is decided.
 import type { Item } from "../../dynamo/_dynamo.ts";
 import { withSignal } from "../../dynamo/_abortable.ts";
 import type { RelayKind } from "../../core/types.ts";

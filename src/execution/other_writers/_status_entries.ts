@@ -66,11 +66,9 @@ export function createdAt(record: StreamRecord, old?: Item): string | undefined 
 }
 
 /**
- * Puts the executions of `records` that another writer committed (their image has no
- * `status_shard`) back into the index: for each, its newest record's version, written only if
- * the item is still at it and still without the attribute, with `updated_at` the record's
- * creation time (when that writer committed it). Resolves to how many were written. The stream
- * shows new and old images (the feed reads no other view).
+ * Puts the executions another writer committed (no `status_shard`) back into the index: each at
+ * its newest record's version, only if the item is still at it and without the attribute, with
+ * `updated_at` the record's time. Resolves to how many were written.
  */
 export async function putBack(
   ctx: EntryContext,
@@ -108,11 +106,10 @@ function entryOf(item: Item | undefined): Entry | null {
 }
 
 /**
- * The entry an item without one needs (null: it has one, or it cannot be read): its status's
- * partition since the time it entered it when known (the item it replaced was in that partition
- * already), else since it was `committed` (the record's time: a newest-first listing places it
- * among other commits by when it was made), else since `now`.
+ * The entry an item without one needs (null: it has one, or cannot be read): its status's
+ * partition since it entered it when known, else since `committed` (the record's time), else `now`.
  */
+
 function wanted(
   id: string,
   item: Item,
