@@ -25,11 +25,8 @@ const RELAY_INDEX_NAME = RELAY_INDEX.name;
 export interface PolicyOptions {
   /** The execution store's table prefix. @default {"harel"} */
   prefix?: string;
-  /**
-   * The state store's table name: by default the prefix's own, as in the docs' examples
-   * (`DynamoDBStore` with `prefix: "prod"` next to `DynamoDBStateStore` on `"prod_state"`).
-   * @default {`${prefix}_state` ("harel_state" for the default prefix)}
-   */
+  /** The state store's table name. @default {`${prefix}_state` ("harel_state")} */
+
   stateTable?: string;
   /** The region in the table ARNs. @default {"*"} */
   region?: string;
@@ -74,14 +71,8 @@ const STREAM = Symbol("stream");
 const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "UpdateTimeToLive"];
 
 // What each table needs, from the calls the stores make (tests/iam_test.ts records them).
-// CreateTable / UpdateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only.
-// deleteExecution (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace
-// and processed. The relay (#18, #24) reads the relay tables through their relay index (Query on
-// the index), records failures and moves rows between the index's partitions (UpdateItem, in
-// transactions with ConditionCheckItem on the outbox), drops dead letters (DeleteItem), keeps each
-// held target's hold and the releases (BatchGetItem, UpdateItem on counters) and adopts rows
-// other writers wrote (Scan: ensureTables() and adoptRows(); with other writers, the streams). The status index (#25):
-// listExecutions({ status }) and deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
+// CreateTable / UpdateTable / UpdateTimeToLive are for ensureTables() only. A Query of an index
+// is granted on the index's own ARN.
 const STATEMENTS: {
   sid: string;
   roles: Role[];

@@ -74,11 +74,7 @@ export class TableDrift extends Error {
   /** Always `"TableDrift"`. */
   override name = "TableDrift";
 
-  /**
-   * Builds the error for a list of differences.
-   *
-   * @param differences Every difference found (at least one).
-   */
+  /** Builds the error for every difference found (at least one). */
   constructor(readonly differences: TableDifference[]) {
     super(
       `the tables differ from their definitions in ${differences.length} way${
@@ -263,11 +259,8 @@ export function streamDifference(
   };
 }
 
-/**
- * The CLI command that makes the table of `definition` what it says: `cli ensure-tables`, with
- * the table's prefix when not the default (or a state table not named after it), and
- * `--other-writers` when the definition has a stream.
- */
+/** The CLI command that makes the table of `definition` what it says (`cli ensure-tables ...`). */
+
 export function ensureCommand(definition: TableDefinition): string {
   const name = definition.create.TableName;
   // The CLI's state table is the prefix's, P_state, unless --state-table names another.

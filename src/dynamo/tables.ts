@@ -210,11 +210,7 @@ class TableSteps {
   }
 }
 
-/**
- * Creates the table as `input` defines it (with its indexes and stream: one call, nothing to
- * backfill) unless it exists, then waits until it is ACTIVE. "Already exists" is fine; every
- * other error is real.
- */
+/** Creates the table as `input` defines it unless it exists, then waits until it is ACTIVE. */
 export async function ensureTable(
   client: DynamoDBSender,
   input: CreateTableCommandInput,
@@ -250,10 +246,8 @@ async function createTable(steps: TableSteps, input: CreateTableCommandInput): P
 }
 
 /**
- * Makes a table what its definition says, as far as DynamoDB can change a table in place:
- * creates it when missing, adds the indexes it lacks, turns on its stream (when it has one) and
- * its TTL, within `run`'s deadline. Resolves to whether an index was added to an existing table
- * (its rows may need adopting).
+ * Makes a table what its definition says, as far as DynamoDB can change one in place (missing
+ * indexes, stream, TTL). Resolves to whether an index was added (its rows may need adopting).
  */
 export async function ensureDefinedTable(
   client: DynamoDBSender,
@@ -363,10 +357,7 @@ export class IndexNotFound extends Error {
   }
 }
 
-/**
- * One DescribeTable of table `name`: resolves when the table exists (which also proves DynamoDB
- * answers), throws {@linkcode TableNotFound} with `remedy` when it does not.
- */
+/** One DescribeTable of `name`: {@linkcode TableNotFound} with `remedy` when it does not exist. */
 export async function checkTableExists(
   client: DynamoDBSender,
   name: string,
@@ -383,10 +374,8 @@ export async function checkTableExists(
 }
 
 /**
- * Adds a global secondary index (its key's types in `attributes`) to an existing table unless it
- * has it, then waits until the index is ACTIVE (on AWS, adding an index to a full table
- * backfills it first, which can take minutes). Safe when several processes do it at once.
- * Resolves to whether this call added it.
+ * Adds a global secondary index to a table unless it has it, then waits until it is ACTIVE (a
+ * backfill can take minutes). Safe when several processes do it at once; says if this call did.
  */
 async function ensureIndex(
   steps: TableSteps,
@@ -425,11 +414,10 @@ async function ensureIndex(
 }
 
 /**
- * Makes the table's stream the one a store with other writers reads (new and old images): turns
- * it on, or replaces one of another view (DynamoDB cannot change a stream's view: it is turned
- * off, then on again once the table is ACTIVE, a new stream that the feeds follow), waiting while
- * the table is busy. Safe when several processes do it at once.
+ * Turns the table's stream on with new and old images, replacing one of another view (a view
+ * cannot change: off, then on once ACTIVE). Safe when several processes do it at once.
  */
+
 async function ensureStream(steps: TableSteps): Promise<void> {
   await steps.until("the table to be ACTIVE with its stream", async () => {
     const table = await steps.describe();

@@ -13,10 +13,8 @@ import { type ExecutionTables, RELAY_INDEX } from "../../core/table_specs.ts";
 export { RELAY_INDEX };
 
 /**
- * How many partitions each state (pending, waiting, dead) spreads over. An index partition takes
- * about 1,000 writes a second, so 8 carry about 8,000 commits' entries a second per table; a pass
- * pays one Query per shard and state it reads. A constant, not an option: every writer and
- * reader of a table must agree on it.
+ * How many partitions each state spreads over: 8 carry about 8,000 writes a second per table; a
+ * pass pays one Query per shard and state. Every writer and reader must agree, so no option.
  */
 export const RELAY_SHARDS = 8;
 
@@ -176,10 +174,10 @@ export function locate<K extends RelayKind>(
 }
 
 /**
- * fail, dead-letter: the row to waiting (until `failure.retryAt`) or, with `retryAt: null`, to
- * dead, with its attempts and error; `now` (epoch seconds) is when it died. Only while the row is
- * still there (a timer: still at that fire time).
+ * The row to waiting (until `failure.retryAt`) or dead (`retryAt: null`, since `now`), only
+ * while it is still there (a timer: still at that fire time).
  */
+
 export function failed(
   at: RowAt,
   kind: RelayKind,
