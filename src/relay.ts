@@ -5,7 +5,6 @@
  * @module
  */
 import { eachConcurrently } from "./core/_lanes.ts";
-import { Pass } from "./relay/_relay_pass.ts";
 import { ATTR, withSpan } from "./core/_telemetry.ts";
 import { pythonFloatRepr } from "./core/_py_repr.ts";
 import { checkKey, checkTime, LIMITS } from "./core/_validate.ts";
@@ -26,7 +25,7 @@ import type {
 import { UnreadableEntry } from "./core/errors.ts";
 import { decideDue, failedAttempt, isHead, setAside } from "./core/_relay_rules.ts";
 import { applyPlan, readOutbox, release } from "./core/_outbox_pipeline.ts";
-import { Acks } from "./relay/_acks.ts";
+import { Acks, Pass } from "./relay/_relay_pass.ts";
 import { type CheckedOptions, checkOptions } from "./relay/_options.ts";
 import type { OutboxRelayOptions, RelayOptions, SweepOptions } from "./core/relay_types.ts";
 
