@@ -138,7 +138,6 @@ export function ringDrop(index: number, traceMax: number): number {
 }
 
 /** Whether what expires at `expiresAt` (absent: never) is alive at `now`, as TTL reads it. */
-
 export function isLiveAt(expiresAt: number | null | undefined, now: number): boolean {
   return expiresAt === null || expiresAt === undefined || expiresAt > now;
 }

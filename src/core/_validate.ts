@@ -296,7 +296,6 @@ const MAX_TRACE = 1_000_000;
 const MAX_PROCESSED_TTL = 10 * 365 * 86_400;
 
 /** The options both execution stores take, checked: `traceMax` and `processedTtlSeconds`. */
-
 export function checkExecutionStoreOptions(
   traceMax: unknown,
   processedTtlSeconds: unknown,

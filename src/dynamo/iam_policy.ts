@@ -26,7 +26,6 @@ export interface PolicyOptions {
   /** The execution store's table prefix. @default {"harel"} */
   prefix?: string;
   /** The state store's table name. @default {`${prefix}_state` ("harel_state")} */
-
   stateTable?: string;
   /** The region in the table ARNs. @default {"*"} */
   region?: string;
@@ -66,6 +65,19 @@ type Role = keyof ReturnType<typeof executionTables> | "state";
 
 /** In place of an index name: the statement is about the table's stream (any of its ARNs). */
 const STREAM = Symbol("stream");
+
+/** What ensureTables() and a relay pass call on the outbox and spawns tables. */
+const QUEUE_TABLE = [
+  "DescribeTable",
+  "CreateTable",
+  "UpdateTable",
+  "PutItem",
+  "Scan",
+  "BatchGetItem",
+  "BatchWriteItem",
+  "UpdateItem",
+  "DeleteItem",
+];
 
 /** What ensureTables() / ensureTable() call on a table whose TTL they turn on. */
 const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "UpdateTimeToLive"];
@@ -108,37 +120,8 @@ const STATEMENTS: {
     actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
     otherWriters: true,
   },
-  {
-    sid: "HarelOutbox",
-    roles: ["outbox"],
-    actions: [
-      "DescribeTable",
-      "CreateTable",
-      "UpdateTable",
-      "PutItem",
-      "Scan",
-      "BatchGetItem",
-      "BatchWriteItem",
-      "UpdateItem",
-      "DeleteItem",
-      "ConditionCheckItem",
-    ],
-  },
-  {
-    sid: "HarelSpawns",
-    roles: ["spawns"],
-    actions: [
-      "DescribeTable",
-      "CreateTable",
-      "UpdateTable",
-      "PutItem",
-      "Scan",
-      "BatchGetItem",
-      "BatchWriteItem",
-      "UpdateItem",
-      "DeleteItem",
-    ],
-  },
+  { sid: "HarelOutbox", roles: ["outbox"], actions: [...QUEUE_TABLE, "ConditionCheckItem"] },
+  { sid: "HarelSpawns", roles: ["spawns"], actions: QUEUE_TABLE },
   {
     sid: "HarelTimers",
     roles: ["timers"],

@@ -260,7 +260,6 @@ export function streamDifference(
 }
 
 /** The CLI command that makes the table of `definition` what it says (`cli ensure-tables ...`). */
-
 export function ensureCommand(definition: TableDefinition): string {
   const name = definition.create.TableName;
   // The CLI's state table is the prefix's, P_state, unless --state-table names another.

@@ -217,7 +217,6 @@ function definition(spec: TableSpec, indexes: readonly IndexSpec[], stream: bool
 }
 
 /** A table's `CreateTable` input; keys absent rather than undefined, so it equals its JSON. */
-
 export function createTableInput(
   spec: TableSpec,
   indexes: readonly IndexSpec[] = [],

@@ -162,7 +162,6 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /** Saves the execution alone: `commit(exe)`, with its errors. */
-
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
   }

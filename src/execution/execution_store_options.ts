@@ -39,7 +39,6 @@ export interface DynamoDBStoreOptions {
    */
   finishedTtlSeconds?: number | null;
   /** The clock expiries are measured with, in epoch ms (for tests). @default {Date.now} */
-
   now?: () => number;
   /** How many outbox (and spawn) seqs one counter call reserves for this store, 1 to 1,000,000. @default {1000} */
   seqBlockSize?: number;

@@ -171,7 +171,6 @@ export async function readProcessed(
 }
 
 /** One page of the executions `listing` selects, in scan order: O(`limit`) unfiltered. */
-
 export async function listPage(given: ExecutionReads, listing: Listing): Promise<ListPage> {
   const reads = withSignal(given, listing.signal);
   const input: ScanCommandInput = {

@@ -9,7 +9,6 @@ import { fnv1a } from "../../core/_fnv1a.ts";
 export { STATUS_INDEX } from "../../core/table_specs.ts";
 
 /** How many shards each status spreads over (wire format, so no option): one Query each. */
-
 export const STATUS_SHARDS = 16;
 
 /** The index partition of an execution in `status`: its id's shard, fixed for its life. */

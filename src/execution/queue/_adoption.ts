@@ -1,6 +1,5 @@
 // Rows written without the relay index's attributes (the Python store's) taken into the index:
 // a whole table when ensureTables() adds the index, or on request (`adoptRows()`).
-
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { conditionalUpdate, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";

@@ -64,7 +64,6 @@ function eventTime(row: Item): number | undefined {
 const PARKED_TARGETS = 25;
 
 /** A queue's backlog (see {@linkcode Backlog}), each count read up to `limit` rows. */
-
 export async function backlog(
   given: QueueContext,
   kind: RelayKind,

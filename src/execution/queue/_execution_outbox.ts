@@ -2,7 +2,6 @@
 // emitted: its chains (`outbox_last`) name each target's newest entry and each entry its
 // predecessor (`prev_seq`), so a walk back reads only entries still there. What failed to it, or
 // waits behind that: its hold lists them (`heads`, `held`). Every read is strong.
-
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
 import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";
