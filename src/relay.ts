@@ -126,8 +126,7 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  * @param options How many entries, how many at once, and a signal to stop.
  * @returns How many entries were delivered and how many failed.
  *
- * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
- *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {TypeError} For a bad callback or options (`RangeError`: out of range), before reading.
  * @throws {StoreClosed} When the store is closed; any error of its outbox queue rejects the
  *   pass too (what `deliver` throws goes to `onError`).
  */
@@ -257,8 +256,7 @@ const plainIds = (rows: OutboxRow[]) => rows.filter((row) => !isHead(row)).map((
  * @param options How many intents, how many at once, and a signal to stop.
  * @returns How many spawns were started and how many failed.
  *
- * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
- *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {TypeError} For a bad callback or options (`RangeError`: out of range), before reading.
  * @throws {StoreClosed} When the store is closed; any error of `pendingSpawns` or
  *   `ackSpawn` rejects the pass too (what `start` throws goes to `onError`).
  */
@@ -352,8 +350,7 @@ async function spawnsPass(
  * @param options The time, how many timers, how many at once, and a signal to stop.
  * @returns How many timers fired and how many failed.
  *
- * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
- *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {TypeError} For a bad callback or options (`RangeError`: out of range), before reading.
  * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds).
  * @throws {StoreClosed} When the store is closed; any error of `dueTimers` rejects the pass
  *   too (what `fire` and `deleteTimer` throw goes to `onError`).
@@ -422,10 +419,7 @@ async function timersPass(
 /** How long a pass holds its queue, renewed as it goes: a pass that dies holds it no longer. */
 const LEASE_SECONDS = 30;
 
-/**
- * Runs `body` holding `queue`'s lease, so that relays started together deliver each entry once;
- * another relay holding it: nothing to do.
- */
+/** Runs `body` holding `queue`'s lease (another relay holds it: nothing to do). */
 async function leased(
   queue: { lease(seconds: number): Promise<RelayLease | null> },
   body: (lease: RelayLease) => Promise<RelayReport>,
@@ -484,11 +478,9 @@ async function eachSettled<T>(pass: Pass, items: T[], task: (item: T) => Promise
 }
 
 /**
- * Runs one pass in a span named after its runner, with what the pass did as attributes. The
- * pass (its signal, its `onError`, the acknowledgements it owes) is handed to `body`, and
- * settles only when nothing it started still runs: whatever the body did, the acknowledgements
- * it owes are flushed first. It rejects with the body's error, else with what stopped it (a
- * throwing `onError`), else with a failed acknowledgement.
+ * Runs one pass in a span named after its runner. It settles once the acknowledgements the pass
+ * owes are flushed, whatever the body did, rejecting with the body's error, else with what
+ * stopped the pass (a throwing `onError`), else with a failed acknowledgement.
  */
 function inSpan(
   name: string,
@@ -518,9 +510,8 @@ function inSpan(
 }
 
 /**
- * Runs `task` on every item, `lanes` at a time, starting nothing new once the pass is stopped
- * (its signal aborts). A task that throws stops the pass (which then rejects with that error);
- * `inLanes` itself resolves only when no task still runs.
+ * Runs `task` on every item, `lanes` at a time, until the pass stops; a task that throws stops
+ * it. Resolves only when no task still runs.
  */
 async function inLanes<T>(
   pass: Pass,

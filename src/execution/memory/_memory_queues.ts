@@ -41,44 +41,37 @@ export class MemoryQueues {
 
   constructor(readonly now: () => number, open: (method: string) => void) {
     this.outbox = new MemoryOutbox(now, open);
-    const seconds = () => secondsOf(now);
-    this.spawnQueue = {
-      now: seconds,
-      lease: (time) => {
-        open("spawnQueue.lease");
-        return Promise.resolve(this.outbox.leases.take("spawns", time));
-      },
-      due: () => {
-        open("spawnQueue.due");
-        return Promise.resolve([...this.spawns.keys()].map((seq) => this.#spawnRow(seq)));
-      },
-      fail: (seq, failure) => {
-        open("spawnQueue.fail");
-        return Promise.resolve(this.#fail(this.spawns.get(seq), failure));
-      },
+    const queue = <K extends "spawns" | "timers">(
+      kind: K,
+      rows: () => QueueRow<K>[],
+    ): RowQueue<K> => {
+      const name = kind === "spawns" ? "spawnQueue" : "timerQueue";
+      return {
+        now: () => secondsOf(now),
+        lease: (time) => {
+          open(`${name}.lease`);
+          return Promise.resolve(this.outbox.leases.take(kind, time));
+        },
+        due: () => {
+          open(`${name}.due`);
+          return Promise.resolve(rows());
+        },
+        fail: (key, failure) => {
+          open(`${name}.fail`);
+          return Promise.resolve(this.#fail(this.row(kind, key), failure));
+        },
+      };
     };
-    this.timerQueue = {
-      now: seconds,
-      lease: (time) => {
-        open("timerQueue.lease");
-        return Promise.resolve(this.outbox.leases.take("timers", time));
-      },
-      due: () => {
-        open("timerQueue.due");
-        return Promise.resolve([...this.timers.values()].map((timer) => ({
-          key: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
-          attempts: timer.attempts ?? 0,
-          retryAt: timer.retryAt ?? null,
-          deadAt: timer.deadAt ?? null,
-          at: timer.fireAt,
-          item: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
-        })));
-      },
-      fail: (key, failure) => {
-        open("timerQueue.fail");
-        return Promise.resolve(this.#fail(this.row("timers", key), failure));
-      },
-    };
+    this.spawnQueue = queue("spawns", () => [...this.spawns.keys()].map((s) => this.#spawnRow(s)));
+    this.timerQueue = queue("timers", () =>
+      [...this.timers.values()].map((timer) => ({
+        key: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
+        attempts: timer.attempts ?? 0,
+        retryAt: timer.retryAt ?? null,
+        deadAt: timer.deadAt ?? null,
+        at: timer.fireAt,
+        item: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
+      })));
   }
 
   #spawnRow(seq: number): QueueRow<"spawns"> {
