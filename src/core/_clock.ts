@@ -6,7 +6,6 @@ import { describe } from "./_validate.ts";
  * The `now` option, checked with one reading: epoch milliseconds, as `Date.now`. A clock in
  * seconds (1.5e9 to 1e11) would expire everything it writes at once; a fake clock at 0 passes.
  */
-
 export function checkClock(now: unknown): () => number {
   if (typeof now !== "function") {
     throw new TypeError(`now must be a function (epoch milliseconds), got ${describe(now)}`);

@@ -159,7 +159,6 @@ export interface DueBatch<K extends "spawns" | "timers"> {
  * A spawn or timer pass's decision on rows read by key: those due, lowest seq (earliest timer)
  * first, at most `limit`; unreadable ones apart, to be set aside.
  */
-
 export function decideDue<K extends "spawns" | "timers">(
   rows: readonly QueueRow<K>[],
   now: number,

@@ -132,6 +132,22 @@ export function checkInteger(field: string, value: unknown, min: number, max: nu
   return value;
 }
 
+/** An optional AbortSignal option, checked. */
+export function checkSignal(value: unknown, field = "signal"): AbortSignal | undefined {
+  if (value !== undefined && !(value instanceof AbortSignal)) {
+    throw new TypeError(`${field} must be an AbortSignal, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** An optional callback option, checked. */
+export function checkCallback<F>(field: string, value: F): F {
+  if (value !== undefined && typeof value !== "function") {
+    throw new TypeError(`${field} must be a function, got ${describe(value)}`);
+  }
+  return value;
+}
+
 /** A plain object (not null, not an array). */
 export function checkObject(field: string, value: unknown): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

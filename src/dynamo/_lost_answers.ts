@@ -256,7 +256,6 @@ function isBadRequest(error: unknown): boolean {
  * `client`, re-sending a write refused with `TransactionConflictException` (one of our
  * transactions held the item; the SDK does not retry it). Refused, it was not applied.
  */
-
 export function retryingConflicts(client: DynamoDBSender, retries: number): DynamoDBSender {
   const send = client.send.bind(client) as (command: unknown) => Promise<unknown>;
   return {

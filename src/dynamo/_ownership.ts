@@ -41,7 +41,6 @@ export class ClientOwnership {
    * Every public method passes {@linkcode open} first, so a refused request belongs to a call
    * still running at `close()`, and its {@linkcode StoreClosed} says to await it.
    */
-
   gate(client: DynamoDBSender): DynamoDBSender {
     const send = client.send as (...args: unknown[]) => Promise<unknown>;
     return {

@@ -62,7 +62,6 @@ export interface ConnectOptions {
    * over the ones `create()` derives from the options above.
    * @default {{}}
    */
-
   clientConfig?: ClientConfig;
 }
 

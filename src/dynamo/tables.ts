@@ -19,7 +19,7 @@ import { isNamed } from "./_dynamo.ts";
 import { abortable } from "./_abortable.ts";
 import { STREAM, type TableDefinition } from "./table_definitions.ts";
 import { backoffDelay, sleep } from "../core/_backoff.ts";
-import { checkOptions, describe } from "../core/_validate.ts";
+import { checkCallback, checkOptions, describe } from "../core/_validate.ts";
 import { checkOptionNames } from "../core/_option_names.ts";
 
 export {
@@ -140,9 +140,7 @@ export function ensureRun(options?: EnsureTablesOptions): EnsureRun {
       }`,
     );
   }
-  if (onProgress !== undefined && typeof onProgress !== "function") {
-    throw new TypeError(`onProgress must be a function, got ${describe(onProgress)}`);
-  }
+  checkCallback("onProgress", onProgress);
   // setTimeout holds at most 2^31 - 1 ms; beyond that, no deadline.
   const signal = deadlineMs < 2 ** 31
     ? AbortSignal.timeout(deadlineMs)
@@ -417,7 +415,6 @@ async function ensureIndex(
  * Turns the table's stream on with new and old images, replacing one of another view (a view
  * cannot change: off, then on once ACTIVE). Safe when several processes do it at once.
  */
-
 async function ensureStream(steps: TableSteps): Promise<void> {
   await steps.until("the table to be ACTIVE with its stream", async () => {
     const table = await steps.describe();

@@ -222,7 +222,6 @@ export function checkStoreTables(ctx: StoreContext): Promise<TableDifference[]> 
  * `DynamoDBStore.create()`: checks the options, builds the client, waits until DynamoDB answers,
  * then ensures (or checks) the tables. `make` builds the store on the client.
  */
-
 export function openStore<
   S extends {
     ensureTables(): Promise<void>;

@@ -69,10 +69,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   readonly #ctx: StoreContext;
 
   /**
-   * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
-   * {@linkcode DynamoDBStore.create}. The client stays the caller's to destroy.
-   * @param client Any DynamoDB client (anything with `send()`).
-   * @param options Prefix, trace ring size and tuning.
+   * A store on an existing client (anything with `send()`, still the caller's to destroy). Sends
+   * nothing: call `ensureTables()` once, or use {@linkcode DynamoDBStore.create}.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
     this.#ctx = storeContext(client, options, (id) => this.load(id));
@@ -82,10 +80,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Builds a client for `endpoint` (no endpoint: AWS, default credential chain), waits until
-   * DynamoDB answers, and ensures the tables (with `ensureTables: false`, only checks they
-   * exist, and with `otherWriters: true` that their streams can be read). The store owns that
-   * client: `close()` destroys it.
+   * Builds a client for `endpoint` (none: AWS), waits until DynamoDB answers, and ensures the
+   * tables (`ensureTables: false`: checks they exist). `close()` destroys that client.
    *
    * @example Against DynamoDB Local
    * ```ts
@@ -101,11 +97,9 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
-   * @throws {TableNotReady} When DynamoDB refused a change to a table for good, or ensuring the
-   *   tables took over 10 minutes (`ensureTables()`'s default deadline).
-   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions;
-   *   with `otherWriters: true` and `ensureTables: false`, when a stream it reads is missing or of
-   *   another view.
+   * @throws {TableNotReady} When DynamoDB refused a table change for good, or 10 minutes passed.
+   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions
+   *   (with `otherWriters: true` and `ensureTables: false`: a stream it reads).
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
     return openStore(options, (client, store) => new DynamoDBStore(client, store));

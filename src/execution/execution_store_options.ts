@@ -101,6 +101,5 @@ export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions
    * {@linkcode TableDrift} listing every difference (for tables made as code).
    * @default {false}
    */
-
   checkTables?: boolean;
 }

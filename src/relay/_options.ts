@@ -2,7 +2,13 @@
 // names it and what is allowed.
 import { readLimit } from "../core/_bounded.ts";
 import { checkRunnerOptions } from "../core/_option_names.ts";
-import { checkInteger, checkTime, describe } from "../core/_validate.ts";
+import {
+  checkCallback,
+  checkInteger,
+  checkSignal,
+  checkTime,
+  describe,
+} from "../core/_validate.ts";
 import type { Retry } from "../core/_relay_rules.ts";
 import type { OutboxRelayOptions, SweepOptions } from "../core/relay_types.ts";
 
@@ -79,12 +85,8 @@ export function checkOptions(
   }
   checkRunnerOptions(field, options);
   const { concurrency = 16, signal, onError } = options;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
-  if (onError !== undefined && typeof onError !== "function") {
-    throw new TypeError(`onError must be a function, got ${describe(onError)}`);
-  }
+  checkSignal(signal);
+  checkCallback("onError", onError);
   return {
     limit: readLimit({ limit: options.limit }),
     concurrency: checkInteger("concurrency", concurrency, 1, 1000),

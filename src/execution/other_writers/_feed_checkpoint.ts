@@ -61,7 +61,6 @@ function started(
  * cap, shards part-way read go before shards read to their end, the most recently started first.
  * A dropped shard is read again: the handlers' writes are conditional, so nothing is lost.
  */
-
 export function pruneCheckpoint(
   checkpoint: ReadonlyMap<string, string>,
   shards: readonly Shard[],

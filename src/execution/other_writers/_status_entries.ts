@@ -109,7 +109,6 @@ function entryOf(item: Item | undefined): Entry | null {
  * The entry an item without one needs (null: it has one, or cannot be read): its status's
  * partition since it entered it when known, else since `committed` (the record's time), else `now`.
  */
-
 function wanted(
   id: string,
   item: Item,

@@ -49,7 +49,6 @@ export async function retryDeadLetter<K extends RelayKind>(
  * Deletes a dead letter: `false` when there is none (gone, pending, a timer at another time). An
  * outbox entry's target is released: its first held entry comes back in the same transaction.
  */
-
 export async function dropDeadLetter<K extends RelayKind>(
   q: QueueContext,
   kind: K,

@@ -177,7 +177,6 @@ export function locate<K extends RelayKind>(
  * The row to waiting (until `failure.retryAt`) or dead (`retryAt: null`, since `now`), only
  * while it is still there (a timer: still at that fire time).
  */
-
 export function failed(
   at: RowAt,
   kind: RelayKind,
