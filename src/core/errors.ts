@@ -49,9 +49,8 @@ export class StoreConflict extends Error {
 }
 
 /**
- * A write may or may not have been applied: DynamoDB's answer to one attempt was lost, and a
- * re-sent copy's answer does not say what the first did. The message says what is certain;
- * read the key back to learn the rest.
+ * A write may or may not have been applied: an answer was lost, and a re-sent copy's answer does
+ * not say what the first did. The message says what is certain; read the key back for the rest.
  *
  * @example Telling an unknown outcome from a refusal
  * ```ts
@@ -84,8 +83,7 @@ export class OutcomeUnknown extends Error {
 
 /**
  * A commit may or may not have been applied: no answer came back, also after re-sends with the
- * same idempotency token. Read the execution back to learn which. An {@linkcode OutcomeUnknown}
- * with `operation` `"commit"`.
+ * same idempotency token. Read the execution back. An {@linkcode OutcomeUnknown} of `"commit"`.
  *
  * @example Reading back after an unknown outcome
  * ```ts

@@ -129,11 +129,7 @@ export interface RelayFailure {
   retryAt: number | null;
   /** What went wrong (kept to its first 1000 characters). */
   error: string;
-  /**
-   * The item cannot be read (dead-lettered with `retryAt: null`): it holds back no later entry
-   * of its target, as there is nothing to deliver in order.
-   * @default {false}
-   */
+  /** The item cannot be read (with `retryAt: null`): it holds nothing back. @default {false} */
   unreadable?: boolean;
 }
 
@@ -162,10 +158,7 @@ export interface DeadLetter<K extends RelayKind> {
   lastError: string | null;
   /** When it was dead-lettered, in epoch seconds. */
   deadAt: number;
-  /**
-   * The execution it came from (an outbox entry's emitter, a spawn's parent, a timer's
-   * execution); `null` when the row does not say (the Python store writes no `source_id`).
-   */
+  /** The execution it came from; `null` when the row does not say (the Python store's). */
   sourceId?: string | null;
   /** Its attributes as stored. */
   raw: Record<string, unknown>;
@@ -186,9 +179,8 @@ export interface DeadLetter<K extends RelayKind> {
  */
 export interface ReadLimitOptions {
   /**
-   * How many entries (the lowest seqs, the earliest timers) one read returns at most, or
-   * `Infinity`. Memory grows with `limit`, not with the backlog.
-   * @default {1000}
+   * How many entries (lowest seqs, earliest timers) one read returns at most, or `Infinity`.
+   * Memory grows with `limit`, not with the backlog. @default {1000}
    */
   limit?: number;
 }
@@ -402,16 +394,14 @@ export interface RelayOptions {
   /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
   signal?: AbortSignal;
   /**
-   * Called with each error a callback throws, an Error or not (the entry stays pending). If
-   * `onError` itself throws, the pass stops as if aborted (nothing new starts, what is running
-   * finishes, what was delivered is acknowledged) and then rejects with what it threw.
+   * Called with each error a callback throws (the entry stays pending). If `onError` throws, the
+   * pass stops as if aborted, then rejects with what it threw.
    * @default {undefined}
    */
   onError?: (error: unknown) => void;
   /**
-   * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000,
-   * or `Infinity` to retry for ever (with `backoff`). A callback that throws an
-   * `UnreadableEntry` sets the entry aside at once, whatever this is.
+   * Failed attempts after which an entry is dead-lettered: 1 to 1000, or `Infinity`. A callback
+   * that throws an `UnreadableEntry` sets the entry aside at once.
    * @default {10}
    */
   maxAttempts?: number;
@@ -441,9 +431,8 @@ export interface RelayOptions {
  */
 export interface OutboxRelayOptions extends RelayOptions {
   /**
-   * Deliver just these seqs (those `commit` returned) instead of reading the `limit` lowest: an
-   * entry whose earlier entry of the same source and target is still pending, or whose target a
-   * pass found held, is left for the next full pass, and so is one whose delivery fails.
+   * Deliver just these seqs (those `commit` returned): one behind a pending earlier entry of its
+   * source and target, or a held target, is left for the next full pass, as is one that fails.
    * @default {undefined}
    */
   seqs?: number[];
