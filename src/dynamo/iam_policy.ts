@@ -1,15 +1,9 @@
 /**
- * The least-privilege IAM policy of both stores, built from the table specs: the CLI's
- * `policy` command prints this function's output (docs/operations.md sends operators there).
+ * The least-privilege IAM policy of both stores, built from the table specs (the CLI's `policy`).
  *
  * @module
  */
 import { checkTableName, executionTables, RELAY_INDEX, STATUS_INDEX } from "../core/table_specs.ts";
-
-/** The executions table's status index (#25), which listings by status and bulk deletes query. */
-const STATUS_INDEX_NAME = STATUS_INDEX.name;
-/** The relay index (#24) of the outbox, spawns and timers tables, which relay passes query. */
-const RELAY_INDEX_NAME = RELAY_INDEX.name;
 
 /**
  * Options of {@linkcode leastPrivilegePolicy}.
@@ -31,10 +25,7 @@ export interface PolicyOptions {
   region?: string;
   /** The account id in the table ARNs. @default {"*"} */
   account?: string;
-  /**
-   * The stores are built with `otherWriters: true`: grant the reads of the executions table's
-   * stream (DynamoDB Streams) their status feed makes. @default {false}
-   */
+  /** The stores have `otherWriters: true`: grant reading their streams. @default {false} */
   otherWriters?: boolean;
 }
 
@@ -109,7 +100,7 @@ const STATEMENTS: {
   {
     sid: "HarelExecutionsByStatus",
     roles: ["executions"],
-    index: STATUS_INDEX_NAME,
+    index: STATUS_INDEX.name,
     actions: ["Query"],
   },
   {
@@ -141,7 +132,7 @@ const STATEMENTS: {
   {
     sid: "HarelRelayIndex",
     roles: ["outbox", "spawns", "timers"],
-    index: RELAY_INDEX_NAME,
+    index: RELAY_INDEX.name,
     actions: ["Query"],
   },
   {

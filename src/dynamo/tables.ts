@@ -50,9 +50,8 @@ export {
  */
 export interface EnsureTablesOptions {
   /**
-   * Gives up after this many milliseconds with a {@linkcode TableNotReady} naming the table and
-   * the step it was at; ensuring again goes on from there (on AWS, adding an index to a full
-   * table can take longer; `Infinity`: no deadline).
+   * Gives up after this many ms with a {@linkcode TableNotReady} naming the table and step;
+   * ensuring again goes on from there (`Infinity`: no deadline).
    * @default {600000} (10 minutes)
    */
   deadlineMs?: number;
@@ -82,9 +81,7 @@ export interface TableProgress {
 
 /**
  * `ensureTables()` or `ensureTable()` could not make a table ready: DynamoDB refused a change
- * that retrying cannot cure (the table ACTIVE, nothing in progress), or the deadline passed
- * while it was still applying one. `table` and `step` say where it stopped; `cause` holds
- * DynamoDB's refusal.
+ * for good, or the deadline passed. `table` and `step` say where; `cause` is DynamoDB's refusal.
  *
  * @example Saying which table and step failed
  * ```ts
