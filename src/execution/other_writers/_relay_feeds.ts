@@ -89,9 +89,8 @@ export class RelayFeeds {
   }
 
   /**
-   * An operator's view (the CLI): other writers' rows of `kind` the feed has not adopted yet, as
-   * the index will show them, read from the checkpoint without the lease: nothing written,
-   * nothing saved. The `limit` lowest in index order (memory follows `limit`).
+   * An operator's view (the CLI): the `limit` lowest rows of `kind` the feed has not adopted yet,
+   * read without the lease, nothing written.
    */
   async peek(q: QueueContext, kind: RelayKind, limit: number): Promise<Item[]> {
     const lowest = new Lowest<Item>(limit, byIndexOrder);

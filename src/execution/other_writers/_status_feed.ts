@@ -58,11 +58,8 @@ export class StatusFeed {
   }
 
   /**
-   * An operator's view (the CLI): the executions other writers committed that the status index
-   * does not show yet, read from the stream's checkpoint without the lease, nothing written or
-   * saved. `takes` selects from an item (with `updated_at` its record's creation time, as a round
-   * would write it back); the `limit` most recently committed, each read by key (strongly) and
-   * still out of the index, newest first. Memory follows `limit` (and a page of records).
+   * An operator's view (the CLI): the `limit` most recent executions other writers committed that
+   * the status index does not show yet, read without the lease, nothing written. `takes` selects.
    */
   async peek(ctx: FeedContext, limit: number, takes: (item: Item) => boolean): Promise<Item[]> {
     const latest = new Map<string, number>();
