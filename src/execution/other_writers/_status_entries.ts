@@ -1,7 +1,5 @@
-// What the status feed writes: for each execution another writer committed, the index entry its
-// item needs (its status's partition, since when), written back with an UpdateItem conditioned
-// on the item being as the record (or the scan) showed it — the record finds the candidate, the
-// write's condition decides — and the one-off scan for rows the stream never showed.
+// What the status feed writes: the index entry an execution another writer committed needs,
+// with an UpdateItem conditioned on the item being as the record (or the scan) showed it.
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
 import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import {
@@ -53,9 +51,8 @@ export function isIndexed(record: StreamRecord): boolean {
 }
 
 /**
- * When a record's change was made, epoch seconds (undefined when the record does not say): its
- * `ApproximateCreationDateTime` (rounded down: to the second on AWS, to the minute on DynamoDB
- * Local), never before the `updated_at` of the item it replaced (our commit before it).
+ * When a record's change was made, epoch seconds (undefined: unknown): its rounded-down
+ * `ApproximateCreationDateTime`, never before the `updated_at` of the item it replaced.
  */
 export function createdAt(record: StreamRecord, old?: Item): string | undefined {
   const at = record.dynamodb?.ApproximateCreationDateTime as Date | number | undefined;
@@ -179,9 +176,8 @@ async function writeEntry(ctx: EntryContext, id: string, entry: Entry): Promise<
 }
 
 /**
- * One page of the scan for executions without an index entry (rows the stream never showed):
- * each is put back since now (when it was committed is not known: no `updated_at`). Resolves to
- * where the scan goes on (undefined when it is done), the rows examined and the entries written.
+ * One page of the scan for executions without an index entry, each put back since now: where
+ * the scan goes on (undefined: done), the rows examined and the entries written.
  */
 export async function backfillPage(
   ctx: EntryContext,

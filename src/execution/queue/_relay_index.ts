@@ -44,9 +44,8 @@ export function rowKey(kind: RelayKind, item: Item): Item {
 }
 
 /**
- * The shard of a row: a timer's is {@linkcode fnv1a} of its execution and path; an entry's is its
- * seq modulo the shards (another writer's odd seq — fractional, negative, past 2^53 — hashes its
- * stored text).
+ * The shard of a row: a timer's hashes its execution and path; an entry's is its seq modulo the
+ * shards (another writer's odd seq hashes its stored text).
  */
 export function rowShard(kind: RelayKind, item: Item): number {
   if (kind === "timers") {
@@ -75,10 +74,7 @@ export function pendingPlace(kind: RelayKind, item: Item): Place {
   return { part: partition("p", rowShard(kind, item)), order: keyOrder(kind, item)! };
 }
 
-/**
- * Where a row belongs by its own attributes at `now`: dead-lettered, waiting for a retry still to
- * come, or pending. `null` for a row no place can hold (no key number to order it by).
- */
+/** Where a row belongs by its own attributes at `now` (null: no number to order it by). */
 export function placeOf(kind: RelayKind, item: Item, now: number): Place | null {
   const order = keyOrder(kind, item);
   if (order === undefined || !Number.isFinite(Number(order.N))) return null;
@@ -278,10 +274,7 @@ function placed(to: "p" | "w" | "d" | "h", kind: RelayKind, item: Item): Place {
   return { part: partition(to, rowShard(kind, item)), order: keyOrder(kind, item)! };
 }
 
-/**
- * adopt: a row another writer wrote (no partition) to pending (a timer: at its fire time),
- * unless it was adopted, acknowledged or (a timer) re-scheduled meanwhile.
- */
+/** adopt: another writer's row (no partition) to pending, unless adopted or gone meanwhile. */
 export function adopted(tables: ExecutionTables, kind: RelayKind, row: Item) {
   const place: Place = pendingPlace(kind, row);
   const input = moveInput(tables[kind].name, rowKey(kind, row), null, place);
