@@ -1,6 +1,5 @@
-// MemoryStore's relay queues: the outbox (_memory_outbox.ts), spawn intents and timers with each
-// item's relay bookkeeping, as DynamoDBStore keeps them; the relay's pipeline reads and writes
-// them through the same queues.
+// MemoryStore's relay queues: the outbox, spawn intents and timers with each item's relay
+// bookkeeping, as DynamoDBStore keeps them.
 import { afterFailure, holdsAt, isHead, RETRIED } from "../../core/_relay_rules.ts";
 import { byFireAt } from "../../core/_bounded.ts";
 import { secondsOf } from "../../core/_clock.ts";
@@ -87,9 +86,8 @@ export class MemoryQueues {
   }
 
   /**
-   * A commit's emits (`seqs`: theirs, ascending) as pending entries of execution `source`, each
-   * naming its predecessor of the same target by the chains DynamoDBStore keeps (`linkEmits`): an
-   * insert starts them empty.
+   * A commit's emits (`seqs` ascending) as pending entries of `source`, each naming its
+   * predecessor of the same target by the chains DynamoDBStore keeps (an insert starts empty).
    */
   emit(
     source: string,
@@ -149,11 +147,7 @@ export class MemoryQueues {
     return letters as DeadLetter<K>[];
   }
 
-  /**
-   * A queue's backlog, each count at most `limit` (see DynamoDBStore's `backlog`): pending
-   * (timers: due at `now`), waiting, dead, the outbox targets held behind those, the oldest
-   * pending.
-   */
+  /** A queue's backlog, each count at most `limit`, as DynamoDBStore's `backlog`. */
   backlog(kind: RelayKind, limit: number, now: number): Backlog {
     const counts = { pending: 0, waiting: 0, dead: 0 };
     const held = new Set<string>();
