@@ -225,10 +225,9 @@ async function outboxPass(
 const plainIds = (rows: OutboxRow[]) => rows.filter((row) => !isHead(row)).map((row) => row.id);
 
 /**
- * One relay pass over the spawn intents: reads the `limit` lowest seqs, calls `start` on
- * them in parallel (up to `concurrency` at once) and acknowledges started ones in batches;
- * a spawn whose `start` throws stays pending. At least once, like {@linkcode relayOutbox}:
- * `start` must tolerate a child that already exists.
+ * One relay pass over the spawn intents: `start` on the `limit` lowest seqs (`concurrency` at
+ * once), started ones acknowledged in batches; one whose `start` throws stays pending. At least
+ * once: `start` must tolerate a child that already exists.
  *
  * @example Starting spawned children
  * ```ts
@@ -326,11 +325,9 @@ async function spawnsPass(
 }
 
 /**
- * One sweep of the due timers: reads the `limit` earliest timers due at `now`, and for
- * each (up to `concurrency` at once) calls `fire(timer, timeoutEvent(...))` first, then
- * the guarded `deleteTimer`. A timer whose `fire` throws stays, and fires again next pass
- * with the same event id, so the receiver's dedupe mark makes it one effect; a timer
- * re-scheduled while it fired is kept at its new time.
+ * One sweep of the due timers: the `limit` earliest due at `now`, each (`concurrency` at once)
+ * fired with `fire(timer, timeoutEvent(...))`, then deleted if still at that time. A timer whose
+ * `fire` throws fires again next pass with the same event id (one effect for a deduping receiver).
  *
  * @example A sweep on Deno.cron
  * ```ts

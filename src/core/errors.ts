@@ -302,10 +302,7 @@ export class MissingSetup extends TypeError {
  * ```
  */
 export interface StoreClosedOptions extends ErrorOptions {
-  /**
-   * The refused request belongs to a call still running at `close()` (a missing `await`).
-   * @default {false}
-   */
+  /** The refused request belongs to a call still running at `close()`. @default {false} */
   inFlight?: boolean;
 }
 
