@@ -106,9 +106,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Makes the seven tables what `tableDefinitions()` says: creates the missing ones and adds
-   * missing indexes, TTL and (with `otherWriters: true`) the streams, replacing one of another
-   * view. Idempotent: after a failure, running it again goes on from there.
+   * Makes the seven tables what `tableDefinitions()` says (missing tables, indexes, TTL and, with
+   * `otherWriters: true`, streams). Idempotent: after a failure, running it again goes on.
    * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -209,9 +208,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Appends one trace step outside a commit, after the ring's highest index (or at
-   * `entry.index`); the step that falls out of the `traceMax` window is deleted. Two calls; a
-   * copy re-sent after a lost answer does not append twice.
+   * Appends one trace step outside a commit, after the ring's highest index (or at `entry.index`),
+   * dropping the step that leaves the `traceMax` window; a re-sent copy does not append twice.
    *
    * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
    *   for an index or size out of range), before anything is sent.
@@ -296,9 +294,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * The `limit` lowest-seq outbox entries deliverable now, by seq: not acknowledged, waiting,
-   * dead, nor behind such an entry of their target (docs/delivery.md). Unreadable rows are
-   * left out. Memory grows with `limit`, not with the backlog.
+   * The `limit` lowest-seq outbox entries deliverable now: not waiting, dead, unreadable, nor
+   * behind such an entry of their target (docs/delivery.md). Memory grows with `limit` only.
    *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    */
@@ -368,8 +365,7 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Deletes a timer only if it still fires at `fireAt`: `false` means it was re-scheduled or
-   * cancelled, and must not fire. Exact after a lost answer (a one-item transaction with an
-   * idempotency token, 2 write units).
+   * cancelled, and must not fire. Exact after a lost answer (2 write units).
    *
    * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
    *   DynamoDB would reject), before anything is sent.
@@ -385,9 +381,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the
-   * next may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
-   * or, for a timer, re-scheduled.
+   * Records a failed delivery on an outbox entry, spawn or timer (`retryAt: null`: dead-letters
+   * it). `false` when the item is gone or, for a timer, re-scheduled.
    *
    * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
    */
@@ -444,8 +439,7 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Retries every dead letter of a queue (outbox: of one target with `targetId`), each as
-   * `retryDeadLetter` does: how many. Reads follow the dead letters, not the table; run it
-   * again after a crash or an abort and it goes on.
+   * `retryDeadLetter` does: how many. Run again after a crash or an abort, it goes on.
    *
    * @example Retrying an outage's dead letters
    * ```ts
@@ -482,9 +476,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * A queue's backlog for a dashboard or an alarm: pending, waiting and dead counts, held
-   * targets, and the oldest pending commit (relay lag). Each count reads at most `limit` rows,
-   * each checked by key (about a read unit a counted row).
+   * A queue's backlog for a dashboard or an alarm (relay lag included). Each count reads at most
+   * `limit` rows, each checked by key (about a read unit a counted row).
    *
    * @throws {RangeError} For a `limit` outside 1 to 10,000.
    */
@@ -508,10 +501,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Removes the execution with its timers, trace steps and dedupe marks, and says what it
-   * removed; its outbox entries and spawns stay (they belong to the relay). Idempotent. The
-   * execution goes first: a later commit fails with {@linkcode StoreConflict}. See
-   * docs/retention.md.
+   * Removes the execution with its timers, trace steps and dedupe marks (its outbox and spawns
+   * stay), and says what it removed. Idempotent. The execution goes first: a later commit fails
+   * with {@linkcode StoreConflict}. See docs/retention.md.
    *
    * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
    *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).
@@ -529,10 +521,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     }
   }
 
-  /**
-   * Stops a running status feed round (its lease given back), then releases the client if
-   * `create()` built it (an injected one stays the caller's). Idempotent.
-   */
+  /** Stops a running feed round, then destroys the client if `create()` built it. Idempotent. */
   async close(): Promise<void> {
     await (await this.#ctx.otherWriters)?.close();
     return await this.#ctx.ownership.close();
