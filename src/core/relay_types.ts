@@ -253,10 +253,7 @@ export interface Backlog {
   heldTargets: number;
   /** Whether a count reached `limit`: the true figure may be higher. */
   capped: boolean;
-  /**
-   * When the oldest pending item counted was committed (timers: due), epoch seconds; `null`
-   * when none (or no row says). Relay lag is now minus this.
-   */
+  /** When the oldest pending item counted was committed (timers: due), or `null`: lag's start. */
   oldestAt: number | null;
 }
 
@@ -281,9 +278,8 @@ export interface BacklogOptions {
 }
 
 /**
- * Where an outbox entry stands with the relay: `pending` (the next pass delivers it), `waiting`
- * (it failed; see `retryAt`), `dead` (retry or drop it) or `held` (behind an earlier entry of
- * its target that waits or is dead, `heldBehind`).
+ * Where an outbox entry stands: `pending` (the next pass delivers it), `waiting` (it failed),
+ * `dead` (retry or drop it) or `held` (behind a failed earlier entry of its target).
  */
 export type OutboxState = "pending" | "waiting" | "dead" | "held";
 
@@ -317,10 +313,7 @@ export interface OutboxEntryState {
   deadAt: number | null;
   /** The last error a relay recorded, or `null`. */
   lastError: string | null;
-  /**
-   * `held`: the seq of the failed entry of its target it waits behind (retry or drop that one),
-   * `null` when none is known any more (a release is bringing it back) or in other states.
-   */
+  /** `held`: the failed entry of its target it waits behind; `null` when unknown or not held. */
   heldBehind: number | null;
 }
 
@@ -343,7 +336,7 @@ export interface ExecutionOutbox {
   emitted: OutboxEntryState[];
   /**
    * Whether `emitted` may miss some: it reached `limit`, or the execution's item does not name
-   * every target it emitted to (last written by the Python store, past 100 targets, or gone).
+   * every target (the Python store's, past 100 targets, or gone).
    */
   emittedPartial: boolean;
   /**

@@ -99,8 +99,7 @@ export interface ConnectRetry {
 }
 
 /**
- * Settings for `new DynamoDBClient` (the SDK's `DynamoDBClientConfig`), passed through by
- * `create()`. The common ones are typed here; any other setting is passed as given.
+ * Settings `create()` passes to `new DynamoDBClient`: the common ones typed, any other as given.
  *
  * @example Fewer retries and a logger
  * ```ts
@@ -183,10 +182,7 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
   });
 }
 
-/**
- * The endpoint a client of `options` talks to, for error messages: the `endpoint` option,
- * else the SDK's `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`, else AWS's regional one.
- */
+/** The endpoint a client of `options` talks to, for messages (option, SDK's variables, AWS). */
 export function endpointInUse(options: ConnectOptions, region: string | undefined): string {
   const configured = options.clientConfig?.endpoint ?? options.endpoint;
   if (typeof configured === "string") return configured;
@@ -295,8 +291,8 @@ export function claimClient(client: DynamoDBSender): DynamoDBClient | null {
 }
 
 /**
- * What `create()` does for both stores: builds a client, makes the store on it (the store
- * owns it), and retries `ready` until DynamoDB answers. The client is destroyed on failure.
+ * `create()` of both stores: builds a client and a store owning it, and retries `ready` until
+ * DynamoDB answers. The client is destroyed on failure.
  */
 export async function connectStore<T>(
   options: ConnectOptions,
