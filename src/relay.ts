@@ -5,7 +5,6 @@
  * @module
  */
 import { eachConcurrently } from "./core/_lanes.ts";
-import { Pass } from "./relay/_relay_pass.ts";
 import { ATTR, withSpan } from "./core/_telemetry.ts";
 import { pythonFloatRepr } from "./core/_py_repr.ts";
 import { checkKey, checkTime, LIMITS } from "./core/_validate.ts";
@@ -26,8 +25,9 @@ import type {
 import { UnreadableEntry } from "./core/errors.ts";
 import { decideDue, failedAttempt, isHead, setAside } from "./core/_relay_rules.ts";
 import { applyPlan, readOutbox, release } from "./core/_outbox_pipeline.ts";
-import { Acks } from "./relay/_acks.ts";
+import { Acks, Pass } from "./relay/_relay_pass.ts";
 import { type CheckedOptions, checkOptions } from "./relay/_options.ts";
+import type { OutboxRelayOptions, RelayOptions, SweepOptions } from "./core/relay_types.ts";
 
 /**
  * What one relay or sweep pass did. Entries counted in none of `delivered`, `failed` and
@@ -52,119 +52,28 @@ export interface RelayReport {
   /** Entries whose callback threw: they wait (backoff) and come again, or are dead-lettered. */
   failed: number;
   /**
-   * Entries set aside this pass: dead-lettered after `maxAttempts` failures, or unreadable rows
-   * (each also reported to `onError` as an {@linkcode UnreadableEntry}). Kept, visible with
-   * `deadLetters`, and out of the way until an operator retries or drops them.
+   * Entries dead-lettered this pass after `maxAttempts` failures, or unreadable (each reported
+   * to `onError` as an {@linkcode UnreadableEntry}): kept, visible with `deadLetters`.
    */
   setAside: number;
   /**
-   * Outbox: entries this pass left pending behind a held target — one whose earlier entry waits
-   * for a retry or is dead, or failed in this very pass. With `seqs` (delivery within the
-   * request), those of the given entries; in a full pass, those it met: a pass sets them apart
-   * (out of later passes' reads) until they are released, so each is counted by the pass that
-   * first meets it, and again by one that meets it after a new failure of its target. 0 for
-   * spawns and timers.
+   * Outbox: entries this pass left pending behind a held target (an earlier entry waits, is
+   * dead, or failed in this pass). A full pass counts each when it first sets it apart, and again
+   * after a new failure of its target; with `seqs`, those of the given entries. 0 otherwise.
    */
   held: number;
   /**
-   * Relay lag, an operator's first question: the age in seconds of the oldest pending entry
-   * this pass saw, delivered or not (outbox and spawns: since it was committed, or since its
-   * event's `created_time` for rows of writers that do not record it; timers: the sweep's `now`
-   * minus the earliest due `fireAt`). `null` when nothing was pending or nothing says when.
+   * Relay lag: the age in seconds of the oldest pending entry this pass saw (since its commit,
+   * else its event's `created_time`; timers: since due). `null` when none, or nothing says when.
    */
   lagSeconds: number | null;
 }
 
 /**
- * Options of {@linkcode relayOutbox} and {@linkcode relaySpawns}.
- *
- * @example A pass that gives up after 50 seconds
- * ```ts
- * import { relayOutbox, type RelayOptions } from "@harel/dynamodb";
- * import { MemoryStore } from "@harel/dynamodb/testing";
- *
- * const options: RelayOptions = { limit: 500, concurrency: 8, signal: AbortSignal.timeout(50_000) };
- * await relayOutbox(new MemoryStore(), async (entry) => console.log(entry.event.kind), options);
- * ```
- */
-export interface RelayOptions {
-  /** How many entries this pass reads (the lowest seqs): a positive integer, or `Infinity` for all. @default {1000} */
-  limit?: number;
-  /** How many callbacks run at once, 1 to 1000 (outbox: how many targets are delivered to in parallel). @default {16} */
-  concurrency?: number;
-  /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
-  signal?: AbortSignal;
-  /**
-   * Called with each error a callback throws, an Error or not (the entry stays pending). If
-   * `onError` itself throws, the pass stops as if aborted (nothing new starts, what is running
-   * finishes, what was delivered is acknowledged) and then rejects with what it threw.
-   * @default {undefined}
-   */
-  onError?: (error: unknown) => void;
-  /**
-   * Failed attempts after which an entry is dead-lettered (kept, visible, skipped): 1 to 1000,
-   * or `Infinity` to retry for ever (with `backoff`). A callback that throws an
-   * `UnreadableEntry` sets the entry aside at once, whatever this is.
-   * @default {10}
-   */
-  maxAttempts?: number;
-  /**
-   * The wait before an entry whose delivery failed is tried again, in seconds: `minSeconds`
-   * after the first failure, doubling up to `maxSeconds` (both 0 to 31,536,000, one year).
-   * @default {{ minSeconds: 10, maxSeconds: 3600 }}
-   */
-  backoff?: { minSeconds?: number; maxSeconds?: number };
-}
+ * harel's `Timeout` event for a timer, as the Python engine's `timeout_event`: id
+ * `timeout:{executionId}:{path}:{fireAt}` (`fireAt` as Python's float `repr`), kind `"Timeout"`,
+ * data `{ path }`. Python and Deno sweepers make the same id, so the receiver dedupes them.
 
-/**
- * Options of {@linkcode relayOutbox}.
- *
- * @example Delivering what a commit emitted, within the same request
- * ```ts
- * import { relayOutbox, newEvent, newExecution, type OutboxRelayOptions } from "@harel/dynamodb";
- * import { MemoryStore } from "@harel/dynamodb/testing";
- *
- * const store = new MemoryStore();
- * const { outbox } = await store.commit(newExecution({ definition_id: "order" }), {
- *   emits: [{ target: null, event: newEvent("order.created") }],
- * });
- * const options: OutboxRelayOptions = { seqs: outbox };
- * await relayOutbox(store, async (entry) => console.log(entry.event.kind), options);
- * ```
- */
-export interface OutboxRelayOptions extends RelayOptions {
-  /**
-   * Deliver just these seqs (those `commit` returned) instead of reading the `limit` lowest: an
-   * entry whose earlier entry of the same source and target is still pending, or whose target a
-   * pass found held, is left for the next full pass, and so is one whose delivery fails.
-   * @default {undefined}
-   */
-  seqs?: number[];
-}
-
-/**
- * Options of {@linkcode sweepTimers}.
- *
- * @example Sweeping what is due in the next second too
- * ```ts
- * import { sweepTimers, type SweepOptions } from "@harel/dynamodb";
- * import { MemoryStore } from "@harel/dynamodb/testing";
- *
- * const options: SweepOptions = { now: Date.now() / 1000 + 1, limit: 200 };
- * await sweepTimers(new MemoryStore(), async (timer, event) => console.log(timer.path, event.id), options);
- * ```
- */
-export interface SweepOptions extends RelayOptions {
-  /** The time timers are due at, in epoch seconds. @default {Date.now() / 1000} */
-  now?: number;
-}
-
-/**
- * harel's `Timeout` event for a timer, identical to the Python engine's `timeout_event`: id
- * `timeout:{executionId}:{path}:{fireAt}` with `fireAt` as Python's `repr` of a float
- * (`1700000001` → `1700000001.0`), kind `"Timeout"`, data `{ path }`. A Python and a Deno
- * sweeper firing the same timer produce the same id, so the receiver's dedupe mark makes
- * it one effect. `created_time` is now and `received_time` null, as in `newEvent`.
  *
  * @example The event of a timer
  * ```ts
@@ -217,8 +126,7 @@ export function timeoutEvent(executionId: string, path: string, fireAt: number):
  * @param options How many entries, how many at once, and a signal to stop.
  * @returns How many entries were delivered and how many failed.
  *
- * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
- *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {TypeError} For a bad callback or options (`RangeError`: out of range), before reading.
  * @throws {StoreClosed} When the store is closed; any error of its outbox queue rejects the
  *   pass too (what `deliver` throws goes to `onError`).
  */
@@ -317,10 +225,9 @@ async function outboxPass(
 const plainIds = (rows: OutboxRow[]) => rows.filter((row) => !isHead(row)).map((row) => row.id);
 
 /**
- * One relay pass over the spawn intents: reads the `limit` lowest seqs, calls `start` on
- * them in parallel (up to `concurrency` at once) and acknowledges started ones in batches;
- * a spawn whose `start` throws stays pending. At least once, like {@linkcode relayOutbox}:
- * `start` must tolerate a child that already exists.
+ * One relay pass over the spawn intents: `start` on the `limit` lowest seqs (`concurrency` at
+ * once), started ones acknowledged in batches; one whose `start` throws stays pending. At least
+ * once: `start` must tolerate a child that already exists.
  *
  * @example Starting spawned children
  * ```ts
@@ -348,8 +255,7 @@ const plainIds = (rows: OutboxRow[]) => rows.filter((row) => !isHead(row)).map((
  * @param options How many intents, how many at once, and a signal to stop.
  * @returns How many spawns were started and how many failed.
  *
- * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
- *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {TypeError} For a bad callback or options (`RangeError`: out of range), before reading.
  * @throws {StoreClosed} When the store is closed; any error of `pendingSpawns` or
  *   `ackSpawn` rejects the pass too (what `start` throws goes to `onError`).
  */
@@ -419,11 +325,9 @@ async function spawnsPass(
 }
 
 /**
- * One sweep of the due timers: reads the `limit` earliest timers due at `now`, and for
- * each (up to `concurrency` at once) calls `fire(timer, timeoutEvent(...))` first, then
- * the guarded `deleteTimer`. A timer whose `fire` throws stays, and fires again next pass
- * with the same event id, so the receiver's dedupe mark makes it one effect; a timer
- * re-scheduled while it fired is kept at its new time.
+ * One sweep of the due timers: the `limit` earliest due at `now`, each (`concurrency` at once)
+ * fired with `fire(timer, timeoutEvent(...))`, then deleted if still at that time. A timer whose
+ * `fire` throws fires again next pass with the same event id (one effect for a deduping receiver).
  *
  * @example A sweep on Deno.cron
  * ```ts
@@ -443,8 +347,7 @@ async function spawnsPass(
  * @param options The time, how many timers, how many at once, and a signal to stop.
  * @returns How many timers fired and how many failed.
  *
- * @throws {TypeError} For a callback that is not a function or options of the wrong type (a
- *   `RangeError` for a `limit` or `concurrency` out of range), before anything is read.
+ * @throws {TypeError} For a bad callback or options (`RangeError`: out of range), before reading.
  * @throws {RangeError} For a `now` that is not epoch seconds (e.g. milliseconds).
  * @throws {StoreClosed} When the store is closed; any error of `dueTimers` rejects the pass
  *   too (what `fire` and `deleteTimer` throw goes to `onError`).
@@ -513,10 +416,7 @@ async function timersPass(
 /** How long a pass holds its queue, renewed as it goes: a pass that dies holds it no longer. */
 const LEASE_SECONDS = 30;
 
-/**
- * Runs `body` holding `queue`'s lease, so that relays started together deliver each entry once;
- * another relay holding it: nothing to do.
- */
+/** Runs `body` holding `queue`'s lease (another relay holds it: nothing to do). */
 async function leased(
   queue: { lease(seconds: number): Promise<RelayLease | null> },
   body: (lease: RelayLease) => Promise<RelayReport>,
@@ -575,11 +475,9 @@ async function eachSettled<T>(pass: Pass, items: T[], task: (item: T) => Promise
 }
 
 /**
- * Runs one pass in a span named after its runner, with what the pass did as attributes. The
- * pass (its signal, its `onError`, the acknowledgements it owes) is handed to `body`, and
- * settles only when nothing it started still runs: whatever the body did, the acknowledgements
- * it owes are flushed first. It rejects with the body's error, else with what stopped it (a
- * throwing `onError`), else with a failed acknowledgement.
+ * Runs one pass in a span named after its runner. It settles once the acknowledgements the pass
+ * owes are flushed, whatever the body did, rejecting with the body's error, else with what
+ * stopped the pass (a throwing `onError`), else with a failed acknowledgement.
  */
 function inSpan(
   name: string,
@@ -609,9 +507,8 @@ function inSpan(
 }
 
 /**
- * Runs `task` on every item, `lanes` at a time, starting nothing new once the pass is stopped
- * (its signal aborts). A task that throws stops the pass (which then rejects with that error);
- * `inLanes` itself resolves only when no task still runs.
+ * Runs `task` on every item, `lanes` at a time, until the pass stops; a task that throws stops
+ * it. Resolves only when no task still runs.
  */
 async function inLanes<T>(
   pass: Pass,

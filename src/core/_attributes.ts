@@ -58,9 +58,9 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 /**
- * A stored attribute value as plain JavaScript, one rule for every reader: maps as objects (every
- * key an own property, `__proto__` included), sets as arrays, binary as base64. With
- * `exactNumbers`, a number a double cannot hold reads as its text. Never throws.
+ * A stored attribute value as plain JavaScript, for every reader: maps as objects (`__proto__`
+ * an own key), sets as arrays, binary as base64; `exactNumbers`: a number beyond a double as its
+ * text. Never throws.
  */
 export function plainAttribute(value: AttributeValue, exactNumbers = false): unknown {
   const number = (text: string) => {

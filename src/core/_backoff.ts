@@ -69,9 +69,8 @@ export interface WaitSettings {
 }
 
 /**
- * Runs `attempt` until it succeeds, retrying with backoff while the endpoint is unreachable,
- * until `deadlineMs` (then `unreachable(waitedMs, cause)` is thrown) or the signal ends the wait.
- * `otherwise` maps any other error. Shared by DynamoDB's and SQS's connects.
+ * Runs `attempt` until it succeeds, retrying while the endpoint is unreachable, until
+ * `deadlineMs` (then `unreachable`) or the signal; `otherwise` maps any other error.
  */
 export async function waitUntilAnswers<T>(
   attempt: (until: AbortSignal) => Promise<T>,

@@ -3,9 +3,8 @@
 import { describe } from "./_validate.ts";
 
 /**
- * The `now` option, checked: epoch milliseconds, as `Date.now`. One reading is taken: a clock in
- * epoch seconds reads 1.5e9 to 1e11, January 1970 in milliseconds, and would expire everything
- * it writes at once for other readers. A fake clock starting at 0 passes.
+ * The `now` option, checked with one reading: epoch milliseconds, as `Date.now`. A clock in
+ * seconds (1.5e9 to 1e11) would expire everything it writes at once; a fake clock at 0 passes.
  */
 export function checkClock(now: unknown): () => number {
   if (typeof now !== "function") {

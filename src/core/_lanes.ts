@@ -21,10 +21,7 @@ export async function eachConcurrently<T>(
 /** How many BatchGetItem calls one read keeps in flight. */
 export const GETS_IN_FLIGHT = 4;
 
-/**
- * How many BatchWriteItem calls, or Queries of an index's shards, one operation keeps in flight:
- * within the SDK's default 50 sockets, so a big backlog does not queue.
- */
+/** How many batch writes or shard Queries one operation keeps in flight (within 50 sockets). */
 export const WRITES_IN_FLIGHT = 16;
 
 /** How many single-item writes and small transactions one operation keeps in flight. */

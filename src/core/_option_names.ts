@@ -1,6 +1,5 @@
-// The option names each public entry point takes, so that a typo is refused (naming the near
-// miss) instead of silently becoming a default. tests/core/option_names_test.ts type-checks each
-// list against its options interface.
+// The option names each public entry point takes, so a typo is refused (naming the near miss);
+// tests/core/option_names_test.ts checks each list against its options interface.
 import { checkKnownOptions, checkOptions, describe } from "./_validate.ts";
 
 /** Where DynamoDB is and how `create()` reaches it (`ConnectOptions`). */
@@ -131,10 +130,7 @@ export function checkRunnerOptions(callback: string, options: unknown): void {
   if (runner !== undefined) checkOptionNames(runner, options);
 }
 
-/**
- * A constructor's options, checked: `null` and `undefined` are none, anything else must be an
- * object holding only names `entry` takes.
- */
+/** A constructor's options, checked: `null` and `undefined` are none, else known names only. */
 export function checkOptionsOf<T extends object>(
   entry: OptionsOf,
   options: T | null | undefined,
@@ -150,10 +146,7 @@ const CREATES = {
   "DynamoDBStateStore.create()": { store: "new DynamoDBStateStore()", ensure: "ensureTable" },
 } as const;
 
-/**
- * `create()`'s options, checked before anything is built: the names it takes, and its
- * `ensureTables`/`ensureTable` flag; with the store's own options, for its constructor.
- */
+/** `create()`'s options, checked: its names and `ensure` flag, and the store's own options. */
 export function checkCreateOptions<T extends object>(
   entry: keyof typeof CREATES,
   options: T | null | undefined,

@@ -1,8 +1,6 @@
-// The relay's rules, once, for both execution stores and the runners (#26): when a queue row
-// may be attempted, when an outbox entry holds its target and from which seq a target is held,
-// what a failed attempt records (the next attempt on the pass's clock, the error cut to what the
-// item keeps), the trace ring's window and when a dedupe mark is alive. Pure: no store, no
-// clock of their own — every time is passed in, in epoch seconds.
+// The relay's rules, once, for both execution stores and the runners: when a row may be
+// attempted or holds its target, what a failure records, the trace ring's window, when a dedupe
+// mark is alive. Pure: every time is passed in, in epoch seconds.
 import type { RelayFailure, RelayItem, Timer, UnreadableRow } from "./relay_types.ts";
 import type { QueueRow } from "./relay_queues.ts";
 import { UnreadableEntry } from "./errors.ts";
@@ -38,9 +36,8 @@ export function holdsAt(row: Bookkept, now: number): boolean {
 }
 
 /**
- * Whether an outbox entry is one of its target's heads: it failed (dead-lettered and readable,
- * or waiting for a retry, due or not) and is not delivered yet. A head whose retry is due goes
- * first; the others hold the target ({@linkcode holdsAt}).
+ * Whether an outbox entry is one of its target's heads: it failed (dead and readable, or waiting,
+ * due or not). A head whose retry is due goes first; the others hold the target.
  */
 export function isHead(row: Bookkept): boolean {
   if (isDead(row)) return row.unreadable !== true;
@@ -55,10 +52,8 @@ export interface Retry {
 }
 
 /**
- * What a failed attempt records: attempts so far, and the next attempt `minSeconds` after the
- * first failure doubling up to `maxSeconds`, measured from `now` (the pass's clock) — or, at
- * `maxAttempts`, the dead letter (`retryAt: null`). An {@linkcode UnreadableEntry} thrown by
- * the callback is set aside at once ({@linkcode setAside}).
+ * What a failed attempt records: the next attempt `minSeconds` after the first failure, doubling
+ * up to `maxSeconds`, from `now`; at `maxAttempts`, the dead letter (`retryAt: null`).
  */
 export function failedAttempt(
   attempts: number,
@@ -66,8 +61,7 @@ export function failedAttempt(
   retry: Retry,
   now: number,
 ): RelayFailure {
-  // A callback that found the entry unreadable (say, an event harel's model refuses) sets it
-  // aside at once: no attempt will ever deliver it.
+  // A callback that found the entry unreadable sets it aside at once: no attempt will deliver it.
   if (error instanceof UnreadableEntry) return setAside(attempts, error.message);
   const done = attempts + 1;
   const wait = Math.min(retry.maxSeconds, retry.minSeconds * 2 ** (done - 1));
@@ -93,19 +87,12 @@ export function errorText(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
-/**
- * The error text a store keeps (`last_error`): at most {@linkcode LAST_ERROR_BYTES} UTF-8 bytes,
- * cut between characters, lone surrogates made well-formed; `(no message)` for an empty one.
- */
+/** The error text a store keeps: at most {@linkcode LAST_ERROR_BYTES} UTF-8 bytes. */
 export function lastErrorText(text: string): string {
   return utf8Prefix(text, LAST_ERROR_BYTES) || "(no message)";
 }
 
-/**
- * A queue row's bookkeeping after a transition, as both stores keep it: what DynamoDBStore writes
- * (`attempts`, `last_error`, `retry_at`, `dead_at`, `unreadable`; null: removed) and MemoryStore
- * assigns. The state it puts the row in follows from it (waiting: `retryAt`; dead: `deadAt`).
- */
+/** A queue row's bookkeeping after a transition, as both stores keep it (null: removed). */
 export interface Bookkeeping {
   attempts: number;
   lastError: string | null;
@@ -114,10 +101,7 @@ export interface Bookkeeping {
   unreadable: boolean;
 }
 
-/**
- * fail, dead-letter: the bookkeeping a failed attempt leaves at `now` (epoch seconds): waiting
- * until `failure.retryAt`, or (null) dead since `now`; an unreadable row is one only when dead.
- */
+/** The bookkeeping a failed attempt leaves: waiting until `retryAt`, or dead since `now`. */
 export function afterFailure(failure: RelayFailure, now: number): Bookkeeping {
   const dead = failure.retryAt === null;
   return {
@@ -148,26 +132,17 @@ export function utf8Prefix(text: string, bytes: number): string {
   return new TextDecoder().decode(encoded.subarray(0, end));
 }
 
-/**
- * The trace step that falls out of a ring of `traceMax` steps when step `index` is written: its
- * index, or -1 for none (the ring is not full, or `traceMax` 0 keeps every step).
- */
+/** The trace step that falls out of a ring of `traceMax` when `index` is written (-1: none). */
 export function ringDrop(index: number, traceMax: number): number {
   return traceMax > 0 ? index - traceMax : -1;
 }
 
-/**
- * Whether something that expires at `expiresAt` (epoch seconds; `null`/`undefined`: never) is
- * still alive at `now`, as DynamoDB's TTL reads it: alive until the second it names.
- */
+/** Whether what expires at `expiresAt` (absent: never) is alive at `now`, as TTL reads it. */
 export function isLiveAt(expiresAt: number | null | undefined, now: number): boolean {
   return expiresAt === null || expiresAt === undefined || expiresAt > now;
 }
 
-/**
- * The `ttl` a dedupe mark gets when written at `now`: `ttlSeconds` after the whole second, or
- * `null` (it never expires).
- */
+/** The `ttl` a dedupe mark written at `now` gets: `ttlSeconds` after the whole second, or null. */
 export function markExpiry(ttlSeconds: number | null, now: number): number | null {
   return ttlSeconds === null ? null : Math.floor(now) + ttlSeconds;
 }
@@ -181,9 +156,8 @@ export interface DueBatch<K extends "spawns" | "timers"> {
 }
 
 /**
- * A spawn or timer pass's decision on rows read by key: those not dead whose retry has come (a
- * timer: due by `now` too), lowest seq (earliest timer) first, at most `limit`; unreadable ones
- * apart, to be set aside.
+ * A spawn or timer pass's decision on rows read by key: those due, lowest seq (earliest timer)
+ * first, at most `limit`; unreadable ones apart, to be set aside.
  */
 export function decideDue<K extends "spawns" | "timers">(
   rows: readonly QueueRow<K>[],

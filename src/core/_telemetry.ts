@@ -30,10 +30,7 @@ let enabled = true;
 /** The span a call runs in when nothing records spans. */
 const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
-/**
- * Whether a tracer provider is registered (Deno registers its own with OTEL_DENO=true): without
- * one, a span would be a no-op that still costs a context switch per call.
- */
+/** Whether a tracer provider is registered: without one, a span still costs a context switch. */
 function tracing(): boolean {
   const provider = trace.getTracerProvider();
   return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NO_PROVIDER;

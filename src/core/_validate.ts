@@ -8,9 +8,8 @@ const encoder = new TextEncoder();
 const scratch = new Uint8Array(48 * 1024);
 
 /**
- * UTF-8 length of a string, as `TextEncoder` writes it (a lone surrogate as U+FFFD, 3 bytes).
- * It runs on every string a commit sends: short ones are counted in place, longer ones encoded
- * into a buffer kept for it (no allocation), the longest ones encoded whole.
+ * UTF-8 length of a string, as `TextEncoder` writes it. It runs on every string a commit sends:
+ * short ones are counted in place, longer ones encoded into a kept buffer (no allocation).
  */
 export function utf8Length(text: string): number {
   const length = text.length;
@@ -99,18 +98,14 @@ export function checkTime(field: string, value: unknown): number {
 }
 
 /**
- * The longest TTL the state stores take: 10 years (of 365 days), in seconds. Longer is almost
- * surely a unit mix-up, never a wish: an absolute epoch time in seconds (Redis's EXPIREAT
- * where EXPIRE is meant; any time after 1979-12-30 is above it), an epoch time in
- * milliseconds, or a duration in milliseconds of more than 3.65 days. A key that should
- * outlive 10 years should have no TTL.
+ * The longest TTL the state stores take: 10 years, in seconds. Longer is almost surely a unit
+ * mix-up: an epoch time (Redis's EXPIREAT where EXPIRE is meant), or milliseconds.
  */
 export const LONGEST_TTL_SECONDS = 315_360_000;
 
 /**
- * Refuses a state-store TTL (`set`'s `ttl`, `expire`'s `seconds`) above
- * {@linkcode LONGEST_TTL_SECONDS}, saying which mix-up it looks like; anything else (not a
- * number, NaN, Infinity, negative) is left to the caller's own checks.
+ * Refuses a state-store TTL above {@linkcode LONGEST_TTL_SECONDS}, saying which mix-up it looks
+ * like; anything else (not a finite number, negative) is left to the caller's own checks.
  */
 export function checkTtlHorizon(field: string, seconds: unknown): void {
   if (typeof seconds !== "number" || !Number.isFinite(seconds)) return;
@@ -133,6 +128,22 @@ export function checkInteger(field: string, value: unknown, min: number, max: nu
     throw new RangeError(
       `${field} must be an integer from ${min} to ${max}, got ${describe(value)}`,
     );
+  }
+  return value;
+}
+
+/** An optional AbortSignal option, checked. */
+export function checkSignal(value: unknown, field = "signal"): AbortSignal | undefined {
+  if (value !== undefined && !(value instanceof AbortSignal)) {
+    throw new TypeError(`${field} must be an AbortSignal, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** An optional callback option, checked. */
+export function checkCallback<F>(field: string, value: F): F {
+  if (value !== undefined && typeof value !== "function") {
+    throw new TypeError(`${field} must be a function, got ${describe(value)}`);
   }
   return value;
 }
@@ -225,9 +236,8 @@ const hasOwn = Object.prototype.hasOwnProperty;
 const HINT = "build executions with newExecution() and change the fields you need";
 
 /**
- * Checks that `exe` is an Execution document: the fields the engine writes, with their types
- * (DESIGN.md's `Execution`), `status` one of the seven. Unknown extra fields are left alone
- * (they round-trip). Keys (`id`, `definition_id`) and `version` are checked by the caller.
+ * Checks that `exe` is an Execution document (DESIGN.md): the engine's fields with their types;
+ * extra fields round-trip. Keys and `version` are checked by the caller.
  */
 export function checkExecution(
   exe: Record<string, unknown>,
@@ -301,10 +311,7 @@ const MAX_TRACE = 1_000_000;
 /** The longest dedupe-mark lifetime: ten years. */
 const MAX_PROCESSED_TTL = 10 * 365 * 86_400;
 
-/**
- * The options both execution stores (DynamoDBStore, MemoryStore) take: `traceMax`
- * (0..1,000,000) and `processedTtlSeconds` (null or 1 s..10 years), checked.
- */
+/** The options both execution stores take, checked: `traceMax` and `processedTtlSeconds`. */
 export function checkExecutionStoreOptions(
   traceMax: unknown,
   processedTtlSeconds: unknown,

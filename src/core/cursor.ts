@@ -7,10 +7,7 @@
 import { InvalidCursor } from "./errors.ts";
 import { checkKey, LIMITS } from "./_validate.ts";
 
-/**
- * Encodes where a listing of `table` stopped: `query` fingerprints its filter (a cursor is
- * refused by a listing with another filter), `after` is the backend's own position.
- */
+/** Where a listing of `table` stopped: `query` fingerprints its filter, `after` its place. */
 export function encodeCursor(table: string, query: string, after: unknown): string {
   return new TextEncoder().encode(JSON.stringify({ table, query, after })).toBase64({
     alphabet: "base64url",
@@ -18,10 +15,7 @@ export function encodeCursor(table: string, query: string, after: unknown): stri
   });
 }
 
-/**
- * Decodes a cursor made by {@linkcode encodeCursor} for `table` and `query` into its position;
- * anything else is an {@linkcode InvalidCursor}.
- */
+/** Decodes a cursor of {@linkcode encodeCursor} for `table` and `query`, else InvalidCursor. */
 export function decodeCursor(cursor: unknown, table: string, query: string): unknown {
   if (typeof cursor !== "string" || cursor.length === 0) {
     throw new InvalidCursor(`expected a non-empty string, got ${typeof cursor}`);

@@ -29,14 +29,7 @@ export class StoreConflict extends Error {
   /** The stored version, or `null` when the item is absent. */
   readonly found: number | null;
 
-  /**
-   * Builds the error for a lost commit.
-   *
-   * @param executionId The execution whose commit lost.
-   * @param expected The version the commit expected.
-   * @param found The stored version, or `null` when no item is stored.
-   * @param options The error's `cause`, when there is one.
-   */
+  /** Builds the error for a lost commit (`found` null: no stored item). */
   constructor(
     executionId: string,
     expected: number,
@@ -56,9 +49,8 @@ export class StoreConflict extends Error {
 }
 
 /**
- * A write may or may not have been applied: DynamoDB's answer to one attempt was lost, and a
- * re-sent copy's answer does not say what the first did. The message says what is certain;
- * read the key back to learn the rest.
+ * A write may or may not have been applied: an answer was lost, and a re-sent copy's answer does
+ * not say what the first did. The message says what is certain; read the key back for the rest.
  *
  * @example Telling an unknown outcome from a refusal
  * ```ts
@@ -81,14 +73,7 @@ export class OutcomeUnknown extends Error {
   /** The key it wrote: the state key, the execution id, or `executionId/path` for a timer. */
   readonly key: string;
 
-  /**
-   * Builds the error for a write whose outcome is unknown.
-   *
-   * @param operation The method whose outcome is unknown.
-   * @param key The key it wrote.
-   * @param detail What is known and what to do, for the message.
-   * @param options The last error, as `cause`, when there is one.
-   */
+  /** Builds the error; `detail` says what is known and what to do. */
   constructor(operation: string, key: string, detail: string, options?: ErrorOptions) {
     super(`${operation} ${JSON.stringify(key)}: ${detail}`, options);
     this.operation = operation;
@@ -98,8 +83,7 @@ export class OutcomeUnknown extends Error {
 
 /**
  * A commit may or may not have been applied: no answer came back, also after re-sends with the
- * same idempotency token. Read the execution back to learn which. An {@linkcode OutcomeUnknown}
- * with `operation` `"commit"`.
+ * same idempotency token. Read the execution back. An {@linkcode OutcomeUnknown} of `"commit"`.
  *
  * @example Reading back after an unknown outcome
  * ```ts
@@ -119,13 +103,7 @@ export class CommitOutcomeUnknown extends OutcomeUnknown {
   /** The version the execution holds if the commit was applied. */
   readonly attemptedVersion: number;
 
-  /**
-   * Builds the error for a commit whose outcome is unknown.
-   *
-   * @param executionId The execution whose commit has an unknown outcome.
-   * @param attemptedVersion The version the commit would have written.
-   * @param options The last transport error, as `cause`.
-   */
+  /** Builds the error; `options.cause` is the last transport error. */
   constructor(executionId: string, attemptedVersion: number, options?: ErrorOptions) {
     super(
       "commit",
@@ -155,12 +133,7 @@ export class InvalidCursor extends TypeError {
   /** Always `"InvalidCursor"`. */
   override name = "InvalidCursor";
 
-  /**
-   * Builds the error for a cursor that cannot be used.
-   *
-   * @param reason What is wrong with the cursor.
-   * @param options The decoding error, as `cause`.
-   */
+  /** Builds the error; `options.cause` is the decoding error. */
   constructor(reason: string, options?: ErrorOptions) {
     super(`invalid cursor: ${reason}; pass null or a nextCursor returned by this store`, options);
   }
@@ -193,13 +166,7 @@ export class EndpointUnreachable extends Error {
   /** How long `create()` waited, in ms. */
   readonly waitedMs: number;
 
-  /**
-   * Builds the error for an endpoint that did not answer in time.
-   *
-   * @param endpoint The endpoint that did not answer (`null` = AWS, region unknown).
-   * @param waitedMs How long `create()` waited.
-   * @param options The last connection error, as `cause`.
-   */
+  /** Builds the error; `endpoint` `null` is AWS (region unknown). */
   constructor(endpoint: string | null, waitedMs: number, options?: ErrorOptions) {
     const where = endpoint ?? "AWS";
     const last = options?.cause === undefined
@@ -266,14 +233,7 @@ export class EndpointNotDynamoDB extends Error {
   /** The answer's `server` header, or `null` when it had none. */
   readonly server: string | null;
 
-  /**
-   * Builds the error for an endpoint whose answer is not DynamoDB's.
-   *
-   * @param endpoint The endpoint that answered.
-   * @param answer Its HTTP status, `content-type` and `server` headers, and the start of its
-   *   body when known.
-   * @param options The SDK's parse error, as `cause`.
-   */
+  /** Builds the error from the answer's status, headers and start of body. */
   constructor(
     endpoint: string,
     answer: {
@@ -321,13 +281,7 @@ export class MissingSetup extends TypeError {
   /** What is missing. */
   readonly missing: "region" | "credentials";
 
-  /**
-   * Builds the error for missing setup.
-   *
-   * @param missing What is missing.
-   * @param message What to set.
-   * @param options The SDK's error, as `cause`.
-   */
+  /** Builds the error; `message` says what to set. */
   constructor(missing: "region" | "credentials", message: string, options?: ErrorOptions) {
     super(message, options);
     this.missing = missing;
@@ -348,10 +302,7 @@ export class MissingSetup extends TypeError {
  * ```
  */
 export interface StoreClosedOptions extends ErrorOptions {
-  /**
-   * The refused request belongs to a call still running at `close()` (a missing `await`).
-   * @default {false}
-   */
+  /** The refused request belongs to a call still running at `close()`. @default {false} */
   inFlight?: boolean;
 }
 
@@ -383,13 +334,7 @@ export class StoreClosed extends Error {
   /** Whether the refused call was begun before `close()` and still running, rather than made after it. */
   readonly inFlight: boolean;
 
-  /**
-   * Builds the error for a call made after `close()`, or (`inFlight`) one still running at it.
-   *
-   * @param store The store's class name, e.g. `"DynamoDBStore"`.
-   * @param method The method that was called, or the request of a running call that was refused.
-   * @param options `inFlight`, and a `cause`.
-   */
+  /** Builds the error for a call after `close()`, or (`inFlight`) one still running at it. */
   constructor(store: string, method: string, options?: StoreClosedOptions) {
     const inFlight = options?.inFlight ?? false;
     super(
@@ -428,13 +373,7 @@ export class UnreadableEntry extends Error {
   /** The row's key: its seq (or timer). */
   readonly key: unknown;
 
-  /**
-   * Builds the error for a row a relay set aside.
-   *
-   * @param kind The queue.
-   * @param key The row's key.
-   * @param reason Why it cannot be read.
-   */
+  /** Builds the error; `reason` says why the row cannot be read. */
   constructor(kind: string, key: unknown, reason: string) {
     super(
       `${kind} ${JSON.stringify(key)} cannot be read and was set aside (dead-lettered): ${reason}`,
@@ -471,14 +410,7 @@ export class UnreadableExecution extends Error {
   /** Its `data` as stored, or null when it has none (or it is not a string). */
   readonly data: string | null;
 
-  /**
-   * Builds the error for an execution item whose document cannot be read.
-   *
-   * @param executionId The item's key.
-   * @param reason Why its document cannot be read.
-   * @param data Its `data` as stored, or null.
-   * @param options The parse error, as `cause`, when there is one.
-   */
+  /** Builds the error; `data` is as stored, or null. */
   constructor(executionId: string, reason: string, data: string | null, options?: ErrorOptions) {
     super(`execution ${JSON.stringify(executionId)} cannot be read: ${reason}`, options);
     this.executionId = executionId;
@@ -524,14 +456,7 @@ export class CommitCancelled extends Error {
   /** The items that failed, each with its role and DynamoDB's code. */
   readonly items: CancelledItem[];
 
-  /**
-   * Builds the error for a cancelled commit.
-   *
-   * @param executionId The execution whose commit was cancelled.
-   * @param items Every item's role and code, in transaction order; those with code `"None"`
-   *   (not the reason) are dropped.
-   * @param options The SDK's TransactionCanceledException, as `cause`, when there is one.
-   */
+  /** Builds the error from every item in order (those with code `"None"` are dropped). */
   constructor(executionId: string, items: CancelledItem[], options?: ErrorOptions) {
     const failed = items.filter((item) => item.code !== "None");
     super(
@@ -573,13 +498,7 @@ export class WriteContention extends Error {
   /** How many conditional writes it tried. */
   readonly attempts: number;
 
-  /**
-   * Builds the error for a write that kept losing races.
-   *
-   * @param method The method that gave up.
-   * @param key The key it could not write.
-   * @param attempts How many conditional writes it tried.
-   */
+  /** Builds the error for a write that kept losing races. */
   constructor(method: string, key: string, attempts: number) {
     super(`${method} ${JSON.stringify(key)}: lost ${attempts} races in a row to other writers`);
     this.method = method;

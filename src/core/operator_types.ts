@@ -28,29 +28,21 @@ export interface DeleteExecutionsOptions {
   updatedBefore: number;
   /** Only this definition. @default {undefined} */
   definitionId?: string;
-  /**
-   * Also delete open executions: they stop mid-flight, their pending timers with them.
-   * @default {false}
-   */
+  /** Also delete open executions: they stop mid-flight, with their timers. @default {false} */
   allowOpen?: boolean;
   /**
-   * Scan the whole executions table instead of the status index: also finds executions written
-   * without the index's attributes (the Python store's).
-   * @default {false}
+   * Scan the whole executions table instead of the status index: also finds the Python store's
+   * executions. @default {false}
    */
   scan?: boolean;
   /**
-   * Also take executions whose last commit time is unknown (the Python store's): their age
-   * cannot be checked against `updatedBefore`. Mostly with `scan`.
-   * @default {false}
+   * Also take executions whose last commit time is unknown (the Python store's), unchecked
+   * against `updatedBefore`. Mostly with `scan`. @default {false}
    */
   includeUndated?: boolean;
   /** Called after each batch of executions examined, with the totals so far. @default {undefined} */
   onProgress?: (progress: DeleteProgress) => void;
-  /**
-   * Stops the run between batches; the call resolves with the number deleted so far.
-   * @default {undefined}
-   */
+  /** Stops the run between batches; it resolves with how many it deleted. @default {undefined} */
   signal?: AbortSignal;
 }
 
@@ -169,15 +161,9 @@ export interface ExecutionInspection {
  * ```
  */
 export interface TraceReadOptions {
-  /**
-   * At most this many steps: the newest ones (below `before`), returned oldest first.
-   * @default {Infinity}
-   */
+  /** At most this many steps: the newest (below `before`), oldest first. @default {Infinity} */
   limit?: number;
-  /**
-   * Only steps whose `index` is below this one (the oldest index of the page before).
-   * @default {undefined} (from the newest step)
-   */
+  /** Only steps whose `index` is below this (the page before's oldest). @default {undefined} */
   before?: number;
 }
 
@@ -217,10 +203,6 @@ export interface TimerReadOptions {
  * ```
  */
 export interface InspectOptions {
-  /**
-   * At most this many timers are read, the first by path; `0` reads none. `readTimers` pages
-   * through the rest.
-   * @default {Infinity}
-   */
+  /** At most this many timers, the first by path; `0` reads none. @default {Infinity} */
   timerLimit?: number;
 }

@@ -1,7 +1,6 @@
 /**
- * What a store gives the relay runners, one queue each: the outbox (candidates from an index, then
- * rows and holds read by key, then a plan's writes), spawn intents and timers. The runners and the
- * store's own `pendingOutbox`/`ackOutbox` run the same pipeline on them (docs/delivery.md).
+ * What a store gives the relay runners, one queue each: the outbox, spawn intents and timers
+ * (docs/delivery.md).
  *
  * @module
  */
@@ -82,9 +81,9 @@ export interface OutboxHold {
   /** When entries were last set apart without room on the list (epoch seconds), or null. */
   spill: number | null;
   /**
-   * A store with other writers: the highest seqs (lowest first) of the target's entries the outbox
-   * feed saw, another writer's and ours. An entry waits for the highest of them below it while it
-   * is there, whoever committed either.
+   * With other writers: the highest seqs (lowest first) of the target's entries the outbox feed
+   * saw, another writer's and ours. An entry waits for the highest of them below it while it is
+   * there, whoever committed either.
    */
   recent?: string[];
 }
@@ -109,8 +108,8 @@ export interface SetApart {
 }
 
 /**
- * A target released: what its hold set apart below its lowest head still failing comes back, then
- * the heads that no longer hold it leave the hold.
+ * A target released: what its hold set apart below its lowest failing head comes back, then the
+ * heads that no longer hold it leave the hold.
  *
  * @example A release after a head was delivered
  * ```ts
@@ -242,10 +241,7 @@ export interface OutboxQueue {
   now(): number;
   /** Takes the queue for a pass for `seconds` (renewable): null when another relay has it. */
   lease(seconds: number): Promise<RelayLease | null>;
-  /**
-   * Candidates at `now`: waiting entries whose retry is due, by retry time, then pending entries,
-   * lowest seq first (entries set apart or dead are never offered).
-   */
+  /** Candidates at `now`: due waiting entries by retry time, then pending ones by seq. */
   candidates(now: number, signal?: AbortSignal): CandidateCursor;
   /** Rows by stored seq, strongly consistent (absent: gone). */
   rows(ids: readonly string[]): Promise<Map<string, OutboxRow>>;
@@ -308,10 +304,8 @@ export interface RowQueue<K extends "spawns" | "timers"> {
   now(): number;
   /** Takes the queue for a pass for `seconds` (renewable): null when another relay has it. */
   lease(seconds: number): Promise<RelayLease | null>;
-  /**
-   * The rows that may be due at `now`, read by key: waiting ones whose retry has come and the
-   * lowest pending (timers: due by `now`), at most `limit` of each.
-   */
+  /** The rows that may be due at `now`, read by key: due waiting, lowest pending (`limit` each). */
+
   due(now: number, limit: number, signal?: AbortSignal): Promise<QueueRow<K>[]>;
   /** Records a failed attempt: false when the row is gone (a timer: re-scheduled). */
   fail(key: RelayKey<K>, failure: RelayFailure): Promise<boolean>;

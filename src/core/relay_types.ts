@@ -129,11 +129,7 @@ export interface RelayFailure {
   retryAt: number | null;
   /** What went wrong (kept to its first 1000 characters). */
   error: string;
-  /**
-   * The item cannot be read (dead-lettered with `retryAt: null`): it holds back no later entry
-   * of its target, as there is nothing to deliver in order.
-   * @default {false}
-   */
+  /** The item cannot be read (with `retryAt: null`): it holds nothing back. @default {false} */
   unreadable?: boolean;
 }
 
@@ -162,10 +158,7 @@ export interface DeadLetter<K extends RelayKind> {
   lastError: string | null;
   /** When it was dead-lettered, in epoch seconds. */
   deadAt: number;
-  /**
-   * The execution it came from (an outbox entry's emitter, a spawn's parent, a timer's
-   * execution); `null` when the row does not say (the Python store writes no `source_id`).
-   */
+  /** The execution it came from; `null` when the row does not say (the Python store's). */
   sourceId?: string | null;
   /** Its attributes as stored. */
   raw: Record<string, unknown>;
@@ -186,9 +179,8 @@ export interface DeadLetter<K extends RelayKind> {
  */
 export interface ReadLimitOptions {
   /**
-   * How many entries (the lowest seqs, the earliest timers) one read returns at most, or
-   * `Infinity`. Memory grows with `limit`, not with the backlog.
-   * @default {1000}
+   * How many entries (lowest seqs, earliest timers) one read returns at most, or `Infinity`.
+   * Memory grows with `limit`, not with the backlog. @default {1000}
    */
   limit?: number;
 }
@@ -261,10 +253,7 @@ export interface Backlog {
   heldTargets: number;
   /** Whether a count reached `limit`: the true figure may be higher. */
   capped: boolean;
-  /**
-   * When the oldest pending item counted was committed (timers: due), epoch seconds; `null`
-   * when none (or no row says). Relay lag is now minus this.
-   */
+  /** When the oldest pending item counted was committed (timers: due), or `null`: lag's start. */
   oldestAt: number | null;
 }
 
@@ -289,9 +278,8 @@ export interface BacklogOptions {
 }
 
 /**
- * Where an outbox entry stands with the relay: `pending` (the next pass delivers it), `waiting`
- * (it failed; see `retryAt`), `dead` (retry or drop it) or `held` (behind an earlier entry of
- * its target that waits or is dead, `heldBehind`).
+ * Where an outbox entry stands: `pending` (the next pass delivers it), `waiting` (it failed),
+ * `dead` (retry or drop it) or `held` (behind a failed earlier entry of its target).
  */
 export type OutboxState = "pending" | "waiting" | "dead" | "held";
 
@@ -325,10 +313,7 @@ export interface OutboxEntryState {
   deadAt: number | null;
   /** The last error a relay recorded, or `null`. */
   lastError: string | null;
-  /**
-   * `held`: the seq of the failed entry of its target it waits behind (retry or drop that one),
-   * `null` when none is known any more (a release is bringing it back) or in other states.
-   */
+  /** `held`: the failed entry of its target it waits behind; `null` when unknown or not held. */
   heldBehind: number | null;
 }
 
@@ -351,7 +336,7 @@ export interface ExecutionOutbox {
   emitted: OutboxEntryState[];
   /**
    * Whether `emitted` may miss some: it reached `limit`, or the execution's item does not name
-   * every target it emitted to (last written by the Python store, past 100 targets, or gone).
+   * every target (the Python store's, past 100 targets, or gone).
    */
   emittedPartial: boolean;
   /**
@@ -380,4 +365,85 @@ export interface ExecutionOutbox {
 export interface ExecutionOutboxOptions {
   /** The most entries each list holds, 1 to 1000. @default {100} */
   limit?: number;
+}
+
+/**
+ * Options of {@linkcode relayOutbox} and {@linkcode relaySpawns}.
+ *
+ * @example A pass that gives up after 50 seconds
+ * ```ts
+ * import { relayOutbox, type RelayOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const options: RelayOptions = { limit: 500, concurrency: 8, signal: AbortSignal.timeout(50_000) };
+ * await relayOutbox(new MemoryStore(), async (entry) => console.log(entry.event.kind), options);
+ * ```
+ */
+export interface RelayOptions {
+  /** How many entries this pass reads (the lowest seqs): a positive integer, or `Infinity` for all. @default {1000} */
+  limit?: number;
+  /** How many callbacks run at once, 1 to 1000 (outbox: how many targets are delivered to in parallel). @default {16} */
+  concurrency?: number;
+  /** Stops the pass between entries: nothing new starts, what was delivered is acknowledged. @default {undefined} */
+  signal?: AbortSignal;
+  /**
+   * Called with each error a callback throws (the entry stays pending). If `onError` throws, the
+   * pass stops as if aborted, then rejects with what it threw.
+   * @default {undefined}
+   */
+  onError?: (error: unknown) => void;
+  /**
+   * Failed attempts after which an entry is dead-lettered: 1 to 1000, or `Infinity`. A callback
+   * that throws an `UnreadableEntry` sets the entry aside at once.
+   * @default {10}
+   */
+  maxAttempts?: number;
+  /**
+   * The wait before an entry whose delivery failed is tried again, in seconds: `minSeconds`
+   * after the first failure, doubling up to `maxSeconds` (both 0 to 31,536,000, one year).
+   * @default {{ minSeconds: 10, maxSeconds: 3600 }}
+   */
+  backoff?: { minSeconds?: number; maxSeconds?: number };
+}
+
+/**
+ * Options of {@linkcode relayOutbox}.
+ *
+ * @example Delivering what a commit emitted, within the same request
+ * ```ts
+ * import { relayOutbox, newEvent, newExecution, type OutboxRelayOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const { outbox } = await store.commit(newExecution({ definition_id: "order" }), {
+ *   emits: [{ target: null, event: newEvent("order.created") }],
+ * });
+ * const options: OutboxRelayOptions = { seqs: outbox };
+ * await relayOutbox(store, async (entry) => console.log(entry.event.kind), options);
+ * ```
+ */
+export interface OutboxRelayOptions extends RelayOptions {
+  /**
+   * Deliver just these seqs (those `commit` returned): one behind a pending earlier entry of its
+   * source and target, or a held target, is left for the next full pass, as is one that fails.
+   * @default {undefined}
+   */
+  seqs?: number[];
+}
+
+/**
+ * Options of {@linkcode sweepTimers}.
+ *
+ * @example Sweeping what is due in the next second too
+ * ```ts
+ * import { sweepTimers, type SweepOptions } from "@harel/dynamodb";
+ * import { MemoryStore } from "@harel/dynamodb/testing";
+ *
+ * const options: SweepOptions = { now: Date.now() / 1000 + 1, limit: 200 };
+ * await sweepTimers(new MemoryStore(), async (timer, event) => console.log(timer.path, event.id), options);
+ * ```
+ */
+export interface SweepOptions extends RelayOptions {
+  /** The time timers are due at, in epoch seconds. @default {Date.now() / 1000} */
+  now?: number;
 }

@@ -109,10 +109,7 @@ export interface IndexSpec {
   readonly include?: readonly string[];
 }
 
-/**
- * The status index on the executions table, projecting `definition_id` for the definition
- * filter (it never changes, so projecting it costs no write).
- */
+/** The status index, projecting `definition_id` for its filter (it never changes: no write). */
 export const STATUS_INDEX = {
   name: "status_shard-status_at",
   hash: [EXECUTION.statusShard, "S"],

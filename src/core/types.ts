@@ -14,10 +14,9 @@ import type {
 } from "./operator_types.ts";
 
 /**
- * An event a commit puts in the outbox, in the same transaction as the execution, for the
- * relay to deliver once the commit stands: to the execution `target` names, in seq order per
- * target, or with `target: null` to the outside world (your `deliver` routes it; the store
- * never does). See docs/execution_store.md.
+ * An event a commit puts in the outbox, in the same transaction, for the relay to deliver: to
+ * the execution `target` names, in seq order per target, or (`null`) to the outside world.
+ * See docs/execution_store.md.
  *
  * @example An event for another execution, and one for the outside world
  * ```ts
@@ -28,10 +27,7 @@ import type {
  * ```
  */
 export interface Emit {
-  /**
-   * The id of the execution the event is for, or `null` for an event to no execution in
-   * particular (for the outside world; your relay's `deliver` routes it).
-   */
+  /** The execution the event is for, or `null` (the outside world: your `deliver` routes it). */
   target: string | null;
   /** The event. */
   event: Event;
@@ -173,9 +169,8 @@ export interface ListOptions {
   /** Where to continue: a `nextCursor` from the previous page. @default {null} */
   cursor?: string | null;
   /**
-   * The most stored rows one call reads: past it the call returns the page so far (short,
-   * maybe empty) with a `nextCursor`, so a rare filter costs O(`maxExamined`), not O(table).
-   * @default {Infinity}
+   * The most stored rows one call reads: past it, the page so far (maybe empty) comes with a
+   * `nextCursor`, so a rare filter costs O(`maxExamined`). @default {Infinity}
    */
   maxExamined?: number;
   /** Stops the listing between its reads: it rejects with the signal's reason. @default {undefined} */
@@ -201,10 +196,7 @@ export interface ListPage {
   items: ExecutionSummary[];
   /** The cursor of the next page, or `null` when there is none. */
   nextCursor: string | null;
-  /**
-   * The items whose document cannot be read as an execution, by key, with why: listed apart
-   * instead of failing the page. Each counts toward `limit`. Absent when there is none.
-   */
+  /** Items whose document cannot be read, with why (each counts toward `limit`); absent: none. */
   unreadable?: UnreadableExecutionRow[];
 }
 
@@ -369,8 +361,8 @@ export interface ExecutionStore extends AsyncDisposable {
   /** Appends one trace step outside a commit. */
   appendTrace(id: string, entry: Record<string, unknown>): Promise<void>;
   /**
-   * Removes the execution with its timers, trace steps and dedupe marks (not its outbox
-   * entries and spawns); idempotent. A commit that lands meanwhile is removed too.
+   * Removes the execution with its timers, trace and dedupe marks (not its outbox); idempotent.
+   * A commit that lands meanwhile is removed too.
    */
   deleteExecution(id: string): Promise<DeleteExecutionResult>;
   /** Deletes every execution a filter selects, as `deleteExecution`; resolves to how many. */

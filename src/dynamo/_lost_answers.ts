@@ -1,15 +1,10 @@
 /**
  * How a write tells its own earlier copy from another writer's work when an answer was lost.
  *
- * A request can reach DynamoDB twice: the SDK re-sends it after a transport error, and Deno's
- * HTTP client re-sends it, invisibly to the SDK, when a reused keep-alive connection breaks
- * before the answer (denoland/deno#31932). The second copy then finds the first one's effect:
- * a conditional delete fails its condition, a returned old item shows the new value. So a
- * write that answers from what DynamoDB returns makes its copies recognisable — a
- * `ClientRequestToken` (DynamoDB answers a re-sent transaction as the first one) or a
- * `write_id` it leaves on the item (a copy finding it does not apply again) — and also notes
- * that a copy was sent again (the SDK's attempts, Deno's mark on its request), which tells
- * that an answer may not be the whole story when other writers' writes hid the id.
+ * The SDK re-sends a request after a transport error, and Deno's HTTP client re-sends one on its
+ * own when a reused keep-alive connection breaks before the answer; the second copy then finds
+ * the first one's effect. So a write makes its copies recognisable (a `ClientRequestToken`, or a
+ * `write_id` left on the item) and notes that a copy was sent again.
  *
  * @module
  */
@@ -55,11 +50,7 @@ function mayHaveApplied(error: unknown): boolean {
   return e?.code !== "ECONNREFUSED";
 }
 
-/**
- * Whether the answer (`response.body`, or an error's `$response.body`) came to a request that
- * Deno's `node:http` client sent a second time on its own, after the reused keep-alive
- * connection of the first copy broke (its `ClientRequest` is marked `_retrying`).
- */
+/** Whether Deno's `node:http` client re-sent the request of this answer (`_retrying`). */
 function wasResent(answer: unknown): boolean {
   const body = (answer as { body?: { req?: { _retrying?: unknown } } } | undefined)?.body;
   return body?.req?._retrying === true;
@@ -75,10 +66,8 @@ function refusedAfterRetry(error: unknown): boolean {
 }
 
 /**
- * The SDK's attempts at one command, recorded by a middleware inside its retry loop, and
- * whether Deno's HTTP client re-sent one of them (which the SDK does not see: the answer's
- * request tells). Against a client that is not the SDK's, only `$metadata.attempts` counts;
- * the write ids a write leaves cover what this cannot see.
+ * The SDK's attempts at one command, recorded by a middleware inside its retry loop, and whether
+ * Deno's HTTP client re-sent one. Without the SDK, only `$metadata.attempts` counts.
  */
 export class Attempts {
   /** Per attempt so far: whether it failed in a way that may have applied it. */
@@ -103,11 +92,7 @@ export class Attempts {
     }, { step: "deserialize", priority: "high" });
   }
 
-  /**
-   * Whether a copy sent before the one that answered may have been applied. `answer` is the
-   * last output or error: without the middleware, its `$metadata.attempts` (more than one
-   * attempt counts as maybe).
-   */
+  /** Whether a copy sent before the one that answered (`answer`) may have been applied. */
   earlierMayHaveApplied(answer: unknown): boolean {
     if (this.#resent) return true;
     if (this.#unknown.length > 0) return this.#unknown.slice(0, -1).some(Boolean);
@@ -152,10 +137,7 @@ export interface Unanswered {
   onSend?(): void;
 }
 
-/**
- * The {@linkcode Unanswered} of a write that says what it is and what stays certain when its
- * outcome is unknown.
- */
+/** The {@linkcode Unanswered} of a write, saying what stays certain when its outcome is unknown. */
 export function unansweredWrite(write: WriteName, lost: number, known: string): Unanswered {
   return {
     lost,
@@ -170,11 +152,9 @@ export function unansweredWrite(write: WriteName, lost: number, known: string): 
 }
 
 /**
- * Sends one transaction with an idempotency token, re-sending it with the same token while
- * its answer is lost: DynamoDB answers a copy of an applied transaction with success, so the
- * answer that comes back is the first copy's. Out of re-sends, `unanswered.unknown`; a
- * cancellation (`TransactionCanceledException`) and any other error are thrown as they are, as
- * is the error of a send of which nothing got through (a refused connection, a closed store).
+ * Sends one transaction with an idempotency token, re-sent with the same token while its answer
+ * is lost (DynamoDB answers a copy of an applied one with success). Out of re-sends,
+ * `unanswered.unknown`; any other error is thrown as it is.
  */
 export async function sendTransaction(
   client: DynamoDBSender,
@@ -214,10 +194,8 @@ export async function sendTransaction(
 }
 
 /**
- * One conditional write of one item as a transaction ({@linkcode sendTransaction}), sent again
- * with a new token while DynamoDB cancels it for a conflict with another writer: `applied`, or
- * not because its condition failed, with the item found (when the write asks for `ALL_OLD`
- * on a failed condition; `unreadable` when the SDK could not read it back).
+ * {@linkcode transactItems} of one item: `applied`, or not with the item found (when the write
+ * asks for `ALL_OLD`; `unreadable` when the SDK could not read it back).
  */
 export async function transactOne(
   client: DynamoDBSender,
@@ -275,9 +253,8 @@ function isBadRequest(error: unknown): boolean {
 }
 
 /**
- * `client` with one more retry: a single-item write that DynamoDB refused because one of
- * this module's transactions held the item (`TransactionConflictException`, which the SDK
- * does not retry) is sent again after a short wait. Refused, it was not applied.
+ * `client`, re-sending a write refused with `TransactionConflictException` (one of our
+ * transactions held the item; the SDK does not retry it). Refused, it was not applied.
  */
 export function retryingConflicts(client: DynamoDBSender, retries: number): DynamoDBSender {
   const send = client.send.bind(client) as (command: unknown) => Promise<unknown>;

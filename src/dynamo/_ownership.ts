@@ -37,11 +37,9 @@ export class ClientOwnership {
   }
 
   /**
-   * `client` behind a gate every request goes through: once closed, a request is refused
-   * instead of letting the SDK reopen sockets on a destroyed client (or keep using one the
-   * caller still owns). Every public method passes {@linkcode open} first, so a request the
-   * gate refuses belongs to a call that was still running at `close()`: the
-   * {@linkcode StoreClosed} says to await it, naming the request.
+   * `client` behind a gate: once closed, a request is refused (the SDK would reopen sockets).
+   * Every public method passes {@linkcode open} first, so a refused request belongs to a call
+   * still running at `close()`, and its {@linkcode StoreClosed} says to await it.
    */
   gate(client: DynamoDBSender): DynamoDBSender {
     const send = client.send as (...args: unknown[]) => Promise<unknown>;

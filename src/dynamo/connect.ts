@@ -17,8 +17,7 @@ import { EndpointNotDynamoDB, EndpointUnreachable, MissingSetup } from "../core/
 export type { BackoffOptions };
 
 /**
- * How `create()` reaches DynamoDB: which endpoint, which region, and how long to
- * wait for it to answer.
+ * How `create()` reaches DynamoDB: which endpoint, which region, and how long to wait for it.
  *
  * @example Giving a slow DynamoDB time to start
  * ```ts
@@ -33,15 +32,10 @@ export type { BackoffOptions };
  * ```
  */
 export interface ConnectOptions {
-  /**
-   * A DynamoDB-compatible endpoint (DynamoDB Local, LocalStack), or `null` /
-   * absent for AWS itself with the SDK's default credential chain.
-   * @default {null}
-   */
+  /** A DynamoDB-compatible endpoint (DynamoDB Local, LocalStack); `null`: AWS. @default {null} */
   endpoint?: string | null;
   /**
-   * The AWS region. With an endpoint and no region, `"us-east-1"`; without an
-   * endpoint, the SDK resolves it (`AWS_REGION`, profile).
+   * The AWS region. With an endpoint, `AWS_REGION` or `"us-east-1"`; else the SDK resolves it.
    * @default {undefined}
    */
   region?: string;
@@ -50,25 +44,22 @@ export interface ConnectOptions {
   /** How long to keep retrying an endpoint that does not answer, in ms: a finite number >= 0. @default {30000} */
   deadlineMs?: number;
   /**
-   * How long one request may wait for an answer (and 5 s for a connection) before it
-   * counts as unanswered — then retried, or, for a commit, resent with its idempotency
-   * token. A finite number of ms above 0. The SDK itself sets no limit.
+   * How long one request may wait for an answer (5 s for a connection) before it counts as
+   * unanswered and is retried (a commit: with its idempotency token), in ms above 0.
    * @default {30000}
    */
   requestTimeoutMs?: number;
   /** The backoff between attempts while the endpoint does not answer. @default {{ minDelayMs: 100, maxDelayMs: 2000, multiplier: 2 }} */
   backoff?: BackoffOptions;
   /**
-   * Called after each attempt that found DynamoDB unreachable (refused, reset, timed out, or
-   * a 5xx answer), before the wait for the next one: to log progress while `create()` waits
-   * up to `deadlineMs`. What it throws rejects `create()`.
-   * @default {undefined} (waits in silence)
+   * Called after each attempt that found DynamoDB unreachable (refused, reset, timed out, 5xx),
+   * before the next wait. What it throws rejects `create()`.
+   * @default {undefined}
    */
   onRetry?: (retry: ConnectRetry) => void;
   /**
-   * Settings passed through to `new DynamoDBClient` (`maxAttempts`, `logger`,
-   * `requestHandler`, `credentials`, ...); they win over the ones `create()` derives
-   * from the options above.
+   * Settings for `new DynamoDBClient` (`maxAttempts`, `logger`, `credentials`, ...); they win
+   * over the ones `create()` derives from the options above.
    * @default {{}}
    */
   clientConfig?: ClientConfig;
@@ -108,8 +99,7 @@ export interface ConnectRetry {
 }
 
 /**
- * Settings for `new DynamoDBClient` (the SDK's `DynamoDBClientConfig`), passed through by
- * `create()`. The common ones are typed here; any other setting is passed as given.
+ * Settings `create()` passes to `new DynamoDBClient`: the common ones typed, any other as given.
  *
  * @example Fewer retries and a logger
  * ```ts
@@ -152,9 +142,8 @@ export function envVar(name: string): string | undefined {
 }
 
 /**
- * Builds the client `create()` uses: an endpoint gets the environment's AWS
- * credentials when both keys are set, else the dummy pair `test`/`test`; no
- * endpoint means AWS with the SDK's default credential chain.
+ * Builds the client `create()` uses: an endpoint gets the environment's AWS keys when set, else
+ * `test`/`test`; no endpoint means AWS with the SDK's default credential chain.
  */
 export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
   const endpoint = options.endpoint ?? null;
@@ -193,10 +182,7 @@ export function buildClient(options: ConnectOptions = {}): DynamoDBClient {
   });
 }
 
-/**
- * The endpoint a client of `options` talks to, for error messages: the `endpoint` option,
- * else the SDK's `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`, else AWS's regional one.
- */
+/** The endpoint a client of `options` talks to, for messages (option, SDK's variables, AWS). */
 export function endpointInUse(options: ConnectOptions, region: string | undefined): string {
   const configured = options.clientConfig?.endpoint ?? options.endpoint;
   if (typeof configured === "string") return configured;
@@ -215,9 +201,8 @@ const CREDENTIALS_HINT = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and A
   "`clientConfig.credentials`; for a local DynamoDB pass `endpoint` instead";
 
 /**
- * Resolves the client's region and credentials once, before any request, so missing setup
- * fails at once with what to set — instead of the SDK's raw error, or of a retry loop that
- * takes a credential provider's failed connection for an endpoint that is not up yet.
+ * Resolves the client's region and credentials before any request, so missing setup fails at
+ * once with what to set, not in a retry loop that takes it for an endpoint not up yet.
  */
 export async function checkSetup(client: DynamoDBClient): Promise<string | undefined> {
   let region: string | undefined;
@@ -242,10 +227,8 @@ function isPermissionError(error: unknown): boolean {
 }
 
 /**
- * Runs `attempt` until it succeeds, retrying with backoff only while the
- * endpoint is unreachable, until the deadline or the signal ends the wait. An answer that
- * is not DynamoDB's (an HTML page) stops the wait at once, unless it is a 5xx (a proxy
- * whose DynamoDB is not up yet).
+ * Runs `attempt` until it succeeds, retrying while the endpoint is unreachable (a 5xx too),
+ * until the deadline or the signal. An answer that is not DynamoDB's stops the wait at once.
  */
 export function retryUntilReachable<T>(
   attempt: () => Promise<T>,
@@ -267,9 +250,8 @@ export function retryUntilReachable<T>(
 }
 
 /**
- * Waits as `create()` does until DynamoDB answers a `DescribeTable` of `tableName`, for a
- * client of {@linkcode buildClient} (the CLI's). Any answer of DynamoDB's counts — a missing
- * table or a denied action too: the caller's own requests report those.
+ * Waits as `create()` does until DynamoDB answers a `DescribeTable` of `tableName` (the CLI's
+ * client). Any answer of DynamoDB's counts, a missing table or a denied action too.
  */
 export async function awaitAnswer(
   client: DynamoDBSender,
@@ -303,17 +285,14 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 /** Clients built by {@linkcode connectStore}, until the store made on them claims them. */
 const unclaimed = new WeakSet<object>();
 
-/**
- * The client to destroy on close when `client` was built by `connectStore` for the store
- * now being made (once), else null: a caller's client stays the caller's.
- */
+/** The client to destroy on close when `connectStore` built it (once), else null. */
 export function claimClient(client: DynamoDBSender): DynamoDBClient | null {
   return unclaimed.delete(client) ? client as DynamoDBClient : null;
 }
 
 /**
- * What `create()` does for both stores: builds a client, makes the store on it (the store
- * owns it), and retries `ready` until DynamoDB answers. The client is destroyed on failure.
+ * `create()` of both stores: builds a client and a store owning it, and retries `ready` until
+ * DynamoDB answers. The client is destroyed on failure.
  */
 export async function connectStore<T>(
   options: ConnectOptions,

@@ -1,15 +1,9 @@
 /**
- * The least-privilege IAM policy of both stores, built from the table specs: the CLI's
- * `policy` command prints this function's output (docs/operations.md sends operators there).
+ * The least-privilege IAM policy of both stores, built from the table specs (the CLI's `policy`).
  *
  * @module
  */
 import { checkTableName, executionTables, RELAY_INDEX, STATUS_INDEX } from "../core/table_specs.ts";
-
-/** The executions table's status index (#25), which listings by status and bulk deletes query. */
-const STATUS_INDEX_NAME = STATUS_INDEX.name;
-/** The relay index (#24) of the outbox, spawns and timers tables, which relay passes query. */
-const RELAY_INDEX_NAME = RELAY_INDEX.name;
 
 /**
  * Options of {@linkcode leastPrivilegePolicy}.
@@ -25,20 +19,13 @@ const RELAY_INDEX_NAME = RELAY_INDEX.name;
 export interface PolicyOptions {
   /** The execution store's table prefix. @default {"harel"} */
   prefix?: string;
-  /**
-   * The state store's table name: by default the prefix's own, as in the docs' examples
-   * (`DynamoDBStore` with `prefix: "prod"` next to `DynamoDBStateStore` on `"prod_state"`).
-   * @default {`${prefix}_state` ("harel_state" for the default prefix)}
-   */
+  /** The state store's table name. @default {`${prefix}_state` ("harel_state")} */
   stateTable?: string;
   /** The region in the table ARNs. @default {"*"} */
   region?: string;
   /** The account id in the table ARNs. @default {"*"} */
   account?: string;
-  /**
-   * The stores are built with `otherWriters: true`: grant the reads of the executions table's
-   * stream (DynamoDB Streams) their status feed makes. @default {false}
-   */
+  /** The stores have `otherWriters: true`: grant reading their streams. @default {false} */
   otherWriters?: boolean;
 }
 
@@ -70,18 +57,25 @@ type Role = keyof ReturnType<typeof executionTables> | "state";
 /** In place of an index name: the statement is about the table's stream (any of its ARNs). */
 const STREAM = Symbol("stream");
 
+/** What ensureTables() and a relay pass call on the outbox and spawns tables. */
+const QUEUE_TABLE = [
+  "DescribeTable",
+  "CreateTable",
+  "UpdateTable",
+  "PutItem",
+  "Scan",
+  "BatchGetItem",
+  "BatchWriteItem",
+  "UpdateItem",
+  "DeleteItem",
+];
+
 /** What ensureTables() / ensureTable() call on a table whose TTL they turn on. */
 const ENSURE_WITH_TTL = ["DescribeTable", "CreateTable", "DescribeTimeToLive", "UpdateTimeToLive"];
 
 // What each table needs, from the calls the stores make (tests/iam_test.ts records them).
-// CreateTable / UpdateTable / UpdateTimeToLive are for ensureTables() / ensureTable() only.
-// deleteExecution (#21) needs DeleteItem on executions and Query + BatchWriteItem on timers, trace
-// and processed. The relay (#18, #24) reads the relay tables through their relay index (Query on
-// the index), records failures and moves rows between the index's partitions (UpdateItem, in
-// transactions with ConditionCheckItem on the outbox), drops dead letters (DeleteItem), keeps each
-// held target's hold and the releases (BatchGetItem, UpdateItem on counters) and adopts rows
-// other writers wrote (Scan: ensureTables() and adoptRows(); with other writers, the streams). The status index (#25):
-// listExecutions({ status }) and deleteExecutions() query it. A Query of an index is granted on the index's own ARN.
+// CreateTable / UpdateTable / UpdateTimeToLive are for ensureTables() only. A Query of an index
+// is granted on the index's own ARN.
 const STATEMENTS: {
   sid: string;
   roles: Role[];
@@ -106,7 +100,7 @@ const STATEMENTS: {
   {
     sid: "HarelExecutionsByStatus",
     roles: ["executions"],
-    index: STATUS_INDEX_NAME,
+    index: STATUS_INDEX.name,
     actions: ["Query"],
   },
   {
@@ -117,37 +111,8 @@ const STATEMENTS: {
     actions: ["DescribeStream", "GetShardIterator", "GetRecords"],
     otherWriters: true,
   },
-  {
-    sid: "HarelOutbox",
-    roles: ["outbox"],
-    actions: [
-      "DescribeTable",
-      "CreateTable",
-      "UpdateTable",
-      "PutItem",
-      "Scan",
-      "BatchGetItem",
-      "BatchWriteItem",
-      "UpdateItem",
-      "DeleteItem",
-      "ConditionCheckItem",
-    ],
-  },
-  {
-    sid: "HarelSpawns",
-    roles: ["spawns"],
-    actions: [
-      "DescribeTable",
-      "CreateTable",
-      "UpdateTable",
-      "PutItem",
-      "Scan",
-      "BatchGetItem",
-      "BatchWriteItem",
-      "UpdateItem",
-      "DeleteItem",
-    ],
-  },
+  { sid: "HarelOutbox", roles: ["outbox"], actions: [...QUEUE_TABLE, "ConditionCheckItem"] },
+  { sid: "HarelSpawns", roles: ["spawns"], actions: QUEUE_TABLE },
   {
     sid: "HarelTimers",
     roles: ["timers"],
@@ -167,7 +132,7 @@ const STATEMENTS: {
   {
     sid: "HarelRelayIndex",
     roles: ["outbox", "spawns", "timers"],
-    index: RELAY_INDEX_NAME,
+    index: RELAY_INDEX.name,
     actions: ["Query"],
   },
   {

@@ -50,9 +50,8 @@ export interface TableDifference {
 }
 
 /**
- * The tables differ from their definitions (`create()` with `checkTables: true`; or a stream a
- * store with other writers reads is missing or of another view): each difference and its fix are
- * in `differences`, and in the message.
+ * The tables differ from their definitions (`create()` with `checkTables: true`, or a stream a
+ * store with other writers reads): each difference and its fix are in `differences`.
  *
  * @example Telling drift from other failures
  * ```ts
@@ -74,11 +73,7 @@ export class TableDrift extends Error {
   /** Always `"TableDrift"`. */
   override name = "TableDrift";
 
-  /**
-   * Builds the error for a list of differences.
-   *
-   * @param differences Every difference found (at least one).
-   */
+  /** Builds the error for every difference found (at least one). */
   constructor(readonly differences: TableDifference[]) {
     super(
       `the tables differ from their definitions in ${differences.length} way${
@@ -115,9 +110,8 @@ export async function checkDefinedTables(
 }
 
 /**
- * How the described `table` (`null`: it does not exist) and its TTL differ from `definition`.
- * Pure. What the stores do not rely on is no difference: billing, extra indexes, a projection
- * wider than needed, an index still being built, a stream where none is needed.
+ * How the described `table` (`null`: absent) and its TTL differ from `definition`. Pure. What the
+ * stores do not rely on (billing, extra or building indexes, wider projections) is no difference.
  */
 export function tableDifferences(
   definition: TableDefinition,
@@ -225,9 +219,8 @@ export function tableDifferences(
 }
 
 /**
- * How the stream of the described table `name` differs from the one a store with other writers
- * reads (new and old images: what another writer changed, and from what), or null; `ensure` is
- * the CLI command its fix names (by default, from the table's name).
+ * How the stream of table `name` differs from the one a store with other writers reads (new and
+ * old images), or null; `ensure` is the CLI command its fix names.
  */
 export function streamDifference(
   name: string,
@@ -263,11 +256,7 @@ export function streamDifference(
   };
 }
 
-/**
- * The CLI command that makes the table of `definition` what it says: `cli ensure-tables`, with
- * the table's prefix when not the default (or a state table not named after it), and
- * `--other-writers` when the definition has a stream.
- */
+/** The CLI command that makes the table of `definition` what it says (`cli ensure-tables ...`). */
 export function ensureCommand(definition: TableDefinition): string {
   const name = definition.create.TableName;
   // The CLI's state table is the prefix's, P_state, unless --state-table names another.

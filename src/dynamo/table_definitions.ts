@@ -1,7 +1,6 @@
 /**
- * The tables both stores need, as the exact `CreateTable` inputs (with each table's TTL
- * attribute) and the IAM policy beside them: what `ensureTables()` creates, what
- * `cli tables` prints as CloudFormation or Terraform, and what `checkTables()` compares with.
+ * The tables both stores need, as exact `CreateTable` inputs with their TTL attribute, and the
+ * IAM policy: what `ensureTables()` creates and `checkTables()` compares with.
  *
  * @module
  */
@@ -38,9 +37,7 @@ export interface TableDefinitionsOptions {
   prefix?: string;
   /**
    * Whether another writer (the Python harel store) commits to these tables: then the
-   * executions, outbox, spawns and timers tables have a stream (new and old images), which the
-   * store reads to list the executions that writer commits and to adopt its outbox entries,
-   * spawns and timers into the relay index, and the policy grants reading them.
+   * executions and relay tables have a stream (new and old images), and the policy reads it.
    * @default {false}
    */
   otherWriters?: boolean;
@@ -53,9 +50,8 @@ export interface TableDefinitionsOptions {
 }
 
 /**
- * A `CreateTable` input as {@linkcode tableDefinitions} builds it: the SDK's
- * `CreateTableCommandInput` (it is assignable to it), with the fields the tables use, and
- * equal to its own JSON.
+ * A `CreateTable` input as {@linkcode tableDefinitions} builds it: assignable to the SDK's
+ * `CreateTableCommandInput`, and equal to its own JSON.
  *
  * @example Passing it to the SDK
  * ```ts
@@ -81,10 +77,7 @@ export interface CreateTableInput {
     KeySchema: { AttributeName: string; KeyType: "HASH" | "RANGE" }[];
     Projection: { ProjectionType: "INCLUDE" | "KEYS_ONLY"; NonKeyAttributes?: string[] };
   }[];
-  /**
-   * The stream, only where a store reads it (the executions, outbox, spawns and timers tables,
-   * with other writers).
-   */
+  /** The stream, only where a store reads it (with other writers). */
   StreamSpecification?: { StreamEnabled: true; StreamViewType: "NEW_AND_OLD_IMAGES" };
 }
 
@@ -104,11 +97,7 @@ export interface CreateTableInput {
 export interface TableDefinition {
   /** What the table holds: `"executions"`, ..., `"trace"`, or `"state"`. */
   role: TableRole;
-  /**
-   * The exact `CreateTable` input: name, key schema, the attributes the keys use, billing
-   * (`PAY_PER_REQUEST`), global secondary indexes with their projections, and the stream
-   * (only where one is needed).
-   */
+  /** The exact `CreateTable` input: keys, billing, indexes, and the stream where needed. */
   create: CreateTableInput;
   /** The attribute DynamoDB's TTL deletes expired rows by, or `null` for a table without TTL. */
   ttlAttribute: string | null;
@@ -149,10 +138,8 @@ export const STREAM = { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES
 
 /**
  * The tables both stores need, as the exact `CreateTable` inputs `ensureTables()` sends, each
- * with its TTL attribute, and the IAM policy for them: for a team that creates its tables as
- * code (CloudFormation, the CDK, Terraform; `cli tables` prints those). TTL is on for every
- * table whose rows can carry an expiry (executions, processed, state), whatever the stores'
- * retention options: a row without the attribute never expires. Sends nothing.
+ * with its TTL attribute, and their IAM policy: for tables made as code. TTL is on wherever rows
+ * can carry an expiry, whatever the retention options (a row without it never expires).
  *
  * @example Creating the tables of a prefix yourself
  * ```ts
@@ -229,11 +216,7 @@ function definition(spec: TableSpec, indexes: readonly IndexSpec[], stream: bool
   return { create: createTableInput(spec, indexes, stream), ttlAttribute: null };
 }
 
-/**
- * A table's `CreateTable` input: on demand, its key, the indexes (their key attributes
- * defined once each), and the stream when `stream`. Keys absent rather than undefined, so that
- * the input equals its own JSON.
- */
+/** A table's `CreateTable` input; keys absent rather than undefined, so it equals its JSON. */
 export function createTableInput(
   spec: TableSpec,
   indexes: readonly IndexSpec[] = [],

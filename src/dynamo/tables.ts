@@ -19,7 +19,7 @@ import { isNamed } from "./_dynamo.ts";
 import { abortable } from "./_abortable.ts";
 import { STREAM, type TableDefinition } from "./table_definitions.ts";
 import { backoffDelay, sleep } from "../core/_backoff.ts";
-import { checkOptions, describe } from "../core/_validate.ts";
+import { checkCallback, checkOptions, describe } from "../core/_validate.ts";
 import { checkOptionNames } from "../core/_option_names.ts";
 
 export {
@@ -50,9 +50,8 @@ export {
  */
 export interface EnsureTablesOptions {
   /**
-   * Gives up after this many milliseconds with a {@linkcode TableNotReady} naming the table and
-   * the step it was at; ensuring again goes on from there (on AWS, adding an index to a full
-   * table can take longer; `Infinity`: no deadline).
+   * Gives up after this many ms with a {@linkcode TableNotReady} naming the table and step;
+   * ensuring again goes on from there (`Infinity`: no deadline).
    * @default {600000} (10 minutes)
    */
   deadlineMs?: number;
@@ -82,9 +81,7 @@ export interface TableProgress {
 
 /**
  * `ensureTables()` or `ensureTable()` could not make a table ready: DynamoDB refused a change
- * that retrying cannot cure (the table ACTIVE, nothing in progress), or the deadline passed
- * while it was still applying one. `table` and `step` say where it stopped; `cause` holds
- * DynamoDB's refusal.
+ * for good, or the deadline passed. `table` and `step` say where; `cause` is DynamoDB's refusal.
  *
  * @example Saying which table and step failed
  * ```ts
@@ -106,14 +103,7 @@ export class TableNotReady extends Error {
   /** Always `"TableNotReady"`. */
   override name = "TableNotReady";
 
-  /**
-   * Builds the error for a table left unready.
-   *
-   * @param table The table.
-   * @param step The step it was at (`"turning on its stream (NEW_AND_OLD_IMAGES)"`, ...).
-   * @param reason Why it stopped.
-   * @param options DynamoDB's refusal, as `cause`.
-   */
+  /** Builds the error; `step` is where it stopped, `options.cause` DynamoDB's refusal. */
   constructor(
     readonly table: string,
     readonly step: string,
@@ -147,9 +137,7 @@ export function ensureRun(options?: EnsureTablesOptions): EnsureRun {
       }`,
     );
   }
-  if (onProgress !== undefined && typeof onProgress !== "function") {
-    throw new TypeError(`onProgress must be a function, got ${describe(onProgress)}`);
-  }
+  checkCallback("onProgress", onProgress);
   // setTimeout holds at most 2^31 - 1 ms; beyond that, no deadline.
   const signal = deadlineMs < 2 ** 31
     ? AbortSignal.timeout(deadlineMs)
@@ -217,11 +205,7 @@ class TableSteps {
   }
 }
 
-/**
- * Creates the table as `input` defines it (with its indexes and stream: one call, nothing to
- * backfill) unless it exists, then waits until it is ACTIVE. "Already exists" is fine; every
- * other error is real.
- */
+/** Creates the table as `input` defines it unless it exists, then waits until it is ACTIVE. */
 export async function ensureTable(
   client: DynamoDBSender,
   input: CreateTableCommandInput,
@@ -257,10 +241,8 @@ async function createTable(steps: TableSteps, input: CreateTableCommandInput): P
 }
 
 /**
- * Makes a table what its definition says, as far as DynamoDB can change a table in place:
- * creates it when missing, adds the indexes it lacks, turns on its stream (when it has one) and
- * its TTL, within `run`'s deadline. Resolves to whether an index was added to an existing table
- * (its rows may need adopting).
+ * Makes a table what its definition says, as far as DynamoDB can change one in place (missing
+ * indexes, stream, TTL). Resolves to whether an index was added (its rows may need adopting).
  */
 export async function ensureDefinedTable(
   client: DynamoDBSender,
@@ -335,13 +317,7 @@ export class TableNotFound extends Error {
   /** Always `"TableNotFound"`. */
   override name = "TableNotFound";
 
-  /**
-   * Builds the error for a missing table.
-   *
-   * @param table The table that does not exist.
-   * @param remedy How to create it.
-   * @param options DynamoDB's ResourceNotFoundException, as `cause`.
-   */
+  /** Builds the error; `remedy` says how to create the table. */
   constructor(readonly table: string, remedy: string, options?: ErrorOptions) {
     super(`table ${table} does not exist: ${remedy}`, options);
   }
@@ -365,14 +341,7 @@ export class IndexNotFound extends Error {
   /** Always `"IndexNotFound"`. */
   override name = "IndexNotFound";
 
-  /**
-   * Builds the error for a missing index.
-   *
-   * @param table The table without the index.
-   * @param index The index it lacks.
-   * @param remedy How to add it.
-   * @param options DynamoDB's ValidationException, as `cause`.
-   */
+  /** Builds the error; `remedy` says how to add the index. */
   constructor(
     readonly table: string,
     readonly index: string,
@@ -383,10 +352,7 @@ export class IndexNotFound extends Error {
   }
 }
 
-/**
- * One DescribeTable of table `name`: resolves when the table exists (which also proves DynamoDB
- * answers), throws {@linkcode TableNotFound} with `remedy` when it does not.
- */
+/** One DescribeTable of `name`: {@linkcode TableNotFound} with `remedy` when it does not exist. */
 export async function checkTableExists(
   client: DynamoDBSender,
   name: string,
@@ -403,10 +369,8 @@ export async function checkTableExists(
 }
 
 /**
- * Adds a global secondary index (its key's types in `attributes`) to an existing table unless it
- * has it, then waits until the index is ACTIVE (on AWS, adding an index to a full table
- * backfills it first, which can take minutes). Safe when several processes do it at once.
- * Resolves to whether this call added it.
+ * Adds a global secondary index to a table unless it has it, then waits until it is ACTIVE (a
+ * backfill can take minutes). Safe when several processes do it at once; says if this call did.
  */
 async function ensureIndex(
   steps: TableSteps,
@@ -445,10 +409,8 @@ async function ensureIndex(
 }
 
 /**
- * Makes the table's stream the one a store with other writers reads (new and old images): turns
- * it on, or replaces one of another view (DynamoDB cannot change a stream's view: it is turned
- * off, then on again once the table is ACTIVE, a new stream that the feeds follow), waiting while
- * the table is busy. Safe when several processes do it at once.
+ * Turns the table's stream on with new and old images, replacing one of another view (a view
+ * cannot change: off, then on once ACTIVE). Safe when several processes do it at once.
  */
 async function ensureStream(steps: TableSteps): Promise<void> {
   await steps.until("the table to be ACTIVE with its stream", async () => {

@@ -1,6 +1,5 @@
-// What DynamoDBStore's modules share, built once by its constructor from the checked options:
-// one object that is every context a module names for the part it reads (Reads,
-// ExecutionReads, TimerReads, QueueContext, TxContext, CommitContext).
+// What DynamoDBStore's modules share, built once from the checked options: one object that is
+// every context a module names for the part it reads.
 import type { DynamoDBSender, Item } from "../dynamo/_dynamo.ts";
 import { checkClient, ClientOwnership } from "../dynamo/_ownership.ts";
 import {
@@ -56,11 +55,7 @@ export type StoreContext =
     readonly timers: RowQueue<"timers">;
   };
 
-/**
- * Checks the options (in the order the constructor always has: the first bad one is named)
- * and builds the store's context. `load` is the store's own, for a commit out of conflict
- * retries.
- */
+/** Checks the options (the first bad one is named) and builds the store's context. */
 export function storeContext(
   client: DynamoDBSender,
   options: DynamoDBStoreOptions,
@@ -179,11 +174,7 @@ export async function catchUp(
   return await feed.round(ctx, signal);
 }
 
-/**
- * What the executions table's stream shows other writers committed, that `takes` selects and the
- * status index may not show yet (`OtherWriters.peekUnindexed`), read with a part of its own that
- * writes nothing and is closed after.
- */
+/** `OtherWriters.peekUnindexed` with a part of its own that writes nothing, closed after. */
 export async function peekOtherWriters(
   client: DynamoDBSender,
   tables: ExecutionTables,
@@ -203,9 +194,8 @@ export async function peekOtherWriters(
 const NO_RESENDS = { lost: 0, conflicts: 0 };
 
 /**
- * Makes the seven tables what their definitions say (missing tables, indexes, the stream, TTL),
- * and adopts the rows of a relay table that predates the relay index (one scan, once; rows
- * other writers add later are found by the passes, by seq; timers by the sweeps' scan).
+ * Makes the seven tables what their definitions say, and adopts the rows of a relay table that
+ * predates the relay index (one scan, once).
  */
 export async function ensureStoreTables(
   ctx: StoreContext,
@@ -230,9 +220,7 @@ export function checkStoreTables(ctx: StoreContext): Promise<TableDifference[]> 
 
 /**
  * `DynamoDBStore.create()`: checks the options, builds the client, waits until DynamoDB answers,
- * then ensures the tables (or, with `ensureTables: false`, checks with one DescribeTable that
- * the executions table exists), and with `checkTables` fails on what differs from the
- * definitions. `make` builds the store on the client.
+ * then ensures (or checks) the tables. `make` builds the store on the client.
  */
 export function openStore<
   S extends {

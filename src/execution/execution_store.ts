@@ -69,10 +69,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   readonly #ctx: StoreContext;
 
   /**
-   * A store on an existing client. Sends nothing: call `ensureTables()` once, or use
-   * {@linkcode DynamoDBStore.create}. The client stays the caller's to destroy.
-   * @param client Any DynamoDB client (anything with `send()`).
-   * @param options Prefix, trace ring size and tuning.
+   * A store on an existing client (anything with `send()`, still the caller's to destroy). Sends
+   * nothing: call `ensureTables()` once, or use {@linkcode DynamoDBStore.create}.
    */
   constructor(client: Pick<DynamoDBClient, "send">, options: DynamoDBStoreOptions = {}) {
     this.#ctx = storeContext(client, options, (id) => this.load(id));
@@ -82,10 +80,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Builds a client for `endpoint` (no endpoint: AWS, default credential chain), waits until
-   * DynamoDB answers, and ensures the tables (with `ensureTables: false`, only checks they
-   * exist, and with `otherWriters: true` that their streams can be read). The store owns that
-   * client: `close()` destroys it.
+   * Builds a client for `endpoint` (none: AWS), waits until DynamoDB answers, and ensures the
+   * tables (`ensureTables: false`: checks they exist). `close()` destroys that client.
    *
    * @example Against DynamoDB Local
    * ```ts
@@ -101,20 +97,17 @@ export class DynamoDBStore implements T.ExecutionStore {
    * @throws {EndpointUnreachable} When DynamoDB did not answer within `deadlineMs` (see `onRetry`).
    * @throws {EndpointNotDynamoDB} When something else answered at the endpoint (an HTML page).
    * @throws {TableNotFound} With `ensureTables: false`, when the executions table is missing.
-   * @throws {TableNotReady} When DynamoDB refused a change to a table for good, or ensuring the
-   *   tables took over 10 minutes (`ensureTables()`'s default deadline).
-   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions;
-   *   with `otherWriters: true` and `ensureTables: false`, when a stream it reads is missing or of
-   *   another view.
+   * @throws {TableNotReady} When DynamoDB refused a table change for good, or 10 minutes passed.
+   * @throws {TableDrift} With `checkTables: true`, when the tables differ from their definitions
+   *   (with `otherWriters: true` and `ensureTables: false`: a stream it reads).
    */
   static create(options: CreateStoreOptions = {}): Promise<DynamoDBStore> {
     return openStore(options, (client, store) => new DynamoDBStore(client, store));
   }
 
   /**
-   * Makes the seven tables what `tableDefinitions()` says: creates the missing ones and adds
-   * missing indexes, TTL and (with `otherWriters: true`) the streams, replacing one of another
-   * view. Idempotent: after a failure, running it again goes on from there.
+   * Makes the seven tables what `tableDefinitions()` says (missing tables, indexes, TTL and, with
+   * `otherWriters: true`, streams). Idempotent: after a failure, running it again goes on.
    * @example Creating the tables at deploy time, then checking them
    * ```ts
    * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -145,20 +138,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readExecution(this.#ctx, id);
   }
 
-  /**
-   * The execution and whether `eventId` was already handled, in one call.
-   *
-   * @example Dropping a duplicate delivery
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const { execution, processed } = await store.loadForEvent("exe-1", "event-1");
-   * if (execution && !processed) {
-   *   // apply the event, then commit with processedEventId: "event-1"
-   * }
-   * ```
-   */
+  /** The execution and whether `eventId` was already handled, in one call. */
   async loadForEvent(id: string, eventId: string): Promise<T.LoadForEventResult> {
     this.#open("loadForEvent");
     checkKey("id", id, LIMITS.partitionKeyBytes);
@@ -174,22 +154,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     return await reads.readProcessed(this.#ctx, id, eventId);
   }
 
-  /**
-   * Saves the execution alone: `commit(exe)`.
-   *
-   * @example Saving an execution
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { DynamoDBStore, newExecution } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const exe = newExecution({ definition_id: "order" });
-   * await store.save(exe);
-   * assert.equal(exe.version, 1);
-   * ```
-   *
-   * @throws {StoreConflict} As {@linkcode DynamoDBStore.commit}, and every error it throws.
-   */
+  /** Saves the execution alone: `commit(exe)`, with its errors. */
   async save(exe: Execution): Promise<void> {
     await this.commit(exe);
   }
@@ -243,9 +208,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Appends one trace step outside a commit, after the ring's highest index (or at
-   * `entry.index`); the step that falls out of the `traceMax` window is deleted. Two calls; a
-   * copy re-sent after a lost answer does not append twice.
+   * Appends one trace step outside a commit, after the ring's highest index (or at `entry.index`),
+   * dropping the step that leaves the `traceMax` window; a re-sent copy does not append twice.
    *
    * @throws {TypeError} For an id, entry or `entry.index` DynamoDB would reject (a `RangeError`
    *   for an index or size out of range), before anything is sent.
@@ -330,19 +294,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * The `limit` lowest-seq outbox entries deliverable now, by seq: not acknowledged, waiting,
-   * dead, nor behind such an entry of their target (docs/delivery.md). Unreadable rows are
-   * left out. Memory grows with `limit`, not with the backlog.
-   *
-   * @example A relay pass
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const entries = await store.pendingOutbox({ limit: 500 });
-   * // deliver each entry.event to entry.targetId, then:
-   * await store.ackOutbox(entries.map((entry) => entry.seq));
-   * ```
+   * The `limit` lowest-seq outbox entries deliverable now: not waiting, dead, unreadable, nor
+   * behind such an entry of their target (docs/delivery.md). Memory grows with `limit` only.
    *
    * @throws {RangeError} For a `limit` that is not a positive integer or `Infinity`.
    */
@@ -412,17 +365,7 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Deletes a timer only if it still fires at `fireAt`: `false` means it was re-scheduled or
-   * cancelled, and must not fire. Exact after a lost answer (a one-item transaction with an
-   * idempotency token, 2 write units).
-   *
-   * @example Claiming a due timer
-   * ```ts
-   * import { DynamoDBStore } from "@harel/dynamodb";
-   *
-   * await using store = await DynamoDBStore.create({ endpoint: Deno.env.get("DYNAMODB_ENDPOINT") });
-   * const won = await store.deleteTimer("exe-1", "order.waiting", 1_700_000_000);
-   * console.log(won ? "fire it" : "a re-schedule won");
-   * ```
+   * cancelled, and must not fire. Exact after a lost answer (2 write units).
    *
    * @throws {RangeError} For a `fireAt` that is not epoch seconds (a `TypeError` for a key
    *   DynamoDB would reject), before anything is sent.
@@ -438,9 +381,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Records a failed delivery on an outbox entry, spawn or timer: its attempts, and when the
-   * next may start or (`retryAt: null`) that it is dead-lettered. `false` when the item is gone
-   * or, for a timer, re-scheduled.
+   * Records a failed delivery on an outbox entry, spawn or timer (`retryAt: null`: dead-letters
+   * it). `false` when the item is gone or, for a timer, re-scheduled.
    *
    * @throws {TypeError} For a key or failure of the wrong shape (a `RangeError` out of range).
    */
@@ -497,8 +439,7 @@ export class DynamoDBStore implements T.ExecutionStore {
 
   /**
    * Retries every dead letter of a queue (outbox: of one target with `targetId`), each as
-   * `retryDeadLetter` does: how many. Reads follow the dead letters, not the table; run it
-   * again after a crash or an abort and it goes on.
+   * `retryDeadLetter` does: how many. Run again after a crash or an abort, it goes on.
    *
    * @example Retrying an outage's dead letters
    * ```ts
@@ -535,9 +476,8 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * A queue's backlog for a dashboard or an alarm: pending, waiting and dead counts, held
-   * targets, and the oldest pending commit (relay lag). Each count reads at most `limit` rows,
-   * each checked by key (about a read unit a counted row).
+   * A queue's backlog for a dashboard or an alarm (relay lag included). Each count reads at most
+   * `limit` rows, each checked by key (about a read unit a counted row).
    *
    * @throws {RangeError} For a `limit` outside 1 to 10,000.
    */
@@ -561,10 +501,9 @@ export class DynamoDBStore implements T.ExecutionStore {
   }
 
   /**
-   * Removes the execution with its timers, trace steps and dedupe marks, and says what it
-   * removed; its outbox entries and spawns stay (they belong to the relay). Idempotent. The
-   * execution goes first: a later commit fails with {@linkcode StoreConflict}. See
-   * docs/retention.md.
+   * Removes the execution with its timers, trace steps and dedupe marks (its outbox and spawns
+   * stay), and says what it removed. Idempotent. The execution goes first: a later commit fails
+   * with {@linkcode StoreConflict}. See docs/retention.md.
    *
    * @throws {OutcomeUnknown} When no answer came back for the execution's delete, also after
    *   `ambiguousRetries` re-sends with the same token: call it again (it is idempotent).
@@ -582,10 +521,7 @@ export class DynamoDBStore implements T.ExecutionStore {
     }
   }
 
-  /**
-   * Stops a running status feed round (its lease given back), then releases the client if
-   * `create()` built it (an injected one stays the caller's). Idempotent.
-   */
+  /** Stops a running feed round, then destroys the client if `create()` built it. Idempotent. */
   async close(): Promise<void> {
     await (await this.#ctx.otherWriters)?.close();
     return await this.#ctx.ownership.close();

@@ -31,24 +31,14 @@ export interface DynamoDBStoreOptions {
    * reads that order rests on are strongly consistent whatever this says. @default {true}
    */
   consistentReads?: boolean;
-  /**
-   * Lifetime of dedupe marks, whole seconds from 1 to 315,360,000 (ten years); expired marks
-   * read as absent. `null` keeps marks forever.
-   * @default {null}
-   */
+  /** Lifetime of dedupe marks, seconds from 1 to 315,360,000; `null`: forever. @default {null} */
   processedTtlSeconds?: number | null;
   /**
-   * Retention of finished executions, whole seconds from 1 to 315,360,000: a commit that
-   * finishes an execution writes its `ttl`, and reads treat it as absent past it. `null` keeps
-   * them forever. See docs/retention.md.
-   * @default {null}
+   * Retention of finished executions, whole seconds from 1 to 315,360,000 (docs/retention.md);
+   * `null` keeps them forever. @default {null}
    */
   finishedTtlSeconds?: number | null;
-  /**
-   * The clock expiries are measured with, in epoch milliseconds, for tests that let time pass
-   * (DynamoDB still deletes expired items by its own clock).
-   * @default {Date.now}
-   */
+  /** The clock expiries are measured with, in epoch ms (for tests). @default {Date.now} */
   now?: () => number;
   /** How many outbox (and spawn) seqs one counter call reserves for this store, 1 to 1,000,000. @default {1000} */
   seqBlockSize?: number;
@@ -58,8 +48,7 @@ export interface DynamoDBStoreOptions {
   ambiguousRetries?: number;
   /**
    * Whether another writer (the Python harel store) commits to these tables: `true` finds and
-   * adopts its rows and reads the executions table's stream; `false` pays nothing for it (and
-   * warns once on reading another writer's execution). See docs/operations.md ("Other writers").
+   * adopts its rows; `false` pays nothing for it. See docs/operations.md ("Other writers").
    * @default {false}
    */
   otherWriters?: boolean;
@@ -102,17 +91,14 @@ export interface DueTimersOptions extends ReadLimitOptions {
  */
 export interface CreateStoreOptions extends DynamoDBStoreOptions, ConnectOptions {
   /**
-   * Create the tables where missing (13 calls on existing tables). `false` for a cold start:
-   * one DescribeTable checks the tables exist, else {@linkcode TableNotFound}; with
-   * `otherWriters: true`, the drift check's calls too: a stream missing or of another view is a
-   * {@linkcode TableDrift} (the store could not read other writers).
+   * Create the tables where missing (13 calls on existing tables). `false` for a cold start: one
+   * DescribeTable checks they exist (with `otherWriters: true`, their streams too).
    * @default {true}
    */
   ensureTables?: boolean;
   /**
-   * Before the first call, compare the tables with their definitions (`checkTables()`) and
-   * fail with a {@linkcode TableDrift} listing every difference and its fix. For tables made
-   * as code, with `ensureTables: false`.
+   * Before the first call, compare the tables with their definitions and fail with a
+   * {@linkcode TableDrift} listing every difference (for tables made as code).
    * @default {false}
    */
   checkTables?: boolean;

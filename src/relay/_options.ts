@@ -2,20 +2,18 @@
 // names it and what is allowed.
 import { readLimit } from "../core/_bounded.ts";
 import { checkRunnerOptions } from "../core/_option_names.ts";
-import { checkInteger, checkTime, describe } from "../core/_validate.ts";
+import {
+  checkCallback,
+  checkInteger,
+  checkSignal,
+  checkTime,
+  describe,
+} from "../core/_validate.ts";
 import type { Retry } from "../core/_relay_rules.ts";
+import type { OutboxRelayOptions, SweepOptions } from "../core/relay_types.ts";
 
-/** What a runner's options may hold (relay.ts documents them). */
-interface RunnerOptions {
-  limit?: number;
-  concurrency?: number;
-  signal?: AbortSignal;
-  onError?: (error: unknown) => void;
-  maxAttempts?: number;
-  backoff?: { minSeconds?: number; maxSeconds?: number };
-  seqs?: number[];
-  now?: number;
-}
+/** What a runner's options may hold (relay_types.ts documents them). */
+type RunnerOptions = OutboxRelayOptions & SweepOptions;
 
 const YEAR = 365 * 24 * 3600;
 
@@ -87,12 +85,8 @@ export function checkOptions(
   }
   checkRunnerOptions(field, options);
   const { concurrency = 16, signal, onError } = options;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
-  if (onError !== undefined && typeof onError !== "function") {
-    throw new TypeError(`onError must be a function, got ${describe(onError)}`);
-  }
+  checkSignal(signal);
+  checkCallback("onError", onError);
   return {
     limit: readLimit({ limit: options.limit }),
     concurrency: checkInteger("concurrency", concurrency, 1, 1000),

@@ -1,8 +1,10 @@
-// One relay or sweep pass as a unit of work, handed explicitly to what runs in it (the pass
-// bodies, the lanes, the acknowledgements): the signal that stops it, an `onError` that cannot
-// escape a lane, and the acknowledgements it owes before it may settle.
+// One relay or sweep pass, handed explicitly to what runs in it: the signal that stops it, an
+// `onError` that cannot escape a lane, and the acknowledgements it owes before it may settle.
+import { WRITES_IN_FLIGHT } from "../core/_lanes.ts";
+import { LIMITS } from "../core/_validate.ts";
+import { StoreClosed } from "../core/errors.ts";
 
-/** What one pass shares among its helpers. Built by {@linkcode runPass}, passed by hand. */
+/** What one pass shares among its helpers, passed by hand. */
 export class Pass {
   readonly #stop = new AbortController();
   readonly #settling = new Set<{ flush(): Promise<void> }>();
@@ -12,11 +14,7 @@ export class Pass {
   /** The caller's `onError`, made safe: what it throws stops the pass instead of a lane. */
   readonly onError: ((error: unknown) => void) | undefined;
 
-  /**
-   * @param name The runner, e.g. `"relayOutbox"`.
-   * @param signal The caller's signal, if any.
-   * @param onError The caller's error callback, if any.
-   */
+  /** `name`: the runner, e.g. `"relayOutbox"`. */
   constructor(
     readonly name: string,
     signal: AbortSignal | undefined,
@@ -59,5 +57,67 @@ export class Pass {
       }
     }
     return first;
+  }
+}
+
+/**
+ * A pass's acknowledgements, in batches of one BatchWriteItem (a few in flight, so a fast pass does
+ * not flood the sockets): `send` takes a batch, `settle` every item once they are done. The pass
+ * flushes it before settling, even if its body did not.
+ */
+export class Acks<T> {
+  #batch: T[] = [];
+  readonly #all: T[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  #error: { cause: unknown } | null = null;
+
+  constructor(
+    readonly pass: Pass,
+    readonly send: (items: T[]) => Promise<unknown>,
+    readonly settle?: (items: T[]) => Promise<void>,
+  ) {
+    pass.owe(this);
+  }
+
+  async add(item: T): Promise<void> {
+    this.#batch.push(item);
+    if (this.#batch.length < LIMITS.batchWriteItems) return;
+    this.#send();
+    while (this.#inFlight.size >= WRITES_IN_FLIGHT) await Promise.race(this.#inFlight);
+  }
+
+  /** Sends what is left, waits for every batch, then settles (once); rejects with the first failure. */
+  async flush(): Promise<void> {
+    this.#send();
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    const all = this.#all.splice(0);
+    if (this.settle && all.length && !this.#error) {
+      await this.settle(all).catch((error) =>
+        void (this.#error ??= { cause: this.#closed(error) })
+      );
+    }
+    if (this.#error) throw this.#error.cause;
+  }
+
+  #send(): void {
+    if (this.#batch.length === 0) return;
+    const items = this.#batch;
+    this.#batch = [];
+    this.#all.push(...items);
+    const sent: Promise<void> = this.send(items).then(
+      () => {},
+      (error) => void (this.#error ??= { cause: this.#closed(error) }),
+    ).finally(() => this.#inFlight.delete(sent));
+    this.#inFlight.add(sent);
+  }
+
+  /**
+   * An acknowledgement follows the pass's read, so a store that refuses it as closed was closed
+   * while the pass ran: say to await the pass, not to make a new store.
+   */
+  #closed(error: unknown): unknown {
+    if (!(error instanceof StoreClosed) || error.inFlight) return error;
+    const step = `${error.method}() of ${this.pass.name}()`;
+    return new StoreClosed(error.store, step, { inFlight: true, cause: error });
   }
 }

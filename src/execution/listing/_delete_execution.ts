@@ -67,8 +67,7 @@ export const RETIRED_TTL = 1;
 
 /**
  * Retires execution `id` if still alive at `version` (docs/retention.md), sweeps what it left,
- * then deletes it. `true` when this call retired it; an already retired or expired one is
- * finished uncounted.
+ * then deletes it: `true` when this call retired it.
  */
 export async function retireExecution(
   reads: ExecutionReads,

@@ -1,9 +1,5 @@
-/**
- * The execution store's reads of single items: an execution, an execution with its dedupe mark,
- * a mark alone, and a page of the executions listing. Input is checked by the caller.
- *
- * @module
- */
+// The execution store's reads of single items, and a page of the executions listing. Input is
+// checked by the caller.
 import { GetItemCommand, ScanCommand, type ScanCommandInput } from "@aws-sdk/client-dynamodb";
 import { batchGet, type Item, pages, S } from "../../dynamo/_dynamo.ts";
 import { cursorId, encodeCursor } from "../../core/cursor.ts";
@@ -42,10 +38,7 @@ export interface ExecutionReads extends Reads {
   readonly sharing: SharedTables;
 }
 
-/**
- * What a store built without `otherWriters: true` says, once, when it reads an execution another
- * writer committed last (no `updated_at`: the Python store's whole-item Put drops it).
- */
+/** What a store without `otherWriters: true` says, once, on reading another writer's commit. */
 export class SharedTables {
   #said: boolean;
 
@@ -177,10 +170,7 @@ export async function readProcessed(
   return result.Item !== undefined && isLiveMark(result.Item, secondsOf(reads.now));
 }
 
-/**
- * One page of the executions `listing` selects in scan order: `limit + 1` items first, doubling
- * while filters leave the page short: O(`limit`) unfiltered, `maxExamined` at most.
- */
+/** One page of the executions `listing` selects, in scan order: O(`limit`) unfiltered. */
 export async function listPage(given: ExecutionReads, listing: Listing): Promise<ListPage> {
   const reads = withSignal(given, listing.signal);
   const input: ScanCommandInput = {

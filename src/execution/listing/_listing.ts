@@ -1,9 +1,11 @@
 // listExecutions' and deleteExecutions' options, checked once for every backend: what to select,
 // how to read it (the status index or a scan) and where to resume.
 import {
+  checkCallback,
   checkInteger,
   checkKey,
   checkObject,
+  checkSignal,
   checkTime,
   describe,
   LIMITS,
@@ -55,9 +57,7 @@ export function planListing(options: ListOptions, table: string): Listing {
   const { limit = 100, cursor = null, maxExamined = Infinity, signal } = options;
   checkInteger("limit", limit, 1, 1000);
   checkLimit("maxExamined", maxExamined);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
+  checkSignal(signal);
   const selection = select(options);
   return {
     ...selection,
@@ -90,12 +90,8 @@ export function planBulkDelete(
   if (typeof allowOpen !== "boolean") {
     throw new TypeError(`allowOpen must be a boolean, got ${describe(allowOpen)}`);
   }
-  if (onProgress !== undefined && typeof onProgress !== "function") {
-    throw new TypeError(`onProgress must be a function, got ${describe(onProgress)}`);
-  }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
+  checkCallback("onProgress", onProgress);
+  checkSignal(signal);
   const selection = select(options);
   const open = selection.statuses!.filter((s) => !FINISHED.has(s));
   if (open.length > 0 && !allowOpen) {
@@ -155,8 +151,5 @@ function select(options: ListOptions): Selection {
 export function checkCatchUpOptions(options: unknown): AbortSignal | undefined {
   const { signal } = checkObject("options", options) as { signal?: unknown };
   checkOptionNames("catchUpStatusIndex()", options);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
-  }
-  return signal;
+  return checkSignal(signal);
 }

@@ -8,10 +8,7 @@ import { fnv1a } from "../../core/_fnv1a.ts";
 
 export { STATUS_INDEX } from "../../core/table_specs.ts";
 
-/**
- * How many shards each status spreads over: part of the wire format, so no option. 16 carry
- * about 8,000 status changes a second into one status; a listing pays one Query per shard.
- */
+/** How many shards each status spreads over (wire format, so no option): one Query each. */
 export const STATUS_SHARDS = 16;
 
 /** The index partition of an execution in `status`: its id's shard, fixed for its life. */

@@ -1,6 +1,5 @@
-// MemoryStore's listing, as DynamoDBStore's: with statuses, the latest to enter its status first
-// (as the status index reads); without, in id order (its stand-in for scan order). The cursor is
-// the last summary returned: its `[status_at, id]` in the first order, its id in the second.
+// MemoryStore's listing, as DynamoDBStore's: with statuses, the latest to enter its status
+// first; without, in id order (for scan order). The cursor is the last summary's key.
 import { cursorId, encodeCursor } from "../../core/cursor.ts";
 import { InvalidCursor } from "../../core/errors.ts";
 import type { ExecutionSummary } from "../../core/documents.ts";

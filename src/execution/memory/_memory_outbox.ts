@@ -219,9 +219,8 @@ export class MemoryOutbox implements OutboxQueue {
   }
 
   /**
-   * Execution `id`'s outbox as operators read it (see DynamoDBStore's `executionOutbox`): what it
-   * emitted (nothing known when its item is gone: `known` false), and what is to it and failed or
-   * was set apart behind what failed, as its hold lists them.
+   * Execution `id`'s outbox, as DynamoDBStore's `executionOutbox`: what it emitted (`known`
+   * false: its item is gone), and what failed to it or waits behind that, as its hold lists.
    */
   executionOutbox(id: string, limit: number, known: boolean): ExecutionOutbox {
     const stateOf = (seq: number): OutboxEntryState => {

@@ -1,6 +1,5 @@
-// MemoryStore's relay queues: the outbox (_memory_outbox.ts), spawn intents and timers with each
-// item's relay bookkeeping, as DynamoDBStore keeps them; the relay's pipeline reads and writes
-// them through the same queues.
+// MemoryStore's relay queues: the outbox, spawn intents and timers with each item's relay
+// bookkeeping, as DynamoDBStore keeps them.
 import { afterFailure, holdsAt, isHead, RETRIED } from "../../core/_relay_rules.ts";
 import { byFireAt } from "../../core/_bounded.ts";
 import { secondsOf } from "../../core/_clock.ts";
@@ -41,44 +40,37 @@ export class MemoryQueues {
 
   constructor(readonly now: () => number, open: (method: string) => void) {
     this.outbox = new MemoryOutbox(now, open);
-    const seconds = () => secondsOf(now);
-    this.spawnQueue = {
-      now: seconds,
-      lease: (time) => {
-        open("spawnQueue.lease");
-        return Promise.resolve(this.outbox.leases.take("spawns", time));
-      },
-      due: () => {
-        open("spawnQueue.due");
-        return Promise.resolve([...this.spawns.keys()].map((seq) => this.#spawnRow(seq)));
-      },
-      fail: (seq, failure) => {
-        open("spawnQueue.fail");
-        return Promise.resolve(this.#fail(this.spawns.get(seq), failure));
-      },
+    const queue = <K extends "spawns" | "timers">(
+      kind: K,
+      rows: () => QueueRow<K>[],
+    ): RowQueue<K> => {
+      const name = kind === "spawns" ? "spawnQueue" : "timerQueue";
+      return {
+        now: () => secondsOf(now),
+        lease: (time) => {
+          open(`${name}.lease`);
+          return Promise.resolve(this.outbox.leases.take(kind, time));
+        },
+        due: () => {
+          open(`${name}.due`);
+          return Promise.resolve(rows());
+        },
+        fail: (key, failure) => {
+          open(`${name}.fail`);
+          return Promise.resolve(this.#fail(this.row(kind, key), failure));
+        },
+      };
     };
-    this.timerQueue = {
-      now: seconds,
-      lease: (time) => {
-        open("timerQueue.lease");
-        return Promise.resolve(this.outbox.leases.take("timers", time));
-      },
-      due: () => {
-        open("timerQueue.due");
-        return Promise.resolve([...this.timers.values()].map((timer) => ({
-          key: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
-          attempts: timer.attempts ?? 0,
-          retryAt: timer.retryAt ?? null,
-          deadAt: timer.deadAt ?? null,
-          at: timer.fireAt,
-          item: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
-        })));
-      },
-      fail: (key, failure) => {
-        open("timerQueue.fail");
-        return Promise.resolve(this.#fail(this.row("timers", key), failure));
-      },
-    };
+    this.spawnQueue = queue("spawns", () => [...this.spawns.keys()].map((s) => this.#spawnRow(s)));
+    this.timerQueue = queue("timers", () =>
+      [...this.timers.values()].map((timer) => ({
+        key: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
+        attempts: timer.attempts ?? 0,
+        retryAt: timer.retryAt ?? null,
+        deadAt: timer.deadAt ?? null,
+        at: timer.fireAt,
+        item: { executionId: timer.executionId, path: timer.path, fireAt: timer.fireAt },
+      })));
   }
 
   #spawnRow(seq: number): QueueRow<"spawns"> {
@@ -94,9 +86,8 @@ export class MemoryQueues {
   }
 
   /**
-   * A commit's emits (`seqs`: theirs, ascending) as pending entries of execution `source`, each
-   * naming its predecessor of the same target by the chains DynamoDBStore keeps (`linkEmits`): an
-   * insert starts them empty.
+   * A commit's emits (`seqs` ascending) as pending entries of `source`, each naming its
+   * predecessor of the same target by the chains DynamoDBStore keeps (an insert starts empty).
    */
   emit(
     source: string,
@@ -156,11 +147,7 @@ export class MemoryQueues {
     return letters as DeadLetter<K>[];
   }
 
-  /**
-   * A queue's backlog, each count at most `limit` (see DynamoDBStore's `backlog`): pending
-   * (timers: due at `now`), waiting, dead, the outbox targets held behind those, the oldest
-   * pending.
-   */
+  /** A queue's backlog, each count at most `limit`, as DynamoDBStore's `backlog`. */
   backlog(kind: RelayKind, limit: number, now: number): Backlog {
     const counts = { pending: 0, waiting: 0, dead: 0 };
     const held = new Set<string>();

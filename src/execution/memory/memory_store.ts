@@ -193,20 +193,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Writes the execution and what it caused, all or nothing, if the stored version still
    * equals `exe.version`; {@linkcode StoreConflict} otherwise.
-   *
-   * @example Committing with an emit
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { newEvent, newExecution } from "@harel/dynamodb";
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * const store = new MemoryStore();
-   * const exe = newExecution({ definition_id: "d" });
-   * const go = newEvent("go");
-   * const { version, outbox } = await store.commit(exe, { emits: [{ target: null, event: go }] });
-   * assert.equal(version, 1);
-   * assert.deepEqual(await store.pendingOutbox(), [{ seq: outbox[0], targetId: null, event: go }]);
-   * ```
    */
   async commit(exe: Execution, changes: CommitChanges = {}): Promise<CommitResult> {
     this.#open("commit");
@@ -268,24 +254,6 @@ export class MemoryStore implements ExecutionStore {
   /**
    * Removes the execution with its timers, trace steps and dedupe marks, and says what it
    * removed; outbox entries and spawn intents stay. Idempotent.
-   *
-   * @example Deleting an execution
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { newExecution } from "@harel/dynamodb";
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * const store = new MemoryStore();
-   * const exe = newExecution({ definition_id: "order" });
-   * await store.commit(exe, { processedEventId: "event-1", trace: { step: "created" } });
-   * assert.deepEqual(await store.deleteExecution(exe.id), {
-   *   execution: true,
-   *   timers: 0,
-   *   trace: 1,
-   *   processed: 1,
-   * });
-   * assert.equal(await store.load(exe.id), null);
-   * ```
    */
   deleteExecution(id: string): Promise<DeleteExecutionResult> {
     return Promise.try(() => {
@@ -452,24 +420,7 @@ export class MemoryStore implements ExecutionStore {
     });
   }
 
-  /**
-   * Deletes a timer if it still fires at `fireAt`; `false` when a re-schedule won.
-   *
-   * @example Claiming a due timer
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { newExecution } from "@harel/dynamodb";
-   * import { MemoryStore } from "@harel/dynamodb/testing";
-   *
-   * const store = new MemoryStore();
-   * const exe = newExecution({ definition_id: "order" });
-   * await store.commit(exe, { timers: [{ action: "schedule", path: "wait", fireAt: 100 }] });
-   * const [timer] = await store.dueTimers(100);
-   * assert.ok(timer);
-   * assert.equal(await store.deleteTimer(exe.id, timer.path, timer.fireAt), true); // claimed
-   * assert.equal(await store.deleteTimer(exe.id, timer.path, timer.fireAt), false); // gone
-   * ```
-   */
+  /** Deletes a timer if it still fires at `fireAt`; `false` when a re-schedule won. */
   deleteTimer(executionId: string, path: string, fireAt: number): Promise<boolean> {
     return Promise.try(() => {
       this.#open("deleteTimer");

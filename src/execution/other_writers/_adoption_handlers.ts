@@ -1,12 +1,8 @@
-// What a round of a relay table's feed (DynamoDB Streams: the outbox, spawns and timers tables'
-// change records, see _table_feed.ts) does with the records it read: other writers' rows,
-// written without the relay index's attributes, are adopted into the index, one conditional
-// update each, so that the ordinary passes, sweeps and reads handle them like any row. Outbox
-// entries are also chained per target (core/_feed_chain.ts): every row the feed sees feeds its
-// target's `recent` list, and a row with no `prev_seq` (another writer's, or ours committed right
-// after another writer's commit of the same execution) gets its predecessor, so that a pass
-// (which makes an unchained entry wait, in mixed mode) delivers a target's entries in seq order
-// whatever the index shows. A record is a candidate: each write's condition decides.
+// What a relay table's feed round does with the records it read: other writers' rows, written
+// without the relay index's attributes, are adopted into it (one conditional update each). Outbox
+// rows also feed their target's `recent` list, and one with no `prev_seq` gets its predecessor
+// (core/_feed_chain.ts), so a pass delivers a target's entries in seq order. Each write's
+// condition decides.
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
 import {
   type AttributeValue,
@@ -74,9 +70,8 @@ export function newImages(kind: RelayKind, records: readonly StreamRecord[]): It
 }
 
 /**
- * Whether a record is no work for `kind`'s feed (not handed to the handler, not counted): a
- * REMOVE (an acknowledgement, a timer cancelled or fired), and a row in the relay index already
- * (a commit of ours, a pass's move; outbox: chained too).
+ * Whether a record is no work for `kind`'s feed: a REMOVE, or a row in the relay index already
+ * (outbox: chained too).
  */
 export function isNoWork(kind: RelayKind, record: StreamRecord): boolean {
   if (record.eventName === "REMOVE") return true;
@@ -224,10 +219,7 @@ const ATTRIBUTES: Record<string, string> = {
 /** Rows an adoption backfill reads a page of (keys and what orders them: a page stays small). */
 export const BACKFILL_ROWS = 1000;
 
-/**
- * A page of the one-off scan of `kind`'s table for rows without the index's attributes (written
- * before the stream was on, or trimmed unread after 24 hours), from `start` (`{}`: the start).
- */
+/** A page of the one-off scan of `kind`'s table for rows without the index's attributes. */
 export async function backfillPage(
   q: QueueContext,
   kind: RelayKind,
@@ -333,10 +325,7 @@ async function chainOutbox(q: QueueContext, all: Item[]): Promise<Handled> {
   return handled;
 }
 
-/**
- * The largest event body of an adopted row a round keeps for the pass (what one read unit reads
- * again): a round's memory stays bounded whatever the other writer's rows weigh.
- */
+/** The largest event body of an adopted row a round keeps for the pass (memory stays bounded). */
 const KNOWN_BODY = 3000;
 
 /** The most seqs a target's `recent` list of unchained entries keeps while they are there. */

@@ -1,8 +1,6 @@
-// Where a table feed stands in its stream, kept in the feed's counters item: a map from shard id
-// to the sequence number of the last record read (`"end"`: read to its end). The item must stay
-// under 4 KB whatever the stream does (a table's partitions split, shards roll over every few
-// hours, a relay stopped for a day), so the map keeps only what the next round needs and is
-// capped; this file is the pure rule, unit-tested with thousands of simulated shards.
+// Where a table feed stands in its stream: shard id → the sequence number last read (`"end"`:
+// read to its end). The counters item must stay under 4 KB whatever the stream does, so the map
+// keeps only what the next round needs, capped. Pure.
 import type { Shard } from "@aws-sdk/client-dynamodb-streams";
 
 /** A shard read to its end. */
@@ -30,9 +28,8 @@ export function childrenOf(shards: readonly Shard[]): Map<string, string[]> {
 }
 
 /**
- * Whether a round has nothing left to read of shard `id`: it is gone from the stream, read to its
- * end, or one of its children (or their children) has been started (a parent is read to its end
- * before its children, so its checkpoint could be dropped).
+ * Whether a round has nothing left to read of shard `id`: gone, read to its end, or a descendant
+ * started (a parent is read to its end before its children).
  */
 export function shardDone(
   id: string | undefined,
@@ -57,14 +54,9 @@ function started(
 }
 
 /**
- * The checkpoint to save after a round: without the shards the stream no longer has, without the
- * closed ones whose children have started, and within {@linkcode CHECKPOINT_SHARDS} and
- * {@linkcode CHECKPOINT_BYTES}. Past the cap, shards part-way read are kept before shards read to
- * their end, and among each, the most recently started (the highest sequence number) first. A
- * dropped shard read to its end whose children have not started yet is read once more from the
- * oldest record the stream holds; a dropped shard part-way read is read again from there too. No
- * record is lost: the handlers' writes are conditional, so a record read twice changes nothing
- * the second time.
+ * The checkpoint to save after a round: without shards gone or finished, within the caps. Past a
+ * cap, shards part-way read go before shards read to their end, the most recently started first.
+ * A dropped shard is read again: the handlers' writes are conditional, so nothing is lost.
  */
 export function pruneCheckpoint(
   checkpoint: ReadonlyMap<string, string>,

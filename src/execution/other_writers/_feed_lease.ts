@@ -37,10 +37,7 @@ export interface FeedState {
   described?: Shard[];
 }
 
-/**
- * Where the feed item says a round of stream `arn` starts: a new stream (or the first round)
- * starts with no shard read and a backfill to do.
- */
+/** Where a round of stream `arn` starts: a new stream starts with no shard read, to backfill. */
 export function stateOf(item: Item, arn: string): FeedState {
   if (item[FEED.stream]?.S !== arn) return { shards: new Map(), backfill: {} };
   const shards = new Map<string, string>();

@@ -1,10 +1,7 @@
-// The relay tables' feeds: one TableFeed (_table_feed.ts) per relay table — outbox, spawns,
-// timers — whose rounds adopt other writers' rows into the relay index (_adoption_handlers.ts).
-// Every pass, sweep and read of a queue runs its table's round first, in the same call (a fresh
-// store per pass sees the rows too: nothing is kept in the instance), under the feed's lease
-// (another store reading it: the call goes on at once). The round answers the rows it adopted,
-// which the pass offers as if the index showed them; each is read by key before anything is
-// decided.
+// The relay tables' feeds: one TableFeed per relay table, whose rounds adopt other writers' rows
+// into the relay index (_adoption_handlers.ts). Every pass, sweep and read of a queue runs its
+// table's round first, in the same call (nothing is kept in the instance); the pass offers the
+// rows the round adopted, each read by key before anything is decided.
 import type { Item } from "../../dynamo/_dynamo.ts";
 import { withSignal } from "../../dynamo/_abortable.ts";
 import type { RelayKind } from "../../core/types.ts";
@@ -92,9 +89,8 @@ export class RelayFeeds {
   }
 
   /**
-   * An operator's view (the CLI): other writers' rows of `kind` the feed has not adopted yet, as
-   * the index will show them, read from the checkpoint without the lease: nothing written,
-   * nothing saved. The `limit` lowest in index order (memory follows `limit`).
+   * An operator's view (the CLI): the `limit` lowest rows of `kind` the feed has not adopted yet,
+   * read without the lease, nothing written.
    */
   async peek(q: QueueContext, kind: RelayKind, limit: number): Promise<Item[]> {
     const lowest = new Lowest<Item>(limit, byIndexOrder);

@@ -1,7 +1,5 @@
-// What the status feed writes: for each execution another writer committed, the index entry its
-// item needs (its status's partition, since when), written back with an UpdateItem conditioned
-// on the item being as the record (or the scan) showed it — the record finds the candidate, the
-// write's condition decides — and the one-off scan for rows the stream never showed.
+// What the status feed writes: the index entry an execution another writer committed needs,
+// with an UpdateItem conditioned on the item being as the record (or the scan) showed it.
 import type { _Record as StreamRecord } from "@aws-sdk/client-dynamodb-streams";
 import { ScanCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import {
@@ -53,9 +51,8 @@ export function isIndexed(record: StreamRecord): boolean {
 }
 
 /**
- * When a record's change was made, epoch seconds (undefined when the record does not say): its
- * `ApproximateCreationDateTime` (rounded down: to the second on AWS, to the minute on DynamoDB
- * Local), never before the `updated_at` of the item it replaced (our commit before it).
+ * When a record's change was made, epoch seconds (undefined: unknown): its rounded-down
+ * `ApproximateCreationDateTime`, never before the `updated_at` of the item it replaced.
  */
 export function createdAt(record: StreamRecord, old?: Item): string | undefined {
   const at = record.dynamodb?.ApproximateCreationDateTime as Date | number | undefined;
@@ -66,11 +63,9 @@ export function createdAt(record: StreamRecord, old?: Item): string | undefined 
 }
 
 /**
- * Puts the executions of `records` that another writer committed (their image has no
- * `status_shard`) back into the index: for each, its newest record's version, written only if
- * the item is still at it and still without the attribute, with `updated_at` the record's
- * creation time (when that writer committed it). Resolves to how many were written. The stream
- * shows new and old images (the feed reads no other view).
+ * Puts the executions another writer committed (no `status_shard`) back into the index: each at
+ * its newest record's version, only if the item is still at it and without the attribute, with
+ * `updated_at` the record's time. Resolves to how many were written.
  */
 export async function putBack(
   ctx: EntryContext,
@@ -108,10 +103,8 @@ function entryOf(item: Item | undefined): Entry | null {
 }
 
 /**
- * The entry an item without one needs (null: it has one, or it cannot be read): its status's
- * partition since the time it entered it when known (the item it replaced was in that partition
- * already), else since it was `committed` (the record's time: a newest-first listing places it
- * among other commits by when it was made), else since `now`.
+ * The entry an item without one needs (null: it has one, or cannot be read): its status's
+ * partition since it entered it when known, else since `committed` (the record's time), else `now`.
  */
 function wanted(
   id: string,
@@ -183,9 +176,8 @@ async function writeEntry(ctx: EntryContext, id: string, entry: Entry): Promise<
 }
 
 /**
- * One page of the scan for executions without an index entry (rows the stream never showed):
- * each is put back since now (when it was committed is not known: no `updated_at`). Resolves to
- * where the scan goes on (undefined when it is done), the rows examined and the entries written.
+ * One page of the scan for executions without an index entry, each put back since now: where
+ * the scan goes on (undefined: done), the rows examined and the entries written.
  */
 export async function backfillPage(
   ctx: EntryContext,

@@ -1,12 +1,7 @@
-// The status feed: executions another writer committed, put back into the status index. The
-// Python store's commit is a whole-item Put that drops `status_shard` and `status_at`, so the
-// execution leaves the index; the executions table's stream shows every such Put, and a round
-// (the table feed, _table_feed.ts, under a lease on the counters item `status_feed`) writes the
-// two attributes back, with `updated_at` the record's creation time, conditioned on the version
-// the record shows (the stream finds candidates, the write's condition decides). Records of items
-// in the index (this module's commits, the round's own write-backs) are passed over, not counted.
-// Rows the stream never showed (written before it was on, or trimmed after 24 hours unread) are
-// found once by a scan, a page per round.
+// The status feed: the Python store's commit is a whole-item Put that drops `status_shard` and
+// `status_at`, so the execution leaves the status index. A round of the executions table's stream
+// writes them back (with `updated_at` the record's time), conditioned on the version the record
+// shows; rows the stream never showed are found once by a scan, a page per round.
 import { EXECUTION, FEED } from "../../core/_layout.ts";
 import type { StatusCatchUp } from "../../core/operator_types.ts";
 import { batchGet, chunks, type Item, N, S } from "../../dynamo/_dynamo.ts";
@@ -63,11 +58,8 @@ export class StatusFeed {
   }
 
   /**
-   * An operator's view (the CLI): the executions other writers committed that the status index
-   * does not show yet, read from the stream's checkpoint without the lease, nothing written or
-   * saved. `takes` selects from an item (with `updated_at` its record's creation time, as a round
-   * would write it back); the `limit` most recently committed, each read by key (strongly) and
-   * still out of the index, newest first. Memory follows `limit` (and a page of records).
+   * An operator's view (the CLI): the `limit` most recent executions other writers committed that
+   * the status index does not show yet, read without the lease, nothing written. `takes` selects.
    */
   async peek(ctx: FeedContext, limit: number, takes: (item: Item) => boolean): Promise<Item[]> {
     const latest = new Map<string, number>();

@@ -1,23 +1,8 @@
-// The table feed: one engine that reads a table's stream (DynamoDB Streams, which ensureTables()
-// turns on with `otherWriters: true`) for the rows other writers commit, and hands each page of
+// The table feed: reads a table's stream for the rows other writers commit and hands each page of
 // change records to the table's handler (executions: the status feed; outbox, spawns, timers:
-// adoption). One store at a time reads a table's stream, under a lease on a counters item of its
-// own, which also keeps where each shard stands (_feed_checkpoint.ts: under 4 KB whatever the
-// stream does). A round reads from the checkpoint until it is caught up, has read its records or
-// its time, or its signal aborts, and saves where it stopped.
-//
-// Using it (one TableFeed per table, built once per store):
-//
-//   const feed = new TableFeed({
-//     kind: "outbox", table: "outbox", itemId: feedItemId("outbox"), // "feed:outbox"
-//     streams: () => streamsClientOf(client),
-//     ignore: (record) => false,            // records that are no work (not counted, not handed)
-//     handler: async (ctx, records, signal) => 0, // does its writes; resolves to how many it made
-//     backfill, maxRecords, maxMs,          // optional: a one-off scan; 6,000 records, 20 s a round
-//   });
-//   const report = await feed.round(ctx, { signal });        // FeedReport
-//   await feed.round(ctx, { readOnly: true, peek: (records) => { ... } }); // an operator's view
-//   await feed.close();                                      // once the round running ends
+// adoption). One store at a time reads a stream, under a lease on a counters item that also keeps
+// where each shard stands (_feed_checkpoint.ts). A round reads from the checkpoint until caught
+// up, out of records or time, or aborted, and saves where it stopped.
 import {
   type _Record as StreamRecord,
   DescribeStreamCommand,
@@ -44,15 +29,9 @@ export type StreamsSender = Pick<DynamoDBStreamsClient, "send" | "destroy">;
 
 /** How often a store reads a feed on its own ({@linkcode TableFeed.maybe}): at most every 10 s. */
 export const FEED_EVERY_MS = 10_000;
-/**
- * Change records a GetRecords call asks for: after each page the round renews its lease once a
- * third of it has gone by, so a round that writes slowly (throttled, a busy table) keeps it.
- */
+/** Change records a GetRecords call asks for: the lease is renewed between pages. */
 const RECORDS_PER_PAGE = 100;
-/**
- * Records of work a round reads at most: 100 of the other writer's commits a second for a cron
- * that runs once a minute. Records the handler ignores (the feed's own write-backs) do not count.
- */
+/** Records of work a round reads at most (100 commits a second for a cron once a minute). */
 export const RECORDS_PER_ROUND = 6000;
 /** How long a round reads at most (real time): then it saves where it stopped, `behind`. */
 export const ROUND_MS = 20_000;
@@ -90,9 +69,8 @@ export type FeedHandler<C extends FeedContext> = (
 ) => Promise<number>;
 
 /**
- * The one-off scan for rows the stream never showed (written before it was on, or trimmed unread
- * after 24 hours): a page from `start` (`{}`: the beginning); resolves to where it goes on
- * (undefined: done), what it examined and what it wrote.
+ * A page of the one-off scan for rows the stream never showed, from `start` (`{}`: the
+ * beginning): where it goes on (undefined: done), what it examined and wrote.
  */
 export type FeedBackfill<C extends FeedContext> = (
   ctx: C,
@@ -137,10 +115,7 @@ export interface RoundOptions {
   peek?: (records: StreamRecord[]) => void | Promise<void>;
 }
 
-/**
- * A Streams client for the same account, region and endpoint as an SDK DynamoDB client (its
- * resolved config); null for a client that is not the SDK's (a duck-typed `send()`).
- */
+/** A Streams client configured as an SDK DynamoDB client; null for a client not the SDK's. */
 export function streamsClientOf(client: DynamoDBSender): StreamsSender | null {
   const config = (client as { config?: Record<string, unknown> }).config;
   if (typeof config?.region !== "function" || typeof config.credentials !== "function") return null;
@@ -185,10 +160,7 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     return this.#owner;
   }
 
-  /**
-   * Waits until the round running (a pass's, which did not wait for it) ends at its bounds or its
-   * signal and has saved where it stopped, then destroys the Streams client, if it was built.
-   */
+  /** Waits until the round running has saved where it stopped, then destroys the Streams client. */
   async close(): Promise<void> {
     await this.#running?.catch(() => undefined);
     this.#streams?.destroy();
@@ -260,10 +232,7 @@ export class TableFeed<C extends FeedContext = FeedContext> {
     return this.#arn;
   }
 
-  /**
-   * One round: `signal` stops it at its next call, `behind`; what it handled is saved at the end,
-   * even then. `readOnly`: no lease, nothing saved, the records go to `peek`.
-   */
+  /** One round: what it handled is saved at the end, even once `signal` stopped it (`behind`). */
   async #read(
     given: C,
     streams: StreamsSender,
@@ -453,10 +422,7 @@ class Reader<C extends FeedContext> {
     )).ShardIterator;
   }
 
-  /**
-   * Reads one shard from its checkpoint until it is caught up (an empty page of an open shard),
-   * read to its end (a closed one), or the round has read its records or its time.
-   */
+  /** Reads one shard from its checkpoint until caught up, at its end, or the round is full. */
   async #shard(shard: Shard): Promise<{ trimmed: boolean; ended: boolean }> {
     const id = shard.ShardId!;
     const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;

@@ -23,9 +23,8 @@ export interface OtherWriters {
   /** A round of `kind`'s table feed now: the rows it adopted. */
   round(kind: RelayKind): Promise<Item[]>;
   /**
-   * The executions other writers committed that `takes` selects, read from the executions
-   * table's stream from the feed's checkpoint: at most 2 × `limit`, newest first. Writes nothing
-   * (no lease, no checkpoint, no index entry): the CLI's `executions --other-writers`.
+   * The executions other writers committed that `takes` selects, from the stream (at most 2 ×
+   * `limit`, newest first), writing nothing: the CLI's `executions --other-writers`.
    */
   peekUnindexed(ctx: FeedContext, limit: number, takes: (item: Item) => boolean): Promise<Item[]>;
   /** Stops the rounds running, gives their leases back, destroys the Streams clients. */

@@ -1,7 +1,5 @@
-// Rows written without the relay index's attributes (the seed, the Python store), taken into the
-// index (adopted): every row of a table at once, when ensureTables() adds the index to a table
-// another writer made, or on request (`adoptRows()`). A store built with `otherWriters: true`
-// also adopts them as its feeds find them (other_writers/_adoption_handlers.ts).
+// Rows written without the relay index's attributes (the Python store's) taken into the index:
+// a whole table when ensureTables() adds the index, or on request (`adoptRows()`).
 import { ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { conditionalUpdate, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
@@ -62,11 +60,9 @@ export function projected(kind: RelayKind) {
 }
 
 /**
- * A row without the index's attributes into its pending partition (a timer: at its fire time),
- * unless it was adopted, acknowledged or (a timer) re-scheduled meanwhile. `exact`
- * (adoptRows(), which answers how many it adopted): a transaction with an idempotency token, so
- * that a copy re-sent after a lost answer counts the row its first copy adopted — a plain
- * update's copy would fail its condition and leave the row uncounted.
+ * A row without the index's attributes into its pending partition, unless adopted, acknowledged
+ * or re-scheduled meanwhile. `exact` (adoptRows() counts): a transaction with an idempotency
+ * token, so a copy re-sent after a lost answer still counts the row.
  */
 export async function adoptRow(
   q: QueueContext,

@@ -1,6 +1,5 @@
-// Operators' bulk actions on a queue (#25): every dead letter of a kind (or of one target)
-// retried or dropped, and a summary of a queue's backlog — through the relay index, so that
-// what they read follows the dead letters (or the summary's cap), never the table.
+// Operators' bulk actions on a queue: every dead letter retried or dropped, and its backlog,
+// read through the relay index, so a read follows the dead letters (or the cap), never the table.
 import { withSignal } from "../../dynamo/_abortable.ts";
 import { GETS_IN_FLIGHT, ITEM_WRITES_IN_FLIGHT } from "../../core/_lanes.ts";
 import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
@@ -23,11 +22,8 @@ import { MergedPartitions, mergePage, queryPartition } from "./_index_reads.ts";
 import type { Backlog, BulkDeadLetterOptions, RelayKey, RelayKind } from "../../core/types.ts";
 
 /**
- * Retries (or drops) every dead letter of `kind` — of one target when `targetId` is given — and
- * resolves to how many it retried (dropped). Each is the single-key action (a transaction with
- * an idempotency token, exact under lost answers); running it again goes on where a crash or an
- * abort left it. `signal` stops it between dead letters: it rejects with the signal's reason once
- * those started have finished (`onProgress` has seen the count so far).
+ * Retries (or drops) every dead letter of `kind` (of one target with `targetId`), each with the
+ * single-key action; how many. Run again, it goes on where a crash or an abort left it.
  */
 export async function onDeadLetters(
   q: QueueContext,
@@ -67,11 +63,7 @@ function eventTime(row: Item): number | undefined {
 /** How many targets' parked entries a backlog reads (one Query each). */
 const PARKED_TARGETS = 25;
 
-/**
- * A queue's backlog, each count read up to `limit` rows: pending (timers: due by `now`), waiting
- * for a retry, dead, the outbox targets held behind those, and when the oldest pending item was
- * written (timers: due).
- */
+/** A queue's backlog (see {@linkcode Backlog}), each count read up to `limit` rows. */
 export async function backlog(
   given: QueueContext,
   kind: RelayKind,

@@ -46,9 +46,8 @@ export async function retryDeadLetter<K extends RelayKind>(
 }
 
 /**
- * Deletes a dead letter: `false` when there is no such dead letter (gone, pending, a mistyped key,
- * or a timer at another time). An outbox entry's target is released: the first entry held behind
- * it comes back in the same transaction, so that a crash leaves its target found.
+ * Deletes a dead letter: `false` when there is none (gone, pending, a timer at another time). An
+ * outbox entry's target is released: its first held entry comes back in the same transaction.
  */
 export async function dropDeadLetter<K extends RelayKind>(
   q: QueueContext,

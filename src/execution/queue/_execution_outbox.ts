@@ -1,10 +1,7 @@
-// executionOutbox: one execution's outbox entries, found by key — never by reading the
-// outbox table or a partition of the relay index. What it emitted: its item's chains
-// (`outbox_last`: target → its last seq) name the newest entry of each target, and each entry
-// names the one before it (`prev_seq`), so a walk back reads only entries still there (an
-// acknowledged one is gone, and so is every earlier one of its chain: a pass never delivers an
-// entry before its predecessor). What is to it and failed, or waits behind what failed: its hold
-// (`outbox_hold:{target key}`) lists those by key (`heads`, `held`). Every read is strong.
+// executionOutbox: one execution's outbox entries, found by key, never by a scan. What it
+// emitted: its chains (`outbox_last`) name each target's newest entry and each entry its
+// predecessor (`prev_seq`), so a walk back reads only entries still there. What failed to it, or
+// waits behind that: its hold lists them (`heads`, `held`). Every read is strong.
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { batchGet, chunks, eachConcurrently, type Item } from "../../dynamo/_dynamo.ts";
 import { GETS_IN_FLIGHT } from "../../core/_lanes.ts";

@@ -52,10 +52,9 @@ function midpoint(a: number, b: number): string | undefined {
 }
 
 /**
- * The condition (on `#f`, the attribute name of `fire_at`) that holds exactly when the stored
- * `fire_at` reads back as the double `fireAt`: the interval of decimals rounding to it, ends
- * included when a tie rounds to it (its lowest bit even). The equality when an end cannot be
- * written in 38 digits (tiny or huge times, never epoch seconds or milliseconds).
+ * The condition (on `#f`) that holds exactly when the stored `fire_at` reads back as `fireAt`:
+ * the interval of decimals rounding to it, ends included when a tie rounds to it (lowest bit
+ * even); the equality when an end needs over 38 digits.
  */
 export function fireAtGuard(
   fireAt: number,

@@ -93,9 +93,8 @@ interface Stream {
 }
 
 /**
- * The rows of several partitions of one state (`p`, `w` or `d`, every shard), merged lowest
- * order first, read a page per partition at a time (`pageSize` entries) and only when the merge
- * needs the next one: taking n rows reads about n + shards × pageSize index entries.
+ * The rows of every shard of one state, merged lowest order first, a page per partition read
+ * only when the merge needs it: n rows read about n + shards × pageSize index entries.
  */
 export class MergedPartitions {
   readonly #streams: Stream[];
@@ -105,9 +104,8 @@ export class MergedPartitions {
   read = 0;
 
   /**
-   * `bound.upTo`: only rows ordered at or below it. `bound.extra`: rows found by key (other
-   * writers' rows a pass is adopting, which the index may not show yet), lowest order first,
-   * merged in as if the index had them.
+   * `bound.upTo`: only rows ordered at or below it. `bound.extra`: rows found by key (adopted,
+   * maybe not in the index yet), lowest order first, merged in as if the index had them.
    */
   constructor(
     readonly client: DynamoDBSender,

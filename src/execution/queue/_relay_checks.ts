@@ -1,9 +1,11 @@
 // Checks of what the relay methods take (both execution stores): refused before anything is sent.
 import { checkOptionNames } from "../../core/_option_names.ts";
 import {
+  checkCallback,
   checkInteger,
   checkKey,
   checkObject,
+  checkSignal,
   checkTime,
   describe,
   LIMITS,
@@ -86,21 +88,15 @@ export function checkBulkOptions(
   const o = checkObject("options", options as Record<string, unknown>);
   checkOptionNames(method, o);
   targetFilter(kind as RelayKind, o.targetId);
-  if (o.onProgress !== undefined && typeof o.onProgress !== "function") {
-    throw new TypeError(`options.onProgress must be a function, got ${describe(o.onProgress)}`);
-  }
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
-    throw new TypeError(`options.signal must be an AbortSignal, got ${describe(o.signal)}`);
-  }
+  checkCallback("options.onProgress", o.onProgress);
+  checkSignal(o.signal, "options.signal");
 }
 
 /** The `limit` of `backlog`: 1 to 10,000 rows per count (no other option). */
 export function checkBacklogLimit(options: unknown): number {
   const o = checkObject("options", (options ?? {}) as Record<string, unknown>);
   checkOptionNames("backlog()", o);
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
-    throw new TypeError(`options.signal must be an AbortSignal, got ${describe(o.signal)}`);
-  }
+  checkSignal(o.signal, "options.signal");
   return o.limit === undefined ? 1000 : checkInteger("options.limit", o.limit, 1, 10_000);
 }
 

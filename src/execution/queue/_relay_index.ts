@@ -13,10 +13,8 @@ import { type ExecutionTables, RELAY_INDEX } from "../../core/table_specs.ts";
 export { RELAY_INDEX };
 
 /**
- * How many partitions each state (pending, waiting, dead) spreads over. An index partition takes
- * about 1,000 writes a second, so 8 carry about 8,000 commits' entries a second per table; a pass
- * pays one Query per shard and state it reads. A constant, not an option: every writer and
- * reader of a table must agree on it.
+ * How many partitions each state spreads over: 8 carry about 8,000 writes a second per table; a
+ * pass pays one Query per shard and state. Every writer and reader must agree, so no option.
  */
 export const RELAY_SHARDS = 8;
 
@@ -46,9 +44,8 @@ export function rowKey(kind: RelayKind, item: Item): Item {
 }
 
 /**
- * The shard of a row: a timer's is {@linkcode fnv1a} of its execution and path; an entry's is its
- * seq modulo the shards (another writer's odd seq — fractional, negative, past 2^53 — hashes its
- * stored text).
+ * The shard of a row: a timer's hashes its execution and path; an entry's is its seq modulo the
+ * shards (another writer's odd seq hashes its stored text).
  */
 export function rowShard(kind: RelayKind, item: Item): number {
   if (kind === "timers") {
@@ -77,10 +74,7 @@ export function pendingPlace(kind: RelayKind, item: Item): Place {
   return { part: partition("p", rowShard(kind, item)), order: keyOrder(kind, item)! };
 }
 
-/**
- * Where a row belongs by its own attributes at `now`: dead-lettered, waiting for a retry still to
- * come, or pending. `null` for a row no place can hold (no key number to order it by).
- */
+/** Where a row belongs by its own attributes at `now` (null: no number to order it by). */
 export function placeOf(kind: RelayKind, item: Item, now: number): Place | null {
   const order = keyOrder(kind, item);
   if (order === undefined || !Number.isFinite(Number(order.N))) return null;
@@ -176,9 +170,8 @@ export function locate<K extends RelayKind>(
 }
 
 /**
- * fail, dead-letter: the row to waiting (until `failure.retryAt`) or, with `retryAt: null`, to
- * dead, with its attempts and error; `now` (epoch seconds) is when it died. Only while the row is
- * still there (a timer: still at that fire time).
+ * The row to waiting (until `failure.retryAt`) or dead (`retryAt: null`, since `now`), only
+ * while it is still there (a timer: still at that fire time).
  */
 export function failed(
   at: RowAt,
@@ -281,10 +274,7 @@ function placed(to: "p" | "w" | "d" | "h", kind: RelayKind, item: Item): Place {
   return { part: partition(to, rowShard(kind, item)), order: keyOrder(kind, item)! };
 }
 
-/**
- * adopt: a row another writer wrote (no partition) to pending (a timer: at its fire time),
- * unless it was adopted, acknowledged or (a timer) re-scheduled meanwhile.
- */
+/** adopt: another writer's row (no partition) to pending, unless adopted or gone meanwhile. */
 export function adopted(tables: ExecutionTables, kind: RelayKind, row: Item) {
   const place: Place = pendingPlace(kind, row);
   const input = moveInput(tables[kind].name, rowKey(kind, row), null, place);

@@ -35,9 +35,8 @@ export class RowTable<K extends "spawns" | "timers"> implements RowQueue<K> {
   }
 
   /**
-   * The waiting rows whose retry is due and the lowest pending ones (timers: due by `now`), at
-   * most `limit` each, then read by key: the index lags, so a row cancelled, re-scheduled or
-   * parked a moment ago is judged on the table.
+   * The due waiting rows and the lowest pending ones, `limit` each, then read by key: the index
+   * lags, so a row changed a moment ago is judged on the table.
    */
   async due(now: number, limit: number): Promise<QueueRow<K>[]> {
     this.ctx.open(`${this.kind === "spawns" ? "spawnQueue" : "timerQueue"}.due`);

@@ -50,10 +50,9 @@ export async function dueByScan(
 }
 
 /**
- * Deletes the timer of `executionId` at `path` only if it still fires at `fireAt`: `false` when
- * it was re-scheduled or cancelled meanwhile (`deleteTimer`). Input is checked by the caller.
- * A one-item transaction with an idempotency token: a copy re-sent after a lost answer is
- * answered as the first one was, never as a failed condition (which would lose the timer).
+ * Deletes the timer only if it still fires at `fireAt` (`deleteTimer`). A one-item transaction
+ * with an idempotency token: a copy re-sent after a lost answer is answered as the first was,
+ * never as a failed condition (which would lose the timer).
  */
 export async function claimTimer(
   reads: TimerReads,
