@@ -27,9 +27,9 @@ export const EXECUTION = {
   spawnHwm: "spawn_hwm",
   traceEnd: "trace_end",
   outboxLast: "outbox_last",
-  /** Retention (#21): when a finished execution expires, epoch seconds (DynamoDB's TTL attribute). */
+  /** Retention: when a finished execution expires, epoch seconds (DynamoDB's TTL attribute). */
   ttl: "ttl",
-  /** The status index's partition key (#25): `"{status}#{shard}"`, shard 0..15 from the id. */
+  /** The status index's partition key: `"{status}#{shard}"`, shard 0..15 from the id. */
   statusShard: "status_shard",
   /** When the execution entered its status, epoch seconds: the status index's sort key. */
   statusAt: "status_at",
@@ -96,7 +96,7 @@ export const FAILURE_PLACEHOLDER: Item = {
 };
 
 /**
- * The relay index's two attributes on outbox entries, spawns and timers (#24): the partition a
+ * The relay index's two attributes on outbox entries, spawns and timers: the partition a
  * row is in (`relay_part`, S) and its place there (`relay_order`, N). A row is in exactly one
  * partition of the index, named by its state: `p{shard}` pending (order: seq, or a timer's
  * `fire_at`), `w{shard}` waiting for a retry (order: `retry_at`), `d{shard}` dead-lettered (order:

@@ -85,7 +85,7 @@ export function commitClauses(
 ): Clause[] {
   const clauses: Clause[] = [];
   if (expected === 0) {
-    // An insert: no item, or an expired one (absent to every read, #21) it may replace.
+    // An insert: no item, or an expired one (absent to every read) it may replace.
     clauses.push({
       kind: "version",
       expression: ABSENT,
@@ -204,7 +204,7 @@ export function refusalOf(
   old: Item | undefined,
   now: number,
 ): ExecutionRefusal {
-  // An expired item is absent (#21): a commit refused by it lost to nobody.
+  // An expired item is absent: a commit refused by it lost to nobody.
   const live = old !== undefined && !isExpired(old, now) ? old : undefined;
   const version = numberOf(live, EXECUTION.version);
   const found = Number.isNaN(version) ? null : version;

@@ -1,4 +1,4 @@
-// Retention of finished executions (#21): the `ttl` a commit leaves on the execution item, and
+// Retention of finished executions: the `ttl` a commit leaves on the execution item, and
 // what every read and commit counts as expired. DynamoDB deletes expired items up to days late,
 // so an execution past its ttl is absent to this module however long DynamoDB still keeps it.
 // Shared by DynamoDBStore and the memory twin, so both expire exactly alike.

@@ -1,7 +1,7 @@
 // Outbox and spawn seqs come from a shared counter item; taking them in blocks makes the
 // steady-state commit a single call. Seqs a store hands out only ever rise. A block is reserved
 // with one `ADD n :size` that returns the new value: the item holds `n` alone and never grows, in
-// both modes (#39: nothing records which seqs are whose; other writers' rows are found by the
+// both modes (nothing records which seqs are whose; other writers' rows are found by the
 // tables' streams, see other_writers/_adoption_handlers.ts).
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBSender } from "../../dynamo/_dynamo.ts";

@@ -52,7 +52,7 @@ export interface TxContext {
   tables: ExecutionTables;
   traceMax: number;
   processedTtl: number | null;
-  /** Retention of finished executions in seconds, or null to keep them forever (#21). */
+  /** Retention of finished executions in seconds, or null to keep them forever. */
   finishedTtl: number | null;
   /** The store's clock, epoch milliseconds: expiries are written and checked with it. */
   now: () => number;
@@ -322,7 +322,7 @@ export function buildTransaction(
       ? ", #ss = :ss, #sa = :now"
       : ", #ss = :ss, #sa = if_not_exists(#sa, :now)";
   }
-  // Retention (#21): the commit sets the ttl of a finished execution, else removes it.
+  // Retention: the commit sets the ttl of a finished execution, else removes it.
   if (plan.expiresAt !== null) {
     values[":ttl"] = N(plan.expiresAt);
     sets += ", #ttl = :ttl";
@@ -399,7 +399,7 @@ export function buildTransaction(
   return { items, roles, clauses, chains: links?.next };
 }
 
-/** A row as a commit writes it: with the relay index's attributes of a pending row (#24). */
+/** A row as a commit writes it: with the relay index's attributes of a pending row. */
 function pending(kind: "outbox" | "spawns" | "timers", item: Item): Item {
   const place = pendingPlace(kind, item);
   item[RELAY.part] = S(place.part);
