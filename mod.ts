@@ -94,6 +94,17 @@
  * assert.equal(await state.exists("session:mod"), false);
  * ```
  *
+ * @example Unit tests without DynamoDB (no permissions needed)
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MemoryStore, newExecution } from "@harel/dynamodb/testing";
+ *
+ * const store = new MemoryStore();
+ * const exe = newExecution({ definition_id: "order" });
+ * await store.save(exe);
+ * assert.equal((await store.load(exe.id))?.version, 1);
+ * ```
+ *
  * @module
  */
 export * from "./src/core/documents.ts";
