@@ -8,9 +8,17 @@ import { DynamoDBStore, type Execution, relayOutbox, sweepTimers } from "../../m
 import { endpoint, ownRegion, testClient, uniqueName } from "../_support/env.ts";
 import { seedWrite } from "../_support/seed_writer.ts";
 import { countingProxy } from "../_support/counting_proxy.ts";
+import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
 import { fillExecutions } from "../_support/executions.ts";
 
 const REGION = ownRegion("feed");
+
+/**
+ * The cases after the first, run as steps of one test at once, each in a database of its own
+ * (tests/_support/concurrent_steps.ts). The first times its writer, and runs alone.
+ */
+const cases: Variant[] = [];
+const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
 
 /** An item's size as DynamoDB counts it (names and values, near enough for maps and strings). */
 function itemBytes(item: Record<string, unknown>): number {
@@ -129,7 +137,7 @@ async function pythonCommits(region: string, prefix: string, n: number): Promise
   return wrote.executions.map((exe) => exe.id);
 }
 
-Deno.test("a round does not count this store's own commits: 300 Python commits, 6,000 of ours, 300 more, all 600 listed after one round", async () => {
+test("a round does not count this store's own commits: 300 Python commits, 6,000 of ours, 300 more, all 600 listed after one round", async () => {
   const region = ownRegion("sfo");
   const prefix = uniqueName("sfo");
   using client = testClient(region);
@@ -157,7 +165,7 @@ Deno.test("a round does not count this store's own commits: 300 Python commits, 
   assert.deepEqual([...listed].sort(), [...python].sort());
 });
 
-Deno.test("2,000 of the Python store's commits are listed after the first pass of the README's cron pattern", async () => {
+test("2,000 of the Python store's commits are listed after the first pass of the README's cron pattern", async () => {
   const region = ownRegion("sfc");
   const prefix = uniqueName("sfc");
   const open = () =>
@@ -179,7 +187,7 @@ Deno.test("2,000 of the Python store's commits are listed after the first pass o
   assert.deepEqual([...listed].sort(), [...python].sort());
 });
 
-Deno.test("a round stops when its signal aborts, and the next goes on from where it stopped", async () => {
+test("a round stops when its signal aborts, and the next goes on from where it stopped", async () => {
   const region = ownRegion("sfs");
   const prefix = uniqueName("sfs");
   // The signal aborts when the round asks for its third page of records (100 a page): whatever
@@ -208,4 +216,8 @@ Deno.test("a round stops when its signal aborts, and the next goes on from where
   const next = await store.catchUpStatusIndex({ signal: AbortSignal.timeout(5000) });
   assert.ok(next.records > 0, JSON.stringify(next));
   assert.ok(next.records - next.indexed <= 200, JSON.stringify({ first, next }));
+});
+
+Deno.test("the status feed behind other work: our own commits, the README's cron pattern, a signal", async (t) => {
+  await concurrently(t, cases);
 });
