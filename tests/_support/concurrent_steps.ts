@@ -46,3 +46,16 @@ export async function concurrently(
     })
   ));
 }
+
+/**
+ * A test of `name` whose cases run as its steps at once ({@linkcode concurrently}, `width` at a
+ * time): each call of the function it answers adds a case, in place of a `Deno.test` of its own.
+ */
+export function concurrentTest(
+  name: string,
+  width?: number,
+): (name: string, fn: () => Promise<void>) => void {
+  const cases: Variant[] = [];
+  Deno.test(name, (t) => concurrently(t, cases, width));
+  return (caseName, fn) => void cases.push({ name: caseName, fn: () => fn() });
+}

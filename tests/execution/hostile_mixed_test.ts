@@ -14,7 +14,7 @@ import {
   type OutboxEntry,
   relayOutbox,
 } from "../../mod.ts";
-import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
+import { concurrentTest } from "../_support/concurrent_steps.ts";
 import { ownRegion, pause, testClient } from "../_support/env.ts";
 import { type LaggingStore, laggingStore, passUntil } from "../_support/lagging_store.ts";
 
@@ -22,8 +22,10 @@ import { type LaggingStore, laggingStore, passUntil } from "../_support/lagging_
  * The cases below, run as steps of one test, four at once: each mostly waits for the index's lag
  * (tests/_support/concurrent_steps.ts), each on tables of its own.
  */
-const cases: Variant[] = [];
-const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
+const test = concurrentTest(
+  "the mixed fleet tried as a hostile user would: order, bounds and faults with another writer",
+  4,
+);
 const REGION = ownRegion("hostile");
 const LAG = 1500;
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
@@ -133,6 +135,29 @@ async function deadLetter(lag: LaggingStore, bad: number, delivered: number[]) {
     () => lag.fresh(async (s) => (await s.deadLetters("outbox")).some((d) => d.key === bad)),
   );
   assert.ok(dead, `${bad} dead-lettered`);
+}
+
+/**
+ * Three passes deliver nothing of `lane` (`target`'s entries) while `p` is dead; after its retry,
+ * the whole lane goes, in seq order.
+ */
+async function waitsUntilRetried(
+  lag: LaggingStore,
+  p: number,
+  lane: number[],
+  delivered: number[],
+  target: string,
+) {
+  await pause(LAG + 300);
+  for (let i = 0; i < 3; i++) delivered.push(...await pass(lag));
+  assert.equal(
+    delivered.length,
+    0,
+    `${target} waits behind the dead entry (delivered ${delivered})`,
+  );
+  assert.equal(await lag.fresh((s) => s.retryDeadLetter("outbox", p)), true);
+  await drain(lag, delivered, lane);
+  assertLane(delivered, lane, `${target}'s entries after the retry`);
 }
 
 for (const free of ["retryDeadLetter", "dropDeadLetter"] as const) {
@@ -275,12 +300,7 @@ test("a dead entry of theirs to target null holds ours to null until retried", a
   const delivered: number[] = [];
   await deadLetter(lag, p, delivered);
   const lane = [p, ...await ours(lag, [null, null]), await theirs(lag, null)];
-  await pause(LAG + 300);
-  for (let i = 0; i < 3; i++) delivered.push(...await pass(lag));
-  assert.equal(delivered.length, 0, `null waits behind the dead entry (delivered ${delivered})`);
-  assert.equal(await lag.fresh((s) => s.retryDeadLetter("outbox", p)), true);
-  await drain(lag, delivered, lane);
-  assertLane(delivered, lane, "null's entries after the retry");
+  await waitsUntilRetried(lag, p, lane, delivered, "null");
 });
 
 test("the same on a busy target (16 of theirs delivered before), 16 more of theirs above ours", async () => {
@@ -464,12 +484,7 @@ test("a dead entry of theirs, 40 more of theirs and ours to its target: all wait
   for (let i = 0; i < 20; i++) lane.push(await theirs(lag, "T"));
   lane.push(...await ours(lag, ["T"]));
   for (let i = 0; i < 20; i++) lane.push(await theirs(lag, "T"));
-  await pause(LAG + 300);
-  for (let i = 0; i < 3; i++) delivered.push(...await pass(lag));
-  assert.equal(delivered.length, 0, `T waits behind the dead entry (delivered ${delivered})`);
-  assert.equal(await lag.fresh((s) => s.retryDeadLetter("outbox", p)), true);
-  await drain(lag, delivered, lane);
-  assertLane(delivered, lane, "T's entries after the retry");
+  await waitsUntilRetried(lag, p, lane, delivered, "T");
 });
 
 test("a mixed fleet at once: their commits (some events over 3,000 characters), ours delivered within the request, reads, two relays", async () => {
@@ -517,8 +532,4 @@ test("a mixed fleet at once: their commits (some events over 3,000 characters), 
   for (const [t, lane] of lanes) assertLane(delivered, lane, `target ${t}`);
   const twice = delivered.filter((s, i) => delivered.indexOf(s) !== i);
   assert.deepEqual(twice, [], `each once (delivered ${delivered})`);
-});
-
-Deno.test("the mixed fleet tried as a hostile user would: order, bounds and faults with another writer", async (t) => {
-  await concurrently(t, cases, 4);
 });

@@ -14,7 +14,7 @@ import {
   relayOutbox,
   sweepTimers,
 } from "../../mod.ts";
-import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
+import { concurrentTest } from "../_support/concurrent_steps.ts";
 import { directEndpoint, ownRegion, pause, testClient } from "../_support/env.ts";
 import { laggingStore } from "../_support/lagging_store.ts";
 import { SeedTurns } from "../_support/seed_turns.ts";
@@ -33,8 +33,9 @@ const REGION = ownRegion("bounds");
  * The cases below, run as steps of one test at once: they mostly wait (for the index's lag, a
  * retry), each on tables of its own (tests/_support/concurrent_steps.ts).
  */
-const cases: Variant[] = [];
-const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
+const test = concurrentTest(
+  "the mixed fleet, bounded: items, holds and timers with another writer",
+);
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
 const mixed = (lagMs: number) => laggingStore(lagMs, { otherWriters: true, region: REGION });
 
@@ -243,8 +244,4 @@ test(`5 of the Python store's due timers among ${PARKED_TIMERS} parked: listed b
     large.sweepReads <= 2 * Math.max(small.sweepReads, 1),
     `${large.sweepReads} read units at ${PARKED_TIMERS} parked, ${small.sweepReads} at 300`,
   );
-});
-
-Deno.test("the mixed fleet, bounded: items, holds and timers with another writer", async (t) => {
-  await concurrently(t, cases);
 });

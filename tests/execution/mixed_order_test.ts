@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { DynamoDBStore, newEvent, newExecution, relayOutbox } from "../../mod.ts";
 import { partition, relayAttributes } from "../../src/execution/queue/_relay_index.ts";
-import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
+import { concurrentTest } from "../_support/concurrent_steps.ts";
 import { directEndpoint, ownRegion, pause, testClient, uniqueName } from "../_support/env.ts";
 import { type LaggingStore, laggingStore } from "../_support/lagging_store.ts";
 import { putAll } from "../_support/put_all.ts";
@@ -17,8 +17,10 @@ import { SeedTurns } from "../_support/seed_turns.ts";
  * The cases below, run as steps of one test, three at once: they mostly wait for the index's lag
  * (tests/_support/concurrent_steps.ts), each in a region of its own.
  */
-const cases: Variant[] = [];
-const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
+const test = concurrentTest(
+  "the mixed fleet in order: one target's entries across writers, index lag 1.5 s and 5 s",
+  3,
+);
 const prefixOf = (store: DynamoDBStore) => store.tables.executions.name.replace(/_executions$/, "");
 const mixed = (lagMs: number, region: string) =>
   laggingStore(lagMs, { otherWriters: true, region });
@@ -296,8 +298,4 @@ test(`a stream that shows items out of order changes no order: ${RUNS / 2} runs 
       reordered,
     ),
   ]);
-});
-
-Deno.test("the mixed fleet in order: one target's entries across writers, index lag 1.5 s and 5 s", async (t) => {
-  await concurrently(t, cases, 3);
 });

@@ -8,7 +8,7 @@ import { DynamoDBStore, type Execution, relayOutbox, sweepTimers } from "../../m
 import { endpoint, ownRegion, testClient, uniqueName } from "../_support/env.ts";
 import { seedWrite } from "../_support/seed_writer.ts";
 import { countingProxy } from "../_support/counting_proxy.ts";
-import { concurrently, type Variant } from "../_support/concurrent_steps.ts";
+import { concurrentTest } from "../_support/concurrent_steps.ts";
 import { fillExecutions } from "../_support/executions.ts";
 
 const REGION = ownRegion("feed");
@@ -17,8 +17,9 @@ const REGION = ownRegion("feed");
  * The cases after the first, run as steps of one test at once, each in a database of its own
  * (tests/_support/concurrent_steps.ts). The first times its writer, and runs alone.
  */
-const cases: Variant[] = [];
-const test = (name: string, fn: () => Promise<void>) => void cases.push({ name, fn: () => fn() });
+const test = concurrentTest(
+  "the status feed behind other work: our own commits, the README's cron pattern, a signal",
+);
 
 /** An item's size as DynamoDB counts it (names and values, near enough for maps and strings). */
 function itemBytes(item: Record<string, unknown>): number {
@@ -216,8 +217,4 @@ test("a round stops when its signal aborts, and the next goes on from where it s
   const next = await store.catchUpStatusIndex({ signal: AbortSignal.timeout(5000) });
   assert.ok(next.records > 0, JSON.stringify(next));
   assert.ok(next.records - next.indexed <= 200, JSON.stringify({ first, next }));
-});
-
-Deno.test("the status feed behind other work: our own commits, the README's cron pattern, a signal", async (t) => {
-  await concurrently(t, cases);
 });
